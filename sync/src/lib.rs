@@ -1,0 +1,42 @@
+//! Kernel locks for small multicore kernels, behind one [`KernelLock`] trait.
+//!
+//! This crate is the synchronisation foundation of the project: the kernel is generic over a
+//! [`KernelLock`], and so can be any other kernel that embeds this crate. It needs no allocator and
+//! builds for `x86_64-unknown-none`, `armv7a-none-eabi` and hosted targets.
+//!
+//! | lock | algorithm | fair | per-CPU state |
+//! |------|-----------|------|---------------|
+//! | [`ClhLock`] | CLH queue lock, as seL4's big kernel lock | FIFO | queue node per CPU |
+//! | [`TicketLock`] | ticket lock, optional proportional back-off | FIFO | none |
+//! | [`BrLock`] | big-reader lock (reader slot per CPU) | writer-preferring | reader slot per CPU |
+//! | [`RtmLock`] | Intel RTM lock elision over any fallback lock | as the fallback | statistics, deferred work |
+//! | [`NoLock`] | nothing: the unsafe baseline for disjoint data | - | none |
+//!
+//! # Design
+//! * Every lock operation names the CPU that performs it ([`CpuId`]). Queue locks and the
+//!   big-reader lock own per-CPU state, so the caller (a kernel, which always knows its core and
+//!   runs its lock holders with preemption disabled) passes its index. An index out of range panics
+//!   with a clear message in every build: it is a kernel bug, never silent corruption.
+//! * Wait loops call a [`Relax`] strategy chosen as a type parameter of the lock: [`Spin`] (pause /
+//!   yield), [`Backoff`] (exponential), [`Wfe`] (ARM wait-for-event; unlock then signals with SEV),
+//!   or the kernel's own, which can service cross-core requests while spinning, as seL4 does.
+//! * Interrupt masking is the caller's job: a kernel enters its lock with interrupts off.
+//! * Every atomic ordering is explained where it is used, and the ARMv7 barrier it becomes.
+//! * Under `--cfg loom` the atomics come from loom so the model tests explore every interleaving.
+#![no_std]
+#![warn(missing_docs)]
+
+#[cfg(any(test, loom))]
+extern crate std;
+
+#[macro_use]
+
+mod shim;
+
+pub mod pad;
+pub mod relax;
+pub mod raw;
+
+pub use pad::{CacheLine, CachePadded, Erg, Padded};
+pub use raw::{CpuId, KernelLock, KernelRwLock};
+pub use relax::{Backoff, Relax, Spin, Wfe};
