@@ -1,4 +1,235 @@
-//! The x86_64 hardware abstraction layer (PVH boot, xAPIC SMP, paging, `syscall` entry).
+//! The x86_64 hardware abstraction layer: PVH boot under QEMU without a bootloader crate, per-core
+//! GDT/TSS/IDT, COM1 console, ACPI MADT, xAPIC SMP bring-up, timer and IPIs, TSC, QEMU exit.
 //!
-//! Status: empty. It arrives with issue 3; nothing here runs yet.
+//! # Boot flow
+//! QEMU (`-kernel kernel.elf`) finds the PVH note and enters [`boot`]'s 32-bit code, which builds
+//! page tables, enters long mode and calls the bootstrap processor's Rust entry. That sets up
+//! this core and the platform ([`Platform`]: command line, memory map, ACPI, CPU features,
+//! calibrated clocks), then calls the kernel's main function named with [`entry_point!`]. The
+//! kernel starts the other cores with [`smp::start_aps`].
+//!
+//! # For the kernel's `Hal` trait
+//! The kernel crate will define a `Hal` trait; [`X86Hal`] gathers the operations it will need
+//! (core index, IPIs, address-space switch, cycle counter, timer, console) as inherent
+//! functions, so the implementation is a thin forwarding `impl`.
+//!
+//! # Running
+//! `hal-x86/scripts/qemu-boot-demo.sh [machine] [smp] [cmdline]` builds the `boot-demo` kernel
+//! and runs it; by hand:
+//! ```text
+//! cargo build --release -p hal-x86 --target x86_64-unknown-none --bin boot-demo
+//! qemu-system-x86_64 -M microvm -cpu max -smp 4 -m 256M \
+//!     -kernel target/x86_64-unknown-none/release/boot-demo -display none -serial stdio \
+//!     -no-reboot -device isa-debug-exit,iobase=0xf4,iosize=0x04 -append ""
+//! ```
+//! Exit status 33 means success (see [`exit`]); `-M q35` and `-M pc` work with the same flags.
+//!
+//! # Host builds
+//! Only the pure parts ([`acpi`]) build for the host, so that `cargo test -p hal-x86 --lib`
+//! runs their unit tests; everything else needs `--target x86_64-unknown-none`.
 #![no_std]
+
+pub mod acpi;
+
+#[cfg(target_os = "none")]
+pub mod apic;
+#[cfg(target_os = "none")]
+pub mod boot;
+#[cfg(target_os = "none")]
+pub mod console;
+#[cfg(target_os = "none")]
+pub mod cpu;
+#[cfg(target_os = "none")]
+pub mod exit;
+#[cfg(target_os = "none")]
+pub mod gdt;
+#[cfg(target_os = "none")]
+pub mod interrupts;
+#[cfg(target_os = "none")]
+pub mod paging;
+#[cfg(target_os = "none")]
+pub mod percpu;
+#[cfg(target_os = "none")]
+pub mod pvh;
+#[cfg(target_os = "none")]
+pub mod smp;
+#[cfg(target_os = "none")]
+pub mod time;
+
+#[cfg(target_os = "none")]
+pub use target::*;
+
+#[cfg(target_os = "none")]
+mod target {
+    use core::cell::UnsafeCell;
+    use core::mem::MaybeUninit;
+    use core::sync::atomic::{AtomicBool, Ordering};
+
+    use crate::acpi::{AcpiError, AcpiInfo};
+    use crate::apic::IpiKind;
+    use crate::cpu::CpuFeatures;
+    use crate::paging::PhysAddr;
+    use crate::percpu::CpuIndex;
+    use crate::pvh::BootInfo;
+    use crate::time::ClockSource;
+
+    /// Everything the HAL found at boot; handed to the kernel's main function.
+    #[derive(Debug)]
+    pub struct Platform {
+        /// What the PVH loader passed (command line, memory map, RSDP).
+        pub boot: BootInfo,
+        /// Features of the bootstrap processor.
+        pub cpu: CpuFeatures,
+        /// ACPI tables (MADT CPUs, PM timer, HPET), or why they could not be read.
+        pub acpi: Result<AcpiInfo, AcpiError>,
+        /// Local APIC id of the bootstrap processor.
+        pub bsp_apic_id: u32,
+        /// The reference the TSC and APIC timer were calibrated against.
+        pub clock: ClockSource,
+        /// Top of the bootstrap processor's kernel stack.
+        pub stack_top: u64,
+    }
+
+    /// A value set once during boot, read-only afterwards.
+    pub(crate) struct InitOnce<T> {
+        set: AtomicBool,
+        value: UnsafeCell<MaybeUninit<T>>,
+    }
+
+    // SAFETY: the value is written once, before `set` is published with Release; readers only
+    // read it after observing `set` with Acquire, and never mutate it.
+    unsafe impl<T: Sync> Sync for InitOnce<T> {}
+
+    impl<T> InitOnce<T> {
+        const fn new() -> Self {
+            Self {
+                set: AtomicBool::new(false),
+                value: UnsafeCell::new(MaybeUninit::uninit()),
+            }
+        }
+
+        /// Stores the value; panics if called twice.
+        pub(crate) fn set(&self, value: T) -> &T {
+            assert!(!self.set.load(Ordering::Acquire), "InitOnce set twice");
+            // SAFETY: only the bootstrap processor calls this, once, before publishing.
+            let r = unsafe { (*self.value.get()).write(value) };
+            self.set.store(true, Ordering::Release);
+            r
+        }
+
+        /// The value, once set.
+        pub(crate) fn get(&self) -> Option<&T> {
+            if self.set.load(Ordering::Acquire) {
+                // SAFETY: initialised before `set` became true, never written again.
+                Some(unsafe { (*self.value.get()).assume_init_ref() })
+            } else {
+                None
+            }
+        }
+    }
+
+    pub(crate) static PLATFORM: InitOnce<Platform> = InitOnce::new();
+
+    /// The platform description, once the bootstrap processor has built it (before the
+    /// kernel's main function runs).
+    pub fn platform() -> Option<&'static Platform> {
+        PLATFORM.get()
+    }
+
+    /// The operations a kernel `Hal` trait needs, for x86_64. All are callable from any core.
+    #[derive(Clone, Copy, Debug, Default)]
+    pub struct X86Hal;
+
+    impl X86Hal {
+        /// Index of the calling core (0 = bootstrap processor).
+        #[inline]
+        pub fn cpu_id() -> CpuIndex {
+            crate::percpu::cpu_id()
+        }
+
+        /// Cores online.
+        pub fn cpu_count() -> usize {
+            crate::smp::online_count()
+        }
+
+        /// Sends an inter-processor interrupt of `kind` to core `cpu`.
+        pub fn send_ipi(cpu: CpuIndex, kind: IpiKind) {
+            crate::apic::send_ipi(cpu, kind);
+        }
+
+        /// Switches the calling core to the address space rooted at `root`.
+        ///
+        /// # Safety
+        /// See [`paging::switch_address_space`](crate::paging::switch_address_space).
+        pub unsafe fn switch_address_space(root: PhysAddr) {
+            // SAFETY: forwarded contract.
+            unsafe { crate::paging::switch_address_space(root) }
+        }
+
+        /// The cycle counter (TSC).
+        #[inline]
+        pub fn cycles() -> u64 {
+            crate::time::cycles()
+        }
+
+        /// Cycle counter frequency in Hz.
+        pub fn cycles_hz() -> u64 {
+            crate::time::tsc_hz()
+        }
+
+        /// Starts periodic timer interrupts at `hz` on the calling core.
+        pub fn timer_start(hz: u32) {
+            let count = crate::time::apic_timer_hz() / u64::from(hz.max(1));
+            crate::apic::timer_start_periodic(count.min(u64::from(u32::MAX)) as u32);
+        }
+
+        /// Stops the calling core's timer.
+        pub fn timer_stop() {
+            crate::apic::timer_stop();
+        }
+
+        /// Timer interrupts the calling core has taken.
+        pub fn timer_ticks() -> u64 {
+            crate::percpu::this_cpu().ticks()
+        }
+
+        /// Writes a string to the console.
+        pub fn console_write(s: &str) {
+            crate::console::write_str(s);
+        }
+
+        /// Whether the CPU offers Intel RTM.
+        pub fn has_rtm() -> bool {
+            platform().is_some_and(|p| p.cpu.rtm)
+        }
+
+        /// Stops the machine: exits QEMU with `code` (halts on hardware).
+        pub fn exit(code: crate::exit::ExitCode) -> ! {
+            crate::exit::exit_qemu(code)
+        }
+    }
+
+    /// Reports a panic on the console (from any core) and exits QEMU with failure. For the
+    /// kernel's `#[panic_handler]`.
+    pub fn panic_report(info: &core::panic::PanicInfo<'_>) -> ! {
+        crate::console::emergency_print(format_args!(
+            "\n!!! PANIC on cpu {}: {}\n",
+            crate::percpu::cpu_id(),
+            info
+        ));
+        crate::exit::exit_qemu(crate::exit::ExitCode::Failure)
+    }
+}
+
+/// Names the kernel's main function, called on the bootstrap processor once the HAL is set up:
+/// `hal_x86::entry_point!(kernel_main);` with `fn kernel_main(p: &'static hal_x86::Platform) -> !`.
+#[macro_export]
+macro_rules! entry_point {
+    ($main:path) => {
+        #[export_name = "hal_x86_kernel_main"]
+        fn __hal_x86_kernel_main(platform: &'static $crate::Platform) -> ! {
+            let main: fn(&'static $crate::Platform) -> ! = $main;
+            main(platform)
+        }
+    };
+}

@@ -23,6 +23,9 @@
 //! * Interrupt masking is the caller's job: a kernel enters its lock with interrupts off.
 //! * Every atomic ordering is explained where it is used, and the ARMv7 barrier it becomes.
 //! * Under `--cfg loom` the atomics come from loom so the model tests explore every interleaving.
+//! * With the `lock_api` feature, `lock_api_adapter` turns any lock that implements
+//!   `raw::ConstInit` into a `lock_api::Mutex` / `RwLock`; the embedding kernel says how to find
+//!   the current CPU (see `examples/embed.rs`).
 #![no_std]
 #![warn(missing_docs)]
 
@@ -30,13 +33,26 @@
 extern crate std;
 
 #[macro_use]
-
 mod shim;
 
+pub mod brlock;
+pub mod clh;
+#[cfg(all(feature = "lock_api", not(loom)))]
+pub mod lock_api_adapter;
+pub mod nolock;
 pub mod pad;
-pub mod relax;
 pub mod raw;
+pub mod relax;
+pub mod rtm;
+pub mod ticket;
 
+pub use brlock::BrLock;
+pub use clh::ClhLock;
+pub use nolock::NoLock;
 pub use pad::{CacheLine, CachePadded, Erg, Padded};
+#[cfg(not(loom))]
+pub use raw::ConstInit;
 pub use raw::{CpuId, KernelLock, KernelRwLock};
 pub use relax::{Backoff, Relax, Spin, Wfe};
+pub use rtm::{AbortCause, AbortStatus, DeferFull, Rtm, RtmLock, RtmPolicy, RtmStats, TxEngine};
+pub use ticket::{TicketBackoffLock, TicketLock};

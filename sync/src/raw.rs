@@ -13,7 +13,8 @@ pub type CpuId = usize;
 
 /// A mutual-exclusion lock for kernel code running on several CPUs.
 ///
-/// # Safety (for implementors)
+/// # Safety
+/// For implementors:
 /// * Mutual exclusion: between a successful [`lock`](Self::lock) or [`try_lock`](Self::try_lock)
 ///   and the matching [`unlock`](Self::unlock), no other acquisition may succeed.
 /// * Acquiring has at least `Acquire` and releasing at least `Release` semantics, so everything the
@@ -54,7 +55,8 @@ pub unsafe trait KernelLock: Sync {
 
 /// A reader-writer extension: [`KernelLock`]'s operations are the exclusive (write) side.
 ///
-/// # Safety (for implementors)
+/// # Safety
+/// For implementors:
 /// Between a successful shared acquisition and its release, no exclusive acquisition succeeds, and
 /// the reverse; shared acquisitions may overlap each other. Orderings as for [`KernelLock`].
 pub unsafe trait KernelRwLock: KernelLock {
@@ -83,5 +85,8 @@ pub trait ConstInit {
 #[inline(always)]
 #[track_caller]
 pub(crate) fn check_cpu(lock: &'static str, cpu: CpuId, max: usize) {
-    assert!(cpu < max, "{lock}: CPU id {cpu} out of range (this lock supports CPUs 0..{max})");
+    assert!(
+        cpu < max,
+        "{lock}: CPU id {cpu} out of range (this lock supports CPUs 0..{max})"
+    );
 }

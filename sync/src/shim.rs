@@ -5,9 +5,9 @@
 //! are written once with [`maybe_const_fn!`] and arrays with [`array_init!`].
 
 #[cfg(not(loom))]
-pub(crate) use core::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicUsize, Ordering};
+pub(crate) use core::sync::atomic::{fence, AtomicU32, AtomicUsize, Ordering};
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicUsize, Ordering};
+pub(crate) use loom::sync::atomic::{fence, AtomicU32, AtomicUsize, Ordering};
 
 /// Called in every wait-loop iteration besides the lock's `Relax` strategy: under loom it tells
 /// the model checker that this thread cannot progress until another one runs.

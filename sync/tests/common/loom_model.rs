@@ -26,6 +26,7 @@ where
         for h in handles {
             h.join().unwrap();
         }
+        // SAFETY: every thread has been joined; nobody else touches the cell.
         assert_eq!(data.with(|v| unsafe { *v }), threads);
         assert!(!lock.is_locked());
     });

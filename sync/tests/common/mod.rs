@@ -60,7 +60,11 @@ pub fn hammer<L: sync::KernelLock>(lock: &L, threads: usize, iters: usize) {
     let counter = RacyCounter::new();
     on_cpus(threads, iters, |cpu| {
         lock.lock(cpu);
-        assert!(lock.is_locked(), "{}: is_locked() false while held", lock.name());
+        assert!(
+            lock.is_locked(),
+            "{}: is_locked() false while held",
+            lock.name()
+        );
         counter.increment();
         // SAFETY: `cpu` took the lock just above.
         unsafe { lock.unlock(cpu) };
@@ -71,7 +75,11 @@ pub fn hammer<L: sync::KernelLock>(lock: &L, threads: usize, iters: usize) {
         "{}: lost updates, so two CPUs were in the critical section at once",
         lock.name()
     );
-    assert!(!lock.is_locked(), "{}: still locked after all CPUs released", lock.name());
+    assert!(
+        !lock.is_locked(),
+        "{}: still locked after all CPUs released",
+        lock.name()
+    );
 }
 
 /// Like [`hammer`] but through `try_lock`, retrying until it succeeds.
@@ -85,11 +93,39 @@ pub fn hammer_try<L: sync::KernelLock>(lock: &L, threads: usize, iters: usize) {
         // SAFETY: `cpu` took the lock just above.
         unsafe { lock.unlock(cpu) };
     });
-    assert_eq!(counter.get(), (threads * iters) as u64, "{}: try_lock lost updates", lock.name());
+    assert_eq!(
+        counter.get(),
+        (threads * iters) as u64,
+        "{}: try_lock lost updates",
+        lock.name()
+    );
 }
 
 /// Number of threads for stress tests: at least 4 (oversubscribed on small machines, which is
 /// what shakes out hand-over bugs), or the machine's parallelism if larger.
 pub fn stress_threads() -> usize {
-    std::thread::available_parallelism().map_or(4, |n| n.get()).max(4)
+    std::thread::available_parallelism()
+        .map_or(4, |n| n.get())
+        .max(4)
+}
+
+/// A wait strategy for oversubscribed stress tests: spin briefly, then yield the host thread.
+///
+/// FIFO locks (CLH, ticket) convoy badly when the next waiter in line is descheduled: with more
+/// threads than cores a pure spin makes a test take minutes. A kernel never has this problem (one
+/// CPU per waiter), so tests use this strategy and keep pure spinning for the benchmarks.
+#[derive(Default)]
+pub struct Yield {
+    polls: u32,
+}
+
+impl sync::Relax for Yield {
+    fn relax(&mut self, _cpu: usize) {
+        self.polls += 1;
+        if self.polls % 16 == 0 {
+            std::thread::yield_now();
+        } else {
+            std::hint::spin_loop();
+        }
+    }
 }

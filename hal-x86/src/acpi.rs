@@ -1,0 +1,442 @@
+//! A small ACPI table reader: RSDP -> RSDT/XSDT -> MADT (CPUs, local APIC address), FADT (PM
+//! timer), HPET.
+//!
+//! Hand-written instead of the `acpi` crate: the HAL needs four fixed-layout tables and no AML,
+//! this stays allocation-free, and it is pure code over a [`PhysMemory`] view, so the host unit
+//! tests below run it on synthetic tables (`cargo test -p hal-x86 --lib`).
+//!
+//! Every table's checksum is verified; the RSDP and the root table must be valid, other tables
+//! with a bad checksum are skipped (and counted in [`AcpiInfo::bad_tables`]).
+
+/// Read access to physical memory.
+pub trait PhysMemory {
+    /// The `len` bytes at physical address `phys`, or `None` if they are not accessible.
+    fn read(&self, phys: u64, len: usize) -> Option<&[u8]>;
+}
+
+/// Most local APIC entries kept from the MADT.
+pub const MAX_ACPI_CPUS: usize = 64;
+/// Most root-table entries kept.
+pub const MAX_TABLES: usize = 32;
+
+/// A processor listed in the MADT.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct LocalApic {
+    /// Local APIC (or x2APIC) id.
+    pub apic_id: u32,
+    /// ACPI processor UID.
+    pub processor_uid: u32,
+    /// Flag bit 0: usable now.
+    pub enabled: bool,
+    /// Flag bit 1: may be enabled later (hot-plug).
+    pub online_capable: bool,
+}
+
+/// The ACPI power-management timer (3.579545 MHz), from the FADT.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PmTimer {
+    /// I/O port of the counter.
+    pub port: u16,
+    /// Whether the counter is 32 bits wide (else 24).
+    pub ext32: bool,
+}
+
+/// Frequency of the ACPI PM timer.
+pub const PM_TIMER_HZ: u64 = 3_579_545;
+
+/// What the HAL uses from ACPI.
+#[derive(Clone, Copy, Debug)]
+pub struct AcpiInfo {
+    /// RSDP revision (0 = ACPI 1.0 with RSDT, 2+ = XSDT).
+    pub revision: u8,
+    /// OEM id from the RSDP.
+    pub oem_id: [u8; 6],
+    /// Signatures of the tables the root table lists.
+    pub signatures: [[u8; 4]; MAX_TABLES],
+    /// How many entries of `signatures` are valid.
+    pub table_count: usize,
+    /// Tables skipped because of a bad checksum or an unreadable address.
+    pub bad_tables: usize,
+    /// Physical address of the local APIC (MADT, possibly overridden).
+    pub lapic_address: u64,
+    /// Processors from the MADT, in table order.
+    pub cpus: [LocalApic; MAX_ACPI_CPUS],
+    /// How many entries of `cpus` are valid.
+    pub cpu_count: usize,
+    /// I/O APICs listed in the MADT.
+    pub ioapic_count: usize,
+    /// MADT flag PCAT_COMPAT: a legacy 8259 PIC pair is present.
+    pub has_8259: bool,
+    /// Whether a MADT was found.
+    pub has_madt: bool,
+    /// The PM timer, if the FADT has one.
+    pub pm_timer: Option<PmTimer>,
+    /// FADT flag HW_REDUCED_ACPI.
+    pub hw_reduced: bool,
+    /// HPET base address, if an HPET table exists.
+    pub hpet: Option<u64>,
+}
+
+impl AcpiInfo {
+    const EMPTY: Self = Self {
+        revision: 0,
+        oem_id: [0; 6],
+        signatures: [[0; 4]; MAX_TABLES],
+        table_count: 0,
+        bad_tables: 0,
+        lapic_address: 0xFEE0_0000,
+        cpus: [LocalApic {
+            apic_id: 0,
+            processor_uid: 0,
+            enabled: false,
+            online_capable: false,
+        }; MAX_ACPI_CPUS],
+        cpu_count: 0,
+        ioapic_count: 0,
+        has_8259: false,
+        has_madt: false,
+        pm_timer: None,
+        hw_reduced: false,
+        hpet: None,
+    };
+
+    /// Processors from the MADT (enabled or not).
+    pub fn cpus(&self) -> &[LocalApic] {
+        &self.cpus[..self.cpu_count]
+    }
+
+    /// Processors that are enabled (usable now).
+    pub fn enabled_cpus(&self) -> impl Iterator<Item = &LocalApic> {
+        self.cpus().iter().filter(|c| c.enabled)
+    }
+
+    /// Signatures of the tables found, as strings.
+    pub fn table_names(&self) -> impl Iterator<Item = &str> {
+        self.signatures[..self.table_count]
+            .iter()
+            .map(|s| core::str::from_utf8(s).unwrap_or("????"))
+    }
+}
+
+/// Why ACPI could not be read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AcpiError {
+    /// The RSDP address is not readable.
+    Unreadable(u64),
+    /// No `"RSD PTR "` signature at the RSDP address.
+    BadRsdpSignature,
+    /// RSDP checksum mismatch.
+    BadRsdpChecksum,
+    /// The RSDT/XSDT is unreadable, has the wrong signature or a bad checksum.
+    BadRootTable,
+}
+
+fn checksum_ok(bytes: &[u8]) -> bool {
+    bytes.iter().fold(0u8, |a, b| a.wrapping_add(*b)) == 0
+}
+
+fn u32_at(b: &[u8], off: usize) -> u32 {
+    u32::from_le_bytes(b[off..off + 4].try_into().unwrap_or([0; 4]))
+}
+
+fn u64_at(b: &[u8], off: usize) -> u64 {
+    u64::from_le_bytes(b[off..off + 8].try_into().unwrap_or([0; 8]))
+}
+
+const HEADER_LEN: usize = 36;
+
+/// Reads a whole SDT (header + body) at `phys` and checks its checksum.
+fn read_table<M: PhysMemory + ?Sized>(mem: &M, phys: u64) -> Option<&[u8]> {
+    let header = mem.read(phys, HEADER_LEN)?;
+    let len = u32_at(header, 4) as usize;
+    if len < HEADER_LEN {
+        return None;
+    }
+    let table = mem.read(phys, len)?;
+    checksum_ok(table).then_some(table)
+}
+
+/// Reads the ACPI tables reachable from the RSDP at `rsdp`.
+pub fn parse<M: PhysMemory + ?Sized>(mem: &M, rsdp: u64) -> Result<AcpiInfo, AcpiError> {
+    let r = mem.read(rsdp, 20).ok_or(AcpiError::Unreadable(rsdp))?;
+    if &r[0..8] != b"RSD PTR " {
+        return Err(AcpiError::BadRsdpSignature);
+    }
+    if !checksum_ok(r) {
+        return Err(AcpiError::BadRsdpChecksum);
+    }
+    let mut info = AcpiInfo::EMPTY;
+    info.revision = r[15];
+    info.oem_id.copy_from_slice(&r[9..15]);
+    let (root_phys, entry_len, root_sig): (u64, usize, &[u8; 4]) = if r[15] >= 2 {
+        let r2 = mem.read(rsdp, 36).ok_or(AcpiError::Unreadable(rsdp))?;
+        if !checksum_ok(r2) {
+            return Err(AcpiError::BadRsdpChecksum);
+        }
+        (u64_at(r2, 24), 8, b"XSDT")
+    } else {
+        (u64::from(u32_at(r, 16)), 4, b"RSDT")
+    };
+    let root = read_table(mem, root_phys).ok_or(AcpiError::BadRootTable)?;
+    if &root[0..4] != root_sig {
+        return Err(AcpiError::BadRootTable);
+    }
+    let entries = (root.len() - HEADER_LEN) / entry_len;
+    for i in 0..entries {
+        let off = HEADER_LEN + i * entry_len;
+        let phys = if entry_len == 8 {
+            u64_at(root, off)
+        } else {
+            u64::from(u32_at(root, off))
+        };
+        let Some(table) = read_table(mem, phys) else {
+            info.bad_tables += 1;
+            continue;
+        };
+        if info.table_count < MAX_TABLES {
+            info.signatures[info.table_count].copy_from_slice(&table[0..4]);
+            info.table_count += 1;
+        }
+        match &table[0..4] {
+            b"APIC" => parse_madt(table, &mut info),
+            b"FACP" => parse_fadt(table, &mut info),
+            b"HPET" if table.len() >= 52 => info.hpet = Some(u64_at(table, 44)),
+            _ => {}
+        }
+    }
+    Ok(info)
+}
+
+fn parse_madt(t: &[u8], info: &mut AcpiInfo) {
+    if t.len() < 44 {
+        return;
+    }
+    info.has_madt = true;
+    info.lapic_address = u64::from(u32_at(t, 36));
+    info.has_8259 = u32_at(t, 40) & 1 != 0;
+    let mut off = 44;
+    while off + 2 <= t.len() {
+        let kind = t[off];
+        let len = t[off + 1] as usize;
+        if len < 2 || off + len > t.len() {
+            break;
+        }
+        let e = &t[off..off + len];
+        match kind {
+            // Processor local APIC.
+            0 if len >= 8 => push_cpu(info, u32::from(e[3]), u32::from(e[2]), u32_at(e, 4)),
+            // I/O APIC.
+            1 => info.ioapic_count += 1,
+            // Local APIC address override.
+            5 if len >= 12 => info.lapic_address = u64_at(e, 4),
+            // Processor local x2APIC.
+            9 if len >= 16 => push_cpu(info, u32_at(e, 4), u32_at(e, 12), u32_at(e, 8)),
+            _ => {}
+        }
+        off += len;
+    }
+}
+
+fn push_cpu(info: &mut AcpiInfo, apic_id: u32, processor_uid: u32, flags: u32) {
+    if info.cpu_count < MAX_ACPI_CPUS {
+        info.cpus[info.cpu_count] = LocalApic {
+            apic_id,
+            processor_uid,
+            enabled: flags & 1 != 0,
+            online_capable: flags & 2 != 0,
+        };
+        info.cpu_count += 1;
+    }
+}
+
+fn parse_fadt(t: &[u8], info: &mut AcpiInfo) {
+    if t.len() >= 116 {
+        info.hw_reduced = u32_at(t, 112) & (1 << 20) != 0;
+    }
+    let ext32 = t.len() >= 116 && u32_at(t, 112) & (1 << 8) != 0;
+    // X_PM_TMR_BLK (generic address structure at 208, system I/O space = 1), else PM_TMR_BLK.
+    let mut port = 0u64;
+    if t.len() >= 220 && t[208] == 1 {
+        port = u64_at(t, 212);
+    }
+    if port == 0 && t.len() >= 80 {
+        port = u64::from(u32_at(t, 76));
+    }
+    let len_ok = t.len() < 92 || t[91] >= 4;
+    if port != 0 && port <= u64::from(u16::MAX) && len_ok && !info.hw_reduced {
+        info.pm_timer = Some(PmTimer {
+            port: port as u16,
+            ext32,
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use std::vec::Vec;
+
+    use super::*;
+
+    /// A fake physical memory: one buffer starting at `base`.
+    struct Mem {
+        base: u64,
+        bytes: Vec<u8>,
+    }
+
+    impl PhysMemory for Mem {
+        fn read(&self, phys: u64, len: usize) -> Option<&[u8]> {
+            let start = phys.checked_sub(self.base)? as usize;
+            self.bytes.get(start..start.checked_add(len)?)
+        }
+    }
+
+    fn fix_checksum(bytes: &mut [u8], at: usize) {
+        bytes[at] = 0;
+        let sum = bytes.iter().fold(0u8, |a, b| a.wrapping_add(*b));
+        bytes[at] = 0u8.wrapping_sub(sum);
+    }
+
+    fn sdt(sig: &[u8; 4], body: &[u8]) -> Vec<u8> {
+        let mut t = Vec::new();
+        t.extend_from_slice(sig);
+        t.extend_from_slice(&((HEADER_LEN + body.len()) as u32).to_le_bytes());
+        t.push(1); // revision
+        t.push(0); // checksum
+        t.extend_from_slice(b"TESTOE");
+        t.extend_from_slice(b"TESTTABL");
+        t.extend_from_slice(&[0; 12]);
+        t.extend_from_slice(body);
+        fix_checksum(&mut t, 9);
+        t
+    }
+
+    fn madt() -> Vec<u8> {
+        let mut b = Vec::new();
+        b.extend_from_slice(&0xFEE0_0000u32.to_le_bytes());
+        b.extend_from_slice(&1u32.to_le_bytes()); // PCAT_COMPAT
+        for (uid, id, flags) in [(0u8, 0u8, 1u32), (1, 2, 1), (2, 4, 0), (3, 6, 3)] {
+            b.extend_from_slice(&[0, 8, uid, id]);
+            b.extend_from_slice(&flags.to_le_bytes());
+        }
+        b.extend_from_slice(&[1, 12, 0, 0, 0, 0, 0xC0, 0xFE, 0, 0, 0, 0]); // I/O APIC
+                                                                           // x2APIC entry: id 300, flags enabled, uid 9.
+        b.extend_from_slice(&[9, 16, 0, 0]);
+        b.extend_from_slice(&300u32.to_le_bytes());
+        b.extend_from_slice(&1u32.to_le_bytes());
+        b.extend_from_slice(&9u32.to_le_bytes());
+        sdt(b"APIC", &b)
+    }
+
+    fn fadt(pm_port: u32, flags: u32) -> Vec<u8> {
+        let mut body = std::vec![0u8; 244 - HEADER_LEN];
+        body[76 - HEADER_LEN..80 - HEADER_LEN].copy_from_slice(&pm_port.to_le_bytes());
+        body[91 - HEADER_LEN] = 4;
+        body[112 - HEADER_LEN..116 - HEADER_LEN].copy_from_slice(&flags.to_le_bytes());
+        sdt(b"FACP", &body)
+    }
+
+    /// Lays out RSDP (rev 2) + XSDT + the given tables at 0x1000.., returns memory and RSDP.
+    fn build(tables: &[Vec<u8>], xsdt: bool) -> (Mem, u64) {
+        let base = 0x1000u64;
+        let mut bytes = std::vec![0u8; 64];
+        let mut addrs = Vec::new();
+        for t in tables {
+            addrs.push(base + bytes.len() as u64);
+            bytes.extend_from_slice(t);
+        }
+        let root_addr = base + bytes.len() as u64;
+        let root = if xsdt {
+            let body: Vec<u8> = addrs.iter().flat_map(|a| a.to_le_bytes()).collect();
+            sdt(b"XSDT", &body)
+        } else {
+            let body: Vec<u8> = addrs
+                .iter()
+                .flat_map(|a| (*a as u32).to_le_bytes())
+                .collect();
+            sdt(b"RSDT", &body)
+        };
+        bytes.extend_from_slice(&root);
+        let r = &mut bytes[0..36];
+        r[0..8].copy_from_slice(b"RSD PTR ");
+        r[9..15].copy_from_slice(b"BOCHS ");
+        if xsdt {
+            r[15] = 2;
+            r[20..24].copy_from_slice(&36u32.to_le_bytes());
+            r[24..32].copy_from_slice(&root_addr.to_le_bytes());
+        } else {
+            r[16..20].copy_from_slice(&(root_addr as u32).to_le_bytes());
+        }
+        fix_checksum(&mut r[0..20], 8);
+        fix_checksum(&mut r[0..36], 32);
+        (Mem { base, bytes }, base)
+    }
+
+    #[test]
+    fn madt_lists_enabled_cpus() {
+        let (mem, rsdp) = build(&[madt(), fadt(0x608, 1 << 8)], true);
+        let info = parse(&mem, rsdp).unwrap();
+        assert_eq!(info.revision, 2);
+        assert!(info.has_madt && info.has_8259);
+        assert_eq!(info.lapic_address, 0xFEE0_0000);
+        assert_eq!(info.cpu_count, 5);
+        let ids: Vec<u32> = info.enabled_cpus().map(|c| c.apic_id).collect();
+        assert_eq!(ids, [0, 2, 6, 300]);
+        assert!(info.cpus()[3].online_capable);
+        assert_eq!(info.ioapic_count, 1);
+        assert_eq!(
+            info.pm_timer,
+            Some(PmTimer {
+                port: 0x608,
+                ext32: true
+            })
+        );
+        assert_eq!(info.table_names().collect::<Vec<_>>(), ["APIC", "FACP"]);
+    }
+
+    #[test]
+    fn rsdt_and_hw_reduced() {
+        let (mem, rsdp) = build(&[fadt(0x608, 1 << 20), madt()], false);
+        let info = parse(&mem, rsdp).unwrap();
+        assert_eq!(info.revision, 0);
+        assert!(info.hw_reduced);
+        assert_eq!(info.pm_timer, None);
+        assert_eq!(info.enabled_cpus().count(), 4);
+    }
+
+    #[test]
+    fn bad_checksums() {
+        let mut bad_madt = madt();
+        bad_madt[50] ^= 0xFF;
+        let (mem, rsdp) = build(&[bad_madt, fadt(0xb008, 0)], true);
+        let info = parse(&mem, rsdp).unwrap();
+        assert_eq!(info.bad_tables, 1);
+        assert!(!info.has_madt);
+        assert_eq!(
+            info.pm_timer,
+            Some(PmTimer {
+                port: 0xb008,
+                ext32: false
+            })
+        );
+
+        let (mut mem, rsdp) = build(&[madt()], true);
+        mem.bytes[8] ^= 1;
+        assert_eq!(parse(&mem, rsdp).unwrap_err(), AcpiError::BadRsdpChecksum);
+        mem.bytes[0] = b'X';
+        assert_eq!(parse(&mem, rsdp).unwrap_err(), AcpiError::BadRsdpSignature);
+        assert_eq!(parse(&mem, 0x10).unwrap_err(), AcpiError::Unreadable(0x10));
+    }
+
+    #[test]
+    fn truncated_madt_entries_stop_parsing() {
+        let mut b = Vec::new();
+        b.extend_from_slice(&0xFEE0_0000u32.to_le_bytes());
+        b.extend_from_slice(&0u32.to_le_bytes());
+        b.extend_from_slice(&[0, 8, 0, 0, 1, 0, 0, 0]);
+        b.extend_from_slice(&[0, 0, 1, 1]); // length 0: malformed
+        let (mem, rsdp) = build(&[sdt(b"APIC", &b)], true);
+        let info = parse(&mem, rsdp).unwrap();
+        assert_eq!(info.cpu_count, 1);
+    }
+}

@@ -1,0 +1,326 @@
+//! Boot demo and self-test for hal-x86 under QEMU.
+//!
+//! Boots through PVH, prints what the HAL found, starts every core, lets each take timer ticks,
+//! sends a test IPI from core 0 to every other core and checks that it arrived, then exits QEMU
+//! with the success code (status 33). Any failure exits with status 35; an exception prints a
+//! report first.
+//!
+//! Command line (`-append`): `fault=ud|pf|gp|df|panic|ap-ud|ap-pf` triggers that fault on
+//! purpose (core 0, or core 1 for `ap-*`) to check the exception report; `clock=pm|pit` forces
+//! a calibration reference; `ticks=N` sets how many timer ticks each core waits for (default 3);
+//! `init-delay-us=N` sets the INIT -> STARTUP wait (default 10000 on hardware, 0 in a VM).
+#![cfg_attr(target_os = "none", no_std, no_main)]
+
+#[cfg(not(target_os = "none"))]
+fn main() {
+    eprintln!(
+        "boot-demo is a kernel: build it with --target x86_64-unknown-none and run it in QEMU"
+    );
+}
+
+#[cfg(target_os = "none")]
+mod demo {
+    use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+    use hal_x86::apic::IpiKind;
+    use hal_x86::exit::ExitCode;
+    use hal_x86::percpu::{CpuIndex, MAX_CPUS, PERCPU};
+    use hal_x86::time::{self, wait_until};
+    use hal_x86::{cpu, println, smp, Platform, X86Hal};
+
+    hal_x86::entry_point!(kernel_main);
+
+    const TIMER_HZ: u32 = 100;
+    static TICKS_DONE: AtomicUsize = AtomicUsize::new(0);
+    static IPI_ACK: [AtomicBool; MAX_CPUS] = [const { AtomicBool::new(false) }; MAX_CPUS];
+
+    fn fault_flag() -> &'static str {
+        hal_x86::platform()
+            .and_then(|p| p.boot.cmdline_value("fault"))
+            .unwrap_or("")
+    }
+
+    fn wanted_ticks() -> u64 {
+        hal_x86::platform()
+            .and_then(|p| p.boot.cmdline_value("ticks"))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(3)
+    }
+
+    /// Triggers the fault named on the command line, if it is meant for this core.
+    fn maybe_fault(cpu: CpuIndex) {
+        let f = fault_flag();
+        let (target, kind) = match f.strip_prefix("ap-") {
+            Some(k) => (1, k),
+            None => (0, f),
+        };
+        if f.is_empty() || target != cpu {
+            return;
+        }
+        println!("cpu {cpu}: triggering fault '{kind}' on purpose");
+        match kind {
+            // SAFETY: deliberately executes an invalid opcode; the #UD handler reports and exits.
+            "ud" => unsafe { core::arch::asm!("ud2") },
+            "pf" => {
+                // SAFETY: deliberately reads an unmapped (canonical) address: #PF, reported.
+                let v = unsafe { (0x0000_4000_0000_0000 as *const u64).read_volatile() };
+                println!("read {v}");
+            }
+            "gp" => {
+                // SAFETY: deliberately reads a non-canonical address: #GP, reported.
+                let v = unsafe { (0x8000_0000_0000_0000u64 as *const u64).read_volatile() };
+                println!("read {v}");
+            }
+            // SAFETY: deliberately breaks the stack pointer, then traps: delivering #BP faults
+            // (#PF), delivering that faults again, so the CPU raises #DF, which runs on the IST1
+            // stack and reports.
+            "df" => unsafe {
+                core::arch::asm!("mov rsp, 0x400000000000", "int3", options(noreturn))
+            },
+            "panic" => panic!("panic requested on the command line"),
+            other => println!("cpu {cpu}: unknown fault kind '{other}', ignored"),
+        }
+    }
+
+    fn fail(msg: core::fmt::Arguments<'_>) -> ! {
+        println!("boot-demo: FAILED: {msg}");
+        X86Hal::exit(ExitCode::Failure)
+    }
+
+    /// Enables the timer and interrupts, sleeps (`hlt`) until `n` ticks arrived or a timeout
+    /// passed; returns the ticks seen. Sleeping rather than spinning matters under TCG, where a
+    /// spinning vCPU takes a host core from the others.
+    fn take_ticks(n: u64) -> u64 {
+        X86Hal::timer_start(TIMER_HZ);
+        cpu::enable_interrupts();
+        let budget_ns = (1_000 + n * 4_000 / u64::from(TIMER_HZ)) * 1_000_000;
+        let start = time::cycles();
+        while X86Hal::timer_ticks() < n && time::tsc_to_ns(time::cycles() - start) < budget_ns {
+            cpu::hlt();
+        }
+        X86Hal::timer_ticks()
+    }
+
+    fn kernel_main(p: &'static Platform) -> ! {
+        let entered_ms = time::since_boot_ns() / 1_000_000;
+        println!();
+        println!(
+            "hal-x86 boot-demo: PVH boot ok (start info v{} at {:#x})",
+            p.boot.start_info_version, p.boot.start_info_phys
+        );
+        println!("boot: cmdline \"{}\"", p.boot.cmdline);
+        println!(
+            "boot: memory map: {} regions, {} MiB usable RAM",
+            p.boot.memory_map.len(),
+            p.boot.usable_ram() >> 20
+        );
+        for r in p.boot.memory_map {
+            println!(
+                "boot:   {:#012x}..{:#012x} {:?}",
+                r.start,
+                r.start + r.len,
+                r.kind
+            );
+        }
+        let c = &p.cpu;
+        println!(
+            "boot: cpu {} max leaf {:#x}: rtm {}, hle {}, rdtscp {}, invariant-tsc {}, tsc-deadline {}, x2apic {}, nx {}, hypervisor {}",
+            c.vendor_str(),
+            c.max_leaf,
+            yes(c.rtm),
+            yes(c.hle),
+            yes(c.rdtscp),
+            yes(c.invariant_tsc),
+            yes(c.tsc_deadline),
+            yes(c.x2apic),
+            yes(c.nx),
+            yes(c.hypervisor)
+        );
+        println!(
+            "boot: rtm {}",
+            if c.rtm {
+                "present (CPUID.07H:EBX[11])"
+            } else {
+                "absent: lock elision falls back to locking"
+            }
+        );
+        let acpi = match &p.acpi {
+            Ok(a) => a,
+            Err(e) => fail(format_args!("ACPI: {e:?}")),
+        };
+        print_acpi(p, acpi);
+        println!(
+            "boot: clock {}: tsc {}.{:03} MHz, apic timer (div 16) {}.{:03} MHz",
+            p.clock.name(),
+            time::tsc_hz() / 1_000_000,
+            time::tsc_hz() / 1_000 % 1_000,
+            time::apic_timer_hz() / 1_000_000,
+            time::apic_timer_hz() / 1_000 % 1_000
+        );
+        if c.rdtscp {
+            let before = cpu::rdtsc();
+            let (after, aux) = cpu::rdtscp();
+            println!("boot: rdtsc {before}, then rdtscp {after} (aux = cpu {aux})");
+        }
+        println!(
+            "boot: bsp apic id {}, HAL init took {} ms",
+            p.bsp_apic_id, entered_ms
+        );
+
+        maybe_fault(0);
+
+        if !p.boot.is_ram(smp::TRAMPOLINE_PHYS, 0x1000) {
+            fail(format_args!(
+                "trampoline page {:#x} is not usable RAM",
+                smp::TRAMPOLINE_PHYS
+            ));
+        }
+        if let Some(us) = p
+            .boot
+            .cmdline_value("init-delay-us")
+            .and_then(|v| v.parse().ok())
+        {
+            smp::set_init_delay_us(us);
+        }
+        let t0 = time::cycles();
+        let report = smp::start_aps(acpi, ap_main);
+        let smp_us = time::tsc_to_ns(time::cycles() - t0) / 1_000;
+        for f in report.failures.iter().flatten() {
+            println!(
+                "smp: FAILED to start cpu {} (apic id {}): reached stage {}",
+                f.cpu, f.apic_id, f.stage
+            );
+        }
+        if report.skipped > 0 {
+            println!(
+                "smp: {} enabled cpus beyond MAX_CPUS = {MAX_CPUS} not started",
+                report.skipped
+            );
+        }
+        println!(
+            "smp: started {} of {} cpus in {} us",
+            report.online, report.expected, smp_us
+        );
+        println!("cpus online: {}", report.online);
+
+        let ticks = take_ticks(wanted_ticks());
+        println!("cpu 0: {ticks} timer ticks");
+        if ticks < wanted_ticks() {
+            fail(format_args!("cpu 0 took only {ticks} timer ticks"));
+        }
+        let aps = report.online - 1;
+        if !wait_until(2_000_000, || TICKS_DONE.load(Ordering::Acquire) >= aps) {
+            fail(format_args!(
+                "only {} of {aps} APs took their timer ticks",
+                TICKS_DONE.load(Ordering::Acquire)
+            ));
+        }
+        for cpu in 1..smp::cpu_count() {
+            if !PERCPU[cpu].is_online() {
+                continue;
+            }
+            let before = PERCPU[cpu].ipis();
+            let t = time::cycles();
+            X86Hal::send_ipi(cpu, IpiKind::Test);
+            let got = wait_until(500_000, || {
+                PERCPU[cpu].ipis() > before && IPI_ACK[cpu].load(Ordering::Acquire)
+            });
+            let us = time::tsc_to_ns(time::cycles() - t) / 1_000;
+            if !got {
+                fail(format_args!("test IPI to cpu {cpu} not received"));
+            }
+            println!("ipi: cpu 0 -> cpu {cpu} received ({us} us round trip)");
+        }
+        if report.failure_count > 0 {
+            fail(format_args!(
+                "{} cpu(s) did not start",
+                report.failure_count
+            ));
+        }
+        println!(
+            "boot-demo: all checks passed in {} ms since kernel entry",
+            time::since_boot_ns() / 1_000_000
+        );
+        X86Hal::exit(ExitCode::Success)
+    }
+
+    fn print_acpi(p: &Platform, acpi: &hal_x86::acpi::AcpiInfo) {
+        print_list("boot: acpi tables:", acpi.table_names());
+        println!(
+            "boot: acpi rev {} oem \"{}\", lapic {:#x}, {} io-apic(s), 8259 {}, hw-reduced {}, pm-timer {}, hpet {}",
+            acpi.revision,
+            core::str::from_utf8(&acpi.oem_id).unwrap_or("?"),
+            acpi.lapic_address,
+            acpi.ioapic_count,
+            yes(acpi.has_8259),
+            yes(acpi.hw_reduced),
+            Opt(acpi.pm_timer.map(|t| u64::from(t.port))),
+            Opt(acpi.hpet)
+        );
+        hal_x86::print!("boot: madt enabled local apic ids:");
+        for c in acpi.enabled_cpus() {
+            hal_x86::print!(" {}", c.apic_id);
+        }
+        println!(
+            " ({} enabled of {} listed; bsp {})",
+            acpi.enabled_cpus().count(),
+            acpi.cpu_count,
+            p.bsp_apic_id
+        );
+    }
+
+    fn print_list<'a>(title: &str, items: impl Iterator<Item = &'a str>) {
+        hal_x86::print!("{title}");
+        for i in items {
+            hal_x86::print!(" {i}");
+        }
+        println!();
+    }
+
+    /// Displays `Some(x)` as hex, `None` as "none".
+    struct Opt(Option<u64>);
+
+    impl core::fmt::Display for Opt {
+        fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+            match self.0 {
+                Some(v) => write!(f, "{v:#x}"),
+                None => f.write_str("none"),
+            }
+        }
+    }
+
+    fn yes(b: bool) -> &'static str {
+        if b {
+            "yes"
+        } else {
+            "no"
+        }
+    }
+
+    fn ap_main(cpu: CpuIndex) -> ! {
+        println!(
+            "cpu {cpu}: online (apic id {}), rtm {}",
+            PERCPU[cpu].apic_id(),
+            yes(X86Hal::has_rtm())
+        );
+        maybe_fault(cpu);
+        let ticks = take_ticks(wanted_ticks());
+        println!("cpu {cpu}: {ticks} timer ticks");
+        TICKS_DONE.fetch_add(1, Ordering::AcqRel);
+        let mut seen = 0;
+        loop {
+            cpu::hlt();
+            let n = PERCPU[cpu].ipis();
+            if n > seen {
+                seen = n;
+                println!("cpu {cpu}: test ipi received (total {n})");
+                IPI_ACK[cpu].store(true, Ordering::Release);
+            }
+        }
+    }
+
+    #[panic_handler]
+    fn panic(info: &core::panic::PanicInfo<'_>) -> ! {
+        hal_x86::panic_report(info)
+    }
+}

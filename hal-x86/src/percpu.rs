@@ -1,0 +1,181 @@
+//! Per-core state, reached through the GS base.
+//!
+//! Each core's `IA32_GS_BASE` points at its [`PerCpu`] in the static [`PERCPU`] array, whose
+//! first field is the core index, so [`cpu_id`] is one `mov rax, gs:[0]`. The local APIC id ->
+//! index table [`index_of_apic_id`] serves the other direction (MADT entries, IPI targets).
+//!
+//! Core indices are dense: 0 is the bootstrap processor, APs get 1, 2, ... in MADT order. APIC
+//! ids need not be dense.
+//!
+//! When user space arrives, kernel entry must `swapgs` so that user code cannot choose the GS
+//! base the kernel trusts.
+
+use core::cell::UnsafeCell;
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
+
+use crate::gdt::{Gdt, Tss};
+
+/// Most cores the HAL supports (static arrays are sized by it).
+pub const MAX_CPUS: usize = 16;
+
+/// Index of a core, `0..MAX_CPUS`, 0 being the bootstrap processor. Same meaning as
+/// `sync::CpuId`.
+pub type CpuIndex = usize;
+
+/// Size of each core's kernel stack.
+pub const KERNEL_STACK_SIZE: usize = 64 * 1024;
+/// Size of each core's double-fault (IST1) stack.
+pub const FAULT_STACK_SIZE: usize = 16 * 1024;
+
+/// State owned by one core. Fields other than `index` are atomics or cells touched only by the
+/// owning core (GDT, TSS) or during its bring-up.
+#[repr(C)]
+pub struct PerCpu {
+    /// Core index; must stay the first field (`gs:[0]`).
+    index: usize,
+    /// Local APIC id of this core.
+    pub(crate) apic_id: AtomicU32,
+    /// Set by the core once it runs Rust code with its GDT, IDT and LAPIC set up.
+    pub(crate) online: AtomicBool,
+    /// Timer interrupts taken.
+    pub(crate) ticks: AtomicU64,
+    /// IPIs received.
+    pub(crate) ipis: AtomicU64,
+    /// This core's GDT (written once by the owning core before `lgdt`).
+    pub(crate) gdt: UnsafeCell<Gdt>,
+    /// This core's TSS (written once by the owning core before `ltr`).
+    pub(crate) tss: UnsafeCell<Tss>,
+}
+
+// SAFETY: the cells are only written by the owning core during its own initialisation, before
+// the CPU (not Rust code) reads them; every other field is atomic.
+unsafe impl Sync for PerCpu {}
+
+impl PerCpu {
+    const fn new(index: usize) -> Self {
+        Self {
+            index,
+            apic_id: AtomicU32::new(u32::MAX),
+            online: AtomicBool::new(false),
+            ticks: AtomicU64::new(0),
+            ipis: AtomicU64::new(0),
+            gdt: UnsafeCell::new(Gdt::new()),
+            tss: UnsafeCell::new(Tss::new()),
+        }
+    }
+
+    /// This core's index.
+    pub fn index(&self) -> CpuIndex {
+        self.index
+    }
+
+    /// This core's local APIC id.
+    pub fn apic_id(&self) -> u32 {
+        self.apic_id.load(Ordering::Relaxed)
+    }
+
+    /// Whether the core has finished bring-up.
+    pub fn is_online(&self) -> bool {
+        self.online.load(Ordering::Acquire)
+    }
+
+    /// Timer interrupts this core has taken.
+    pub fn ticks(&self) -> u64 {
+        self.ticks.load(Ordering::Relaxed)
+    }
+
+    /// IPIs this core has received.
+    pub fn ipis(&self) -> u64 {
+        self.ipis.load(Ordering::Acquire)
+    }
+}
+
+const fn make_percpu() -> [PerCpu; MAX_CPUS] {
+    let mut a = [const { PerCpu::new(0) }; MAX_CPUS];
+    let mut i = 0;
+    while i < MAX_CPUS {
+        a[i].index = i;
+        i += 1;
+    }
+    a
+}
+
+/// Every core's state, indexed by [`CpuIndex`].
+pub static PERCPU: [PerCpu; MAX_CPUS] = make_percpu();
+
+/// A stack, page aligned.
+#[repr(C, align(4096))]
+pub(crate) struct Stack<const N: usize>(UnsafeCell<[u8; N]>);
+
+/// One stack per core; only raw pointers to them are ever formed.
+pub(crate) struct Stacks<const N: usize>([Stack<N>; MAX_CPUS]);
+
+// SAFETY: the HAL only hands out the top address of a stack, each to exactly one core.
+unsafe impl<const N: usize> Sync for Stacks<N> {}
+
+impl<const N: usize> Stacks<N> {
+    const fn new() -> Self {
+        Self([const { Stack(UnsafeCell::new([0; N])) }; MAX_CPUS])
+    }
+
+    /// The initial stack pointer (one past the end) of core `cpu`'s stack.
+    pub(crate) fn top(&self, cpu: CpuIndex) -> u64 {
+        self.0[cpu].0.get() as u64 + N as u64
+    }
+}
+
+/// Kernel stacks; core 0's is set up by the boot assembly.
+pub(crate) static KERNEL_STACKS: Stacks<KERNEL_STACK_SIZE> = Stacks::new();
+/// Double-fault stacks (IST1).
+pub(crate) static FAULT_STACKS: Stacks<FAULT_STACK_SIZE> = Stacks::new();
+
+const NO_CPU: u8 = u8::MAX;
+static APIC_TO_INDEX: [AtomicU8; 256] = [const { AtomicU8::new(NO_CPU) }; 256];
+
+/// Records that the core with local APIC id `apic_id` has index `cpu`.
+pub(crate) fn register(cpu: CpuIndex, apic_id: u32) {
+    PERCPU[cpu].apic_id.store(apic_id, Ordering::Relaxed);
+    if let Some(slot) = APIC_TO_INDEX.get(apic_id as usize) {
+        slot.store(cpu as u8, Ordering::Release);
+    }
+}
+
+/// The core index of local APIC id `apic_id`, if such a core was registered.
+pub fn index_of_apic_id(apic_id: u32) -> Option<CpuIndex> {
+    let v = APIC_TO_INDEX.get(apic_id as usize)?.load(Ordering::Acquire);
+    (v != NO_CPU).then_some(v as usize)
+}
+
+/// Points this core's GS base (and `IA32_TSC_AUX`, read by `rdtscp`) at core `cpu`.
+///
+/// # Safety
+/// Called once per core, early, with the core's own index.
+pub(crate) unsafe fn install(cpu: CpuIndex, rdtscp: bool) {
+    let base = &PERCPU[cpu] as *const PerCpu as u64;
+    // SAFETY: IA32_GS_BASE (0xC000_0101) exists on every x86_64 CPU; the caller guarantees the
+    // index is this core's. IA32_TSC_AUX exists when rdtscp does.
+    unsafe {
+        crate::cpu::wrmsr(0xC000_0101, base);
+        if rdtscp {
+            crate::cpu::wrmsr(0xC000_0103, cpu as u64);
+        }
+    }
+}
+
+/// Index of the calling core.
+#[inline]
+pub fn cpu_id() -> CpuIndex {
+    let id: usize;
+    // SAFETY: GS base points at this core's `PerCpu` from the first Rust instruction on (boot and
+    // AP entry install it first), and `index` is at offset 0.
+    unsafe {
+        core::arch::asm!("mov {}, gs:[0]", out(reg) id, options(nostack, readonly, preserves_flags))
+    }
+    id
+}
+
+/// The calling core's state.
+#[inline]
+pub fn this_cpu() -> &'static PerCpu {
+    &PERCPU[cpu_id()]
+}

@@ -1,0 +1,309 @@
+//! A big-reader lock: reading costs one store to a CPU-private line, writing visits every CPU.
+//!
+//! # Algorithm
+//! Each of the `N` CPUs has a reader slot (0 or 1) on its own padded line, and there is one writer
+//! word (0 when free, else the writing CPU's id + 1) on another line.
+//!
+//! * **Read lock** (CPU `c`): raise slot `c`; full fence; if the writer word is 0 we are in.
+//!   Otherwise lower slot `c` again, wait until the writer word is 0, and retry. A reader touches
+//!   only its own line and reads the writer word, which stays shared in every cache while no
+//!   writer comes: readers never contend with each other.
+//! * **Read unlock**: lower slot `c`.
+//! * **Write lock**: claim the writer word with a CAS `0 -> c + 1` (waiting while another writer
+//!   holds it), full fence, then wait until every reader slot is 0. New readers see the writer
+//!   word and back off, so the lock prefers writers; readers can starve under a stream of writers.
+//! * **Write unlock**: store 0 to the writer word.
+//!
+//! Writing costs O(N) line transfers, so this suits data that is read on every CPU all the time
+//! and written rarely.
+//!
+//! # Why the fences cannot be dropped
+//! Reader and writer each *store* to their own word and then *load* the other's: the classic
+//! store-buffering pattern. Without a store-load barrier both loads may read the old 0 (x86
+//! forwards a store to later loads of the same CPU from its store buffer, ARM reorders freely)
+//! and a reader and a writer enter together. With a `SeqCst` fence between store and load on both
+//! sides, the fences are totally ordered: whichever CPU fenced second sees the other's store (or
+//! a later one), so at least one of them backs off. This is the one barrier of the read path
+//! (as in concurrencykit's `ck_brlock`).
+//!
+//! # Memory orderings (and what they become on x86_64 / ARMv7)
+//! * Reader raise: `slot.store(1, Relaxed)` (`mov`; `str`), ordered before the writer check by
+//!   the next fence, which is all it needs.
+//! * `fence(SeqCst)`: x86 `mfence` (or a locked instruction); ARMv7 `dmb ish`.
+//! * Reader check: `writer.load(Acquire)` (`mov`; `ldr; dmb ish`). When it reads the 0 stored by
+//!   the last write unlock it synchronises with it, so the last writer's critical section is
+//!   visible to ours, and our critical section's accesses stay after the check.
+//! * Reader lower in read unlock: `slot.store(0, Release)` (`mov`; `dmb ish; str`). A writer's
+//!   acquire load that reads it synchronises with it, so our reads are done before the writer
+//!   writes.
+//! * Reader lower when backing off: also `slot.store(0, Release)`. A writer may read the slot's 0
+//!   from *this* store rather than from the unlock of our previous read hold, so it must carry
+//!   that earlier critical section's ordering. The `SeqCst` fence just before it already does
+//!   (it is a release fence sequenced before the store, and an acquire load reading the store
+//!   synchronises with the fence), so `Relaxed` would be enough; `Release` costs one more
+//!   `dmb ish` on a path that waits for a writer anyway, and keeps the rule simple: every store
+//!   of 0 to a slot is a release.
+//! * Writer claim: `writer.compare_exchange_weak(0, c + 1, Acquire, Relaxed)` (`lock cmpxchg`;
+//!   `ldrex`/`strex` loop then `dmb ish`): synchronises with the previous write unlock, so writers
+//!   exclude each other as in any spin lock. Waiting polls with relaxed loads; only the CAS that
+//!   wins needs to acquire.
+//! * Writer drain: `slot.load(Acquire)` for every slot, until each reads 0 (`mov`;
+//!   `ldr; dmb ish`): synchronises with the reader's release lowering (see above).
+//! * Write unlock, and a failed `try_lock` giving the word back: `writer.store(0, Release)`
+//!   (`mov`; `dmb ish; str`): publishes the critical section to the next writer (whose CAS
+//!   acquires) and to readers (whose check acquires). The give-back has no critical section to
+//!   publish, but the next writer may read its 0 instead of the previous holder's, so it must pass
+//!   on the previous holder's ordering (which the giver acquired with its CAS); as for the
+//!   reader's back-off, the fence before it would do that too, and `Release` keeps it obvious.
+//! * `is_locked` and friends: relaxed loads only (racy snapshots).
+//!
+//! After every store that a waiter may be waiting for (write unlock, read unlock, either
+//! back-off) the lock calls [`Relax::after_release`], so that `WFE` sleepers are woken: a writer
+//! sleeping until a slot drains and a backed-off reader sleeping until the writer leaves would
+//! otherwise wait for each other's event forever.
+//!
+//! # Rules
+//! Neither side is reentrant: a CPU must not read-lock twice, nor write-lock while it reads (the
+//! writer would wait for its own slot) or the reverse. Debug builds detect these and panic.
+//!
+//! `try_lock` and `try_read_lock` fail whenever they meet the other side's flag, even one raised
+//! only for an attempt, so two CPUs retrying them against each other in lockstep can livelock
+//! (loom finds such schedules). Wait with `lock` / `read_lock`, or bound the retries.
+
+use core::fmt;
+use core::marker::PhantomData;
+
+use crate::pad::{Alignment, CacheLine, Padded};
+use crate::raw::{check_cpu, CpuId, KernelLock, KernelRwLock};
+use crate::relax::{Relax, Spin};
+use crate::shim::{fence, AtomicUsize, Ordering};
+
+/// A big-reader lock for CPUs `0..N`; see the [module documentation](self).
+///
+/// The [`KernelLock`] operations are the write (exclusive) side, the [`KernelRwLock`] ones the
+/// read side. `R` is the wait strategy of both sides, `A` the padding unit of every slot.
+pub struct BrLock<const N: usize, R: Relax = Spin, A: Alignment = CacheLine> {
+    /// 0 when no writer holds or claims the lock, else the writer's CPU id + 1.
+    writer: Padded<AtomicUsize, A>,
+    /// Slot `c` is 1 while CPU `c` holds the lock shared (or is trying to get it).
+    readers: [Padded<AtomicUsize, A>; N],
+    /// The wait strategy is only a type; `fn() -> R` keeps the lock `Send + Sync` whatever `R` is.
+    _relax: PhantomData<fn() -> R>,
+}
+
+impl<const N: usize, R: Relax, A: Alignment> BrLock<N, R, A> {
+    maybe_const_fn! {
+        /// An unlocked lock for CPUs `0..N` (`N` must be at least 1).
+        pub fn new() -> Self {
+            const { assert!(N > 0, "BrLock needs at least one CPU") };
+            Self {
+                writer: Padded::new(AtomicUsize::new(0)),
+                readers: array_init!(N, Padded::new(AtomicUsize::new(0))),
+                _relax: PhantomData,
+            }
+        }
+    }
+
+    /// Whether a writer holds the lock or has claimed it and waits for readers to drain.
+    /// A racy snapshot.
+    pub fn is_write_locked(&self) -> bool {
+        self.writer.load(Ordering::Relaxed) != 0
+    }
+
+    /// Whether some CPU holds the lock shared (or is trying to get it). A racy snapshot.
+    pub fn is_read_locked(&self) -> bool {
+        self.readers
+            .iter()
+            .any(|slot| slot.load(Ordering::Relaxed) != 0)
+    }
+
+    /// Debug builds: panics if `cpu` already holds the lock in any mode, which would deadlock
+    /// (write side) or corrupt its slot (read side).
+    #[inline(always)]
+    #[track_caller]
+    fn debug_check_not_held(&self, cpu: CpuId, side: &str) {
+        if cfg!(debug_assertions) {
+            // Relaxed: only `cpu` writes its own slot, and the writer word is `cpu + 1` only if
+            // `cpu` wrote it; our own earlier stores are visible to us.
+            if self.readers[cpu].load(Ordering::Relaxed) != 0 {
+                panic!("BrLock: CPU {cpu} {side}-locked a lock it already holds shared");
+            }
+            if self.writer.load(Ordering::Relaxed) == cpu + 1 {
+                panic!("BrLock: CPU {cpu} {side}-locked a lock it already holds for writing");
+            }
+        }
+    }
+
+    /// One read attempt: raise our slot, fence, check the writer word. On failure the slot is
+    /// lowered again (and waiters woken) and `false` returned.
+    #[inline]
+    fn read_attempt(&self, slot: &AtomicUsize) -> bool {
+        // Relaxed: ordered before the writer check by the fence.
+        slot.store(1, Ordering::Relaxed);
+        // The store-load barrier (see the module documentation): ARMv7 `dmb ish`, x86 `mfence`.
+        fence(Ordering::SeqCst);
+        // Acquire: synchronises with the last write unlock; keeps our critical section after it.
+        if self.writer.load(Ordering::Acquire) == 0 {
+            return true;
+        }
+        // A writer holds or claims the lock: back off. Release (the fence above would already do),
+        // see the module documentation.
+        slot.store(0, Ordering::Release);
+        R::after_release();
+        false
+    }
+}
+
+impl<const N: usize, R: Relax, A: Alignment> Default for BrLock<N, R, A> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<const N: usize, R: Relax, A: Alignment> fmt::Debug for BrLock<N, R, A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let writer = self.writer.load(Ordering::Relaxed);
+        let readers = self
+            .readers
+            .iter()
+            .filter(|s| s.load(Ordering::Relaxed) != 0)
+            .count();
+        f.debug_struct("BrLock")
+            .field("cpus", &N)
+            .field("writer", &writer.checked_sub(1))
+            .field("readers", &readers)
+            .finish()
+    }
+}
+
+#[cfg(not(loom))]
+impl<const N: usize, R: Relax, A: Alignment> crate::raw::ConstInit for BrLock<N, R, A> {
+    const INIT: Self = Self::new();
+}
+
+// SAFETY: writers exclude each other through the CAS on the writer word (acquire) and its release
+// store; a writer and a reader exclude each other through the store / SeqCst fence / load pattern
+// on both sides (module documentation), with acquire loads reading the other side's release
+// stores for ordering. `is_locked` only loads.
+unsafe impl<const N: usize, R: Relax, A: Alignment> KernelLock for BrLock<N, R, A> {
+    fn name(&self) -> &'static str {
+        "brlock"
+    }
+
+    fn max_cpus(&self) -> usize {
+        N
+    }
+
+    fn lock(&self, cpu: CpuId) {
+        check_cpu("BrLock", cpu, N);
+        self.debug_check_not_held(cpu, "write");
+        let mut relax = R::default();
+        // Acquire on success: synchronises with the previous write unlock. Polling is relaxed.
+        while self
+            .writer
+            .compare_exchange_weak(0, cpu + 1, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            while self.writer.load(Ordering::Relaxed) != 0 {
+                crate::shim::wait_hint();
+                relax.relax(cpu);
+            }
+        }
+        // The writer's store-load barrier: our claim is visible before we read the slots.
+        fence(Ordering::SeqCst);
+        for slot in &self.readers {
+            // Acquire: synchronises with the reader's release lowering.
+            while slot.load(Ordering::Acquire) != 0 {
+                crate::shim::wait_hint();
+                relax.relax(cpu);
+            }
+        }
+    }
+
+    fn try_lock(&self, cpu: CpuId) -> bool {
+        check_cpu("BrLock", cpu, N);
+        // Strong CAS: a free writer word is never reported busy spuriously.
+        if self
+            .writer
+            .compare_exchange(0, cpu + 1, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            return false;
+        }
+        fence(Ordering::SeqCst);
+        if self
+            .readers
+            .iter()
+            .all(|slot| slot.load(Ordering::Acquire) == 0)
+        {
+            return true;
+        }
+        // Readers are in: give the word back. Release passes on the previous writer's ordering
+        // (see the module documentation).
+        self.writer.store(0, Ordering::Release);
+        R::after_release();
+        false
+    }
+
+    unsafe fn unlock(&self, cpu: CpuId) {
+        check_cpu("BrLock", cpu, N);
+        if cfg!(debug_assertions) {
+            // Relaxed: if `cpu` holds the lock, it wrote this value itself.
+            match self.writer.load(Ordering::Relaxed) {
+                0 => panic!("BrLock: unlock of a lock that is not write-held"),
+                owner if owner != cpu + 1 => panic!(
+                    "BrLock: unlock by CPU {cpu}, but CPU {} holds the write lock",
+                    owner - 1
+                ),
+                _ => {}
+            }
+        }
+        // Release: publishes the critical section to the next writer and to readers.
+        self.writer.store(0, Ordering::Release);
+        R::after_release();
+    }
+
+    /// Whether the lock is held **in any mode**: a writer holds or claims it, or a reader slot is
+    /// raised. This is the predicate lock elision needs: a transaction that elides the write side
+    /// must also conflict with readers, which it does by having every slot in its read set (a
+    /// reader's raise then aborts it). See [`is_write_locked`](BrLock::is_write_locked) and
+    /// [`is_read_locked`](BrLock::is_read_locked) for either side alone.
+    fn is_locked(&self) -> bool {
+        self.is_write_locked() || self.is_read_locked()
+    }
+}
+
+// SAFETY: see the `KernelLock` impl: readers and writers exclude each other; readers may overlap.
+unsafe impl<const N: usize, R: Relax, A: Alignment> KernelRwLock for BrLock<N, R, A> {
+    fn read_lock(&self, cpu: CpuId) {
+        check_cpu("BrLock", cpu, N);
+        self.debug_check_not_held(cpu, "read");
+        let slot = &self.readers[cpu];
+        let mut relax = R::default();
+        while !self.read_attempt(slot) {
+            // Relaxed polling; the next attempt's acquire load does the synchronising.
+            while self.writer.load(Ordering::Relaxed) != 0 {
+                crate::shim::wait_hint();
+                relax.relax(cpu);
+            }
+        }
+    }
+
+    fn try_read_lock(&self, cpu: CpuId) -> bool {
+        check_cpu("BrLock", cpu, N);
+        self.debug_check_not_held(cpu, "read");
+        self.read_attempt(&self.readers[cpu])
+    }
+
+    unsafe fn read_unlock(&self, cpu: CpuId) {
+        check_cpu("BrLock", cpu, N);
+        let slot = &self.readers[cpu];
+        // Relaxed: only `cpu` writes its slot.
+        if cfg!(debug_assertions) && slot.load(Ordering::Relaxed) == 0 {
+            panic!("BrLock: read_unlock by CPU {cpu}, which does not hold the lock shared");
+        }
+        // Release: our critical section's reads are done before a writer that sees 0 writes.
+        slot.store(0, Ordering::Release);
+        R::after_release();
+    }
+}
