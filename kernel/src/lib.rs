@@ -1,5 +1,76 @@
-//! The architecture-neutral microkernel core: capabilities, IPC, scheduling, generic over the
-//! locking strategy (big kernel lock over any `sync::KernelLock`, fine-grained, RTM elision, none).
+//! The architecture-neutral microkernel core: seL4-style capabilities, synchronous IPC,
+//! notifications and scheduling, generic over the locking strategy that synchronises its cores
+//! (big kernel lock over any `sync::KernelLock`, fine-grained, RTM elision, none).
 //!
-//! Status: empty. The object model and system calls arrive with issue 4; nothing here runs yet.
-#![no_std]
+//! `no_std` and allocation-free: every object lives in a fixed-capacity table of [`Kernel`]
+//! (capacities in [`config`]), named by typed indices ([`ThreadId`], [`EndpointId`], ...).
+//!
+//! # Object model
+//! * **Threads (TCBs)**: state ([`ThreadState`]), priority, core (affinity), address space,
+//!   pager endpoint, result registers, a CSpace, and a reply slot.
+//! * **Capabilities** ([`cap`]): each thread names objects only through the slots of its own
+//!   CSpace. A capability carries rights (READ/WRITE/GRANT/MANAGE) and a badge; every system
+//!   call checks the object type and the rights it needs and returns a typed [`Error`]
+//!   otherwise. Reference counts per object are kept and checked against the CSpaces.
+//! * **Endpoints**: rendezvous IPC. An endpoint holds a FIFO of blocked senders or of blocked
+//!   receivers, linked through the TCBs (intrusive, no allocation). A message is four words
+//!   plus the sender capability's badge.
+//! * **Replies**: `Call` blocks the caller and gives the receiver a one-shot reply capability,
+//!   kept in the receiver's TCB reply slot (seL4 without MCS); `Reply`/`ReplyRecv` consume it.
+//! * **Notifications**: a word of bits ORed by `Signal` and a queue of `Wait`ers.
+//! * **Address spaces and frames**: a per-address-space table of mappings; page tables are
+//!   written through the HAL; removing a mapping flushes the local TLB and shoots down the TLBs
+//!   of other cores that loaded the address space.
+//! * **IRQ handlers**: an interrupt masks its line and signals the bound notification; the
+//!   driver acknowledges (unmasks) with `AckIrq`.
+//! * **Page faults** become a Call to the thread's pager endpoint; the pager's reply restarts
+//!   the thread.
+//!
+//! # System calls in two phases
+//! See [`syscall`] for registers and [`Syscall`] for the calls. As in seL4, a call is first
+//! decoded and validated completely (capability lookups, rights, free slots, mapping table
+//! space) without changing anything, and may fail with an error returned to the caller; then
+//! it is executed, and execution cannot fail. That is what allows hardware actions (IPIs,
+//! address-space switches, TLB flushes, IRQ mask/unmask) to be queued per core and run after
+//! the lock is released or the transaction commits.
+//!
+//! # Scheduling
+//! Per-core run queues with [`NUM_PRIOS`](config::NUM_PRIOS) priorities (FIFO within one),
+//! a current thread per core (`None` = the core's idle thread). Waking a thread of another core
+//! enqueues it there and sends a Reschedule IPI if it should preempt. Threads are moved between
+//! cores with `SetAffinity`. See [`mgmt`] for deleting threads that run on other cores.
+//!
+//! # Locking strategies
+//! See [`strategy`]: [`BigLock`], [`FineGrained`], [`Rtm`], [`NoLock`].
+//!
+//! # Entry points
+//! The HAL saves the user context and calls [`Kernel::syscall`], [`Kernel::interrupt`],
+//! [`Kernel::timer_tick`], [`Kernel::ipi`] or [`Kernel::page_fault`]; each returns an [`Exit`]
+//! naming the thread to restore on this core and its result registers.
+#![cfg_attr(not(test), no_std)]
+
+pub mod cap;
+mod check;
+pub mod config;
+pub mod error;
+pub mod hal;
+mod ids;
+mod kernel;
+pub mod mgmt;
+mod ops;
+mod sched;
+pub mod strategy;
+pub mod syscall;
+
+#[cfg(test)]
+mod tests;
+
+pub use cap::{CSpace, Cap, ObjKind, ObjRef, Rights};
+pub use check::{Summary, Violation};
+pub use error::Error;
+pub use hal::{Hal, IpiKind, PhysAddr};
+pub use ids::*;
+pub use kernel::{Exit, Kernel, Life, Mapping, ThreadState, FAULT_LABEL};
+pub use strategy::{BigLock, FineGrained, NoLock, Rtm, Strategy};
+pub use sync::CpuId;
+pub use syscall::{MintTarget, Msg, Regs, Syscall};

@@ -1,4 +1,415 @@
-//! Integration tests of the whole project, including (with issue 4) the hosted harness that runs
-//! the kernel core on host threads.
+//! Integration tests of the whole project, and the hosted harness that runs the kernel core on
+//! host threads.
 //!
-//! Status: the harness is not written yet; the lock tests live with the `sync` crate.
+//! # The hosted harness
+//! * [`FakeHal`] implements [`kernel::Hal`]: it records IPIs, address-space switches, TLB
+//!   flushes, page-table writes and IRQ mask/unmask in per-core logs, and delivers IPIs by
+//!   setting a per-core pending-bit word that the target core polls.
+//! * [`run`] starts one host thread per kernel core. Each loops: deliver pending IPIs
+//!   ([`Kernel::ipi`]), now and then a timer tick ([`Kernel::timer_tick`]) or a device
+//!   interrupt, otherwise take the core's current user thread, ask its [`Program`] for the next
+//!   system call (the program receives the result registers of its previous one) and call
+//!   [`Kernel::syscall`], the same entry the HALs call. An idle core only waits for IPIs.
+//! * [`Programs`] holds each user thread's program behind a `try_lock`: a thread that two cores
+//!   run at once is detected as a kernel bug.
+//! * [`HostRelax`] is a lock wait strategy that yields the host CPU while spinning, so that
+//!   more simulated cores than host CPUs still make progress.
+
+pub mod workload;
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering::*};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use kernel::config::{MAX_CPUS, MAX_THREADS};
+use kernel::hal::{Hal, IpiKind, PhysAddr};
+use kernel::{CpuId, IrqId, Kernel, Regs, Strategy, Syscall, ThreadId};
+
+/// A wait strategy for host threads: spin briefly, then yield the host CPU.
+#[derive(Default, Debug)]
+pub struct HostRelax(u32);
+
+impl sync::Relax for HostRelax {
+    fn relax(&mut self, _cpu: CpuId) {
+        self.0 += 1;
+        if self.0 % 64 == 0 {
+            std::thread::yield_now();
+        } else {
+            std::hint::spin_loop();
+        }
+    }
+}
+
+/// One recorded hardware operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HalEvent {
+    /// IPI sent to a core.
+    Ipi(CpuId, IpiKind),
+    /// Address space loaded.
+    Switch(PhysAddr),
+    /// TLB flush (`None`: all).
+    Flush(PhysAddr, Option<usize>),
+    /// Page-table entry written.
+    Map(PhysAddr, usize, PhysAddr, bool),
+    /// Page-table entry cleared.
+    Unmap(PhysAddr, usize),
+    /// IRQ masked.
+    Mask(IrqId),
+    /// IRQ unmasked.
+    Unmask(IrqId),
+}
+
+std::thread_local! {
+    static CPU: std::cell::Cell<CpuId> = const { std::cell::Cell::new(0) };
+}
+
+/// The hosted HAL: per-core logs and IPI flags.
+pub struct FakeHal {
+    cores: usize,
+    pending: [AtomicU8; MAX_CPUS],
+    logs: [Mutex<Vec<HalEvent>>; MAX_CPUS],
+    ipis_sent: AtomicU64,
+}
+
+impl FakeHal {
+    /// A HAL for `cores` cores.
+    pub fn new(cores: usize) -> Self {
+        Self {
+            cores,
+            pending: Default::default(),
+            logs: Default::default(),
+            ipis_sent: AtomicU64::new(0),
+        }
+    }
+
+    /// Takes the pending IPI kinds of `cpu` (bits of [`IpiKind::bit`]).
+    pub fn take_ipis(&self, cpu: CpuId) -> u8 {
+        if self.pending[cpu].load(Relaxed) == 0 {
+            return 0;
+        }
+        self.pending[cpu].swap(0, Acquire)
+    }
+
+    /// The log of `cpu` (events that core performed; IPIs are logged by the sender).
+    pub fn log(&self, cpu: CpuId) -> Vec<HalEvent> {
+        self.logs[cpu].lock().unwrap().clone()
+    }
+
+    /// IPIs sent so far.
+    pub fn ipis_sent(&self) -> u64 {
+        self.ipis_sent.load(Relaxed)
+    }
+
+    fn push(&self, cpu: CpuId, e: HalEvent) {
+        self.logs[cpu % MAX_CPUS].lock().unwrap().push(e);
+    }
+}
+
+impl Hal for FakeHal {
+    fn cpu_id(&self) -> CpuId {
+        CPU.with(|c| c.get())
+    }
+    fn cpu_count(&self) -> usize {
+        self.cores
+    }
+    fn send_ipi(&self, cpu: CpuId, target: CpuId, kind: IpiKind) {
+        self.push(cpu, HalEvent::Ipi(target, kind));
+        self.ipis_sent.fetch_add(1, Relaxed);
+        self.pending[target].fetch_or(kind.bit(), Release);
+    }
+    unsafe fn switch_address_space(&self, cpu: CpuId, root: PhysAddr) {
+        self.push(cpu, HalEvent::Switch(root));
+    }
+    fn flush_tlb(&self, cpu: CpuId, root: PhysAddr, vaddr: Option<usize>) {
+        self.push(cpu, HalEvent::Flush(root, vaddr));
+    }
+    fn map_page(&self, root: PhysAddr, vaddr: usize, frame: PhysAddr, writable: bool) {
+        self.push(self.cpu_id(), HalEvent::Map(root, vaddr, frame, writable));
+    }
+    fn unmap_page(&self, root: PhysAddr, vaddr: usize) {
+        self.push(self.cpu_id(), HalEvent::Unmap(root, vaddr));
+    }
+    fn mask_irq(&self, cpu: CpuId, irq: IrqId) {
+        self.push(cpu, HalEvent::Mask(irq));
+    }
+    fn unmask_irq(&self, cpu: CpuId, irq: IrqId) {
+        self.push(cpu, HalEvent::Unmask(irq));
+    }
+    fn cycles(&self) -> u64 {
+        0
+    }
+    fn console_write(&self, s: &str) {
+        eprint!("{s}");
+    }
+}
+
+/// A user program: a state machine that receives the result registers of its previous system
+/// call (zeros at first) and returns its next one.
+pub trait Program: Send {
+    /// The next system call, or `None` when finished (the thread then repeats its park call,
+    /// see [`Programs::set_park`]).
+    fn step(&mut self, ret: &Regs) -> Option<Regs>;
+}
+
+impl<F: FnMut(&Regs) -> Option<Regs> + Send> Program for F {
+    fn step(&mut self, ret: &Regs) -> Option<Regs> {
+        self(ret)
+    }
+}
+
+struct Slot {
+    program: Option<Box<dyn Program>>,
+    finished: bool,
+    park: Regs,
+}
+
+/// The programs of all user threads, by thread index. Threads without a program yield.
+pub struct Programs {
+    slots: Vec<Mutex<Slot>>,
+    finite: AtomicU64,
+    finished: AtomicU64,
+}
+
+impl Default for Programs {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Programs {
+    /// No programs.
+    pub fn new() -> Self {
+        Self {
+            slots: (0..MAX_THREADS)
+                .map(|_| {
+                    Mutex::new(Slot {
+                        program: None,
+                        finished: false,
+                        park: Syscall::Yield.encode(),
+                    })
+                })
+                .collect(),
+            finite: AtomicU64::new(0),
+            finished: AtomicU64::new(0),
+        }
+    }
+
+    /// Sets `t`'s program. `finite` programs are waited for by [`run`].
+    pub fn set(&self, t: ThreadId, finite: bool, p: impl Program + 'static) {
+        let mut s = self.slots[t.index()].lock().unwrap();
+        s.program = Some(Box::new(p));
+        s.finished = !finite;
+        if finite {
+            self.finite.fetch_add(1, Relaxed);
+        }
+    }
+
+    /// Sets the system call a thread repeats once its program finished (default: Yield). A
+    /// blocking call (Wait on a notification nobody signals) keeps finished threads from
+    /// starving lower priorities.
+    pub fn set_park(&self, t: ThreadId, park: Regs) {
+        self.slots[t.index()].lock().unwrap().park = park;
+    }
+
+    /// Whether every finite program has finished.
+    pub fn all_finished(&self) -> bool {
+        self.finished.load(Acquire) == self.finite.load(Relaxed)
+    }
+
+    /// Finite programs still running.
+    pub fn unfinished(&self) -> u64 {
+        self.finite.load(Relaxed) - self.finished.load(Relaxed)
+    }
+
+    fn step(&self, t: ThreadId, ret: &Regs) -> Regs {
+        let mut s = self.slots[t.index()]
+            .try_lock()
+            .unwrap_or_else(|_| panic!("thread {t:?} runs on two cores at once"));
+        let next = s.program.as_mut().and_then(|p| p.step(ret));
+        match next {
+            Some(regs) => regs,
+            None => {
+                if !s.finished && s.program.is_some() {
+                    s.finished = true;
+                    self.finished.fetch_add(1, Release);
+                }
+                s.program = None;
+                s.park
+            }
+        }
+    }
+}
+
+/// Harness knobs.
+#[derive(Clone, Copy, Debug)]
+pub struct RunConfig {
+    /// A timer tick every this many loop iterations of a busy core.
+    pub tick_every: u64,
+    /// A device interrupt (line `irq`) every this many iterations of core 0 (0 = never).
+    pub irq_every: u64,
+    /// The line of injected interrupts.
+    pub irq: usize,
+    /// Give up after this long.
+    pub timeout: Duration,
+}
+
+impl Default for RunConfig {
+    fn default() -> Self {
+        Self {
+            tick_every: 50,
+            irq_every: 0,
+            irq: 0,
+            timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+/// What a run did.
+#[derive(Clone, Debug, Default)]
+pub struct RunStats {
+    /// System calls made, per core.
+    pub syscalls: Vec<u64>,
+    /// All kernel entries (syscalls, IPIs, ticks, interrupts).
+    pub entries: u64,
+    /// IPIs sent.
+    pub ipis: u64,
+    /// Wall time.
+    pub elapsed: Duration,
+}
+
+impl RunStats {
+    /// Total system calls.
+    pub fn total_syscalls(&self) -> u64 {
+        self.syscalls.iter().sum()
+    }
+}
+
+/// Runs the kernel on one host thread per core until `done()` holds and every finite program
+/// has finished, or the timeout passes (an error naming what was still unfinished).
+pub fn run<S: Strategy>(
+    k: &Kernel<S, FakeHal>,
+    programs: &Programs,
+    cfg: RunConfig,
+    done: impl Fn() -> bool + Sync,
+) -> Result<RunStats, String> {
+    let stop = AtomicBool::new(false);
+    let entries = AtomicU64::new(0);
+    let start = Instant::now();
+    let cores = k.cores();
+    let mut syscalls = vec![0; cores];
+    let timed_out = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..cores)
+            .map(|cpu| {
+                let (stop, entries) = (&stop, &entries);
+                scope.spawn(move || core_loop(k, programs, cfg, cpu, stop, entries))
+            })
+            .collect();
+        let mut timed_out = false;
+        loop {
+            if programs.all_finished() && done() {
+                break;
+            }
+            if start.elapsed() > cfg.timeout || handles.iter().any(|h| h.is_finished()) {
+                timed_out = true;
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        stop.store(true, Relaxed);
+        for (cpu, h) in handles.into_iter().enumerate() {
+            match h.join() {
+                Ok(n) => syscalls[cpu] = n,
+                Err(e) => std::panic::resume_unwind(e),
+            }
+        }
+        timed_out
+    });
+    if timed_out {
+        return Err(format!(
+            "run timed out after {:?}: {} finite programs unfinished, done() = {}",
+            start.elapsed(),
+            programs.unfinished(),
+            done()
+        ));
+    }
+    Ok(RunStats {
+        syscalls,
+        entries: entries.load(Relaxed),
+        ipis: k.hal().ipis_sent(),
+        elapsed: start.elapsed(),
+    })
+}
+
+fn core_loop<S: Strategy>(
+    k: &Kernel<S, FakeHal>,
+    programs: &Programs,
+    cfg: RunConfig,
+    cpu: CpuId,
+    stop: &AtomicBool,
+    entries: &AtomicU64,
+) -> u64 {
+    CPU.with(|c| c.set(cpu));
+    let mut exit = k.timer_tick(cpu);
+    let mut n_entries = 1u64;
+    let mut iter = 0u64;
+    let mut calls = 0u64;
+    while !stop.load(Relaxed) {
+        iter += 1;
+        let pending = k.hal().take_ipis(cpu);
+        if pending != 0 {
+            for kind in IpiKind::ALL {
+                if pending & kind.bit() != 0 {
+                    exit = k.ipi(cpu, kind);
+                    n_entries += 1;
+                }
+            }
+            continue;
+        }
+        if cfg.irq_every != 0 && cpu == 0 && iter % cfg.irq_every == 0 {
+            exit = k.interrupt(cpu, cfg.irq);
+            n_entries += 1;
+            continue;
+        }
+        let Some(t) = exit.thread else {
+            std::thread::yield_now();
+            continue;
+        };
+        if iter % cfg.tick_every == 0 {
+            exit = k.timer_tick(cpu);
+            n_entries += 1;
+            continue;
+        }
+        let raw = programs.step(t, &exit.regs);
+        exit = k.syscall(cpu, raw);
+        calls += 1;
+        n_entries += 1;
+    }
+    entries.fetch_add(n_entries, Relaxed);
+    calls
+}
+
+/// A seeded xorshift64* generator (no dependencies, reproducible).
+#[derive(Clone, Debug)]
+pub struct XorShift(u64);
+
+impl XorShift {
+    /// A generator from a non-zero seed (0 is replaced).
+    pub fn new(seed: u64) -> Self {
+        Self(seed.max(1))
+    }
+
+    /// Next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// Uniform-ish in `0..n` (`n > 0`).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n
+    }
+}

@@ -1,0 +1,190 @@
+//! Capabilities: unforgeable references to kernel objects, with rights and a badge.
+//!
+//! Each thread has its own CSpace of [`CSPACE_SLOTS`] slots. A system call names objects only
+//! through slot indices of the caller's CSpace; the kernel looks the slot up and checks the
+//! object's type and the rights the operation needs. A thread therefore reaches exactly the
+//! objects its CSpace holds capabilities to.
+//!
+//! Reply capabilities (created by `Call`) are not stored in the CSpace but in the receiver's TCB
+//! reply slot, as in seL4 without MCS; see [`Syscall::Reply`](crate::syscall::Syscall::Reply).
+
+use crate::config::CSPACE_SLOTS;
+use crate::error::Error;
+use crate::ids::*;
+
+/// Access rights of a capability, a small bit set.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
+pub struct Rights(u8);
+
+impl Rights {
+    /// No rights.
+    pub const NONE: Rights = Rights(0);
+    /// Receive (Recv, Wait); map a frame readable.
+    pub const READ: Rights = Rights(1);
+    /// Send (Send, Call, NBSend, Signal); map a frame writable; change an address space.
+    pub const WRITE: Rights = Rights(2);
+    /// Copy the capability (Mint) with equal or fewer rights.
+    pub const GRANT: Rights = Rights(4);
+    /// Manage the object: thread control, IRQ binding, object creation.
+    pub const MANAGE: Rights = Rights(8);
+    /// Every right.
+    pub const ALL: Rights = Rights(15);
+
+    /// The rights with these bits, if every bit is a known right.
+    pub const fn from_bits(bits: usize) -> Option<Rights> {
+        if bits & !(Rights::ALL.0 as usize) == 0 {
+            Some(Rights(bits as u8))
+        } else {
+            None
+        }
+    }
+
+    /// The bits.
+    pub const fn bits(self) -> usize {
+        self.0 as usize
+    }
+
+    /// Whether every right of `other` is in `self`.
+    pub const fn contains(self, other: Rights) -> bool {
+        self.0 & other.0 == other.0
+    }
+
+    /// Union.
+    pub const fn union(self, other: Rights) -> Rights {
+        Rights(self.0 | other.0)
+    }
+}
+
+impl core::ops::BitOr for Rights {
+    type Output = Rights;
+    fn bitor(self, rhs: Rights) -> Rights {
+        self.union(rhs)
+    }
+}
+
+/// The object a capability names.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum ObjRef {
+    /// A thread control block.
+    Thread(ThreadId),
+    /// An IPC endpoint.
+    Endpoint(EndpointId),
+    /// A notification.
+    Notification(NotificationId),
+    /// An address space.
+    AddressSpace(AsId),
+    /// A physical frame.
+    Frame(FrameId),
+    /// The handler of one interrupt line.
+    IrqHandler(IrqId),
+    /// Authority to create threads (a stand-in for seL4's untyped memory: the kernel takes a
+    /// free TCB from its fixed table).
+    Control,
+}
+
+/// The kinds of objects, for [`Error::WrongType`] checks.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum ObjKind {
+    /// [`ObjRef::Thread`].
+    Thread,
+    /// [`ObjRef::Endpoint`].
+    Endpoint,
+    /// [`ObjRef::Notification`].
+    Notification,
+    /// [`ObjRef::AddressSpace`].
+    AddressSpace,
+    /// [`ObjRef::Frame`].
+    Frame,
+    /// [`ObjRef::IrqHandler`].
+    IrqHandler,
+    /// [`ObjRef::Control`].
+    Control,
+}
+
+impl ObjRef {
+    /// The kind of object.
+    pub const fn kind(self) -> ObjKind {
+        match self {
+            ObjRef::Thread(_) => ObjKind::Thread,
+            ObjRef::Endpoint(_) => ObjKind::Endpoint,
+            ObjRef::Notification(_) => ObjKind::Notification,
+            ObjRef::AddressSpace(_) => ObjKind::AddressSpace,
+            ObjRef::Frame(_) => ObjKind::Frame,
+            ObjRef::IrqHandler(_) => ObjKind::IrqHandler,
+            ObjRef::Control => ObjKind::Control,
+        }
+    }
+}
+
+/// A capability: object, rights and badge (delivered to receivers, ORed into notifications).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct Cap {
+    /// The object.
+    pub obj: ObjRef,
+    /// What the holder may do with it.
+    pub rights: Rights,
+    /// An identifier chosen by whoever minted the capability.
+    pub badge: usize,
+}
+
+impl Cap {
+    /// Checks kind and rights: `Ok(self)` or the error the call returns.
+    pub fn check(self, kind: ObjKind, rights: Rights) -> Result<Cap, Error> {
+        if self.obj.kind() != kind {
+            Err(Error::WrongType)
+        } else if !self.rights.contains(rights) {
+            Err(Error::MissingRight)
+        } else {
+            Ok(self)
+        }
+    }
+}
+
+/// One thread's capability space: a fixed array of slots.
+#[derive(Clone, Copy, Debug)]
+pub struct CSpace {
+    slots: [Option<Cap>; CSPACE_SLOTS],
+}
+
+impl Default for CSpace {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl CSpace {
+    /// All slots empty.
+    pub const fn new() -> Self {
+        Self {
+            slots: [None; CSPACE_SLOTS],
+        }
+    }
+
+    /// The capability in `slot`, or [`Error::InvalidCap`].
+    pub fn get(&self, slot: CapSlot) -> Result<Cap, Error> {
+        self.slots[slot.index()].ok_or(Error::InvalidCap)
+    }
+
+    /// Looks up `slot` and checks kind and rights.
+    pub fn lookup(&self, slot: CapSlot, kind: ObjKind, rights: Rights) -> Result<Cap, Error> {
+        self.get(slot)?.check(kind, rights)
+    }
+
+    /// Whether `slot` is empty.
+    pub fn is_empty(&self, slot: CapSlot) -> bool {
+        self.slots[slot.index()].is_none()
+    }
+
+    /// Stores `cap` in `slot`, returning what was there.
+    pub fn set(&mut self, slot: CapSlot, cap: Option<Cap>) -> Option<Cap> {
+        core::mem::replace(&mut self.slots[slot.index()], cap)
+    }
+
+    /// Iterates over the occupied slots.
+    pub fn iter(&self) -> impl Iterator<Item = (CapSlot, Cap)> + '_ {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| Some((CapSlot::new(i)?, (*c)?)))
+    }
+}

@@ -1,0 +1,29 @@
+//! Fixed capacities of the kernel's object tables. The kernel has no allocator: every table is
+//! an array of this size inside [`Kernel`](crate::Kernel).
+
+/// Cores (CPUs) the kernel supports; a kernel instance uses `0..cores` of them.
+pub const MAX_CPUS: usize = 8;
+/// Thread control blocks.
+pub const MAX_THREADS: usize = 64;
+/// Endpoints.
+pub const MAX_ENDPOINTS: usize = 64;
+/// Notifications.
+pub const MAX_NOTIFICATIONS: usize = 64;
+/// Address spaces.
+pub const MAX_ASPACES: usize = 16;
+/// Frames (physical pages the kernel knows about).
+pub const MAX_FRAMES: usize = 128;
+/// Interrupt lines with a handler object.
+pub const MAX_IRQS: usize = 32;
+/// Capability slots per thread (each thread has its own CSpace).
+pub const CSPACE_SLOTS: usize = 32;
+/// Mappings per address space.
+pub const MAX_MAPPINGS: usize = 64;
+/// Priority levels: `0..NUM_PRIOS`, higher runs first.
+pub const NUM_PRIOS: usize = 32;
+/// Size of a page (mapping granularity).
+pub const PAGE_SIZE: usize = 4096;
+/// Mappings must lie below this user-space limit (128 TiB on 64-bit targets, 2 GiB on 32-bit).
+pub const USER_TOP: usize = if usize::BITS >= 64 { 1 << 47 } else { 1 << 31 };
+/// Message words per IPC (besides the badge).
+pub const MSG_WORDS: usize = 4;

@@ -1,0 +1,148 @@
+//! The hardware abstraction the kernel core needs, and the per-core queue of hardware actions
+//! that the kernel runs after leaving its critical section.
+//!
+//! # Which operations run where
+//! * Inside the critical section: only plain memory writes the hardware tolerates inside a
+//!   transaction: [`Hal::map_page`] and [`Hal::unmap_page`] (page-table stores). Doing them there
+//!   keeps page tables in the same order as the kernel's own mapping tables on every core.
+//! * After the critical section (after the lock release or the transaction commit), in this
+//!   order: IRQ mask/unmask, local TLB flush, address-space switch, IPIs. These abort
+//!   transactions (`MOV CR3`, APIC and device I/O) or cannot be undone (an IPI). The kernel
+//!   records them in a per-core [`Actions`] record while executing; the two-phase system call
+//!   guarantees that once execution starts it completes, so running them afterwards is safe.
+//!
+//! IPIs are fire-and-forget: the target handles them at its next kernel entry through
+//! [`Kernel::ipi`](crate::Kernel::ipi).
+
+use crate::config::MAX_CPUS;
+use crate::ids::IrqId;
+use sync::CpuId;
+
+/// A physical address.
+pub type PhysAddr = u64;
+
+/// Kinds of inter-processor interrupts (the same set as the x86 HAL's `IpiKind`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Hash)]
+pub enum IpiKind {
+    /// Re-run the scheduler: a thread was woken on, or evicted from, the target core.
+    Reschedule,
+    /// Flush the TLB: a mapping the target may cache was removed.
+    TlbShootdown,
+    /// Stop the core.
+    Halt,
+    /// Boot self-test.
+    Test,
+}
+
+impl IpiKind {
+    /// Every kind, in bit order.
+    pub const ALL: [IpiKind; 4] = [
+        IpiKind::Reschedule,
+        IpiKind::TlbShootdown,
+        IpiKind::Halt,
+        IpiKind::Test,
+    ];
+
+    /// A bit for sets of kinds.
+    pub const fn bit(self) -> u8 {
+        1 << (self as u8)
+    }
+}
+
+/// The operations the kernel needs from the platform. Implemented by the x86 HAL (a thin
+/// forwarding `impl` over `X86Hal`), later the ARMv7 HAL, and the hosted fake HAL of the tests.
+///
+/// Every method is called on the core it concerns (`cpu` is passed so that a hosted HAL can
+/// keep per-core logs; a real HAL may ignore it).
+pub trait Hal: Sync {
+    /// Index of the calling core.
+    fn cpu_id(&self) -> CpuId;
+    /// Cores online.
+    fn cpu_count(&self) -> usize;
+    /// Sends an IPI of `kind` from `cpu` to `target` (fire-and-forget).
+    fn send_ipi(&self, cpu: CpuId, target: CpuId, kind: IpiKind);
+    /// Loads the page-table root `root` on `cpu`.
+    ///
+    /// # Safety
+    /// `root` must be the root of an address space the kernel created; the kernel code and data
+    /// must be mapped in it.
+    unsafe fn switch_address_space(&self, cpu: CpuId, root: PhysAddr);
+    /// Flushes `cpu`'s TLB entries for `vaddr` in `root`, or all of them for `None`.
+    fn flush_tlb(&self, cpu: CpuId, root: PhysAddr, vaddr: Option<usize>);
+    /// Writes a page-table entry (runs inside the critical section: plain stores only).
+    fn map_page(&self, root: PhysAddr, vaddr: usize, frame: PhysAddr, writable: bool);
+    /// Clears a page-table entry (runs inside the critical section: plain stores only).
+    fn unmap_page(&self, root: PhysAddr, vaddr: usize);
+    /// Masks interrupt line `irq`.
+    fn mask_irq(&self, cpu: CpuId, irq: IrqId);
+    /// Unmasks (acknowledges) interrupt line `irq`.
+    fn unmask_irq(&self, cpu: CpuId, irq: IrqId);
+    /// The cycle counter.
+    fn cycles(&self) -> u64;
+    /// Writes to the console.
+    fn console_write(&self, s: &str);
+}
+
+/// An IRQ operation to run after the critical section.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum IrqOp {
+    /// Mask the line.
+    Mask(IrqId),
+    /// Unmask the line.
+    Unmask(IrqId),
+}
+
+/// The hardware actions one kernel entry of one core decided on, run after the critical
+/// section. Fixed size: IPIs are a kind set per target core, so it cannot overflow.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Actions {
+    /// IPI kinds (bits of [`IpiKind::bit`]) to send to each core.
+    pub ipis: [u8; MAX_CPUS],
+    /// Address space to load on this core.
+    pub switch_to: Option<PhysAddr>,
+    /// TLB flush of this core: `(root, Some(vaddr))` for one page, `None` for everything.
+    pub flush: Option<(PhysAddr, Option<usize>)>,
+    /// At most one IRQ operation per entry.
+    pub irq: Option<IrqOp>,
+}
+
+impl Actions {
+    /// Nothing to do.
+    pub const NONE: Actions = Actions {
+        ipis: [0; MAX_CPUS],
+        switch_to: None,
+        flush: None,
+        irq: None,
+    };
+
+    /// Requests an IPI.
+    pub fn ipi(&mut self, target: CpuId, kind: IpiKind) {
+        if let Some(k) = self.ipis.get_mut(target) {
+            *k |= kind.bit();
+        }
+    }
+
+    /// Runs the actions on `cpu` through `hal`.
+    pub fn run<H: Hal>(&self, hal: &H, cpu: CpuId) {
+        match self.irq {
+            Some(IrqOp::Mask(irq)) => hal.mask_irq(cpu, irq),
+            Some(IrqOp::Unmask(irq)) => hal.unmask_irq(cpu, irq),
+            None => {}
+        }
+        if let Some((root, vaddr)) = self.flush {
+            hal.flush_tlb(cpu, root, vaddr);
+        }
+        if let Some(root) = self.switch_to {
+            // SAFETY: the kernel only records roots of address spaces it created (boot-time
+            // `create_address_space`), as the HAL's contract requires.
+            unsafe { hal.switch_address_space(cpu, root) };
+        }
+        for (target, kinds) in self.ipis.iter().enumerate() {
+            for kind in IpiKind::ALL {
+                if kinds & kind.bit() != 0 {
+                    hal.send_ipi(cpu, target, kind);
+                }
+            }
+        }
+    }
+}

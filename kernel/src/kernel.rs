@@ -1,0 +1,927 @@
+//! The kernel object: state tables, the accessors that encapsulate every `unsafe` access,
+//! boot-time construction, and the entry points the HAL calls.
+
+use core::cell::UnsafeCell;
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use sync::CpuId;
+
+use crate::cap::{CSpace, Cap, ObjKind, ObjRef, Rights};
+use crate::config::*;
+use crate::error::Error;
+use crate::hal::{Actions, Hal, IpiKind, PhysAddr};
+use crate::ids::*;
+use crate::strategy::{LockId, Side, Strategy};
+use crate::syscall::{err_regs, Msg, Regs, Syscall};
+
+/// A thread's IPC/scheduling state.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum ThreadState {
+    /// Not runnable until resumed.
+    Inactive,
+    /// Running (the current thread of its core) or ready (in its core's run queue).
+    Runnable,
+    /// Blocked sending (or calling) on an endpoint.
+    BlockedSend(EndpointId),
+    /// Blocked receiving on an endpoint.
+    BlockedRecv(EndpointId),
+    /// Called and waiting for the reply.
+    BlockedReply,
+    /// Waiting on a notification.
+    BlockedNotification(NotificationId),
+}
+
+/// Whether a TCB slot holds a thread.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Life {
+    /// Unused.
+    Free,
+    /// A thread.
+    Alive,
+    /// Deleted while some core still had it as its current thread; that core drops it at its
+    /// next kernel entry, after which the slot can be reused.
+    Zombie,
+}
+
+/// TCB configuration: changed only by exclusive (management) sections.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct TcbConf {
+    pub life: Life,
+    pub priority: usize,
+    pub core: CpuId,
+    pub aspace: Option<AsId>,
+    /// Fault endpoint and the badge of the capability it was bound with.
+    pub pager: Option<(EndpointId, usize)>,
+}
+
+impl TcbConf {
+    pub const FREE: TcbConf = TcbConf {
+        life: Life::Free,
+        priority: 0,
+        core: 0,
+        aspace: None,
+        pager: None,
+    };
+}
+
+/// TCB IPC state: protected by the TCB lock.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct TcbIpc {
+    pub state: ThreadState,
+    /// Outgoing message while blocked sending.
+    pub msg: Msg,
+    /// Badge of the capability a blocked sender used.
+    pub badge: usize,
+    /// Whether the blocked send is a Call.
+    pub is_call: bool,
+    /// Whether the pending Call is a page fault (the reply must not touch `ret`).
+    pub fault: bool,
+    /// Result registers, restored when the thread next runs.
+    pub ret: Regs,
+    /// Reply slot: the caller this thread must answer (a one-shot reply capability).
+    pub reply_to: Option<ThreadId>,
+    /// While `BlockedReply`: the thread holding our reply capability.
+    pub server: Option<ThreadId>,
+}
+
+impl TcbIpc {
+    pub const INIT: TcbIpc = TcbIpc {
+        state: ThreadState::Inactive,
+        msg: [0; MSG_WORDS],
+        badge: 0,
+        is_call: false,
+        fault: false,
+        ret: [0; 6],
+        reply_to: None,
+        server: None,
+    };
+}
+
+/// Doubly-linked intrusive list links.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Link {
+    pub prev: Option<ThreadId>,
+    pub next: Option<ThreadId>,
+}
+
+/// An intrusive FIFO of threads.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Queue {
+    pub head: Option<ThreadId>,
+    pub tail: Option<ThreadId>,
+}
+
+/// An endpoint: a queue of blocked senders or of blocked receivers.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Endpoint {
+    pub queue: Queue,
+    /// Whether the (non-empty) queue holds receivers.
+    pub receivers: bool,
+}
+
+/// A notification: a word of pending bits and a queue of waiters.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Notification {
+    pub word: usize,
+    pub waiters: Queue,
+}
+
+/// An interrupt line.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct IrqState {
+    /// Notification and badge (bound: exclusive sections only).
+    pub bound: Option<(NotificationId, usize)>,
+    /// Masked since the last interrupt, until acknowledged (IRQ lock).
+    pub masked: bool,
+}
+
+/// One mapping of an address space.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Mapping {
+    /// Page-aligned virtual address.
+    pub vaddr: usize,
+    /// The frame.
+    pub frame: FrameId,
+    /// Writable (else read-only).
+    pub writable: bool,
+}
+
+/// An address space (exclusive sections only, except `root` which never changes).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct AddressSpace {
+    pub root: PhysAddr,
+    pub mappings: [Option<Mapping>; MAX_MAPPINGS],
+}
+
+/// A core's scheduler state (run-queue lock).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct CoreSched {
+    pub current: Option<ThreadId>,
+    pub queues: [Queue; NUM_PRIOS],
+    /// Bit `p` set iff `queues[p]` is non-empty.
+    pub bitmap: u32,
+}
+
+/// State only its own core touches.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct CoreLocal {
+    pub actions: Actions,
+    pub loaded: Option<AsId>,
+}
+
+/// How many capabilities name each object.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Refs {
+    pub threads: [u32; MAX_THREADS],
+    pub eps: [u32; MAX_ENDPOINTS],
+    pub ntfns: [u32; MAX_NOTIFICATIONS],
+    pub aspaces: [u32; MAX_ASPACES],
+    pub frames: [u32; MAX_FRAMES],
+    pub irqs: [u32; MAX_IRQS],
+    pub control: u32,
+}
+
+impl Refs {
+    pub(crate) const ZERO: Refs = Refs {
+        threads: [0; MAX_THREADS],
+        eps: [0; MAX_ENDPOINTS],
+        ntfns: [0; MAX_NOTIFICATIONS],
+        aspaces: [0; MAX_ASPACES],
+        frames: [0; MAX_FRAMES],
+        irqs: [0; MAX_IRQS],
+        control: 0,
+    };
+
+    pub(crate) fn slot(&mut self, obj: ObjRef) -> &mut u32 {
+        match obj {
+            ObjRef::Thread(t) => &mut self.threads[t.index()],
+            ObjRef::Endpoint(e) => &mut self.eps[e.index()],
+            ObjRef::Notification(n) => &mut self.ntfns[n.index()],
+            ObjRef::AddressSpace(a) => &mut self.aspaces[a.index()],
+            ObjRef::Frame(f) => &mut self.frames[f.index()],
+            ObjRef::IrqHandler(i) => &mut self.irqs[i.index()],
+            ObjRef::Control => &mut self.control,
+        }
+    }
+}
+
+/// Object allocation and reference counts (exclusive sections only).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Meta {
+    pub n_eps: usize,
+    pub n_ntfns: usize,
+    pub n_aspaces: usize,
+    pub n_frames: usize,
+    pub frames: [PhysAddr; MAX_FRAMES],
+    pub refs: Refs,
+}
+
+/// What the HAL restores after a kernel entry: the thread that now runs on the core (`None`:
+/// the idle thread) and its result registers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Exit {
+    /// The current thread of the core, or `None` for idle.
+    pub thread: Option<ThreadId>,
+    /// Its result registers (zeros for idle).
+    pub regs: Regs,
+}
+
+/// Label (message word 0) of the page-fault message a faulting thread sends to its pager;
+/// words 1..4 are the address, 1 for a write access, and the thread index.
+pub const FAULT_LABEL: usize = 0xFA17;
+
+/// Context of one kernel entry.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Ctx {
+    pub cpu: CpuId,
+    /// Whether the strategy made this section exclusive (no object locks needed).
+    pub excl: bool,
+}
+
+/// A held object lock (no-op in exclusive sections); released on drop.
+pub(crate) struct Held<'k, S: Strategy> {
+    strategy: &'k S,
+    cpu: CpuId,
+    id: Option<LockId>,
+}
+
+impl<S: Strategy> Drop for Held<'_, S> {
+    fn drop(&mut self) {
+        if let Some(id) = self.id {
+            // SAFETY: `id` was locked by `cpu` in `Kernel::hold` and is released once, here.
+            unsafe { self.strategy.unlock(self.cpu, id) }
+        }
+    }
+}
+
+/// What caused a kernel entry.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Entry {
+    Syscall(Result<Syscall, Error>),
+    Ipi(IpiKind),
+    Timer,
+    Interrupt(usize),
+    Fault { vaddr: usize, write: bool },
+}
+
+/// The kernel: every object table, generic over the locking strategy `S` and the HAL `H`.
+///
+/// Build it with [`Kernel::new`], populate it with the boot-time methods (`create_*`,
+/// `install_cap`, `start`), which take `&mut self`, then share `&Kernel` with every core, whose
+/// HAL calls [`syscall`](Self::syscall), [`interrupt`](Self::interrupt),
+/// [`timer_tick`](Self::timer_tick), [`ipi`](Self::ipi) and [`page_fault`](Self::page_fault).
+///
+/// # HAL contract
+/// Each entry is called on the core it names (`cpu < cores`), never re-entered on the same core
+/// (a violation panics, it is a HAL bug).
+pub struct Kernel<S: Strategy, H: Hal> {
+    pub(crate) strategy: S,
+    pub(crate) hal: H,
+    pub(crate) cores: usize,
+    in_kernel: [AtomicBool; MAX_CPUS],
+    pub(crate) meta: UnsafeCell<Meta>,
+    pub(crate) conf: [UnsafeCell<TcbConf>; MAX_THREADS],
+    pub(crate) cspaces: [UnsafeCell<CSpace>; MAX_THREADS],
+    pub(crate) ipc: [UnsafeCell<TcbIpc>; MAX_THREADS],
+    /// Endpoint/notification queue links (lock of the queue's owner).
+    pub(crate) qlinks: [UnsafeCell<Link>; MAX_THREADS],
+    /// Run-queue links (run-queue lock of the thread's core).
+    pub(crate) slinks: [UnsafeCell<Link>; MAX_THREADS],
+    pub(crate) eps: [UnsafeCell<Endpoint>; MAX_ENDPOINTS],
+    pub(crate) ntfns: [UnsafeCell<Notification>; MAX_NOTIFICATIONS],
+    pub(crate) irqs: [UnsafeCell<IrqState>; MAX_IRQS],
+    pub(crate) aspaces: [UnsafeCell<AddressSpace>; MAX_ASPACES],
+    /// Cores that loaded each address space (TLB shoot-down targets).
+    pub(crate) as_active: [AtomicU64; MAX_ASPACES],
+    pub(crate) sched: [UnsafeCell<CoreSched>; MAX_CPUS],
+    pub(crate) local: [UnsafeCell<CoreLocal>; MAX_CPUS],
+}
+
+// SAFETY: all shared mutable state is in `UnsafeCell`s reached only through the accessors
+// below, each of which documents the strategy guarantee that makes its access race-free.
+unsafe impl<S: Strategy, H: Hal> Sync for Kernel<S, H> {}
+// SAFETY: the kernel owns its state; moving it between threads moves no borrowed data.
+unsafe impl<S: Strategy + Send, H: Hal + Send> Send for Kernel<S, H> {}
+
+fn cells<T: Copy, const N: usize>(v: T) -> [UnsafeCell<T>; N] {
+    core::array::from_fn(|_| UnsafeCell::new(v))
+}
+
+/// Runs `f` on a shared reference to the cell's content.
+///
+/// # Safety
+/// No `&mut` to the content exists (on any core) while `f` runs.
+unsafe fn cell_ref<T, R>(cell: &UnsafeCell<T>, f: impl FnOnce(&T) -> R) -> R {
+    // SAFETY: forwarded contract.
+    f(unsafe { &*cell.get() })
+}
+
+/// Runs `f` on an exclusive reference to the cell's content.
+///
+/// # Safety
+/// No other reference to the content exists (on any core) while `f` runs.
+unsafe fn cell_mut<T, R>(cell: &UnsafeCell<T>, f: impl FnOnce(&mut T) -> R) -> R {
+    // SAFETY: forwarded contract.
+    f(unsafe { &mut *cell.get() })
+}
+
+impl<S: Strategy, H: Hal> Kernel<S, H> {
+    /// An empty kernel for cores `0..cores` (`1..=MAX_CPUS`).
+    ///
+    /// # Panics
+    /// If `cores` is 0 or above [`MAX_CPUS`] (a configuration error).
+    pub fn new(strategy: S, hal: H, cores: usize) -> Self {
+        assert!(
+            (1..=MAX_CPUS).contains(&cores),
+            "kernel: 1..={MAX_CPUS} cores"
+        );
+        Self {
+            strategy,
+            hal,
+            cores,
+            in_kernel: core::array::from_fn(|_| AtomicBool::new(false)),
+            meta: UnsafeCell::new(Meta {
+                n_eps: 0,
+                n_ntfns: 0,
+                n_aspaces: 0,
+                n_frames: 0,
+                frames: [0; MAX_FRAMES],
+                refs: Refs::ZERO,
+            }),
+            conf: cells(TcbConf::FREE),
+            cspaces: cells(CSpace::new()),
+            ipc: cells(TcbIpc::INIT),
+            qlinks: cells(Link::default()),
+            slinks: cells(Link::default()),
+            eps: cells(Endpoint::default()),
+            ntfns: cells(Notification::default()),
+            irqs: cells(IrqState::default()),
+            aspaces: cells(AddressSpace {
+                root: 0,
+                mappings: [None; MAX_MAPPINGS],
+            }),
+            as_active: core::array::from_fn(|_| AtomicU64::new(0)),
+            sched: cells(CoreSched {
+                current: None,
+                queues: [Queue::default(); NUM_PRIOS],
+                bitmap: 0,
+            }),
+            local: cells(CoreLocal {
+                actions: Actions::NONE,
+                loaded: None,
+            }),
+        }
+    }
+
+    /// The strategy.
+    pub fn strategy(&self) -> &S {
+        &self.strategy
+    }
+
+    /// The HAL.
+    pub fn hal(&self) -> &H {
+        &self.hal
+    }
+
+    /// Cores this kernel runs on.
+    pub fn cores(&self) -> usize {
+        self.cores
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // Accessors. Every unsafe access to kernel state is in this block.
+    //
+    // Common argument: in an exclusive section (`ctx.excl`), the strategy guarantees that no
+    // other core runs kernel code (see `Strategy`), and the code of one section never holds two
+    // references to the same cell (closures do not re-enter the accessor of their own cell), so
+    // every access is unique. The per-accessor comments give the argument for shared sections
+    // (the fine-grained read side).
+    // ---------------------------------------------------------------------------------------
+
+    /// Takes an object lock unless the section is exclusive.
+    pub(crate) fn hold(&self, ctx: Ctx, id: LockId) -> Held<'_, S> {
+        let id = (!ctx.excl).then(|| {
+            self.strategy.lock(ctx.cpu, id);
+            id
+        });
+        Held {
+            strategy: &self.strategy,
+            cpu: ctx.cpu,
+            id,
+        }
+    }
+
+    /// Locks two TCBs in index order (one if equal).
+    pub(crate) fn hold2(
+        &self,
+        ctx: Ctx,
+        a: ThreadId,
+        b: ThreadId,
+    ) -> (Held<'_, S>, Option<Held<'_, S>>) {
+        let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
+        let first = self.hold(ctx, LockId::Tcb(lo));
+        let second = (lo != hi).then(|| self.hold(ctx, LockId::Tcb(hi)));
+        (first, second)
+    }
+
+    /// TCB configuration (copy). Written only in exclusive sections, so a shared section reads
+    /// it while nobody writes.
+    pub(crate) fn conf(&self, t: ThreadId) -> TcbConf {
+        // SAFETY: writers (`conf_mut`) run only in exclusive sections; a shared section runs
+        // while none does; within an exclusive section this copy ends before any write.
+        unsafe { cell_ref(&self.conf[t.index()], |c| *c) }
+    }
+
+    /// Changes TCB configuration (exclusive sections only).
+    pub(crate) fn conf_mut<R>(
+        &self,
+        ctx: Ctx,
+        t: ThreadId,
+        f: impl FnOnce(&mut TcbConf) -> R,
+    ) -> R {
+        debug_assert!(ctx.excl, "TCB configuration written in a shared section");
+        // SAFETY: exclusive section (common argument).
+        unsafe { cell_mut(&self.conf[t.index()], f) }
+    }
+
+    /// TCB IPC state: needs the TCB lock in shared sections.
+    pub(crate) fn ipc<R>(&self, ctx: Ctx, t: ThreadId, f: impl FnOnce(&mut TcbIpc) -> R) -> R {
+        debug_assert!(ctx.excl || self.strategy.is_held(LockId::Tcb(t)));
+        // SAFETY: exclusive section, or the caller holds the TCB lock of `t`, which every
+        // accessor of this cell in a shared section holds.
+        unsafe { cell_mut(&self.ipc[t.index()], f) }
+    }
+
+    /// A capability of `t`'s CSpace (copy). CSpaces are written only in exclusive sections.
+    pub(crate) fn cap(&self, t: ThreadId, slot: CapSlot) -> Result<Cap, Error> {
+        // SAFETY: as for `conf`: writers (`cspace_mut`) are exclusive.
+        unsafe { cell_ref(&self.cspaces[t.index()], |c| c.get(slot)) }
+    }
+
+    /// Looks up a capability of `t` and checks kind and rights.
+    pub(crate) fn lookup(
+        &self,
+        t: ThreadId,
+        slot: CapSlot,
+        kind: ObjKind,
+        rights: Rights,
+    ) -> Result<Cap, Error> {
+        self.cap(t, slot)?.check(kind, rights)
+    }
+
+    /// Changes a CSpace (exclusive sections only).
+    pub(crate) fn cspace_mut<R>(
+        &self,
+        ctx: Ctx,
+        t: ThreadId,
+        f: impl FnOnce(&mut CSpace) -> R,
+    ) -> R {
+        debug_assert!(ctx.excl, "CSpace written in a shared section");
+        // SAFETY: exclusive section (common argument).
+        unsafe { cell_mut(&self.cspaces[t.index()], f) }
+    }
+
+    /// Reads allocation data and reference counts (written only in exclusive sections).
+    pub(crate) fn meta<R>(&self, f: impl FnOnce(&Meta) -> R) -> R {
+        // SAFETY: as for `conf`.
+        unsafe { cell_ref(&self.meta, f) }
+    }
+
+    /// Changes allocation data and reference counts (exclusive sections only).
+    pub(crate) fn meta_mut<R>(&self, ctx: Ctx, f: impl FnOnce(&mut Meta) -> R) -> R {
+        debug_assert!(ctx.excl, "metadata written in a shared section");
+        // SAFETY: exclusive section (common argument).
+        unsafe { cell_mut(&self.meta, f) }
+    }
+
+    /// A queue link: `links` is `qlinks` (guarded by the lock of the endpoint or notification
+    /// whose queue the thread is in) or `slinks` (guarded by the run-queue lock of the thread's
+    /// core). Callers hold that lock in shared sections.
+    pub(crate) fn link<R>(
+        &self,
+        links: &[UnsafeCell<Link>; MAX_THREADS],
+        t: ThreadId,
+        f: impl FnOnce(&mut Link) -> R,
+    ) -> R {
+        // SAFETY: exclusive section, or the caller holds the lock of the queue containing `t`
+        // (or that `t` is being inserted into), which every access to these links holds.
+        unsafe { cell_mut(&links[t.index()], f) }
+    }
+
+    /// An endpoint: needs the endpoint lock in shared sections.
+    pub(crate) fn ep<R>(&self, ctx: Ctx, e: EndpointId, f: impl FnOnce(&mut Endpoint) -> R) -> R {
+        debug_assert!(ctx.excl || self.strategy.is_held(LockId::Endpoint(e)));
+        // SAFETY: exclusive section, or the caller holds the endpoint lock.
+        unsafe { cell_mut(&self.eps[e.index()], f) }
+    }
+
+    /// A notification: needs the notification lock in shared sections.
+    pub(crate) fn ntfn<R>(
+        &self,
+        ctx: Ctx,
+        n: NotificationId,
+        f: impl FnOnce(&mut Notification) -> R,
+    ) -> R {
+        debug_assert!(ctx.excl || self.strategy.is_held(LockId::Notification(n)));
+        // SAFETY: exclusive section, or the caller holds the notification lock.
+        unsafe { cell_mut(&self.ntfns[n.index()], f) }
+    }
+
+    /// An IRQ: needs the IRQ lock in shared sections (`bound` is only written exclusively).
+    pub(crate) fn irq<R>(&self, ctx: Ctx, i: IrqId, f: impl FnOnce(&mut IrqState) -> R) -> R {
+        debug_assert!(ctx.excl || self.strategy.is_held(LockId::Irq(i)));
+        // SAFETY: exclusive section, or the caller holds the IRQ lock.
+        unsafe { cell_mut(&self.irqs[i.index()], f) }
+    }
+
+    /// An address space (read; written only in exclusive sections).
+    pub(crate) fn aspace<R>(&self, a: AsId, f: impl FnOnce(&AddressSpace) -> R) -> R {
+        // SAFETY: as for `conf`.
+        unsafe { cell_ref(&self.aspaces[a.index()], f) }
+    }
+
+    /// Changes an address space (exclusive sections only).
+    pub(crate) fn aspace_mut<R>(
+        &self,
+        ctx: Ctx,
+        a: AsId,
+        f: impl FnOnce(&mut AddressSpace) -> R,
+    ) -> R {
+        debug_assert!(ctx.excl, "address space written in a shared section");
+        // SAFETY: exclusive section (common argument).
+        unsafe { cell_mut(&self.aspaces[a.index()], f) }
+    }
+
+    /// A core's scheduler state: needs that core's run-queue lock in shared sections.
+    pub(crate) fn sched<R>(&self, ctx: Ctx, cpu: CpuId, f: impl FnOnce(&mut CoreSched) -> R) -> R {
+        debug_assert!(ctx.excl || self.strategy.is_held(LockId::RunQueue(cpu)));
+        // SAFETY: exclusive section, or the caller holds the run-queue lock of `cpu`.
+        unsafe { cell_mut(&self.sched[cpu], f) }
+    }
+
+    /// The calling core's private state.
+    pub(crate) fn local<R>(&self, ctx: Ctx, f: impl FnOnce(&mut CoreLocal) -> R) -> R {
+        // SAFETY: only core `ctx.cpu` touches its `local` cell, and a core runs one kernel
+        // entry at a time (`in_kernel` flag, checked at every entry).
+        unsafe { cell_mut(&self.local[ctx.cpu], f) }
+    }
+
+    /// Records a hardware action for after the critical section.
+    pub(crate) fn act(&self, ctx: Ctx, f: impl FnOnce(&mut Actions)) {
+        self.local(ctx, |l| f(&mut l.actions));
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // Intrusive queues.
+    // ---------------------------------------------------------------------------------------
+
+    pub(crate) fn q_push(
+        &self,
+        links: &[UnsafeCell<Link>; MAX_THREADS],
+        q: &mut Queue,
+        t: ThreadId,
+    ) {
+        let tail = q.tail;
+        self.link(links, t, |l| {
+            *l = Link {
+                prev: tail,
+                next: None,
+            }
+        });
+        match tail {
+            Some(p) => self.link(links, p, |l| l.next = Some(t)),
+            None => q.head = Some(t),
+        }
+        q.tail = Some(t);
+    }
+
+    pub(crate) fn q_remove(
+        &self,
+        links: &[UnsafeCell<Link>; MAX_THREADS],
+        q: &mut Queue,
+        t: ThreadId,
+    ) {
+        let l = self.link(links, t, core::mem::take);
+        match l.prev {
+            Some(p) => self.link(links, p, |pl| pl.next = l.next),
+            None => q.head = l.next,
+        }
+        match l.next {
+            Some(n) => self.link(links, n, |nl| nl.prev = l.prev),
+            None => q.tail = l.prev,
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // Entry points.
+    // ---------------------------------------------------------------------------------------
+
+    /// System call of the current thread of `cpu`, with its raw registers. Returns the thread
+    /// that runs next on `cpu` and its result registers.
+    pub fn syscall(&self, cpu: CpuId, raw: Regs) -> Exit {
+        let call = Syscall::decode(&raw);
+        let side = match call {
+            Ok(sc) if sc.is_management() => Side::Exclusive,
+            _ => Side::Shared,
+        };
+        self.entry(cpu, side, Entry::Syscall(call))
+    }
+
+    /// An inter-processor interrupt of `kind` arrived on `cpu`.
+    pub fn ipi(&self, cpu: CpuId, kind: IpiKind) -> Exit {
+        self.entry(cpu, Side::Shared, Entry::Ipi(kind))
+    }
+
+    /// A timer tick on `cpu` (round-robin among equal priorities).
+    pub fn timer_tick(&self, cpu: CpuId) -> Exit {
+        self.entry(cpu, Side::Shared, Entry::Timer)
+    }
+
+    /// Device interrupt `irq` on `cpu`: masked and signalled to its bound notification.
+    /// Unknown lines are ignored.
+    pub fn interrupt(&self, cpu: CpuId, irq: usize) -> Exit {
+        self.entry(cpu, Side::Shared, Entry::Interrupt(irq))
+    }
+
+    /// The current thread of `cpu` faulted at `vaddr`: it Calls its pager with a
+    /// [`FAULT_LABEL`] message, and resumes (registers untouched) when the pager replies. A
+    /// thread without pager is suspended.
+    pub fn page_fault(&self, cpu: CpuId, vaddr: usize, write: bool) -> Exit {
+        self.entry(cpu, Side::Shared, Entry::Fault { vaddr, write })
+    }
+
+    fn entry(&self, cpu: CpuId, side: Side, entry: Entry) -> Exit {
+        assert!(
+            cpu < self.cores,
+            "kernel entry on CPU {cpu} of {} (HAL bug)",
+            self.cores
+        );
+        let was = self.in_kernel[cpu].swap(true, Ordering::Acquire);
+        assert!(!was, "kernel re-entered on CPU {cpu} (HAL bug)");
+
+        let excl = self.strategy.enter(cpu, side);
+        let ctx = Ctx { cpu, excl };
+        self.local(ctx, |l| l.actions = Actions::NONE);
+        let rotate = self.handle(ctx, entry);
+        self.schedule(ctx, rotate);
+        let exit = self.exit_regs(ctx);
+        let actions = self.local(ctx, |l| l.actions);
+        // SAFETY: `cpu` entered with `side` above and leaves once.
+        unsafe { self.strategy.exit(cpu, side) };
+
+        actions.run(&self.hal, cpu);
+        self.in_kernel[cpu].store(false, Ordering::Release);
+        exit
+    }
+
+    /// Handles one entry; returns whether the scheduler should rotate (Yield, timer).
+    fn handle(&self, ctx: Ctx, entry: Entry) -> bool {
+        let cur = self.current(ctx);
+        let usable = cur.filter(|&t| self.runnable_here(ctx, t));
+        if let (Some(t), None) = (cur, usable) {
+            // The current thread was suspended, deleted or moved by another core while it ran
+            // in user mode: drop it now (the other core sent us an IPI for this). A system call
+            // it made meanwhile is not executed.
+            if matches!(entry, Entry::Syscall(_)) && self.conf(t).life == Life::Alive {
+                let _g = self.hold(ctx, LockId::Tcb(t));
+                self.ipc(ctx, t, |i| i.ret = err_regs(Error::Interrupted));
+            }
+            self.schedule(ctx, false);
+        }
+        match entry {
+            Entry::Syscall(call) => {
+                let Some(t) = usable else { return false };
+                let res = call.and_then(|sc| self.decode(ctx, t, sc));
+                match res {
+                    Ok(op) => self.execute(ctx, t, op),
+                    Err(e) => {
+                        self.set_ret(ctx, t, err_regs(e));
+                        false
+                    }
+                }
+            }
+            Entry::Ipi(IpiKind::TlbShootdown) => {
+                let root = self
+                    .local(ctx, |l| l.loaded)
+                    .map(|a| self.aspace(a, |s| s.root));
+                self.act(ctx, |a| a.flush = Some((root.unwrap_or(0), None)));
+                false
+            }
+            Entry::Ipi(_) => false,
+            Entry::Timer => true,
+            Entry::Interrupt(irq) => {
+                if let Some(irq) = IrqId::new(irq) {
+                    self.handle_irq(ctx, irq);
+                }
+                false
+            }
+            Entry::Fault { vaddr, write } => {
+                if let Some(t) = usable {
+                    self.handle_fault(ctx, t, vaddr, write);
+                }
+                false
+            }
+        }
+    }
+
+    /// Result registers of the new current thread.
+    fn exit_regs(&self, ctx: Ctx) -> Exit {
+        let thread = self.current(ctx);
+        let regs = match thread {
+            Some(t) => {
+                let _g = self.hold(ctx, LockId::Tcb(t));
+                self.ipc(ctx, t, |i| i.ret)
+            }
+            None => [0; 6],
+        };
+        Exit { thread, regs }
+    }
+
+    /// Sets a thread's result registers.
+    pub(crate) fn set_ret(&self, ctx: Ctx, t: ThreadId, regs: Regs) {
+        let _g = self.hold(ctx, LockId::Tcb(t));
+        self.ipc(ctx, t, |i| i.ret = regs);
+    }
+
+    /// The calling core's current thread. Only the core itself changes its `current`, so the
+    /// value stays valid after the lock is dropped.
+    pub(crate) fn current(&self, ctx: Ctx) -> Option<ThreadId> {
+        let _g = self.hold(ctx, LockId::RunQueue(ctx.cpu));
+        self.sched(ctx, ctx.cpu, |s| s.current)
+    }
+
+    /// Whether `t` may keep running on the calling core.
+    fn runnable_here(&self, ctx: Ctx, t: ThreadId) -> bool {
+        let conf = self.conf(t);
+        if conf.life != Life::Alive || conf.core != ctx.cpu {
+            return false;
+        }
+        let _g = self.hold(ctx, LockId::Tcb(t));
+        self.ipc(ctx, t, |i| i.state == ThreadState::Runnable)
+    }
+
+    /// Whether `t` is the current thread of some core (exclusive sections only).
+    pub(crate) fn current_anywhere(&self, ctx: Ctx, t: ThreadId) -> Option<CpuId> {
+        debug_assert!(ctx.excl);
+        (0..self.cores).find(|&c| self.sched(ctx, c, |s| s.current) == Some(t))
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // Boot-time construction (exclusive through `&mut self`).
+    // ---------------------------------------------------------------------------------------
+
+    fn boot_ctx(&mut self) -> Ctx {
+        Ctx { cpu: 0, excl: true }
+    }
+
+    /// Creates an inactive thread.
+    pub fn create_thread(
+        &mut self,
+        priority: usize,
+        core: CpuId,
+        aspace: Option<AsId>,
+    ) -> Result<ThreadId, Error> {
+        if priority >= NUM_PRIOS {
+            return Err(Error::OutOfRange);
+        }
+        if core >= self.cores {
+            return Err(Error::InvalidCore);
+        }
+        if aspace.is_some_and(|a| a.index() >= self.meta(|m| m.n_aspaces)) {
+            return Err(Error::OutOfRange);
+        }
+        let ctx = self.boot_ctx();
+        let t = self.free_tcb(ctx).ok_or(Error::NoFreeObject)?;
+        self.init_tcb(ctx, t, priority, core, aspace);
+        Ok(t)
+    }
+
+    /// Creates an endpoint.
+    pub fn create_endpoint(&mut self) -> Result<EndpointId, Error> {
+        let n = self.meta.get_mut();
+        let id = EndpointId::new(n.n_eps).ok_or(Error::NoFreeObject)?;
+        n.n_eps += 1;
+        Ok(id)
+    }
+
+    /// Creates a notification.
+    pub fn create_notification(&mut self) -> Result<NotificationId, Error> {
+        let n = self.meta.get_mut();
+        let id = NotificationId::new(n.n_ntfns).ok_or(Error::NoFreeObject)?;
+        n.n_ntfns += 1;
+        Ok(id)
+    }
+
+    /// Creates an address space whose page-table root is `root` (made by the HAL).
+    pub fn create_address_space(&mut self, root: PhysAddr) -> Result<AsId, Error> {
+        let n = self.meta.get_mut();
+        let id = AsId::new(n.n_aspaces).ok_or(Error::NoFreeObject)?;
+        n.n_aspaces += 1;
+        self.aspaces[id.index()].get_mut().root = root;
+        Ok(id)
+    }
+
+    /// Registers a physical frame.
+    pub fn create_frame(&mut self, phys: PhysAddr) -> Result<FrameId, Error> {
+        let n = self.meta.get_mut();
+        let id = FrameId::new(n.n_frames).ok_or(Error::NoFreeObject)?;
+        n.frames[id.index()] = phys;
+        n.n_frames += 1;
+        Ok(id)
+    }
+
+    /// Puts a capability into an empty slot of `thread`'s CSpace.
+    pub fn install_cap(
+        &mut self,
+        thread: ThreadId,
+        slot: CapSlot,
+        obj: ObjRef,
+        rights: Rights,
+        badge: usize,
+    ) -> Result<(), Error> {
+        if self.conf[thread.index()].get_mut().life != Life::Alive {
+            return Err(Error::InvalidCap);
+        }
+        if !self.object_exists(obj) {
+            return Err(Error::InvalidCap);
+        }
+        let ctx = self.boot_ctx();
+        if !self.cspaces[thread.index()].get_mut().is_empty(slot) {
+            return Err(Error::SlotOccupied);
+        }
+        self.put_cap(ctx, thread, slot, Cap { obj, rights, badge });
+        Ok(())
+    }
+
+    /// Makes an inactive thread runnable.
+    pub fn start(&mut self, thread: ThreadId) -> Result<(), Error> {
+        if self.conf[thread.index()].get_mut().life != Life::Alive {
+            return Err(Error::InvalidCap);
+        }
+        let ctx = self.boot_ctx();
+        self.resume(ctx, thread);
+        Ok(())
+    }
+
+    fn object_exists(&mut self, obj: ObjRef) -> bool {
+        let m = *self.meta.get_mut();
+        match obj {
+            ObjRef::Thread(t) => self.conf[t.index()].get_mut().life == Life::Alive,
+            ObjRef::Endpoint(e) => e.index() < m.n_eps,
+            ObjRef::Notification(n) => n.index() < m.n_ntfns,
+            ObjRef::AddressSpace(a) => a.index() < m.n_aspaces,
+            ObjRef::Frame(f) => f.index() < m.n_frames,
+            ObjRef::IrqHandler(_) | ObjRef::Control => true,
+        }
+    }
+
+    /// A TCB slot that can be (re)used: free, or a zombie no core runs any more.
+    pub(crate) fn free_tcb(&self, ctx: Ctx) -> Option<ThreadId> {
+        ThreadId::all().find(|&t| match self.conf(t).life {
+            Life::Free => true,
+            Life::Zombie => self.current_anywhere(ctx, t).is_none(),
+            Life::Alive => false,
+        })
+    }
+
+    pub(crate) fn init_tcb(
+        &self,
+        ctx: Ctx,
+        t: ThreadId,
+        priority: usize,
+        core: CpuId,
+        aspace: Option<AsId>,
+    ) {
+        self.conf_mut(ctx, t, |c| {
+            *c = TcbConf {
+                life: Life::Alive,
+                priority,
+                core,
+                aspace,
+                pager: None,
+            }
+        });
+        self.ipc(ctx, t, |i| *i = TcbIpc::INIT);
+        self.link(&self.qlinks, t, |l| *l = Link::default());
+        self.link(&self.slinks, t, |l| *l = Link::default());
+        self.cspace_mut(ctx, t, |c| *c = CSpace::new());
+    }
+
+    /// Stores a capability and counts the reference (exclusive).
+    pub(crate) fn put_cap(&self, ctx: Ctx, t: ThreadId, slot: CapSlot, cap: Cap) {
+        let old = self.cspace_mut(ctx, t, |c| c.set(slot, Some(cap)));
+        self.meta_mut(ctx, |m| {
+            *m.refs.slot(cap.obj) += 1;
+            if let Some(old) = old {
+                *m.refs.slot(old.obj) -= 1;
+            }
+        });
+    }
+
+    /// Empties a slot and uncounts the reference (exclusive).
+    pub(crate) fn take_cap(&self, ctx: Ctx, t: ThreadId, slot: CapSlot) {
+        if let Some(old) = self.cspace_mut(ctx, t, |c| c.set(slot, None)) {
+            self.meta_mut(ctx, |m| *m.refs.slot(old.obj) -= 1);
+        }
+    }
+}

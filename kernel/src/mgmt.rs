@@ -1,0 +1,162 @@
+//! Thread management (exclusive sections only): resume, suspend, delete, priority, affinity.
+//!
+//! # Deleting or suspending a thread that runs on another core
+//! A core's `current` thread is only ever switched out by that core. So when core A deletes
+//! (or suspends, or moves) thread T that is the current thread of core B:
+//! 1. A removes T from every queue and reply link, removes every capability to it, marks it
+//!    `Zombie` (deleted) or `Inactive` (suspended) or changes its core, and records a
+//!    Reschedule IPI to B, sent after A leaves its critical section;
+//! 2. B, at its next kernel entry (the IPI, or a system call T made in the meantime, which is
+//!    then not executed and returns `Interrupted`), finds that T may not run there any more and
+//!    switches to its next thread or idle (and enqueues a moved T on its new core);
+//! 3. the TCB slot of a zombie is reused only once no core has it as current.
+//!
+//! Nothing can reach T after step 1 (no capability, queue or reply link names it), so B
+//! finishing the switch later is safe; this is the seL4 paper's "kick the remote core to idle"
+//! without making A wait.
+
+use sync::CpuId;
+
+use crate::cap::ObjRef;
+use crate::config::*;
+use crate::error::Error;
+use crate::hal::{Hal, IpiKind};
+use crate::ids::*;
+use crate::kernel::{Ctx, Kernel, Life, ThreadState};
+use crate::strategy::Strategy;
+use crate::syscall::err_regs;
+
+impl<S: Strategy, H: Hal> Kernel<S, H> {
+    /// Whether `t` is in its core's run queue (runnable and no core's current).
+    fn queued(&self, ctx: Ctx, t: ThreadId) -> bool {
+        self.ipc(ctx, t, |i| i.state) == ThreadState::Runnable
+            && self.current_anywhere(ctx, t).is_none()
+    }
+
+    /// IPI to the core where `t` is current, if that is another core.
+    fn kick(&self, ctx: Ctx, t: ThreadId) {
+        if let Some(c) = self.current_anywhere(ctx, t) {
+            if c != ctx.cpu {
+                self.act(ctx, |a| a.ipi(c, IpiKind::Reschedule));
+            }
+        }
+    }
+
+    /// Makes an inactive thread runnable.
+    pub(crate) fn resume(&self, ctx: Ctx, t: ThreadId) {
+        if self.ipc(ctx, t, |i| i.state) == ThreadState::Inactive {
+            self.ipc(ctx, t, |i| i.state = ThreadState::Runnable);
+            self.wake(ctx, t);
+        }
+    }
+
+    /// Takes `t` out of whatever it waits in; a blocked call ends with `Interrupted`.
+    fn detach(&self, ctx: Ctx, t: ThreadId) {
+        let state = self.ipc(ctx, t, |i| i.state);
+        match state {
+            ThreadState::Inactive => return,
+            ThreadState::Runnable => {
+                if self.queued(ctx, t) {
+                    self.rq_remove(ctx, self.conf(t).core, t);
+                }
+                self.ipc(ctx, t, |i| i.state = ThreadState::Inactive);
+                return;
+            }
+            ThreadState::BlockedSend(e) | ThreadState::BlockedRecv(e) => {
+                let mut q = self.ep(ctx, e, |x| x.queue);
+                self.q_remove(&self.qlinks, &mut q, t);
+                self.ep(ctx, e, |x| x.queue = q);
+            }
+            ThreadState::BlockedNotification(n) => {
+                let mut q = self.ntfn(ctx, n, |x| x.waiters);
+                self.q_remove(&self.qlinks, &mut q, t);
+                self.ntfn(ctx, n, |x| x.waiters = q);
+            }
+            ThreadState::BlockedReply => {
+                if let Some(server) = self.ipc(ctx, t, |i| i.server) {
+                    self.ipc(ctx, server, |i| i.reply_to = None);
+                }
+            }
+        }
+        self.ipc(ctx, t, |i| {
+            if !i.fault {
+                i.ret = err_regs(Error::Interrupted);
+            }
+            i.fault = false;
+            i.server = None;
+            i.state = ThreadState::Inactive;
+        });
+    }
+
+    /// Suspends `t` (kicking its core if it runs elsewhere).
+    pub(crate) fn suspend(&self, ctx: Ctx, t: ThreadId) {
+        self.detach(ctx, t);
+        self.kick(ctx, t);
+    }
+
+    /// Deletes `t`: detach, answer its pending caller with `ReplyDropped`, remove every
+    /// capability to it and empty its CSpace; zombie until its core drops it.
+    pub(crate) fn delete(&self, ctx: Ctx, t: ThreadId) {
+        self.detach(ctx, t);
+        if let Some(c) = self.ipc(ctx, t, |i| i.reply_to) {
+            self.answer(ctx, t, c, Err(Error::ReplyDropped));
+        }
+        for holder in ThreadId::all() {
+            if self.conf(holder).life != Life::Alive {
+                continue;
+            }
+            for slot in CapSlot::all() {
+                if self
+                    .cap(holder, slot)
+                    .is_ok_and(|c| c.obj == ObjRef::Thread(t))
+                {
+                    self.take_cap(ctx, holder, slot);
+                }
+            }
+        }
+        for slot in CapSlot::all() {
+            self.take_cap(ctx, t, slot);
+        }
+        let running = self.current_anywhere(ctx, t);
+        self.conf_mut(ctx, t, |c| {
+            c.life = if running.is_some() {
+                Life::Zombie
+            } else {
+                Life::Free
+            };
+            c.pager = None;
+        });
+        self.kick(ctx, t);
+    }
+
+    pub(crate) fn set_priority(&self, ctx: Ctx, t: ThreadId, priority: usize) {
+        let priority = priority % NUM_PRIOS;
+        let core = self.conf(t).core;
+        if self.queued(ctx, t) {
+            self.rq_remove(ctx, core, t);
+            self.conf_mut(ctx, t, |c| c.priority = priority);
+            self.rq_push(ctx, core, t);
+            if core != ctx.cpu {
+                self.act(ctx, |a| a.ipi(core, IpiKind::Reschedule));
+            }
+        } else {
+            self.conf_mut(ctx, t, |c| c.priority = priority);
+            self.kick(ctx, t);
+        }
+    }
+
+    pub(crate) fn set_affinity(&self, ctx: Ctx, t: ThreadId, core: CpuId) {
+        let old = self.conf(t).core;
+        if self.queued(ctx, t) {
+            self.rq_remove(ctx, old, t);
+            self.conf_mut(ctx, t, |c| c.core = core);
+            self.rq_push(ctx, core, t);
+            if core != ctx.cpu {
+                self.act(ctx, |a| a.ipi(core, IpiKind::Reschedule));
+            }
+        } else {
+            self.conf_mut(ctx, t, |c| c.core = core);
+            self.kick(ctx, t);
+        }
+    }
+}

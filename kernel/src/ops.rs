@@ -1,0 +1,708 @@
+//! The two phases of a system call: [`Kernel::decode`] resolves capabilities and checks every
+//! precondition without changing any state (it may fail; the error goes back to the caller),
+//! then [`Kernel::execute`] performs the operation and cannot fail. Because execution cannot
+//! fail, the hardware actions it records can safely run after the critical section.
+//!
+//! Under the fine-grained strategy, what decode checked stays true during execute: object
+//! existence, CSpaces, configuration and mapping tables only change in exclusive sections, and
+//! the caller's own reply slot only changes through the caller itself.
+
+use sync::CpuId;
+
+use crate::cap::{Cap, ObjKind, ObjRef, Rights};
+use crate::config::*;
+use crate::error::Error;
+use crate::hal::{Hal, IrqOp};
+use crate::ids::*;
+use crate::kernel::{Ctx, Kernel, Mapping, ThreadState, FAULT_LABEL};
+use crate::strategy::{LockId, Strategy};
+use crate::syscall::{err_regs, ok_regs, MintTarget, Msg, Syscall};
+
+/// A decoded, fully validated operation.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Op {
+    Send {
+        ep: EndpointId,
+        badge: usize,
+        msg: Msg,
+        call: bool,
+        block: bool,
+    },
+    Recv {
+        ep: EndpointId,
+        reply: Option<Msg>,
+    },
+    Reply {
+        msg: Msg,
+    },
+    Signal {
+        ntfn: NotificationId,
+        badge: usize,
+    },
+    Wait {
+        ntfn: NotificationId,
+    },
+    Yield,
+    AckIrq {
+        irq: IrqId,
+    },
+    CreateThread {
+        new: ThreadId,
+        dest: CapSlot,
+        aspace: AsId,
+        priority: usize,
+        core: CpuId,
+    },
+    SetPriority {
+        t: ThreadId,
+        priority: usize,
+    },
+    SetAffinity {
+        t: ThreadId,
+        core: CpuId,
+    },
+    BindPager {
+        t: ThreadId,
+        ep: EndpointId,
+        badge: usize,
+    },
+    Map {
+        aspace: AsId,
+        slot: usize,
+        mapping: Mapping,
+    },
+    Unmap {
+        aspace: AsId,
+        slot: usize,
+    },
+    BindIrq {
+        irq: IrqId,
+        ntfn: NotificationId,
+        badge: usize,
+    },
+    Resume {
+        t: ThreadId,
+    },
+    Suspend {
+        t: ThreadId,
+    },
+    Delete {
+        t: ThreadId,
+    },
+    Mint {
+        target: ThreadId,
+        dest: CapSlot,
+        cap: Cap,
+    },
+    CapDelete {
+        slot: CapSlot,
+    },
+}
+
+impl<S: Strategy, H: Hal> Kernel<S, H> {
+    fn lookup_ep(
+        &self,
+        t: ThreadId,
+        slot: CapSlot,
+        rights: Rights,
+    ) -> Result<(EndpointId, usize), Error> {
+        let cap = self.lookup(t, slot, ObjKind::Endpoint, rights)?;
+        match cap.obj {
+            ObjRef::Endpoint(e) => Ok((e, cap.badge)),
+            _ => Err(Error::WrongType),
+        }
+    }
+
+    fn lookup_ntfn(
+        &self,
+        t: ThreadId,
+        slot: CapSlot,
+        rights: Rights,
+    ) -> Result<(NotificationId, usize), Error> {
+        let cap = self.lookup(t, slot, ObjKind::Notification, rights)?;
+        match cap.obj {
+            ObjRef::Notification(n) => Ok((n, cap.badge)),
+            _ => Err(Error::WrongType),
+        }
+    }
+
+    fn lookup_thread(&self, t: ThreadId, slot: CapSlot) -> Result<ThreadId, Error> {
+        match self.lookup(t, slot, ObjKind::Thread, Rights::MANAGE)?.obj {
+            ObjRef::Thread(x) => Ok(x),
+            _ => Err(Error::WrongType),
+        }
+    }
+
+    fn lookup_as(&self, t: ThreadId, slot: CapSlot) -> Result<AsId, Error> {
+        match self
+            .lookup(t, slot, ObjKind::AddressSpace, Rights::WRITE)?
+            .obj
+        {
+            ObjRef::AddressSpace(a) => Ok(a),
+            _ => Err(Error::WrongType),
+        }
+    }
+
+    fn lookup_irq(&self, t: ThreadId, slot: CapSlot, rights: Rights) -> Result<IrqId, Error> {
+        match self.lookup(t, slot, ObjKind::IrqHandler, rights)?.obj {
+            ObjRef::IrqHandler(i) => Ok(i),
+            _ => Err(Error::WrongType),
+        }
+    }
+
+    fn check_core(&self, core: usize) -> Result<CpuId, Error> {
+        if core < self.cores {
+            Ok(core)
+        } else {
+            Err(Error::InvalidCore)
+        }
+    }
+
+    /// Phase one: resolve and validate; no state changes.
+    pub(crate) fn decode(&self, ctx: Ctx, t: ThreadId, sc: Syscall) -> Result<Op, Error> {
+        Ok(match sc {
+            Syscall::Call { ep, msg } | Syscall::Send { ep, msg } | Syscall::NBSend { ep, msg } => {
+                let (ep, badge) = self.lookup_ep(t, ep, Rights::WRITE)?;
+                let call = matches!(sc, Syscall::Call { .. });
+                let block = !matches!(sc, Syscall::NBSend { .. });
+                Op::Send {
+                    ep,
+                    badge,
+                    msg,
+                    call,
+                    block,
+                }
+            }
+            Syscall::Recv { ep } => Op::Recv {
+                ep: self.lookup_ep(t, ep, Rights::READ)?.0,
+                reply: None,
+            },
+            Syscall::ReplyRecv { ep, msg } => Op::Recv {
+                ep: self.lookup_ep(t, ep, Rights::READ)?.0,
+                reply: Some(msg),
+            },
+            Syscall::Reply { msg } => {
+                let _g = self.hold(ctx, LockId::Tcb(t));
+                if self.ipc(ctx, t, |i| i.reply_to).is_none() {
+                    return Err(Error::NoReply);
+                }
+                Op::Reply { msg }
+            }
+            Syscall::Signal { ntfn } => {
+                let (ntfn, badge) = self.lookup_ntfn(t, ntfn, Rights::WRITE)?;
+                Op::Signal { ntfn, badge }
+            }
+            Syscall::Wait { ntfn } => Op::Wait {
+                ntfn: self.lookup_ntfn(t, ntfn, Rights::READ)?.0,
+            },
+            Syscall::Yield => Op::Yield,
+            Syscall::AckIrq { handler } => Op::AckIrq {
+                irq: self.lookup_irq(t, handler, Rights::WRITE)?,
+            },
+            Syscall::CreateThread {
+                control,
+                dest,
+                aspace,
+                priority,
+                core,
+            } => {
+                self.lookup(t, control, ObjKind::Control, Rights::MANAGE)?;
+                let aspace = self.lookup_as(t, aspace)?;
+                let core = self.check_core(core)?;
+                if self.cap(t, dest).is_ok() {
+                    return Err(Error::SlotOccupied);
+                }
+                let new = self.free_tcb(ctx).ok_or(Error::NoFreeObject)?;
+                Op::CreateThread {
+                    new,
+                    dest,
+                    aspace,
+                    priority,
+                    core,
+                }
+            }
+            Syscall::SetPriority { thread, priority } => Op::SetPriority {
+                t: self.lookup_thread(t, thread)?,
+                priority,
+            },
+            Syscall::SetAffinity { thread, core } => {
+                let target = self.lookup_thread(t, thread)?;
+                Op::SetAffinity {
+                    t: target,
+                    core: self.check_core(core)?,
+                }
+            }
+            Syscall::BindPager { thread, ep } => {
+                let target = self.lookup_thread(t, thread)?;
+                let (ep, badge) = self.lookup_ep(t, ep, Rights::WRITE)?;
+                Op::BindPager {
+                    t: target,
+                    ep,
+                    badge,
+                }
+            }
+            Syscall::MapFrame {
+                aspace,
+                frame,
+                vaddr,
+                rights,
+            } => {
+                let a = self.lookup_as(t, aspace)?;
+                let fcap = self.lookup(t, frame, ObjKind::Frame, rights)?;
+                let ObjRef::Frame(frame) = fcap.obj else {
+                    return Err(Error::WrongType);
+                };
+                let (mapped, free) = self.aspace(a, |s| {
+                    (
+                        s.mappings
+                            .iter()
+                            .any(|m| m.is_some_and(|m| m.vaddr == vaddr)),
+                        s.mappings.iter().position(Option::is_none),
+                    )
+                });
+                if mapped {
+                    return Err(Error::AlreadyMapped);
+                }
+                let slot = free.ok_or(Error::TableFull)?;
+                let writable = rights.contains(Rights::WRITE);
+                Op::Map {
+                    aspace: a,
+                    slot,
+                    mapping: Mapping {
+                        vaddr,
+                        frame,
+                        writable,
+                    },
+                }
+            }
+            Syscall::UnmapFrame { aspace, vaddr } => {
+                let a = self.lookup_as(t, aspace)?;
+                let slot = self
+                    .aspace(a, |s| {
+                        s.mappings
+                            .iter()
+                            .position(|m| m.is_some_and(|m| m.vaddr == vaddr))
+                    })
+                    .ok_or(Error::NotMapped)?;
+                Op::Unmap { aspace: a, slot }
+            }
+            Syscall::BindIrq { handler, ntfn } => {
+                let irq = self.lookup_irq(t, handler, Rights::MANAGE)?;
+                let (ntfn, badge) = self.lookup_ntfn(t, ntfn, Rights::WRITE)?;
+                if self.irq(ctx, irq, |s| s.bound).is_some() {
+                    return Err(Error::AlreadyBound);
+                }
+                Op::BindIrq { irq, ntfn, badge }
+            }
+            Syscall::Resume { thread } => Op::Resume {
+                t: self.lookup_thread(t, thread)?,
+            },
+            Syscall::Suspend { thread } => Op::Suspend {
+                t: self.lookup_thread(t, thread)?,
+            },
+            Syscall::DeleteThread { thread } => Op::Delete {
+                t: self.lookup_thread(t, thread)?,
+            },
+            Syscall::Mint {
+                src,
+                target,
+                dest,
+                rights,
+                badge,
+            } => {
+                let cap = self.cap(t, src)?;
+                if !cap.rights.contains(Rights::GRANT) {
+                    return Err(Error::MissingRight);
+                }
+                if !cap.rights.contains(rights) {
+                    return Err(Error::MissingRight);
+                }
+                if cap.badge != 0 && badge != 0 && badge != cap.badge {
+                    return Err(Error::InvalidArgument);
+                }
+                let target = match target {
+                    MintTarget::Own => t,
+                    MintTarget::Thread(slot) => self.lookup_thread(t, slot)?,
+                };
+                if self.cap(target, dest).is_ok() {
+                    return Err(Error::SlotOccupied);
+                }
+                let badge = if badge == 0 { cap.badge } else { badge };
+                Op::Mint {
+                    target,
+                    dest,
+                    cap: Cap {
+                        obj: cap.obj,
+                        rights,
+                        badge,
+                    },
+                }
+            }
+            Syscall::CapDelete { slot } => {
+                self.cap(t, slot)?;
+                Op::CapDelete { slot }
+            }
+        })
+    }
+
+    /// Phase two: perform the operation (cannot fail). Returns whether to rotate the run queue.
+    pub(crate) fn execute(&self, ctx: Ctx, t: ThreadId, op: Op) -> bool {
+        let ok = ok_regs(0, [0; MSG_WORDS]);
+        match op {
+            Op::Send {
+                ep,
+                badge,
+                msg,
+                call,
+                block,
+            } => self.send(ctx, t, ep, badge, msg, call, block, false),
+            Op::Recv { ep, reply } => {
+                if let Some(msg) = reply {
+                    self.reply(ctx, t, msg);
+                }
+                self.recv(ctx, t, ep);
+            }
+            Op::Reply { msg } => {
+                self.reply(ctx, t, msg);
+                self.set_ret(ctx, t, ok);
+            }
+            Op::Signal { ntfn, badge } => {
+                self.signal(ctx, ntfn, badge);
+                self.set_ret(ctx, t, ok);
+            }
+            Op::Wait { ntfn } => self.wait(ctx, t, ntfn),
+            Op::Yield => {
+                self.set_ret(ctx, t, ok);
+                return true;
+            }
+            Op::AckIrq { irq } => {
+                {
+                    let _g = self.hold(ctx, LockId::Irq(irq));
+                    if self.irq(ctx, irq, |s| core::mem::replace(&mut s.masked, false)) {
+                        self.act(ctx, |a| a.irq = Some(IrqOp::Unmask(irq)));
+                    }
+                }
+                self.set_ret(ctx, t, ok);
+            }
+            Op::CreateThread {
+                new,
+                dest,
+                aspace,
+                priority,
+                core,
+            } => {
+                self.init_tcb(ctx, new, priority, core, Some(aspace));
+                self.put_cap(
+                    ctx,
+                    t,
+                    dest,
+                    Cap {
+                        obj: ObjRef::Thread(new),
+                        rights: Rights::ALL,
+                        badge: 0,
+                    },
+                );
+                self.set_ret(ctx, t, ok_regs(new.index(), [0; MSG_WORDS]));
+            }
+            Op::SetPriority {
+                t: target,
+                priority,
+            } => {
+                self.set_priority(ctx, target, priority);
+                self.set_ret(ctx, t, ok);
+            }
+            Op::SetAffinity { t: target, core } => {
+                self.set_affinity(ctx, target, core);
+                self.set_ret(ctx, t, ok);
+            }
+            Op::BindPager {
+                t: target,
+                ep,
+                badge,
+            } => {
+                self.conf_mut(ctx, target, |c| c.pager = Some((ep, badge)));
+                self.set_ret(ctx, t, ok);
+            }
+            Op::Map {
+                aspace,
+                slot,
+                mapping,
+            } => {
+                let phys = self.meta(|m| m.frames[mapping.frame.index()]);
+                let root = self.aspace(aspace, |s| s.root);
+                self.hal
+                    .map_page(root, mapping.vaddr, phys, mapping.writable);
+                self.aspace_mut(ctx, aspace, |s| s.mappings[slot] = Some(mapping));
+                self.set_ret(ctx, t, ok);
+            }
+            Op::Unmap { aspace, slot } => {
+                self.unmap(ctx, aspace, slot);
+                self.set_ret(ctx, t, ok);
+            }
+            Op::BindIrq { irq, ntfn, badge } => {
+                self.irq(ctx, irq, |s| {
+                    s.bound = Some((ntfn, badge));
+                    s.masked = false;
+                });
+                self.act(ctx, |a| a.irq = Some(IrqOp::Unmask(irq)));
+                self.set_ret(ctx, t, ok);
+            }
+            Op::Resume { t: target } => {
+                self.resume(ctx, target);
+                self.set_ret(ctx, t, ok);
+            }
+            Op::Suspend { t: target } => {
+                // Set the result first: suspending oneself must not overwrite `Interrupted`.
+                self.set_ret(ctx, t, ok);
+                self.suspend(ctx, target);
+            }
+            Op::Delete { t: target } => {
+                self.set_ret(ctx, t, ok);
+                self.delete(ctx, target);
+            }
+            Op::Mint { target, dest, cap } => {
+                self.put_cap(ctx, target, dest, cap);
+                self.set_ret(ctx, t, ok);
+            }
+            Op::CapDelete { slot } => {
+                self.take_cap(ctx, t, slot);
+                self.set_ret(ctx, t, ok);
+            }
+        }
+        false
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // IPC. Lock order: endpoint/notification/IRQ, then TCBs by index, then one run queue.
+    // ---------------------------------------------------------------------------------------
+
+    /// Send or Call from `s` (also a page fault, `fault`). With a waiting receiver the message
+    /// is transferred at once; otherwise `s` blocks (or, non-blocking, the message is dropped).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn send(
+        &self,
+        ctx: Ctx,
+        s: ThreadId,
+        ep: EndpointId,
+        badge: usize,
+        msg: Msg,
+        call: bool,
+        block: bool,
+        fault: bool,
+    ) {
+        let _ge = self.hold(ctx, LockId::Endpoint(ep));
+        let (mut q, receivers) = self.ep(ctx, ep, |e| (e.queue, e.receivers));
+        match q.head {
+            Some(r) if receivers => {
+                let _gt = self.hold2(ctx, s, r);
+                self.q_remove(&self.qlinks, &mut q, r);
+                self.ep(ctx, ep, |e| e.queue = q);
+                self.ipc(ctx, r, |i| {
+                    i.ret = ok_regs(badge, msg);
+                    i.state = ThreadState::Runnable;
+                    if call {
+                        i.reply_to = Some(s);
+                    }
+                });
+                self.ipc(ctx, s, |i| {
+                    if call {
+                        i.state = ThreadState::BlockedReply;
+                        i.server = Some(r);
+                        i.fault = fault;
+                    } else {
+                        i.ret = ok_regs(0, [0; MSG_WORDS]);
+                    }
+                });
+                self.wake(ctx, r);
+            }
+            _ if block => {
+                let _gt = self.hold(ctx, LockId::Tcb(s));
+                self.ipc(ctx, s, |i| {
+                    i.state = ThreadState::BlockedSend(ep);
+                    i.msg = msg;
+                    i.badge = badge;
+                    i.is_call = call;
+                    i.fault = fault;
+                });
+                self.q_push(&self.qlinks, &mut q, s);
+                self.ep(ctx, ep, |e| {
+                    e.queue = q;
+                    e.receivers = false;
+                });
+            }
+            _ => {
+                let _gt = self.hold(ctx, LockId::Tcb(s));
+                self.ipc(ctx, s, |i| i.ret = ok_regs(0, [0; MSG_WORDS]));
+            }
+        }
+    }
+
+    /// Receive on `ep` by `r`, dropping a reply capability `r` still holds.
+    fn recv(&self, ctx: Ctx, r: ThreadId, ep: EndpointId) {
+        let stale = {
+            let _g = self.hold(ctx, LockId::Tcb(r));
+            self.ipc(ctx, r, |i| i.reply_to)
+        };
+        if let Some(c) = stale {
+            self.answer(ctx, r, c, Err(crate::error::Error::ReplyDropped));
+        }
+        let _ge = self.hold(ctx, LockId::Endpoint(ep));
+        let (mut q, receivers) = self.ep(ctx, ep, |e| (e.queue, e.receivers));
+        match q.head {
+            Some(s) if !receivers => {
+                let _gt = self.hold2(ctx, r, s);
+                self.q_remove(&self.qlinks, &mut q, s);
+                self.ep(ctx, ep, |e| e.queue = q);
+                let (msg, badge, call) = self.ipc(ctx, s, |i| (i.msg, i.badge, i.is_call));
+                self.ipc(ctx, r, |i| {
+                    i.ret = ok_regs(badge, msg);
+                    if call {
+                        i.reply_to = Some(s);
+                    }
+                });
+                if call {
+                    self.ipc(ctx, s, |i| {
+                        i.state = ThreadState::BlockedReply;
+                        i.server = Some(r);
+                    });
+                } else {
+                    self.ipc(ctx, s, |i| {
+                        i.state = ThreadState::Runnable;
+                        i.ret = ok_regs(0, [0; MSG_WORDS]);
+                    });
+                    self.wake(ctx, s);
+                }
+            }
+            _ => {
+                let _gt = self.hold(ctx, LockId::Tcb(r));
+                self.ipc(ctx, r, |i| i.state = ThreadState::BlockedRecv(ep));
+                self.q_push(&self.qlinks, &mut q, r);
+                self.ep(ctx, ep, |e| {
+                    e.queue = q;
+                    e.receivers = true;
+                });
+            }
+        }
+    }
+
+    /// Consumes `r`'s reply capability (if any) and answers its caller with `msg`.
+    fn reply(&self, ctx: Ctx, r: ThreadId, msg: Msg) {
+        let caller = {
+            let _g = self.hold(ctx, LockId::Tcb(r));
+            self.ipc(ctx, r, |i| i.reply_to)
+        };
+        if let Some(c) = caller {
+            self.answer(ctx, r, c, Ok(msg));
+        }
+    }
+
+    /// Clears `r`'s reply slot (naming `c`) and resumes `c` with `result` if it still waits for
+    /// `r`. A page-fault caller resumes with its registers untouched.
+    pub(crate) fn answer(&self, ctx: Ctx, r: ThreadId, c: ThreadId, result: Result<Msg, Error>) {
+        let _gt = self.hold2(ctx, r, c);
+        self.ipc(ctx, r, |i| i.reply_to = None);
+        let waiting = self.ipc(ctx, c, |i| {
+            i.state == ThreadState::BlockedReply && i.server == Some(r)
+        });
+        if waiting {
+            self.ipc(ctx, c, |i| {
+                if !i.fault {
+                    i.ret = match result {
+                        Ok(msg) => ok_regs(0, msg),
+                        Err(e) => err_regs(e),
+                    };
+                }
+                i.fault = false;
+                i.server = None;
+                i.state = ThreadState::Runnable;
+            });
+            self.wake(ctx, c);
+        }
+    }
+
+    /// ORs `badge` (1 if 0) into the notification, or hands the word to the first waiter.
+    pub(crate) fn signal(&self, ctx: Ctx, n: NotificationId, badge: usize) {
+        let bits = if badge == 0 { 1 } else { badge };
+        let _gn = self.hold(ctx, LockId::Notification(n));
+        let (mut q, word) = self.ntfn(ctx, n, |x| (x.waiters, x.word));
+        match q.head {
+            Some(w) => {
+                let _gt = self.hold(ctx, LockId::Tcb(w));
+                self.q_remove(&self.qlinks, &mut q, w);
+                self.ntfn(ctx, n, |x| {
+                    x.waiters = q;
+                    x.word = 0;
+                });
+                self.ipc(ctx, w, |i| {
+                    i.ret = ok_regs(word | bits, [0; MSG_WORDS]);
+                    i.state = ThreadState::Runnable;
+                });
+                self.wake(ctx, w);
+            }
+            None => self.ntfn(ctx, n, |x| x.word |= bits),
+        }
+    }
+
+    fn wait(&self, ctx: Ctx, w: ThreadId, n: NotificationId) {
+        let _gn = self.hold(ctx, LockId::Notification(n));
+        let _gt = self.hold(ctx, LockId::Tcb(w));
+        let (mut q, word) = self.ntfn(ctx, n, |x| (x.waiters, x.word));
+        if word != 0 {
+            self.ntfn(ctx, n, |x| x.word = 0);
+            self.ipc(ctx, w, |i| i.ret = ok_regs(word, [0; MSG_WORDS]));
+        } else {
+            self.ipc(ctx, w, |i| i.state = ThreadState::BlockedNotification(n));
+            self.q_push(&self.qlinks, &mut q, w);
+            self.ntfn(ctx, n, |x| x.waiters = q);
+        }
+    }
+
+    /// Interrupt: mask the line until acknowledged, signal the bound notification.
+    pub(crate) fn handle_irq(&self, ctx: Ctx, irq: IrqId) {
+        let bound = {
+            let _g = self.hold(ctx, LockId::Irq(irq));
+            self.irq(ctx, irq, |s| {
+                s.masked = true;
+                s.bound
+            })
+        };
+        self.act(ctx, |a| a.irq = Some(IrqOp::Mask(irq)));
+        if let Some((n, badge)) = bound {
+            self.signal(ctx, n, badge);
+        }
+    }
+
+    /// Page fault: a Call to the pager, or suspension without one.
+    pub(crate) fn handle_fault(&self, ctx: Ctx, t: ThreadId, vaddr: usize, write: bool) {
+        match self.conf(t).pager {
+            Some((ep, badge)) => {
+                let msg = [FAULT_LABEL, vaddr, write as usize, t.index()];
+                self.send(ctx, t, ep, badge, msg, true, true, true);
+            }
+            None => {
+                let _g = self.hold(ctx, LockId::Tcb(t));
+                self.ipc(ctx, t, |i| i.state = ThreadState::Inactive);
+            }
+        }
+    }
+
+    /// Removes a mapping: page table now, TLB flushes after the section (locally, and by IPI
+    /// on every other core that loaded the address space).
+    fn unmap(&self, ctx: Ctx, a: AsId, slot: usize) {
+        let (root, m) = self.aspace(a, |s| (s.root, s.mappings[slot]));
+        let Some(m) = m else { return };
+        self.hal.unmap_page(root, m.vaddr);
+        self.aspace_mut(ctx, a, |s| s.mappings[slot] = None);
+        let cores = self.as_active[a.index()].load(core::sync::atomic::Ordering::Relaxed);
+        for c in 0..self.cores {
+            if cores & (1 << c) == 0 {
+                continue;
+            }
+            if c == ctx.cpu {
+                self.act(ctx, |x| x.flush = Some((root, Some(m.vaddr))));
+            } else {
+                self.act(ctx, |x| x.ipi(c, crate::hal::IpiKind::TlbShootdown));
+            }
+        }
+    }
+}

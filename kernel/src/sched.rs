@@ -1,0 +1,127 @@
+//! Scheduling: per-core priority run queues (FIFO within a priority), the current thread of
+//! each core, waking threads (with a Reschedule IPI to a remote core) and address-space
+//! switches recorded for after the critical section.
+//!
+//! The current thread is *not* in its run queue. A core's `current` is changed only by that
+//! core (here, at the end of each entry); other cores that suspend, delete or move it only
+//! change the thread and send an IPI, and the core drops the thread at its next entry.
+
+use sync::CpuId;
+
+use crate::config::NUM_PRIOS;
+use crate::hal::{Hal, IpiKind};
+use crate::ids::ThreadId;
+use crate::kernel::{Ctx, Kernel, Life, ThreadState};
+use crate::strategy::{LockId, Strategy};
+
+impl<S: Strategy, H: Hal> Kernel<S, H> {
+    /// Appends `t` to its priority queue on `cpu` (caller holds that run-queue lock).
+    pub(crate) fn rq_push(&self, ctx: Ctx, cpu: CpuId, t: ThreadId) {
+        let p = self.conf(t).priority % NUM_PRIOS;
+        let mut q = self.sched(ctx, cpu, |s| s.queues[p]);
+        self.q_push(&self.slinks, &mut q, t);
+        self.sched(ctx, cpu, |s| {
+            s.queues[p] = q;
+            s.bitmap |= 1 << p;
+        });
+    }
+
+    /// Removes `t` from its priority queue on `cpu` (caller holds that run-queue lock).
+    pub(crate) fn rq_remove(&self, ctx: Ctx, cpu: CpuId, t: ThreadId) {
+        let p = self.conf(t).priority % NUM_PRIOS;
+        let mut q = self.sched(ctx, cpu, |s| s.queues[p]);
+        self.q_remove(&self.slinks, &mut q, t);
+        self.sched(ctx, cpu, |s| {
+            s.queues[p] = q;
+            if q.head.is_none() {
+                s.bitmap &= !(1 << p);
+            }
+        });
+    }
+
+    /// Highest non-empty priority of `cpu`'s run queue.
+    fn rq_best(&self, ctx: Ctx, cpu: CpuId) -> Option<usize> {
+        let bitmap = self.sched(ctx, cpu, |s| s.bitmap);
+        (bitmap != 0).then(|| 31 - bitmap.leading_zeros() as usize)
+    }
+
+    /// Makes a thread whose state was just set to `Runnable` run: enqueues it on its core,
+    /// unless it is still some core's current thread (it then simply continues), and asks a
+    /// remote core to reschedule if the thread should preempt what runs there.
+    ///
+    /// In shared sections the caller holds `t`'s TCB lock; a blocked thread is then never the
+    /// current thread of a core other than its own, so checking its own core is enough.
+    pub(crate) fn wake(&self, ctx: Ctx, t: ThreadId) {
+        let core = self.conf(t).core;
+        if ctx.excl && self.current_anywhere(ctx, t).is_some() {
+            return;
+        }
+        let _g = self.hold(ctx, LockId::RunQueue(core));
+        let current = self.sched(ctx, core, |s| s.current);
+        if current == Some(t) {
+            return;
+        }
+        self.rq_push(ctx, core, t);
+        let preempts = current.is_none_or(|c| self.conf(t).priority > self.conf(c).priority);
+        if core != ctx.cpu && preempts {
+            self.act(ctx, |a| a.ipi(core, IpiKind::Reschedule));
+        }
+    }
+
+    /// Picks the thread to run on the calling core at the end of an entry. With `rotate`
+    /// (Yield, timer) the current thread goes behind ready threads of equal priority.
+    ///
+    /// A current thread that may no longer run here (blocked, suspended, deleted, moved) is
+    /// switched out; if it was moved to another core and is runnable, it is enqueued there.
+    pub(crate) fn schedule(&self, ctx: Ctx, rotate: bool) {
+        let cpu = ctx.cpu;
+        let cur = self.current(ctx);
+        let tcb_guard = cur.map(|t| self.hold(ctx, LockId::Tcb(t)));
+        let cur_state = cur.map(|t| (t, self.conf(t), self.ipc(ctx, t, |i| i.state)));
+        let keep = cur_state.filter(|(_, c, s)| {
+            c.life == Life::Alive && c.core == cpu && *s == ThreadState::Runnable
+        });
+        let next = {
+            let _rq = self.hold(ctx, LockId::RunQueue(cpu));
+            let best = self.rq_best(ctx, cpu);
+            let pop = |p: usize| {
+                let head = self.sched(ctx, cpu, |s| s.queues[p].head);
+                if let Some(h) = head {
+                    self.rq_remove(ctx, cpu, h);
+                }
+                head
+            };
+            let next = match (keep, best) {
+                (Some((t, c, _)), Some(b)) if b > c.priority || (rotate && b == c.priority) => {
+                    self.rq_push(ctx, cpu, t);
+                    pop(b)
+                }
+                (Some((t, _, _)), _) => Some(t),
+                (None, Some(b)) => pop(b),
+                (None, None) => None,
+            };
+            self.sched(ctx, cpu, |s| s.current = next);
+            next
+        };
+        // A runnable current thread that was moved to another core goes there.
+        if let Some((t, c, ThreadState::Runnable)) = cur_state {
+            if c.life == Life::Alive && c.core != cpu && c.core < self.cores {
+                let _rq = self.hold(ctx, LockId::RunQueue(c.core));
+                self.rq_push(ctx, c.core, t);
+                self.act(ctx, |a| a.ipi(c.core, IpiKind::Reschedule));
+            }
+        }
+        drop(tcb_guard);
+        // Address-space switch, after the critical section.
+        if let Some(a) = next.and_then(|t| self.conf(t).aspace) {
+            if self.local(ctx, |l| l.loaded) != Some(a) {
+                let root = self.aspace(a, |s| s.root);
+                self.as_active[a.index()].fetch_or(1 << cpu, core::sync::atomic::Ordering::Relaxed);
+                self.local(ctx, |l| {
+                    l.loaded = Some(a);
+                    l.actions.switch_to = Some(root);
+                });
+            }
+        }
+    }
+}

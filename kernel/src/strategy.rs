@@ -1,0 +1,316 @@
+//! Locking strategies: how the kernel keeps cores from corrupting shared state. The strategy is a
+//! type parameter of [`Kernel`](crate::Kernel), so every variant is compiled from the same code.
+//!
+//! Every kernel entry calls [`Strategy::enter`] right after entry (with [`Side::Shared`] for the
+//! common calls: IPC, notifications, Yield, IRQ ack, interrupts, timer ticks and IPIs; with
+//! [`Side::Exclusive`] for management calls), and [`Strategy::exit`] before leaving; the per-core
+//! hardware actions run after `exit`. `enter` returns whether the section is *exclusive*, i.e.
+//! no other core runs kernel code that touches kernel state at the same time. Only a non-exclusive
+//! section (the fine-grained read side) takes the per-object locks through [`Strategy::lock`].
+//!
+//! | strategy | shared calls | management calls | object locks |
+//! |---|---|---|---|
+//! | [`BigLock<L>`] | `L` (CLH, ticket, ...) | `L` | none |
+//! | [`FineGrained`] | big-reader lock, read side | write side | ticket lock per TCB, endpoint, notification, IRQ, run queue |
+//! | [`Rtm<L>`] | one `RtmLock` transaction over fallback `L` | same | none |
+//! | [`NoLock`] | nothing (unsafe) | nothing | none |
+//!
+//! # The fine-grained protocol
+//! What protects what while a core holds the **read side** (see `kernel.rs` for the accessors):
+//! * Object existence, CSpaces, TCB configuration (priority, core, address space, pager, life),
+//!   address-space mapping tables, IRQ bindings and reference counts: written only under the
+//!   write side (or by exclusive strategies), so readers read them without further locks.
+//! * A TCB's IPC state (state, message, badge, result registers, reply link): its TCB lock.
+//! * An endpoint's or notification's queue, and the queue links of the TCBs in it: the
+//!   endpoint's or notification's lock.
+//! * A run queue, the core's `current` thread, and the run-queue links of the TCBs in it: the
+//!   core's run-queue lock.
+//! * An IRQ's masked flag: the IRQ's lock.
+//! * Per-core actions and loaded address space: only that core touches them (no lock).
+//!
+//! **Lock order** (which makes the protocol deadlock-free): endpoint or notification or IRQ lock,
+//! then TCB locks in increasing index order (all TCBs involved are identified first, under the
+//! endpoint lock, then locked sorted), then at most one run-queue lock at a time. A typical IPC
+//! takes the read side, one endpoint lock, two TCB locks and one run-queue lock, as the seL4
+//! multicore paper describes.
+//!
+//! Why readers never see a half-made change: the write side waits until every reader has left
+//! (`BrLock`), so management calls see quiescent state and may touch everything; readers only
+//! change fields guarded by the object locks they hold.
+
+use core::fmt;
+
+use sync::ticket::TicketLock;
+use sync::{BrLock, CachePadded, CpuId, KernelLock, KernelRwLock, Relax, RtmLock, Spin, TxEngine};
+
+use crate::config::*;
+use crate::ids::*;
+
+/// Which side of the kernel lock an entry takes.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Side {
+    /// Common calls.
+    Shared,
+    /// Management calls.
+    Exclusive,
+}
+
+/// A per-object lock of the fine-grained strategy.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum LockId {
+    /// A TCB's IPC state.
+    Tcb(ThreadId),
+    /// An endpoint's queue.
+    Endpoint(EndpointId),
+    /// A notification's word and queue.
+    Notification(NotificationId),
+    /// An IRQ's masked flag.
+    Irq(IrqId),
+    /// A core's run queue and current thread.
+    RunQueue(CpuId),
+}
+
+/// A locking strategy.
+///
+/// # Safety
+/// Implementors guarantee:
+/// * Between `enter(cpu, side)` returning `true` and the matching `exit`, no other core is
+///   between an `enter` and `exit` of the same strategy (or, for [`NoLock`], the creator
+///   promised that concurrent sections touch disjoint objects).
+/// * `enter(cpu, Side::Exclusive)` returns `true`.
+/// * When `enter` returns `false`, sections of other cores may run concurrently, but not with
+///   an exclusive one, and [`lock`](Self::lock)/[`unlock`](Self::unlock) are mutual-exclusion
+///   locks per [`LockId`] with acquire/release ordering.
+/// * Acquire/release ordering between consecutive sections.
+pub unsafe trait Strategy: Sync {
+    /// A short name for reports.
+    fn name(&self) -> &'static str;
+    /// Enters the kernel's critical section; returns whether it is exclusive.
+    fn enter(&self, cpu: CpuId, side: Side) -> bool;
+    /// Leaves the critical section.
+    ///
+    /// # Safety
+    /// `cpu` entered with the same `side` and has not left since.
+    unsafe fn exit(&self, cpu: CpuId, side: Side);
+    /// Takes an object lock (non-exclusive sections only). The default does nothing.
+    fn lock(&self, _cpu: CpuId, _id: LockId) {}
+    /// Releases an object lock.
+    ///
+    /// # Safety
+    /// `cpu` holds `id`.
+    unsafe fn unlock(&self, _cpu: CpuId, _id: LockId) {}
+    /// Debug aid: whether `id` looks held (true when the strategy has no object locks).
+    fn is_held(&self, _id: LockId) -> bool {
+        true
+    }
+}
+
+/// The big kernel lock: one [`KernelLock`] (CLH, ticket, ...) taken right after kernel entry
+/// and released before exit, for every call. Hardware actions run after the release.
+pub struct BigLock<L> {
+    lock: L,
+}
+
+impl<L: KernelLock> BigLock<L> {
+    /// A strategy over `lock`, which must support the kernel's cores.
+    pub const fn new(lock: L) -> Self {
+        Self { lock }
+    }
+
+    /// The lock.
+    pub fn inner(&self) -> &L {
+        &self.lock
+    }
+}
+
+impl<L: KernelLock> fmt::Debug for BigLock<L> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "BigLock({})", self.lock.name())
+    }
+}
+
+// SAFETY: every section holds `lock`, a `KernelLock` (mutual exclusion, acquire/release).
+unsafe impl<L: KernelLock> Strategy for BigLock<L> {
+    fn name(&self) -> &'static str {
+        self.lock.name()
+    }
+    fn enter(&self, cpu: CpuId, _side: Side) -> bool {
+        self.lock.lock(cpu);
+        true
+    }
+    unsafe fn exit(&self, cpu: CpuId, _side: Side) {
+        // SAFETY: forwarded contract: `cpu` entered, so it holds the lock.
+        unsafe { self.lock.unlock(cpu) }
+    }
+}
+
+/// Fine-grained locking: a big-reader lock (read side for common calls, write side for
+/// management calls) plus a ticket lock per TCB, endpoint, notification, IRQ and run queue. See
+/// the [module documentation](self) for the protocol. `R` is the wait strategy of every lock.
+pub struct FineGrained<R: Relax = Spin> {
+    big: BrLock<MAX_CPUS, R>,
+    tcbs: [CachePadded<TicketLock<R>>; MAX_THREADS],
+    eps: [CachePadded<TicketLock<R>>; MAX_ENDPOINTS],
+    ntfns: [CachePadded<TicketLock<R>>; MAX_NOTIFICATIONS],
+    irqs: [CachePadded<TicketLock<R>>; MAX_IRQS],
+    rqs: [CachePadded<TicketLock<R>>; MAX_CPUS],
+}
+
+impl<R: Relax> FineGrained<R> {
+    /// All locks free.
+    pub fn new() -> Self {
+        fn locks<R: Relax, const N: usize>() -> [CachePadded<TicketLock<R>>; N] {
+            core::array::from_fn(|_| CachePadded::new(TicketLock::with_max_cpus(MAX_CPUS)))
+        }
+        Self {
+            big: BrLock::new(),
+            tcbs: locks(),
+            eps: locks(),
+            ntfns: locks(),
+            irqs: locks(),
+            rqs: locks(),
+        }
+    }
+
+    fn object(&self, id: LockId) -> &TicketLock<R> {
+        match id {
+            LockId::Tcb(t) => &self.tcbs[t.index()],
+            LockId::Endpoint(e) => &self.eps[e.index()],
+            LockId::Notification(n) => &self.ntfns[n.index()],
+            LockId::Irq(i) => &self.irqs[i.index()],
+            // A core index from the kernel is always < MAX_CPUS (checked at entry).
+            LockId::RunQueue(c) => &self.rqs[c % MAX_CPUS],
+        }
+    }
+}
+
+impl<R: Relax> Default for FineGrained<R> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<R: Relax> fmt::Debug for FineGrained<R> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("FineGrained")
+    }
+}
+
+// SAFETY: exclusive sections hold the BrLock write side, which excludes every reader and
+// writer; shared sections hold the read side (excluding writers) and object ticket locks.
+unsafe impl<R: Relax> Strategy for FineGrained<R> {
+    fn name(&self) -> &'static str {
+        "fine"
+    }
+    fn enter(&self, cpu: CpuId, side: Side) -> bool {
+        match side {
+            Side::Shared => {
+                self.big.read_lock(cpu);
+                false
+            }
+            Side::Exclusive => {
+                self.big.lock(cpu);
+                true
+            }
+        }
+    }
+    unsafe fn exit(&self, cpu: CpuId, side: Side) {
+        match side {
+            // SAFETY: forwarded contract: `cpu` holds the read side.
+            Side::Shared => unsafe { self.big.read_unlock(cpu) },
+            // SAFETY: forwarded contract: `cpu` holds the write side.
+            Side::Exclusive => unsafe { self.big.unlock(cpu) },
+        }
+    }
+    fn lock(&self, cpu: CpuId, id: LockId) {
+        self.object(id).lock(cpu);
+    }
+    unsafe fn unlock(&self, cpu: CpuId, id: LockId) {
+        // SAFETY: forwarded contract.
+        unsafe { self.object(id).unlock(cpu) }
+    }
+    fn is_held(&self, id: LockId) -> bool {
+        self.object(id).is_locked()
+    }
+}
+
+/// Hardware lock elision: the whole kernel section is one [`RtmLock`] critical section over the
+/// fallback lock `L`, with transaction engine `E` (the real RTM by default; without RTM it is
+/// `L`). Hardware actions are recorded in the kernel's per-core action record, which is
+/// written inside the transaction (and so rolled back with it) and run after the commit.
+pub struct Rtm<L, E = sync::Rtm, R = Spin> {
+    lock: RtmLock<L, MAX_CPUS, E, R>,
+}
+
+impl<L: KernelLock, R: Relax> Rtm<L, sync::Rtm, R> {
+    /// Elision with the real RTM over `fallback`.
+    pub fn new(fallback: L) -> Self {
+        Self {
+            lock: RtmLock::new(fallback),
+        }
+    }
+}
+
+impl<L: KernelLock, E: TxEngine, R: Relax> Rtm<L, E, R> {
+    /// Elision over an already built lock (for instance with a simulated engine).
+    pub fn from_lock(lock: RtmLock<L, MAX_CPUS, E, R>) -> Self {
+        Self { lock }
+    }
+
+    /// The elided lock (statistics, deferred work).
+    pub fn inner(&self) -> &RtmLock<L, MAX_CPUS, E, R> {
+        &self.lock
+    }
+}
+
+impl<L: KernelLock, E: TxEngine, R: Relax> fmt::Debug for Rtm<L, E, R> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Rtm({:?})", self.lock)
+    }
+}
+
+// SAFETY: `RtmLock` is a `KernelLock`: an elided section commits only if it ran while the
+// fallback was free and without conflicting accesses, which is equivalent to holding it.
+unsafe impl<L: KernelLock, E: TxEngine, R: Relax> Strategy for Rtm<L, E, R> {
+    fn name(&self) -> &'static str {
+        "rtm"
+    }
+    fn enter(&self, cpu: CpuId, _side: Side) -> bool {
+        self.lock.lock(cpu);
+        true
+    }
+    unsafe fn exit(&self, cpu: CpuId, _side: Side) {
+        // SAFETY: forwarded contract.
+        unsafe { self.lock.unlock(cpu) }
+    }
+}
+
+/// No locking at all, for benchmarks whose cores touch disjoint objects only.
+#[derive(Debug)]
+pub struct NoLock {
+    _private: (),
+}
+
+impl NoLock {
+    /// The no-op strategy.
+    ///
+    /// # Safety
+    /// The caller guarantees that kernel entries on different cores never touch the same object
+    /// at the same time: each core runs only its own threads, which use only their own
+    /// endpoints, notifications and address spaces, and no management call runs while another
+    /// core is in the kernel. Otherwise the kernel has data races (undefined behaviour).
+    pub const unsafe fn new() -> Self {
+        Self { _private: () }
+    }
+}
+
+// SAFETY: the creator of the `NoLock` promised disjoint sections (see `NoLock::new`).
+unsafe impl Strategy for NoLock {
+    fn name(&self) -> &'static str {
+        "none"
+    }
+    fn enter(&self, _cpu: CpuId, _side: Side) -> bool {
+        true
+    }
+    unsafe fn exit(&self, _cpu: CpuId, _side: Side) {}
+}

@@ -1,0 +1,854 @@
+//! Unit tests of the kernel core, run single-threaded: one host thread plays every core in
+//! turn, so each test is a deterministic sequence of kernel entries.
+
+use std::sync::Mutex;
+use std::vec::Vec;
+
+use sync::TicketLock;
+
+use crate::cap::{ObjRef, Rights};
+use crate::config::*;
+use crate::error::Error;
+use crate::hal::{Hal, IpiKind, PhysAddr};
+use crate::ids::*;
+use crate::kernel::{Exit, Kernel, Life, ThreadState, FAULT_LABEL};
+use crate::strategy::{BigLock, FineGrained};
+use crate::syscall::{self, nr, MintTarget, Syscall};
+use sync::CpuId;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Ev {
+    Ipi(CpuId, CpuId, IpiKind),
+    Switch(CpuId, PhysAddr),
+    Flush(CpuId, PhysAddr, Option<usize>),
+    Map(PhysAddr, usize, PhysAddr, bool),
+    Unmap(PhysAddr, usize),
+    Mask(IrqId),
+    Unmask(IrqId),
+}
+
+#[derive(Default)]
+struct RecHal {
+    log: Mutex<Vec<Ev>>,
+}
+
+impl RecHal {
+    fn take(&self) -> Vec<Ev> {
+        std::mem::take(&mut *self.log.lock().unwrap())
+    }
+    fn push(&self, e: Ev) {
+        self.log.lock().unwrap().push(e);
+    }
+}
+
+impl Hal for RecHal {
+    fn cpu_id(&self) -> CpuId {
+        0
+    }
+    fn cpu_count(&self) -> usize {
+        MAX_CPUS
+    }
+    fn send_ipi(&self, cpu: CpuId, target: CpuId, kind: IpiKind) {
+        self.push(Ev::Ipi(cpu, target, kind));
+    }
+    unsafe fn switch_address_space(&self, cpu: CpuId, root: PhysAddr) {
+        self.push(Ev::Switch(cpu, root));
+    }
+    fn flush_tlb(&self, cpu: CpuId, root: PhysAddr, vaddr: Option<usize>) {
+        self.push(Ev::Flush(cpu, root, vaddr));
+    }
+    fn map_page(&self, root: PhysAddr, vaddr: usize, frame: PhysAddr, writable: bool) {
+        self.push(Ev::Map(root, vaddr, frame, writable));
+    }
+    fn unmap_page(&self, root: PhysAddr, vaddr: usize) {
+        self.push(Ev::Unmap(root, vaddr));
+    }
+    fn mask_irq(&self, _cpu: CpuId, irq: IrqId) {
+        self.push(Ev::Mask(irq));
+    }
+    fn unmask_irq(&self, _cpu: CpuId, irq: IrqId) {
+        self.push(Ev::Unmask(irq));
+    }
+    fn cycles(&self) -> u64 {
+        0
+    }
+    fn console_write(&self, _s: &str) {}
+}
+
+type K = Kernel<BigLock<TicketLock>, RecHal>;
+
+fn kernel(cores: usize) -> Box<K> {
+    Box::new(Kernel::new(
+        BigLock::new(TicketLock::new()),
+        RecHal::default(),
+        cores,
+    ))
+}
+
+fn s(i: usize) -> CapSlot {
+    CapSlot::new(i).unwrap()
+}
+
+fn call(k: &K, cpu: CpuId, sc: Syscall) -> Exit {
+    k.syscall(cpu, sc.encode())
+}
+
+fn ok(e: &Exit) -> (usize, syscall::Msg) {
+    syscall::result(&e.regs).expect("call failed")
+}
+
+fn err(e: &Exit) -> Error {
+    syscall::result(&e.regs).expect_err("call succeeded")
+}
+
+/// Kernel with `n` threads (priority 10) on the given cores, all started, an endpoint (slot
+/// 0: READ|WRITE|GRANT, badge = thread index + 1) and a notification (slot 1) for each.
+fn setup(cores: usize, on: &[CpuId]) -> (Box<K>, Vec<ThreadId>, EndpointId, NotificationId) {
+    let mut k = kernel(cores);
+    let ep = k.create_endpoint().unwrap();
+    let n = k.create_notification().unwrap();
+    let mut ts = Vec::new();
+    for &c in on {
+        let t = k.create_thread(10, c, None).unwrap();
+        let rw = Rights::READ | Rights::WRITE | Rights::GRANT;
+        k.install_cap(t, s(0), ObjRef::Endpoint(ep), rw, t.index() + 1)
+            .unwrap();
+        k.install_cap(t, s(1), ObjRef::Notification(n), rw, 1 << t.index())
+            .unwrap();
+        k.start(t).unwrap();
+        ts.push(t);
+    }
+    (k, ts, ep, n)
+}
+
+#[test]
+fn decode_rejects_garbage_and_roundtrips() {
+    assert_eq!(Syscall::decode(&[0; 6]), Err(Error::UnknownSyscall));
+    assert_eq!(
+        Syscall::decode(&[999, 0, 0, 0, 0, 0]),
+        Err(Error::UnknownSyscall)
+    );
+    assert_eq!(
+        Syscall::decode(&[nr::RECV, 99, 0, 0, 0, 0]),
+        Err(Error::OutOfRange)
+    );
+    assert_eq!(
+        Syscall::decode(&[nr::RECV, 1, 5, 0, 0, 0]),
+        Err(Error::InvalidArgument)
+    );
+    assert_eq!(
+        Syscall::decode(&[nr::YIELD, 0, 0, 0, 0, 1]),
+        Err(Error::InvalidArgument)
+    );
+    assert_eq!(
+        Syscall::decode(&[nr::SET_PRIORITY, 1, NUM_PRIOS, 0, 0, 0]),
+        Err(Error::OutOfRange)
+    );
+    assert_eq!(
+        Syscall::decode(&[nr::MAP_FRAME, 1, 2, 4097, 1, 0]),
+        Err(Error::InvalidArgument)
+    );
+    assert_eq!(
+        Syscall::decode(&[nr::MAP_FRAME, 1, 2, usize::MAX & !4095, 1, 0]),
+        Err(Error::OutOfRange)
+    );
+    assert_eq!(
+        Syscall::decode(&[nr::MAP_FRAME, 1, 2, 4096, 2, 0]),
+        Err(Error::InvalidArgument)
+    );
+    assert_eq!(
+        Syscall::decode(&[nr::MINT, 1, 2, 3, 99, 0]),
+        Err(Error::OutOfRange)
+    );
+    let calls = [
+        Syscall::Call {
+            ep: s(3),
+            msg: [1, 2, 3, usize::MAX],
+        },
+        Syscall::ReplyRecv {
+            ep: s(31),
+            msg: [4; 4],
+        },
+        Syscall::Reply { msg: [5; 4] },
+        Syscall::Yield,
+        Syscall::CreateThread {
+            control: s(1),
+            dest: s(2),
+            aspace: s(3),
+            priority: 31,
+            core: 7,
+        },
+        Syscall::MapFrame {
+            aspace: s(1),
+            frame: s(2),
+            vaddr: 0x1000,
+            rights: Rights::READ | Rights::WRITE,
+        },
+        Syscall::Mint {
+            src: s(0),
+            target: MintTarget::Own,
+            dest: s(5),
+            rights: Rights::READ,
+            badge: 7,
+        },
+        Syscall::Mint {
+            src: s(0),
+            target: MintTarget::Thread(s(4)),
+            dest: s(5),
+            rights: Rights::NONE,
+            badge: 0,
+        },
+        Syscall::DeleteThread { thread: s(9) },
+    ];
+    for c in calls {
+        assert_eq!(Syscall::decode(&c.encode()), Ok(c));
+    }
+    // Every word pattern decodes or errs without panicking.
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    for _ in 0..100_000 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let raw = [
+            (x % 32) as usize,
+            (x >> 8) as usize % 40,
+            (x >> 16) as usize % 5,
+            x as usize,
+            0,
+            (x >> 3) as usize % 3,
+        ];
+        if let Ok(sc) = Syscall::decode(&raw) {
+            assert_eq!(Syscall::decode(&sc.encode()), Ok(sc));
+        }
+    }
+}
+
+#[test]
+fn capability_lookups_return_typed_errors() {
+    let (k, ts, _, _) = setup(1, &[0]);
+    let e = k.timer_tick(0);
+    assert_eq!(e.thread, Some(ts[0]));
+    assert_eq!(
+        err(&call(
+            &k,
+            0,
+            Syscall::Send {
+                ep: s(7),
+                msg: [0; 4]
+            }
+        )),
+        Error::InvalidCap
+    );
+    assert_eq!(
+        err(&call(
+            &k,
+            0,
+            Syscall::Send {
+                ep: s(1),
+                msg: [0; 4]
+            }
+        )),
+        Error::WrongType
+    );
+    assert_eq!(
+        err(&call(&k, 0, Syscall::Resume { thread: s(0) })),
+        Error::WrongType
+    );
+    assert_eq!(
+        err(&k.syscall(0, [nr::SEND, 400, 0, 0, 0, 0])),
+        Error::OutOfRange
+    );
+    // A read-only copy cannot send; a copy cannot gain rights.
+    let mint = Syscall::Mint {
+        src: s(0),
+        target: MintTarget::Own,
+        dest: s(2),
+        rights: Rights::READ,
+        badge: 0,
+    };
+    ok(&call(&k, 0, mint));
+    assert_eq!(
+        err(&call(
+            &k,
+            0,
+            Syscall::Send {
+                ep: s(2),
+                msg: [0; 4]
+            }
+        )),
+        Error::MissingRight
+    );
+    let up = Syscall::Mint {
+        src: s(2),
+        target: MintTarget::Own,
+        dest: s(3),
+        rights: Rights::READ,
+        badge: 0,
+    };
+    assert_eq!(
+        err(&call(&k, 0, up)),
+        Error::MissingRight,
+        "no GRANT on the copy"
+    );
+    assert_eq!(err(&call(&k, 0, mint)), Error::SlotOccupied);
+    ok(&call(&k, 0, Syscall::CapDelete { slot: s(2) }));
+    assert_eq!(
+        err(&call(&k, 0, Syscall::CapDelete { slot: s(2) })),
+        Error::InvalidCap
+    );
+    assert_eq!(
+        err(&call(&k, 0, Syscall::Reply { msg: [0; 4] })),
+        Error::NoReply
+    );
+    let mut k = k;
+    k.check_invariants().unwrap();
+}
+
+#[test]
+fn call_and_reply_transfer_message_badge_and_reply_capability() {
+    let (mut k, ts, _, _) = setup(1, &[0, 0]);
+    let (server, client) = (ts[0], ts[1]);
+    assert_eq!(k.timer_tick(0).thread, Some(server));
+    let e = call(&k, 0, Syscall::Recv { ep: s(0) });
+    assert_eq!(e.thread, Some(client), "server blocked, client runs");
+    let e = call(
+        &k,
+        0,
+        Syscall::Call {
+            ep: s(0),
+            msg: [1, 2, 3, 4],
+        },
+    );
+    assert_eq!(e.thread, Some(server));
+    assert_eq!(
+        ok(&e),
+        (client.index() + 1, [1, 2, 3, 4]),
+        "badge and message"
+    );
+    assert_eq!(
+        k.thread_state(client),
+        (Life::Alive, ThreadState::BlockedReply)
+    );
+    k.check_invariants().unwrap();
+    let e = call(
+        &k,
+        0,
+        Syscall::ReplyRecv {
+            ep: s(0),
+            msg: [9, 8, 7, 6],
+        },
+    );
+    assert_eq!(e.thread, Some(client));
+    assert_eq!(ok(&e), (0, [9, 8, 7, 6]));
+    assert_eq!(
+        k.thread_state(server).1,
+        ThreadState::BlockedRecv(EndpointId::new(0).unwrap())
+    );
+    k.check_invariants().unwrap();
+}
+
+#[test]
+fn send_blocks_until_receive_in_both_orders() {
+    let (mut k, ts, ep, _) = setup(1, &[0, 0]);
+    let (a, b) = (ts[0], ts[1]);
+    assert_eq!(k.timer_tick(0).thread, Some(a));
+    // Send first: a blocks, b receives and a is made ready again.
+    let e = call(
+        &k,
+        0,
+        Syscall::Send {
+            ep: s(0),
+            msg: [5; 4],
+        },
+    );
+    assert_eq!(e.thread, Some(b));
+    assert_eq!(k.thread_state(a).1, ThreadState::BlockedSend(ep));
+    let e = call(&k, 0, Syscall::Recv { ep: s(0) });
+    assert_eq!(e.thread, Some(b), "receiver continues");
+    assert_eq!(ok(&e), (a.index() + 1, [5; 4]));
+    assert_eq!(k.thread_state(a).1, ThreadState::Runnable);
+    // Receive first: b blocks, a sends and continues, b gets it.
+    let e = call(&k, 0, Syscall::Recv { ep: s(0) });
+    assert_eq!(e.thread, Some(a));
+    let e = call(
+        &k,
+        0,
+        Syscall::NBSend {
+            ep: s(0),
+            msg: [6; 4],
+        },
+    );
+    assert_eq!(e.thread, Some(a));
+    ok(&e);
+    assert_eq!(
+        syscall::result(&k.thread_regs(b)),
+        Ok((a.index() + 1, [6; 4]))
+    );
+    // NBSend without a receiver is dropped.
+    let e = call(&k, 0, Syscall::Yield);
+    assert_eq!(e.thread, Some(b));
+    let e = call(
+        &k,
+        0,
+        Syscall::NBSend {
+            ep: s(0),
+            msg: [7; 4],
+        },
+    );
+    ok(&e);
+    assert_eq!(k.thread_state(b).1, ThreadState::Runnable);
+    k.check_invariants().unwrap();
+}
+
+#[test]
+fn notifications_accumulate_badges_and_wake_waiters() {
+    let (mut k, ts, n, _) = setup(1, &[0, 0]);
+    let _ = n;
+    let (a, b) = (ts[0], ts[1]);
+    assert_eq!(k.timer_tick(0).thread, Some(a));
+    ok(&call(&k, 0, Syscall::Signal { ntfn: s(1) }));
+    ok(&call(&k, 0, Syscall::Signal { ntfn: s(1) }));
+    let e = call(&k, 0, Syscall::Wait { ntfn: s(1) });
+    assert_eq!(ok(&e).0, 1 << a.index(), "word taken at once");
+    let e = call(&k, 0, Syscall::Wait { ntfn: s(1) });
+    assert_eq!(e.thread, Some(b), "a waits");
+    let e = call(&k, 0, Syscall::Signal { ntfn: s(1) });
+    assert_eq!(e.thread, Some(b));
+    assert_eq!(
+        syscall::result(&k.thread_regs(a)).unwrap().0,
+        1 << b.index()
+    );
+    k.check_invariants().unwrap();
+}
+
+#[test]
+fn higher_priority_preempts_and_yield_rotates_equal_priorities() {
+    let mut k = kernel(1);
+    let ep = k.create_endpoint().unwrap();
+    let lo = k.create_thread(5, 0, None).unwrap();
+    let lo2 = k.create_thread(5, 0, None).unwrap();
+    let hi = k.create_thread(20, 0, None).unwrap();
+    for t in [lo, lo2, hi] {
+        k.install_cap(t, s(0), ObjRef::Endpoint(ep), Rights::ALL, 0)
+            .unwrap();
+    }
+    k.start(hi).unwrap();
+    k.start(lo).unwrap();
+    k.start(lo2).unwrap();
+    assert_eq!(k.timer_tick(0).thread, Some(hi));
+    assert_eq!(call(&k, 0, Syscall::Recv { ep: s(0) }).thread, Some(lo));
+    assert_eq!(call(&k, 0, Syscall::Yield).thread, Some(lo2));
+    assert_eq!(k.timer_tick(0).thread, Some(lo), "timer rotates");
+    // Waking the high-priority receiver preempts the sender.
+    assert_eq!(
+        call(
+            &k,
+            0,
+            Syscall::Send {
+                ep: s(0),
+                msg: [1; 4]
+            }
+        )
+        .thread,
+        Some(hi)
+    );
+    let ready: Vec<_> = k.ready_of(0).collect();
+    assert_eq!(ready, vec![lo2, lo]);
+    k.check_invariants().unwrap();
+}
+
+#[test]
+fn waking_a_thread_of_another_core_sends_a_reschedule_ipi() {
+    let (mut k, ts, _, _) = setup(2, &[0, 1]);
+    let (a, b) = (ts[0], ts[1]);
+    assert_eq!(k.timer_tick(1).thread, Some(b));
+    assert_eq!(
+        call(&k, 1, Syscall::Recv { ep: s(0) }).thread,
+        None,
+        "core 1 idles"
+    );
+    k.hal.take();
+    assert_eq!(k.timer_tick(0).thread, Some(a));
+    ok(&call(
+        &k,
+        0,
+        Syscall::Send {
+            ep: s(0),
+            msg: [3; 4],
+        },
+    ));
+    assert_eq!(k.hal.take(), vec![Ev::Ipi(0, 1, IpiKind::Reschedule)]);
+    assert_eq!(k.current_of(1), None);
+    assert_eq!(k.ipi(1, IpiKind::Reschedule).thread, Some(b));
+    k.check_invariants().unwrap();
+}
+
+#[test]
+fn deleting_a_thread_running_on_another_core_kicks_it_off() {
+    let mut k = kernel(2);
+    let boss = k.create_thread(10, 0, None).unwrap();
+    let victim = k.create_thread(10, 1, None).unwrap();
+    let ep = k.create_endpoint().unwrap();
+    k.install_cap(boss, s(0), ObjRef::Thread(victim), Rights::ALL, 0)
+        .unwrap();
+    k.install_cap(victim, s(0), ObjRef::Endpoint(ep), Rights::ALL, 0)
+        .unwrap();
+    k.install_cap(victim, s(1), ObjRef::Thread(victim), Rights::ALL, 0)
+        .unwrap();
+    k.start(boss).unwrap();
+    k.start(victim).unwrap();
+    assert_eq!(k.timer_tick(0).thread, Some(boss));
+    assert_eq!(k.timer_tick(1).thread, Some(victim));
+    k.hal.take();
+    ok(&call(&k, 0, Syscall::DeleteThread { thread: s(0) }));
+    assert_eq!(k.hal.take(), vec![Ev::Ipi(0, 1, IpiKind::Reschedule)]);
+    assert_eq!(k.thread_state(victim).0, Life::Zombie);
+    assert_eq!(k.cap_of(boss, s(0)), None, "capability revoked");
+    assert_eq!(k.cap_of(victim, s(0)), None, "CSpace emptied");
+    k.check_invariants().unwrap();
+    // The victim's core enters (a syscall the victim made meanwhile): not executed.
+    let e = call(
+        &k,
+        1,
+        Syscall::Send {
+            ep: s(0),
+            msg: [0; 4],
+        },
+    );
+    assert_eq!(e.thread, None);
+    assert_eq!(k.current_of(1), None);
+    // The slot is reused.
+    let ctrl = Syscall::Yield;
+    ok(&call(&k, 0, ctrl));
+    let t = k.create_thread(1, 0, None).unwrap();
+    assert_eq!(t, victim);
+    k.check_invariants().unwrap();
+}
+
+#[test]
+fn suspend_interrupts_a_blocked_call_and_resume_restarts() {
+    let mut k = kernel(1);
+    let boss = k.create_thread(20, 0, None).unwrap();
+    let worker = k.create_thread(10, 0, None).unwrap();
+    let ep = k.create_endpoint().unwrap();
+    k.install_cap(boss, s(0), ObjRef::Thread(worker), Rights::MANAGE, 0)
+        .unwrap();
+    k.install_cap(worker, s(0), ObjRef::Endpoint(ep), Rights::ALL, 0)
+        .unwrap();
+    k.start(worker).unwrap();
+    assert_eq!(k.timer_tick(0).thread, Some(worker));
+    assert_eq!(
+        call(
+            &k,
+            0,
+            Syscall::Call {
+                ep: s(0),
+                msg: [0; 4]
+            }
+        )
+        .thread,
+        None
+    );
+    k.start(boss).unwrap();
+    assert_eq!(k.timer_tick(0).thread, Some(boss));
+    ok(&call(&k, 0, Syscall::Suspend { thread: s(0) }));
+    assert_eq!(k.thread_state(worker).1, ThreadState::Inactive);
+    assert_eq!(
+        syscall::result(&k.thread_regs(worker)),
+        Err(Error::Interrupted)
+    );
+    k.check_invariants().unwrap();
+    ok(&call(&k, 0, Syscall::Resume { thread: s(0) }));
+    let e = call(&k, 0, Syscall::Recv { ep: s(0) });
+    assert_eq!(err(&e), Error::WrongType, "slot 0 is a thread capability");
+    assert_eq!(e.thread, Some(boss));
+    assert_eq!(k.ready_of(0).collect::<Vec<_>>(), vec![worker]);
+    let e = k.timer_tick(0);
+    assert_eq!(e.thread, Some(boss), "higher priority keeps the core");
+    k.check_invariants().unwrap();
+}
+
+#[test]
+fn unmap_shoots_down_tlbs_of_cores_that_ran_the_address_space() {
+    let mut k = kernel(2);
+    let a = k.create_address_space(0xA000).unwrap();
+    let f = k.create_frame(0x5000).unwrap();
+    let t0 = k.create_thread(10, 0, Some(a)).unwrap();
+    let t1 = k.create_thread(10, 1, Some(a)).unwrap();
+    k.install_cap(t0, s(0), ObjRef::AddressSpace(a), Rights::WRITE, 0)
+        .unwrap();
+    k.install_cap(t0, s(1), ObjRef::Frame(f), Rights::READ, 0)
+        .unwrap();
+    k.start(t0).unwrap();
+    k.start(t1).unwrap();
+    k.timer_tick(0);
+    k.timer_tick(1);
+    assert_eq!(
+        k.hal.take(),
+        vec![Ev::Switch(0, 0xA000), Ev::Switch(1, 0xA000)]
+    );
+    let map = |rights| Syscall::MapFrame {
+        aspace: s(0),
+        frame: s(1),
+        vaddr: 0x4000,
+        rights,
+    };
+    assert_eq!(
+        err(&call(&k, 0, map(Rights::READ | Rights::WRITE))),
+        Error::MissingRight
+    );
+    ok(&call(&k, 0, map(Rights::READ)));
+    assert_eq!(err(&call(&k, 0, map(Rights::READ))), Error::AlreadyMapped);
+    assert_eq!(k.hal.take(), vec![Ev::Map(0xA000, 0x4000, 0x5000, false)]);
+    ok(&call(
+        &k,
+        0,
+        Syscall::UnmapFrame {
+            aspace: s(0),
+            vaddr: 0x4000,
+        },
+    ));
+    assert_eq!(
+        k.hal.take(),
+        vec![
+            Ev::Unmap(0xA000, 0x4000),
+            Ev::Flush(0, 0xA000, Some(0x4000)),
+            Ev::Ipi(0, 1, IpiKind::TlbShootdown)
+        ]
+    );
+    assert_eq!(
+        err(&call(
+            &k,
+            0,
+            Syscall::UnmapFrame {
+                aspace: s(0),
+                vaddr: 0x4000
+            }
+        )),
+        Error::NotMapped
+    );
+    k.ipi(1, IpiKind::TlbShootdown);
+    assert_eq!(k.hal.take(), vec![Ev::Flush(1, 0xA000, None)]);
+    assert_eq!(k.mappings(a).count(), 0);
+    k.check_invariants().unwrap();
+}
+
+#[test]
+fn interrupts_signal_the_bound_notification_until_acknowledged() {
+    let mut k = kernel(1);
+    let drv = k.create_thread(10, 0, None).unwrap();
+    let n = k.create_notification().unwrap();
+    let irq = IrqId::new(5).unwrap();
+    k.install_cap(drv, s(0), ObjRef::IrqHandler(irq), Rights::ALL, 0)
+        .unwrap();
+    k.install_cap(drv, s(1), ObjRef::Notification(n), Rights::ALL, 0x20)
+        .unwrap();
+    k.start(drv).unwrap();
+    k.timer_tick(0);
+    ok(&call(
+        &k,
+        0,
+        Syscall::BindIrq {
+            handler: s(0),
+            ntfn: s(1),
+        },
+    ));
+    assert_eq!(
+        err(&call(
+            &k,
+            0,
+            Syscall::BindIrq {
+                handler: s(0),
+                ntfn: s(1)
+            }
+        )),
+        Error::AlreadyBound
+    );
+    assert_eq!(call(&k, 0, Syscall::Wait { ntfn: s(1) }).thread, None);
+    k.hal.take();
+    let e = k.interrupt(0, 5);
+    assert_eq!(e.thread, Some(drv));
+    assert_eq!(ok(&e).0, 0x20);
+    assert_eq!(k.hal.take(), vec![Ev::Mask(irq)]);
+    assert_eq!(k.irq_state(irq), (true, Some(n)));
+    ok(&call(&k, 0, Syscall::AckIrq { handler: s(0) }));
+    assert_eq!(k.hal.take(), vec![Ev::Unmask(irq)]);
+    k.interrupt(0, 9999);
+    k.check_invariants().unwrap();
+}
+
+#[test]
+fn page_fault_calls_the_pager_and_its_reply_restarts_the_thread() {
+    let mut k = kernel(1);
+    let ep = k.create_endpoint().unwrap();
+    let pager = k.create_thread(20, 0, None).unwrap();
+    let app = k.create_thread(10, 0, None).unwrap();
+    k.install_cap(pager, s(0), ObjRef::Endpoint(ep), Rights::ALL, 0)
+        .unwrap();
+    k.install_cap(pager, s(1), ObjRef::Thread(app), Rights::ALL, 0)
+        .unwrap();
+    k.start(pager).unwrap();
+    k.start(app).unwrap();
+    k.timer_tick(0);
+    ok(&call(
+        &k,
+        0,
+        Syscall::BindPager {
+            thread: s(1),
+            ep: s(0),
+        },
+    ));
+    assert_eq!(call(&k, 0, Syscall::Recv { ep: s(0) }).thread, Some(app));
+    let e = call(&k, 0, Syscall::Yield);
+    let before = e.regs;
+    let e = k.page_fault(0, 0x7000, true);
+    assert_eq!(e.thread, Some(pager));
+    assert_eq!(ok(&e).1, [FAULT_LABEL, 0x7000, 1, app.index()]);
+    let e = call(
+        &k,
+        0,
+        Syscall::ReplyRecv {
+            ep: s(0),
+            msg: [1; 4],
+        },
+    );
+    assert_eq!(e.thread, Some(app));
+    assert_eq!(e.regs, before, "registers untouched by the fault reply");
+    k.check_invariants().unwrap();
+}
+
+#[test]
+fn recv_with_an_unanswered_reply_capability_drops_it() {
+    let (mut k, ts, _, _) = setup(1, &[0, 0]);
+    let (server, client) = (ts[0], ts[1]);
+    k.timer_tick(0);
+    call(&k, 0, Syscall::Recv { ep: s(0) });
+    call(
+        &k,
+        0,
+        Syscall::Call {
+            ep: s(0),
+            msg: [1; 4],
+        },
+    );
+    // The server receives again without replying: the client gets ReplyDropped.
+    let e = call(&k, 0, Syscall::Recv { ep: s(0) });
+    assert_eq!(e.thread, Some(client));
+    assert_eq!(err(&e), Error::ReplyDropped);
+    assert_eq!(
+        k.thread_state(server).1,
+        ThreadState::BlockedRecv(EndpointId::new(0).unwrap())
+    );
+    k.check_invariants().unwrap();
+}
+
+#[test]
+fn create_thread_needs_control_and_installs_a_capability() {
+    let mut k = kernel(2);
+    let a = k.create_address_space(0x1000).unwrap();
+    let root = k.create_thread(10, 0, Some(a)).unwrap();
+    k.install_cap(root, s(0), ObjRef::Control, Rights::MANAGE, 0)
+        .unwrap();
+    k.install_cap(root, s(1), ObjRef::AddressSpace(a), Rights::WRITE, 0)
+        .unwrap();
+    k.install_cap(root, s(2), ObjRef::AddressSpace(a), Rights::READ, 0)
+        .unwrap();
+    k.start(root).unwrap();
+    k.timer_tick(0);
+    let create = |aspace, core| Syscall::CreateThread {
+        control: s(0),
+        dest: s(5),
+        aspace,
+        priority: 12,
+        core,
+    };
+    assert_eq!(err(&call(&k, 0, create(s(2), 1))), Error::MissingRight);
+    assert_eq!(err(&call(&k, 0, create(s(1), 2))), Error::InvalidCore);
+    assert_eq!(err(&call(&k, 0, create(s(5), 1))), Error::InvalidCap);
+    let e = call(&k, 0, create(s(1), 1));
+    let new = ThreadId::new(ok(&e).0).unwrap();
+    assert_eq!(k.thread_state(new), (Life::Alive, ThreadState::Inactive));
+    ok(&call(
+        &k,
+        0,
+        Syscall::SetPriority {
+            thread: s(5),
+            priority: 3,
+        },
+    ));
+    ok(&call(&k, 0, Syscall::Resume { thread: s(5) }));
+    assert_eq!(k.thread_sched(new), (3, 1));
+    ok(&call(
+        &k,
+        0,
+        Syscall::SetAffinity {
+            thread: s(5),
+            core: 0,
+        },
+    ));
+    assert_eq!(k.ready_of(0).collect::<Vec<_>>(), vec![new]);
+    assert_eq!(k.ready_of(1).count(), 0);
+    ok(&call(
+        &k,
+        0,
+        Syscall::SetAffinity {
+            thread: s(5),
+            core: 1,
+        },
+    ));
+    assert_eq!(k.ready_of(1).collect::<Vec<_>>(), vec![new]);
+    k.check_invariants().unwrap();
+    // Moving oneself: the caller leaves this core at the end of the call.
+    k.install_cap(root, s(6), ObjRef::Thread(root), Rights::MANAGE, 0)
+        .unwrap();
+    let e = call(
+        &k,
+        0,
+        Syscall::SetAffinity {
+            thread: s(6),
+            core: 1,
+        },
+    );
+    assert_eq!(e.thread, None);
+    assert_eq!(k.ready_of(1).collect::<Vec<_>>(), vec![root, new]);
+    k.check_invariants().unwrap();
+}
+
+#[test]
+fn fine_grained_strategy_runs_the_same_state_machine() {
+    let mut k = Box::new(Kernel::new(
+        FineGrained::<sync::Spin>::new(),
+        RecHal::default(),
+        2,
+    ));
+    let ep = k.create_endpoint().unwrap();
+    let a = k.create_thread(10, 0, None).unwrap();
+    let b = k.create_thread(10, 1, None).unwrap();
+    for t in [a, b] {
+        k.install_cap(t, s(0), ObjRef::Endpoint(ep), Rights::ALL, t.index())
+            .unwrap();
+        k.start(t).unwrap();
+    }
+    k.timer_tick(0);
+    k.timer_tick(1);
+    assert_eq!(
+        k.syscall(1, Syscall::Recv { ep: s(0) }.encode()).thread,
+        None
+    );
+    let e = k.syscall(
+        0,
+        Syscall::Call {
+            ep: s(0),
+            msg: [1; 4],
+        }
+        .encode(),
+    );
+    assert_eq!(e.thread, None);
+    let e = k.ipi(1, IpiKind::Reschedule);
+    assert_eq!(e.thread, Some(b));
+    let e = k.syscall(1, Syscall::Reply { msg: [2; 4] }.encode());
+    assert_eq!(e.thread, Some(b));
+    let e = k.ipi(0, IpiKind::Reschedule);
+    assert_eq!(syscall::result(&e.regs), Ok((0, [2; 4])));
+    k.check_invariants().unwrap();
+}
