@@ -1,0 +1,331 @@
+//! `cargo xtask bench`: the host lock benchmarks.
+//!
+//! Runs `sync/benches/host_table.rs` (`cargo bench -p sync --bench host_table`), which measures
+//! and writes raw JSON; this command adds what only the build side knows (the rustc version),
+//! writes `<out>/host-locks.json` and prints the table.
+//!
+//! Only host benchmarks exist so far, so `--host` is the default: without it the command says
+//! that the kernel IPC benchmarks are not built yet (issue 6) and runs the host ones.
+
+use std::fmt::Write as _;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use clap::Args;
+use serde_json::{json, Value};
+
+use crate::proc::Cmd;
+
+/// Options of `cargo xtask bench`.
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Run the host lock benchmarks (the default, and so far the only kind: kernel IPC
+    /// benchmarks under QEMU and on boards arrive with issue 6).
+    #[arg(long)]
+    host: bool,
+
+    /// Directory for host-locks.json [default: target/bench].
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+
+    /// Thread counts for the contended runs, comma-separated [default: 1, 2, 4, ... up to the
+    /// number of CPUs, at least 2]. Counts above the number of CPUs are run, unpinned, and
+    /// marked: spinning FIFO locks collapse when a waiter or holder is preempted.
+    #[arg(long, value_name = "N,N,...", value_delimiter = ',')]
+    threads: Vec<usize>,
+
+    /// Shorter runs (50 ms per contended run instead of 200 ms, fewer uncontended batches), for
+    /// a smoke test; the numbers are noisier.
+    #[arg(long)]
+    quick: bool,
+}
+
+/// The file name written in the output directory.
+const FILE_NAME: &str = "host-locks.json";
+
+/// Runs `cargo xtask bench`.
+pub fn run(root: &Path, args: &BenchArgs) -> ExitCode {
+    if !args.host {
+        println!(
+            "note: kernel IPC benchmarks (QEMU and boards) are not built yet; they arrive with \
+             issue 6. Running the host lock benchmarks (`--host`, the default for now)."
+        );
+    }
+    if args.threads.contains(&0) {
+        eprintln!("cargo xtask bench: --threads: thread counts must be at least 1");
+        return ExitCode::from(2);
+    }
+    let out_dir = match &args.out {
+        Some(dir) if dir.is_absolute() => dir.clone(),
+        Some(dir) => std::env::current_dir()
+            .map(|cwd| cwd.join(dir))
+            .unwrap_or_else(|_| dir.clone()),
+        None => crate::target_dir(root).join("bench"),
+    };
+    if let Err(err) = fs::create_dir_all(&out_dir) {
+        eprintln!(
+            "cargo xtask bench: cannot create {}: {err}",
+            out_dir.display()
+        );
+        return ExitCode::FAILURE;
+    }
+    let raw_path = out_dir.join(".host-locks.raw.json");
+    let _ = fs::remove_file(&raw_path);
+
+    let mut cmd = Cmd::cargo()
+        .args([
+            "bench",
+            "-p",
+            "sync",
+            "--bench",
+            "host_table",
+            "--",
+            "--json",
+        ])
+        .arg(&raw_path);
+    if !args.threads.is_empty() {
+        let list: Vec<String> = args.threads.iter().map(usize::to_string).collect();
+        cmd = cmd.args(["--threads", &list.join(",")]);
+    }
+    if args.quick {
+        cmd = cmd.arg("--quick");
+    }
+    println!("running: {}", cmd.display());
+    match cmd.run_inherited(root) {
+        Ok(status) if status.success() => {}
+        Ok(status) => {
+            eprintln!("cargo xtask bench: the benchmark failed ({status})");
+            return ExitCode::FAILURE;
+        }
+        Err(err) => {
+            eprintln!("cargo xtask bench: cannot run `{}`: {err}", cmd.display());
+            return ExitCode::FAILURE;
+        }
+    }
+
+    let mut report: Value = match fs::read_to_string(&raw_path)
+        .map_err(|e| e.to_string())
+        .and_then(|text| serde_json::from_str(&text).map_err(|e| e.to_string()))
+    {
+        Ok(report) => report,
+        Err(err) => {
+            eprintln!(
+                "cargo xtask bench: cannot read the benchmark's results {}: {err}",
+                raw_path.display()
+            );
+            return ExitCode::FAILURE;
+        }
+    };
+    let _ = fs::remove_file(&raw_path);
+
+    let rustc = Cmd::new("rustc")
+        .arg("--version")
+        .read_stdout(root)
+        .unwrap_or_else(|| "unknown".into());
+    let generated = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    if let Some(machine) = report.get_mut("machine").and_then(Value::as_object_mut) {
+        machine.insert("rustc".into(), json!(rustc));
+    }
+    if let Some(obj) = report.as_object_mut() {
+        obj.insert(
+            "generated_by".into(),
+            json!({
+                "command": format!(
+                    "cargo xtask {}",
+                    std::env::args().skip(1).collect::<Vec<_>>().join(" ")
+                ),
+                "unix_time": generated,
+            }),
+        );
+    }
+
+    let path = out_dir.join(FILE_NAME);
+    let text = serde_json::to_string_pretty(&report).unwrap_or_default();
+    if let Err(err) = fs::write(&path, text + "\n") {
+        eprintln!("cargo xtask bench: cannot write {}: {err}", path.display());
+        return ExitCode::FAILURE;
+    }
+
+    print!("{}", render(&report));
+    println!("written: {}", path.display());
+    if !args.host {
+        println!("note: kernel IPC benchmarks are not built yet (issue 6); the above are host lock benchmarks.");
+    }
+    ExitCode::SUCCESS
+}
+
+/// A statistic `{median, min, max}` as a number triple.
+fn stat(v: &Value) -> Option<(f64, f64, f64)> {
+    Some((
+        v.get("median")?.as_f64()?,
+        v.get("min")?.as_f64()?,
+        v.get("max")?.as_f64()?,
+    ))
+}
+
+/// `12_300_000.0` as `12.3M`.
+fn si(v: f64) -> String {
+    let (scaled, unit) = if v >= 1e9 {
+        (v / 1e9, "G")
+    } else if v >= 1e6 {
+        (v / 1e6, "M")
+    } else if v >= 1e3 {
+        (v / 1e3, "k")
+    } else {
+        (v, "")
+    };
+    if scaled >= 100.0 {
+        format!("{scaled:.0}{unit}")
+    } else {
+        format!("{scaled:.1}{unit}")
+    }
+}
+
+/// The report as a text table, with the machine and method above it.
+fn render(report: &Value) -> String {
+    let mut s = String::new();
+    let m = &report["machine"];
+    let method = &report["method"];
+    let _ = writeln!(
+        s,
+        "\nmachine: {} | {} CPUs | RTM: {} | {}",
+        m["cpu_model"].as_str().unwrap_or("?"),
+        m["logical_cpus"].as_u64().unwrap_or(0),
+        m["rtm"]["summary"].as_str().unwrap_or("?"),
+        m["rustc"].as_str().unwrap_or("rustc ?"),
+    );
+    if let Some(ghz) = m["tsc_ghz"].as_f64() {
+        let _ = writeln!(s, "TSC: {ghz:.2} GHz (estimated from the uncontended runs)");
+    }
+    let _ = writeln!(
+        s,
+        "uncontended: {}\ncontended:   {}",
+        method["uncontended"].as_str().unwrap_or("?"),
+        method["contended"].as_str().unwrap_or("?"),
+    );
+
+    let threads: Vec<u64> = method["threads"]
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_u64).collect())
+        .unwrap_or_default();
+    let cpus = m["logical_cpus"].as_u64().unwrap_or(u64::MAX);
+
+    let mut header = vec![
+        "lock".to_owned(),
+        "uncontended ns".to_owned(),
+        "uncontended ticks".to_owned(),
+    ];
+    for t in &threads {
+        let mark = if *t > cpus { "*" } else { "" };
+        header.push(format!("{t} thr ops/s{mark}"));
+    }
+    let mut rows = vec![header];
+    for lock in report["locks"].as_array().into_iter().flatten() {
+        let name = lock["name"].as_str().unwrap_or("?");
+        let origin = lock["origin"].as_str().unwrap_or("");
+        let mut row = vec![match origin {
+            "sync" => name.to_owned(),
+            other => format!("{name} ({other})"),
+        }];
+        let un = &lock["uncontended"];
+        row.push(
+            stat(&un["ns_per_op"])
+                .map(|(med, _, _)| format!("{med:.2}"))
+                .unwrap_or_else(|| "-".into()),
+        );
+        row.push(
+            stat(&un["ticks_per_op"])
+                .map(|(med, _, _)| format!("{med:.1}"))
+                .unwrap_or_else(|| "-".into()),
+        );
+        for t in &threads {
+            let cell = lock["contended"]
+                .as_array()
+                .and_then(|runs| runs.iter().find(|r| r["threads"].as_u64() == Some(*t)))
+                .and_then(|r| stat(&r["ops_per_s"]))
+                .map(|(med, lo, hi)| format!("{} ({}-{})", si(med), si(lo), si(hi)))
+                .unwrap_or_else(|| "-".into());
+            row.push(cell);
+        }
+        rows.push(row);
+    }
+
+    let columns = rows[0].len();
+    let widths: Vec<usize> = (0..columns)
+        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+        .collect();
+    s.push('\n');
+    for (i, row) in rows.iter().enumerate() {
+        let cells: Vec<String> = row
+            .iter()
+            .enumerate()
+            .map(|(c, cell)| {
+                if c == 0 {
+                    format!("{cell:<w$}", w = widths[c])
+                } else {
+                    format!("{cell:>w$}", w = widths[c])
+                }
+            })
+            .collect();
+        let _ = writeln!(s, "{}", cells.join(" | "));
+        if i == 0 {
+            let rule: Vec<String> = widths.iter().map(|w| "-".repeat(*w)).collect();
+            let _ = writeln!(s, "{}", rule.join("-|-"));
+        }
+    }
+    let _ = writeln!(
+        s,
+        "\nops/s: median of {} runs (min-max); ns and ticks: median per acquire+release.",
+        method["repeats"].as_u64().unwrap_or(0)
+    );
+    if threads.iter().any(|t| *t > cpus) {
+        let _ = writeln!(
+            s,
+            "* more threads than CPUs: threads are preempted while holding or queued for a lock."
+        );
+    }
+    for note in report["notes"].as_array().into_iter().flatten() {
+        if let Some(note) = note.as_str() {
+            let _ = writeln!(s, "note: {note}");
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn si_scales() {
+        assert_eq!(si(12_345_678.0), "12.3M");
+        assert_eq!(si(950.0), "950");
+        assert_eq!(si(2.5e9), "2.5G");
+        assert_eq!(si(123_456.0), "123k");
+    }
+
+    #[test]
+    fn render_shows_every_lock_and_thread_count() {
+        let report = json!({
+            "machine": {"cpu_model": "Test CPU", "logical_cpus": 2, "rtm": {"summary": "no"}},
+            "method": {"uncontended": "u", "contended": "c", "threads": [1, 4], "repeats": 3},
+            "locks": [
+                {"name": "clh", "origin": "sync",
+                 "uncontended": {"ns_per_op": {"median": 5.0, "min": 4.0, "max": 6.0},
+                                 "ticks_per_op": {"median": 15.0, "min": 14.0, "max": 16.0}},
+                 "contended": [{"threads": 1, "ops_per_s": {"median": 1e8, "min": 9e7, "max": 1.1e8}}]},
+                {"name": "xchg", "origin": "reference", "uncontended": null, "contended": []}
+            ],
+        });
+        let text = render(&report);
+        assert!(text.contains("clh"), "{text}");
+        assert!(text.contains("xchg (reference)"), "{text}");
+        assert!(text.contains("100M (90.0M-110M)"), "{text}");
+        assert!(text.contains("4 thr ops/s*"), "{text}");
+    }
+}

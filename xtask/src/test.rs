@@ -1,0 +1,699 @@
+//! `cargo xtask test`: every check of the project, as a list of named steps.
+//!
+//! A step is either a plain command (one check: passed if it exits with status 0) or a libtest
+//! command (`cargo test`), where every individual test counts as one check. Steps whose
+//! precondition fails (a missing rustup component or target, missing loom tests) count as one
+//! failed check with a message saying how to fix it. The last line printed is always
+//! `test: N passed, M failed`.
+//!
+//! Later issues add their QEMU suites here as more steps (see [`steps`]).
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Args;
+
+use crate::libtest;
+use crate::proc::{Captured, Cmd};
+
+/// The x86_64 bare-metal target.
+const X86: &str = "x86_64-unknown-none";
+/// The ARMv7-A bare-metal target.
+const ARM: &str = "armv7a-none-eabi";
+
+/// The `no_std` crates and the bare-metal targets each must build (and be clippy-clean) for.
+/// A crate whose directory does not exist is left out; a later issue that adds a crate or a
+/// target adds a row here.
+const BARE_METAL: &[(&str, &[&str])] = &[
+    // crate        targets
+    ("sync", &[X86, ARM]),
+    ("kernel", &[X86, ARM]),
+    ("hal-x86", &[X86]),
+    ("hal-armv7", &[ARM]),
+    ("pager", &[X86, ARM]),
+    ("servers", &[X86, ARM]),
+];
+
+/// The examples that must run (example name, package, features).
+const EXAMPLES: &[(&str, &str, &str)] = &[("embed", "sync", "lock_api")];
+
+/// How many lines of a failing step's output are shown.
+const TAIL_LINES: usize = 60;
+
+/// A step still running after this long is killed (with its child processes) and fails: a hung
+/// lock test or example must not hold CI until its own limit.
+const STEP_TIMEOUT: Duration = Duration::from_secs(20 * 60);
+
+/// Options of `cargo xtask test`.
+#[derive(Debug, Args)]
+pub struct TestArgs {
+    /// Skip the loom model checking step (the slowest one).
+    #[arg(long)]
+    quick: bool,
+
+    /// Run only this step, or every step of this group (the part before ':', such as `clippy`).
+    /// May be repeated. `--list` shows the names.
+    #[arg(long, value_name = "STEP")]
+    only: Vec<String>,
+
+    /// List the steps (with the commands they run) and exit.
+    #[arg(long)]
+    list: bool,
+
+    /// Show every step's output as it runs, not only the tail of failing steps.
+    #[arg(short, long)]
+    verbose: bool,
+}
+
+/// How a step's output is judged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Judge {
+    /// One check: passed if the command exits with status 0.
+    ExitStatus,
+    /// libtest output: one check per test (and one failed check if the command failed without
+    /// any failing test, as on a compile error or a crashed test binary).
+    Libtest,
+}
+
+/// What a step needs before it can run.
+#[derive(Clone, Debug)]
+enum Needs {
+    /// A rustup component, checked with `cargo <subcommand> --version`.
+    Component {
+        /// The cargo subcommand (`fmt`, `clippy`).
+        subcommand: &'static str,
+        /// The rustup component that provides it.
+        component: &'static str,
+    },
+    /// The standard library of a rustup target.
+    Target(&'static str),
+}
+
+/// One named step of `cargo xtask test`.
+#[derive(Clone, Debug)]
+struct Step {
+    /// `group` or `group:detail`, for `--only` and the report.
+    name: String,
+    /// The command to run, or why the step cannot run.
+    cmd: Result<Cmd, String>,
+    judge: Judge,
+    needs: Vec<Needs>,
+    /// What to do when the step fails, if there is something better than reading the output.
+    fix: Option<&'static str>,
+}
+
+impl Step {
+    fn new(name: impl Into<String>, cmd: Cmd, judge: Judge) -> Self {
+        Self::from_result(name, Ok(cmd), judge)
+    }
+
+    /// A step whose command may be unavailable (`Err` says why).
+    fn from_result(name: impl Into<String>, cmd: Result<Cmd, String>, judge: Judge) -> Self {
+        Self {
+            name: name.into(),
+            cmd,
+            judge,
+            needs: Vec::new(),
+            fix: None,
+        }
+    }
+
+    fn needs(mut self, need: Needs) -> Self {
+        self.needs.push(need);
+        self
+    }
+
+    fn fix(mut self, fix: &'static str) -> Self {
+        self.fix = Some(fix);
+        self
+    }
+
+    fn group(&self) -> &str {
+        self.name.split(':').next().unwrap_or(&self.name)
+    }
+}
+
+const RUSTFMT: Needs = Needs::Component {
+    subcommand: "fmt",
+    component: "rustfmt",
+};
+const CLIPPY: Needs = Needs::Component {
+    subcommand: "clippy",
+    component: "clippy",
+};
+
+/// Every step, in order. `quick` leaves out the loom step.
+fn steps(root: &Path, quick: bool) -> Vec<Step> {
+    let mut steps = vec![
+        // `--files-with-diff`: name the files rather than print every diff.
+        Step::new(
+            "fmt",
+            Cmd::cargo().args(["fmt", "--all", "--check", "--", "--files-with-diff"]),
+            Judge::ExitStatus,
+        )
+        .needs(RUSTFMT)
+        .fix("run `cargo fmt --all` to format the files listed above"),
+        Step::new(
+            "clippy:host",
+            Cmd::cargo().args([
+                "clippy",
+                "--workspace",
+                "--all-targets",
+                "--all-features",
+                "--",
+                "-D",
+                "warnings",
+            ]),
+            Judge::ExitStatus,
+        )
+        .needs(CLIPPY),
+    ];
+
+    for target in [X86, ARM] {
+        let crates: Vec<&str> = BARE_METAL
+            .iter()
+            .filter(|(krate, targets)| {
+                targets.contains(&target) && root.join(krate).join("Cargo.toml").is_file()
+            })
+            .map(|(krate, _)| *krate)
+            .collect();
+        if crates.is_empty() {
+            continue;
+        }
+        let packages: Vec<String> = crates
+            .iter()
+            .flat_map(|c| ["-p", c])
+            .map(String::from)
+            .collect();
+        steps.push(
+            Step::new(
+                format!("clippy:{target}"),
+                Cmd::cargo()
+                    .arg("clippy")
+                    .args(&packages)
+                    .args(["--target", target, "--", "-D", "warnings"]),
+                Judge::ExitStatus,
+            )
+            .needs(CLIPPY)
+            .needs(Needs::Target(target)),
+        );
+        steps.push(
+            Step::new(
+                format!("build:{target}"),
+                Cmd::cargo()
+                    .arg("build")
+                    .args(&packages)
+                    .args(["--target", target]),
+                Judge::ExitStatus,
+            )
+            .needs(Needs::Target(target)),
+        );
+    }
+
+    steps.push(Step::new(
+        "test",
+        Cmd::cargo().args(["test", "--workspace", "--all-features", "--no-fail-fast"]),
+        Judge::Libtest,
+    ));
+
+    if !quick {
+        steps.push(loom_step(root));
+    }
+
+    for (example, package, features) in EXAMPLES {
+        let name = format!("example:{example}");
+        let file = root
+            .join(package)
+            .join("examples")
+            .join(format!("{example}.rs"));
+        let cmd = if file.is_file() {
+            Ok(Cmd::cargo().args([
+                "run",
+                "-p",
+                package,
+                "--example",
+                example,
+                "--features",
+                features,
+            ]))
+        } else {
+            Err(format!("{} does not exist", display_rel(root, &file)))
+        };
+        steps.push(Step::from_result(name, cmd, Judge::ExitStatus));
+    }
+    steps
+}
+
+/// The loom step: every `sync/tests/loom_*.rs` target, under `--cfg loom`, in release mode, in
+/// its own target directory (changing `RUSTFLAGS` would otherwise rebuild everything in the main
+/// one, back and forth).
+fn loom_step(root: &Path) -> Step {
+    let tests_dir = root.join("sync").join("tests");
+    let mut targets: Vec<String> = fs::read_dir(&tests_dir)
+        .into_iter()
+        .flatten()
+        .filter_map(|entry| {
+            let path = entry.ok()?.path();
+            let stem = path.file_stem()?.to_str()?.to_owned();
+            (path.extension()? == "rs" && stem.starts_with("loom_")).then_some(stem)
+        })
+        .collect();
+    targets.sort();
+    if targets.is_empty() {
+        let why = format!(
+            "no loom model tests found (expected {}/loom_*.rs)",
+            display_rel(root, &tests_dir)
+        );
+        return Step::from_result("loom", Err(why), Judge::Libtest);
+    }
+    // Setting RUSTFLAGS replaces `build.rustflags` from .cargo/config.toml, so keep whatever the
+    // environment already had and add the cfg.
+    let rustflags = match std::env::var("RUSTFLAGS") {
+        Ok(flags) if !flags.trim().is_empty() => format!("{flags} --cfg loom"),
+        _ => "--cfg loom".to_owned(),
+    };
+    let mut cmd = Cmd::cargo().args(["test", "-p", "sync", "--release", "--no-fail-fast"]);
+    for target in &targets {
+        cmd = cmd.args(["--test", target]);
+    }
+    let cmd = cmd
+        .env("RUSTFLAGS", rustflags)
+        .env("CARGO_TARGET_DIR", crate::target_dir(root).join("loom"));
+    Step::new("loom", cmd, Judge::Libtest)
+}
+
+/// `path` relative to `root` if it is inside it.
+fn display_rel(root: &Path, path: &Path) -> String {
+    path.strip_prefix(root)
+        .unwrap_or(path)
+        .display()
+        .to_string()
+}
+
+/// The outcome of one step.
+#[derive(Debug, Default)]
+struct Outcome {
+    passed: usize,
+    failed: usize,
+    /// Names of failed checks (tests, or the step itself).
+    failures: Vec<String>,
+}
+
+/// Runs `cargo xtask test`.
+pub fn run(root: &Path, args: &TestArgs) -> ExitCode {
+    let all = steps(root, args.quick);
+    if args.list {
+        for step in &all {
+            let what = match &step.cmd {
+                Ok(cmd) => cmd.display(),
+                Err(why) => format!("(cannot run: {why})"),
+            };
+            println!("{:<28} {what}", step.name);
+        }
+        return ExitCode::SUCCESS;
+    }
+
+    let selected: Vec<&Step> = if args.only.is_empty() {
+        all.iter().collect()
+    } else {
+        let unknown: Vec<&String> = args
+            .only
+            .iter()
+            .filter(|o| !all.iter().any(|s| s.name == **o || s.group() == *o))
+            .collect();
+        if !unknown.is_empty() {
+            let names: Vec<&str> = all.iter().map(|s| s.name.as_str()).collect();
+            eprintln!(
+                "cargo xtask test: unknown step {unknown:?}{}; the steps are: {}",
+                if args.quick && unknown.iter().any(|u| *u == "loom") {
+                    " (--quick leaves out loom)"
+                } else {
+                    ""
+                },
+                names.join(", ")
+            );
+            println!("test: 0 passed, 1 failed");
+            return ExitCode::FAILURE;
+        }
+        all.iter()
+            .filter(|s| args.only.iter().any(|o| s.name == *o || s.group() == o))
+            .collect()
+    };
+
+    let mut checker = Preconditions::new(root);
+    let mut total = Outcome::default();
+    let count = selected.len();
+    for (i, step) in selected.iter().enumerate() {
+        let label = format!("[{}/{count}] {}", i + 1, step.name);
+        // The start of the progress line shows which step is running; its result completes it.
+        if args.verbose {
+            println!("{label} ...");
+        } else {
+            print!("{label} ... ");
+            let _ = std::io::Write::flush(&mut std::io::stdout());
+        }
+        let outcome = run_step(root, step, &label, &mut checker, args.verbose);
+        total.passed += outcome.passed;
+        total.failed += outcome.failed;
+        total.failures.extend(outcome.failures);
+    }
+
+    if !total.failures.is_empty() {
+        println!();
+        println!("failed checks:");
+        for failure in &total.failures {
+            println!("  {failure}");
+        }
+    }
+    println!("test: {} passed, {} failed", total.passed, total.failed);
+    if total.failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// Runs one step and prints its progress line (and the output tail if it failed).
+fn run_step(
+    root: &Path,
+    step: &Step,
+    label: &str,
+    checker: &mut Preconditions,
+    verbose: bool,
+) -> Outcome {
+    // Completes the progress line (repeating the label when output came in between).
+    let finish = |text: &str| {
+        if verbose {
+            println!("{label}: {text}");
+        } else {
+            println!("{text}");
+        }
+    };
+    let failed_to_run = |why: String| {
+        finish(&format!("FAILED, could not run: {why}"));
+        Outcome {
+            passed: 0,
+            failed: 1,
+            failures: vec![format!("{}: could not run", step.name)],
+        }
+    };
+
+    let cmd = match &step.cmd {
+        Ok(cmd) => cmd,
+        Err(why) => return failed_to_run(why.clone()),
+    };
+    for need in &step.needs {
+        if let Err(why) = checker.check(need) {
+            return failed_to_run(why);
+        }
+    }
+
+    if verbose {
+        println!("$ {}", cmd.display());
+    }
+    let out = match cmd.run_captured(root, verbose, STEP_TIMEOUT) {
+        Ok(out) => out,
+        Err(err) => return failed_to_run(format!("`{}`: {err}", cmd.display())),
+    };
+    let secs = out.elapsed.as_secs_f64();
+    let mut outcome = Outcome::default();
+    match step.judge {
+        _ if out.timed_out => {
+            // Tests that passed before the hang still count (libtest steps).
+            if step.judge == Judge::Libtest {
+                outcome.passed = libtest::parse(&out.lines).passed;
+            }
+            outcome.failed = 1;
+            outcome.failures.push(format!(
+                "{}: timed out after {} s and was killed",
+                step.name,
+                STEP_TIMEOUT.as_secs()
+            ));
+            finish(&format!(
+                "FAILED: timed out after {secs:.0} s, killed (the output so far is below)"
+            ));
+        }
+        Judge::ExitStatus => {
+            if out.status.success() {
+                outcome.passed = 1;
+                finish(&format!("ok ({secs:.1} s)"));
+            } else {
+                outcome.failed = 1;
+                outcome.failures.push(step.name.clone());
+                finish(&format!("FAILED ({}, {secs:.1} s)", out.status));
+            }
+        }
+        Judge::Libtest => {
+            let summary = libtest::parse(&out.lines);
+            outcome.passed = summary.passed;
+            outcome.failed = summary.failed;
+            outcome.failures = summary
+                .failures
+                .iter()
+                .map(|f| format!("{}: {f}", step.name))
+                .collect();
+            if summary.failures.len() < summary.failed {
+                outcome.failures.push(format!(
+                    "{}: {} failing test(s) without a name in the output",
+                    step.name,
+                    summary.failed - summary.failures.len()
+                ));
+            }
+            let mut note = format!(
+                "{} passed, {} failed, {} ignored in {} test binaries",
+                summary.passed, summary.failed, summary.ignored, summary.binaries
+            );
+            for binary in &summary.unfinished {
+                // Crashed or killed: libtest never printed its result.
+                outcome.failed += 1;
+                outcome.failures.push(format!(
+                    "{}: {binary}: the test binary ended without a result",
+                    step.name
+                ));
+            }
+            if !summary.unfinished.is_empty() {
+                note.push_str(&format!(
+                    "; {} test binaries ended without a result",
+                    summary.unfinished.len()
+                ));
+            }
+            if !out.status.success() && outcome.failed == 0 {
+                // A build error or another cargo error: no test failed, yet the command did.
+                outcome.failed += 1;
+                outcome
+                    .failures
+                    .push(format!("{}: command failed ({})", step.name, out.status));
+                note.push_str(&format!("; the command failed: {}", out.status));
+            } else if out.status.success() && summary.binaries == 0 {
+                outcome.failed += 1;
+                outcome.failures.push(format!("{}: no test ran", step.name));
+                note.push_str("; no test binary reported a result");
+            }
+            let verdict = if outcome.failed == 0 { "ok" } else { "FAILED" };
+            finish(&format!("{verdict}: {note} ({secs:.1} s)"));
+        }
+    }
+    if outcome.failed > 0 {
+        print_failure_details(root, cmd, &out, verbose);
+        if let Some(fix) = step.fix {
+            println!("    fix: {fix}");
+        }
+    }
+    outcome
+}
+
+/// Prints how to reproduce a failed step, the tail of its output, and hints for known errors.
+fn print_failure_details(root: &Path, cmd: &Cmd, out: &Captured, verbose: bool) {
+    println!("    command: (cd {} && {})", root.display(), cmd.display());
+    if !verbose {
+        let start = out.lines.len().saturating_sub(TAIL_LINES);
+        if start > 0 {
+            println!(
+                "    ---- last {TAIL_LINES} of {} lines ----",
+                out.lines.len()
+            );
+        } else {
+            println!("    ---- output ----");
+        }
+        for line in &out.lines[start..] {
+            println!("    | {line}");
+        }
+        println!("    ----");
+    }
+    for hint in hints(&out.lines) {
+        println!("    hint: {hint}");
+    }
+}
+
+/// Fixes for errors that mean a missing tool rather than a broken project.
+fn hints(lines: &[String]) -> Vec<String> {
+    let mut hints = Vec::new();
+    for line in lines {
+        if let Some(pos) = line.find("the `") {
+            if line.contains("target may not be installed") {
+                let rest = &line[pos + 5..];
+                if let Some(target) = rest.split('`').next() {
+                    hints.push(format!("run `rustup target add {target}`"));
+                }
+            }
+        }
+        if line.contains("'cargo-fmt' is not installed") || line.contains("no such command: `fmt`")
+        {
+            hints.push("run `rustup component add rustfmt`".into());
+        }
+        if line.contains("'cargo-clippy' is not installed")
+            || line.contains("no such command: `clippy`")
+        {
+            hints.push("run `rustup component add clippy`".into());
+        }
+    }
+    hints.dedup();
+    hints
+}
+
+/// Checks (once each) that the tools and targets the steps need are installed.
+struct Preconditions {
+    root: PathBuf,
+    checked: Vec<(String, Result<(), String>)>,
+    sysroot: Option<Option<PathBuf>>,
+}
+
+impl Preconditions {
+    fn new(root: &Path) -> Self {
+        Self {
+            root: root.to_owned(),
+            checked: Vec::new(),
+            sysroot: None,
+        }
+    }
+
+    fn check(&mut self, need: &Needs) -> Result<(), String> {
+        let key = format!("{need:?}");
+        if let Some((_, result)) = self.checked.iter().find(|(k, _)| *k == key) {
+            return result.clone();
+        }
+        let result = match need {
+            Needs::Component {
+                subcommand,
+                component,
+            } => {
+                let found = Cmd::cargo()
+                    .args([*subcommand, "--version"])
+                    .read_stdout(&self.root)
+                    .is_some();
+                if found {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "`cargo {subcommand}` is not available; install it with \
+                         `rustup component add {component}` (rust-toolchain.toml lists it, so \
+                         `rustup toolchain install` in the workspace also installs it)"
+                    ))
+                }
+            }
+            Needs::Target(target) => self.check_target(target),
+        };
+        self.checked.push((key, result.clone()));
+        result
+    }
+
+    fn check_target(&mut self, target: &str) -> Result<(), String> {
+        let root = self.root.clone();
+        let sysroot = self.sysroot.get_or_insert_with(|| {
+            Cmd::new("rustc")
+                .args(["--print", "sysroot"])
+                .read_stdout(&root)
+                .map(PathBuf::from)
+        });
+        let Some(sysroot) = sysroot else {
+            // Cannot tell; let cargo report the problem.
+            return Ok(());
+        };
+        let lib = sysroot.join("lib").join("rustlib").join(target).join("lib");
+        let has_core = fs::read_dir(&lib).into_iter().flatten().any(|e| {
+            e.ok()
+                .and_then(|e| e.file_name().to_str().map(|n| n.starts_with("libcore-")))
+                .unwrap_or(false)
+        });
+        if has_core {
+            Ok(())
+        } else {
+            Err(format!(
+                "the standard library for target {target} is not installed; install it with \
+                 `rustup target add {target}` (rust-toolchain.toml lists it, so \
+                 `rustup toolchain install` in the workspace also installs it)"
+            ))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(steps: &[Step]) -> Vec<&str> {
+        steps.iter().map(|s| s.name.as_str()).collect()
+    }
+
+    #[test]
+    fn step_list_covers_every_kind_of_check() {
+        let root = crate::workspace_root();
+        let all = steps(&root, false);
+        let names = names(&all);
+        for expected in [
+            "fmt",
+            "clippy:host",
+            "clippy:x86_64-unknown-none",
+            "clippy:armv7a-none-eabi",
+            "build:x86_64-unknown-none",
+            "build:armv7a-none-eabi",
+            "test",
+            "loom",
+            "example:embed",
+        ] {
+            assert!(
+                names.contains(&expected),
+                "{expected} missing from {names:?}"
+            );
+        }
+        let quick = steps(&root, true);
+        assert!(!names_contain(&quick, "loom"));
+    }
+
+    fn names_contain(steps: &[Step], name: &str) -> bool {
+        steps.iter().any(|s| s.name == name)
+    }
+
+    #[test]
+    fn bare_metal_table_names_existing_targets() {
+        for (krate, targets) in BARE_METAL {
+            assert!(!targets.is_empty(), "{krate} has no target");
+            for t in *targets {
+                assert!([X86, ARM].contains(t));
+            }
+        }
+    }
+
+    #[test]
+    fn loom_step_uses_its_own_target_dir_and_cfg() {
+        let root = crate::workspace_root();
+        let step = loom_step(&root);
+        if let Ok(cmd) = step.cmd {
+            let shown = cmd.display();
+            assert!(shown.contains("--cfg loom"), "{shown}");
+            assert!(shown.contains("loom "), "{shown}");
+            assert!(shown.contains("--release"), "{shown}");
+        }
+    }
+
+    #[test]
+    fn hints_name_the_rustup_fix() {
+        let lines = vec![
+            "error[E0463]: can't find crate for `core`".to_owned(),
+            "  = note: the `armv7a-none-eabi` target may not be installed".to_owned(),
+        ];
+        assert_eq!(hints(&lines), ["run `rustup target add armv7a-none-eabi`"]);
+    }
+}
