@@ -122,29 +122,19 @@ unsafe impl<L: KernelLock + ConstInit, C: CurrentCpu> lock_api::RawMutex for Raw
 
     #[inline]
     fn lock(&self) {
-        let cpu = C::current();
-        self.inner.lock(cpu);
-        self.owner.set(cpu);
+        lock_exclusive::<L, C>(&self.inner, &self.owner);
     }
 
     #[inline]
     fn try_lock(&self) -> bool {
-        let cpu = C::current();
-        let locked = self.inner.try_lock(cpu);
-        if locked {
-            self.owner.set(cpu);
-        }
-        locked
+        try_lock_exclusive::<L, C>(&self.inner, &self.owner)
     }
 
     #[inline]
     #[track_caller]
     unsafe fn unlock(&self) {
-        let cpu = C::current();
-        self.owner.check_and_clear(cpu);
-        // SAFETY: the caller (a guard) holds the mutex, which the running CPU `cpu` took (guards
-        // are `!Send`; debug builds checked the recorded owner just above).
-        unsafe { self.inner.unlock(cpu) };
+        // SAFETY: the caller (a guard) holds the mutex, taken on this CPU (guards are `!Send`).
+        unsafe { unlock_exclusive::<L, C>(&self.inner, &self.owner) };
     }
 
     #[inline]
@@ -205,35 +195,60 @@ unsafe impl<L: KernelRwLock + ConstInit, C: CurrentCpu> lock_api::RawRwLock
 
     #[inline]
     fn lock_exclusive(&self) {
-        let cpu = C::current();
-        self.inner.lock(cpu);
-        self.owner.set(cpu);
+        lock_exclusive::<L, C>(&self.inner, &self.owner);
     }
 
     #[inline]
     fn try_lock_exclusive(&self) -> bool {
-        let cpu = C::current();
-        let locked = self.inner.try_lock(cpu);
-        if locked {
-            self.owner.set(cpu);
-        }
-        locked
+        try_lock_exclusive::<L, C>(&self.inner, &self.owner)
     }
 
     #[inline]
     #[track_caller]
     unsafe fn unlock_exclusive(&self) {
-        let cpu = C::current();
-        self.owner.check_and_clear(cpu);
-        // SAFETY: the caller (a write guard) holds the lock exclusively, taken on this CPU (guards
-        // are `!Send`; debug builds checked the recorded owner just above).
-        unsafe { self.inner.unlock(cpu) };
+        // SAFETY: the caller (a write guard) holds the lock exclusively, taken on this CPU
+        // (guards are `!Send`).
+        unsafe { unlock_exclusive::<L, C>(&self.inner, &self.owner) };
     }
 
     #[inline]
     fn is_locked(&self) -> bool {
         self.inner.is_locked()
     }
+}
+
+/// Takes `inner` exclusively on the running CPU and records it as the owner (debug builds).
+#[inline]
+fn lock_exclusive<L: KernelLock, C: CurrentCpu>(inner: &L, owner: &Owner) {
+    let cpu = C::current();
+    inner.lock(cpu);
+    owner.set(cpu);
+}
+
+/// Tries to take `inner` exclusively on the running CPU; records the owner on success.
+#[inline]
+fn try_lock_exclusive<L: KernelLock, C: CurrentCpu>(inner: &L, owner: &Owner) -> bool {
+    let cpu = C::current();
+    let locked = inner.try_lock(cpu);
+    if locked {
+        owner.set(cpu);
+    }
+    locked
+}
+
+/// Releases `inner` on the running CPU; debug builds panic if another CPU took it.
+///
+/// # Safety
+/// The running CPU holds `inner` exclusively, taken through [`lock_exclusive`] or
+/// [`try_lock_exclusive`].
+#[inline]
+#[track_caller]
+unsafe fn unlock_exclusive<L: KernelLock, C: CurrentCpu>(inner: &L, owner: &Owner) {
+    let cpu = C::current();
+    owner.check_and_clear(cpu);
+    // SAFETY: per this function's contract the running CPU `cpu` holds `inner` (debug builds
+    // checked the recorded owner just above).
+    unsafe { inner.unlock(cpu) };
 }
 
 /// A mutex protecting a `T` with the kernel lock `L`; `C` finds the current CPU.
