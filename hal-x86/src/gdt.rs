@@ -84,6 +84,10 @@ pub(crate) unsafe fn init(cpu: CpuIndex) {
     let mut ist = [0u64; 7];
     ist[usize::from(DOUBLE_FAULT_IST) - 1] = FAULT_STACKS.top(cpu);
     tss.ist = ist;
+    // Interrupts and exceptions from user mode switch to the top of this core's kernel stack
+    // (the same stack the `syscall` entry uses; the kernel keeps no state on it across returns
+    // to user mode).
+    tss.rsp = [crate::percpu::KERNEL_STACKS.top(cpu), 0, 0];
     let tss_ptr = pc.tss.get();
     // SAFETY: only this core touches its TSS cell, and only here, before `ltr`.
     unsafe { tss_ptr.write(tss) };

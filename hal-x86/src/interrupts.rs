@@ -9,7 +9,12 @@
 //! no `x86-interrupt` ABI, hence the hand-written stubs. The kernel is built soft-float
 //! (x86_64-unknown-none), so no SSE state needs saving.
 //!
-//! Exceptions (vectors 0..32) are fatal for now: the handler prints vector, name, error code,
+//! Interrupts and exceptions from user mode (CS.RPL = 3) `swapgs` on entry and exit (see
+//! [`percpu`](crate::percpu)) and go to [`usermode`](crate::usermode): a user exception is
+//! reported and handed to the kernel (pager or stop), a timer tick or IPI enters the kernel,
+//! which may switch threads. A timer tick or IPI that wakes an idle core does the same.
+//!
+//! Exceptions (vectors 0..32) in kernel mode are fatal: the handler prints vector, name, error code,
 //! RIP, CS (and so whether user or kernel code faulted), RFLAGS, RSP, CR2 and the core index,
 //! then exits QEMU with [`ExitCode::Failure`](crate::exit::ExitCode) (or halts on hardware).
 //! It never hangs silently.
@@ -109,6 +114,10 @@ hal_isr_table:
 
 hal_isr_common:
     cld
+    testb $3, 24(%rsp)
+    jz 7f
+    swapgs
+7:
     pushq %rax
     pushq %rbx
     pushq %rcx
@@ -142,6 +151,10 @@ hal_isr_common:
     popq %rbx
     popq %rax
     addq $16, %rsp
+    testb $3, 8(%rsp)
+    jz 8f
+    swapgs
+8:
     iretq
     .text
 "#,
@@ -293,6 +306,10 @@ fn call_hook(hook: &AtomicUsize, frame: &mut TrapFrame) {
 extern "C" fn trap_dispatch(frame: &mut TrapFrame) {
     let v = frame.vector;
     if v < 32 {
+        if frame.cs & 3 == 3 {
+            // A user thread faulted: reported and handed to the kernel, never fatal.
+            crate::usermode::user_exception(frame);
+        }
         exception(frame);
     }
     let cpu = crate::percpu::this_cpu();
@@ -300,12 +317,18 @@ extern "C" fn trap_dispatch(frame: &mut TrapFrame) {
         TIMER_VECTOR => {
             cpu.ticks.fetch_add(1, Ordering::Relaxed);
             call_hook(&TIMER_HOOK, frame);
+            // Acknowledged before the kernel runs: the kernel entry below may not return here
+            // (it can switch to another thread), and interrupts stay off until user mode.
             crate::apic::eoi();
+            crate::usermode::interrupt(frame, crate::usermode::Event::Timer);
         }
         x if (IPI_VECTOR_BASE..IPI_VECTOR_BASE + IPI_VECTORS).contains(&x) => {
             cpu.ipis.fetch_add(1, Ordering::AcqRel);
             call_hook(&IPI_HOOK, frame);
             crate::apic::eoi();
+            if let Some(kind) = crate::apic::IpiKind::from_vector(v) {
+                crate::usermode::interrupt(frame, crate::usermode::Event::Ipi(kind));
+            }
         }
         SPURIOUS_VECTOR => {}
         _ => {
@@ -321,7 +344,7 @@ extern "C" fn trap_dispatch(frame: &mut TrapFrame) {
 }
 
 /// Prints the fault report for an exception frame and stops (QEMU exits with failure).
-fn exception(frame: &TrapFrame) -> ! {
+pub(crate) fn exception(frame: &TrapFrame) -> ! {
     let cpu = crate::percpu::cpu_id();
     let mode = if frame.cs & 3 == 3 { "user" } else { "kernel" };
     crate::console::emergency_print(format_args!(

@@ -9,9 +9,11 @@
 //! kernel starts the other cores with [`smp::start_aps`].
 //!
 //! # For the kernel's `Hal` trait
-//! The kernel crate will define a `Hal` trait; [`X86Hal`] gathers the operations it will need
-//! (core index, IPIs, address-space switch, cycle counter, timer, console) as inherent
-//! functions, so the implementation is a thin forwarding `impl`.
+//! [`X86Hal`] gathers the operations the kernel needs (core index, IPIs, address-space switch,
+//! TLB flushes, page-table writes, cycle counter, console) as inherent functions and implements
+//! `kernel::Hal` with a thin forwarding `impl`. [`usermode`] runs user threads: `syscall` entry,
+//! per-thread contexts, user exceptions, the idle loop; [`paging`] makes user address spaces
+//! (kernel half shared, user half per space) and hands out frames.
 //!
 //! # Running
 //! `hal-x86/scripts/qemu-boot-demo.sh [machine] [smp] [cmdline]` builds the `boot-demo` kernel
@@ -55,6 +57,8 @@ pub mod pvh;
 pub mod smp;
 #[cfg(target_os = "none")]
 pub mod time;
+#[cfg(target_os = "none")]
+pub mod usermode;
 
 #[cfg(target_os = "none")]
 pub use target::*;
@@ -101,7 +105,7 @@ mod target {
     unsafe impl<T: Sync> Sync for InitOnce<T> {}
 
     impl<T> InitOnce<T> {
-        const fn new() -> Self {
+        pub(crate) const fn new() -> Self {
             Self {
                 set: AtomicBool::new(false),
                 value: UnsafeCell::new(MaybeUninit::uninit()),
@@ -206,6 +210,71 @@ mod target {
         /// Stops the machine: exits QEMU with `code` (halts on hardware).
         pub fn exit(code: crate::exit::ExitCode) -> ! {
             crate::exit::exit_qemu(code)
+        }
+    }
+
+    /// The kernel core's view of this HAL. Every operation concerns the calling core (the
+    /// kernel passes `cpu` for hosted HALs' logs; here it is always the caller).
+    impl kernel::Hal for X86Hal {
+        fn cpu_id(&self) -> kernel::CpuId {
+            crate::percpu::cpu_id()
+        }
+        fn cpu_count(&self) -> usize {
+            crate::smp::online_count()
+        }
+        fn send_ipi(&self, _cpu: kernel::CpuId, target: kernel::CpuId, kind: kernel::IpiKind) {
+            let kind = match kind {
+                kernel::IpiKind::Reschedule => IpiKind::Reschedule,
+                kernel::IpiKind::TlbShootdown => IpiKind::TlbShootdown,
+                kernel::IpiKind::Halt => IpiKind::Halt,
+                kernel::IpiKind::Test => IpiKind::Test,
+            };
+            crate::apic::send_ipi(target, kind);
+        }
+        unsafe fn switch_address_space(&self, _cpu: kernel::CpuId, root: kernel::PhysAddr) {
+            // SAFETY: the kernel only loads roots of address spaces the image created with
+            // `paging::new_address_space`, which share the kernel half.
+            unsafe { crate::paging::switch_address_space(root) }
+        }
+        fn flush_tlb(&self, _cpu: kernel::CpuId, root: kernel::PhysAddr, vaddr: Option<usize>) {
+            // Without PCIDs, loading CR3 drops every non-global entry, so only the loaded
+            // address space can have stale entries (root 0: the kernel knew none loaded).
+            let loaded = crate::paging::current_root();
+            match vaddr {
+                Some(v) if root == loaded => crate::paging::flush_page(v as u64),
+                None if root == loaded || root == 0 => crate::paging::flush_all(),
+                _ => {}
+            }
+        }
+        fn map_page(
+            &self,
+            root: kernel::PhysAddr,
+            vaddr: usize,
+            frame: kernel::PhysAddr,
+            writable: bool,
+        ) {
+            // The kernel validated the address (page aligned, below USER_TOP); running out of
+            // frames for page tables is the only failure, and execution may not fail.
+            if let Err(e) = crate::paging::map_user(root, vaddr as u64, frame, writable) {
+                panic!("map_page {vaddr:#x} in {root:#x}: {e:?}");
+            }
+        }
+        fn unmap_page(&self, root: kernel::PhysAddr, vaddr: usize) {
+            if let Err(e) = crate::paging::unmap_user(root, vaddr as u64) {
+                panic!("unmap_page {vaddr:#x} in {root:#x}: {e:?}");
+            }
+        }
+        fn mask_irq(&self, _cpu: kernel::CpuId, _irq: kernel::IrqId) {
+            // No device interrupt is routed (I/O APIC not programmed yet): nothing to mask.
+        }
+        fn unmask_irq(&self, _cpu: kernel::CpuId, _irq: kernel::IrqId) {
+            // See `mask_irq`.
+        }
+        fn cycles(&self) -> u64 {
+            crate::time::cycles()
+        }
+        fn console_write(&self, s: &str) {
+            crate::console::write_str(s);
         }
     }
 

@@ -4,7 +4,7 @@
 //!
 //! | virtual range                                 | maps physical        | why                        |
 //! |-----------------------------------------------|----------------------|----------------------------|
-//! | `0 .. 4 GiB`                                  | `0 .. 4 GiB`         | identity, for the AP trampoline and the jump to the higher half; to be removed once user space exists |
+//! | `0 .. 4 GiB`                                  | `0 .. 4 GiB`         | identity, for the AP trampoline and the jump to the higher half; only in the boot tables, never in a user address space |
 //! | [`PHYS_MAP_BASE`] `.. + 4 GiB`                | `0 .. 4 GiB`         | the kernel's window on physical memory (ACPI tables, LAPIC, page tables) |
 //! | [`KERNEL_BASE`] `.. + 2 GiB` (top 2 GiB)      | `0 .. 2 GiB`         | the kernel image (linked at `KERNEL_BASE + 1 MiB`) |
 //!
@@ -15,6 +15,15 @@
 //! half (slot 0..255) for user space.
 //!
 //! Mappings are writable and executable for now (no W^X yet).
+//!
+//! # User address spaces
+//! [`new_address_space`] makes a PML4 whose upper half repeats the boot PML4's entries (so the
+//! kernel, its stacks and the physical window are mapped identically everywhere, and switching
+//! CR3 never unmaps running kernel code) and whose lower half is empty: user space. User pages
+//! are 4 KiB, mapped with the USER bit at every level by [`map_user`], which also makes the
+//! intermediate tables. Frames come from [`alloc_frame`], a bump allocator over the usable RAM
+//! above the kernel image (frames are never freed yet). Page-table writes are plain stores, so
+//! the kernel may make them inside its critical section (see `kernel::Hal::map_page`).
 
 /// Where the kernel image is linked: physical address `p` of the image is at `KERNEL_BASE + p`.
 pub const KERNEL_BASE: u64 = 0xFFFF_FFFF_8000_0000;
@@ -60,4 +69,226 @@ pub fn current_root() -> PhysAddr {
 pub unsafe fn switch_address_space(root: PhysAddr) {
     // SAFETY: the caller guarantees the kernel half is shared.
     unsafe { crate::cpu::write_cr3(root) }
+}
+
+// -------------------------------------------------------------------------------------------
+// Physical frames and user address spaces.
+// -------------------------------------------------------------------------------------------
+
+use crate::pvh::{MemoryRegion, RegionKind};
+
+/// Size of a page and of a frame.
+pub const PAGE_SIZE: u64 = 4096;
+
+/// Page-table entry bits used here.
+pub mod pte {
+    /// Present.
+    pub const PRESENT: u64 = 1 << 0;
+    /// Writable.
+    pub const WRITABLE: u64 = 1 << 1;
+    /// Accessible from user mode (ring 3); needed at every level of the walk.
+    pub const USER: u64 = 1 << 2;
+    /// Large page (2 MiB / 1 GiB) at PD / PDPT level.
+    pub const HUGE: u64 = 1 << 7;
+    /// The physical address bits of an entry.
+    pub const ADDR: u64 = 0x000F_FFFF_FFFF_F000;
+}
+
+/// Lowest address the frame allocator hands out: the boot code, the kernel image, its stacks
+/// and page tables all lie below the image end, and the first 2 MiB hold firmware data and the
+/// AP trampoline.
+const FRAMES_FROM: u64 = 2 << 20;
+
+const MAX_FRAME_REGIONS: usize = 16;
+
+/// A bump allocator over the usable RAM of the memory map. Frames are never freed: the kernel
+/// creates its address spaces and user frames at boot, and page tables for later mappings.
+struct FrameAllocator {
+    regions: [(u64, u64); MAX_FRAME_REGIONS],
+    count: usize,
+    current: usize,
+    next: u64,
+    allocated: u64,
+}
+
+static FRAMES: spin::Mutex<FrameAllocator> = spin::Mutex::new(FrameAllocator {
+    regions: [(0, 0); MAX_FRAME_REGIONS],
+    count: 0,
+    current: 0,
+    next: 0,
+    allocated: 0,
+});
+
+/// Root of the boot address space, whose upper half every user address space shares.
+static BOOT_ROOT: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(0);
+
+/// Hands the usable RAM above the kernel image (`kernel_end_phys`) to the frame allocator and
+/// records the boot page tables as the template of the kernel half. Called once by the
+/// bootstrap processor, with the boot address space loaded, before any address space is made.
+pub fn init_frames(memory_map: &[MemoryRegion], kernel_end_phys: u64) {
+    let floor = kernel_end_phys.max(FRAMES_FROM).next_multiple_of(PAGE_SIZE);
+    let mut a = FRAMES.lock();
+    a.count = 0;
+    for r in memory_map.iter().filter(|r| r.kind == RegionKind::Ram) {
+        let start = r.start.max(floor).next_multiple_of(PAGE_SIZE);
+        let end = (r.start + r.len).min(PHYS_MAP_SIZE) & !(PAGE_SIZE - 1);
+        if start < end && a.count < MAX_FRAME_REGIONS {
+            let i = a.count;
+            a.regions[i] = (start, end);
+            a.count += 1;
+        }
+    }
+    a.current = 0;
+    a.next = if a.count > 0 { a.regions[0].0 } else { 0 };
+    BOOT_ROOT.store(current_root(), core::sync::atomic::Ordering::Release);
+}
+
+/// Allocates a zeroed 4 KiB frame; `None` when RAM is exhausted.
+pub fn alloc_frame() -> Option<PhysAddr> {
+    let frame = crate::cpu::without_interrupts(|| {
+        let mut a = FRAMES.lock();
+        while a.current < a.count {
+            let (_, end) = a.regions[a.current];
+            if a.next + PAGE_SIZE <= end {
+                let f = a.next;
+                a.next += PAGE_SIZE;
+                a.allocated += 1;
+                return Some(f);
+            }
+            a.current += 1;
+            if a.current < a.count {
+                a.next = a.regions[a.current].0;
+            }
+        }
+        None
+    })?;
+    // SAFETY: the frame was just taken from free RAM inside the physical window; nobody else
+    // has it.
+    unsafe { core::ptr::write_bytes(phys_to_virt(frame), 0, PAGE_SIZE as usize) };
+    Some(frame)
+}
+
+/// Frames handed out so far.
+pub fn frames_allocated() -> u64 {
+    FRAMES.lock().allocated
+}
+
+/// The kernel half's template root (the boot page tables).
+pub fn boot_root() -> PhysAddr {
+    BOOT_ROOT.load(core::sync::atomic::Ordering::Acquire)
+}
+
+fn table(phys: PhysAddr) -> *mut u64 {
+    phys_to_virt(phys) as *mut u64
+}
+
+/// Creates an address space: a new PML4 whose upper half (slots 256..512: physical window and
+/// kernel image) are the boot PML4's entries, so the kernel stays mapped, and whose lower half
+/// (user space) is empty. The boot identity map of low memory (slot 0) is not copied.
+pub fn new_address_space() -> Option<PhysAddr> {
+    let root = alloc_frame()?;
+    let boot = boot_root();
+    assert!(boot != 0, "paging: init_frames was not called");
+    for slot in 256..512 {
+        // SAFETY: both are PML4 frames in the physical window; the boot PML4's upper half is
+        // never changed after boot, and `root` is ours alone.
+        unsafe { table(root).add(slot).write(table(boot).add(slot).read()) };
+    }
+    Some(root)
+}
+
+/// Why a mapping could not be made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MapError {
+    /// The address is not a page-aligned user address (below 2^47).
+    BadAddress,
+    /// No frame left for a page table.
+    OutOfMemory,
+    /// A large page is in the way.
+    HugePage,
+}
+
+/// Index of `vaddr` in the table of `level` (4 = PML4 .. 1 = page table).
+fn index(vaddr: u64, level: u32) -> usize {
+    ((vaddr >> (12 + 9 * (level - 1))) & 0x1FF) as usize
+}
+
+/// The page-table entry of `vaddr` in `root`, creating missing tables if `create`.
+fn walk(root: PhysAddr, vaddr: u64, create: bool) -> Result<Option<*mut u64>, MapError> {
+    let mut t = root;
+    for level in (2..=4).rev() {
+        let e = table(t).wrapping_add(index(vaddr, level));
+        // SAFETY: `t` is a page-table frame of this address space, in the physical window.
+        let v = unsafe { e.read_volatile() };
+        if v & pte::PRESENT == 0 {
+            if !create {
+                return Ok(None);
+            }
+            let new = alloc_frame().ok_or(MapError::OutOfMemory)?;
+            // SAFETY: as above; the new table is zeroed and only reachable through this entry.
+            unsafe { e.write_volatile(new | pte::PRESENT | pte::WRITABLE | pte::USER) };
+            t = new;
+        } else if v & pte::HUGE != 0 {
+            return Err(MapError::HugePage);
+        } else {
+            t = v & pte::ADDR;
+        }
+    }
+    Ok(Some(table(t).wrapping_add(index(vaddr, 1))))
+}
+
+fn check_user(vaddr: u64) -> Result<(), MapError> {
+    if vaddr % PAGE_SIZE != 0 || vaddr >= 1 << 47 {
+        Err(MapError::BadAddress)
+    } else {
+        Ok(())
+    }
+}
+
+/// Maps the frame `phys` at user address `vaddr` in the address space `root` (user-accessible,
+/// writable if `writable`), creating page tables as needed. Replaces an existing mapping (the
+/// caller flushes TLBs).
+pub fn map_user(
+    root: PhysAddr,
+    vaddr: u64,
+    phys: PhysAddr,
+    writable: bool,
+) -> Result<(), MapError> {
+    check_user(vaddr)?;
+    let e = walk(root, vaddr, true)?.ok_or(MapError::OutOfMemory)?;
+    let flags = pte::PRESENT | pte::USER | if writable { pte::WRITABLE } else { 0 };
+    // SAFETY: `e` points at the page-table entry of `vaddr` in a table of this address space.
+    unsafe { e.write_volatile((phys & pte::ADDR) | flags) };
+    Ok(())
+}
+
+/// Removes the mapping of `vaddr` in `root`, if any (the caller flushes TLBs).
+pub fn unmap_user(root: PhysAddr, vaddr: u64) -> Result<(), MapError> {
+    check_user(vaddr)?;
+    if let Some(e) = walk(root, vaddr, false)? {
+        // SAFETY: as in `map_user`.
+        unsafe { e.write_volatile(0) };
+    }
+    Ok(())
+}
+
+/// The frame and entry flags `vaddr` maps to in `root`, if mapped.
+pub fn translate(root: PhysAddr, vaddr: u64) -> Option<(PhysAddr, u64)> {
+    let e = walk(root, vaddr & !(PAGE_SIZE - 1), false).ok()??;
+    // SAFETY: as in `map_user`.
+    let v = unsafe { e.read_volatile() };
+    (v & pte::PRESENT != 0).then_some((v & pte::ADDR, v & !pte::ADDR))
+}
+
+/// Invalidates the calling core's TLB entry for `vaddr`.
+pub fn flush_page(vaddr: u64) {
+    // SAFETY: `invlpg` only drops a TLB entry.
+    unsafe { core::arch::asm!("invlpg [{}]", in(reg) vaddr, options(nostack, preserves_flags)) }
+}
+
+/// Invalidates the calling core's non-global TLB entries (reloads CR3).
+pub fn flush_all() {
+    let cr3 = crate::cpu::read_cr3();
+    // SAFETY: reloading the current root keeps the same mappings.
+    unsafe { crate::cpu::write_cr3(cr3) }
 }

@@ -7,8 +7,10 @@
 //! Core indices are dense: 0 is the bootstrap processor, APs get 1, 2, ... in MADT order. APIC
 //! ids need not be dense.
 //!
-//! When user space arrives, kernel entry must `swapgs` so that user code cannot choose the GS
-//! base the kernel trusts.
+//! User code runs with its own (zero) GS base: every kernel entry from user mode (`syscall`,
+//! interrupts and exceptions with CS.RPL = 3) executes `swapgs` first, and every return to
+//! user mode executes it last, so user code can never choose the GS base the kernel trusts
+//! (see [`usermode`](crate::usermode)).
 
 use core::cell::UnsafeCell;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
@@ -22,8 +24,14 @@ pub const MAX_CPUS: usize = 16;
 /// `sync::CpuId`.
 pub type CpuIndex = usize;
 
-/// Size of each core's kernel stack.
-pub const KERNEL_STACK_SIZE: usize = 64 * 1024;
+/// Size of each core's kernel stack. Large enough for the bootstrap processor to build the
+/// kernel object (about 100 KiB, returned by value) on it, even in debug builds.
+pub const KERNEL_STACK_SIZE: usize = 256 * 1024;
+
+/// Offset of [`PerCpu::kstack_top`] from the GS base (used by the `syscall` entry assembly).
+pub const PERCPU_KSTACK_OFFSET: usize = core::mem::offset_of!(PerCpu, kstack_top);
+/// Offset of [`PerCpu::scratch`] from the GS base.
+pub const PERCPU_SCRATCH_OFFSET: usize = core::mem::offset_of!(PerCpu, scratch);
 /// Size of each core's double-fault (IST1) stack.
 pub const FAULT_STACK_SIZE: usize = 16 * 1024;
 
@@ -33,6 +41,10 @@ pub const FAULT_STACK_SIZE: usize = 16 * 1024;
 pub struct PerCpu {
     /// Core index; must stay the first field (`gs:[0]`).
     index: usize,
+    /// Top of this core's kernel stack (`gs:[8]`, read by the `syscall` entry to switch stacks).
+    pub(crate) kstack_top: AtomicU64,
+    /// Scratch slot for the user stack pointer during `syscall` entry (`gs:[16]`).
+    pub(crate) scratch: AtomicU64,
     /// Local APIC id of this core.
     pub(crate) apic_id: AtomicU32,
     /// Set by the core once it runs Rust code with its GDT, IDT and LAPIC set up.
@@ -55,6 +67,8 @@ impl PerCpu {
     const fn new(index: usize) -> Self {
         Self {
             index,
+            kstack_top: AtomicU64::new(0),
+            scratch: AtomicU64::new(0),
             apic_id: AtomicU32::new(u32::MAX),
             online: AtomicBool::new(false),
             ticks: AtomicU64::new(0),
@@ -152,6 +166,9 @@ pub fn index_of_apic_id(apic_id: u32) -> Option<CpuIndex> {
 /// Called once per core, early, with the core's own index.
 pub(crate) unsafe fn install(cpu: CpuIndex, rdtscp: bool) {
     let base = &PERCPU[cpu] as *const PerCpu as u64;
+    PERCPU[cpu]
+        .kstack_top
+        .store(KERNEL_STACKS.top(cpu), Ordering::Relaxed);
     // SAFETY: IA32_GS_BASE (0xC000_0101) exists on every x86_64 CPU; the caller guarantees the
     // index is this core's. IA32_TSC_AUX exists when rdtscp does.
     unsafe {

@@ -230,6 +230,12 @@ pub struct Exit {
 /// words 1..4 are the address, 1 for a write access, and the thread index.
 pub const FAULT_LABEL: usize = 0xFA17;
 
+/// Label (message word 0) of the message a thread that raised another processor exception
+/// (invalid instruction, division by zero, protection fault...) sends to its pager; words 1..4
+/// are the architecture's exception number, the faulting instruction address, and the thread
+/// index.
+pub const EXCEPTION_LABEL: usize = 0xE7C9;
+
 /// Context of one kernel entry.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Ctx {
@@ -262,6 +268,7 @@ pub(crate) enum Entry {
     Timer,
     Interrupt(usize),
     Fault { vaddr: usize, write: bool },
+    Exception { vector: usize, addr: usize },
 }
 
 /// The kernel: every object table, generic over the locking strategy `S` and the HAL `H`.
@@ -650,6 +657,14 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         self.entry(cpu, Side::Shared, Entry::Fault { vaddr, write })
     }
 
+    /// The current thread of `cpu` raised processor exception `vector` (architecture-defined
+    /// number) at instruction address `addr`: like a page fault, it Calls its pager with an
+    /// [`EXCEPTION_LABEL`] message and resumes (registers untouched) on the reply; a thread
+    /// without pager is suspended.
+    pub fn exception(&self, cpu: CpuId, vector: usize, addr: usize) -> Exit {
+        self.entry(cpu, Side::Shared, Entry::Exception { vector, addr })
+    }
+
     fn entry(&self, cpu: CpuId, side: Side, entry: Entry) -> Exit {
         assert!(
             cpu < self.cores,
@@ -717,7 +732,13 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             }
             Entry::Fault { vaddr, write } => {
                 if let Some(t) = usable {
-                    self.handle_fault(ctx, t, vaddr, write);
+                    self.handle_fault(ctx, t, [FAULT_LABEL, vaddr, write as usize, t.index()]);
+                }
+                false
+            }
+            Entry::Exception { vector, addr } => {
+                if let Some(t) = usable {
+                    self.handle_fault(ctx, t, [EXCEPTION_LABEL, vector, addr, t.index()]);
                 }
                 false
             }

@@ -45,7 +45,7 @@
 //!
 //! # Entry points
 //! The HAL saves the user context and calls [`Kernel::syscall`], [`Kernel::interrupt`],
-//! [`Kernel::timer_tick`], [`Kernel::ipi`] or [`Kernel::page_fault`]; each returns an [`Exit`]
+//! [`Kernel::timer_tick`], [`Kernel::ipi`], [`Kernel::page_fault`] or [`Kernel::exception`]; each returns an [`Exit`]
 //! naming the thread to restore on this core and its result registers.
 #![cfg_attr(not(test), no_std)]
 
@@ -70,7 +70,7 @@ pub use check::{Summary, Violation};
 pub use error::Error;
 pub use hal::{Hal, IpiKind, PhysAddr};
 pub use ids::*;
-pub use kernel::{Exit, Kernel, Life, Mapping, ThreadState, FAULT_LABEL};
+pub use kernel::{Exit, Kernel, Life, Mapping, ThreadState, EXCEPTION_LABEL, FAULT_LABEL};
 pub use strategy::{BigLock, FineGrained, NoLock, Rtm, Strategy};
 pub use sync::CpuId;
 pub use syscall::{MintTarget, Msg, Regs, Syscall};

@@ -14,7 +14,7 @@ use crate::config::*;
 use crate::error::Error;
 use crate::hal::{Hal, IrqOp};
 use crate::ids::*;
-use crate::kernel::{Ctx, Kernel, Mapping, ThreadState, FAULT_LABEL};
+use crate::kernel::{Ctx, Kernel, Mapping, ThreadState};
 use crate::strategy::{LockId, Strategy};
 use crate::syscall::{err_regs, ok_regs, MintTarget, Msg, Syscall};
 
@@ -672,11 +672,11 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         }
     }
 
-    /// Page fault: a Call to the pager, or suspension without one.
-    pub(crate) fn handle_fault(&self, ctx: Ctx, t: ThreadId, vaddr: usize, write: bool) {
+    /// Page fault or other exception (`msg` describes it): a Call to the pager, or suspension
+    /// without one.
+    pub(crate) fn handle_fault(&self, ctx: Ctx, t: ThreadId, msg: Msg) {
         match self.conf(t).pager {
             Some((ep, badge)) => {
-                let msg = [FAULT_LABEL, vaddr, write as usize, t.index()];
                 self.send(ctx, t, ep, badge, msg, true, true, true);
             }
             None => {

@@ -11,7 +11,7 @@ use crate::config::*;
 use crate::error::Error;
 use crate::hal::{Hal, IpiKind, PhysAddr};
 use crate::ids::*;
-use crate::kernel::{Exit, Kernel, Life, ThreadState, FAULT_LABEL};
+use crate::kernel::{Exit, Kernel, Life, ThreadState, EXCEPTION_LABEL, FAULT_LABEL};
 use crate::strategy::{BigLock, FineGrained};
 use crate::syscall::{self, nr, MintTarget, Syscall};
 use sync::CpuId;
@@ -714,6 +714,44 @@ fn page_fault_calls_the_pager_and_its_reply_restarts_the_thread() {
     );
     assert_eq!(e.thread, Some(app));
     assert_eq!(e.regs, before, "registers untouched by the fault reply");
+    k.check_invariants().unwrap();
+}
+
+#[test]
+fn exceptions_go_to_the_pager_or_stop_the_thread() {
+    let mut k = kernel(1);
+    let ep = k.create_endpoint().unwrap();
+    let pager = k.create_thread(20, 0, None).unwrap();
+    let app = k.create_thread(10, 0, None).unwrap();
+    let lone = k.create_thread(10, 0, None).unwrap();
+    k.install_cap(pager, s(0), ObjRef::Endpoint(ep), Rights::ALL, 0)
+        .unwrap();
+    k.install_cap(pager, s(1), ObjRef::Thread(app), Rights::ALL, 0)
+        .unwrap();
+    k.start(pager).unwrap();
+    k.start(app).unwrap();
+    k.start(lone).unwrap();
+    k.timer_tick(0);
+    ok(&call(
+        &k,
+        0,
+        Syscall::BindPager {
+            thread: s(1),
+            ep: s(0),
+        },
+    ));
+    assert_eq!(call(&k, 0, Syscall::Recv { ep: s(0) }).thread, Some(app));
+    // With a pager: the exception becomes a Call to it.
+    let e = k.exception(0, 6, 0x40_1000);
+    assert_eq!(e.thread, Some(pager));
+    assert_eq!(ok(&e).1, [EXCEPTION_LABEL, 6, 0x40_1000, app.index()]);
+    // The pager waits again without replying: `lone` runs next, and faults without a pager.
+    let e = call(&k, 0, Syscall::Recv { ep: s(0) });
+    assert_eq!(e.thread, Some(lone));
+    let e = k.exception(0, 0, 0x40_2000);
+    assert_ne!(e.thread, Some(lone), "a thread without pager is stopped");
+    let ctx = crate::kernel::Ctx { cpu: 0, excl: true };
+    assert_eq!(k.ipc(ctx, lone, |i| i.state), ThreadState::Inactive);
     k.check_invariants().unwrap();
 }
 

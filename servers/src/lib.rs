@@ -1,4 +1,26 @@
-//! User-level programs run by the kernel: the root task, the IPC demo, benchmarks and test suites.
+//! User-level programs run by the kernel, and the small typed library they call the kernel with.
 //!
-//! Status: empty. The first programs arrive with issue 3; nothing here runs yet.
+//! * [`sys`]: the system calls as functions over typed arguments (capability slots, messages,
+//!   rights), built on the kernel's own [`kernel::Syscall`] encoding so the two cannot drift
+//!   apart; results come back as `Result<_, kernel::Error>`.
+//! * [`debug`]: the image's debug calls (console output, "done" reports, shutdown), which the
+//!   x86 HAL hands to the image instead of the kernel core.
+//! * [`abi`]: what the image and the programs agree on: program roles, capability slot layout,
+//!   user memory layout, debug call numbers.
+//! * [`programs`]: the root task, the IPC ping-pong client and server, the fault and error
+//!   tests, the pager test.
+//!
+//! # How programs are built and started
+//! `src/bin/user.rs` is one static user ELF (linked at 4 MiB by `user.ld`) holding every
+//! program; its entry `_start(role, a, b)` runs the program named by `role`. The x86 image
+//! (`image-x86`) embeds it, loads a copy into each user address space, and the boot code
+//! creates the threads and their capabilities (the kernel has no call yet to set a new thread's
+//! registers, so a root task cannot create runnable threads itself). The root task, the first
+//! thread that runs, then starts (Resumes) every other thread, binds the pager, and releases the
+//! other cores.
 #![no_std]
+
+pub mod abi;
+pub mod debug;
+pub mod programs;
+pub mod sys;

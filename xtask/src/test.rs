@@ -34,7 +34,14 @@ const BARE_METAL: &[(&str, &[&str])] = &[
     ("hal-armv7", &[ARM]),
     ("pager", &[X86, ARM]),
     ("servers", &[X86, ARM]),
+    ("image-x86", &[X86]),
 ];
+
+/// Core counts the QEMU test suite runs with (each with every lock).
+const QEMU_SMP: &[u32] = &[1, 4];
+
+/// Seconds one QEMU suite run may take before it is killed and reported as a hang.
+const QEMU_TIMEOUT_SECS: &str = "60";
 
 /// The examples that must run (example name, package, features).
 const EXAMPLES: &[(&str, &str, &str)] = &[("embed", "sync", "lock_api")];
@@ -75,6 +82,9 @@ enum Judge {
     /// libtest output: one check per test (and one failed check if the command failed without
     /// any failing test, as on a compile error or a crashed test binary).
     Libtest,
+    /// A QEMU test-suite run (`cargo xtask qemu --tests`): one check per `TEST` line of the
+    /// guest, plus one failed check for a missing plan, sentinel or test, or a bad exit.
+    QemuSuite,
 }
 
 /// What a step needs before it can run.
@@ -222,6 +232,8 @@ fn steps(root: &Path, quick: bool) -> Vec<Step> {
         steps.push(loom_step(root));
     }
 
+    steps.extend(qemu_steps());
+
     for (example, package, features) in EXAMPLES {
         let name = format!("example:{example}");
         let file = root
@@ -242,6 +254,43 @@ fn steps(root: &Path, quick: bool) -> Vec<Step> {
             Err(format!("{} does not exist", display_rel(root, &file)))
         };
         steps.push(Step::from_result(name, cmd, Judge::ExitStatus));
+    }
+    steps
+}
+
+/// The QEMU steps: the demo once (4 cores, CLH), then the test suite with every core count of
+/// [`QEMU_SMP`] and every lock. They run this xtask binary's `qemu` command, which builds the
+/// image (once; later runs find it up to date) and boots it.
+fn qemu_steps() -> Vec<Step> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find the xtask binary: {e}"));
+    let cmd = |args: Vec<String>| exe.clone().map(|exe| Cmd::new(exe).args(args));
+    let mut steps = vec![Step::from_result(
+        "qemu:demo",
+        cmd(vec![
+            "qemu".into(),
+            "--timeout".into(),
+            QEMU_TIMEOUT_SECS.into(),
+        ]),
+        Judge::ExitStatus,
+    )];
+    for smp in QEMU_SMP {
+        for lock in crate::qemu::Lock::STRATEGIES {
+            let args = vec![
+                "qemu".to_owned(),
+                "--tests".to_owned(),
+                "--smp".to_owned(),
+                smp.to_string(),
+                "--lock".to_owned(),
+                lock.name().to_owned(),
+                "--timeout".to_owned(),
+                QEMU_TIMEOUT_SECS.to_owned(),
+            ];
+            steps.push(Step::from_result(
+                format!("qemu:smp{smp}-{}", lock.name()),
+                cmd(args),
+                Judge::QemuSuite,
+            ));
+        }
     }
     steps
 }
@@ -444,6 +493,29 @@ fn run_step(
                 outcome.failures.push(step.name.clone());
                 finish(&format!("FAILED ({}, {secs:.1} s)", out.status));
             }
+        }
+        Judge::QemuSuite => {
+            let suite = crate::qemu::parse_suite(&out.lines);
+            outcome.passed = suite.passed;
+            outcome.failed = suite.failed;
+            outcome.failures = suite
+                .failures
+                .iter()
+                .map(|f| format!("{}: {f}", step.name))
+                .collect();
+            // A missing plan, sentinel or test is one more failed check.
+            outcome.failed += suite.failures.len() - suite.failed.min(suite.failures.len());
+            if !out.status.success() && outcome.failed == 0 {
+                outcome.failed = 1;
+                outcome
+                    .failures
+                    .push(format!("{}: QEMU run failed ({})", step.name, out.status));
+            }
+            let verdict = if outcome.failed == 0 { "ok" } else { "FAILED" };
+            finish(&format!(
+                "{verdict}: {} passed, {} failed in the guest ({secs:.1} s)",
+                suite.passed, suite.failed
+            ));
         }
         Judge::Libtest => {
             let summary = libtest::parse(&out.lines);
@@ -652,6 +724,9 @@ mod tests {
             "test",
             "loom",
             "example:embed",
+            "qemu:demo",
+            "qemu:smp1-clh",
+            "qemu:smp4-none",
         ] {
             assert!(
                 names.contains(&expected),

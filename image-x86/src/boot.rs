@@ -1,0 +1,178 @@
+//! The bootstrap processor's main function and the other cores' entry.
+
+use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use hal_x86::exit::ExitCode;
+use hal_x86::percpu::CpuIndex;
+use hal_x86::{println, smp, usermode, Platform, X86Hal};
+use kernel::config::MAX_CPUS;
+use kernel::{BigLock, FineGrained, NoLock, Rtm};
+use sync::ticket::TicketLock;
+use sync::ClhLock;
+
+use crate::lock::LockChoice;
+use crate::{selftest, system};
+
+hal_x86::entry_point!(kernel_main);
+
+/// Timer interrupts per second on every core (round-robin among equal priorities).
+pub const TIMER_HZ: u32 = 100;
+
+/// What the command line asked for.
+#[derive(Clone, Copy, Debug)]
+pub struct Config {
+    /// The locking strategy.
+    pub lock: LockChoice,
+    /// Test suite (`mode=test`) or demo.
+    pub test: bool,
+    /// Round trips of each ping-pong pair.
+    pub rounds: usize,
+    /// Cores the kernel runs on.
+    pub cores: usize,
+}
+
+/// Set by the root task (debug call RELEASE): the other cores may enter the scheduler.
+pub static RELEASED: AtomicBool = AtomicBool::new(false);
+/// Cores the kernel uses (APs with a higher index stay parked).
+pub static KERNEL_CORES: AtomicUsize = AtomicUsize::new(1);
+
+/// Stops with the failure status after a message.
+pub fn fail(args: core::fmt::Arguments<'_>) -> ! {
+    println!("boot: FAILED: {args}");
+    X86Hal::exit(ExitCode::Failure)
+}
+
+fn kernel_main(p: &'static Platform) -> ! {
+    println!();
+    println!(
+        "locked-in x86_64 image: PVH boot ok, cmdline \"{}\", {} MiB RAM, HAL ready after {} ms",
+        p.boot.cmdline,
+        p.boot.usable_ram() >> 20,
+        hal_x86::time::since_boot_ns() / 1_000_000
+    );
+    let lock_name = p.boot.cmdline_value("lock").unwrap_or("clh");
+    let Some(lock) = LockChoice::parse(lock_name) else {
+        fail(format_args!(
+            "unknown lock \"{lock_name}\" on the kernel command line (lock=...); expected one \
+             of {}",
+            LockChoice::NAMES
+        ))
+    };
+    let test = match p.boot.cmdline_value("mode").unwrap_or("demo") {
+        "demo" => false,
+        "test" => true,
+        other => fail(format_args!(
+            "unknown mode \"{other}\" on the kernel command line; expected demo or test"
+        )),
+    };
+    let rounds = match p.boot.cmdline_value("rounds") {
+        None => 1000,
+        Some(v) => match v.parse::<usize>() {
+            Ok(n) if n > 0 => n,
+            _ => fail(format_args!(
+                "rounds=\"{v}\" on the kernel command line is not a positive number"
+            )),
+        },
+    };
+    let acpi = match &p.acpi {
+        Ok(a) => a,
+        Err(e) => fail(format_args!("ACPI tables unreadable: {e:?}")),
+    };
+
+    unsafe extern "C" {
+        static __kernel_end_phys: u8;
+    }
+    // SAFETY: a linker-script symbol: only its address (the image's physical end) is used.
+    let kernel_end = unsafe { &__kernel_end_phys as *const u8 as u64 };
+    hal_x86::paging::init_frames(p.boot.memory_map, kernel_end);
+    usermode::init_cpu();
+    println!(
+        "boot: cpu {} rtm {}; syscall entry at {:#x}",
+        p.cpu.vendor_str(),
+        if p.cpu.rtm {
+            "present"
+        } else {
+            "absent (elision falls back to the lock)"
+        },
+        usermode::syscall_entry_address()
+    );
+
+    if test {
+        selftest::before_smp(lock);
+    }
+
+    let report = smp::start_aps(acpi, ap_main);
+    for f in report.failures.iter().flatten() {
+        println!(
+            "smp: cpu {} (apic id {}) did not start, reached stage {}",
+            f.cpu, f.apic_id, f.stage
+        );
+    }
+    println!("cpus online: {}", report.online);
+    if report.failure_count > 0 {
+        fail(format_args!(
+            "{} core(s) did not start",
+            report.failure_count
+        ));
+    }
+    let cores = report.online.min(MAX_CPUS);
+    if report.online > MAX_CPUS {
+        println!("boot: the kernel is built for {MAX_CPUS} cores; cores {MAX_CPUS}.. stay parked");
+    }
+    KERNEL_CORES.store(cores, Ordering::Release);
+    println!("lock: {} ({})", lock.name(), lock.describe());
+    let cfg = Config {
+        lock,
+        test,
+        rounds,
+        cores,
+    };
+    if test {
+        selftest::after_smp(&cfg, report.expected);
+    }
+
+    match lock {
+        LockChoice::Clh => system::boot(BigLock::new(ClhLock::<MAX_CPUS>::new()), cfg),
+        LockChoice::Ticket => system::boot(
+            BigLock::new(TicketLock::<sync::Spin>::with_max_cpus(MAX_CPUS)),
+            cfg,
+        ),
+        LockChoice::Fine => system::boot(FineGrained::<sync::Spin>::new(), cfg),
+        LockChoice::Rtm => system::boot(
+            Rtm::<_, sync::Rtm, sync::Spin>::new(ClhLock::<MAX_CPUS>::new()),
+            cfg,
+        ),
+        LockChoice::None => {
+            // SAFETY: the demo's and the test suite's objects are per core: every thread of
+            // core c uses only endpoints, notifications and address spaces of core c, the root
+            // task makes its management calls before any other core enters the kernel (the
+            // other cores wait for its RELEASE), and the pager test (a management call after
+            // the release) is left out under this strategy (see `system::boot`).
+            system::boot(unsafe { NoLock::new() }, cfg)
+        }
+    }
+}
+
+/// An application processor: sets up `syscall`, waits (asleep) until the root task releases the
+/// cores, then schedules.
+fn ap_main(cpu: CpuIndex) -> ! {
+    usermode::init_cpu();
+    hal_x86::cpu::disable_interrupts();
+    while !RELEASED.load(Ordering::Acquire) {
+        // Sleep until an interrupt: the release IPI, or one of the root task's Reschedule IPIs
+        // (the kernel sees those when the core enters it below). `sti; hlt` is atomic (the
+        // `sti` shadow), so an IPI arriving after the check still ends the `hlt`.
+        // SAFETY: the IDT is loaded; interrupts before `usermode::run` just return here.
+        unsafe { core::arch::asm!("sti", "hlt", "cli", options(nomem, nostack)) };
+    }
+    if cpu >= KERNEL_CORES.load(Ordering::Acquire) {
+        hal_x86::cpu::halt_forever();
+    }
+    X86Hal::timer_start(TIMER_HZ);
+    usermode::run()
+}
+
+#[panic_handler]
+fn panic(info: &core::panic::PanicInfo<'_>) -> ! {
+    hal_x86::panic_report(info)
+}

@@ -1,0 +1,130 @@
+//! In-kernel self-tests of the x86 image (test mode), run on the bootstrap processor before the
+//! user programs start: frame allocation, address spaces, user mappings, the `syscall` MSRs,
+//! command-line parsing, the embedded user ELF, SMP bring-up. Each prints one `TEST` line.
+
+use hal_x86::paging::{self, phys_to_virt, pte, PAGE_SIZE};
+use hal_x86::usermode;
+
+use crate::boot::Config;
+use crate::debugcalls::report;
+use crate::lock::LockChoice;
+
+/// In-kernel tests ([`before_smp`] + [`after_smp`]).
+pub const KERNEL_TESTS: usize = 9;
+/// `TEST` lines of the user errors program (`servers::programs::errors`).
+pub const USER_ERROR_TESTS: usize = 7;
+
+/// Tests that need only the bootstrap processor.
+pub fn before_smp(lock: LockChoice) {
+    let a = paging::alloc_frame();
+    let b = paging::alloc_frame();
+    let zeroed = a.is_some_and(|f| {
+        // SAFETY: a fresh frame in the physical window, only read here.
+        let s = unsafe { core::slice::from_raw_parts(phys_to_virt(f), PAGE_SIZE as usize) };
+        s.iter().all(|&x| x == 0)
+    });
+    report(
+        "kernel:frame_alloc_distinct_aligned_zeroed",
+        a.is_some() && b.is_some() && a != b && a.is_some_and(|f| f % PAGE_SIZE == 0) && zeroed,
+        format_args!("{a:?} {b:?}"),
+    );
+
+    let root = paging::new_address_space();
+    let shares = root.is_some_and(|r| {
+        (256..512).all(|i| {
+            // SAFETY: both are PML4 frames in the physical window, read only.
+            unsafe {
+                (phys_to_virt(r) as *const u64).add(i).read()
+                    == (phys_to_virt(paging::boot_root()) as *const u64)
+                        .add(i)
+                        .read()
+            }
+        })
+    });
+    let low_empty = root.is_some_and(|r| {
+        // SAFETY: as above.
+        (0..256).all(|i| unsafe { (phys_to_virt(r) as *const u64).add(i).read() } == 0)
+    });
+    report(
+        "kernel:address_space_shares_kernel_half_only",
+        shares && low_empty,
+        format_args!("root {root:?}"),
+    );
+
+    let mapped = match (root, a) {
+        (Some(r), Some(f)) => {
+            let va = 0x1234_5000;
+            let m = paging::map_user(r, va, f, true);
+            let t = paging::translate(r, va + 0x10);
+            let flags_ok = t.is_some_and(|(p, fl)| {
+                p == f && fl & (pte::PRESENT | pte::USER | pte::WRITABLE) == 0x7
+            });
+            let u = paging::unmap_user(r, va);
+            let gone = paging::translate(r, va).is_none();
+            m.is_ok() && flags_ok && u.is_ok() && gone
+        }
+        _ => false,
+    };
+    report(
+        "kernel:user_map_translate_unmap",
+        mapped,
+        format_args!("map, translate, unmap at 0x12345000"),
+    );
+
+    let rejected = root.is_some_and(|r| {
+        paging::map_user(r, 0xFFFF_8000_0000_0000, 0x1000, false).is_err()
+            && paging::map_user(r, 0x1001, 0x1000, false).is_err()
+    });
+    report(
+        "kernel:user_map_rejects_kernel_and_unaligned",
+        rejected,
+        format_args!("kernel-half and unaligned addresses refused"),
+    );
+
+    let (efer, star, lstar, fmask) = usermode::syscall_msrs();
+    report(
+        "kernel:syscall_msrs",
+        efer & 1 == 1
+            && lstar == usermode::syscall_entry_address()
+            && star >> 32 == 0x0013_0008
+            && fmask == usermode::SYSCALL_FLAG_MASK,
+        format_args!("efer {efer:#x} star {star:#x} lstar {lstar:#x} fmask {fmask:#x}"),
+    );
+
+    let names_ok = ["clh", "ticket", "brlock", "fine", "rtm", "none"]
+        .iter()
+        .all(|n| LockChoice::parse(n).is_some())
+        && LockChoice::parse("spin").is_none()
+        && LockChoice::parse("").is_none()
+        && LockChoice::parse(lock.name()) == Some(lock);
+    report(
+        "kernel:cmdline_lock_names",
+        names_ok,
+        format_args!("running with {}", lock.name()),
+    );
+}
+
+/// Tests that need the other cores started.
+pub fn after_smp(cfg: &Config, expected: usize) {
+    let online = hal_x86::smp::online_count();
+    report(
+        "kernel:smp_all_cores_online",
+        online == expected && cfg.cores == online.min(kernel::config::MAX_CPUS),
+        format_args!("{online} online of {expected} in the MADT"),
+    );
+    let elf = crate::loader::Elf::parse(include_bytes!(env!("USER_ELF")));
+    let elf_ok = elf
+        .as_ref()
+        .is_ok_and(|e| e.entry == servers::abi::USER_BASE && e.segments().count() >= 2);
+    report(
+        "kernel:user_elf_parses",
+        elf_ok,
+        format_args!("entry {:?}", elf.as_ref().map(|e| e.entry)),
+    );
+    let bad = crate::loader::Elf::parse(b"\x7FELF\x01\x01not an x86_64 executable");
+    report(
+        "kernel:user_elf_rejects_garbage",
+        bad.is_err(),
+        format_args!("{:?}", bad.as_ref().err()),
+    );
+}

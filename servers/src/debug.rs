@@ -1,0 +1,90 @@
+//! The image's debug calls: console output, "done" reports, shutdown. They are not kernel
+//! objects or capabilities: the x86 HAL passes numbers from `0x100` up to the image, which
+//! serves them without entering the kernel core (like seL4's debug calls).
+
+use core::fmt::{self, Write};
+
+use crate::abi::{debug_nr, info};
+use crate::sys::raw;
+
+/// Writes `s` to the console (the image prints whole lines, prefixed with thread and core).
+pub fn put_str(s: &str) {
+    for chunk in s.as_bytes().chunks(32) {
+        let mut words = [0usize; 4];
+        for (i, b) in chunk.iter().enumerate() {
+            words[i / 8] |= usize::from(*b) << (8 * (i % 8));
+        }
+        raw([
+            debug_nr::PUT,
+            chunk.len(),
+            words[0],
+            words[1],
+            words[2],
+            words[3],
+        ]);
+    }
+}
+
+/// A `fmt::Write` over [`put_str`].
+pub struct Console;
+
+impl Write for Console {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        put_str(s);
+        Ok(())
+    }
+}
+
+/// Prints formatted text (used by [`uprintln!`](crate::uprintln)).
+pub fn print(args: fmt::Arguments<'_>) {
+    let _ = Console.write_fmt(args);
+}
+
+/// Prints a line to the console from a user program.
+#[macro_export]
+macro_rules! uprintln {
+    ($($arg:tt)*) => { $crate::debug::print(format_args!("{}\n", format_args!($($arg)*))) };
+}
+
+/// Reports a test result as one parseable line: `TEST <name> ... ok|FAILED`.
+pub fn test(name: &str, ok: bool, detail: fmt::Arguments<'_>) {
+    print(format_args!(
+        "TEST {name} ... {} ({detail})\n",
+        if ok { "ok" } else { "FAILED" }
+    ));
+}
+
+/// Tells the image this program finished its work.
+pub fn done() {
+    raw([debug_nr::DONE, 0, 0, 0, 0, 0]);
+}
+
+/// Root only: stops the machine (success if `ok`).
+pub fn exit(ok: bool) {
+    raw([debug_nr::EXIT, usize::from(!ok), 0, 0, 0, 0]);
+}
+
+/// Root only: lets the other cores start scheduling.
+pub fn release_cores() {
+    raw([debug_nr::RELEASE, 0, 0, 0, 0, 0]);
+}
+
+/// Reports a user panic (the image counts it as a failure).
+pub fn panicked() {
+    raw([debug_nr::PANIC, 0, 0, 0, 0, 0]);
+}
+
+/// A fact from the image (see [`info`]).
+pub fn info(selector: usize) -> usize {
+    raw([debug_nr::INFO, selector, 0, 0, 0, 0])[1]
+}
+
+/// The calling core.
+pub fn cpu() -> usize {
+    info(info::CPU)
+}
+
+/// Whether the test suite runs.
+pub fn test_mode() -> bool {
+    info(info::TEST_MODE) != 0
+}

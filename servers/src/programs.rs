@@ -1,0 +1,301 @@
+//! The programs of the user ELF, selected by role (see [`abi::role`](crate::abi::role)).
+
+use kernel::{Error, Rights, EXCEPTION_LABEL, FAULT_LABEL};
+
+use crate::abi::{fault, role, slot, PAGER_TEST_ADDR};
+use crate::debug::{self, test};
+use crate::sys::{self, slot as s};
+use crate::uprintln;
+
+/// Runs the program `role` with arguments `a` and `b`; never returns (finished programs park).
+pub fn run(role: u64, a: u64, b: u64) -> ! {
+    match role {
+        role::ROOT => root(a as usize, b as usize),
+        role::CLIENT => client(a as usize, b as usize),
+        role::SERVER => server(a as usize),
+        role::FAULT => faulter(a),
+        role::ERRORS => errors(),
+        role::PAGER => pager(),
+        role::PAGED => paged(),
+        other => {
+            uprintln!("unknown role {other}");
+            debug::panicked();
+            sys::park()
+        }
+    }
+}
+
+/// The root task: starts every other thread (capabilities in slots `ROOT_FIRST_THREAD ..
+/// ROOT_FIRST_THREAD + threads`), binds the pager of the pager test (thread slot `pager_for`, 0
+/// for none) and lets the other cores run. It starts them all before any other core enters the
+/// kernel, so even the lock-free `none` strategy sees no concurrent management call.
+fn root(threads: usize, pager_for: usize) -> ! {
+    uprintln!(
+        "root: {} cpus, starting {threads} threads",
+        debug::info(crate::abi::info::CPUS)
+    );
+    if pager_for != 0 {
+        match sys::bind_pager(s(pager_for), s(slot::ROOT_PAGER_EP)) {
+            Ok(()) => uprintln!("root: pager bound for the thread in slot {pager_for}"),
+            Err(e) => uprintln!("root: BindPager failed: {e:?}"),
+        }
+    }
+    let mut started = 0;
+    for i in 0..threads {
+        match sys::resume(s(slot::ROOT_FIRST_THREAD + i)) {
+            Ok(()) => started += 1,
+            Err(e) => uprintln!(
+                "root: Resume of slot {} failed: {e:?}",
+                slot::ROOT_FIRST_THREAD + i
+            ),
+        }
+    }
+    uprintln!("root: started {started} threads; releasing the other cores");
+    debug::release_cores();
+    sys::park()
+}
+
+/// Ping-pong client: `rounds` Calls to its server, checking every reply (including that the
+/// server saw this client's badge, `core + 1`).
+fn client(core: usize, rounds: usize) -> ! {
+    let ep = s(slot::EP);
+    let start = sys::cycles();
+    let mut bad = 0usize;
+    let mut last = [0; 4];
+    for i in 0..rounds {
+        match sys::call(ep, [i, i * 2, 0xC0DE, core]) {
+            Ok((_, msg)) => {
+                last = msg;
+                if msg != [i + 1, i * 2 + 1, 0xC0DE, core + 1] {
+                    bad += 1;
+                }
+            }
+            Err(_) => bad += 1,
+        }
+    }
+    let cycles = sys::cycles().wrapping_sub(start);
+    let per = cycles / (rounds.max(1) as u64);
+    uprintln!(
+        "client cpu {core}: {rounds} Call/ReplyRecv round trips with its server, {bad} bad \
+         replies, last reply {last:?}, {per} cycles per round trip"
+    );
+    if debug::test_mode() {
+        test(
+            &pingpong_name(core),
+            bad == 0 && rounds > 0,
+            format_args!("{rounds} calls, {bad} bad, server saw badge {}", last[3]),
+        );
+    }
+    debug::done();
+    sys::park()
+}
+
+/// `user:ipc_pingpong_cpu<N>` without an allocator.
+fn pingpong_name(core: usize) -> TestName {
+    let mut n = TestName::new("user:ipc_pingpong_cpu");
+    n.push_num(core);
+    n
+}
+
+/// A short string built in place.
+struct TestName {
+    buf: [u8; 48],
+    len: usize,
+}
+
+impl TestName {
+    fn new(s: &str) -> Self {
+        let mut n = Self {
+            buf: [0; 48],
+            len: 0,
+        };
+        n.push(s.as_bytes());
+        n
+    }
+    fn push(&mut self, b: &[u8]) {
+        let k = b.len().min(self.buf.len() - self.len);
+        self.buf[self.len..self.len + k].copy_from_slice(&b[..k]);
+        self.len += k;
+    }
+    fn push_num(&mut self, mut v: usize) {
+        let mut digits = [0u8; 20];
+        let mut i = digits.len();
+        loop {
+            i -= 1;
+            digits[i] = b'0' + (v % 10) as u8;
+            v /= 10;
+            if v == 0 {
+                break;
+            }
+        }
+        self.push(&digits[i..]);
+    }
+}
+
+impl core::ops::Deref for TestName {
+    type Target = str;
+    fn deref(&self) -> &str {
+        core::str::from_utf8(&self.buf[..self.len]).unwrap_or("?")
+    }
+}
+
+/// Ping-pong server: answers every Call with the first two words incremented, the third kept and
+/// the caller's badge in the fourth.
+fn server(core: usize) -> ! {
+    let ep = s(slot::EP);
+    uprintln!("server cpu {core}: waiting for calls");
+    let mut next = sys::recv(ep);
+    loop {
+        let msg = match next {
+            // The badge says which client called (the boot code minted core + 1).
+            Ok((badge, m)) => [m[0] + 1, m[1] + 1, m[2], badge],
+            Err(e) => {
+                uprintln!("server cpu {core}: receive failed: {e:?}");
+                [0; 4]
+            }
+        };
+        next = sys::reply_recv(ep, msg);
+    }
+}
+
+/// Faults on purpose; the kernel must stop it (no pager), so the lines after the fault never
+/// run.
+fn faulter(kind: u64) -> ! {
+    match kind {
+        fault::BAD_POINTER => uprintln!("faulter: reading the unmapped address 0xdead0000"),
+        fault::INVALID_OPCODE => uprintln!("faulter: executing ud2"),
+        _ => uprintln!("faulter: dividing by zero"),
+    }
+    trigger(kind);
+    uprintln!("faulter: still running after the fault (the kernel did not stop it)");
+    debug::panicked();
+    sys::park()
+}
+
+/// Raises the fault `kind` (see [`fault`]).
+#[cfg(target_arch = "x86_64")]
+fn trigger(kind: u64) {
+    match kind {
+        // SAFETY: deliberately faults (#PF); the kernel stops this thread, so the load never
+        // completes and nothing observes its result.
+        fault::BAD_POINTER => unsafe {
+            core::arch::asm!("mov {0}, qword ptr [{1}]", out(reg) _, in(reg) 0xdead_0000u64,
+                options(nostack, readonly))
+        },
+        // SAFETY: deliberately raises #UD; the kernel stops this thread.
+        fault::INVALID_OPCODE => unsafe { core::arch::asm!("ud2", options(nomem, nostack)) },
+        // SAFETY: deliberately raises #DE (`div` by a zero register); the kernel stops this
+        // thread.
+        _ => unsafe {
+            core::arch::asm!("div {0}", in(reg) 0u64, inout("rax") 1u64 => _,
+                inout("rdx") 0u64 => _, options(nomem, nostack))
+        },
+    }
+}
+
+/// Raises the fault `kind`: no user mode exists on this architecture yet, so it only says so.
+#[cfg(not(target_arch = "x86_64"))]
+fn trigger(kind: u64) {
+    uprintln!("faulter: fault {kind} has no trigger on this architecture yet");
+}
+
+/// System-call error checks: each wrong use returns its error and changes nothing.
+fn errors() -> ! {
+    let ep = s(slot::EP);
+    let ntfn = s(slot::ERRORS_NTFN);
+    let empty = s(slot::ERRORS_EMPTY);
+    let check = |name: &str, got: Result<(usize, [usize; 4]), Error>, want: Error| {
+        let ok = got.err() == Some(want);
+        test(name, ok, format_args!("want {want:?}, got {got:?}"));
+    };
+    check(
+        "user:err_empty_slot_invalid_cap",
+        sys::call(empty, [1, 2, 3, 4]),
+        Error::InvalidCap,
+    );
+    check(
+        "user:err_notification_as_endpoint_wrong_type",
+        sys::call(ntfn, [0; 4]),
+        Error::WrongType,
+    );
+    // The endpoint capability is READ only: sending needs WRITE.
+    check(
+        "user:err_send_without_write_missing_right",
+        sys::call(ep, [0; 4]),
+        Error::MissingRight,
+    );
+    check(
+        "user:err_unknown_syscall",
+        kernel::syscall::result(&sys::raw([99, 0, 0, 0, 0, 0])),
+        Error::UnknownSyscall,
+    );
+    check(
+        "user:err_reply_without_caller",
+        sys::invoke(kernel::Syscall::Reply { msg: [0; 4] }),
+        Error::NoReply,
+    );
+    check(
+        "user:err_nonzero_unused_register",
+        kernel::syscall::result(&sys::raw([kernel::syscall::nr::YIELD, 1, 0, 0, 0, 0])),
+        Error::InvalidArgument,
+    );
+    // A notification round trip on the calling core.
+    let signalled = sys::signal(ntfn);
+    let word = sys::wait(ntfn);
+    test(
+        "user:notification_signal_then_wait",
+        signalled.is_ok() && word == Ok(1),
+        format_args!("signal {signalled:?}, wait {word:?}"),
+    );
+    debug::done();
+    sys::park()
+}
+
+/// The pager of the pager test: receives one fault, maps the frame at the faulting page,
+/// replies so that the thread retries, then serves nothing more.
+fn pager() -> ! {
+    let ep = s(slot::EP);
+    match sys::recv(ep) {
+        Ok((_, [label, addr, write, thread])) if label == FAULT_LABEL => {
+            let page = addr & !0xFFF;
+            let mapped = sys::map_frame(
+                s(slot::PAGER_ASPACE),
+                s(slot::PAGER_FRAME),
+                page,
+                Rights::READ | Rights::WRITE,
+            );
+            uprintln!(
+                "pager: thread {thread} faulted at {addr:#x} (write {write}); mapping a frame: \
+                 {mapped:?}"
+            );
+            let _ = sys::reply([0; 4]);
+        }
+        Ok((_, msg)) if msg[0] == EXCEPTION_LABEL => {
+            uprintln!("pager: unexpected exception message {msg:?}");
+            debug::panicked();
+        }
+        other => {
+            uprintln!("pager: unexpected {other:?}");
+            debug::panicked();
+        }
+    }
+    sys::park()
+}
+
+/// Touches an unmapped page; its pager maps it and the access completes.
+fn paged() -> ! {
+    let p = PAGER_TEST_ADDR as *mut u64;
+    // SAFETY: the page is unmapped at first: the access faults, the pager maps a frame there
+    // and the kernel restarts the instruction. No Rust object lives at this address.
+    let read_back = unsafe {
+        p.write_volatile(0x5EED);
+        p.read_volatile()
+    };
+    test(
+        "user:pager_resolves_page_fault",
+        read_back == 0x5EED,
+        format_args!("wrote 0x5eed at {PAGER_TEST_ADDR:#x}, read {read_back:#x}"),
+    );
+    debug::done();
+    sys::park()
+}

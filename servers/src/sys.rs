@@ -1,0 +1,141 @@
+//! Typed system calls. Each function builds a [`kernel::Syscall`], encodes it with the kernel's
+//! own encoder, traps, and decodes the result registers with [`kernel::syscall::result`].
+//!
+//! x86_64 convention (see `hal-x86`'s `usermode`): number in `rax`, arguments in `rdi, rsi,
+//! rdx, r10, r8`, results in the same six registers; `rcx` and `r11` are clobbered.
+
+pub use kernel::{CapSlot, Error, Msg, Regs, Rights, Syscall};
+
+/// Result of a call: `(word, message)` (badge or notification word, received message).
+pub type Reply = Result<(usize, Msg), Error>;
+
+/// Traps into the kernel with raw registers and returns the raw result registers.
+#[cfg(target_arch = "x86_64")]
+pub fn raw(regs: Regs) -> Regs {
+    let (r0, r1, r2, r3, r4, r5): (usize, usize, usize, usize, usize, usize);
+    // SAFETY: `syscall` enters the kernel, which preserves every register but the six result
+    // registers and rcx/r11 (declared clobbered); it touches no memory of this program.
+    unsafe {
+        core::arch::asm!(
+            "syscall",
+            inlateout("rax") regs[0] => r0,
+            inlateout("rdi") regs[1] => r1,
+            inlateout("rsi") regs[2] => r2,
+            inlateout("rdx") regs[3] => r3,
+            inlateout("r10") regs[4] => r4,
+            inlateout("r8") regs[5] => r5,
+            out("rcx") _,
+            out("r11") _,
+            options(nostack),
+        );
+    }
+    [r0, r1, r2, r3, r4, r5]
+}
+
+/// Traps into the kernel: no user-mode ABI exists for this architecture yet (the ARMv7 HAL
+/// brings one), so every call fails with [`Error::UnknownSyscall`].
+#[cfg(not(target_arch = "x86_64"))]
+pub fn raw(_regs: Regs) -> Regs {
+    [Error::UnknownSyscall.code(), 0, 0, 0, 0, 0]
+}
+
+/// Performs `call` and decodes the result.
+pub fn invoke(call: Syscall) -> Reply {
+    kernel::syscall::result(&raw(call.encode()))
+}
+
+/// A capability slot; panics on an index outside the CSpace (a program bug).
+pub fn slot(i: usize) -> CapSlot {
+    CapSlot::new(i).expect("capability slot out of range")
+}
+
+/// Sends `msg` on the endpoint in `ep` and waits for the reply (needs WRITE).
+pub fn call(ep: CapSlot, msg: Msg) -> Reply {
+    invoke(Syscall::Call { ep, msg })
+}
+
+/// Sends `msg` on `ep`, blocking until received (needs WRITE).
+pub fn send(ep: CapSlot, msg: Msg) -> Result<(), Error> {
+    invoke(Syscall::Send { ep, msg }).map(|_| ())
+}
+
+/// Waits for a message on `ep` (needs READ); returns the sender's badge and the message.
+pub fn recv(ep: CapSlot) -> Reply {
+    invoke(Syscall::Recv { ep })
+}
+
+/// Answers the current caller.
+pub fn reply(msg: Msg) -> Result<(), Error> {
+    invoke(Syscall::Reply { msg }).map(|_| ())
+}
+
+/// Answers the current caller (if any) with `msg`, then waits for the next message on `ep`.
+pub fn reply_recv(ep: CapSlot, msg: Msg) -> Reply {
+    invoke(Syscall::ReplyRecv { ep, msg })
+}
+
+/// Signals the notification in `ntfn` (needs WRITE).
+pub fn signal(ntfn: CapSlot) -> Result<(), Error> {
+    invoke(Syscall::Signal { ntfn }).map(|_| ())
+}
+
+/// Waits on the notification in `ntfn` (needs READ); returns the word.
+pub fn wait(ntfn: CapSlot) -> Result<usize, Error> {
+    invoke(Syscall::Wait { ntfn }).map(|(w, _)| w)
+}
+
+/// Gives the core to the next ready thread of equal priority.
+pub fn yield_now() {
+    // Yield cannot fail.
+    let _ = invoke(Syscall::Yield);
+}
+
+/// Makes the inactive thread in `thread` runnable (needs MANAGE).
+pub fn resume(thread: CapSlot) -> Result<(), Error> {
+    invoke(Syscall::Resume { thread }).map(|_| ())
+}
+
+/// Sends `thread`'s faults to the endpoint in `ep`.
+pub fn bind_pager(thread: CapSlot, ep: CapSlot) -> Result<(), Error> {
+    invoke(Syscall::BindPager { thread, ep }).map(|_| ())
+}
+
+/// Maps the frame in `frame` at `vaddr` of the address space in `aspace`.
+pub fn map_frame(
+    aspace: CapSlot,
+    frame: CapSlot,
+    vaddr: usize,
+    rights: Rights,
+) -> Result<(), Error> {
+    invoke(Syscall::MapFrame {
+        aspace,
+        frame,
+        vaddr,
+        rights,
+    })
+    .map(|_| ())
+}
+
+/// Blocks for good: waits on the park notification nobody signals.
+pub fn park() -> ! {
+    loop {
+        let _ = wait(slot(crate::abi::slot::PARK));
+    }
+}
+
+/// Reads the cycle counter.
+#[cfg(target_arch = "x86_64")]
+pub fn cycles() -> u64 {
+    let (lo, hi): (u32, u32);
+    // SAFETY: `rdtsc` is allowed in user mode (CR4.TSD clear) and only reads the counter.
+    unsafe {
+        core::arch::asm!("rdtsc", out("eax") lo, out("edx") hi, options(nomem, nostack, preserves_flags))
+    }
+    (u64::from(hi) << 32) | u64::from(lo)
+}
+
+/// Reads the cycle counter (none on this architecture yet: 0).
+#[cfg(not(target_arch = "x86_64"))]
+pub fn cycles() -> u64 {
+    0
+}

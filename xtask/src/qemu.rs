@@ -1,0 +1,451 @@
+//! `cargo xtask qemu`: build the x86_64 image and boot it under QEMU, streaming the console.
+//!
+//! The image (`image-x86`) is booted directly through QEMU's PVH loader (`-kernel`), on
+//! `-M microvm` by default (the fastest to boot), with the lock and mode on the kernel command
+//! line (`-append "lock=clh mode=demo"`). The guest ends the run itself through the
+//! `isa-debug-exit` device: status 33 means success, 35 a failure the kernel reported; 0 is a
+//! triple fault (with `-no-reboot`), anything else a QEMU error. A run that has not ended after
+//! `--timeout` seconds is killed and reported as a hang with the last console lines.
+//!
+//! With `--tests` the image runs its test suite instead of the demo and prints one
+//! `TEST <name> ... ok|FAILED` line per test between `TESTS PLANNED n` and `ALL TESTS RAN n`;
+//! [`parse_suite`] checks those lines (also for `cargo xtask test`, which runs the suite with
+//! 1 and 4 cores and every lock).
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Args, ValueEnum};
+
+use crate::proc::Cmd;
+
+/// Console lines shown when a run fails.
+const TAIL: usize = 25;
+
+/// Architectures `--arch` accepts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Arch {
+    /// x86_64 (qemu-system-x86_64, PVH boot).
+    #[value(name = "x86_64")]
+    X86_64,
+}
+
+/// Kernel locking strategies (`lock=` on the kernel command line).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Lock {
+    /// Big kernel lock, CLH queue lock (default).
+    Clh,
+    /// Big kernel lock, ticket lock.
+    Ticket,
+    /// Fine-grained locking: big-reader lock plus per-object ticket locks.
+    Fine,
+    /// The fine-grained strategy, named after its big-reader lock (same as `fine`).
+    Brlock,
+    /// RTM lock elision over the CLH lock (falls back to the lock without RTM, as under TCG).
+    Rtm,
+    /// No lock: only for the demo's disjoint per-core objects.
+    None,
+}
+
+impl Lock {
+    /// The kernel command-line value.
+    pub fn name(self) -> &'static str {
+        match self {
+            Lock::Clh => "clh",
+            Lock::Ticket => "ticket",
+            Lock::Fine => "fine",
+            Lock::Brlock => "brlock",
+            Lock::Rtm => "rtm",
+            Lock::None => "none",
+        }
+    }
+
+    /// The distinct strategies (each run once by `cargo xtask test`).
+    pub const STRATEGIES: [Lock; 5] = [Lock::Clh, Lock::Ticket, Lock::Fine, Lock::Rtm, Lock::None];
+}
+
+/// QEMU machine types the image boots on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Machine {
+    /// Minimal virtual machine: no PCI, no firmware tables beyond the MADT; boots fastest.
+    Microvm,
+    /// Q35 chipset (PCIe).
+    Q35,
+    /// i440FX PC.
+    Pc,
+}
+
+impl Machine {
+    fn name(self) -> &'static str {
+        match self {
+            Machine::Microvm => "microvm",
+            Machine::Q35 => "q35",
+            Machine::Pc => "pc",
+        }
+    }
+}
+
+/// Options of `cargo xtask qemu`.
+#[derive(Debug, Args, Clone)]
+pub struct QemuArgs {
+    /// Target architecture.
+    #[arg(long, value_enum, default_value = "x86_64")]
+    pub arch: Arch,
+
+    /// Number of cores (1..=8; the kernel is built for at most 8).
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=8))]
+    pub smp: u32,
+
+    /// The kernel's locking strategy (`brlock` is the fine-grained strategy, named after its
+    /// big-reader lock).
+    #[arg(long, value_enum, default_value = "clh")]
+    pub lock: Lock,
+
+    /// QEMU machine type.
+    #[arg(long, value_enum, default_value = "microvm")]
+    pub machine: Machine,
+
+    /// Keep running until Ctrl-C (no timeout; the console takes input).
+    #[arg(long)]
+    pub interactive: bool,
+
+    /// Build the optimised image (the default: the kernel's IPC paths are ~10x slower
+    /// unoptimised under emulation).
+    #[arg(long, conflicts_with = "debug")]
+    pub release: bool,
+
+    /// Build the unoptimised (dev profile) image instead.
+    #[arg(long)]
+    pub debug: bool,
+
+    /// Run the image's test suite instead of the demo.
+    #[arg(long)]
+    pub tests: bool,
+
+    /// Round trips of each ping-pong pair (default: 500 for the demo, 20 for the tests).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub rounds: Option<u32>,
+
+    /// Seconds before a run that has not ended is killed and reported as a hang.
+    #[arg(long, default_value_t = 60)]
+    pub timeout: u64,
+
+    /// More kernel command-line words (`key=value`); they come first, so they override the
+    /// ones xtask sets (`--append lock=bogus` shows the kernel's own check).
+    #[arg(long, value_name = "WORDS")]
+    pub append: Option<String>,
+}
+
+/// The QEMU binary for `arch`.
+fn qemu_binary(arch: Arch) -> &'static str {
+    match arch {
+        Arch::X86_64 => "qemu-system-x86_64",
+    }
+}
+
+/// The Debian package providing it.
+fn qemu_package(arch: Arch) -> &'static str {
+    match arch {
+        Arch::X86_64 => "qemu-system-x86",
+    }
+}
+
+fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(program).is_file()))
+}
+
+fn is_root() -> bool {
+    Cmd::new("id")
+        .arg("-u")
+        .read_stdout(Path::new("/"))
+        .is_some_and(|uid| uid == "0")
+}
+
+/// Makes sure QEMU is installed: installs it with apt-get when running as root, else says how.
+fn ensure_qemu(arch: Arch) -> Result<(), String> {
+    let bin = qemu_binary(arch);
+    if on_path(bin) {
+        return Ok(());
+    }
+    let pkg = qemu_package(arch);
+    let cmd = format!(
+        "apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends {pkg}"
+    );
+    if !is_root() {
+        return Err(format!(
+            "{bin} is not installed; install it with:\n    sudo sh -c '{cmd}'"
+        ));
+    }
+    eprintln!("qemu: {bin} missing; running `{cmd}`");
+    let ok = Cmd::new("sh")
+        .args(["-c", &cmd])
+        .run_inherited(Path::new("/"))
+        .is_ok_and(|s| s.success());
+    if ok && on_path(bin) {
+        Ok(())
+    } else {
+        Err(format!(
+            "installing {pkg} failed; install it by hand: {cmd}"
+        ))
+    }
+}
+
+/// Builds the image; returns its path.
+fn build(root: &Path, args: &QemuArgs) -> Result<PathBuf, String> {
+    let profile = if args.debug { "debug" } else { "release" };
+    let mut cmd = Cmd::cargo().args([
+        "build",
+        "-p",
+        "image-x86",
+        "--target",
+        "x86_64-unknown-none",
+    ]);
+    if !args.debug {
+        cmd = cmd.arg("--release");
+    }
+    eprintln!("qemu: building the image ({profile}): {}", cmd.display());
+    let status = cmd
+        .run_inherited(root)
+        .map_err(|e| format!("could not run cargo: {e}"))?;
+    if !status.success() {
+        return Err(format!("building the image failed ({status})"));
+    }
+    Ok(crate::target_dir(root)
+        .join("x86_64-unknown-none")
+        .join(profile)
+        .join("image-x86"))
+}
+
+/// The QEMU command for `elf`.
+fn qemu_cmd(args: &QemuArgs, elf: &Path) -> Cmd {
+    let rounds = args.rounds.unwrap_or(if args.tests { 20 } else { 500 });
+    // The extra words go first: the kernel reads the first `key=value` of a key, so they
+    // override xtask's own.
+    let mut append = args.append.clone().map(|a| a + " ").unwrap_or_default();
+    append.push_str(&format!(
+        "lock={} mode={} rounds={rounds}",
+        args.lock.name(),
+        if args.tests { "test" } else { "demo" }
+    ));
+    Cmd::new(qemu_binary(args.arch))
+        .args(["-M", args.machine.name(), "-cpu", "max", "-smp"])
+        .arg(args.smp.to_string())
+        .args([
+            "-m",
+            "256M",
+            "-display",
+            "none",
+            "-serial",
+            "stdio",
+            "-no-reboot",
+            "-device",
+            "isa-debug-exit,iobase=0xf4,iosize=0x04",
+            "-kernel",
+        ])
+        .arg(elf)
+        .args(["-append", &append])
+}
+
+/// What QEMU's exit status means.
+pub fn explain_status(code: Option<i32>) -> (bool, String) {
+    match code {
+        Some(33) => (true, "status 33: the kernel shut down with success".into()),
+        Some(35) => (
+            false,
+            "status 35: the kernel reported a failure (see the console above)".into(),
+        ),
+        Some(0) => (
+            false,
+            "status 0: triple fault or reset (with -no-reboot QEMU exits with 0; only 33 means \
+             success)"
+                .into(),
+        ),
+        Some(c) => (
+            false,
+            format!("status {c}: QEMU failed (or an unexpected exit code)"),
+        ),
+        None => (false, "QEMU was killed by a signal".into()),
+    }
+}
+
+/// The verdict on a test-suite run's console.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Suite {
+    /// `TEST ... ok` lines.
+    pub passed: usize,
+    /// `TEST ... FAILED` lines.
+    pub failed: usize,
+    /// Names of the failed tests, and of missing parts (plan, sentinel, tests).
+    pub failures: Vec<String>,
+    /// `TESTS PLANNED n`.
+    pub planned: Option<usize>,
+    /// `ALL TESTS RAN n`.
+    pub ran: Option<usize>,
+}
+
+/// Parses `TEST <name> ... ok|FAILED`, `TESTS PLANNED n` and `ALL TESTS RAN n` lines. A missing
+/// plan or sentinel, or fewer test lines than planned, is one more failure.
+pub fn parse_suite(lines: &[String]) -> Suite {
+    let mut s = Suite::default();
+    for line in lines {
+        let line = line.trim_end();
+        if let Some(rest) = line.strip_prefix("TEST ") {
+            let name = rest.split(" ... ").next().unwrap_or(rest).to_owned();
+            if rest.contains(" ... ok") {
+                s.passed += 1;
+            } else {
+                s.failed += 1;
+                s.failures.push(name);
+            }
+        } else if let Some(n) = line.strip_prefix("TESTS PLANNED ") {
+            s.planned = n.trim().parse().ok();
+        } else if let Some(n) = line.strip_prefix("ALL TESTS RAN ") {
+            s.ran = n.trim().parse().ok();
+        }
+    }
+    let seen = s.passed + s.failed;
+    match (s.planned, s.ran) {
+        (None, _) => s.failures.push("no `TESTS PLANNED n` line".into()),
+        (_, None) => s
+            .failures
+            .push("no `ALL TESTS RAN n` sentinel: the suite did not finish".into()),
+        (Some(p), Some(r)) if p != seen || r != seen => s.failures.push(format!(
+            "{p} tests planned, {r} reported run, {seen} test lines seen: tests are missing"
+        )),
+        _ => {}
+    }
+    s
+}
+
+/// Runs `cargo xtask qemu`.
+pub fn run(root: &Path, args: &QemuArgs) -> ExitCode {
+    if let Err(e) = ensure_qemu(args.arch) {
+        eprintln!("qemu: {e}");
+        return ExitCode::FAILURE;
+    }
+    let elf = match build(root, args) {
+        Ok(elf) => elf,
+        Err(e) => {
+            eprintln!("qemu: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let cmd = qemu_cmd(args, &elf);
+    eprintln!("qemu: {}", cmd.display());
+    if args.interactive {
+        eprintln!("qemu: interactive, no timeout; stop with Ctrl-C");
+        return match cmd.run_inherited(root) {
+            Ok(status) => {
+                let (ok, what) = explain_status(status.code());
+                eprintln!("qemu: {what}");
+                if ok {
+                    ExitCode::SUCCESS
+                } else {
+                    ExitCode::FAILURE
+                }
+            }
+            Err(e) => {
+                eprintln!("qemu: could not run {}: {e}", qemu_binary(args.arch));
+                ExitCode::FAILURE
+            }
+        };
+    }
+
+    let out = match cmd.run_captured(root, true, Duration::from_secs(args.timeout)) {
+        Ok(out) => out,
+        Err(e) => {
+            eprintln!("qemu: could not run {}: {e}", qemu_binary(args.arch));
+            return ExitCode::FAILURE;
+        }
+    };
+    let secs = out.elapsed.as_secs_f64();
+    let tail = || {
+        let start = out.lines.len().saturating_sub(TAIL);
+        eprintln!(
+            "qemu: ---- last {} console lines ----",
+            out.lines.len() - start
+        );
+        for line in &out.lines[start..] {
+            eprintln!("qemu: | {line}");
+        }
+    };
+    if out.timed_out {
+        eprintln!(
+            "qemu: HANG: no exit after {} s, QEMU killed ({} cores, lock {})",
+            args.timeout,
+            args.smp,
+            args.lock.name()
+        );
+        tail();
+        return ExitCode::FAILURE;
+    }
+    let (mut ok, what) = explain_status(out.status.code());
+    let panicked = out.lines.iter().any(|l| l.contains("!!! PANIC"));
+    if args.tests {
+        let suite = parse_suite(&out.lines);
+        eprintln!(
+            "qemu: tests: {} passed, {} failed{}",
+            suite.passed,
+            suite.failed,
+            if suite.failures.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", suite.failures.join("; "))
+            }
+        );
+        ok &= suite.failures.is_empty();
+    }
+    ok &= !panicked;
+    if ok {
+        eprintln!("qemu: {what} ({secs:.2} s wall, boot to exit)");
+        ExitCode::SUCCESS
+    } else {
+        eprintln!("qemu: FAILED: {what} ({secs:.2} s wall)");
+        if panicked {
+            eprintln!("qemu: the kernel panicked");
+        }
+        tail();
+        ExitCode::FAILURE
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines(text: &str) -> Vec<String> {
+        text.lines().map(String::from).collect()
+    }
+
+    #[test]
+    fn complete_suite_passes() {
+        let s = parse_suite(&lines(
+            "TESTS PLANNED 2\nTEST a ... ok (x)\nnoise\nTEST b ... ok\nALL TESTS RAN 2\n",
+        ));
+        assert_eq!((s.passed, s.failed), (2, 0));
+        assert!(s.failures.is_empty(), "{:?}", s.failures);
+    }
+
+    #[test]
+    fn failed_missing_and_unfinished_tests_are_failures() {
+        let s = parse_suite(&lines(
+            "TESTS PLANNED 3\nTEST a ... ok\nTEST b ... FAILED (why)\n",
+        ));
+        assert_eq!((s.passed, s.failed), (1, 1));
+        assert_eq!(s.failures.len(), 2, "{:?}", s.failures);
+        let s = parse_suite(&lines("TESTS PLANNED 3\nTEST a ... ok\nALL TESTS RAN 1\n"));
+        assert_eq!(s.failures.len(), 1, "{:?}", s.failures);
+        let s = parse_suite(&lines("TEST a ... ok\nALL TESTS RAN 1\n"));
+        assert_eq!(s.failures.len(), 1, "{:?}", s.failures);
+    }
+
+    #[test]
+    fn only_status_33_is_success() {
+        assert!(explain_status(Some(33)).0);
+        for code in [Some(0), Some(1), Some(35), None] {
+            assert!(!explain_status(code).0);
+        }
+    }
+}
