@@ -1,4 +1,266 @@
-//! The ARMv7-A hardware abstraction layer (Cortex-A9 MPCore on the i.MX6Q Sabre Lite, QEMU virt).
+//! The ARMv7-A hardware abstraction layer: QEMU `-M sabrelite` (i.MX6Q, 4x Cortex-A9 MPCore,
+//! the board of the seed paper) and `-M virt -cpu cortex-a15`.
 //!
-//! Status: empty. It arrives with issue 5; nothing here runs yet.
+//! # Boot flow
+//! QEMU loads the ELF (`-kernel kernel.elf`) and starts core 0 at `_start` in ARM state with
+//! the MMU and caches off: in Secure SVC mode on sabrelite, in Non-secure SVC mode on virt (HYP
+//! mode with `-M virt,virtualization=on`, which the entry code leaves for SVC). The other cores
+//! stay off: on sabrelite the System Reset Controller holds them until [`smp::start_secondaries`]
+//! writes their entry point to SRC_GPRn and sets their enable bit in SRC_SCR; on virt they are
+//! powered off until a PSCI `CPU_ON` call.
+//!
+//! [`boot`] sets each core's stacks, zeroes `.bss` (core 0), installs the vector table (VBAR),
+//! turns on coherency (SCU and ACTLR.SMP on the A9), invalidates the caches, builds an
+//! identity-mapped translation table ([`mmu`]) and enables the MMU and caches: only then may
+//! the cores use LDREX/STREX (and so `spin` locks and atomics read-modify-writes) on shared
+//! data. Core 0 then sets up the console ([`console`]), the GIC ([`gic`]), the cycle counter
+//! and tick timer ([`timer`]) and calls the kernel's main function named with
+//! [`entry_point!`], passing the [`Platform`] description.
+//!
+//! # For the kernel's `Hal` trait
+//! [`ArmHal`] gathers the operations the kernel needs (core index, IPIs as SGIs, cycle counter,
+//! tick timer, console, exit) as inherent functions, mirroring `hal_x86::X86Hal`. Address
+//! spaces (ASIDs, user/kernel split, TLB shoot-down) and SVC syscall entry are still to come.
+//!
+//! # Running
+//! `hal-armv7/scripts/qemu-boot-demo.sh [sabrelite|virt] [smp] [cmdline]` builds the `boot-demo`
+//! kernel and runs it; by hand:
+//! ```text
+//! cargo build --release -p hal-armv7 --target armv7a-none-eabi --bin boot-demo
+//! qemu-system-arm -M sabrelite -smp 4 -m 1G -kernel target/armv7a-none-eabi/release/boot-demo \
+//!     -display none -serial stdio -semihosting -no-reboot
+//! qemu-system-arm -M virt -cpu cortex-a15 -smp 4 -m 256M -kernel ... (same flags)
+//! ```
+//! QEMU exits with the status the kernel passes to [`exit::exit_qemu`] through semihosting:
+//! 0 = success, 1 = failure (see [`exit`]).
+//!
+//! # Host builds
+//! Only the pure parts ([`machine`], [`fault`]) build for the host, so that
+//! `cargo test -p hal-armv7 --lib` runs their unit tests; everything else needs
+//! `--target armv7a-none-eabi` (it is gated on `target_arch = "arm"` and `target_os = "none"`).
 #![no_std]
+// The module docs link the bare-metal modules, which a host build does not have.
+#![cfg_attr(
+    not(all(target_arch = "arm", target_os = "none")),
+    allow(rustdoc::broken_intra_doc_links)
+)]
+
+pub mod fault;
+pub mod machine;
+
+#[cfg(all(target_arch = "arm", target_os = "none"))]
+pub mod boot;
+#[cfg(all(target_arch = "arm", target_os = "none"))]
+pub mod cache;
+#[cfg(all(target_arch = "arm", target_os = "none"))]
+pub mod console;
+#[cfg(all(target_arch = "arm", target_os = "none"))]
+pub mod cpu;
+#[cfg(all(target_arch = "arm", target_os = "none"))]
+pub mod exception;
+#[cfg(all(target_arch = "arm", target_os = "none"))]
+pub mod exit;
+#[cfg(all(target_arch = "arm", target_os = "none"))]
+pub mod gic;
+#[cfg(all(target_arch = "arm", target_os = "none"))]
+pub mod mmu;
+#[cfg(all(target_arch = "arm", target_os = "none"))]
+pub mod percpu;
+#[cfg(all(target_arch = "arm", target_os = "none"))]
+pub mod psci;
+#[cfg(all(target_arch = "arm", target_os = "none"))]
+pub mod smp;
+#[cfg(all(target_arch = "arm", target_os = "none"))]
+pub mod timer;
+
+#[cfg(all(target_arch = "arm", target_os = "none"))]
+pub use target::*;
+
+#[cfg(all(target_arch = "arm", target_os = "none"))]
+mod target {
+    use core::cell::UnsafeCell;
+    use core::mem::MaybeUninit;
+    use core::sync::atomic::{AtomicBool, Ordering};
+
+    use crate::fault::Mode;
+    use crate::gic::IpiKind;
+    use crate::machine::Machine;
+    use crate::percpu::CpuIndex;
+    use crate::psci::Conduit;
+
+    /// Everything the HAL found at boot; handed to the kernel's main function.
+    #[derive(Debug)]
+    pub struct Platform {
+        /// Which machine this is (told apart by the CPU part number).
+        pub machine: Machine,
+        /// Main ID register of the boot core.
+        pub midr: u32,
+        /// CPSR value at `_start` (mode QEMU entered the kernel in).
+        pub entry_psr: u32,
+        /// Mode the kernel runs in after the entry code (always SVC).
+        pub mode: Mode,
+        /// Cortex-A9 MPCore private region base (CBAR), 0 on virt.
+        pub periphbase: usize,
+        /// GIC distributor base.
+        pub gicd: usize,
+        /// GIC CPU interface base.
+        pub gicc: usize,
+        /// Interrupt lines the distributor implements (GICD_TYPER.ITLinesNumber).
+        pub gic_lines: u32,
+        /// CPU interfaces the GIC implements (GICD_TYPER.CPUNumber + 1): the cores present.
+        pub gic_cpus: u32,
+        /// PSCI conduit (virt), if any.
+        pub psci: Option<Conduit>,
+        /// PSCI version (major << 16 | minor), if PSCI is present.
+        pub psci_version: Option<u32>,
+        /// The semihosting command line (`-append`), or "" when unavailable.
+        pub cmdline: &'static str,
+        /// Whether semihosting answered (it must, to exit QEMU with a status).
+        pub semihosting: bool,
+        /// Top of core 0's SVC stack.
+        pub stack_top: usize,
+    }
+
+    impl Platform {
+        /// The value of `key=value` on the command line, if present.
+        pub fn cmdline_value(&self, key: &str) -> Option<&'static str> {
+            self.cmdline
+                .split_whitespace()
+                .find_map(|w| w.strip_prefix(key).and_then(|rest| rest.strip_prefix('=')))
+        }
+    }
+
+    /// A value set once during boot, read-only afterwards.
+    pub(crate) struct InitOnce<T> {
+        set: AtomicBool,
+        value: UnsafeCell<MaybeUninit<T>>,
+    }
+
+    // SAFETY: the value is written once, before `set` is published with Release; readers only
+    // read it after observing `set` with Acquire, and never mutate it.
+    unsafe impl<T: Sync> Sync for InitOnce<T> {}
+
+    impl<T> InitOnce<T> {
+        pub(crate) const fn new() -> Self {
+            Self {
+                set: AtomicBool::new(false),
+                value: UnsafeCell::new(MaybeUninit::uninit()),
+            }
+        }
+
+        /// Stores the value; panics if called twice.
+        pub(crate) fn set(&self, value: T) -> &T {
+            assert!(!self.set.load(Ordering::Acquire), "InitOnce set twice");
+            // SAFETY: only core 0 calls this, once, before publishing.
+            let r = unsafe { (*self.value.get()).write(value) };
+            self.set.store(true, Ordering::Release);
+            r
+        }
+
+        /// The value, once set.
+        pub(crate) fn get(&self) -> Option<&T> {
+            if self.set.load(Ordering::Acquire) {
+                // SAFETY: initialised before `set` became true, never written again.
+                Some(unsafe { (*self.value.get()).assume_init_ref() })
+            } else {
+                None
+            }
+        }
+    }
+
+    pub(crate) static PLATFORM: InitOnce<Platform> = InitOnce::new();
+
+    /// The platform description, once core 0 has built it (before the kernel's main runs).
+    pub fn platform() -> Option<&'static Platform> {
+        PLATFORM.get()
+    }
+
+    /// The operations a kernel `Hal` trait needs, for ARMv7-A. All are callable from any core.
+    #[derive(Clone, Copy, Debug, Default)]
+    pub struct ArmHal;
+
+    impl ArmHal {
+        /// Index of the calling core (0 = boot core; MPIDR.Aff0 on both machines).
+        #[inline]
+        pub fn cpu_id() -> CpuIndex {
+            crate::percpu::cpu_id()
+        }
+
+        /// Cores online.
+        pub fn cpu_count() -> usize {
+            crate::smp::online_count()
+        }
+
+        /// Sends a software-generated interrupt of `kind` to core `cpu`.
+        pub fn send_ipi(cpu: CpuIndex, kind: IpiKind) {
+            crate::gic::send_sgi(cpu, kind.sgi());
+        }
+
+        /// The cycle counter: the A9 global timer (sabrelite) or the generic counter (virt).
+        #[inline]
+        pub fn cycles() -> u64 {
+            crate::timer::cycles()
+        }
+
+        /// Cycle counter frequency in Hz.
+        pub fn cycles_hz() -> u64 {
+            crate::timer::cycles_hz()
+        }
+
+        /// Starts periodic timer interrupts at `hz` on the calling core.
+        pub fn timer_start(hz: u32) {
+            crate::timer::start_periodic(hz);
+        }
+
+        /// Stops the calling core's timer.
+        pub fn timer_stop() {
+            crate::timer::stop();
+        }
+
+        /// Timer interrupts the calling core has taken.
+        pub fn timer_ticks() -> u64 {
+            crate::percpu::this_cpu().ticks()
+        }
+
+        /// Writes a string to the console.
+        pub fn console_write(s: &str) {
+            crate::console::write_str(s);
+        }
+
+        /// Whether the CPU offers hardware transactional memory: never on ARMv7-A (lock
+        /// elision falls back to the lock).
+        pub fn has_rtm() -> bool {
+            false
+        }
+
+        /// Stops the machine: exits QEMU with `code` (halts on hardware).
+        pub fn exit(code: crate::exit::ExitCode) -> ! {
+            crate::exit::exit_qemu(code)
+        }
+    }
+
+    /// Reports a panic on the console (from any core) and exits QEMU with failure. For the
+    /// kernel's `#[panic_handler]`.
+    pub fn panic_report(info: &core::panic::PanicInfo<'_>) -> ! {
+        crate::cpu::disable_interrupts();
+        crate::console::emergency_print(format_args!(
+            "\n!!! PANIC on cpu {}: {}\n",
+            crate::percpu::cpu_id(),
+            info
+        ));
+        crate::exit::exit_qemu(crate::exit::ExitCode::Failure)
+    }
+}
+
+/// Names the kernel's main function, called on core 0 once the HAL is set up:
+/// `hal_armv7::entry_point!(kernel_main);` with `fn kernel_main(p: &'static hal_armv7::Platform) -> !`.
+#[macro_export]
+macro_rules! entry_point {
+    ($main:path) => {
+        #[export_name = "hal_armv7_kernel_main"]
+        fn __hal_armv7_kernel_main(platform: &'static $crate::Platform) -> ! {
+            let main: fn(&'static $crate::Platform) -> ! = $main;
+            main(platform)
+        }
+    };
+}

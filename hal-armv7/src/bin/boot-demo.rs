@@ -1,0 +1,284 @@
+//! Boot demo and self-test for hal-armv7 under QEMU (`-M sabrelite` or `-M virt -cpu cortex-a15`).
+//!
+//! Prints what the HAL found, starts every core (SRC on sabrelite, PSCI on virt), lets each take
+//! timer ticks, sends a test SGI from core 0 to every other core and checks that it arrived,
+//! then exits QEMU through semihosting with status 0. Any failure exits with status 1; an
+//! exception prints a report first.
+//!
+//! Command line (`-append`, read through semihosting): `fault=und|dabt|pabt|svc|panic` triggers
+//! that fault on purpose on core 0 (`ap-und`, `ap-dabt`, ... on core 1) to check the exception
+//! report; `ticks=N` sets how many timer ticks each core waits for (default 3). Built with
+//! `--features fault-demo`, the demo takes a data abort on core 0 when no `fault=` is given.
+#![cfg_attr(target_os = "none", no_std, no_main)]
+
+#[cfg(not(target_os = "none"))]
+fn main() {
+    eprintln!("boot-demo is a kernel: build it with --target armv7a-none-eabi and run it in QEMU");
+}
+
+#[cfg(target_os = "none")]
+mod demo {
+    use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+    use hal_armv7::exit::ExitCode;
+    use hal_armv7::fault::Mode;
+    use hal_armv7::gic::IpiKind;
+    use hal_armv7::machine::{cpu_name, Machine};
+    use hal_armv7::percpu::{CpuIndex, MAX_CPUS, PERCPU};
+    use hal_armv7::timer::{self, wait_until};
+    use hal_armv7::{cache, cpu, mmu, println, smp, ArmHal, Platform};
+
+    hal_armv7::entry_point!(kernel_main);
+
+    const TIMER_HZ: u32 = 100;
+    static TICKS_DONE: AtomicUsize = AtomicUsize::new(0);
+    static IPI_ACK: [AtomicBool; MAX_CPUS] = [const { AtomicBool::new(false) }; MAX_CPUS];
+
+    fn fault_flag() -> &'static str {
+        let given = hal_armv7::platform().and_then(|p| p.cmdline_value("fault"));
+        match given {
+            Some(f) => f,
+            None if cfg!(feature = "fault-demo") => "dabt",
+            None => "",
+        }
+    }
+
+    fn wanted_ticks() -> u64 {
+        hal_armv7::platform()
+            .and_then(|p| p.cmdline_value("ticks"))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(3)
+    }
+
+    /// An address no section maps on either machine.
+    const UNMAPPED: u32 = 0xF000_0000;
+
+    /// Triggers the fault named on the command line, if it is meant for this core.
+    fn maybe_fault(cpu: CpuIndex) {
+        let f = fault_flag();
+        let (target, kind) = match f.strip_prefix("ap-") {
+            Some(k) => (1, k),
+            None => (0, f),
+        };
+        if f.is_empty() || target != cpu {
+            return;
+        }
+        println!("cpu {cpu}: triggering fault '{kind}' on purpose");
+        match kind {
+            // SAFETY: deliberately executes a permanently undefined instruction; the
+            // undefined-instruction handler reports and exits.
+            "und" => unsafe { core::arch::asm!("udf #0") },
+            "dabt" => {
+                // SAFETY: deliberately reads an unmapped address: data abort, reported.
+                let v = unsafe { (UNMAPPED as *const u32).read_volatile() };
+                println!("read {v}");
+            }
+            // SAFETY: deliberately branches to an unmapped address: prefetch abort, reported.
+            "pabt" => unsafe { core::arch::asm!("blx {}", in(reg) UNMAPPED, out("lr") _) },
+            // SAFETY: deliberately makes a supervisor call there is no syscall for: reported.
+            "svc" => unsafe { core::arch::asm!("svc #1", out("lr") _) },
+            "panic" => panic!("panic requested on the command line"),
+            other => println!("cpu {cpu}: unknown fault kind '{other}', ignored"),
+        }
+    }
+
+    fn fail(msg: core::fmt::Arguments<'_>) -> ! {
+        println!("boot-demo: FAILED: {msg}");
+        ArmHal::exit(ExitCode::Failure)
+    }
+
+    /// Enables the timer and interrupts, sleeps (`wfi`) until `n` ticks arrived or a timeout
+    /// passed; returns the ticks seen. Sleeping rather than spinning matters under TCG, where a
+    /// spinning vCPU takes a host core from the others.
+    fn take_ticks(n: u64) -> u64 {
+        ArmHal::timer_start(TIMER_HZ);
+        cpu::enable_interrupts();
+        let budget_ns = (1_000 + n * 4_000 / u64::from(TIMER_HZ)) * 1_000_000;
+        let start = timer::cycles();
+        while ArmHal::timer_ticks() < n && timer::cycles_to_ns(timer::cycles() - start) < budget_ns
+        {
+            cpu::wfi();
+        }
+        ArmHal::timer_ticks()
+    }
+
+    fn kernel_main(p: &'static Platform) -> ! {
+        let entered_ms = timer::since_boot_ns() / 1_000_000;
+        let entry_mode = Mode::from_psr(p.entry_psr);
+        println!();
+        println!(
+            "hal-armv7 boot-demo: machine {} ({}), entered in {} mode, running in {} mode",
+            p.machine.name(),
+            p.machine.description(),
+            entry_mode,
+            p.mode
+        );
+        println!(
+            "boot: cmdline \"{}\" (semihosting {})",
+            p.cmdline,
+            if p.semihosting { "on" } else { "off" }
+        );
+        println!(
+            "boot: cpu {} r{}p{} (midr {:#010x}), mpidr {:#010x}",
+            cpu_name(p.midr),
+            (p.midr >> 20) & 0xF,
+            p.midr & 0xF,
+            p.midr,
+            PERCPU[0].mpidr()
+        );
+        let (ram, ram_size) = p.machine.ram_window();
+        let (dev, dev_size) = p.machine.device_window();
+        println!(
+            "boot: mmu {}, dcache {}, actlr.smp {}: ram {:#010x}..{:#010x} normal wbwa shareable, devices {:#010x}..{:#010x}",
+            on(mmu::enabled()),
+            on(mmu::dcache_enabled()),
+            yes(cache::smp_bit()),
+            ram,
+            u64::from(ram) + u64::from(ram_size),
+            dev,
+            u64::from(dev) + u64::from(dev_size)
+        );
+        if p.machine == Machine::Sabrelite {
+            println!(
+                "boot: periphbase {:#010x} (cbar), scu cpus {}, scu smp mask {:#x}",
+                p.periphbase,
+                cache::scu_cpu_count(p.periphbase),
+                cache::scu_smp_mask(p.periphbase)
+            );
+        }
+        println!(
+            "boot: gic distributor {:#010x}, cpu interface {:#010x}: {} interrupt lines, {} cpu interfaces",
+            p.gicd, p.gicc, p.gic_lines, p.gic_cpus
+        );
+        match (p.psci, p.psci_version) {
+            (Some(c), Some(v)) => {
+                println!("boot: psci {}.{} via {}", v >> 16, v & 0xFFFF, c.name())
+            }
+            _ => println!("boot: no psci: secondaries are released through the SRC"),
+        }
+        println!(
+            "boot: cycle source {} at {}.{:03} MHz, tick timer irq {}",
+            match p.machine {
+                Machine::Sabrelite => "a9 global timer",
+                Machine::Virt => "generic timer virtual counter",
+            },
+            ArmHal::cycles_hz() / 1_000_000,
+            ArmHal::cycles_hz() / 1_000 % 1_000,
+            timer::irq_id()
+        );
+        println!("boot: rtm absent: lock elision falls back to locking");
+        println!(
+            "boot: stack top {:#010x}, HAL init took {} ms",
+            p.stack_top, entered_ms
+        );
+        if !p.semihosting {
+            println!("boot: WARNING: no semihosting: QEMU cannot be exited with a status");
+        }
+
+        maybe_fault(0);
+
+        let t0 = timer::cycles();
+        let report = smp::start_secondaries(p, ap_main);
+        let smp_us = timer::cycles_to_ns(timer::cycles() - t0) / 1_000;
+        for f in report.failures.iter().flatten() {
+            println!("smp: FAILED to start cpu {}: {:?}", f.cpu, f.error);
+        }
+        if report.skipped > 0 {
+            println!(
+                "smp: {} cpus beyond MAX_CPUS = {MAX_CPUS} not started",
+                report.skipped
+            );
+        }
+        println!(
+            "smp: started {} of {} cpus in {} us",
+            report.online, report.expected, smp_us
+        );
+        println!("cpus online: {}", report.online);
+
+        let ticks = take_ticks(wanted_ticks());
+        println!("cpu 0: {ticks} timer ticks");
+        if ticks < wanted_ticks() {
+            fail(format_args!("cpu 0 took only {ticks} timer ticks"));
+        }
+        let aps = report.online - 1;
+        if !wait_until(2_000_000, || TICKS_DONE.load(Ordering::Acquire) >= aps) {
+            fail(format_args!(
+                "only {} of {aps} secondary cpus took their timer ticks",
+                TICKS_DONE.load(Ordering::Acquire)
+            ));
+        }
+        for cpu in 1..smp::cpu_count() {
+            if !PERCPU[cpu].is_online() {
+                continue;
+            }
+            let before = PERCPU[cpu].ipis();
+            let t = timer::cycles();
+            ArmHal::send_ipi(cpu, IpiKind::Test);
+            let got = wait_until(500_000, || {
+                PERCPU[cpu].ipis() > before && IPI_ACK[cpu].load(Ordering::Acquire)
+            });
+            let us = timer::cycles_to_ns(timer::cycles() - t) / 1_000;
+            if !got {
+                fail(format_args!("test sgi to cpu {cpu} not received"));
+            }
+            println!("ipi: cpu 0 -> cpu {cpu} received ({us} us round trip)");
+        }
+        if report.failure_count > 0 {
+            fail(format_args!(
+                "{} cpu(s) did not start",
+                report.failure_count
+            ));
+        }
+        println!(
+            "boot-demo: all checks passed in {} ms since kernel entry",
+            timer::since_boot_ns() / 1_000_000
+        );
+        ArmHal::exit(ExitCode::Success)
+    }
+
+    fn yes(b: bool) -> &'static str {
+        if b {
+            "yes"
+        } else {
+            "no"
+        }
+    }
+
+    fn on(b: bool) -> &'static str {
+        if b {
+            "on"
+        } else {
+            "off"
+        }
+    }
+
+    fn ap_main(cpu: CpuIndex) -> ! {
+        println!(
+            "cpu {cpu}: online (mpidr {:#010x}, entered in {} mode), mmu {}, actlr.smp {}, rtm {}",
+            PERCPU[cpu].mpidr(),
+            Mode::from_psr(PERCPU[cpu].entry_psr()),
+            on(mmu::enabled()),
+            yes(cache::smp_bit()),
+            yes(ArmHal::has_rtm())
+        );
+        maybe_fault(cpu);
+        let ticks = take_ticks(wanted_ticks());
+        println!("cpu {cpu}: {ticks} timer ticks");
+        TICKS_DONE.fetch_add(1, Ordering::AcqRel);
+        let mut seen = 0;
+        loop {
+            cpu::wfi();
+            let n = PERCPU[cpu].ipis();
+            if n > seen {
+                seen = n;
+                println!("cpu {cpu}: test ipi received (total {n})");
+                IPI_ACK[cpu].store(true, Ordering::Release);
+            }
+        }
+    }
+
+    #[panic_handler]
+    fn panic(info: &core::panic::PanicInfo<'_>) -> ! {
+        hal_armv7::panic_report(info)
+    }
+}

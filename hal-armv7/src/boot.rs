@@ -1,0 +1,411 @@
+//! Entry points, stacks, the exception vector table, and the early per-core setup.
+//!
+//! # Entry (`_start`, ARM state, MMU and caches off)
+//! QEMU jumps to the ELF entry on core 0 only (sabrelite: the SRC holds the others in reset;
+//! virt: the others are powered off until PSCI CPU_ON). The entry code
+//! 1. records the entry CPSR and, if QEMU entered in HYP mode (`-M virt,virtualization=on`),
+//!    sets CNTVOFF = 0 and drops to SVC with `eret`,
+//! 2. masks IRQ, FIQ and asynchronous aborts,
+//! 3. takes the core index from MPIDR.Aff0 and points the UND/FIQ, ABT/IRQ and SVC stack
+//!    pointers into that core's [`STACK_SIZE`] area (exception modes get their own stacks so a
+//!    fault on a broken SVC stack can still be reported),
+//! 4. (core 0) zeroes `.bss` with plain word stores (no stack, no Rust yet),
+//! 5. calls the Rust entry, which never returns.
+//!
+//! Secondary cores enter at `hal_armv7_secondary_start` (the address given to the SRC or to
+//! PSCI) and do steps 1-3 and 5.
+//!
+//! # Early Rust setup, per core, in this order (why: see [`cache`])
+//! (core 0: UART) -> VBAR -> (core 0, A9: SCU on; core 0: build the table, caches still off)
+//! -> ACTLR.SMP -> invalidate L1/BP/TLB -> MMU + caches on -> only now locks and atomic
+//! read-modify-writes -> (core 0: GIC distributor, cycle source, PSCI, command line) -> GIC
+//! CPU interface -> online.
+//!
+//! Core 0 finds PERIPHBASE in CBAR (`mrc p15, 4, Rt, c15, c0, 0`); QEMU leaves CBAR at 0 when
+//! run with `-smp 1`, so the i.MX6's fixed 0x00A0_0000 is used then.
+//!
+//! A secondary core reads only `BootParams` before its MMU is on; core 0 writes it with its
+//! own caches on, so it cleans the lines to the point of coherency first.
+//!
+//! # Vectors
+//! The table is installed in VBAR (SCTLR.V = 0). IRQs are handled on the interrupted core's
+//! SVC stack: the stub saves LR_irq/SPSR_irq there with `srsdb`, switches to SVC, saves the
+//! caller-saved registers, realigns the stack to 8 bytes (AAPCS) and calls the Rust handler,
+//! returning with `rfeia`. SVC has its own stub that can return (for the semihosting
+//! fallback). The other exceptions save a full frame on their mode's stack, fetch SP/LR of the
+//! interrupted mode by briefly switching to it, and call the fault reporter.
+
+use core::cell::UnsafeCell;
+use core::sync::atomic::Ordering;
+
+use crate::exception::{fault_entry, irq_entry, svc_entry};
+use crate::fault::Mode;
+use crate::machine::{a9, Machine, IMX6_PERIPHBASE, VIRT_GICC, VIRT_GICD};
+use crate::percpu::{CpuIndex, MAX_CPUS, PERCPU};
+use crate::psci::Conduit;
+use crate::{cache, console, cpu, gic, mmu, psci, timer, Platform, PLATFORM};
+
+/// Size of each core's stack area: SVC stack on top, then the abort and undefined stacks.
+pub const STACK_SIZE: usize = 64 * 1024;
+/// Top of the undefined-instruction (and FIQ) stack, from the area's base.
+const UND_TOP: usize = 8 * 1024;
+/// Top of the abort (and unused IRQ-mode) stack, from the area's base.
+const ABT_TOP: usize = 16 * 1024;
+const _: () = assert!(
+    STACK_SIZE == 1 << 16,
+    "the entry code shifts the core index by 16"
+);
+
+/// Per-core stack areas (in `.stacks`, NOLOAD, not zeroed).
+#[repr(C, align(4096))]
+struct Stacks(UnsafeCell<[[u8; STACK_SIZE]; MAX_CPUS]>);
+
+// SAFETY: each core uses only its own area, through its stack pointers; Rust code never
+// accesses the array as such.
+unsafe impl Sync for Stacks {}
+
+#[link_section = ".stacks"]
+static STACKS: Stacks = Stacks(UnsafeCell::new([[0; STACK_SIZE]; MAX_CPUS]));
+
+/// Top of core `cpu`'s SVC stack.
+pub fn stack_top(cpu: CpuIndex) -> usize {
+    STACKS.0.get() as usize + (cpu + 1) * STACK_SIZE
+}
+
+/// What a secondary core needs before its MMU is on.
+#[repr(C, align(64))]
+struct BootParams {
+    /// TTBR0 value (boot translation table and walk attributes).
+    ttbr0: u32,
+    /// Whether the cores are Cortex-A9s (ACTLR.FW).
+    a9: u32,
+}
+
+struct BootCell(UnsafeCell<BootParams>);
+
+// SAFETY: written by core 0 before any secondary starts, read-only afterwards.
+unsafe impl Sync for BootCell {}
+
+static BOOT_PARAMS: BootCell = BootCell(UnsafeCell::new(BootParams { ttbr0: 0, a9: 0 }));
+
+core::arch::global_asm!(
+    r#"
+    .section .text.hal_armv7_entry, "ax"
+    .arm
+    .arch_extension virt
+    .arch_extension sec
+
+    @ If the CPSR in r4 says HYP: CNTVOFF = 0, then continue in SVC with A/I/F masked.
+    @ Clobbers r5.
+    .macro HAL_LEAVE_HYP
+        and     r5, r4, #0x1f
+        cmp     r5, #0x1a
+        bne     9f
+        mov     r5, #0
+        mcrr    p15, 4, r5, r5, c14         @ CNTVOFF = 0: virtual counter = physical
+        adr     r5, 9f
+        msr     elr_hyp, r5
+        mov     r5, #0x1d3                  @ SVC mode, A, I, F masked, ARM state
+        msr     spsr_cxsf, r5               @ SPSR_hyp (banked access to it is not allowed in Hyp)
+        eret
+    9:
+    .endm
+
+    @ Stack pointers of the core whose index is in r6 (< MAX_CPUS). Clobbers r7.
+    .macro HAL_SET_STACKS
+        ldr     r7, ={stacks}
+        add     r7, r7, r6, lsl #16         @ STACK_SIZE = 64 KiB
+        cps     #0x1b                       @ UND
+        add     sp, r7, #{und_top}
+        cps     #0x11                       @ FIQ (shares UND's stack: both are fatal)
+        add     sp, r7, #{und_top}
+        cps     #0x17                       @ ABT
+        add     sp, r7, #{abt_top}
+        cps     #0x12                       @ IRQ (the IRQ stub moves to SVC's stack)
+        add     sp, r7, #{abt_top}
+        cps     #0x13                       @ SVC: the kernel's mode
+        add     sp, r7, #{stack_size}
+    .endm
+
+    .global _start
+    .type _start, %function
+_start:
+    mrs     r4, cpsr
+    HAL_LEAVE_HYP
+    cpsid   aif
+    mrc     p15, 0, r6, c0, c0, 5           @ MPIDR
+    and     r6, r6, #0xff                   @ Aff0 = core index
+    cmp     r6, #0
+    bne     hal_armv7_park                  @ others start at hal_armv7_secondary_start
+    HAL_SET_STACKS
+    ldr     r0, =__bss_start
+    ldr     r1, =__bss_end
+    mov     r2, #0
+1:  cmp     r0, r1
+    strlo   r2, [r0], #4
+    blo     1b
+    mov     r0, r4
+    bl      {primary}
+    b       hal_armv7_park
+
+    .global hal_armv7_secondary_start
+    .type hal_armv7_secondary_start, %function
+hal_armv7_secondary_start:
+    mrs     r4, cpsr
+    HAL_LEAVE_HYP
+    cpsid   aif
+    mrc     p15, 0, r6, c0, c0, 5
+    and     r6, r6, #0xff
+    cmp     r6, #{max_cpus}
+    bhs     hal_armv7_park
+    HAL_SET_STACKS
+    mov     r0, r6
+    mov     r1, r4
+    bl      {secondary}
+
+    .global hal_armv7_park
+hal_armv7_park:
+    wfe
+    b       hal_armv7_park
+    .ltorg
+
+    .section .text.hal_armv7_vectors, "ax"
+    .balign 32
+    .global hal_armv7_vectors
+hal_armv7_vectors:
+    b       hal_armv7_vec_reset             @ 0x00
+    b       hal_armv7_vec_und               @ 0x04
+    b       hal_armv7_vec_svc               @ 0x08
+    b       hal_armv7_vec_pabt              @ 0x0c
+    b       hal_armv7_vec_dabt              @ 0x10
+    b       hal_armv7_vec_unused            @ 0x14
+    b       hal_armv7_vec_irq               @ 0x18
+    b       hal_armv7_vec_fiq               @ 0x1c
+
+    @ Fatal exceptions: frame = [r0-r12, faulting pc] on this mode's stack.
+    .macro HAL_FAULT_STUB name, vector, offset
+hal_armv7_vec_\name:
+        sub     lr, lr, #\offset
+        stmfd   sp!, {{r0-r12, lr}}
+        mov     r0, #\vector
+        b       hal_armv7_fault_common
+    .endm
+
+    HAL_FAULT_STUB reset, 0, 4
+    HAL_FAULT_STUB und, 1, 4
+    HAL_FAULT_STUB pabt, 3, 4
+    HAL_FAULT_STUB dabt, 4, 8
+    HAL_FAULT_STUB unused, 5, 4
+    HAL_FAULT_STUB fiq, 7, 4
+
+    @ r0 = vector number. Adds [sp, lr, spsr] of the interrupted mode below the frame and
+    @ calls fault_entry(vector, &frame), which does not return.
+hal_armv7_fault_common:
+    mrs     r4, spsr
+    mrs     r5, cpsr
+    and     r6, r4, #0x1f
+    cmp     r6, #0x10
+    moveq   r6, #0x1f                       @ User's sp/lr are System mode's
+    mov     r2, #0
+    mov     r3, #0
+    cmp     r6, #0x11                       @ only modes msr may switch to (not HYP/MON)
+    cmpne   r6, #0x12
+    cmpne   r6, #0x13
+    cmpne   r6, #0x17
+    cmpne   r6, #0x1b
+    cmpne   r6, #0x1f
+    bne     2f
+    bic     r7, r5, #0x1f
+    orr     r7, r7, r6
+    msr     cpsr_c, r7                      @ interrupted mode, I still set
+    mov     r2, sp
+    mov     r3, lr
+    msr     cpsr_c, r5                      @ back to the exception mode
+2:  push    {{r2, r3, r4}}
+    mov     r1, sp
+    bic     sp, sp, #7                      @ AAPCS: 8-byte aligned at calls
+    bl      {fault}
+    b       hal_armv7_park
+
+    @ SVC: frame = [r0-r12, return address]; svc_entry(&mut frame) may return (then r0 is
+    @ its result) and we resume after the svc with the caller's CPSR (ldm ^ restores SPSR).
+hal_armv7_vec_svc:
+    stmfd   sp!, {{r0-r12, lr}}
+    mov     r0, sp
+    mov     r4, sp
+    bic     sp, sp, #7
+    bl      {svc}
+    mov     sp, r4
+    ldmfd   sp!, {{r0-r12, pc}}^
+
+    @ IRQ: handled on the SVC stack of the interrupted code.
+hal_armv7_vec_irq:
+    sub     lr, lr, #4                      @ return address
+    srsdb   sp!, #0x13                      @ push LR_irq, SPSR_irq onto the SVC stack
+    cps     #0x13
+    push    {{r0-r3, r12, lr}}              @ caller-saved registers and LR_svc
+    and     r1, sp, #4                      @ realign to 8 bytes, remember by how much
+    sub     sp, sp, r1
+    push    {{r1, r2}}
+    bl      {irq}
+    pop     {{r1, r2}}
+    add     sp, sp, r1
+    pop     {{r0-r3, r12, lr}}
+    rfeia   sp!                             @ return: pc and CPSR from the SVC stack
+"#,
+    stacks = sym STACKS,
+    und_top = const UND_TOP,
+    abt_top = const ABT_TOP,
+    stack_size = const STACK_SIZE,
+    max_cpus = const MAX_CPUS,
+    primary = sym primary_entry,
+    secondary = sym secondary_entry,
+    fault = sym fault_entry,
+    svc = sym svc_entry,
+    irq = sym irq_entry,
+);
+
+unsafe extern "C" {
+    /// The vector table (32-byte aligned, in `.text.hal_armv7_vectors`).
+    static hal_armv7_vectors: [u32; 8];
+    /// Entry of secondary cores (given to the SRC or PSCI CPU_ON).
+    static hal_armv7_secondary_start: [u32; 1];
+}
+
+unsafe extern "Rust" {
+    /// The kernel's main function, defined by [`entry_point!`](crate::entry_point).
+    safe fn hal_armv7_kernel_main(platform: &'static Platform) -> !;
+}
+
+/// Physical (= virtual) address of the secondary cores' entry point.
+pub fn secondary_entry_address() -> u32 {
+    core::ptr::addr_of!(hal_armv7_secondary_start) as u32
+}
+
+/// Points VBAR at the vector table.
+fn install_vectors() {
+    let v = core::ptr::addr_of!(hal_armv7_vectors) as u32;
+    // SAFETY: a 32-byte aligned ARM vector table with handlers for every entry.
+    unsafe { aarch32_cpu::register::Vbar::write(aarch32_cpu::register::Vbar(v)) };
+    // The next exception must already use the new base.
+    cpu::isb();
+}
+
+/// Joins coherency, invalidates the local caches and TLB, and turns the MMU and caches on.
+///
+/// # Safety
+/// `ttbr0` comes from [`mmu::build`]; called once per core during its bring-up.
+unsafe fn enable_caches_and_mmu(a9: bool, ttbr0: u32) {
+    cache::join_coherency(a9);
+    cache::invalidate_local();
+    // SAFETY: forwarded contract; coherency joined and caches invalidated just above.
+    unsafe { mmu::enable(ttbr0) };
+}
+
+/// Command line buffer (semihosting).
+struct CmdlineBuf(UnsafeCell<[u8; 256]>);
+// SAFETY: written once by core 0 during boot, read-only afterwards.
+unsafe impl Sync for CmdlineBuf {}
+static CMDLINE: CmdlineBuf = CmdlineBuf(UnsafeCell::new([0; 256]));
+
+/// First Rust code on core 0 (IRQs masked, MMU off, `.bss` zeroed).
+extern "C" fn primary_entry(entry_psr: u32) -> ! {
+    let midr = cpu::midr();
+    let Some(machine) = Machine::from_midr(midr) else {
+        // No known UART to report on: the exit status is all we can give.
+        crate::exit::exit_qemu(crate::exit::ExitCode::Failure)
+    };
+    // SAFETY: core 0, once, nothing else runs; the machine's UART, MMU off.
+    unsafe { console::init_early(machine) };
+    install_vectors();
+
+    let a9 = machine == Machine::Sabrelite;
+    // CBAR gives PERIPHBASE, except that QEMU sets it only for more than one core (with
+    // `-smp 1` it reads 0): fall back to the i.MX6's fixed address then.
+    let periphbase = match (a9, cpu::a9_periphbase_if(a9)) {
+        (false, _) => 0,
+        (true, 0) => IMX6_PERIPHBASE,
+        (true, cbar) => cbar,
+    };
+    if a9 {
+        cache::scu_enable(periphbase);
+    }
+    // SAFETY: core 0, once, MMU off, no other core running.
+    let ttbr0 = unsafe { mmu::build(machine) };
+    // SAFETY: the table was just built.
+    unsafe { enable_caches_and_mmu(a9, ttbr0) };
+
+    // Caches are on: publish what secondaries read before their MMU is on, and clean it to
+    // memory, which is where they will read it.
+    // SAFETY: no other core runs yet.
+    unsafe {
+        BOOT_PARAMS.0.get().write_volatile(BootParams {
+            ttbr0,
+            a9: u32::from(a9),
+        });
+    }
+    cache::clean_to_poc(
+        BOOT_PARAMS.0.get() as usize,
+        core::mem::size_of::<BootParams>(),
+    );
+
+    // SAFETY: core 0, once, before any other core runs; LDREX/STREX now work.
+    unsafe { console::enable_locking() };
+    PERCPU[0].entry_psr.store(entry_psr, Ordering::Relaxed);
+    PERCPU[0].mpidr.store(cpu::mpidr(), Ordering::Relaxed);
+
+    timer::init(machine, periphbase);
+    let (gicd, gicc) = match machine {
+        Machine::Sabrelite => (periphbase + a9::GICD, periphbase + a9::GICC),
+        Machine::Virt => (VIRT_GICD, VIRT_GICC),
+    };
+    let gic_info = gic::init_distributor(gicd, gicc);
+    gic::init_cpu();
+
+    let psci = match machine {
+        Machine::Sabrelite => None,
+        Machine::Virt if Mode::from_psr(entry_psr) == Mode::Hyp => Some(Conduit::Smc),
+        Machine::Virt => Some(Conduit::Hvc),
+    };
+    let psci_version = psci.map(psci::version);
+
+    // SAFETY: core 0, once; the buffer is not read before this returns.
+    let buf = unsafe { &mut *CMDLINE.0.get() };
+    let cmdline = crate::exit::cmdline(buf);
+
+    PERCPU[0].online.store(true, Ordering::Release);
+    let platform = PLATFORM.set(Platform {
+        machine,
+        midr,
+        entry_psr,
+        mode: Mode::from_psr(cpu::cpsr()),
+        periphbase,
+        gicd,
+        gicc,
+        gic_lines: gic_info.lines,
+        gic_cpus: gic_info.cpus,
+        psci,
+        psci_version,
+        cmdline: cmdline.unwrap_or(""),
+        semihosting: cmdline.is_some(),
+        stack_top: stack_top(0),
+    });
+    hal_armv7_kernel_main(platform)
+}
+
+/// First Rust code on a secondary core (IRQs masked, MMU off).
+extern "C" fn secondary_entry(cpu_index: u32, entry_psr: u32) -> ! {
+    install_vectors();
+    // SAFETY: written and cleaned to memory by core 0 before it started this core; read with
+    // the MMU (and so the data cache) off, i.e. from memory.
+    let params = unsafe { BOOT_PARAMS.0.get().read_volatile() };
+    // SAFETY: the table core 0 built; once, during this core's bring-up.
+    unsafe { enable_caches_and_mmu(params.a9 != 0, params.ttbr0) };
+
+    let cpu = cpu_index as CpuIndex;
+    gic::init_cpu();
+    PERCPU[cpu].entry_psr.store(entry_psr, Ordering::Relaxed);
+    PERCPU[cpu].mpidr.store(cpu::mpidr(), Ordering::Relaxed);
+    PERCPU[cpu].online.store(true, Ordering::Release);
+    crate::smp::run_ap_main(cpu)
+}
