@@ -238,7 +238,7 @@ fn walk(root: PhysAddr, vaddr: u64, create: bool) -> Result<Option<*mut u64>, Ma
 }
 
 fn check_user(vaddr: u64) -> Result<(), MapError> {
-    if vaddr % PAGE_SIZE != 0 || vaddr >= 1 << 47 {
+    if vaddr % PAGE_SIZE != 0 || vaddr >= kernel::config::USER_TOP as u64 {
         Err(MapError::BadAddress)
     } else {
         Ok(())

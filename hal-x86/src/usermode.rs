@@ -25,8 +25,9 @@
 //! handles them (console output, test reports, shutdown) through [`install`]'s handler.
 //!
 //! # Return to user mode
-//! A context saved by `syscall` (with a canonical return address) returns with `sysretq`, the
-//! fast path; a context saved by an interrupt or exception, or a fresh thread, with `iretq`.
+//! A context saved by `syscall` returns with `sysretq`, the fast path; a context saved by an
+//! interrupt or exception, or a fresh thread, with `iretq`. A `syscall` context whose return
+//! address is non-canonical never returns: the thread gets a #GP through the kernel instead.
 //! Code and stack selectors and RFLAGS are forced to user values before either, so a context
 //! can never return to ring 0 or with IOPL raised.
 //!
@@ -477,45 +478,80 @@ fn save(cpu: CpuIndex, frame: &TrapFrame, saved: Saved) -> ThreadId {
 }
 
 /// Returns to the thread the kernel chose (or idles). Never returns.
-fn resume(cpu: CpuIndex, exit: Exit) -> ! {
-    let Some(t) = exit.thread else {
-        CURRENT[cpu].store(NO_THREAD, Ordering::Relaxed);
-        idle(cpu)
-    };
-    if !HAS_CONTEXT[t.index()].load(Ordering::Acquire) {
-        fatal(format_args!(
-            "the kernel picked thread {} which has no user context (created without \
-             set_initial_context)",
-            t.index()
-        ));
+///
+/// A context saved by `syscall` whose return address is non-canonical cannot return with
+/// `sysretq` (it would #GP in ring 0 on Intel) nor with `iretq` (it faults in ring 0 after
+/// `swapgs`): the thread gets a #GP (vector 13) through [`kernel::Kernel::exception`] instead,
+/// as if its next instruction had faulted, and the core goes on with the thread the kernel
+/// picks then. The kernel never maps the highest user page (see
+/// [`kernel::config::USER_TOP`]), so this is a defensive check.
+fn resume(cpu: CpuIndex, mut exit: Exit) -> ! {
+    loop {
+        let Some(t) = exit.thread else {
+            CURRENT[cpu].store(NO_THREAD, Ordering::Relaxed);
+            idle(cpu)
+        };
+        if !HAS_CONTEXT[t.index()].load(Ordering::Acquire) {
+            fatal(format_args!(
+                "the kernel picked thread {} which has no user context (created without \
+                 set_initial_context)",
+                t.index()
+            ));
+        }
+        CURRENT[cpu].store(t.index(), Ordering::Relaxed);
+        IDLE[cpu].store(false, Ordering::Relaxed);
+        let f = &FAULTS[t.index()];
+        if f.stopped.swap(false, Ordering::Relaxed) {
+            f.resumed.store(true, Ordering::Release);
+        }
+        // SAFETY: `t` is now this core's current thread (see `Contexts`).
+        let ctx = unsafe { &mut *CONTEXTS.0[t.index()].get() };
+        let fr = &mut ctx.frame;
+        if ctx.saved == Saved::Syscall {
+            let r = exit.regs;
+            fr.rax = r[0] as u64;
+            fr.rdi = r[1] as u64;
+            fr.rsi = r[2] as u64;
+            fr.rdx = r[3] as u64;
+            fr.r10 = r[4] as u64;
+            fr.r8 = r[5] as u64;
+            if fr.rip >= NON_CANONICAL {
+                let rip = fr.rip;
+                record_fault(cpu, t, 13, rip, 0, 0);
+                crate::println!(
+                    "user fault: cpu {cpu} thread {}: system call returns to non-canonical \
+                     rip {rip:#x}: #GP handed to the kernel (pager, or the thread stops)",
+                    t.index()
+                );
+                exit = installed().kernel.exception(cpu, 13, rip as usize);
+                continue;
+            }
+        }
+        fr.cs = u64::from(USER_CODE);
+        fr.ss = u64::from(USER_DATA);
+        fr.rflags = (fr.rflags & USER_FLAGS_KEPT) | RFLAGS_IF | RFLAGS_FIXED;
+        let sysret = ctx.saved == Saved::Syscall;
+        let top = PERCPU[cpu].kstack_top.load(Ordering::Relaxed);
+        // SAFETY: the frame holds user selectors and sanitised flags (and, for `sysretq`, a
+        // canonical return address: checked above); the assembly switches to the top of this
+        // core's kernel stack (nothing on it is needed any more: every entry ends here or in
+        // `idle`) before it copies and loads the frame.
+        unsafe { hal_enter_user(fr, top, u32::from(sysret)) }
     }
-    CURRENT[cpu].store(t.index(), Ordering::Relaxed);
-    IDLE[cpu].store(false, Ordering::Relaxed);
-    let f = &FAULTS[t.index()];
-    if f.stopped.swap(false, Ordering::Relaxed) {
-        f.resumed.store(true, Ordering::Release);
-    }
-    // SAFETY: `t` is now this core's current thread (see `Contexts`).
-    let ctx = unsafe { &mut *CONTEXTS.0[t.index()].get() };
-    let fr = &mut ctx.frame;
-    if ctx.saved == Saved::Syscall {
-        let r = exit.regs;
-        fr.rax = r[0] as u64;
-        fr.rdi = r[1] as u64;
-        fr.rsi = r[2] as u64;
-        fr.rdx = r[3] as u64;
-        fr.r10 = r[4] as u64;
-        fr.r8 = r[5] as u64;
-    }
-    fr.cs = u64::from(USER_CODE);
-    fr.ss = u64::from(USER_DATA);
-    fr.rflags = (fr.rflags & USER_FLAGS_KEPT) | RFLAGS_IF | RFLAGS_FIXED;
-    let sysret = ctx.saved == Saved::Syscall && fr.rip < NON_CANONICAL;
-    let top = PERCPU[cpu].kstack_top.load(Ordering::Relaxed);
-    // SAFETY: the frame holds user selectors and sanitised flags; the assembly switches to the
-    // top of this core's kernel stack (nothing on it is needed any more: every entry ends
-    // here or in `idle`) before it copies and loads the frame.
-    unsafe { hal_enter_user(fr, top, u32::from(sysret)) }
+}
+
+/// Records a user exception of thread `t` for [`fault_record`].
+fn record_fault(cpu: CpuIndex, t: ThreadId, vector: u64, rip: u64, addr: u64, error_code: u64) {
+    let s = &FAULTS[t.index()];
+    s.vector.store(vector, Ordering::Relaxed);
+    s.rip.store(rip, Ordering::Relaxed);
+    s.addr.store(addr, Ordering::Relaxed);
+    s.error_code.store(error_code, Ordering::Relaxed);
+    s.cpu.store(cpu, Ordering::Relaxed);
+    s.tsc.store(crate::cpu::rdtsc(), Ordering::Relaxed);
+    s.resumed.store(false, Ordering::Relaxed);
+    s.stopped.store(true, Ordering::Relaxed);
+    s.count.fetch_add(1, Ordering::Release);
 }
 
 /// Waits for interrupts with no thread to run; an interrupt enters the kernel (see
@@ -603,16 +639,7 @@ pub(crate) fn user_exception(frame: &mut TrapFrame) -> ! {
     let cpu = crate::percpu::cpu_id();
     let t = save(cpu, frame, Saved::Trap);
     let cr2 = crate::cpu::read_cr2();
-    let s = &FAULTS[t.index()];
-    s.vector.store(v, Ordering::Relaxed);
-    s.rip.store(frame.rip, Ordering::Relaxed);
-    s.addr.store(cr2, Ordering::Relaxed);
-    s.error_code.store(frame.error_code, Ordering::Relaxed);
-    s.cpu.store(cpu, Ordering::Relaxed);
-    s.tsc.store(crate::cpu::rdtsc(), Ordering::Relaxed);
-    s.resumed.store(false, Ordering::Relaxed);
-    s.stopped.store(true, Ordering::Relaxed);
-    s.count.fetch_add(1, Ordering::Release);
+    record_fault(cpu, t, v, frame.rip, cr2, frame.error_code);
     if v == 14 {
         crate::println!(
             "user fault: cpu {cpu} thread {}: vector {v} ({}) at rip {:#x}, address {cr2:#x}, \

@@ -7,7 +7,8 @@
 //! the kernel, and resumes the thread with the returned registers.
 //!
 //! # Test lines
-//! Every test, in-kernel or user, prints one line `TEST <name> ... ok|FAILED (detail)`;
+//! Every test, in-kernel or user, prints one line `TEST <name> ... ok|FAILED|skipped (detail)`
+//! (a skipped test, e.g. one a lock strategy cannot run, is neither passed nor failed);
 //! `TESTS PLANNED n` comes first and `ALL TESTS RAN n` last, so a runner can tell a missing test
 //! from a passing run. User programs print their `TEST` lines through `PUT`; the image counts
 //! them here.
@@ -67,6 +68,7 @@ static DONE_TSC: [AtomicU64; MAX_THREADS] = [const { AtomicU64::new(0) }; MAX_TH
 static PANICS: AtomicUsize = AtomicUsize::new(0);
 static TESTS_OK: AtomicUsize = AtomicUsize::new(0);
 static TESTS_FAILED: AtomicUsize = AtomicUsize::new(0);
+static TESTS_SKIPPED: AtomicUsize = AtomicUsize::new(0);
 static CLIENTS: [AtomicUsize; MAX_CPUS] = [const { AtomicUsize::new(usize::MAX) }; MAX_CPUS];
 static FAULT_CORE: AtomicUsize = AtomicUsize::new(0);
 static FAULTERS: [AtomicUsize; 3] = [const { AtomicUsize::new(usize::MAX) }; 3];
@@ -110,15 +112,39 @@ pub fn report(name: &str, ok: bool, detail: core::fmt::Arguments<'_>) {
         "TEST {name} ... {} ({detail})",
         if ok { "ok" } else { "FAILED" }
     );
-    count_test(ok);
+    count_test(if ok { Outcome::Ok } else { Outcome::Failed });
 }
 
-fn count_test(ok: bool) {
-    if ok {
-        TESTS_OK.fetch_add(1, Ordering::AcqRel);
-    } else {
-        TESTS_FAILED.fetch_add(1, Ordering::AcqRel);
+/// Prints a `TEST <name> ... skipped (reason)` line for a planned test this run cannot do.
+pub fn skip(name: &str, reason: core::fmt::Arguments<'_>) {
+    println!("TEST {name} ... skipped ({reason})");
+    count_test(Outcome::Skipped);
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Outcome {
+    Ok,
+    Failed,
+    Skipped,
+}
+
+/// The result of a `TEST <name> ... <result>` line (as the runner judges it): `ok...` passes,
+/// `skipped...` is a skip, anything else (or no ` ... `) fails.
+fn outcome(line: &str) -> Outcome {
+    match line.split_once(" ... ") {
+        Some((_, r)) if r.starts_with("ok") => Outcome::Ok,
+        Some((_, r)) if r.starts_with("skipped") => Outcome::Skipped,
+        _ => Outcome::Failed,
     }
+}
+
+fn count_test(o: Outcome) {
+    let counter = match o {
+        Outcome::Ok => &TESTS_OK,
+        Outcome::Failed => &TESTS_FAILED,
+        Outcome::Skipped => &TESTS_SKIPPED,
+    };
+    counter.fetch_add(1, Ordering::AcqRel);
 }
 
 fn ok_regs(word: usize) -> Regs {
@@ -141,7 +167,19 @@ pub fn handle(cpu: CpuIndex, t: ThreadId, regs: &Regs) -> Regs {
             ok_regs(0)
         }
         debug_nr::DONE => {
-            DONE_TSC[t.index()].store(hal_x86::time::cycles().max(1), Ordering::Release);
+            // Each thread counts once: a repeated DONE must not stand in for a program that has
+            // not reported yet.
+            let now = hal_x86::time::cycles().max(1);
+            if DONE_TSC[t.index()]
+                .compare_exchange(0, now, Ordering::AcqRel, Ordering::Acquire)
+                .is_err()
+            {
+                println!(
+                    "thread {} (cpu {cpu}) reported DONE again: ignored",
+                    t.index()
+                );
+                return ok_regs(DONE.load(Ordering::Acquire));
+            }
             let n = DONE.fetch_add(1, Ordering::AcqRel) + 1;
             if n == EXPECTED_DONE.load(Ordering::Acquire) {
                 finish();
@@ -205,7 +243,7 @@ fn put_byte(cpu: CpuIndex, t: ThreadId, b: u8) {
     };
     if text.starts_with("TEST ") {
         println!("{text}");
-        count_test(text.contains(" ... ok"));
+        count_test(outcome(text));
     } else {
         println!("  [cpu {cpu} thread {}] {text}", t.index());
     }
@@ -224,15 +262,29 @@ fn finish() -> ! {
         "all {} programs reported after {ms} ms ({cores} cores, every core ran its ping-pong pair)",
         DONE.load(Ordering::Acquire)
     );
+    // Every core's client must be among the reporters (DONE counts each thread once, so this
+    // holds unless an unexpected thread reported).
+    let mut missing = 0;
+    for (c, client) in CLIENTS.iter().enumerate().take(cores) {
+        let t = client.load(Ordering::Relaxed);
+        if DONE_TSC
+            .get(t)
+            .is_none_or(|d| d.load(Ordering::Acquire) == 0)
+        {
+            println!("!!! the client of cpu {c} (thread {t}) never reported");
+            missing += 1;
+        }
+    }
     if TEST_MODE.load(Ordering::Relaxed) {
         final_checks();
         let ok = TESTS_OK.load(Ordering::Acquire);
         let failed = TESTS_FAILED.load(Ordering::Acquire);
-        println!("ALL TESTS RAN {}", ok + failed);
-        println!("tests: {ok} passed, {failed} failed");
+        let skipped = TESTS_SKIPPED.load(Ordering::Acquire);
+        println!("ALL TESTS RAN {}", ok + failed + skipped);
+        println!("tests: {ok} passed, {skipped} skipped, {failed} failed");
     }
     let panics = PANICS.load(Ordering::Acquire);
-    let failed = TESTS_FAILED.load(Ordering::Acquire) + panics;
+    let failed = TESTS_FAILED.load(Ordering::Acquire) + panics + missing;
     println!(
         "shutting down: {} (uptime {} ms)",
         if failed == 0 { "success" } else { "FAILURE" },

@@ -22,7 +22,8 @@
 //!
 //! In test mode (`mode=test`) the image also runs in-kernel self-tests and the user-level test
 //! programs (system-call errors, notification, pager, fault containment) and prints one
-//! `TEST <name> ... ok|FAILED` line each, `TESTS PLANNED n` first and `ALL TESTS RAN n` last.
+//! `TEST <name> ... ok|FAILED|skipped` line each, `TESTS PLANNED n` first and `ALL TESTS RAN n`
+//! last.
 #![cfg_attr(target_os = "none", no_std, no_main)]
 
 #[cfg(not(target_os = "none"))]

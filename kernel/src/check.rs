@@ -51,7 +51,11 @@ enum Place {
 }
 
 impl<S: Strategy, H: Hal> Kernel<S, H> {
-    const QUIET: Ctx = Ctx { cpu: 0, excl: true };
+    const QUIET: Ctx = Ctx {
+        cpu: 0,
+        excl: true,
+        global: true,
+    };
 
     fn walk(
         &self,

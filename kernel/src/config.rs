@@ -23,7 +23,14 @@ pub const MAX_MAPPINGS: usize = 64;
 pub const NUM_PRIOS: usize = 32;
 /// Size of a page (mapping granularity).
 pub const PAGE_SIZE: usize = 4096;
-/// Mappings must lie below this user-space limit (128 TiB on 64-bit targets, 2 GiB on 32-bit).
-pub const USER_TOP: usize = if usize::BITS >= 64 { 1 << 47 } else { 1 << 31 };
+/// Mappings must lie below this user-space limit (128 TiB minus one page on 64-bit targets,
+/// 2 GiB on 32-bit). On x86_64 the highest canonical user page (`0x7FFF_FFFF_F000`) is never
+/// mappable: a `syscall` in its last bytes would return to the non-canonical address `1 << 47`,
+/// which `sysretq` cannot do (and `iretq` would fault in ring 0).
+pub const USER_TOP: usize = if usize::BITS >= 64 {
+    (1 << 47) - PAGE_SIZE
+} else {
+    1 << 31
+};
 /// Message words per IPC (besides the badge).
 pub const MSG_WORDS: usize = 4;

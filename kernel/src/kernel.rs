@@ -242,6 +242,11 @@ pub(crate) struct Ctx {
     pub cpu: CpuId,
     /// Whether the strategy made this section exclusive (no object locks needed).
     pub excl: bool,
+    /// Whether no other core is in the kernel during this section (implies `excl`): only then
+    /// may the section read other cores' scheduling state without their run-queue locks
+    /// ([`Kernel::current_anywhere`]). False for [`NoLock`](crate::strategy::NoLock)'s shared
+    /// sections, which run concurrently with other cores' own sections.
+    pub global: bool,
 }
 
 /// A held object lock (no-op in exclusive sections); released on drop.
@@ -675,7 +680,8 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         assert!(!was, "kernel re-entered on CPU {cpu} (HAL bug)");
 
         let excl = self.strategy.enter(cpu, side);
-        let ctx = Ctx { cpu, excl };
+        let global = excl && (side == Side::Exclusive || self.strategy.serialises());
+        let ctx = Ctx { cpu, excl, global };
         self.local(ctx, |l| l.actions = Actions::NONE);
         let rotate = self.handle(ctx, entry);
         self.schedule(ctx, rotate);
@@ -781,9 +787,13 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         self.ipc(ctx, t, |i| i.state == ThreadState::Runnable)
     }
 
-    /// Whether `t` is the current thread of some core (exclusive sections only).
+    /// Whether `t` is the current thread of some core (sections with no other core in the
+    /// kernel only: `ctx.global`).
     pub(crate) fn current_anywhere(&self, ctx: Ctx, t: ThreadId) -> Option<CpuId> {
-        debug_assert!(ctx.excl);
+        debug_assert!(
+            ctx.global,
+            "other cores' scheduling state read concurrently"
+        );
         (0..self.cores).find(|&c| self.sched(ctx, c, |s| s.current) == Some(t))
     }
 
@@ -792,7 +802,11 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
     // ---------------------------------------------------------------------------------------
 
     fn boot_ctx(&mut self) -> Ctx {
-        Ctx { cpu: 0, excl: true }
+        Ctx {
+            cpu: 0,
+            excl: true,
+            global: true,
+        }
     }
 
     /// Creates an inactive thread.

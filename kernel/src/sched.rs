@@ -50,10 +50,14 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
     /// remote core to reschedule if the thread should preempt what runs there.
     ///
     /// In shared sections the caller holds `t`'s TCB lock; a blocked thread is then never the
-    /// current thread of a core other than its own, so checking its own core is enough.
+    /// current thread of a core other than its own, so checking its own core is enough. Only a
+    /// section with no other core in the kernel (`ctx.global`) checks every core (a management
+    /// call may wake a thread that was moved while it still runs on its old core); under
+    /// `NoLock` a shared section is exclusive but other cores run their own sections, so it
+    /// must not read their scheduling state (a data race).
     pub(crate) fn wake(&self, ctx: Ctx, t: ThreadId) {
         let core = self.conf(t).core;
-        if ctx.excl && self.current_anywhere(ctx, t).is_some() {
+        if ctx.global && self.current_anywhere(ctx, t).is_some() {
             return;
         }
         let _g = self.hold(ctx, LockId::RunQueue(core));

@@ -103,6 +103,16 @@ pub unsafe trait Strategy: Sync {
     fn is_held(&self, _id: LockId) -> bool {
         true
     }
+    /// Whether an exclusive section (`enter` returned `true`) also keeps every other core out
+    /// of the kernel, so the section may read other cores' scheduling state, whatever its
+    /// [`Side`]. True for the big locks; [`NoLock`] sections are "exclusive" only in that they
+    /// take no object locks, and other cores run their own sections at the same time, so only
+    /// its [`Side::Exclusive`] (management) sections may look at other cores (its creator
+    /// promised no management call runs while another core is in the kernel). The default,
+    /// `false`, is always safe.
+    fn serialises(&self) -> bool {
+        false
+    }
 }
 
 /// The big kernel lock: one [`KernelLock`] (CLH, ticket, ...) taken right after kernel entry
@@ -136,6 +146,9 @@ unsafe impl<L: KernelLock> Strategy for BigLock<L> {
     }
     fn enter(&self, cpu: CpuId, _side: Side) -> bool {
         self.lock.lock(cpu);
+        true
+    }
+    fn serialises(&self) -> bool {
         true
     }
     unsafe fn exit(&self, cpu: CpuId, _side: Side) {
@@ -277,6 +290,9 @@ unsafe impl<L: KernelLock, E: TxEngine, R: Relax> Strategy for Rtm<L, E, R> {
     }
     fn enter(&self, cpu: CpuId, _side: Side) -> bool {
         self.lock.lock(cpu);
+        true
+    }
+    fn serialises(&self) -> bool {
         true
     }
     unsafe fn exit(&self, cpu: CpuId, _side: Side) {

@@ -347,6 +347,55 @@ fn call_and_reply_transfer_message_badge_and_reply_capability() {
     k.check_invariants().unwrap();
 }
 
+/// Under `NoLock` every section is "exclusive" (no object locks), but other cores run their
+/// own sections at the same time: a shared call must not read other cores' scheduling state
+/// (`current_anywhere`), or it races with their writes. Its debug assertion catches a shared
+/// section that does, e.g. `wake` from a Call.
+#[test]
+fn no_lock_shared_sections_only_touch_their_own_core() {
+    use crate::strategy::{NoLock, Strategy};
+    // SAFETY: one test thread drives the kernel: sections never overlap.
+    let nl = unsafe { NoLock::new() };
+    assert!(!nl.serialises());
+    assert!(kernel(1).strategy().serialises());
+    assert!(!FineGrained::<sync::Spin>::new().serialises());
+    let mut k = Box::new(Kernel::new(nl, RecHal::default(), 2));
+    let ep = k.create_endpoint().unwrap();
+    let rw = Rights::READ | Rights::WRITE | Rights::GRANT;
+    let server = k.create_thread(10, 1, None).unwrap();
+    let client = k.create_thread(10, 1, None).unwrap();
+    for t in [server, client] {
+        k.install_cap(t, s(0), ObjRef::Endpoint(ep), rw, t.index() + 1)
+            .unwrap();
+        k.start(t).unwrap();
+    }
+    assert_eq!(k.timer_tick(1).thread, Some(server));
+    let e = k.syscall(1, Syscall::Recv { ep: s(0) }.encode());
+    assert_eq!(e.thread, Some(client));
+    // The Call wakes the server (a shared section): checks core 1 only.
+    let e = k.syscall(
+        1,
+        Syscall::Call {
+            ep: s(0),
+            msg: [1, 2, 3, 4],
+        }
+        .encode(),
+    );
+    assert_eq!(e.thread, Some(server));
+    assert_eq!(ok(&e), (client.index() + 1, [1, 2, 3, 4]));
+    let e = k.syscall(
+        1,
+        Syscall::ReplyRecv {
+            ep: s(0),
+            msg: [5; 4],
+        }
+        .encode(),
+    );
+    assert_eq!(e.thread, Some(client));
+    assert_eq!(ok(&e), (0, [5; 4]));
+    k.check_invariants().unwrap();
+}
+
 #[test]
 fn send_blocks_until_receive_in_both_orders() {
     let (mut k, ts, ep, _) = setup(1, &[0, 0]);
@@ -633,6 +682,49 @@ fn unmap_shoots_down_tlbs_of_cores_that_ran_the_address_space() {
     k.check_invariants().unwrap();
 }
 
+/// The highest canonical user page (`0x7FFF_FFFF_F000` on 64-bit) is never mappable: a
+/// `syscall` in its last two bytes would return to the non-canonical `1 << 47`, which x86_64
+/// cannot return to from ring 0 without faulting in the kernel.
+#[test]
+fn map_frame_rejects_the_highest_user_page() {
+    let top_page = if usize::BITS >= 64 {
+        (1usize << 47) - PAGE_SIZE
+    } else {
+        1usize << 31
+    };
+    assert_eq!(USER_TOP, top_page);
+    assert_eq!(
+        Syscall::decode(&[nr::MAP_FRAME, 1, 2, top_page, 1, 0]),
+        Err(Error::OutOfRange)
+    );
+    let mut k = kernel(1);
+    let a = k.create_address_space(0xA000).unwrap();
+    let f = k.create_frame(0x5000).unwrap();
+    let t0 = k.create_thread(10, 0, Some(a)).unwrap();
+    k.install_cap(t0, s(0), ObjRef::AddressSpace(a), Rights::WRITE, 0)
+        .unwrap();
+    k.install_cap(t0, s(1), ObjRef::Frame(f), Rights::READ, 0)
+        .unwrap();
+    k.start(t0).unwrap();
+    k.timer_tick(0);
+    k.hal.take();
+    let map = |vaddr| Syscall::MapFrame {
+        aspace: s(0),
+        frame: s(1),
+        vaddr,
+        rights: Rights::READ,
+    };
+    assert_eq!(err(&call(&k, 0, map(top_page))), Error::OutOfRange);
+    assert_eq!(k.mappings(a).count(), 0);
+    assert!(k.hal.take().is_empty(), "nothing reached the HAL");
+    ok(&call(&k, 0, map(top_page - PAGE_SIZE)));
+    assert_eq!(
+        k.hal.take(),
+        vec![Ev::Map(0xA000, top_page - PAGE_SIZE, 0x5000, false)]
+    );
+    k.check_invariants().unwrap();
+}
+
 #[test]
 fn interrupts_signal_the_bound_notification_until_acknowledged() {
     let mut k = kernel(1);
@@ -750,7 +842,11 @@ fn exceptions_go_to_the_pager_or_stop_the_thread() {
     assert_eq!(e.thread, Some(lone));
     let e = k.exception(0, 0, 0x40_2000);
     assert_ne!(e.thread, Some(lone), "a thread without pager is stopped");
-    let ctx = crate::kernel::Ctx { cpu: 0, excl: true };
+    let ctx = crate::kernel::Ctx {
+        cpu: 0,
+        excl: true,
+        global: true,
+    };
     assert_eq!(k.ipc(ctx, lone, |i| i.state), ThreadState::Inactive);
     k.check_invariants().unwrap();
 }

@@ -79,6 +79,9 @@ unsafe impl<S: Strategy> Strategy for ByRef<'_, S> {
     fn is_held(&self, id: kernel::strategy::LockId) -> bool {
         self.0.is_held(id)
     }
+    fn serialises(&self) -> bool {
+        self.0.serialises()
+    }
 }
 
 #[test]

@@ -270,52 +270,131 @@ pub fn explain_status(code: Option<i32>) -> (bool, String) {
     }
 }
 
+/// The least `TESTS PLANNED` a `--tests` run on `smp` cores must announce, whatever the lock:
+/// what the image plans today (see `image-x86`): `selftest::KERNEL_TESTS` (9) in-kernel tests,
+/// `debugcalls::FINAL_TESTS` (5) final checks, one ping-pong test per core, the pager test (run,
+/// or reported skipped under `--lock none`) and `selftest::USER_ERROR_TESTS` (7) error-path
+/// tests. The guest may plan more (a new test needs no change here), never fewer: a guest that
+/// plans nothing, or drops tests from its plan, fails the run. Keep this in step when a test
+/// goes away.
+pub fn min_plan(smp: usize) -> usize {
+    const KERNEL_TESTS: usize = 9;
+    const FINAL_TESTS: usize = 5;
+    const PAGER_TEST: usize = 1;
+    const USER_ERROR_TESTS: usize = 7;
+    KERNEL_TESTS + FINAL_TESTS + smp + PAGER_TEST + USER_ERROR_TESTS
+}
+
 /// The verdict on a test-suite run's console.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Suite {
-    /// `TEST ... ok` lines.
+    /// Tests reported exactly once, `ok`.
     pub passed: usize,
-    /// `TEST ... FAILED` lines.
+    /// Tests reported with any other result (`FAILED ...`), or more than once.
     pub failed: usize,
-    /// Names of the failed tests, and of missing parts (plan, sentinel, tests).
+    /// Tests reported exactly once, `skipped` (neither passed nor failed).
+    pub skipped: usize,
+    /// Names of the failed tests, then the problems with the run (plan, sentinel, missing or
+    /// malformed test lines).
     pub failures: Vec<String>,
+    /// Entries of `failures` that are run problems, not failed tests: each is one more failed
+    /// check.
+    pub problems: usize,
+    /// Names of the skipped tests.
+    pub skips: Vec<String>,
     /// `TESTS PLANNED n`.
     pub planned: Option<usize>,
     /// `ALL TESTS RAN n`.
     pub ran: Option<usize>,
 }
 
-/// Parses `TEST <name> ... ok|FAILED`, `TESTS PLANNED n` and `ALL TESTS RAN n` lines. A missing
-/// plan or sentinel, or fewer test lines than planned, is one more failure.
-pub fn parse_suite(lines: &[String]) -> Suite {
+/// Parses `TEST <name> ... <result>`, `TESTS PLANNED n` and `ALL TESTS RAN n` lines and judges
+/// the run. A result starting with `ok` passes, one starting with `skipped` is a skip, anything
+/// else fails. Every name must appear exactly once (a repeat fails that test); the distinct
+/// names must number exactly the plan, which must be at least `min_plan` (and never 0); the
+/// `ALL TESTS RAN` sentinel must be there and agree. Each violation is one more problem.
+pub fn parse_suite(lines: &[String], min_plan: usize) -> Suite {
+    #[derive(Clone, Copy, PartialEq, Eq)]
+    enum Res {
+        Ok,
+        Skipped,
+        Failed,
+    }
     let mut s = Suite::default();
+    // (name, result, times reported), in order of first appearance.
+    let mut tests: Vec<(String, Res, usize)> = Vec::new();
+    let mut problems = Vec::new();
     for line in lines {
         let line = line.trim_end();
         if let Some(rest) = line.strip_prefix("TEST ") {
-            let name = rest.split(" ... ").next().unwrap_or(rest).to_owned();
-            if rest.contains(" ... ok") {
-                s.passed += 1;
+            let Some((name, result)) = rest.split_once(" ... ") else {
+                problems.push(format!("malformed test line `{line}`"));
+                continue;
+            };
+            let res = if result.starts_with("ok") {
+                Res::Ok
+            } else if result.starts_with("skipped") {
+                Res::Skipped
             } else {
-                s.failed += 1;
-                s.failures.push(name);
+                Res::Failed
+            };
+            match tests.iter_mut().find(|(n, _, _)| n == name) {
+                Some(t) => {
+                    t.2 += 1;
+                    if res == Res::Failed {
+                        t.1 = Res::Failed;
+                    }
+                }
+                None => tests.push((name.to_owned(), res, 1)),
             }
         } else if let Some(n) = line.strip_prefix("TESTS PLANNED ") {
+            if s.planned.is_some() {
+                problems.push("more than one `TESTS PLANNED` line".into());
+            }
             s.planned = n.trim().parse().ok();
         } else if let Some(n) = line.strip_prefix("ALL TESTS RAN ") {
             s.ran = n.trim().parse().ok();
         }
     }
-    let seen = s.passed + s.failed;
-    match (s.planned, s.ran) {
-        (None, _) => s.failures.push("no `TESTS PLANNED n` line".into()),
-        (_, None) => s
-            .failures
-            .push("no `ALL TESTS RAN n` sentinel: the suite did not finish".into()),
-        (Some(p), Some(r)) if p != seen || r != seen => s.failures.push(format!(
-            "{p} tests planned, {r} reported run, {seen} test lines seen: tests are missing"
-        )),
-        _ => {}
+    for (name, res, times) in &tests {
+        if *times > 1 {
+            s.failed += 1;
+            s.failures.push(format!("{name} (reported {times} times)"));
+        } else {
+            match res {
+                Res::Ok => s.passed += 1,
+                Res::Skipped => {
+                    s.skipped += 1;
+                    s.skips.push(name.clone());
+                }
+                Res::Failed => {
+                    s.failed += 1;
+                    s.failures.push(name.clone());
+                }
+            }
+        }
     }
+    let seen = tests.len();
+    match s.planned {
+        None => problems.push("no `TESTS PLANNED n` line".into()),
+        Some(p) if p == 0 || p < min_plan => problems.push(format!(
+            "{p} tests planned, the run needs at least {}",
+            min_plan.max(1)
+        )),
+        Some(p) if p != seen => problems.push(format!(
+            "{p} tests planned, {seen} distinct tests reported: tests are missing or unplanned"
+        )),
+        Some(_) => {}
+    }
+    match s.ran {
+        None => problems.push("no `ALL TESTS RAN n` sentinel: the suite did not finish".into()),
+        Some(r) if r != seen => problems.push(format!(
+            "the guest reported {r} tests run, {seen} distinct test lines seen"
+        )),
+        Some(_) => {}
+    }
+    s.problems = problems.len();
+    s.failures.extend(problems);
     s
 }
 
@@ -384,11 +463,17 @@ pub fn run(root: &Path, args: &QemuArgs) -> ExitCode {
     let (mut ok, what) = explain_status(out.status.code());
     let panicked = out.lines.iter().any(|l| l.contains("!!! PANIC"));
     if args.tests {
-        let suite = parse_suite(&out.lines);
+        let suite = parse_suite(&out.lines, min_plan(args.smp as usize));
         eprintln!(
-            "qemu: tests: {} passed, {} failed{}",
+            "qemu: tests: {} passed, {} skipped, {} failed{}{}",
             suite.passed,
+            suite.skipped,
             suite.failed,
+            if suite.skips.is_empty() {
+                String::new()
+            } else {
+                format!(" (skipped: {})", suite.skips.join(", "))
+            },
             if suite.failures.is_empty() {
                 String::new()
             } else {
@@ -419,26 +504,120 @@ mod tests {
         text.lines().map(String::from).collect()
     }
 
+    /// A complete run of `n` passing tests, with the given extra lines before the sentinel.
+    fn run(n: usize, extra: &str) -> Vec<String> {
+        let mut text = format!("TESTS PLANNED {n}\n");
+        for i in 0..n {
+            text += &format!("TEST t{i} ... ok (detail {i})\nnoise\n");
+        }
+        text += extra;
+        text += &format!("ALL TESTS RAN {n}\n");
+        lines(&text)
+    }
+
     #[test]
     fn complete_suite_passes() {
-        let s = parse_suite(&lines(
-            "TESTS PLANNED 2\nTEST a ... ok (x)\nnoise\nTEST b ... ok\nALL TESTS RAN 2\n",
-        ));
-        assert_eq!((s.passed, s.failed), (2, 0));
+        let s = parse_suite(&run(3, ""), 3);
+        assert_eq!((s.passed, s.failed, s.skipped), (3, 0, 0));
+        assert!(s.failures.is_empty(), "{:?}", s.failures);
+        assert_eq!(s.problems, 0);
+    }
+
+    #[test]
+    fn failed_line_mentioning_ok_is_a_failure() {
+        let s = parse_suite(
+            &lines(
+                "TESTS PLANNED 2\nTEST a ... ok\nTEST b ... FAILED (want 1 ... ok, got 2)\n\
+                 ALL TESTS RAN 2\n",
+            ),
+            2,
+        );
+        assert_eq!((s.passed, s.failed), (1, 1));
+        assert_eq!(s.failures, vec!["b".to_owned()]);
+        assert_eq!(s.problems, 0);
+    }
+
+    #[test]
+    fn duplicate_line_cannot_hide_a_missing_test() {
+        // Three planned, `c` missing, `a` reported twice: three lines, yet a failure.
+        let s = parse_suite(
+            &lines(
+                "TESTS PLANNED 3\nTEST a ... ok\nTEST b ... ok\nTEST a ... ok\n\
+                 ALL TESTS RAN 3\n",
+            ),
+            3,
+        );
+        assert_eq!((s.passed, s.failed), (1, 1));
+        assert!(
+            s.failures[0].starts_with("a (reported 2 times)"),
+            "{:?}",
+            s.failures
+        );
+        assert!(s.problems >= 1, "{:?}", s.failures);
+    }
+
+    #[test]
+    fn missing_sentinel_or_plan_is_a_failure() {
+        let mut l = run(2, "");
+        l.pop();
+        let s = parse_suite(&l, 2);
+        assert_eq!(
+            (s.passed, s.failed, s.problems),
+            (2, 0, 1),
+            "{:?}",
+            s.failures
+        );
+        assert!(s.failures[0].contains("sentinel"));
+        let s = parse_suite(&run(2, "")[1..], 2);
+        assert_eq!(s.problems, 1, "{:?}", s.failures);
+        // A test that never reported.
+        let s = parse_suite(
+            &lines("TESTS PLANNED 3\nTEST a ... ok\nALL TESTS RAN 1\n"),
+            3,
+        );
+        assert_eq!(s.problems, 1, "{:?}", s.failures);
+        // Unfinished, with a failure.
+        let s = parse_suite(
+            &lines("TESTS PLANNED 3\nTEST a ... ok\nTEST b ... FAILED (why)\n"),
+            3,
+        );
+        assert_eq!(
+            (s.passed, s.failed, s.problems),
+            (1, 1, 2),
+            "{:?}",
+            s.failures
+        );
+    }
+
+    #[test]
+    fn empty_or_short_plan_is_a_failure() {
+        let s = parse_suite(&lines("TESTS PLANNED 0\nALL TESTS RAN 0\n"), 0);
+        assert_eq!(s.problems, 1, "{:?}", s.failures);
+        let s = parse_suite(&lines("TESTS PLANNED 0\nALL TESTS RAN 0\n"), min_plan(1));
+        assert_eq!(s.problems, 1, "{:?}", s.failures);
+        // A consistent run that planned fewer tests than xtask knows of.
+        let s = parse_suite(&run(3, ""), 4);
+        assert_eq!((s.passed, s.problems), (3, 1), "{:?}", s.failures);
+        // More than the floor is fine.
+        assert!(parse_suite(&run(5, ""), 4).failures.is_empty());
+        assert_eq!(min_plan(4), min_plan(1) + 3);
+    }
+
+    #[test]
+    fn skips_count_separately() {
+        let mut l = run(2, "TEST p ... skipped (no pager under lock none)\n");
+        l[0] = "TESTS PLANNED 3".into();
+        *l.last_mut().unwrap() = "ALL TESTS RAN 3".into();
+        let s = parse_suite(&l, 3);
+        assert_eq!((s.passed, s.failed, s.skipped), (2, 0, 1));
+        assert_eq!(s.skips, vec!["p".to_owned()]);
         assert!(s.failures.is_empty(), "{:?}", s.failures);
     }
 
     #[test]
-    fn failed_missing_and_unfinished_tests_are_failures() {
-        let s = parse_suite(&lines(
-            "TESTS PLANNED 3\nTEST a ... ok\nTEST b ... FAILED (why)\n",
-        ));
-        assert_eq!((s.passed, s.failed), (1, 1));
-        assert_eq!(s.failures.len(), 2, "{:?}", s.failures);
-        let s = parse_suite(&lines("TESTS PLANNED 3\nTEST a ... ok\nALL TESTS RAN 1\n"));
-        assert_eq!(s.failures.len(), 1, "{:?}", s.failures);
-        let s = parse_suite(&lines("TEST a ... ok\nALL TESTS RAN 1\n"));
-        assert_eq!(s.failures.len(), 1, "{:?}", s.failures);
+    fn malformed_line_is_a_problem() {
+        let s = parse_suite(&run(1, "TEST oops ok\n"), 1);
+        assert_eq!((s.passed, s.problems), (1, 1), "{:?}", s.failures);
     }
 
     #[test]

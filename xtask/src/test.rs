@@ -84,7 +84,10 @@ enum Judge {
     Libtest,
     /// A QEMU test-suite run (`cargo xtask qemu --tests`): one check per `TEST` line of the
     /// guest, plus one failed check for a missing plan, sentinel or test, or a bad exit.
-    QemuSuite,
+    QemuSuite {
+        /// The least plan the guest must announce ([`crate::qemu::min_plan`]).
+        min_plan: usize,
+    },
 }
 
 /// What a step needs before it can run.
@@ -288,7 +291,9 @@ fn qemu_steps() -> Vec<Step> {
             steps.push(Step::from_result(
                 format!("qemu:smp{smp}-{}", lock.name()),
                 cmd(args),
-                Judge::QemuSuite,
+                Judge::QemuSuite {
+                    min_plan: crate::qemu::min_plan(*smp as usize),
+                },
             ));
         }
     }
@@ -346,6 +351,8 @@ fn display_rel(root: &Path, path: &Path) -> String {
 struct Outcome {
     passed: usize,
     failed: usize,
+    /// Tests reported skipped (QEMU suites): neither passed nor failed.
+    skipped: usize,
     /// Names of failed checks (tests, or the step itself).
     failures: Vec<String>,
 }
@@ -406,6 +413,7 @@ pub fn run(root: &Path, args: &TestArgs) -> ExitCode {
         let outcome = run_step(root, step, &label, &mut checker, args.verbose);
         total.passed += outcome.passed;
         total.failed += outcome.failed;
+        total.skipped += outcome.skipped;
         total.failures.extend(outcome.failures);
     }
 
@@ -416,7 +424,14 @@ pub fn run(root: &Path, args: &TestArgs) -> ExitCode {
             println!("  {failure}");
         }
     }
-    println!("test: {} passed, {} failed", total.passed, total.failed);
+    if total.skipped == 0 {
+        println!("test: {} passed, {} failed", total.passed, total.failed);
+    } else {
+        println!(
+            "test: {} passed, {} skipped, {} failed",
+            total.passed, total.skipped, total.failed
+        );
+    }
     if total.failed == 0 {
         ExitCode::SUCCESS
     } else {
@@ -446,6 +461,7 @@ fn run_step(
             passed: 0,
             failed: 1,
             failures: vec![format!("{}: could not run", step.name)],
+            ..Outcome::default()
         }
     };
 
@@ -494,17 +510,18 @@ fn run_step(
                 finish(&format!("FAILED ({}, {secs:.1} s)", out.status));
             }
         }
-        Judge::QemuSuite => {
-            let suite = crate::qemu::parse_suite(&out.lines);
+        Judge::QemuSuite { min_plan } => {
+            let suite = crate::qemu::parse_suite(&out.lines, min_plan);
             outcome.passed = suite.passed;
-            outcome.failed = suite.failed;
+            outcome.skipped = suite.skipped;
+            // Every failed test, and every problem with the run (missing plan, sentinel or
+            // test), is one failed check.
+            outcome.failed = suite.failed + suite.problems;
             outcome.failures = suite
                 .failures
                 .iter()
                 .map(|f| format!("{}: {f}", step.name))
                 .collect();
-            // A missing plan, sentinel or test is one more failed check.
-            outcome.failed += suite.failures.len() - suite.failed.min(suite.failures.len());
             if !out.status.success() && outcome.failed == 0 {
                 outcome.failed = 1;
                 outcome
@@ -512,8 +529,13 @@ fn run_step(
                     .push(format!("{}: QEMU run failed ({})", step.name, out.status));
             }
             let verdict = if outcome.failed == 0 { "ok" } else { "FAILED" };
+            let skipped = if suite.skipped == 0 {
+                String::new()
+            } else {
+                format!(", {} skipped ({})", suite.skipped, suite.skips.join(", "))
+            };
             finish(&format!(
-                "{verdict}: {} passed, {} failed in the guest ({secs:.1} s)",
+                "{verdict}: {} passed{skipped}, {} failed in the guest ({secs:.1} s)",
                 suite.passed, suite.failed
             ));
         }
