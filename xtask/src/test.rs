@@ -236,6 +236,7 @@ fn steps(root: &Path, quick: bool) -> Vec<Step> {
     }
 
     steps.extend(qemu_steps());
+    steps.push(armv7_boot_step(root));
 
     for (example, package, features) in EXAMPLES {
         let name = format!("example:{example}");
@@ -298,6 +299,22 @@ fn qemu_steps() -> Vec<Step> {
         }
     }
     steps
+}
+
+/// The ARMv7 boot check (issue 5 so far: the HAL, not yet the kernel): `hal-armv7`'s boot demo on
+/// `-M sabrelite` and `-M virt`, with 1 and 4 cores. Its script requires, for every run, exit
+/// status 0 (semihosting), the `boot-demo: all checks passed` line and `cpus online: N`, and
+/// prints the last console lines of a run that fails.
+fn armv7_boot_step(root: &Path) -> Step {
+    let script = root.join("hal-armv7/scripts/qemu-boot-demo.sh");
+    let cmd = if script.is_file() {
+        Ok(Cmd::new("bash").arg(script).env("MATRIX", "1"))
+    } else {
+        Err(format!("{} does not exist", display_rel(root, &script)))
+    };
+    Step::from_result("qemu:armv7-boot", cmd, Judge::ExitStatus)
+        .needs(Needs::Target(ARM))
+        .fix("install QEMU for ARM (`apt-get install qemu-system-arm`) if it is missing")
 }
 
 /// The loom step: every `sync/tests/loom_*.rs` target, under `--cfg loom`, in release mode, in
