@@ -48,6 +48,8 @@ pub mod gdt;
 #[cfg(target_os = "none")]
 pub mod interrupts;
 #[cfg(target_os = "none")]
+pub mod mapprep;
+#[cfg(target_os = "none")]
 pub mod paging;
 #[cfg(target_os = "none")]
 pub mod percpu;
@@ -246,6 +248,13 @@ mod target {
                 _ => {}
             }
         }
+        fn prepare_map(
+            &self,
+            root: kernel::PhysAddr,
+            vaddr: usize,
+        ) -> Result<(), kernel::MapPrepError> {
+            crate::mapprep::prepare_user_map(root, vaddr as u64)
+        }
         fn map_page(
             &self,
             root: kernel::PhysAddr,
@@ -253,10 +262,14 @@ mod target {
             frame: kernel::PhysAddr,
             writable: bool,
         ) {
-            // The kernel validated the address (page aligned, below USER_TOP); running out of
-            // frames for page tables is the only failure, and execution may not fail.
+            // The kernel validated the address (page aligned, below USER_TOP) and
+            // `prepare_map` made every page table this walk needs in the same critical section,
+            // so `map_user` allocates nothing and cannot fail: a failure is a bug of this HAL,
+            // never the result of user input.
             if let Err(e) = crate::paging::map_user(root, vaddr as u64, frame, writable) {
-                panic!("map_page {vaddr:#x} in {root:#x}: {e:?}");
+                crate::mapprep::hal_bug(format_args!(
+                    "map_page {vaddr:#x} in {root:#x} failed after prepare_map: {e:?}"
+                ));
             }
         }
         fn unmap_page(&self, root: kernel::PhysAddr, vaddr: usize) {

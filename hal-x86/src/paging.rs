@@ -24,6 +24,8 @@
 //! intermediate tables. Frames come from [`alloc_frame`], a bump allocator over the usable RAM
 //! above the kernel image (frames are never freed yet). Page-table writes are plain stores, so
 //! the kernel may make them inside its critical section (see `kernel::Hal::map_page`).
+//! Entries, flags, addresses and TLB instructions come from the `x86_64` crate
+//! ([`PageTableEntry`], [`PageTableFlags`], [`VirtAddr`], `tlb::flush`).
 
 /// Where the kernel image is linked: physical address `p` of the image is at `KERNEL_BASE + p`.
 pub const KERNEL_BASE: u64 = 0xFFFF_FFFF_8000_0000;
@@ -75,21 +77,28 @@ pub unsafe fn switch_address_space(root: PhysAddr) {
 // Physical frames and user address spaces.
 // -------------------------------------------------------------------------------------------
 
+use x86_64::structures::paging::page_table::PageTableEntry;
+use x86_64::structures::paging::PageTableFlags;
+use x86_64::VirtAddr;
+
 use crate::pvh::{MemoryRegion, RegionKind};
 
 /// Size of a page and of a frame.
 pub const PAGE_SIZE: u64 = 4096;
 
-/// Page-table entry bits used here.
+/// Page-table entry bits used here, as raw `u64` masks (from the `x86_64` crate's
+/// [`PageTableFlags`]) for callers that inspect [`translate`]'s flags.
 pub mod pte {
+    use x86_64::structures::paging::PageTableFlags;
+
     /// Present.
-    pub const PRESENT: u64 = 1 << 0;
+    pub const PRESENT: u64 = PageTableFlags::PRESENT.bits();
     /// Writable.
-    pub const WRITABLE: u64 = 1 << 1;
+    pub const WRITABLE: u64 = PageTableFlags::WRITABLE.bits();
     /// Accessible from user mode (ring 3); needed at every level of the walk.
-    pub const USER: u64 = 1 << 2;
+    pub const USER: u64 = PageTableFlags::USER_ACCESSIBLE.bits();
     /// Large page (2 MiB / 1 GiB) at PD / PDPT level.
-    pub const HUGE: u64 = 1 << 7;
+    pub const HUGE: u64 = PageTableFlags::HUGE_PAGE.bits();
     /// The physical address bits of an entry.
     pub const ADDR: u64 = 0x000F_FFFF_FFFF_F000;
 }
@@ -208,41 +217,65 @@ pub enum MapError {
     HugePage,
 }
 
-/// Index of `vaddr` in the table of `level` (4 = PML4 .. 1 = page table).
-fn index(vaddr: u64, level: u32) -> usize {
-    ((vaddr >> (12 + 9 * (level - 1))) & 0x1FF) as usize
+/// The entry for `vaddr` in the page table at physical address `table`, at `level`
+/// (4 = PML4 .. 1 = page table).
+///
+/// Entries are reached through raw pointers and volatile accesses, never through `&PageTable`:
+/// the MMU reads these tables concurrently, and a core's page-fault path may translate while
+/// another core maps (under the kernel's lock rules), so no Rust reference to a table is made.
+fn entry(table: PhysAddr, vaddr: VirtAddr, level: u8) -> *mut PageTableEntry {
+    let index = match level {
+        4 => vaddr.p4_index(),
+        3 => vaddr.p3_index(),
+        2 => vaddr.p2_index(),
+        _ => vaddr.p1_index(),
+    };
+    (phys_to_virt(table) as *mut PageTableEntry).wrapping_add(usize::from(index))
 }
 
 /// The page-table entry of `vaddr` in `root`, creating missing tables if `create`.
-fn walk(root: PhysAddr, vaddr: u64, create: bool) -> Result<Option<*mut u64>, MapError> {
-    let mut t = root;
+fn walk(
+    root: PhysAddr,
+    vaddr: VirtAddr,
+    create: bool,
+) -> Result<Option<*mut PageTableEntry>, MapError> {
+    let mut table = root;
     for level in (2..=4).rev() {
-        let e = table(t).wrapping_add(index(vaddr, level));
-        // SAFETY: `t` is a page-table frame of this address space, in the physical window.
-        let v = unsafe { e.read_volatile() };
-        if v & pte::PRESENT == 0 {
+        let e = entry(table, vaddr, level);
+        // SAFETY: `table` is a page-table frame of this address space, in the physical window;
+        // `e` points inside it (the index is below 512).
+        let current = unsafe { e.read_volatile() };
+        let flags = current.flags();
+        if !flags.contains(PageTableFlags::PRESENT) {
             if !create {
                 return Ok(None);
             }
             let new = alloc_frame().ok_or(MapError::OutOfMemory)?;
+            let mut fresh = PageTableEntry::new();
+            fresh.set_addr(
+                x86_64::PhysAddr::new(new),
+                PageTableFlags::PRESENT
+                    | PageTableFlags::WRITABLE
+                    | PageTableFlags::USER_ACCESSIBLE,
+            );
             // SAFETY: as above; the new table is zeroed and only reachable through this entry.
-            unsafe { e.write_volatile(new | pte::PRESENT | pte::WRITABLE | pte::USER) };
-            t = new;
-        } else if v & pte::HUGE != 0 {
+            unsafe { e.write_volatile(fresh) };
+            table = new;
+        } else if flags.contains(PageTableFlags::HUGE_PAGE) {
             return Err(MapError::HugePage);
         } else {
-            t = v & pte::ADDR;
+            table = current.addr().as_u64();
         }
     }
-    Ok(Some(table(t).wrapping_add(index(vaddr, 1))))
+    Ok(Some(entry(table, vaddr, 1)))
 }
 
-fn check_user(vaddr: u64) -> Result<(), MapError> {
+/// `vaddr` as a page-aligned user address (below the kernel's `USER_TOP`, hence canonical).
+fn check_user(vaddr: u64) -> Result<VirtAddr, MapError> {
     if vaddr % PAGE_SIZE != 0 || vaddr >= kernel::config::USER_TOP as u64 {
-        Err(MapError::BadAddress)
-    } else {
-        Ok(())
+        return Err(MapError::BadAddress);
     }
+    VirtAddr::try_new(vaddr).map_err(|_| MapError::BadAddress)
 }
 
 /// Maps the frame `phys` at user address `vaddr` in the address space `root` (user-accessible,
@@ -254,41 +287,58 @@ pub fn map_user(
     phys: PhysAddr,
     writable: bool,
 ) -> Result<(), MapError> {
-    check_user(vaddr)?;
+    let vaddr = check_user(vaddr)?;
+    let frame = x86_64::PhysAddr::try_new(phys).map_err(|_| MapError::BadAddress)?;
     let e = walk(root, vaddr, true)?.ok_or(MapError::OutOfMemory)?;
-    let flags = pte::PRESENT | pte::USER | if writable { pte::WRITABLE } else { 0 };
+    let mut flags = PageTableFlags::PRESENT | PageTableFlags::USER_ACCESSIBLE;
+    if writable {
+        flags |= PageTableFlags::WRITABLE;
+    }
+    let mut new = PageTableEntry::new();
+    new.set_addr(frame.align_down(PAGE_SIZE), flags);
     // SAFETY: `e` points at the page-table entry of `vaddr` in a table of this address space.
-    unsafe { e.write_volatile((phys & pte::ADDR) | flags) };
+    unsafe { e.write_volatile(new) };
     Ok(())
+}
+
+/// Creates the page tables that mapping the user page `vaddr` in `root` needs, without mapping
+/// it (empty tables change nothing a user or another core can observe). A following
+/// [`map_user`] of `vaddr` then allocates nothing and cannot fail.
+pub fn ensure_tables(root: PhysAddr, vaddr: u64) -> Result<(), MapError> {
+    walk(root, check_user(vaddr)?, true).map(|_| ())
 }
 
 /// Removes the mapping of `vaddr` in `root`, if any (the caller flushes TLBs).
 pub fn unmap_user(root: PhysAddr, vaddr: u64) -> Result<(), MapError> {
-    check_user(vaddr)?;
+    let vaddr = check_user(vaddr)?;
     if let Some(e) = walk(root, vaddr, false)? {
         // SAFETY: as in `map_user`.
-        unsafe { e.write_volatile(0) };
+        unsafe { e.write_volatile(PageTableEntry::new()) };
     }
     Ok(())
 }
 
 /// The frame and entry flags `vaddr` maps to in `root`, if mapped.
 pub fn translate(root: PhysAddr, vaddr: u64) -> Option<(PhysAddr, u64)> {
-    let e = walk(root, vaddr & !(PAGE_SIZE - 1), false).ok()??;
+    let vaddr = VirtAddr::try_new(vaddr).ok()?.align_down(PAGE_SIZE);
+    let e = walk(root, vaddr, false).ok()??;
     // SAFETY: as in `map_user`.
     let v = unsafe { e.read_volatile() };
-    (v & pte::PRESENT != 0).then_some((v & pte::ADDR, v & !pte::ADDR))
+    let flags = v.flags();
+    flags
+        .contains(PageTableFlags::PRESENT)
+        .then_some((v.addr().as_u64(), flags.bits()))
 }
 
 /// Invalidates the calling core's TLB entry for `vaddr`.
 pub fn flush_page(vaddr: u64) {
-    // SAFETY: `invlpg` only drops a TLB entry.
-    unsafe { core::arch::asm!("invlpg [{}]", in(reg) vaddr, options(nostack, preserves_flags)) }
+    // A non-canonical address has no TLB entry to drop.
+    if let Ok(vaddr) = VirtAddr::try_new(vaddr) {
+        x86_64::instructions::tlb::flush(vaddr);
+    }
 }
 
 /// Invalidates the calling core's non-global TLB entries (reloads CR3).
 pub fn flush_all() {
-    let cr3 = crate::cpu::read_cr3();
-    // SAFETY: reloading the current root keeps the same mappings.
-    unsafe { crate::cpu::write_cr3(cr3) }
+    x86_64::instructions::tlb::flush_all();
 }

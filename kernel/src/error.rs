@@ -23,7 +23,7 @@ pub enum Error {
     NoFreeObject = 8,
     /// Reply without a reply capability.
     NoReply = 9,
-    /// The virtual address is already mapped.
+    /// The virtual address is already mapped (by an earlier mapping call, or by the image loader).
     AlreadyMapped = 10,
     /// The virtual address is not mapped.
     NotMapped = 11,
@@ -39,11 +39,13 @@ pub enum Error {
     ReplyDropped = 15,
     /// The object is already bound (IRQ to notification).
     AlreadyBound = 16,
+    /// The kernel ran out of memory for the page tables a mapping needs; nothing was changed.
+    OutOfMemory = 17,
 }
 
 impl Error {
     /// Every error, in code order.
-    pub const ALL: [Error; 16] = [
+    pub const ALL: [Error; 17] = [
         Error::UnknownSyscall,
         Error::InvalidArgument,
         Error::OutOfRange,
@@ -60,6 +62,7 @@ impl Error {
         Error::Interrupted,
         Error::ReplyDropped,
         Error::AlreadyBound,
+        Error::OutOfMemory,
     ];
 
     /// The code placed in result register 0.

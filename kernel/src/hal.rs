@@ -2,6 +2,9 @@
 //! that the kernel runs after leaving its critical section.
 //!
 //! # Which operations run where
+//! * Inside the critical section, decode phase: [`Hal::prepare_map`], which may allocate empty
+//!   page tables (not an observable change) and may fail; the kernel turns its failure into the
+//!   system call's error before changing anything.
 //! * Inside the critical section: only plain memory writes the hardware tolerates inside a
 //!   transaction: [`Hal::map_page`] and [`Hal::unmap_page`] (page-table stores). Doing them there
 //!   keeps page tables in the same order as the kernel's own mapping tables on every core.
@@ -49,6 +52,17 @@ impl IpiKind {
     }
 }
 
+/// Why [`Hal::prepare_map`] refused to prepare a mapping. Either way nothing observable
+/// changed and the kernel fails the system call.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Hash)]
+pub enum MapPrepError {
+    /// No memory is left for the page tables the mapping needs.
+    OutOfMemory,
+    /// Something the kernel's mapping tables do not record (the boot loader's image or stack
+    /// pages, a large page) already maps the address, or covers it.
+    Occupied,
+}
+
 /// The operations the kernel needs from the platform. Implemented by the x86 HAL (a thin
 /// forwarding `impl` over `X86Hal`), later the ARMv7 HAL, and the hosted fake HAL of the tests.
 ///
@@ -69,7 +83,24 @@ pub trait Hal: Sync {
     unsafe fn switch_address_space(&self, cpu: CpuId, root: PhysAddr);
     /// Flushes `cpu`'s TLB entries for `vaddr` in `root`, or all of them for `None`.
     fn flush_tlb(&self, cpu: CpuId, root: PhysAddr, vaddr: Option<usize>);
-    /// Writes a page-table entry (runs inside the critical section: plain stores only).
+    /// Decode phase of a mapping: makes sure that a later [`Hal::map_page`] of `vaddr` in
+    /// `root` cannot fail, by creating every intermediate page table it will need (empty tables
+    /// are not an observable state change, so doing this in the decode phase keeps it free of
+    /// side effects), and checks that nothing the kernel does not know about maps `vaddr`.
+    ///
+    /// The kernel calls it in its critical section, after every other check of the mapping
+    /// (page-aligned `vaddr` below [`USER_TOP`](crate::config::USER_TOP), not in the kernel's
+    /// mapping table of that address space), and calls `map_page` for the same `root` and
+    /// `vaddr` in the same section if it returns `Ok`. Tables it created for a call that then
+    /// does not map stay (empty) and are reused later.
+    ///
+    /// # Errors
+    /// [`MapPrepError::OutOfMemory`] if a page table could not be allocated;
+    /// [`MapPrepError::Occupied`] if `vaddr` is already mapped (or covered by a large page) by
+    /// someone other than the kernel's mapping calls, such as the image loader.
+    fn prepare_map(&self, root: PhysAddr, vaddr: usize) -> Result<(), MapPrepError>;
+    /// Writes a page-table entry (runs inside the critical section: plain stores only). Cannot
+    /// fail: [`Hal::prepare_map`] succeeded for `root` and `vaddr` in the same section.
     fn map_page(&self, root: PhysAddr, vaddr: usize, frame: PhysAddr, writable: bool);
     /// Clears a page-table entry (runs inside the critical section: plain stores only).
     fn unmap_page(&self, root: PhysAddr, vaddr: usize);

@@ -29,7 +29,9 @@
 //! # System calls in two phases
 //! See [`syscall`] for registers and [`Syscall`] for the calls. As in seL4, a call is first
 //! decoded and validated completely (capability lookups, rights, free slots, mapping table
-//! space) without changing anything, and may fail with an error returned to the caller; then
+//! space, and through [`Hal::prepare_map`] the page tables a mapping needs, whose allocation is
+//! not observable) without changing anything, and may fail with an error returned to the
+//! caller; then
 //! it is executed, and execution cannot fail. That is what allows hardware actions (IPIs,
 //! address-space switches, TLB flushes, IRQ mask/unmask) to be queued per core and run after
 //! the lock is released or the transaction commits.
@@ -68,7 +70,7 @@ mod tests;
 pub use cap::{CSpace, Cap, ObjKind, ObjRef, Rights};
 pub use check::{Summary, Violation};
 pub use error::Error;
-pub use hal::{Hal, IpiKind, PhysAddr};
+pub use hal::{Hal, IpiKind, MapPrepError, PhysAddr};
 pub use ids::*;
 pub use kernel::{Exit, Kernel, Life, Mapping, ThreadState, EXCEPTION_LABEL, FAULT_LABEL};
 pub use strategy::{BigLock, FineGrained, NoLock, Rtm, Strategy};

@@ -12,7 +12,7 @@ use sync::CpuId;
 use crate::cap::{Cap, ObjKind, ObjRef, Rights};
 use crate::config::*;
 use crate::error::Error;
-use crate::hal::{Hal, IrqOp};
+use crate::hal::{Hal, IrqOp, MapPrepError};
 use crate::ids::*;
 use crate::kernel::{Ctx, Kernel, Mapping, ThreadState};
 use crate::strategy::{LockId, Strategy};
@@ -264,6 +264,13 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
                     return Err(Error::AlreadyMapped);
                 }
                 let slot = free.ok_or(Error::TableFull)?;
+                // Last check: it may create (empty) page tables, so that `map_page` in the
+                // execute phase cannot fail.
+                let root = self.aspace(a, |s| s.root);
+                self.hal.prepare_map(root, vaddr).map_err(|e| match e {
+                    MapPrepError::OutOfMemory => Error::OutOfMemory,
+                    MapPrepError::Occupied => Error::AlreadyMapped,
+                })?;
                 let writable = rights.contains(Rights::WRITE);
                 Op::Map {
                     aspace: a,

@@ -182,6 +182,8 @@ pub enum Syscall {
         ep: CapSlot,
     },
     /// Map a frame at `vaddr` (address space WRITE; frame READ, plus WRITE if `rights` has it).
+    /// Fails with `AlreadyMapped` if `vaddr` is mapped (also by the image loader), and with
+    /// `OutOfMemory` if the kernel has no memory left for the page tables the mapping needs.
     MapFrame {
         /// Address space slot.
         aspace: CapSlot,

@@ -9,7 +9,7 @@ use sync::TicketLock;
 use crate::cap::{ObjRef, Rights};
 use crate::config::*;
 use crate::error::Error;
-use crate::hal::{Hal, IpiKind, PhysAddr};
+use crate::hal::{Hal, IpiKind, MapPrepError, PhysAddr};
 use crate::ids::*;
 use crate::kernel::{Exit, Kernel, Life, ThreadState, EXCEPTION_LABEL, FAULT_LABEL};
 use crate::strategy::{BigLock, FineGrained};
@@ -30,6 +30,10 @@ enum Ev {
 #[derive(Default)]
 struct RecHal {
     log: Mutex<Vec<Ev>>,
+    /// What `prepare_map` returns (injected failure), `None` for success.
+    prep_fail: Mutex<Option<MapPrepError>>,
+    /// The `(root, vaddr)` of every `prepare_map` call (not in `log`, which tests compare).
+    prepared: Mutex<Vec<(PhysAddr, usize)>>,
 }
 
 impl RecHal {
@@ -56,6 +60,10 @@ impl Hal for RecHal {
     }
     fn flush_tlb(&self, cpu: CpuId, root: PhysAddr, vaddr: Option<usize>) {
         self.push(Ev::Flush(cpu, root, vaddr));
+    }
+    fn prepare_map(&self, root: PhysAddr, vaddr: usize) -> Result<(), MapPrepError> {
+        self.prepared.lock().unwrap().push((root, vaddr));
+        self.prep_fail.lock().unwrap().map_or(Ok(()), Err)
     }
     fn map_page(&self, root: PhysAddr, vaddr: usize, frame: PhysAddr, writable: bool) {
         self.push(Ev::Map(root, vaddr, frame, writable));
@@ -679,6 +687,55 @@ fn unmap_shoots_down_tlbs_of_cores_that_ran_the_address_space() {
     k.ipi(1, IpiKind::TlbShootdown);
     assert_eq!(k.hal.take(), vec![Ev::Flush(1, 0xA000, None)]);
     assert_eq!(k.mappings(a).count(), 0);
+    k.check_invariants().unwrap();
+}
+
+/// A MapFrame whose `prepare_map` fails (no memory for page tables, or an address the image
+/// loader mapped) returns the error in the decode phase and changes nothing: no mapping-table
+/// entry, no `map_page`, no flush. The same call succeeds once the HAL can prepare it.
+#[test]
+fn map_frame_fails_cleanly_when_the_hal_cannot_prepare_it() {
+    let mut k = kernel(1);
+    let a = k.create_address_space(0xA000).unwrap();
+    let f = k.create_frame(0x5000).unwrap();
+    let t0 = k.create_thread(10, 0, Some(a)).unwrap();
+    k.install_cap(t0, s(0), ObjRef::AddressSpace(a), Rights::WRITE, 0)
+        .unwrap();
+    k.install_cap(t0, s(1), ObjRef::Frame(f), Rights::READ | Rights::WRITE, 0)
+        .unwrap();
+    k.start(t0).unwrap();
+    k.timer_tick(0);
+    k.hal.take();
+    let map = Syscall::MapFrame {
+        aspace: s(0),
+        frame: s(1),
+        vaddr: 0x4000,
+        rights: Rights::READ | Rights::WRITE,
+    };
+    for (fail, want) in [
+        (MapPrepError::OutOfMemory, Error::OutOfMemory),
+        (MapPrepError::Occupied, Error::AlreadyMapped),
+    ] {
+        *k.hal.prep_fail.lock().unwrap() = Some(fail);
+        assert_eq!(err(&call(&k, 0, map)), want);
+        assert_eq!(k.mappings(a).count(), 0, "mapping table unchanged");
+        assert!(k.hal.take().is_empty(), "no map_page, flush or IPI");
+        assert_eq!(
+            std::mem::take(&mut *k.hal.prepared.lock().unwrap()),
+            vec![(0xA000, 0x4000)]
+        );
+        k.check_invariants().unwrap();
+    }
+    *k.hal.prep_fail.lock().unwrap() = None;
+    ok(&call(&k, 0, map));
+    assert_eq!(k.hal.take(), vec![Ev::Map(0xA000, 0x4000, 0x5000, true)]);
+    assert_eq!(k.mappings(a).count(), 1);
+    // A failing prepare is not even asked for a call that fails an earlier check.
+    *k.hal.prep_fail.lock().unwrap() = Some(MapPrepError::OutOfMemory);
+    k.hal.prepared.lock().unwrap().clear();
+    assert_eq!(err(&call(&k, 0, map)), Error::AlreadyMapped);
+    assert!(k.hal.prepared.lock().unwrap().is_empty());
+    assert!(k.hal.take().is_empty());
     k.check_invariants().unwrap();
 }
 

@@ -22,7 +22,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use kernel::config::{MAX_CPUS, MAX_THREADS};
-use kernel::hal::{Hal, IpiKind, PhysAddr};
+use kernel::hal::{Hal, IpiKind, MapPrepError, PhysAddr};
 use kernel::{CpuId, IrqId, Kernel, Regs, Strategy, Syscall, ThreadId};
 
 /// A wait strategy for host threads: spin briefly, then yield the host CPU.
@@ -69,6 +69,8 @@ pub struct FakeHal {
     pending: [AtomicU8; MAX_CPUS],
     logs: [Mutex<Vec<HalEvent>>; MAX_CPUS],
     ipis_sent: AtomicU64,
+    /// Injected `prepare_map` failure: 0 none, 1 out of memory, 2 occupied.
+    prep_fail: AtomicU8,
 }
 
 impl FakeHal {
@@ -79,7 +81,19 @@ impl FakeHal {
             pending: Default::default(),
             logs: Default::default(),
             ipis_sent: AtomicU64::new(0),
+            prep_fail: AtomicU8::new(0),
         }
+    }
+
+    /// Makes every later `prepare_map` fail with `fail` (`None`: succeed again), to test that
+    /// the kernel turns the failure into a system-call error without changing anything.
+    pub fn fail_prepare_map(&self, fail: Option<MapPrepError>) {
+        let code = match fail {
+            None => 0,
+            Some(MapPrepError::OutOfMemory) => 1,
+            Some(MapPrepError::Occupied) => 2,
+        };
+        self.prep_fail.store(code, Relaxed);
     }
 
     /// Takes the pending IPI kinds of `cpu` (bits of [`IpiKind::bit`]).
@@ -122,6 +136,13 @@ impl Hal for FakeHal {
     }
     fn flush_tlb(&self, cpu: CpuId, root: PhysAddr, vaddr: Option<usize>) {
         self.push(cpu, HalEvent::Flush(root, vaddr));
+    }
+    fn prepare_map(&self, _root: PhysAddr, _vaddr: usize) -> Result<(), MapPrepError> {
+        match self.prep_fail.load(Relaxed) {
+            0 => Ok(()),
+            1 => Err(MapPrepError::OutOfMemory),
+            _ => Err(MapPrepError::Occupied),
+        }
     }
     fn map_page(&self, root: PhysAddr, vaddr: usize, frame: PhysAddr, writable: bool) {
         self.push(self.cpu_id(), HalEvent::Map(root, vaddr, frame, writable));

@@ -5,7 +5,9 @@
 
 use kernel::config::{CSPACE_SLOTS, MAX_CPUS};
 use kernel::syscall::{nr, result};
-use kernel::{BigLock, CapSlot, Error, Kernel, Life, ObjRef, Rights, Syscall, ThreadState};
+use kernel::{
+    BigLock, CapSlot, Error, Kernel, Life, MapPrepError, ObjRef, Rights, Syscall, ThreadState,
+};
 use sync::TicketLock;
 use tests::{FakeHal, HostRelax};
 
@@ -215,5 +217,54 @@ fn rights_are_enforced_per_capability() {
     };
     assert_eq!(err(k.syscall(0, mint.encode())), Error::MissingRight);
     assert_eq!(k.thread_state(other), (Life::Alive, ThreadState::Inactive));
+    k.check_invariants().unwrap();
+}
+
+/// A user cannot make the kernel fail (or panic) by exhausting the HAL's page-table memory or
+/// by mapping over pages the image loader mapped: MapFrame fails in its decode phase with
+/// `OutOfMemory` or `AlreadyMapped`, and no page-table write reaches the HAL.
+#[test]
+fn map_frame_failing_hal_preparation_changes_nothing() {
+    let mut k = Box::new(Kernel::new(
+        BigLock::new(TicketLock::<HostRelax>::with_max_cpus(MAX_CPUS)),
+        FakeHal::new(1),
+        1,
+    ));
+    let f = k.create_frame(0x1000).unwrap();
+    let a = k.create_address_space(0x2000).unwrap();
+    let t = k.create_thread(10, 0, Some(a)).unwrap();
+    k.install_cap(t, slot(1), ObjRef::Frame(f), Rights::READ, 0)
+        .unwrap();
+    k.install_cap(t, slot(2), ObjRef::AddressSpace(a), Rights::WRITE, 0)
+        .unwrap();
+    k.start(t).unwrap();
+    k.timer_tick(0);
+    let map = Syscall::MapFrame {
+        aspace: slot(2),
+        frame: slot(1),
+        vaddr: 0x3000,
+        rights: Rights::READ,
+    };
+    let maps = |hal: &FakeHal| {
+        hal.log(0)
+            .iter()
+            .filter(|e| matches!(e, tests::HalEvent::Map(..)))
+            .count()
+    };
+    for (fail, want) in [
+        (MapPrepError::OutOfMemory, Error::OutOfMemory),
+        (MapPrepError::Occupied, Error::AlreadyMapped),
+    ] {
+        k.hal().fail_prepare_map(Some(fail));
+        let regs = k.syscall(0, map.encode()).regs;
+        assert_eq!(result(&regs).unwrap_err(), want);
+        assert_eq!(k.mappings(a).count(), 0);
+        assert_eq!(maps(k.hal()), 0);
+        k.check_invariants().unwrap();
+    }
+    k.hal().fail_prepare_map(None);
+    result(&k.syscall(0, map.encode()).regs).expect("map after recovery");
+    assert_eq!(k.mappings(a).count(), 1);
+    assert_eq!(maps(k.hal()), 1);
     k.check_invariants().unwrap();
 }
