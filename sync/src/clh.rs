@@ -47,7 +47,7 @@
 //! visible (otherwise a stale `GRANTED` of the slot's previous use could be read).
 //!
 //! # Layout
-//! The whole lock is aligned to `A` (default [`Erg`](crate::Erg): the 2 KiB exclusives
+//! The whole lock is aligned to `A` (default [`Erg`]: the 2 KiB exclusives
 //! reservation granule on ARM, a cache line on x86, as seL4 aligns its lock) so that unrelated
 //! data never shares the granule of `tail`; every slot and per-CPU node is on its own cache line.
 
