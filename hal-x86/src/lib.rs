@@ -277,6 +277,16 @@ mod target {
                 panic!("unmap_page {vaddr:#x} in {root:#x}: {e:?}");
             }
         }
+        fn release_address_space(&self, root: kernel::PhysAddr) {
+            // Clears the user half (also the image loader's pages); the page-table frames
+            // leak, as the bump frame allocator never frees (see `paging::clear_user_half`).
+            crate::paging::clear_user_half(root);
+        }
+        fn set_entry(&self, thread: kernel::ThreadId, pc: usize, sp: usize, arg: usize) {
+            // SAFETY: the kernel calls this in its critical section for a thread that is
+            // inactive and no core's current thread, as `usermode::set_entry` requires.
+            unsafe { crate::usermode::set_entry(thread, pc as u64, sp as u64, arg as u64) }
+        }
         fn mask_irq(&self, _cpu: kernel::CpuId, _irq: kernel::IrqId) {
             // No device interrupt is routed (I/O APIC not programmed yet): nothing to mask.
         }

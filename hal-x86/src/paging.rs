@@ -318,6 +318,19 @@ pub fn unmap_user(root: PhysAddr, vaddr: u64) -> Result<(), MapError> {
     Ok(())
 }
 
+/// Empties the user half of address space `root` (PML4 slots 0..256), for the kernel's
+/// address-space deletion; the kernel half stays, so a core that still has `root` loaded keeps
+/// running the kernel. The lower page tables are not freed (the frame allocator is a bump
+/// allocator that never frees): they leak, and the next use of `root` allocates new ones. The
+/// caller flushes TLBs.
+pub fn clear_user_half(root: PhysAddr) {
+    for slot in 0..256 {
+        // SAFETY: `root` is a PML4 frame in the physical window (made by
+        // `new_address_space`) and `slot` is below 512; volatile, as the MMU reads it.
+        unsafe { table(root).add(slot).write_volatile(0) };
+    }
+}
+
 /// The frame and entry flags `vaddr` maps to in `root`, if mapped.
 pub fn translate(root: PhysAddr, vaddr: u64) -> Option<(PhysAddr, u64)> {
     let vaddr = VirtAddr::try_new(vaddr).ok()?.align_down(PAGE_SIZE);

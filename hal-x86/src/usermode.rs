@@ -422,6 +422,31 @@ pub unsafe fn set_initial_context(t: ThreadId, rip: u64, rsp: u64, args: [u64; 3
     HAS_CONTEXT[t.index()].store(true, Ordering::Release);
 }
 
+/// Sets the context thread `t` starts from at its next run (the kernel's `WriteRegisters`,
+/// through `kernel::Hal::set_entry`): `rip`, `rsp`, `rdi = arg`, everything else zero.
+///
+/// # Safety
+/// No core runs `t` or saves its context now, and the next core to run it is ordered after
+/// this call (the kernel calls it in its critical section for an inactive thread that no core
+/// has as current thread, and a core picks a thread only in a later section).
+pub unsafe fn set_entry(t: ThreadId, rip: u64, rsp: u64, arg: u64) {
+    let frame = TrapFrame {
+        rip,
+        rsp,
+        rdi: arg,
+        ..EMPTY_FRAME
+    };
+    // SAFETY: the caller guarantees that no core runs `t` or touches its context now; the
+    // core that runs it next reads the context after the kernel's section that ordered it.
+    unsafe {
+        CONTEXTS.0[t.index()].get().write(Context {
+            frame,
+            saved: Saved::Fresh,
+        })
+    };
+    HAS_CONTEXT[t.index()].store(true, Ordering::Release);
+}
+
 /// Publishes the kernel the trap code enters and the image's debug-call handler. Once, before
 /// any core calls [`run`].
 pub fn install(kernel: &'static dyn KernelEntry, debug: DebugHandler) {

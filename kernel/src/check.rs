@@ -240,7 +240,9 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             ObjRef::Thread(t) => self.conf(t).life == Life::Alive,
             ObjRef::Endpoint(e) => e.index() < m.0,
             ObjRef::Notification(n) => n.index() < m.1,
-            ObjRef::AddressSpace(a) => a.index() < m.2,
+            ObjRef::AddressSpace(a) => {
+                a.index() < m.2 && self.aspace(a, |s| s.life) == crate::kernel::AsLife::Alive
+            }
             ObjRef::Frame(f) => f.index() < m.3,
             ObjRef::IrqHandler(_) | ObjRef::Control => true,
         }

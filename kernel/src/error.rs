@@ -41,11 +41,13 @@ pub enum Error {
     AlreadyBound = 16,
     /// The kernel ran out of memory for the page tables a mapping needs; nothing was changed.
     OutOfMemory = 17,
+    /// The object is still in use (an address space with live threads bound to it).
+    InUse = 18,
 }
 
 impl Error {
     /// Every error, in code order.
-    pub const ALL: [Error; 17] = [
+    pub const ALL: [Error; 18] = [
         Error::UnknownSyscall,
         Error::InvalidArgument,
         Error::OutOfRange,
@@ -63,6 +65,7 @@ impl Error {
         Error::ReplyDropped,
         Error::AlreadyBound,
         Error::OutOfMemory,
+        Error::InUse,
     ];
 
     /// The code placed in result register 0.

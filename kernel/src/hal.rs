@@ -15,10 +15,13 @@
 //!   guarantees that once execution starts it completes, so running them afterwards is safe.
 //!
 //! IPIs are fire-and-forget: the target handles them at its next kernel entry through
-//! [`Kernel::ipi`](crate::Kernel::ipi).
+//! [`Kernel::ipi`](crate::Kernel::ipi). The one exception is the TLB shoot-down, which the
+//! kernel makes synchronous with its own acknowledgement protocol on top of the IPI (see
+//! [`Actions::acks`] and the `shootdown` section of `kernel.rs`): the core that removed a
+//! mapping waits, after its critical section, until every target core flushed.
 
 use crate::config::MAX_CPUS;
-use crate::ids::IrqId;
+use crate::ids::{IrqId, ThreadId};
 use sync::CpuId;
 
 /// A physical address.
@@ -77,6 +80,12 @@ pub trait Hal: Sync {
     fn send_ipi(&self, cpu: CpuId, target: CpuId, kind: IpiKind);
     /// Loads the page-table root `root` on `cpu`.
     ///
+    /// After it returns, `cpu` must cache no translation of the address space it switched
+    /// away from that a later load of that address space could use (x86 without PCIDs: the
+    /// CR3 load drops every non-global entry; a HAL with ASIDs/PCIDs must flush the old ASID
+    /// here, or on its next load): the kernel stops sending TLB shoot-downs for an address
+    /// space to a core once that core switched away from it.
+    ///
     /// # Safety
     /// `root` must be the root of an address space the kernel created; the kernel code and data
     /// must be mapped in it.
@@ -104,10 +113,38 @@ pub trait Hal: Sync {
     fn map_page(&self, root: PhysAddr, vaddr: usize, frame: PhysAddr, writable: bool);
     /// Clears a page-table entry (runs inside the critical section: plain stores only).
     fn unmap_page(&self, root: PhysAddr, vaddr: usize);
+    /// The address space `root` was deleted: clear every user mapping still in its tables
+    /// (the kernel already called [`Hal::unmap_page`] for each mapping it made; what is left are
+    /// mappings the kernel does not know of, such as the image loader's) and free or reset its
+    /// page tables, so that the kernel can reuse `root` for a new, empty address space. Runs
+    /// inside the critical section (plain stores only); the kernel flushes the TLBs of every
+    /// core that may cache the address space afterwards and waits for them before the slot is
+    /// reused. Must leave the kernel half mapped: idle cores may still have `root` loaded.
+    ///
+    /// The default does nothing (correct for a HAL whose only user mappings are the kernel's).
+    fn release_address_space(&self, root: PhysAddr) {
+        let _ = root;
+    }
     /// Masks interrupt line `irq`.
     fn mask_irq(&self, cpu: CpuId, irq: IrqId);
     /// Unmasks (acknowledges) interrupt line `irq`.
     fn unmask_irq(&self, cpu: CpuId, irq: IrqId);
+    /// Sets the user context `thread` starts from the next time a core runs it: instruction
+    /// pointer `pc`, stack pointer `sp`, `arg` in the first argument register, every other
+    /// register zero (`WriteRegisters`). The kernel calls it in its critical section (plain
+    /// stores only), only for a thread that is inactive and no core's current thread, so no
+    /// core is running it or saving its context; the next core to run it picks it after this
+    /// section. The default does nothing (a HAL whose threads only start from contexts set at
+    /// boot).
+    fn set_entry(&self, thread: ThreadId, pc: usize, sp: usize, arg: usize) {
+        let _ = (thread, pc, sp, arg);
+    }
+    /// One iteration of a wait loop of `cpu` outside the critical section (waiting for TLB
+    /// shoot-down acknowledgements). The default is a spin-loop hint; a hosted HAL may yield.
+    fn relax(&self, cpu: CpuId) {
+        let _ = cpu;
+        core::hint::spin_loop();
+    }
     /// The cycle counter.
     fn cycles(&self) -> u64;
     /// Writes to the console.
@@ -135,6 +172,9 @@ pub struct Actions {
     pub flush: Option<(PhysAddr, Option<usize>)>,
     /// At most one IRQ operation per entry.
     pub irq: Option<IrqOp>,
+    /// TLB shoot-down generations to wait for, per core (0: none): after running the other
+    /// actions, the kernel waits until each core's acknowledged generation reached this one.
+    pub acks: [u64; MAX_CPUS],
 }
 
 impl Actions {
@@ -144,6 +184,7 @@ impl Actions {
         switch_to: None,
         flush: None,
         irq: None,
+        acks: [0; MAX_CPUS],
     };
 
     /// Requests an IPI.

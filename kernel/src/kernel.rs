@@ -146,11 +146,25 @@ pub struct Mapping {
     pub writable: bool,
 }
 
+/// Whether an address-space slot holds an address space (see [`mgmt`](crate::mgmt)).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum AsLife {
+    /// An address space (or a slot never created at boot, beyond `n_aspaces`).
+    Alive,
+    /// Deleted: its mappings and capabilities are gone, its page tables reset. The slot (and
+    /// its root) can be reused once every core in `wait` acknowledged its TLB shoot-down.
+    Dying,
+}
+
 /// An address space (exclusive sections only, except `root` which never changes).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct AddressSpace {
     pub root: PhysAddr,
     pub mappings: [Option<Mapping>; MAX_MAPPINGS],
+    pub life: AsLife,
+    /// While `Dying`: the shoot-down generation each core must acknowledge (0: none) before
+    /// the slot may be reused.
+    pub wait: [u64; MAX_CPUS],
 }
 
 /// A core's scheduler state (run-queue lock).
@@ -167,6 +181,11 @@ pub(crate) struct CoreSched {
 pub(crate) struct CoreLocal {
     pub actions: Actions,
     pub loaded: Option<AsId>,
+    /// Root of `loaded` (0: none), for flushes outside the critical section.
+    pub loaded_root: PhysAddr,
+    /// Address space this entry switched away from: its `as_active` bit of this core is
+    /// cleared after the switch (after the critical section).
+    pub left: Option<AsId>,
 }
 
 /// How many capabilities name each object.
@@ -269,7 +288,7 @@ impl<S: Strategy> Drop for Held<'_, S> {
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Entry {
     Syscall(Result<Syscall, Error>),
-    Ipi(IpiKind),
+    Ipi,
     Timer,
     Interrupt(usize),
     Fault { vaddr: usize, write: bool },
@@ -303,8 +322,14 @@ pub struct Kernel<S: Strategy, H: Hal> {
     pub(crate) ntfns: [UnsafeCell<Notification>; MAX_NOTIFICATIONS],
     pub(crate) irqs: [UnsafeCell<IrqState>; MAX_IRQS],
     pub(crate) aspaces: [UnsafeCell<AddressSpace>; MAX_ASPACES],
-    /// Cores that loaded each address space (TLB shoot-down targets).
+    /// Cores that may cache each address space (TLB shoot-down targets): a core sets its bit
+    /// in the section that decides to load the address space, and clears it after it switched
+    /// to another one. An idle core keeps the address space it last ran loaded, and its bit.
     pub(crate) as_active: [AtomicU64; MAX_ASPACES],
+    /// Per core: TLB shoot-down generation requested of it (see [`Kernel::shootdown_pending`]).
+    pub(crate) tlb_req: [AtomicU64; MAX_CPUS],
+    /// Per core: TLB shoot-down generation it acknowledged (flushed).
+    pub(crate) tlb_ack: [AtomicU64; MAX_CPUS],
     pub(crate) sched: [UnsafeCell<CoreSched>; MAX_CPUS],
     pub(crate) local: [UnsafeCell<CoreLocal>; MAX_CPUS],
 }
@@ -371,8 +396,12 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             aspaces: cells(AddressSpace {
                 root: 0,
                 mappings: [None; MAX_MAPPINGS],
+                life: AsLife::Alive,
+                wait: [0; MAX_CPUS],
             }),
             as_active: core::array::from_fn(|_| AtomicU64::new(0)),
+            tlb_req: core::array::from_fn(|_| AtomicU64::new(0)),
+            tlb_ack: core::array::from_fn(|_| AtomicU64::new(0)),
             sched: cells(CoreSched {
                 current: None,
                 queues: [Queue::default(); NUM_PRIOS],
@@ -381,6 +410,8 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             local: cells(CoreLocal {
                 actions: Actions::NONE,
                 loaded: None,
+                loaded_root: 0,
+                left: None,
             }),
         }
     }
@@ -641,7 +672,8 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
 
     /// An inter-processor interrupt of `kind` arrived on `cpu`.
     pub fn ipi(&self, cpu: CpuId, kind: IpiKind) -> Exit {
-        self.entry(cpu, Side::Shared, Entry::Ipi(kind))
+        let _ = kind; // every kind is handled alike: reschedule, and acknowledge shoot-downs
+        self.entry(cpu, Side::Shared, Entry::Ipi)
     }
 
     /// A timer tick on `cpu` (round-robin among equal priorities).
@@ -682,15 +714,23 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         let excl = self.strategy.enter(cpu, side);
         let global = excl && (side == Side::Exclusive || self.strategy.serialises());
         let ctx = Ctx { cpu, excl, global };
-        self.local(ctx, |l| l.actions = Actions::NONE);
+        self.local(ctx, |l| {
+            l.actions = Actions::NONE;
+            l.left = None;
+        });
         let rotate = self.handle(ctx, entry);
         self.schedule(ctx, rotate);
         let exit = self.exit_regs(ctx);
-        let actions = self.local(ctx, |l| l.actions);
+        let (actions, left) = self.local(ctx, |l| (l.actions, l.left));
         // SAFETY: `cpu` entered with `side` above and leaves once.
         unsafe { self.strategy.exit(cpu, side) };
 
         actions.run(&self.hal, cpu);
+        if let Some(a) = left {
+            // The switch away from `a` ran above: this core caches nothing of it any more.
+            self.as_active[a.index()].fetch_and(!(1 << cpu), Ordering::Release);
+        }
+        self.await_shootdowns(cpu, &actions.acks);
         self.in_kernel[cpu].store(false, Ordering::Release);
         exit
     }
@@ -721,14 +761,9 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
                     }
                 }
             }
-            Entry::Ipi(IpiKind::TlbShootdown) => {
-                let root = self
-                    .local(ctx, |l| l.loaded)
-                    .map(|a| self.aspace(a, |s| s.root));
-                self.act(ctx, |a| a.flush = Some((root.unwrap_or(0), None)));
-                false
-            }
-            Entry::Ipi(_) => false,
+            // TLB shoot-downs are acknowledged after the section by every entry
+            // (`await_shootdowns`), whatever woke the core.
+            Entry::Ipi => false,
             Entry::Timer => true,
             Entry::Interrupt(irq) => {
                 if let Some(irq) = IrqId::new(irq) {
@@ -798,6 +833,70 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
     }
 
     // ---------------------------------------------------------------------------------------
+    // TLB shoot-down with acknowledgement.
+    //
+    // Each core `c` has a requested generation `tlb_req[c]` and an acknowledged one
+    // `tlb_ack[c]`. A core that removed mappings other cores may cache (in its critical
+    // section, page-table stores first) bumps `tlb_req[c]` of each target, records the new
+    // generation in its actions (`Actions::acks`) and a TlbShootdown IPI. After its section
+    // (lock released or transaction committed) it sends the IPIs and spins until
+    // `tlb_ack[c]` reached the generation for every target. Every kernel entry of every
+    // core, after its section, *services* its own requests: if `tlb_req > tlb_ack` it flushes
+    // its whole TLB and publishes the requested value it read as `tlb_ack` (release). The
+    // waiting loop services too, so two cores shooting down each other both progress, and no
+    // core waits inside a critical section, so the lock holder never waits for a waiter. A
+    // target in user mode or idle takes the IPI and enters the kernel (`Kernel::ipi`); a
+    // target in the kernel services at the end of the entry it is in.
+    // ---------------------------------------------------------------------------------------
+
+    /// Requests a TLB shoot-down of core `c` from the calling core's section: the new
+    /// generation is waited for after the section.
+    pub(crate) fn request_shootdown(&self, ctx: Ctx, c: CpuId) -> u64 {
+        let g = self.tlb_req[c].fetch_add(1, Ordering::AcqRel) + 1;
+        self.act(ctx, |a| {
+            a.acks[c] = g;
+            a.ipi(c, IpiKind::TlbShootdown);
+        });
+        g
+    }
+
+    /// Whether core `cpu` has a TLB shoot-down to acknowledge (a HAL may use it to decide
+    /// whether an idle core must enter the kernel).
+    pub fn shootdown_pending(&self, cpu: CpuId) -> bool {
+        self.tlb_req[cpu].load(Ordering::Acquire) > self.tlb_ack[cpu].load(Ordering::Relaxed)
+    }
+
+    /// Whether core `c` acknowledged generation `g` (0: nothing to wait for).
+    pub(crate) fn acked(&self, c: CpuId, g: u64) -> bool {
+        g == 0 || self.tlb_ack[c].load(Ordering::Acquire) >= g
+    }
+
+    /// Flushes the calling core's TLB if another core requested it, and acknowledges
+    /// (outside the critical section).
+    fn service_shootdown(&self, cpu: CpuId) {
+        let req = self.tlb_req[cpu].load(Ordering::Acquire);
+        if req > self.tlb_ack[cpu].load(Ordering::Relaxed) {
+            // SAFETY: only core `cpu` touches its `local` cell and it is inside this entry
+            // (`in_kernel`), so no other reference to it exists.
+            let root = unsafe { cell_ref(&self.local[cpu], |l| l.loaded_root) };
+            self.hal.flush_tlb(cpu, root, None);
+            self.tlb_ack[cpu].store(req, Ordering::Release);
+        }
+    }
+
+    /// After the section: services this core's own shoot-downs and waits until every core in
+    /// `acks` acknowledged its generation.
+    fn await_shootdowns(&self, cpu: CpuId, acks: &[u64; MAX_CPUS]) {
+        loop {
+            self.service_shootdown(cpu);
+            if acks.iter().enumerate().all(|(c, &g)| self.acked(c, g)) {
+                return;
+            }
+            self.hal.relax(cpu);
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------
     // Boot-time construction (exclusive through `&mut self`).
     // ---------------------------------------------------------------------------------------
 
@@ -852,7 +951,9 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         let n = self.meta.get_mut();
         let id = AsId::new(n.n_aspaces).ok_or(Error::NoFreeObject)?;
         n.n_aspaces += 1;
-        self.aspaces[id.index()].get_mut().root = root;
+        let s = self.aspaces[id.index()].get_mut();
+        s.root = root;
+        s.life = AsLife::Alive;
         Ok(id)
     }
 
@@ -904,7 +1005,9 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             ObjRef::Thread(t) => self.conf[t.index()].get_mut().life == Life::Alive,
             ObjRef::Endpoint(e) => e.index() < m.n_eps,
             ObjRef::Notification(n) => n.index() < m.n_ntfns,
-            ObjRef::AddressSpace(a) => a.index() < m.n_aspaces,
+            ObjRef::AddressSpace(a) => {
+                a.index() < m.n_aspaces && self.aspaces[a.index()].get_mut().life == AsLife::Alive
+            }
             ObjRef::Frame(f) => f.index() < m.n_frames,
             ObjRef::IrqHandler(_) | ObjRef::Control => true,
         }

@@ -20,7 +20,10 @@
 //! * **Notifications**: a word of bits ORed by `Signal` and a queue of `Wait`ers.
 //! * **Address spaces and frames**: a per-address-space table of mappings; page tables are
 //!   written through the HAL; removing a mapping flushes the local TLB and shoots down the TLBs
-//!   of other cores that loaded the address space.
+//!   of other cores that may cache the address space, and the call returns only once they
+//!   acknowledged their flush (protocol in `kernel.rs`). Address spaces are deleted (refused
+//!   while live threads are bound) and their slots reused only once no core can run on them
+//!   or cache them ([`mgmt`]). `WriteRegisters` sets where an inactive thread starts.
 //! * **IRQ handlers**: an interrupt masks its line and signals the bound notification; the
 //!   driver acknowledges (unmasks) with `AckIrq`.
 //! * **Page faults** become a Call to the thread's pager endpoint; the pager's reply restarts

@@ -1,4 +1,5 @@
-//! Thread management (exclusive sections only): resume, suspend, delete, priority, affinity.
+//! Thread and address-space management (exclusive sections only): resume, suspend, delete,
+//! priority, affinity; address-space deletion and reuse.
 //!
 //! # Deleting or suspending a thread that runs on another core
 //! A core's `current` thread is only ever switched out by that core. So when core A deletes
@@ -14,6 +15,32 @@
 //! Nothing can reach T after step 1 (no capability, queue or reply link names it), so B
 //! finishing the switch later is safe; this is the seL4 paper's "kick the remote core to idle"
 //! without making A wait.
+//!
+//! # Deleting an address space
+//! `DeleteAddressSpace` chooses to **refuse** ([`Error::InUse`]) while a live thread (of any
+//! state, suspended included) is bound to the address space: the caller deletes those threads
+//! first (above), which kicks the cores running them. Deleted threads that some core still has
+//! as its current thread (zombies) are allowed; they are the reason for the steps below. In
+//! its exclusive section the deleting core A:
+//! 1. clears every mapping through [`Hal::unmap_page`], then lets the HAL reset the page tables
+//!    ([`Hal::release_address_space`]: mappings the kernel does not know of, such as the image
+//!    loader's), and removes every capability to the address space (nothing can name it, map
+//!    into it or create a thread in it any more);
+//! 2. requests a TLB shoot-down of every other core whose `as_active` bit is set (every core
+//!    that loaded it and has not switched away since, idle cores included), flushes its own
+//!    TLB after the section, and records the requested generations in the address space, now
+//!    `Dying`;
+//! 3. after its section, waits for every acknowledgement before the call returns (see the
+//!    shoot-down protocol in `kernel.rs`). A core acknowledges at the end of a kernel entry, so
+//!    it has entered the kernel since the deletion and dropped any zombie it ran.
+//!
+//! The slot is **reused** (`CreateAddressSpace`, same root, whose tables were reset) only when
+//! it is `Dying`, every recorded generation was acknowledged, and no core has a thread of that
+//! address space as its current thread (a core that acknowledged at the end of an entry which
+//! had already picked a zombie may still run it in user mode, on empty page tables, until its
+//! next entry). From then on no core can run on it or hold translations of the old mappings:
+//! a core that still has the root loaded (idle) flushed after the tables were cleared, and
+//! cleared tables add nothing to a TLB.
 
 use sync::CpuId;
 
@@ -22,7 +49,7 @@ use crate::config::*;
 use crate::error::Error;
 use crate::hal::{Hal, IpiKind};
 use crate::ids::*;
-use crate::kernel::{Ctx, Kernel, Life, ThreadState};
+use crate::kernel::{AsLife, Ctx, Kernel, Life, ThreadState};
 use crate::strategy::Strategy;
 use crate::syscall::err_regs;
 
@@ -158,5 +185,64 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             self.conf_mut(ctx, t, |c| c.core = core);
             self.kick(ctx, t);
         }
+    }
+
+    /// Whether a live thread is bound to address space `a` (decode of `DeleteAddressSpace`).
+    pub(crate) fn aspace_in_use(&self, a: AsId) -> bool {
+        ThreadId::all().any(|t| {
+            let c = self.conf(t);
+            c.life == Life::Alive && c.aspace == Some(a)
+        })
+    }
+
+    /// A deleted address-space slot that no core can run on or cache any more (decode of
+    /// `CreateAddressSpace`; `ctx.global`).
+    pub(crate) fn reusable_aspace(&self, ctx: Ctx) -> Option<AsId> {
+        let n = self.meta(|m| m.n_aspaces);
+        AsId::all().take(n).find(|&a| {
+            let (life, wait) = self.aspace(a, |s| (s.life, s.wait));
+            life == AsLife::Dying
+                && wait.iter().enumerate().all(|(c, &g)| self.acked(c, g))
+                && ThreadId::all().all(|t| {
+                    self.conf(t).aspace != Some(a) || self.current_anywhere(ctx, t).is_none()
+                })
+        })
+    }
+
+    /// Deletes address space `a` (no live thread is bound to it): see the module docs.
+    pub(crate) fn delete_aspace(&self, ctx: Ctx, a: AsId) {
+        let (root, mappings) = self.aspace(a, |s| (s.root, s.mappings));
+        for m in mappings.iter().flatten() {
+            self.hal.unmap_page(root, m.vaddr);
+        }
+        self.hal.release_address_space(root);
+        for holder in ThreadId::all() {
+            if self.conf(holder).life != Life::Alive {
+                continue;
+            }
+            for slot in CapSlot::all() {
+                if self
+                    .cap(holder, slot)
+                    .is_ok_and(|c| c.obj == ObjRef::AddressSpace(a))
+                {
+                    self.take_cap(ctx, holder, slot);
+                }
+            }
+        }
+        let wait = self.shoot_down(ctx, a, root, None);
+        self.aspace_mut(ctx, a, |s| {
+            s.mappings = [None; MAX_MAPPINGS];
+            s.life = AsLife::Dying;
+            s.wait = wait;
+        });
+    }
+
+    /// Makes a reusable deleted slot an empty, live address space again.
+    pub(crate) fn revive_aspace(&self, ctx: Ctx, a: AsId) {
+        self.aspace_mut(ctx, a, |s| {
+            s.life = AsLife::Alive;
+            s.wait = [0; MAX_CPUS];
+            s.mappings = [None; MAX_MAPPINGS];
+        });
     }
 }

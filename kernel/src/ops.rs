@@ -97,6 +97,19 @@ pub(crate) enum Op {
     CapDelete {
         slot: CapSlot,
     },
+    DeleteAddressSpace {
+        aspace: AsId,
+    },
+    CreateAddressSpace {
+        new: AsId,
+        dest: CapSlot,
+    },
+    WriteRegisters {
+        t: ThreadId,
+        pc: usize,
+        sp: usize,
+        arg: usize,
+    },
 }
 
 impl<S: Strategy, H: Hal> Kernel<S, H> {
@@ -349,6 +362,45 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
                 self.cap(t, slot)?;
                 Op::CapDelete { slot }
             }
+            Syscall::DeleteAddressSpace { aspace } => {
+                let a = match self
+                    .lookup(t, aspace, ObjKind::AddressSpace, Rights::MANAGE)?
+                    .obj
+                {
+                    ObjRef::AddressSpace(a) => a,
+                    _ => return Err(Error::WrongType),
+                };
+                if self.aspace_in_use(a) {
+                    return Err(Error::InUse);
+                }
+                Op::DeleteAddressSpace { aspace: a }
+            }
+            Syscall::WriteRegisters {
+                thread,
+                pc,
+                sp,
+                arg,
+            } => {
+                let target = self.lookup_thread(t, thread)?;
+                let inactive = self.ipc(ctx, target, |i| i.state) == ThreadState::Inactive;
+                if !inactive || self.current_anywhere(ctx, target).is_some() {
+                    return Err(Error::InUse);
+                }
+                Op::WriteRegisters {
+                    t: target,
+                    pc,
+                    sp,
+                    arg,
+                }
+            }
+            Syscall::CreateAddressSpace { control, dest } => {
+                self.lookup(t, control, ObjKind::Control, Rights::MANAGE)?;
+                if self.cap(t, dest).is_ok() {
+                    return Err(Error::SlotOccupied);
+                }
+                let new = self.reusable_aspace(ctx).ok_or(Error::NoFreeObject)?;
+                Op::CreateAddressSpace { new, dest }
+            }
         })
     }
 
@@ -474,6 +526,34 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             Op::CapDelete { slot } => {
                 self.take_cap(ctx, t, slot);
                 self.set_ret(ctx, t, ok);
+            }
+            Op::DeleteAddressSpace { aspace } => {
+                self.delete_aspace(ctx, aspace);
+                self.set_ret(ctx, t, ok);
+            }
+            Op::WriteRegisters {
+                t: target,
+                pc,
+                sp,
+                arg,
+            } => {
+                self.hal.set_entry(target, pc, sp, arg);
+                self.ipc(ctx, target, |i| i.ret = [0; 6]);
+                self.set_ret(ctx, t, ok);
+            }
+            Op::CreateAddressSpace { new, dest } => {
+                self.revive_aspace(ctx, new);
+                self.put_cap(
+                    ctx,
+                    t,
+                    dest,
+                    Cap {
+                        obj: ObjRef::AddressSpace(new),
+                        rights: Rights::ALL,
+                        badge: 0,
+                    },
+                );
+                self.set_ret(ctx, t, ok_regs(new.index(), [0; MSG_WORDS]));
             }
         }
         false
@@ -693,23 +773,39 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         }
     }
 
-    /// Removes a mapping: page table now, TLB flushes after the section (locally, and by IPI
-    /// on every other core that loaded the address space).
-    fn unmap(&self, ctx: Ctx, a: AsId, slot: usize) {
+    /// Removes a mapping: page table now, TLB flushes after the section (locally, and by a
+    /// shoot-down with acknowledgement on every other core that may cache the address space:
+    /// the call returns only once they all flushed, see `Kernel::await_shootdowns`).
+    pub(crate) fn unmap(&self, ctx: Ctx, a: AsId, slot: usize) {
         let (root, m) = self.aspace(a, |s| (s.root, s.mappings[slot]));
         let Some(m) = m else { return };
         self.hal.unmap_page(root, m.vaddr);
         self.aspace_mut(ctx, a, |s| s.mappings[slot] = None);
-        let cores = self.as_active[a.index()].load(core::sync::atomic::Ordering::Relaxed);
-        for c in 0..self.cores {
+        self.shoot_down(ctx, a, root, Some(m.vaddr));
+    }
+
+    /// TLB flush of `vaddr` (`None`: everything) of address space `a` on every core that may
+    /// cache it: locally after the section, remotely by acknowledged shoot-down. Returns the
+    /// generation each core must acknowledge (0: none).
+    pub(crate) fn shoot_down(
+        &self,
+        ctx: Ctx,
+        a: AsId,
+        root: crate::hal::PhysAddr,
+        vaddr: Option<usize>,
+    ) -> [u64; MAX_CPUS] {
+        let cores = self.as_active[a.index()].load(core::sync::atomic::Ordering::Acquire);
+        let mut gens = [0; MAX_CPUS];
+        for (c, g) in gens.iter_mut().enumerate().take(self.cores) {
             if cores & (1 << c) == 0 {
                 continue;
             }
             if c == ctx.cpu {
-                self.act(ctx, |x| x.flush = Some((root, Some(m.vaddr))));
+                self.act(ctx, |x| x.flush = Some((root, vaddr)));
             } else {
-                self.act(ctx, |x| x.ipi(c, crate::hal::IpiKind::TlbShootdown));
+                *g = self.request_shootdown(ctx, c);
             }
         }
+        gens
     }
 }

@@ -120,9 +120,13 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         if let Some(a) = next.and_then(|t| self.conf(t).aspace) {
             if self.local(ctx, |l| l.loaded) != Some(a) {
                 let root = self.aspace(a, |s| s.root);
-                self.as_active[a.index()].fetch_or(1 << cpu, core::sync::atomic::Ordering::Relaxed);
+                // Set in the section, before the load: an unmap in any later section sees it.
+                self.as_active[a.index()].fetch_or(1 << cpu, core::sync::atomic::Ordering::AcqRel);
                 self.local(ctx, |l| {
+                    // Cleared after the switch (`Kernel::entry`), when nothing of it is cached.
+                    l.left = l.loaded.filter(|&old| old != a);
                     l.loaded = Some(a);
+                    l.loaded_root = root;
                     l.actions.switch_to = Some(root);
                 });
             }

@@ -71,8 +71,14 @@ pub mod nr {
     pub const MINT: usize = 26;
     /// [`Syscall::CapDelete`](super::Syscall::CapDelete).
     pub const CAP_DELETE: usize = 27;
+    /// [`Syscall::DeleteAddressSpace`](super::Syscall::DeleteAddressSpace).
+    pub const DELETE_ADDRESS_SPACE: usize = 28;
+    /// [`Syscall::CreateAddressSpace`](super::Syscall::CreateAddressSpace).
+    pub const CREATE_ADDRESS_SPACE: usize = 29;
+    /// [`Syscall::WriteRegisters`](super::Syscall::WriteRegisters).
+    pub const WRITE_REGISTERS: usize = 30;
     /// Largest call number in use.
-    pub const MAX: usize = 27;
+    pub const MAX: usize = 30;
 }
 
 /// `Mint` target register value meaning "the caller's own CSpace".
@@ -243,6 +249,37 @@ pub enum Syscall {
     CapDelete {
         /// Slot.
         slot: CapSlot,
+    },
+    /// Delete an address space (needs MANAGE): refused with [`Error::InUse`] while a live
+    /// thread is bound to it; otherwise every mapping and every capability to it is removed,
+    /// its page tables are reset, and the call returns once every core that may cache it
+    /// flushed its TLB. Its slot is reused by [`Syscall::CreateAddressSpace`] (see
+    /// [`mgmt`](crate::mgmt)).
+    DeleteAddressSpace {
+        /// Address-space slot.
+        aspace: CapSlot,
+    },
+    /// Create an empty address space in the slot of a deleted one (control MANAGE); its
+    /// capability (all rights) goes to `dest`, its index is returned. [`Error::NoFreeObject`]
+    /// if no deleted slot is reusable yet.
+    CreateAddressSpace {
+        /// Control capability slot.
+        control: CapSlot,
+        /// Empty slot of the caller.
+        dest: CapSlot,
+    },
+    /// Set where an inactive thread starts (needs MANAGE): instruction pointer, stack pointer
+    /// and one argument; [`Error::InUse`] unless the thread is inactive and no core still runs
+    /// it. `Resume` then starts it there.
+    WriteRegisters {
+        /// Thread slot.
+        thread: CapSlot,
+        /// Entry point, below [`USER_TOP`].
+        pc: usize,
+        /// Initial stack pointer, at most [`USER_TOP`].
+        sp: usize,
+        /// Argument (first argument register).
+        arg: usize,
     },
 }
 
@@ -420,6 +457,31 @@ impl Syscall {
                 zero(&a[2..])?;
                 Syscall::CapDelete { slot: slot(a[1])? }
             }
+            DELETE_ADDRESS_SPACE => {
+                zero(&a[2..])?;
+                Syscall::DeleteAddressSpace {
+                    aspace: slot(a[1])?,
+                }
+            }
+            WRITE_REGISTERS => {
+                zero(&a[5..])?;
+                if a[2] >= USER_TOP || a[3] > USER_TOP {
+                    return Err(Error::OutOfRange);
+                }
+                Syscall::WriteRegisters {
+                    thread: slot(a[1])?,
+                    pc: a[2],
+                    sp: a[3],
+                    arg: a[4],
+                }
+            }
+            CREATE_ADDRESS_SPACE => {
+                zero(&a[3..])?;
+                Syscall::CreateAddressSpace {
+                    control: slot(a[1])?,
+                    dest: slot(a[2])?,
+                }
+            }
             _ => return Err(Error::UnknownSyscall),
         })
     }
@@ -484,6 +546,16 @@ impl Syscall {
                 [MINT, s(src), t, s(dest), rights.bits(), badge]
             }
             Syscall::CapDelete { slot } => [CAP_DELETE, s(slot), 0, 0, 0, 0],
+            Syscall::DeleteAddressSpace { aspace } => [DELETE_ADDRESS_SPACE, s(aspace), 0, 0, 0, 0],
+            Syscall::CreateAddressSpace { control, dest } => {
+                [CREATE_ADDRESS_SPACE, s(control), s(dest), 0, 0, 0]
+            }
+            Syscall::WriteRegisters {
+                thread,
+                pc,
+                sp,
+                arg,
+            } => [WRITE_REGISTERS, s(thread), pc, sp, arg, 0],
         }
     }
 

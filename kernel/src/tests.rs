@@ -25,6 +25,8 @@ enum Ev {
     Unmap(PhysAddr, usize),
     Mask(IrqId),
     Unmask(IrqId),
+    Release(PhysAddr),
+    SetEntry(ThreadId, usize, usize, usize),
 }
 
 #[derive(Default)]
@@ -71,6 +73,15 @@ impl Hal for RecHal {
     fn unmap_page(&self, root: PhysAddr, vaddr: usize) {
         self.push(Ev::Unmap(root, vaddr));
     }
+    fn release_address_space(&self, root: PhysAddr) {
+        self.push(Ev::Release(root));
+    }
+    fn set_entry(&self, thread: ThreadId, pc: usize, sp: usize, arg: usize) {
+        self.push(Ev::SetEntry(thread, pc, sp, arg));
+    }
+    fn relax(&self, _cpu: CpuId) {
+        std::thread::yield_now();
+    }
     fn mask_irq(&self, _cpu: CpuId, irq: IrqId) {
         self.push(Ev::Mask(irq));
     }
@@ -91,6 +102,28 @@ fn kernel(cores: usize) -> Box<K> {
         RecHal::default(),
         cores,
     ))
+}
+
+/// Runs `f` (which plays the other cores) while a host thread plays core `remote`: it enters
+/// the kernel through `Kernel::ipi` whenever a TLB shoot-down is pending for it, as a real core
+/// takes the IPI. Needed because a shoot-down waits for the target's acknowledgement.
+fn with_remote<R>(k: &K, remote: CpuId, f: impl FnOnce() -> R) -> R {
+    use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+    let done = AtomicBool::new(false);
+    std::thread::scope(|sc| {
+        sc.spawn(|| {
+            while !done.load(SeqCst) {
+                if k.shootdown_pending(remote) {
+                    k.ipi(remote, IpiKind::TlbShootdown);
+                } else {
+                    std::thread::yield_now();
+                }
+            }
+        });
+        let r = f();
+        done.store(true, SeqCst);
+        r
+    })
 }
 
 fn s(i: usize) -> CapSlot {
@@ -657,22 +690,31 @@ fn unmap_shoots_down_tlbs_of_cores_that_ran_the_address_space() {
     ok(&call(&k, 0, map(Rights::READ)));
     assert_eq!(err(&call(&k, 0, map(Rights::READ))), Error::AlreadyMapped);
     assert_eq!(k.hal.take(), vec![Ev::Map(0xA000, 0x4000, 0x5000, false)]);
-    ok(&call(
-        &k,
-        0,
-        Syscall::UnmapFrame {
-            aspace: s(0),
-            vaddr: 0x4000,
-        },
-    ));
+    // Core 1 acknowledges from another host thread; the call returns only after its flush.
+    with_remote(&k, 1, || {
+        ok(&call(
+            &k,
+            0,
+            Syscall::UnmapFrame {
+                aspace: s(0),
+                vaddr: 0x4000,
+            },
+        ))
+    });
+    let log = k.hal.take();
+    assert_eq!(log[0], Ev::Unmap(0xA000, 0x4000), "{log:?}");
+    let mut rest = log[1..].to_vec();
+    rest.sort_by_key(|e| format!("{e:?}"));
     assert_eq!(
-        k.hal.take(),
+        rest,
         vec![
-            Ev::Unmap(0xA000, 0x4000),
             Ev::Flush(0, 0xA000, Some(0x4000)),
+            Ev::Flush(1, 0xA000, None),
             Ev::Ipi(0, 1, IpiKind::TlbShootdown)
-        ]
+        ],
+        "local flush, IPI and the remote flush, all before the call returned"
     );
+    assert!(!k.shootdown_pending(1));
     assert_eq!(
         err(&call(
             &k,
@@ -684,8 +726,9 @@ fn unmap_shoots_down_tlbs_of_cores_that_ran_the_address_space() {
         )),
         Error::NotMapped
     );
+    // The IPI itself arrives later: already acknowledged, nothing left to flush.
     k.ipi(1, IpiKind::TlbShootdown);
-    assert_eq!(k.hal.take(), vec![Ev::Flush(1, 0xA000, None)]);
+    assert_eq!(k.hal.take(), vec![]);
     assert_eq!(k.mappings(a).count(), 0);
     k.check_invariants().unwrap();
 }
@@ -1041,5 +1084,177 @@ fn fine_grained_strategy_runs_the_same_state_machine() {
     assert_eq!(e.thread, Some(b));
     let e = k.ipi(0, IpiKind::Reschedule);
     assert_eq!(syscall::result(&e.regs), Ok((0, [2; 4])));
+    k.check_invariants().unwrap();
+}
+
+/// A core clears its bit of an address space's `as_active` set once it switched to another
+/// one (it caches nothing of it any more), so later unmaps do not shoot it down.
+#[test]
+fn switching_away_clears_the_cores_address_space_bit() {
+    let mut k = kernel(1);
+    let a = k.create_address_space(0xA000).unwrap();
+    let b = k.create_address_space(0xB000).unwrap();
+    let ta = k.create_thread(10, 0, Some(a)).unwrap();
+    let tb = k.create_thread(10, 0, Some(b)).unwrap();
+    k.start(ta).unwrap();
+    k.start(tb).unwrap();
+    assert_eq!(k.timer_tick(0).thread, Some(ta));
+    assert_eq!(k.hal.take(), vec![Ev::Switch(0, 0xA000)]);
+    assert_eq!((k.aspace_cores(a), k.aspace_cores(b)), (1, 0));
+    assert_eq!(call(&k, 0, Syscall::Yield).thread, Some(tb));
+    assert_eq!(k.hal.take(), vec![Ev::Switch(0, 0xB000)]);
+    assert_eq!((k.aspace_cores(a), k.aspace_cores(b)), (0, 1));
+    k.check_invariants().unwrap();
+}
+
+/// DeleteAddressSpace: needs MANAGE; refused while a live (even suspended) thread is bound;
+/// then removes mappings and capabilities, releases the tables, shoots down the core that ran
+/// it (waiting for its flush, which also drops the zombie thread it ran); the slot is reused
+/// by CreateAddressSpace, empty.
+#[test]
+fn deleting_an_address_space_waits_for_remote_flushes_and_frees_the_slot() {
+    let mut k = kernel(2);
+    let ra = k.create_address_space(0xA000).unwrap();
+    let v = k.create_address_space(0xB000).unwrap();
+    let f = k.create_frame(0x5000).unwrap();
+    let r = k.create_thread(10, 0, Some(ra)).unwrap();
+    let tv = k.create_thread(10, 1, Some(v)).unwrap();
+    let m = Rights::MANAGE | Rights::WRITE;
+    k.install_cap(r, s(0), ObjRef::AddressSpace(v), m, 0)
+        .unwrap();
+    k.install_cap(r, s(1), ObjRef::Frame(f), Rights::READ, 0)
+        .unwrap();
+    k.install_cap(r, s(2), ObjRef::Thread(tv), Rights::ALL, 0)
+        .unwrap();
+    k.install_cap(r, s(3), ObjRef::Control, Rights::MANAGE, 0)
+        .unwrap();
+    k.install_cap(r, s(4), ObjRef::AddressSpace(v), Rights::WRITE, 0)
+        .unwrap();
+    k.start(r).unwrap();
+    k.start(tv).unwrap();
+    k.timer_tick(0);
+    k.timer_tick(1);
+    let map = Syscall::MapFrame {
+        aspace: s(0),
+        frame: s(1),
+        vaddr: 0x4000,
+        rights: Rights::READ,
+    };
+    ok(&call(&k, 0, map));
+    k.hal.take();
+    let del = |slot| Syscall::DeleteAddressSpace { aspace: s(slot) };
+    assert_eq!(err(&call(&k, 0, del(4))), Error::MissingRight);
+    assert_eq!(err(&call(&k, 0, del(0))), Error::InUse);
+    ok(&call(&k, 0, Syscall::Suspend { thread: s(2) }));
+    assert_eq!(
+        err(&call(&k, 0, del(0))),
+        Error::InUse,
+        "suspended threads count"
+    );
+    let create = Syscall::CreateAddressSpace {
+        control: s(3),
+        dest: s(5),
+    };
+    assert_eq!(err(&call(&k, 0, create)), Error::NoFreeObject);
+    // Delete the thread: a zombie that core 1 still runs (its Reschedule IPI not taken yet).
+    ok(&call(&k, 0, Syscall::DeleteThread { thread: s(2) }));
+    assert_eq!(k.current_of(1), Some(tv));
+    assert_eq!(k.aspace_cores(v), 2, "core 1 loaded it");
+    k.hal.take();
+    with_remote(&k, 1, || ok(&call(&k, 0, del(0))));
+    let log = k.hal.take();
+    assert_eq!(
+        log[..2],
+        [Ev::Unmap(0xB000, 0x4000), Ev::Release(0xB000)],
+        "{log:?}"
+    );
+    assert!(
+        log.contains(&Ev::Ipi(0, 1, IpiKind::TlbShootdown)),
+        "{log:?}"
+    );
+    assert!(
+        log.contains(&Ev::Flush(1, 0xB000, None)),
+        "core 1 flushed before the call returned: {log:?}"
+    );
+    assert_eq!(
+        k.current_of(1),
+        None,
+        "the acknowledging entry dropped the zombie"
+    );
+    assert_eq!(k.cap_of(r, s(0)), None);
+    assert_eq!(k.cap_of(r, s(4)), None);
+    assert_eq!(k.mappings(v).count(), 0);
+    assert_eq!(err(&call(&k, 0, map)), Error::InvalidCap);
+    assert_eq!(err(&call(&k, 0, del(0))), Error::InvalidCap);
+    k.check_invariants().unwrap();
+    // The slot is reusable: same index, same (reset) root, empty, all rights.
+    let (idx, _) = ok(&call(&k, 0, create));
+    assert_eq!(idx, v.index());
+    assert_eq!(
+        k.cap_of(r, s(5)).map(|c| c.obj),
+        Some(ObjRef::AddressSpace(v))
+    );
+    let create6 = Syscall::CreateAddressSpace {
+        control: s(3),
+        dest: s(6),
+    };
+    assert_eq!(err(&call(&k, 0, create6)), Error::NoFreeObject);
+    ok(&call(
+        &k,
+        0,
+        Syscall::MapFrame {
+            aspace: s(5),
+            frame: s(1),
+            vaddr: 0x4000,
+            rights: Rights::READ,
+        },
+    ));
+    assert_eq!(k.mappings(v).count(), 1);
+    k.check_invariants().unwrap();
+}
+
+/// WriteRegisters sets where an inactive thread starts (through `Hal::set_entry`); it needs
+/// MANAGE, checks its arguments, and is refused for a thread that runs or may still run.
+#[test]
+fn write_registers_sets_the_entry_of_an_inactive_thread() {
+    let mut k = kernel(2);
+    let a = k.create_address_space(0xA000).unwrap();
+    let r = k.create_thread(10, 0, Some(a)).unwrap();
+    let t = k.create_thread(10, 1, Some(a)).unwrap();
+    k.install_cap(r, s(0), ObjRef::Thread(t), Rights::ALL, 0)
+        .unwrap();
+    k.install_cap(r, s(1), ObjRef::Thread(t), Rights::READ, 0)
+        .unwrap();
+    k.start(r).unwrap();
+    k.timer_tick(0);
+    k.hal.take();
+    let wr = |slot, pc| Syscall::WriteRegisters {
+        thread: s(slot),
+        pc,
+        sp: 0x8000,
+        arg: 42,
+    };
+    assert_eq!(err(&call(&k, 0, wr(1, 0x1000))), Error::MissingRight);
+    assert_eq!(err(&call(&k, 0, wr(0, USER_TOP))), Error::OutOfRange);
+    ok(&call(&k, 0, wr(0, 0x1000)));
+    assert_eq!(k.hal.take(), vec![Ev::SetEntry(t, 0x1000, 0x8000, 42)]);
+    assert_eq!(
+        wr(0, 0x1000),
+        Syscall::decode(&wr(0, 0x1000).encode()).unwrap()
+    );
+    ok(&call(&k, 0, Syscall::Resume { thread: s(0) }));
+    assert_eq!(k.timer_tick(1).thread, Some(t));
+    assert_eq!(err(&call(&k, 0, wr(0, 0x2000))), Error::InUse, "runnable");
+    // Suspended from core 0 while core 1 still runs it: refused until core 1 dropped it.
+    ok(&call(&k, 0, Syscall::Suspend { thread: s(0) }));
+    assert_eq!(
+        err(&call(&k, 0, wr(0, 0x2000))),
+        Error::InUse,
+        "still current"
+    );
+    k.ipi(1, IpiKind::Reschedule);
+    k.hal.take();
+    ok(&call(&k, 0, wr(0, 0x2000)));
+    assert_eq!(k.hal.take(), vec![Ev::SetEntry(t, 0x2000, 0x8000, 42)]);
     k.check_invariants().unwrap();
 }

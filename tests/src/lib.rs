@@ -3,13 +3,17 @@
 //!
 //! # The hosted harness
 //! * [`FakeHal`] implements [`kernel::Hal`]: it records IPIs, address-space switches, TLB
-//!   flushes, page-table writes and IRQ mask/unmask in per-core logs, and delivers IPIs by
-//!   setting a per-core pending-bit word that the target core polls.
+//!   flushes, page-table writes, address-space releases and IRQ mask/unmask in per-core logs
+//!   and in one global log in the order they happened ([`FakeHal::order`], for
+//!   happens-before checks), and delivers IPIs by setting a per-core pending-bit word that the
+//!   target core polls.
 //! * [`run`] starts one host thread per kernel core. Each loops: deliver pending IPIs
 //!   ([`Kernel::ipi`]), now and then a timer tick ([`Kernel::timer_tick`]) or a device
 //!   interrupt, otherwise take the core's current user thread, ask its [`Program`] for the next
 //!   system call (the program receives the result registers of its previous one) and call
 //!   [`Kernel::syscall`], the same entry the HALs call. An idle core only waits for IPIs.
+//!   When the run ends, every core keeps taking IPIs until all cores stopped, so that a core
+//!   waiting in a system call for a TLB shoot-down acknowledgement can finish.
 //! * [`Programs`] holds each user thread's program behind a `try_lock`: a thread that two cores
 //!   run at once is detected as a kernel bug.
 //! * [`HostRelax`] is a lock wait strategy that yields the host CPU while spinning, so that
@@ -18,7 +22,7 @@
 pub mod workload;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering::*};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use kernel::config::{MAX_CPUS, MAX_THREADS};
@@ -57,6 +61,10 @@ pub enum HalEvent {
     Mask(IrqId),
     /// IRQ unmasked.
     Unmask(IrqId),
+    /// Address space released (deleted).
+    Release(PhysAddr),
+    /// Entry context set: thread index, pc, sp, arg.
+    SetEntry(usize, usize, usize, usize),
 }
 
 std::thread_local! {
@@ -71,6 +79,7 @@ pub struct FakeHal {
     ipis_sent: AtomicU64,
     /// Injected `prepare_map` failure: 0 none, 1 out of memory, 2 occupied.
     prep_fail: AtomicU8,
+    order: Arc<Mutex<Vec<(CpuId, HalEvent)>>>,
 }
 
 impl FakeHal {
@@ -82,7 +91,14 @@ impl FakeHal {
             logs: Default::default(),
             ipis_sent: AtomicU64::new(0),
             prep_fail: AtomicU8::new(0),
+            order: Arc::default(),
         }
+    }
+
+    /// Every event of every core, in the order they happened (`(core, event)`); shared, so a
+    /// [`Program`] can check what happened before its system call returned.
+    pub fn order(&self) -> Arc<Mutex<Vec<(CpuId, HalEvent)>>> {
+        self.order.clone()
     }
 
     /// Makes every later `prepare_map` fail with `fail` (`None`: succeed again), to test that
@@ -116,6 +132,7 @@ impl FakeHal {
 
     fn push(&self, cpu: CpuId, e: HalEvent) {
         self.logs[cpu % MAX_CPUS].lock().unwrap().push(e);
+        self.order.lock().unwrap().push((cpu, e));
     }
 }
 
@@ -149,6 +166,18 @@ impl Hal for FakeHal {
     }
     fn unmap_page(&self, root: PhysAddr, vaddr: usize) {
         self.push(self.cpu_id(), HalEvent::Unmap(root, vaddr));
+    }
+    fn release_address_space(&self, root: PhysAddr) {
+        self.push(self.cpu_id(), HalEvent::Release(root));
+    }
+    fn set_entry(&self, thread: ThreadId, pc: usize, sp: usize, arg: usize) {
+        self.push(
+            self.cpu_id(),
+            HalEvent::SetEntry(thread.index(), pc, sp, arg),
+        );
+    }
+    fn relax(&self, _cpu: CpuId) {
+        std::thread::yield_now();
     }
     fn mask_irq(&self, cpu: CpuId, irq: IrqId) {
         self.push(cpu, HalEvent::Mask(irq));
@@ -314,6 +343,7 @@ pub fn run<S: Strategy>(
     done: impl Fn() -> bool + Sync,
 ) -> Result<RunStats, String> {
     let stop = AtomicBool::new(false);
+    let stopped = AtomicU64::new(0);
     let entries = AtomicU64::new(0);
     let start = Instant::now();
     let cores = k.cores();
@@ -321,8 +351,8 @@ pub fn run<S: Strategy>(
     let timed_out = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..cores)
             .map(|cpu| {
-                let (stop, entries) = (&stop, &entries);
-                scope.spawn(move || core_loop(k, programs, cfg, cpu, stop, entries))
+                let (stop, stopped, entries) = (&stop, &stopped, &entries);
+                scope.spawn(move || core_loop(k, programs, cfg, cpu, stop, stopped, entries))
             })
             .collect();
         let mut timed_out = false;
@@ -367,6 +397,7 @@ fn core_loop<S: Strategy>(
     cfg: RunConfig,
     cpu: CpuId,
     stop: &AtomicBool,
+    stopped: &AtomicU64,
     entries: &AtomicU64,
 ) -> u64 {
     CPU.with(|c| c.set(cpu));
@@ -404,6 +435,19 @@ fn core_loop<S: Strategy>(
         exit = k.syscall(cpu, raw);
         calls += 1;
         n_entries += 1;
+    }
+    // Another core may be waiting in a system call for this core's shoot-down acknowledgement:
+    // keep taking IPIs (no more system calls) until every core left its loop.
+    stopped.fetch_add(1, AcqRel);
+    while stopped.load(Acquire) < k.cores() as u64 {
+        let pending = k.hal().take_ipis(cpu);
+        for kind in IpiKind::ALL {
+            if pending & kind.bit() != 0 {
+                k.ipi(cpu, kind);
+                n_entries += 1;
+            }
+        }
+        std::thread::yield_now();
     }
     entries.fetch_add(n_entries, Relaxed);
     calls
