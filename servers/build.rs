@@ -4,7 +4,7 @@
 fn main() {
     let target = std::env::var("TARGET").unwrap_or_default();
     let dir = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
-    if target == "x86_64-unknown-none" {
+    if target == "x86_64-unknown-none" || target == "armv7a-none-eabi" {
         println!("cargo:rustc-link-arg-bins=-T{dir}/user.ld");
     }
     println!("cargo:rerun-if-changed=user.ld");

@@ -46,14 +46,16 @@ use crate::psci::Conduit;
 use crate::{cache, console, cpu, gic, mmu, psci, timer, Platform, PLATFORM};
 
 /// Size of each core's stack area: SVC stack on top, then the abort and undefined stacks.
-pub const STACK_SIZE: usize = 64 * 1024;
+/// 256 KiB: the SVC stack must hold a kernel object being constructed (`Kernel::new` returns
+/// it by value; ~50 KiB on ARMv7, more with the fine-grained strategy).
+pub const STACK_SIZE: usize = 256 * 1024;
 /// Top of the undefined-instruction (and FIQ) stack, from the area's base.
 const UND_TOP: usize = 8 * 1024;
 /// Top of the abort (and unused IRQ-mode) stack, from the area's base.
 const ABT_TOP: usize = 16 * 1024;
 const _: () = assert!(
-    STACK_SIZE == 1 << 16,
-    "the entry code shifts the core index by 16"
+    STACK_SIZE == 1 << 18,
+    "the entry code shifts the core index by 18"
 );
 
 /// Per-core stack areas (in `.stacks`, NOLOAD, not zeroed).
@@ -114,7 +116,7 @@ core::arch::global_asm!(
     @ Stack pointers of the core whose index is in r6 (< MAX_CPUS). Clobbers r7.
     .macro HAL_SET_STACKS
         ldr     r7, ={stacks}
-        add     r7, r7, r6, lsl #16         @ STACK_SIZE = 64 KiB
+        add     r7, r7, r6, lsl #18         @ STACK_SIZE = 256 KiB
         cps     #0x1b                       @ UND
         add     sp, r7, #{und_top}
         cps     #0x11                       @ FIQ (shares UND's stack: both are fatal)
@@ -182,13 +184,44 @@ hal_armv7_vectors:
     b       hal_armv7_vec_irq               @ 0x18
     b       hal_armv7_vec_fiq               @ 0x1c
 
-    @ Fatal exceptions: frame = [r0-r12, faulting pc] on this mode's stack.
+    @ Branches to `target` if the exception came from USR mode (SPSR.M = 0x10). Borrows r0
+    @ through this mode's stack; `ldmfd` leaves the flags of the `cmp` alone.
+    .macro HAL_IF_USER target
+        stmfd   sp!, {{r0}}
+        mrs     r0, spsr
+        and     r0, r0, #0x1f
+        cmp     r0, #0x10
+        ldmfd   sp!, {{r0}}
+        beq     \target
+    .endm
+
+    @ Exception from USR mode (LR already the resume address): saves
+    @ [pad, r0-r12, SP_usr, LR_usr, pc, CPSR] on the (empty) SVC stack, switches to SVC and
+    @ calls user_trap(&frame, vector), which does not return. 72 bytes keep the 8-byte
+    @ alignment AAPCS wants at calls.
+    .macro HAL_USER_STUB vector
+        srsdb   sp!, #0x13                  @ LR and SPSR of this mode onto the SVC stack
+        cps     #0x13
+        sub     sp, sp, #60
+        stm     sp, {{r0-r14}}^             @ user r0-r12, SP_usr, LR_usr
+        sub     sp, sp, #4
+        add     r0, sp, #4
+        mov     r1, #\vector
+        bl      {user_trap}
+        b       hal_armv7_park
+    .endm
+
+    @ Fatal exceptions: frame = [r0-r12, faulting pc] on this mode's stack. From USR mode
+    @ they go to the kernel (user_trap) instead.
     .macro HAL_FAULT_STUB name, vector, offset
 hal_armv7_vec_\name:
         sub     lr, lr, #\offset
+        HAL_IF_USER hal_armv7_user_\name
         stmfd   sp!, {{r0-r12, lr}}
         mov     r0, #\vector
         b       hal_armv7_fault_common
+hal_armv7_user_\name:
+        HAL_USER_STUB \vector
     .endm
 
     HAL_FAULT_STUB reset, 0, 4
@@ -230,6 +263,7 @@ hal_armv7_fault_common:
     @ SVC: frame = [r0-r12, return address]; svc_entry(&mut frame) may return (then r0 is
     @ its result) and we resume after the svc with the caller's CPSR (ldm ^ restores SPSR).
 hal_armv7_vec_svc:
+    HAL_IF_USER hal_armv7_user_svc
     stmfd   sp!, {{r0-r12, lr}}
     mov     r0, sp
     mov     r4, sp
@@ -237,10 +271,13 @@ hal_armv7_vec_svc:
     bl      {svc}
     mov     sp, r4
     ldmfd   sp!, {{r0-r12, pc}}^
+hal_armv7_user_svc:                         @ a system call: LR_svc is the return address
+    HAL_USER_STUB 2
 
-    @ IRQ: handled on the SVC stack of the interrupted code.
+    @ IRQ: handled on the SVC stack of the interrupted code (from USR mode: user_trap).
 hal_armv7_vec_irq:
     sub     lr, lr, #4                      @ return address
+    HAL_IF_USER hal_armv7_user_irq
     srsdb   sp!, #0x13                      @ push LR_irq, SPSR_irq onto the SVC stack
     cps     #0x13
     push    {{r0-r3, r12, lr}}              @ caller-saved registers and LR_svc
@@ -252,6 +289,8 @@ hal_armv7_vec_irq:
     add     sp, sp, r1
     pop     {{r0-r3, r12, lr}}
     rfeia   sp!                             @ return: pc and CPSR from the SVC stack
+hal_armv7_user_irq:
+    HAL_USER_STUB 6
 "#,
     stacks = sym STACKS,
     und_top = const UND_TOP,
@@ -263,6 +302,7 @@ hal_armv7_vec_irq:
     fault = sym fault_entry,
     svc = sym svc_entry,
     irq = sym irq_entry,
+    user_trap = sym crate::usermode::user_trap,
 );
 
 unsafe extern "C" {
@@ -280,6 +320,11 @@ unsafe extern "Rust" {
 /// Physical (= virtual) address of the secondary cores' entry point.
 pub fn secondary_entry_address() -> u32 {
     core::ptr::addr_of!(hal_armv7_secondary_start) as u32
+}
+
+/// Address of the exception vector table (what VBAR holds on every core).
+pub fn vectors_address() -> u32 {
+    core::ptr::addr_of!(hal_armv7_vectors) as u32
 }
 
 /// Points VBAR at the vector table.
@@ -355,6 +400,7 @@ extern "C" fn primary_entry(entry_psr: u32) -> ! {
     PERCPU[0].mpidr.store(cpu::mpidr(), Ordering::Relaxed);
 
     timer::init(machine, periphbase);
+    crate::paging::init(machine);
     let (gicd, gicc) = match machine {
         Machine::Sabrelite => (periphbase + a9::GICD, periphbase + a9::GICC),
         Machine::Virt => (VIRT_GICD, VIRT_GICC),

@@ -1,20 +1,22 @@
 //! The Rust side of the exception vectors (the assembly stubs are in [`boot`](crate::boot)).
 //!
+//! Exceptions taken from USR mode (system calls, user faults, IRQs interrupting a thread) go to
+//! [`usermode::user_trap`](crate::usermode::user_trap) instead; this module handles those taken
+//! in the kernel's own modes.
+//!
 //! - IRQ: `irq_entry` acknowledges interrupts from the GIC until none is pending: the tick
-//!   timer counts a tick, SGIs count as IPIs (a `Halt` IPI stops the core).
-//! - SVC: the only SVC the kernel makes today is semihosting (`svc #0x123456`), which QEMU
+//!   timer counts a tick, SGIs count as IPIs (a `Halt` IPI stops the core); on a core in the
+//!   user-mode idle loop each one enters the kernel.
+//! - SVC: the only SVC the kernel makes itself is semihosting (`svc #0x123456`), which QEMU
 //!   intercepts with `-semihosting`; if the exception is taken anyway, `svc_entry` returns
-//!   -1 to the caller. Any other SVC is reported like a fault (syscall entry comes later).
+//!   -1 to the caller. Any other SVC from a kernel mode is reported like a fault.
 //! - Undefined instruction, prefetch abort, data abort, FIQ and the unused vectors:
 //!   `fault_entry` prints the report (exception, faulting PC, the mode and core it happened
 //!   in, DFAR/DFSR or IFAR/IFSR decoded, registers) and exits QEMU with failure. Each such
 //!   exception runs on its own per-core stack (abort or undefined mode), so a broken SVC stack
 //!   still gets reported.
 
-use core::sync::atomic::Ordering;
-
 use crate::fault::{ExceptionKind, FaultStatus, Mode};
-use crate::gic::{self, IpiKind};
 
 /// Registers saved by the fault stubs, lowest address first.
 #[repr(C)]
@@ -42,28 +44,13 @@ pub struct SvcFrame {
     pub lr: u32,
 }
 
-/// IRQ handler, called by the IRQ stub on the interrupted core's SVC stack with IRQs masked.
+/// IRQ handler, called by the IRQ stub on the interrupted core's SVC stack with IRQs masked
+/// (interrupts taken in USR mode go to [`usermode::user_trap`](crate::usermode::user_trap)
+/// instead). Handles every pending interrupt; on a core idling in the user-mode layer's idle
+/// loop, each one enters the kernel, which may switch to a user thread (never returning here).
 pub(crate) extern "C" fn irq_entry() {
-    let timer = crate::timer::irq_id();
-    while let Some(irq) = gic::acknowledge() {
-        let id = irq.id();
-        if id < 16 {
-            crate::percpu::this_cpu()
-                .ipis
-                .fetch_add(1, Ordering::AcqRel);
-            if IpiKind::from_sgi(id) == Some(IpiKind::Halt) {
-                gic::end_of_interrupt(irq);
-                crate::cpu::halt_forever();
-            }
-        } else if id == timer {
-            crate::timer::on_interrupt();
-        } else {
-            crate::console::emergency_print(format_args!(
-                "hal-armv7: cpu {}: unexpected interrupt {id}\n",
-                crate::percpu::cpu_id()
-            ));
-        }
-        gic::end_of_interrupt(irq);
+    while let Some(ev) = crate::usermode::take_interrupt() {
+        crate::usermode::idle_interrupt(&ev);
     }
 }
 
@@ -92,7 +79,7 @@ pub(crate) extern "C" fn svc_entry(frame: &mut SvcFrame) {
         ExceptionKind::Svc,
         &full,
         format_args!(
-            "svc immediate {:#x} (no syscall entry yet)",
+            "svc immediate {:#x} from a kernel mode (system calls come from USR mode)",
             insn & 0x00FF_FFFF
         ),
     )

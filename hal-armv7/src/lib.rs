@@ -19,8 +19,12 @@
 //!
 //! # For the kernel's `Hal` trait
 //! [`ArmHal`] gathers the operations the kernel needs (core index, IPIs as SGIs, cycle counter,
-//! tick timer, console, exit) as inherent functions, mirroring `hal_x86::X86Hal`. Address
-//! spaces (ASIDs, user/kernel split, TLB shoot-down) and SVC syscall entry are still to come.
+//! tick timer, console, exit) as inherent functions, mirroring `hal_x86::X86Hal`, and
+//! implements `kernel::Hal`. [`paging`] makes per-process address spaces (short-descriptor
+//! tables with the kernel sections copied in, user pages ASID-tagged; TLB maintenance by ASID
+//! and MVA; shoot-downs are SGIs the kernel sends), and [`usermode`] runs user threads: SVC
+//! system calls from USR mode, user aborts and undefined instructions handed to the kernel,
+//! IRQs from user mode or the idle loop entering the kernel.
 //!
 //! # Running
 //! `hal-armv7/scripts/qemu-boot-demo.sh [sabrelite|virt] [smp] [cmdline]` builds the `boot-demo`
@@ -65,6 +69,8 @@ pub mod gic;
 #[cfg(all(target_arch = "arm", target_os = "none"))]
 pub mod mmu;
 #[cfg(all(target_arch = "arm", target_os = "none"))]
+pub mod paging;
+#[cfg(all(target_arch = "arm", target_os = "none"))]
 pub mod percpu;
 #[cfg(all(target_arch = "arm", target_os = "none"))]
 pub mod psci;
@@ -72,6 +78,8 @@ pub mod psci;
 pub mod smp;
 #[cfg(all(target_arch = "arm", target_os = "none"))]
 pub mod timer;
+#[cfg(all(target_arch = "arm", target_os = "none"))]
+pub mod usermode;
 
 #[cfg(all(target_arch = "arm", target_os = "none"))]
 pub use target::*;
@@ -236,6 +244,79 @@ mod target {
         /// Stops the machine: exits QEMU with `code` (halts on hardware).
         pub fn exit(code: crate::exit::ExitCode) -> ! {
             crate::exit::exit_qemu(code)
+        }
+    }
+
+    /// The kernel core's view of this HAL. Every operation concerns the calling core (the
+    /// kernel passes `cpu` for hosted HALs' logs; here it is always the caller).
+    impl kernel::Hal for ArmHal {
+        fn cpu_id(&self) -> kernel::CpuId {
+            crate::percpu::cpu_id()
+        }
+        fn cpu_count(&self) -> usize {
+            crate::smp::online_count()
+        }
+        fn send_ipi(&self, _cpu: kernel::CpuId, target: kernel::CpuId, kind: kernel::IpiKind) {
+            let kind = match kind {
+                kernel::IpiKind::Reschedule => IpiKind::Reschedule,
+                kernel::IpiKind::TlbShootdown => IpiKind::TlbShootdown,
+                kernel::IpiKind::Halt => IpiKind::Halt,
+                kernel::IpiKind::Test => IpiKind::Test,
+            };
+            // `send_sgi` starts with a `dsb`: the page-table stores and the kernel state the
+            // IPI announces are complete before the target can take it.
+            crate::gic::send_sgi(target, kind.sgi());
+        }
+        unsafe fn switch_address_space(&self, _cpu: kernel::CpuId, root: kernel::PhysAddr) {
+            // Also drops this core's TLB entries of the address space it leaves (its ASID), so
+            // none survives for a later load after the kernel stopped shooting it down here.
+            // SAFETY: the kernel only loads roots of address spaces the image created with
+            // `paging::new_address_space`, which map the kernel sections.
+            unsafe { crate::paging::switch_address_space(root) }
+        }
+        fn flush_tlb(&self, _cpu: kernel::CpuId, root: kernel::PhysAddr, vaddr: Option<usize>) {
+            // Entries are tagged with the ASID, so any root can be flushed whether loaded or
+            // not (root 0: everything).
+            crate::paging::flush_local(root, vaddr);
+        }
+        fn prepare_map(
+            &self,
+            root: kernel::PhysAddr,
+            vaddr: usize,
+        ) -> Result<(), kernel::MapPrepError> {
+            crate::paging::prepare_user_map(root, vaddr)
+        }
+        fn map_page(
+            &self,
+            root: kernel::PhysAddr,
+            vaddr: usize,
+            frame: kernel::PhysAddr,
+            writable: bool,
+        ) {
+            // `prepare_map` made the second-level table in the same critical section. Besides
+            // the store, `map_user` cleans the entry to the point of unification and waits
+            // (`dsb ish`): ARMv7 has no transactions, so cache maintenance inside the critical
+            // section is allowed here, and the A9's table walker needs it.
+            if crate::paging::map_user(root, vaddr, frame, writable).is_err() {
+                panic!("map_page {vaddr:#x} in {root:#x} failed after prepare_map (HAL bug)");
+            }
+        }
+        fn unmap_page(&self, root: kernel::PhysAddr, vaddr: usize) {
+            if crate::paging::unmap_user(root, vaddr).is_err() {
+                panic!("unmap_page {vaddr:#x} in {root:#x}: no page table");
+            }
+        }
+        fn mask_irq(&self, _cpu: kernel::CpuId, _irq: kernel::IrqId) {
+            // No device interrupt is routed to user level yet: nothing to mask.
+        }
+        fn unmask_irq(&self, _cpu: kernel::CpuId, _irq: kernel::IrqId) {
+            // See `mask_irq`.
+        }
+        fn cycles(&self) -> u64 {
+            crate::timer::cycles()
+        }
+        fn console_write(&self, s: &str) {
+            crate::console::write_str(s);
         }
     }
 

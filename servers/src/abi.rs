@@ -4,13 +4,23 @@
 pub const USER_BASE: u64 = 0x40_0000;
 /// Top of the highest user stack; thread `i` of an address space has its stack below
 /// `USER_STACK_TOP - i * USER_STACK_STRIDE`.
+#[cfg(not(target_arch = "arm"))]
 pub const USER_STACK_TOP: u64 = 0x7FFF_0000_0000;
+/// Top of the highest user stack (ARMv7: below the kernel's RAM window at 0x4000_0000, which
+/// every address space maps).
+#[cfg(target_arch = "arm")]
+pub const USER_STACK_TOP: u64 = 0x3FF0_0000;
 /// Distance between the stacks of threads sharing an address space.
 pub const USER_STACK_STRIDE: u64 = 0x10_0000;
 /// Size of each user stack.
 pub const USER_STACK_SIZE: u64 = 32 * 1024;
 /// The page the pager test touches before it is mapped.
+#[cfg(not(target_arch = "arm"))]
 pub const PAGER_TEST_ADDR: u64 = 0x5000_0000;
+/// The page the pager test touches before it is mapped (ARMv7: user space is below
+/// 0x4000_0000).
+#[cfg(target_arch = "arm")]
+pub const PAGER_TEST_ADDR: u64 = 0x3000_0000;
 
 /// Program roles (`_start`'s first argument).
 pub mod role {

@@ -9,10 +9,12 @@ use crate::sys::raw;
 
 /// Writes `s` to the console (the image prints whole lines, prefixed with thread and core).
 pub fn put_str(s: &str) {
-    for chunk in s.as_bytes().chunks(32) {
+    // Four argument words of `usize` bytes each (32 bytes on x86_64, 16 on ARMv7).
+    const W: usize = core::mem::size_of::<usize>();
+    for chunk in s.as_bytes().chunks(4 * W) {
         let mut words = [0usize; 4];
         for (i, b) in chunk.iter().enumerate() {
-            words[i / 8] |= usize::from(*b) << (8 * (i % 8));
+            words[i / W] |= usize::from(*b) << (8 * (i % W));
         }
         raw([
             debug_nr::PUT,

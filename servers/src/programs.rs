@@ -193,8 +193,28 @@ fn trigger(kind: u64) {
     }
 }
 
+/// Raises the fault `kind` (see [`fault`]). ARMv7-A has no division trap, so
+/// `DIVIDE_BY_ZERO` raises a breakpoint (`bkpt`, a prefetch abort) instead.
+#[cfg(target_arch = "arm")]
+fn trigger(kind: u64) {
+    match kind {
+        // SAFETY: deliberately faults (data abort on an unmapped address); the kernel stops
+        // this thread, so the load never completes and nothing observes its result.
+        fault::BAD_POINTER => unsafe {
+            core::arch::asm!("ldr {0}, [{1}]", out(reg) _, in(reg) 0xdead_0000u32,
+                options(nostack, readonly))
+        },
+        // SAFETY: deliberately raises an undefined-instruction exception; the kernel stops
+        // this thread.
+        fault::INVALID_OPCODE => unsafe { core::arch::asm!("udf #0", options(nomem, nostack)) },
+        // SAFETY: deliberately raises a prefetch abort (debug event); the kernel stops this
+        // thread.
+        _ => unsafe { core::arch::asm!("bkpt #0", options(nomem, nostack)) },
+    }
+}
+
 /// Raises the fault `kind`: no user mode exists on this architecture yet, so it only says so.
-#[cfg(not(target_arch = "x86_64"))]
+#[cfg(not(any(target_arch = "x86_64", target_arch = "arm")))]
 fn trigger(kind: u64) {
     uprintln!("faulter: fault {kind} has no trigger on this architecture yet");
 }

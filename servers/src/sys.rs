@@ -32,9 +32,33 @@ pub fn raw(regs: Regs) -> Regs {
     [r0, r1, r2, r3, r4, r5]
 }
 
-/// Traps into the kernel: no user-mode ABI exists for this architecture yet (the ARMv7 HAL
-/// brings one), so every call fails with [`Error::UnknownSyscall`].
-#[cfg(not(target_arch = "x86_64"))]
+/// Traps into the kernel with raw registers and returns the raw result registers.
+///
+/// ARMv7 convention (see `hal-armv7`'s `usermode`): `svc #0` with number and arguments in
+/// `r0..r5`, results in the same registers; everything else is preserved.
+#[cfg(target_arch = "arm")]
+pub fn raw(regs: Regs) -> Regs {
+    let (r0, r1, r2, r3, r4, r5): (usize, usize, usize, usize, usize, usize);
+    // SAFETY: `svc #0` enters the kernel, which preserves every register but the six result
+    // registers; it touches no memory of this program.
+    unsafe {
+        core::arch::asm!(
+            "svc #0",
+            inlateout("r0") regs[0] => r0,
+            inlateout("r1") regs[1] => r1,
+            inlateout("r2") regs[2] => r2,
+            inlateout("r3") regs[3] => r3,
+            inlateout("r4") regs[4] => r4,
+            inlateout("r5") regs[5] => r5,
+            options(nostack),
+        );
+    }
+    [r0, r1, r2, r3, r4, r5]
+}
+
+/// Traps into the kernel: no user-mode ABI exists for this architecture, so every call fails
+/// with [`Error::UnknownSyscall`].
+#[cfg(not(any(target_arch = "x86_64", target_arch = "arm")))]
 pub fn raw(_regs: Regs) -> Regs {
     [Error::UnknownSyscall.code(), 0, 0, 0, 0, 0]
 }

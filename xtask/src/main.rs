@@ -61,12 +61,15 @@ enum Command {
     /// version of the same comparison is `cargo bench -p sync --bench locks`.
     Bench(bench::BenchArgs),
 
-    /// Build the x86_64 image and boot it under QEMU with the chosen cores and lock.
+    /// Build the x86_64 or ARMv7 image and boot it under QEMU with the chosen cores and lock.
     ///
-    /// Runs qemu-system-x86_64 (-M microvm by default) with the image as `-kernel` (PVH boot),
-    /// streams the console, and exits with 0 only when the kernel shut down with success
-    /// (isa-debug-exit status 33); a triple fault (status 0), a reported failure (35) or a hang
-    /// (--timeout) fail with the last console lines. The demo runs an IPC ping-pong pair on every
+    /// x86_64 (default): runs qemu-system-x86_64 (-M microvm by default) with the image as
+    /// `-kernel` (PVH boot), streams the console, and exits with 0 only when the kernel shut down
+    /// with success (isa-debug-exit status 33); a triple fault (status 0), a reported failure
+    /// (35) or a hang (--timeout) fail with the last console lines. `--arch armv7`: runs
+    /// qemu-system-arm (-M sabrelite by default, or virt) with semihosting; status 0 is success
+    /// only together with the kernel's `shutting down: success`, `cpus online: N` and
+    /// `lock: NAME` lines. The demo runs an IPC ping-pong pair on every
     /// core; --tests runs the in-kernel and user-level test suite instead. QEMU is installed with
     /// apt-get when missing and running as root.
     Qemu(qemu::QemuArgs),

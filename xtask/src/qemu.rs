@@ -1,5 +1,15 @@
-//! `cargo xtask qemu`: build the x86_64 image and boot it under QEMU, streaming the console.
+//! `cargo xtask qemu`: build the x86_64 or ARMv7 image and boot it under QEMU, streaming the
+//! console.
 //!
+//! # ARMv7 (`--arch armv7`)
+//! `image-armv7` is loaded as an ELF (`-kernel`) on `-M sabrelite` (default, 4x Cortex-A9) or
+//! `-M virt -cpu cortex-a15`, with `-semihosting`: the kernel reads its command line through
+//! SYS_GET_CMDLINE and exits through SYS_EXIT_EXTENDED with status 0 (success) or 1. QEMU also
+//! exits with 0 when the guest resets or powers off, so status 0 counts as success only with
+//! the kernel's `shutting down: success` line (and the `cpus online: N` and `lock: NAME` lines
+//! the run must print).
+//!
+//! # x86_64
 //! The image (`image-x86`) is booted directly through QEMU's PVH loader (`-kernel`), on
 //! `-M microvm` by default (the fastest to boot), with the lock and mode on the kernel command
 //! line (`-append "lock=clh mode=demo"`). The guest ends the run itself through the
@@ -29,6 +39,9 @@ pub enum Arch {
     /// x86_64 (qemu-system-x86_64, PVH boot).
     #[value(name = "x86_64")]
     X86_64,
+    /// ARMv7-A (qemu-system-arm, ELF loader, semihosting exit).
+    #[value(name = "armv7")]
+    Armv7,
 }
 
 /// Kernel locking strategies (`lock=` on the kernel command line).
@@ -74,14 +87,42 @@ pub enum Machine {
     Q35,
     /// i440FX PC.
     Pc,
+    /// ARMv7: NXP i.MX6Q Sabre Lite, 4x Cortex-A9 MPCore (the seed paper's board).
+    Sabrelite,
+    /// ARMv7: QEMU virt with Cortex-A15 cores (GICv2, PSCI, generic timer).
+    Virt,
 }
 
 impl Machine {
-    fn name(self) -> &'static str {
+    /// QEMU's name of the machine.
+    pub fn name(self) -> &'static str {
         match self {
             Machine::Microvm => "microvm",
             Machine::Q35 => "q35",
             Machine::Pc => "pc",
+            Machine::Sabrelite => "sabrelite",
+            Machine::Virt => "virt",
+        }
+    }
+
+    /// The architecture the machine emulates.
+    pub fn arch(self) -> Arch {
+        match self {
+            Machine::Microvm | Machine::Q35 | Machine::Pc => Arch::X86_64,
+            Machine::Sabrelite | Machine::Virt => Arch::Armv7,
+        }
+    }
+
+    /// The ARMv7 machines `cargo xtask test` runs on.
+    pub const ARMV7: [Machine; 2] = [Machine::Sabrelite, Machine::Virt];
+}
+
+impl Arch {
+    /// The default machine.
+    pub fn default_machine(self) -> Machine {
+        match self {
+            Arch::X86_64 => Machine::Microvm,
+            Arch::Armv7 => Machine::Sabrelite,
         }
     }
 }
@@ -102,9 +143,9 @@ pub struct QemuArgs {
     #[arg(long, value_enum, default_value = "clh")]
     pub lock: Lock,
 
-    /// QEMU machine type.
-    #[arg(long, value_enum, default_value = "microvm")]
-    pub machine: Machine,
+    /// QEMU machine type (default: microvm for x86_64, sabrelite for armv7).
+    #[arg(long, value_enum)]
+    pub machine: Option<Machine>,
 
     /// Keep running until Ctrl-C (no timeout; the console takes input).
     #[arg(long)]
@@ -141,6 +182,7 @@ pub struct QemuArgs {
 fn qemu_binary(arch: Arch) -> &'static str {
     match arch {
         Arch::X86_64 => "qemu-system-x86_64",
+        Arch::Armv7 => "qemu-system-arm",
     }
 }
 
@@ -148,6 +190,7 @@ fn qemu_binary(arch: Arch) -> &'static str {
 fn qemu_package(arch: Arch) -> &'static str {
     match arch {
         Arch::X86_64 => "qemu-system-x86",
+        Arch::Armv7 => "qemu-system-arm",
     }
 }
 
@@ -195,13 +238,11 @@ fn ensure_qemu(arch: Arch) -> Result<(), String> {
 /// Builds the image; returns its path.
 fn build(root: &Path, args: &QemuArgs) -> Result<PathBuf, String> {
     let profile = if args.debug { "debug" } else { "release" };
-    let mut cmd = Cmd::cargo().args([
-        "build",
-        "-p",
-        "image-x86",
-        "--target",
-        "x86_64-unknown-none",
-    ]);
+    let (package, target) = match args.arch {
+        Arch::X86_64 => ("image-x86", "x86_64-unknown-none"),
+        Arch::Armv7 => ("image-armv7", "armv7a-none-eabi"),
+    };
+    let mut cmd = Cmd::cargo().args(["build", "-p", package, "--target", target]);
     if !args.debug {
         cmd = cmd.arg("--release");
     }
@@ -213,9 +254,9 @@ fn build(root: &Path, args: &QemuArgs) -> Result<PathBuf, String> {
         return Err(format!("building the image failed ({status})"));
     }
     Ok(crate::target_dir(root)
-        .join("x86_64-unknown-none")
+        .join(target)
         .join(profile)
-        .join("image-x86"))
+        .join(package))
 }
 
 /// The QEMU command for `elf`.
@@ -229,8 +270,31 @@ fn qemu_cmd(args: &QemuArgs, elf: &Path) -> Cmd {
         args.lock.name(),
         if args.tests { "test" } else { "demo" }
     ));
+    let machine = args.machine.unwrap_or(args.arch.default_machine());
+    if args.arch == Arch::Armv7 {
+        let machine_args: &[&str] = match machine {
+            Machine::Virt => &["-M", "virt", "-cpu", "cortex-a15", "-m", "256M"],
+            // The board's 1 GiB (the image's frame pool is the common window up to 0x5000_0000).
+            _ => &["-M", "sabrelite", "-m", "1G"],
+        };
+        return Cmd::new(qemu_binary(args.arch))
+            .args(machine_args.iter().copied())
+            .arg("-smp")
+            .arg(args.smp.to_string())
+            .args([
+                "-display",
+                "none",
+                "-serial",
+                "stdio",
+                "-semihosting",
+                "-no-reboot",
+                "-kernel",
+            ])
+            .arg(elf)
+            .args(["-append", &append]);
+    }
     Cmd::new(qemu_binary(args.arch))
-        .args(["-M", args.machine.name(), "-cpu", "max", "-smp"])
+        .args(["-M", machine.name(), "-cpu", "max", "-smp"])
         .arg(args.smp.to_string())
         .args([
             "-m",
@@ -261,6 +325,54 @@ pub fn explain_status(code: Option<i32>) -> (bool, String) {
             "status 0: triple fault or reset (with -no-reboot QEMU exits with 0; only 33 means \
              success)"
                 .into(),
+        ),
+        Some(c) => (
+            false,
+            format!("status {c}: QEMU failed (or an unexpected exit code)"),
+        ),
+        None => (false, "QEMU was killed by a signal".into()),
+    }
+}
+
+/// The verdict on an ARMv7 run's exit status and console: semihosting status 0 is success only
+/// together with the kernel's `shutting down: success` line, `cpus online: {smp}` and
+/// `lock: {lock}` (QEMU also exits with 0 on a guest reset or PSCI SYSTEM_OFF).
+pub fn explain_armv7(code: Option<i32>, lines: &[String], smp: u32, lock: Lock) -> (bool, String) {
+    let has = |prefix: &str| lines.iter().any(|l| l.starts_with(prefix));
+    // `brlock` is printed as the strategy's name, `fine`.
+    let lock_name = if lock == Lock::Brlock {
+        "fine"
+    } else {
+        lock.name()
+    };
+    let missing: Vec<String> = [
+        "shutting down: success".to_owned(),
+        format!("cpus online: {smp}"),
+        format!("lock: {lock_name} "),
+    ]
+    .into_iter()
+    .filter(|p| !has(p))
+    .collect();
+    match code {
+        Some(0) if missing.is_empty() => (
+            true,
+            "status 0 with `shutting down: success`: the kernel shut down with success".into(),
+        ),
+        Some(0) => (
+            false,
+            format!(
+                "status 0 but the console lacks {}: a reset or power-off, not the kernel's \
+                 success exit",
+                missing
+                    .iter()
+                    .map(|m| format!("`{}`", m.trim_end()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        ),
+        Some(1) => (
+            false,
+            "status 1: the kernel reported a failure (see the console above)".into(),
         ),
         Some(c) => (
             false,
@@ -400,6 +512,17 @@ pub fn parse_suite(lines: &[String], min_plan: usize) -> Suite {
 
 /// Runs `cargo xtask qemu`.
 pub fn run(root: &Path, args: &QemuArgs) -> ExitCode {
+    if let Some(m) = args.machine {
+        if m.arch() != args.arch {
+            eprintln!(
+                "qemu: machine {} is not an {} machine (use --arch {})",
+                m.name(),
+                arch_name(args.arch),
+                arch_name(m.arch())
+            );
+            return ExitCode::FAILURE;
+        }
+    }
     if let Err(e) = ensure_qemu(args.arch) {
         eprintln!("qemu: {e}");
         return ExitCode::FAILURE;
@@ -417,7 +540,14 @@ pub fn run(root: &Path, args: &QemuArgs) -> ExitCode {
         eprintln!("qemu: interactive, no timeout; stop with Ctrl-C");
         return match cmd.run_inherited(root) {
             Ok(status) => {
-                let (ok, what) = explain_status(status.code());
+                let (ok, what) = match args.arch {
+                    Arch::X86_64 => explain_status(status.code()),
+                    // No console captured: status 0 cannot be told from a reset.
+                    Arch::Armv7 => (
+                        status.code() == Some(0),
+                        format!("status {:?} (semihosting exit)", status.code()),
+                    ),
+                };
                 eprintln!("qemu: {what}");
                 if ok {
                     ExitCode::SUCCESS
@@ -460,7 +590,10 @@ pub fn run(root: &Path, args: &QemuArgs) -> ExitCode {
         tail();
         return ExitCode::FAILURE;
     }
-    let (mut ok, what) = explain_status(out.status.code());
+    let (mut ok, what) = match args.arch {
+        Arch::X86_64 => explain_status(out.status.code()),
+        Arch::Armv7 => explain_armv7(out.status.code(), &out.lines, args.smp, args.lock),
+    };
     let panicked = out.lines.iter().any(|l| l.contains("!!! PANIC"));
     if args.tests {
         let suite = parse_suite(&out.lines, min_plan(args.smp as usize));
@@ -493,6 +626,14 @@ pub fn run(root: &Path, args: &QemuArgs) -> ExitCode {
         }
         tail();
         ExitCode::FAILURE
+    }
+}
+
+/// The `--arch` value of `arch`.
+fn arch_name(arch: Arch) -> &'static str {
+    match arch {
+        Arch::X86_64 => "x86_64",
+        Arch::Armv7 => "armv7",
     }
 }
 
@@ -626,5 +767,23 @@ mod tests {
         for code in [Some(0), Some(1), Some(35), None] {
             assert!(!explain_status(code).0);
         }
+    }
+
+    #[test]
+    fn armv7_status_0_needs_the_success_lines() {
+        let good = lines(
+            "cpus online: 4\nlock: clh (big kernel lock)\nshutting down: success (uptime 1 ms)",
+        );
+        assert!(explain_armv7(Some(0), &good, 4, Lock::Clh).0);
+        // A reset (status 0) without the kernel's lines is not a success.
+        assert!(!explain_armv7(Some(0), &lines("cpus online: 4"), 4, Lock::Clh).0);
+        // Wrong core count or lock.
+        assert!(!explain_armv7(Some(0), &good, 1, Lock::Clh).0);
+        assert!(!explain_armv7(Some(0), &good, 4, Lock::Ticket).0);
+        for code in [Some(1), Some(33), None] {
+            assert!(!explain_armv7(code, &good, 4, Lock::Clh).0);
+        }
+        let fine = lines("cpus online: 1\nlock: fine (fine-grained)\nshutting down: success");
+        assert!(explain_armv7(Some(0), &fine, 1, Lock::Brlock).0);
     }
 }

@@ -35,6 +35,7 @@ const BARE_METAL: &[(&str, &[&str])] = &[
     ("pager", &[X86, ARM]),
     ("servers", &[X86, ARM]),
     ("image-x86", &[X86]),
+    ("image-armv7", &[ARM]),
 ];
 
 /// Core counts the QEMU test suite runs with (each with every lock).
@@ -237,6 +238,7 @@ fn steps(root: &Path, quick: bool) -> Vec<Step> {
 
     steps.extend(qemu_steps());
     steps.push(armv7_boot_step(root));
+    steps.extend(armv7_qemu_steps());
 
     for (example, package, features) in EXAMPLES {
         let name = format!("example:{example}");
@@ -296,6 +298,52 @@ fn qemu_steps() -> Vec<Step> {
                     min_plan: crate::qemu::min_plan(*smp as usize),
                 },
             ));
+        }
+    }
+    steps
+}
+
+/// The ARMv7 image steps: the demo on each machine of [`crate::qemu::Machine::ARMV7`] (4
+/// cores, CLH), then the test suite on each machine with every core count of [`QEMU_SMP`] and
+/// every lock, judged like x86's (plus `qemu`'s ARM exit check: semihosting status 0 only with
+/// the kernel's success line).
+fn armv7_qemu_steps() -> Vec<Step> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find the xtask binary: {e}"));
+    let cmd = |args: Vec<String>| exe.clone().map(|exe| Cmd::new(exe).args(args));
+    let mut steps = Vec::new();
+    for machine in crate::qemu::Machine::ARMV7 {
+        let base = |extra: &[&str]| {
+            let mut v: Vec<String> = ["qemu", "--arch", "armv7", "--machine", machine.name()]
+                .iter()
+                .chain(extra)
+                .map(|s| (*s).to_owned())
+                .collect();
+            v.extend(["--timeout".to_owned(), QEMU_TIMEOUT_SECS.to_owned()]);
+            v
+        };
+        steps.push(
+            Step::from_result(
+                format!("qemu:armv7-{}-demo", machine.name()),
+                cmd(base(&[])),
+                Judge::ExitStatus,
+            )
+            .needs(Needs::Target(ARM)),
+        );
+        for smp in QEMU_SMP {
+            for lock in crate::qemu::Lock::STRATEGIES {
+                let smp_s = smp.to_string();
+                let args = base(&["--tests", "--smp", &smp_s, "--lock", lock.name()]);
+                steps.push(
+                    Step::from_result(
+                        format!("qemu:armv7-{}-smp{smp}-{}", machine.name(), lock.name()),
+                        cmd(args),
+                        Judge::QemuSuite {
+                            min_plan: crate::qemu::min_plan(*smp as usize),
+                        },
+                    )
+                    .needs(Needs::Target(ARM)),
+                );
+            }
         }
     }
     steps
@@ -766,6 +814,8 @@ mod tests {
             "qemu:demo",
             "qemu:smp1-clh",
             "qemu:smp4-none",
+            "qemu:armv7-sabrelite-demo",
+            "qemu:armv7-virt-smp4-rtm",
         ] {
             assert!(
                 names.contains(&expected),

@@ -11,10 +11,19 @@ fn main() {
 #[cfg(target_os = "none")]
 mod user {
     /// Entry of every user thread.
+    #[cfg(not(target_arch = "arm"))]
     #[unsafe(no_mangle)]
     #[unsafe(link_section = ".text._start")]
     pub extern "C" fn _start(role: u64, a: u64, b: u64) -> ! {
         servers::programs::run(role, a, b)
+    }
+
+    /// Entry of every user thread (ARMv7: the three arguments in `r0..r2`, one word each).
+    #[cfg(target_arch = "arm")]
+    #[unsafe(no_mangle)]
+    #[unsafe(link_section = ".text._start")]
+    pub extern "C" fn _start(role: usize, a: usize, b: usize) -> ! {
+        servers::programs::run(role as u64, a as u64, b as u64)
     }
 
     #[panic_handler]

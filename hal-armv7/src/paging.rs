@@ -1,0 +1,460 @@
+//! Per-process address spaces: short-descriptor translation tables tagged with ASIDs, the
+//! frame allocator, and the TLB maintenance the kernel's `Hal` operations need.
+//!
+//! # Layout of every address space
+//! Each address space has its own 16 KiB first-level table (TTBCR.N = 0, so TTBR0 translates
+//! all 4 GiB). [`new_address_space`] copies into it, from the boot table, the *kernel sections*:
+//! every 1 MiB section at or above [`KERNEL_RAM_START`] (the common RAM window the image and
+//! every frame live in; identity mapped, kernel-only, global) and the few device sections the
+//! kernel touches (UART, GIC, timers, SRC). Those entries are global (nG = 0), so their TLB
+//! entries survive address-space switches. Everything else below
+//! [`USER_TOP`](kernel::config::USER_TOP) is user space, mapped with 4 KiB small pages in
+//! second-level tables, non-global (nG = 1) and so tagged with the address space's ASID.
+//! A user mapping that would land in a kernel section is refused as
+//! [`MapPrepError::Occupied`](kernel::MapPrepError::Occupied).
+//!
+//! Splitting with TTBCR.N and TTBR1 would need the kernel linked high; the image is identity
+//! mapped at 0x4020_0000 (see `link.ld`), so this port copies the kernel entries instead (the
+//! first-level tables never change after creation for those entries).
+//!
+//! # ASIDs
+//! Address space *k* (creation order, at most [`MAX_SPACES`]) gets ASID *k* + 1; ASID 0 is the
+//! boot table's (it has only global entries). No ASID is ever reused, so no rollover flush.
+//!
+//! # Table walks and caches
+//! The Cortex-A9's table walker does not look in the L1 data cache, so every table store is
+//! cleaned to the point of unification (DCCMVAU) before it can matter; the Cortex-A15 walks
+//! coherently, where the clean is harmless.
+
+use core::arch::asm;
+use core::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+
+use kernel::config::USER_TOP;
+use kernel::MapPrepError;
+
+use crate::machine::{Machine, L1_ENTRIES, SECTION_SIZE};
+
+/// A physical (= kernel virtual) address.
+pub type PhysAddr = u64;
+
+/// Page size.
+pub const PAGE_SIZE: usize = 4096;
+/// First section of the RAM window every address space maps for the kernel.
+pub const KERNEL_RAM_START: u32 = 0x4000_0000;
+/// End of the frame pool: the RAM both machines have (virt with `-m 256M`, sabrelite's 1 GiB).
+pub const FRAME_POOL_END: usize = 0x5000_0000;
+/// Address spaces [`new_address_space`] can make (8-bit ASIDs 1..=MAX_SPACES).
+pub const MAX_SPACES: usize = 64;
+
+/// TTBR0 walk attributes (same as the boot table's, see [`mmu`](crate::mmu)).
+const TTBR_WALK_ATTRS: u32 = (1 << 6) | (1 << 1) | (0b01 << 3);
+
+/// Second-level (small page) descriptor bits, TEX remap and access flag off.
+mod pte {
+    /// Bits \[1:0\] = 0b1x: a 4 KiB small page (bit 0 is XN).
+    pub const SMALL: u32 = 0b10;
+    /// B.
+    pub const B: u32 = 1 << 2;
+    /// C.
+    pub const C: u32 = 1 << 3;
+    /// AP\[1:0\] = 0b11: read/write at PL0 and PL1.
+    pub const AP_RW: u32 = 0b11 << 4;
+    /// AP\[1:0\] = 0b10: read/write at PL1, read-only at PL0.
+    pub const AP_RO: u32 = 0b10 << 4;
+    /// TEX = 0b001 (with C, B: Normal, write-back write-allocate).
+    pub const TEX_001: u32 = 0b001 << 6;
+    /// S: shareable.
+    pub const S: u32 = 1 << 10;
+    /// nG: not global (tagged with the ASID).
+    pub const NG: u32 = 1 << 11;
+}
+
+/// First-level descriptor of a second-level table (domain 0).
+const L1_PAGE_TABLE: u32 = 0b01;
+
+/// Next free frame of the bump allocator (0: not initialised).
+static NEXT_FRAME: AtomicUsize = AtomicUsize::new(0);
+/// First address of the frame pool.
+static FRAME_START: AtomicUsize = AtomicUsize::new(0);
+/// Frames handed out.
+static FRAMES_USED: AtomicUsize = AtomicUsize::new(0);
+/// TTBR0 value of the boot table (only global entries), loaded while the ASID changes.
+static BOOT_TTBR0: AtomicU32 = AtomicU32::new(0);
+/// The machine (which device sections the kernel keeps in every address space).
+static MACHINE_VIRT: AtomicU32 = AtomicU32::new(0);
+/// Roots of the address spaces, by ASID - 1 (0: free).
+static ROOTS: [AtomicU32; MAX_SPACES] = [const { AtomicU32::new(0) }; MAX_SPACES];
+
+unsafe extern "C" {
+    /// End of the image (link.ld).
+    static __image_end: u8;
+}
+
+/// Sets up the frame pool (everything from the end of the image to [`FRAME_POOL_END`]) and
+/// records the boot table. Core 0, once, before any other function here.
+pub fn init(machine: Machine) {
+    let end = core::ptr::addr_of!(__image_end) as usize;
+    let start = end.next_multiple_of(PAGE_SIZE);
+    FRAME_START.store(start, Ordering::Relaxed);
+    NEXT_FRAME.store(start, Ordering::Relaxed);
+    MACHINE_VIRT.store(u32::from(machine == Machine::Virt), Ordering::Relaxed);
+    BOOT_TTBR0.store(ttbr0_read(), Ordering::Release);
+}
+
+/// Allocates `n` zeroed contiguous frames aligned to `align` bytes.
+fn alloc_aligned(n: usize, align: usize) -> Option<PhysAddr> {
+    let mut cur = NEXT_FRAME.load(Ordering::Relaxed);
+    loop {
+        if cur == 0 {
+            return None;
+        }
+        let start = cur.next_multiple_of(align);
+        let end = start.checked_add(n * PAGE_SIZE)?;
+        if end > FRAME_POOL_END {
+            return None;
+        }
+        match NEXT_FRAME.compare_exchange_weak(cur, end, Ordering::Relaxed, Ordering::Relaxed) {
+            Ok(_) => {
+                FRAMES_USED.fetch_add(n, Ordering::Relaxed);
+                // SAFETY: [start, end) was just taken from the pool: identity-mapped RAM of the
+                // kernel's window that nothing else uses.
+                unsafe { core::ptr::write_bytes(start as *mut u8, 0, end - start) };
+                return Some(start as PhysAddr);
+            }
+            Err(now) => cur = now,
+        }
+    }
+}
+
+/// Allocates one zeroed 4 KiB frame.
+pub fn alloc_frame() -> Option<PhysAddr> {
+    alloc_aligned(1, PAGE_SIZE)
+}
+
+/// First address of the frame pool (the end of the image).
+pub fn frames_start() -> usize {
+    FRAME_START.load(Ordering::Relaxed)
+}
+
+/// Frames allocated so far.
+pub fn frames_allocated() -> usize {
+    FRAMES_USED.load(Ordering::Relaxed)
+}
+
+/// The kernel-side pointer to physical address `phys` (identity map).
+pub fn phys_to_virt(phys: PhysAddr) -> *mut u8 {
+    phys as usize as *mut u8
+}
+
+/// Whether the 1 MiB section at `addr` belongs to the kernel in every address space.
+fn kernel_section(addr: u32) -> bool {
+    if addr >= KERNEL_RAM_START {
+        return true;
+    }
+    let s = addr / SECTION_SIZE;
+    if MACHINE_VIRT.load(Ordering::Relaxed) != 0 {
+        // GIC distributor and CPU interface (0x0800_0000), PL011 (0x0900_0000).
+        matches!(s, 0x080 | 0x090)
+    } else {
+        // MPCore private region (0x00A0_0000), AIPS1 with UART1 and the SRC (0x0200_0000..).
+        matches!(s, 0x00A | 0x020 | 0x021)
+    }
+}
+
+/// The boot translation table's physical address (global kernel entries only).
+pub fn boot_table() -> PhysAddr {
+    PhysAddr::from(BOOT_TTBR0.load(Ordering::Acquire) & !0x3FFF)
+}
+
+/// Whether the 1 MiB section at `addr` is one of the kernel's (mapped in every address space).
+pub fn is_kernel_section(addr: u32) -> bool {
+    kernel_section(addr)
+}
+
+/// The ASID of the address space rooted at `root` (0 for the boot table or an unknown root).
+pub fn asid_of(root: PhysAddr) -> u32 {
+    ROOTS
+        .iter()
+        .position(|r| u64::from(r.load(Ordering::Acquire)) == root && root != 0)
+        .map_or(0, |i| i as u32 + 1)
+}
+
+/// Makes a new address space: a first-level table with the kernel sections of the boot table
+/// and no user mappings. Returns its root (the table's physical address).
+pub fn new_address_space() -> Option<PhysAddr> {
+    let slot = ROOTS.iter().position(|r| r.load(Ordering::Relaxed) == 0)?;
+    let root = alloc_aligned(4, 4 * PAGE_SIZE)?;
+    let boot = (BOOT_TTBR0.load(Ordering::Acquire) & !0x3FFF) as *const u32;
+    let table = root as usize as *mut u32;
+    for i in 0..L1_ENTRIES {
+        let addr = (i as u32) * SECTION_SIZE;
+        if kernel_section(addr) {
+            // SAFETY: both tables have L1_ENTRIES entries; the new one is ours alone.
+            unsafe { table.add(i).write(boot.add(i).read()) };
+        }
+    }
+    clean_table(root as usize, 4 * PAGE_SIZE);
+    if ROOTS[slot]
+        .compare_exchange(0, root as u32, Ordering::AcqRel, Ordering::Relaxed)
+        .is_err()
+    {
+        return None;
+    }
+    Some(root)
+}
+
+/// Cleans `[addr, addr + len)` to the point of unification so that the table walker sees it,
+/// and waits for the clean.
+fn clean_table(addr: usize, len: usize) {
+    const LINE: usize = 32;
+    let mut a = addr & !(LINE - 1);
+    while a < addr + len {
+        // SAFETY: DCCMVAU (c7, c11, 1) writes one line back; it never loses data.
+        unsafe { asm!("mcr p15, 0, {}, c7, c11, 1", in(reg) a, options(nostack, preserves_flags)) };
+        a += LINE;
+    }
+    // dsb ish: the table stores and their cleans are complete and visible to every core's
+    // table walker (inner shareable domain) before any TLB maintenance or later access that
+    // could walk them.
+    // SAFETY: a barrier has no memory-safety effect.
+    unsafe { asm!("dsb ish", options(nostack, preserves_flags)) };
+}
+
+/// The first-level entry for `vaddr` in `root`.
+fn l1_entry(root: PhysAddr, vaddr: usize) -> *mut u32 {
+    (root as usize as *mut u32).wrapping_add(vaddr >> 20)
+}
+
+/// The second-level entry for `vaddr`, if its table exists (`Err(true)`: a kernel section).
+fn l2_entry(root: PhysAddr, vaddr: usize) -> Result<*mut u32, bool> {
+    // SAFETY: `root` is a first-level table made by `new_address_space` (callers' contract
+    // through the kernel, which only passes roots it got from the image).
+    let l1 = unsafe { l1_entry(root, vaddr).read_volatile() };
+    match l1 & 0b11 {
+        0b01 => {
+            let l2 = (l1 & !0x3FF) as usize as *mut u32;
+            Ok(l2.wrapping_add((vaddr >> 12) & 0xFF))
+        }
+        0b00 => Err(false),
+        _ => Err(true),
+    }
+}
+
+/// Decode phase of a user mapping: creates the second-level table `vaddr` needs; refuses
+/// addresses in kernel sections or already mapped.
+pub fn prepare_user_map(root: PhysAddr, vaddr: usize) -> Result<(), MapPrepError> {
+    if vaddr % PAGE_SIZE != 0 || vaddr >= USER_TOP || kernel_section(vaddr as u32) {
+        return Err(MapPrepError::Occupied);
+    }
+    match l2_entry(root, vaddr) {
+        // SAFETY: an entry of an existing second-level table.
+        Ok(e) if unsafe { e.read_volatile() } != 0 => Err(MapPrepError::Occupied),
+        Ok(_) => Ok(()),
+        Err(true) => Err(MapPrepError::Occupied),
+        Err(false) => {
+            let l2 = alloc_frame().ok_or(MapPrepError::OutOfMemory)?;
+            // An empty table (already zeroed) must reach memory before the entry pointing to
+            // it can be walked.
+            clean_table(l2 as usize, 1024);
+            let e = l1_entry(root, vaddr);
+            // SAFETY: the first-level entry of a user section in a table we own.
+            unsafe { e.write_volatile(l2 as u32 | L1_PAGE_TABLE) };
+            clean_table(e as usize, 4);
+            Ok(())
+        }
+    }
+}
+
+/// Maps the user page `vaddr` to `frame` in `root`. Fails only if the table is missing (no
+/// `prepare_user_map` first) or `vaddr` is in a kernel section.
+pub fn map_user(
+    root: PhysAddr,
+    vaddr: usize,
+    frame: PhysAddr,
+    writable: bool,
+) -> Result<(), MapError> {
+    let e = l2_entry_or_err(root, vaddr)?;
+    let ap = if writable { pte::AP_RW } else { pte::AP_RO };
+    let d = (frame as u32 & !0xFFF)
+        | pte::NG
+        | pte::S
+        | pte::TEX_001
+        | ap
+        | pte::C
+        | pte::B
+        | pte::SMALL;
+    // SAFETY: an entry of a second-level table of `root`.
+    unsafe { e.write_volatile(d) };
+    // An invalid entry is never cached in a TLB, so a new mapping needs no TLB maintenance:
+    // only the clean + dsb ish that make it visible to the walkers.
+    clean_table(e as usize, 4);
+    Ok(())
+}
+
+/// Why a page-table write was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MapError {
+    /// No second-level table covers the address (no `prepare_user_map` first).
+    NoTable,
+    /// The address is in a kernel section.
+    KernelSection,
+}
+
+/// The second-level entry for `vaddr`, or why there is none.
+fn l2_entry_or_err(root: PhysAddr, vaddr: usize) -> Result<*mut u32, MapError> {
+    l2_entry(root, vaddr).map_err(|kernel| {
+        if kernel {
+            MapError::KernelSection
+        } else {
+            MapError::NoTable
+        }
+    })
+}
+
+/// Creates the table and maps in one go (boot-time loader).
+pub fn map_user_alloc(
+    root: PhysAddr,
+    vaddr: usize,
+    frame: PhysAddr,
+    writable: bool,
+) -> Result<(), MapPrepError> {
+    prepare_user_map(root, vaddr)?;
+    map_user(root, vaddr, frame, writable).map_err(|_| MapPrepError::Occupied)
+}
+
+/// Removes the user page `vaddr` from `root` (no TLB maintenance: the kernel flushes after
+/// its critical section, and shoots down the other cores).
+pub fn unmap_user(root: PhysAddr, vaddr: usize) -> Result<(), MapError> {
+    let e = l2_entry_or_err(root, vaddr)?;
+    // SAFETY: an entry of a second-level table of `root`.
+    unsafe { e.write_volatile(0) };
+    clean_table(e as usize, 4);
+    Ok(())
+}
+
+/// The frame and descriptor mapping `vaddr` in `root`, if any.
+pub fn translate(root: PhysAddr, vaddr: usize) -> Option<(PhysAddr, u32)> {
+    let e = l2_entry(root, vaddr).ok()?;
+    // SAFETY: an entry of a second-level table of `root`.
+    let d = unsafe { e.read_volatile() };
+    (d & 0b10 != 0).then(|| (PhysAddr::from(d & !0xFFF) | (vaddr as u64 & 0xFFF), d))
+}
+
+fn ttbr0_read() -> u32 {
+    let v: u32;
+    // SAFETY: reading TTBR0 has no side effects.
+    unsafe {
+        asm!("mrc p15, 0, {}, c2, c0, 0", out(reg) v, options(nomem, nostack, preserves_flags))
+    };
+    v
+}
+
+/// The root loaded on the calling core (0: the boot table).
+pub fn current_root() -> PhysAddr {
+    let t = ttbr0_read() & !0x3FFF;
+    if t == BOOT_TTBR0.load(Ordering::Relaxed) & !0x3FFF {
+        0
+    } else {
+        PhysAddr::from(t)
+    }
+}
+
+/// Loads the address space `root` (with its ASID) on the calling core, and drops every TLB
+/// entry of the address space it leaves (TLBIASID of the old ASID): the kernel stops sending
+/// shoot-downs for an address space to a core once that core switched away from it, so no
+/// entry of it may survive here to be used by a later load (see `kernel::Hal`).
+///
+/// # Safety
+/// `root` must come from [`new_address_space`] (it maps the kernel).
+pub unsafe fn switch_address_space(root: PhysAddr) {
+    let asid = asid_of(root);
+    let boot = BOOT_TTBR0.load(Ordering::Relaxed);
+    let ttbr = root as u32 | TTBR_WALK_ATTRS;
+    let old_asid: u32;
+    // SAFETY: reading CONTEXTIDR has no side effects.
+    unsafe {
+        asm!("mrc p15, 0, {}, c13, c0, 1", out(reg) old_asid, options(nomem, nostack, preserves_flags))
+    };
+    let old_asid = old_asid & 0xFF;
+    // ARM ARM B3.10.4 (synchronising ASID and TTBR changes): go through the boot table, which
+    // has only global entries, so that no walk between the writes can cache an entry of the
+    // old table under the new ASID or of the new table under the old ASID.
+    // SAFETY: the boot table and `root` both map the kernel identically (global sections), so
+    // the code and stack in use stay mapped throughout. Barriers:
+    //   isb 1: TTBR0 = boot table is in use before the ASID changes;
+    //   TLBIASID(old) then `dsb nsh`: this core's entries of the old ASID are gone (a local
+    //          operation, so completion within the core suffices); isb 2: the new ASID (and
+    //          the completed invalidation) are in effect before the new table is loaded;
+    //   isb 3: later instructions (the return to user mode) translate with the new table.
+    unsafe {
+        asm!(
+            "mcr p15, 0, {boot}, c2, c0, 0",
+            "isb",
+            "mcr p15, 0, {old}, c8, c7, 2",
+            "mcr p15, 0, {asid}, c13, c0, 1",
+            "dsb nsh",
+            "isb",
+            "mcr p15, 0, {ttbr}, c2, c0, 0",
+            "isb",
+            boot = in(reg) boot,
+            old = in(reg) old_asid,
+            asid = in(reg) asid,
+            ttbr = in(reg) ttbr,
+            options(nostack, preserves_flags)
+        );
+    }
+}
+
+/// Invalidates the calling core's TLB entries for the user page `vaddr` of `root`
+/// (TLBIMVA by MVA and ASID), or all of `root`'s (TLBIASID), or everything (root 0).
+pub fn flush_local(root: PhysAddr, vaddr: Option<usize>) {
+    let asid = asid_of(root);
+    // SAFETY: dropping cached translations is always safe; walks refill them.
+    unsafe {
+        match (asid, vaddr) {
+            (0, _) => {
+                asm!("mcr p15, 0, {}, c8, c7, 0", in(reg) 0u32, options(nostack, preserves_flags))
+            }
+            (a, Some(v)) => asm!(
+                "mcr p15, 0, {}, c8, c7, 1",
+                in(reg) (v as u32 & !0xFFF) | a,
+                options(nostack, preserves_flags)
+            ),
+            (a, None) => {
+                asm!("mcr p15, 0, {}, c8, c7, 2", in(reg) a, options(nostack, preserves_flags))
+            }
+        }
+        // dsb ish: the invalidation is complete (the table store it follows was made visible
+        // by `clean_table`'s dsb ish); isb: the instructions after this one, including the
+        // return to user mode, translate without the stale entry. Also invalidate the branch
+        // predictor (BPIALL) so no prediction made from the old mapping survives.
+        asm!(
+            "mcr p15, 0, {}, c7, c5, 6",
+            "dsb ish",
+            "isb",
+            in(reg) 0u32,
+            options(nostack, preserves_flags)
+        );
+    }
+}
+
+/// Makes code the kernel wrote at `frame` (through the identity map) fetchable by user mode
+/// through any mapping: cleans the data cache lines to the point of unification, then
+/// invalidates every instruction cache and branch predictor in the inner shareable domain.
+pub fn sync_icache(frame: PhysAddr, len: usize) {
+    // Clean to PoU, then `dsb ish` (in `clean_table`): the instructions are where the
+    // instruction fetches of every core look before the invalidation below.
+    clean_table(frame as usize, len);
+    // SAFETY: invalidating instruction caches and branch predictors loses nothing.
+    unsafe {
+        asm!(
+            "mcr p15, 0, {z}, c7, c1, 0", // ICIALLUIS
+            "mcr p15, 0, {z}, c7, c1, 6", // BPIALLIS
+            // dsb ish: the invalidations are complete on every core; isb: this core refetches.
+            "dsb ish",
+            "isb",
+            z = in(reg) 0u32,
+            options(nostack, preserves_flags)
+        );
+    }
+}

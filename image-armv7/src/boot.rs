@@ -1,0 +1,174 @@
+//! The bootstrap processor's main function and the other cores' entry.
+
+use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use hal_armv7::exit::ExitCode;
+use hal_armv7::percpu::CpuIndex;
+use hal_armv7::{println, smp, usermode, ArmHal, Platform};
+use kernel::config::MAX_CPUS;
+use kernel::{BigLock, FineGrained, NoLock, Rtm};
+use sync::ticket::TicketLock;
+use sync::ClhLock;
+
+use crate::lock::LockChoice;
+use crate::{selftest, system};
+
+hal_armv7::entry_point!(kernel_main);
+
+/// Timer interrupts per second on every core (round-robin among equal priorities).
+pub const TIMER_HZ: u32 = 100;
+
+/// What the command line asked for.
+#[derive(Clone, Copy, Debug)]
+pub struct Config {
+    /// The locking strategy.
+    pub lock: LockChoice,
+    /// Test suite (`mode=test`) or demo.
+    pub test: bool,
+    /// Round trips of each ping-pong pair.
+    pub rounds: usize,
+    /// Cores the kernel runs on.
+    pub cores: usize,
+}
+
+/// Set by the root task (debug call RELEASE): the other cores may enter the scheduler.
+pub static RELEASED: AtomicBool = AtomicBool::new(false);
+/// Cores the kernel uses (APs with a higher index stay parked).
+pub static KERNEL_CORES: AtomicUsize = AtomicUsize::new(1);
+
+/// Stops with the failure status after a message.
+pub fn fail(args: core::fmt::Arguments<'_>) -> ! {
+    println!("boot: FAILED: {args}");
+    ArmHal::exit(ExitCode::Failure)
+}
+
+fn kernel_main(p: &'static Platform) -> ! {
+    println!();
+    println!(
+        "locked-in armv7 image: {} ({}, {}), cmdline \"{}\", HAL ready after {} ms",
+        p.machine.name(),
+        p.machine.description(),
+        hal_armv7::machine::cpu_name(p.midr),
+        p.cmdline,
+        hal_armv7::timer::since_boot_ns() / 1_000_000
+    );
+    if !p.semihosting {
+        println!("boot: semihosting unavailable: no command line, and no exit status for QEMU");
+    }
+    let lock_name = p.cmdline_value("lock").unwrap_or("clh");
+    let Some(lock) = LockChoice::parse(lock_name) else {
+        fail(format_args!(
+            "unknown lock \"{lock_name}\" on the kernel command line (lock=...); expected one \
+             of {}",
+            LockChoice::NAMES
+        ))
+    };
+    let test = match p.cmdline_value("mode").unwrap_or("demo") {
+        "demo" => false,
+        "test" => true,
+        other => fail(format_args!(
+            "unknown mode \"{other}\" on the kernel command line; expected demo or test"
+        )),
+    };
+    let rounds = match p.cmdline_value("rounds") {
+        None => 1000,
+        Some(v) => match v.parse::<usize>() {
+            Ok(n) if n > 0 => n,
+            _ => fail(format_args!(
+                "rounds=\"{v}\" on the kernel command line is not a positive number"
+            )),
+        },
+    };
+    println!(
+        "boot: rtm absent on ARMv7-A (elision falls back to the lock); SVC entry via VBAR, \
+         {} KiB of frames free",
+        (hal_armv7::paging::FRAME_POOL_END - hal_armv7::paging::frames_start()) / 1024
+    );
+
+    if test {
+        selftest::before_smp(lock);
+    }
+
+    let report = smp::start_secondaries(p, ap_main);
+    for f in report.failures.iter().flatten() {
+        println!("smp: cpu {} did not start: {:?}", f.cpu, f.error);
+    }
+    println!("cpus online: {}", report.online);
+    if report.failure_count > 0 {
+        fail(format_args!(
+            "{} core(s) did not start",
+            report.failure_count
+        ));
+    }
+    let cores = report.online.min(MAX_CPUS);
+    if report.online > MAX_CPUS {
+        println!("boot: the kernel is built for {MAX_CPUS} cores; cores {MAX_CPUS}.. stay parked");
+    }
+    KERNEL_CORES.store(cores, Ordering::Release);
+    if lock == LockChoice::Rtm {
+        // ARMv7-A has no transactional memory: `sync::Rtm` detects that at run time and always
+        // takes its fallback lock.
+        println!(
+            "lock: {} ({}; no RTM on ARMv7-A: every critical section falls back to the CLH lock)",
+            lock.name(),
+            lock.describe()
+        );
+    } else {
+        println!("lock: {} ({})", lock.name(), lock.describe());
+    }
+    let cfg = Config {
+        lock,
+        test,
+        rounds,
+        cores,
+    };
+    if test {
+        selftest::after_smp(&cfg, report.expected);
+    }
+
+    match lock {
+        LockChoice::Clh => system::boot(BigLock::new(ClhLock::<MAX_CPUS>::new()), cfg),
+        LockChoice::Ticket => system::boot(
+            BigLock::new(TicketLock::<sync::Spin>::with_max_cpus(MAX_CPUS)),
+            cfg,
+        ),
+        LockChoice::Fine => system::boot(FineGrained::<sync::Spin>::new(), cfg),
+        LockChoice::Rtm => system::boot(
+            Rtm::<_, sync::Rtm, sync::Spin>::new(ClhLock::<MAX_CPUS>::new()),
+            cfg,
+        ),
+        LockChoice::None => {
+            // SAFETY: the demo's and the test suite's objects are per core: every thread of
+            // core c uses only endpoints, notifications and address spaces of core c, the root
+            // task makes its management calls before any other core enters the kernel (the
+            // other cores wait for its RELEASE), and the pager test (a management call after
+            // the release) is left out under this strategy (see `system::boot`).
+            system::boot(unsafe { NoLock::new() }, cfg)
+        }
+    }
+}
+
+/// A secondary core: waits (asleep) until the root task releases the cores, then schedules.
+fn ap_main(cpu: CpuIndex) -> ! {
+    hal_armv7::cpu::disable_interrupts();
+    while !RELEASED.load(Ordering::Acquire) {
+        // Sleep until an interrupt: the release IPI, or one of the root task's Reschedule IPIs
+        // (the kernel sees those when the core enters it below). With IRQs masked, `wfi` still
+        // wakes on a pending interrupt, so an SGI arriving after the check ends the wait; it is
+        // taken (acknowledged and ended, before `usermode::run`: just counted) when IRQs are
+        // unmasked for a moment.
+        hal_armv7::cpu::wfi();
+        hal_armv7::cpu::enable_interrupts();
+        hal_armv7::cpu::disable_interrupts();
+    }
+    if cpu >= KERNEL_CORES.load(Ordering::Acquire) {
+        hal_armv7::cpu::halt_forever();
+    }
+    ArmHal::timer_start(TIMER_HZ);
+    usermode::run()
+}
+
+#[panic_handler]
+fn panic(info: &core::panic::PanicInfo<'_>) -> ! {
+    hal_armv7::panic_report(info)
+}
