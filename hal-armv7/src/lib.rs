@@ -306,6 +306,14 @@ mod target {
                 panic!("unmap_page {vaddr:#x} in {root:#x}: no page table");
             }
         }
+        fn release_address_space(&self, root: kernel::PhysAddr) {
+            crate::paging::clear_user(root);
+        }
+        fn set_entry(&self, thread: kernel::ThreadId, pc: usize, sp: usize, arg: usize) {
+            // SAFETY: the kernel calls this in its critical section for a thread that is
+            // inactive and no core's current thread, as `usermode::set_entry` requires.
+            unsafe { crate::usermode::set_entry(thread, pc as u32, sp as u32, arg as u32) }
+        }
         fn mask_irq(&self, _cpu: kernel::CpuId, _irq: kernel::IrqId) {
             // No device interrupt is routed to user level yet: nothing to mask.
         }

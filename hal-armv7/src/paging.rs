@@ -332,6 +332,22 @@ pub fn unmap_user(root: PhysAddr, vaddr: usize) -> Result<(), MapError> {
     Ok(())
 }
 
+/// Removes every user mapping of the deleted address space `root` (also the image loader's):
+/// clears each first-level entry outside the kernel sections. The second-level tables leak (the
+/// frame allocator never frees). No TLB maintenance: the kernel flushes `root`'s ASID on every
+/// core that may cache it afterwards and waits for them.
+pub fn clear_user(root: PhysAddr) {
+    let table = root as usize as *mut u32;
+    for i in 0..L1_ENTRIES {
+        if !kernel_section((i as u32) * SECTION_SIZE) {
+            // SAFETY: `root` is a first-level table of L1_ENTRIES entries made by
+            // `new_address_space`; the kernel's critical section excludes other writers.
+            unsafe { table.add(i).write_volatile(0) };
+        }
+    }
+    clean_table(root as usize, 4 * PAGE_SIZE);
+}
+
 /// The frame and descriptor mapping `vaddr` in `root`, if any.
 pub fn translate(root: PhysAddr, vaddr: usize) -> Option<(PhysAddr, u32)> {
     let e = l2_entry(root, vaddr).ok()?;

@@ -271,6 +271,18 @@ pub unsafe fn set_initial_context(t: ThreadId, pc: u32, sp: u32, args: [u32; 3])
     HAS_CONTEXT[t.index()].store(true, Ordering::Release);
 }
 
+/// Sets the context `t` starts from the next time a core runs it (`WriteRegisters`): `pc`,
+/// `sp`, `arg` in `r0`, every other register zero, USR mode.
+///
+/// # Safety
+/// No core runs `t` or saves its context now, and the core that runs it next does so after a
+/// kernel section ordered after this call (the kernel calls it for an inactive thread that is no
+/// core's current thread, inside its critical section).
+pub unsafe fn set_entry(t: ThreadId, pc: u32, sp: u32, arg: u32) {
+    // SAFETY: the caller's guarantee is the one `set_initial_context` needs: nobody runs `t`.
+    unsafe { set_initial_context(t, pc, sp, [arg, 0, 0]) }
+}
+
 /// Publishes the kernel the trap code enters and the image's debug-call handler. Once, before
 /// any core calls [`run`].
 pub fn install(kernel: &'static dyn KernelEntry, debug: DebugHandler) {
