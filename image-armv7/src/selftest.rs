@@ -122,7 +122,7 @@ pub fn after_smp(cfg: &Config, expected: usize) {
         online == expected && cfg.cores == online.min(kernel::config::MAX_CPUS),
         format_args!("{online} online of {expected} GIC CPU interfaces"),
     );
-    let elf = crate::loader::Elf::parse(include_bytes!(env!("USER_ELF")));
+    let elf = crate::loader::parse(include_bytes!(env!("USER_ELF")));
     let elf_ok = elf
         .as_ref()
         .is_ok_and(|e| e.entry == servers::abi::USER_BASE && e.segments().count() >= 2);
@@ -131,7 +131,7 @@ pub fn after_smp(cfg: &Config, expected: usize) {
         elf_ok,
         format_args!("entry {:?}", elf.as_ref().map(|e| e.entry)),
     );
-    let bad = crate::loader::Elf::parse(b"\x7FELF\x01\x01not an ARM executable");
+    let bad = crate::loader::parse(b"\x7FELF\x01\x01not an ARM executable");
     report(
         "kernel:user_elf_rejects_garbage",
         bad.is_err(),

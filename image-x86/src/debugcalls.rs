@@ -25,14 +25,7 @@ use servers::abi::{debug_nr, info};
 
 use crate::boot::{Config, RELEASED};
 
-/// What the run is expected to report.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Plan {
-    /// Programs that report DONE.
-    pub finite: usize,
-    /// `TEST` lines the user programs print.
-    pub user_tests: usize,
-}
+pub use image_common::Plan;
 
 /// Checks made at the end, after every program reported (see [`finish`]).
 pub const FINAL_TESTS: usize = 5;

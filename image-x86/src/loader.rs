@@ -8,143 +8,41 @@
 
 use hal_x86::paging::{self, phys_to_virt, PhysAddr, PAGE_SIZE};
 
-const PT_LOAD: u32 = 1;
-const PF_W: u32 = 2;
+use image_common::elf::ElfTarget;
+pub use image_common::elf::{Elf, ElfError};
 
-/// Why the user ELF cannot be loaded.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ElfError {
-    /// Not a little-endian 64-bit x86_64 executable.
-    NotAnExecutable,
-    /// A header or segment lies outside the file.
-    Truncated,
-    /// A segment is not in the user half, or not page-aligned where it must be.
-    BadSegment,
-    /// No frame left.
-    OutOfMemory,
+/// The user ELF this image accepts.
+const TARGET: ElfTarget = ElfTarget {
+    class64: true,
+    machine: 62,
+    user_top: 1 << 46,
+    page_size: PAGE_SIZE,
+};
+
+/// Parses and checks `data` as this image's user ELF.
+pub fn parse(data: &'static [u8]) -> Result<Elf, ElfError> {
+    Elf::parse(data, &TARGET)
 }
 
-/// One loadable segment.
-#[derive(Clone, Copy, Debug)]
-pub struct Segment {
-    /// Virtual address.
-    pub vaddr: u64,
-    /// Bytes in memory.
-    pub memsz: u64,
-    /// Offset in the file.
-    pub offset: u64,
-    /// Bytes in the file.
-    pub filesz: u64,
-    /// Writable.
-    pub writable: bool,
-}
-
-/// A parsed user ELF.
-pub struct Elf {
-    data: &'static [u8],
-    /// Entry point.
-    pub entry: u64,
-    segments: [Option<Segment>; 8],
-}
-
-fn u16_at(d: &[u8], o: usize) -> Result<u16, ElfError> {
-    let b = d.get(o..o + 2).ok_or(ElfError::Truncated)?;
-    Ok(u16::from_le_bytes([b[0], b[1]]))
-}
-
-fn u32_at(d: &[u8], o: usize) -> Result<u32, ElfError> {
-    let b = d.get(o..o + 4).ok_or(ElfError::Truncated)?;
-    Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-}
-
-fn u64_at(d: &[u8], o: usize) -> Result<u64, ElfError> {
-    let b = d.get(o..o + 8).ok_or(ElfError::Truncated)?;
-    let mut a = [0u8; 8];
-    a.copy_from_slice(b);
-    Ok(u64::from_le_bytes(a))
-}
-
-impl Elf {
-    /// Parses and checks `data`.
-    pub fn parse(data: &'static [u8]) -> Result<Elf, ElfError> {
-        if data.get(0..4) != Some(b"\x7FELF".as_slice())
-            || data.get(4) != Some(&2)
-            || data.get(5) != Some(&1)
-            || u16_at(data, 16)? != 2
-            || u16_at(data, 18)? != 62
-        {
-            return Err(ElfError::NotAnExecutable);
+/// Copies every segment of `elf` into new frames mapped in the address space `root`.
+pub fn load_into(elf: &Elf, root: PhysAddr) -> Result<(), ElfError> {
+    for seg in elf.segments() {
+        let mut page = seg.vaddr;
+        while page < seg.vaddr + seg.memsz {
+            let frame = paging::alloc_frame().ok_or(ElfError::OutOfMemory)?;
+            let off_in_seg = page - seg.vaddr;
+            if off_in_seg < seg.filesz {
+                let n = (seg.filesz - off_in_seg).min(PAGE_SIZE) as usize;
+                let src = &elf.data()[(seg.offset + off_in_seg) as usize..][..n];
+                // SAFETY: `frame` is a fresh, zeroed frame in the physical window that only
+                // this loader uses until it is mapped; `n` <= one page.
+                unsafe { core::ptr::copy_nonoverlapping(src.as_ptr(), phys_to_virt(frame), n) };
+            }
+            paging::map_user(root, page, frame, seg.writable).map_err(|_| ElfError::OutOfMemory)?;
+            page += PAGE_SIZE;
         }
-        let entry = u64_at(data, 24)?;
-        let phoff = u64_at(data, 32)? as usize;
-        let phentsize = usize::from(u16_at(data, 54)?);
-        let phnum = usize::from(u16_at(data, 56)?);
-        let mut segments = [None; 8];
-        let mut n = 0;
-        for i in 0..phnum {
-            let ph = phoff + i * phentsize;
-            if u32_at(data, ph)? != PT_LOAD {
-                continue;
-            }
-            let seg = Segment {
-                writable: u32_at(data, ph + 4)? & PF_W != 0,
-                offset: u64_at(data, ph + 8)?,
-                vaddr: u64_at(data, ph + 16)?,
-                filesz: u64_at(data, ph + 32)?,
-                memsz: u64_at(data, ph + 40)?,
-            };
-            let end = seg
-                .vaddr
-                .checked_add(seg.memsz)
-                .ok_or(ElfError::BadSegment)?;
-            if seg.vaddr % PAGE_SIZE != 0 || end > 1 << 46 || seg.filesz > seg.memsz {
-                return Err(ElfError::BadSegment);
-            }
-            if (seg.offset + seg.filesz) as usize > data.len() {
-                return Err(ElfError::Truncated);
-            }
-            if n == segments.len() {
-                return Err(ElfError::BadSegment);
-            }
-            segments[n] = Some(seg);
-            n += 1;
-        }
-        if n == 0 || entry >= 1 << 46 {
-            return Err(ElfError::BadSegment);
-        }
-        Ok(Elf {
-            data,
-            entry,
-            segments,
-        })
     }
-
-    /// The loadable segments.
-    pub fn segments(&self) -> impl Iterator<Item = &Segment> {
-        self.segments.iter().flatten()
-    }
-
-    /// Copies every segment into new frames mapped in the address space `root`.
-    pub fn load_into(&self, root: PhysAddr) -> Result<(), ElfError> {
-        for seg in self.segments() {
-            let mut page = seg.vaddr;
-            while page < seg.vaddr + seg.memsz {
-                let frame = paging::alloc_frame().ok_or(ElfError::OutOfMemory)?;
-                let off_in_seg = page - seg.vaddr;
-                if off_in_seg < seg.filesz {
-                    let n = (seg.filesz - off_in_seg).min(PAGE_SIZE) as usize;
-                    let src = &self.data[(seg.offset + off_in_seg) as usize..][..n];
-                    // SAFETY: `frame` is a fresh, zeroed frame in the physical window that only
-                    // this loader uses until it is mapped; `n` <= one page.
-                    unsafe { core::ptr::copy_nonoverlapping(src.as_ptr(), phys_to_virt(frame), n) };
-                }
-                paging::map_user(root, page, frame, seg.writable)
-                    .map_err(|_| ElfError::OutOfMemory)?;
-                page += PAGE_SIZE;
-            }
-        }
-        Ok(())
-    }
+    Ok(())
 }
 
 /// Maps a zeroed, writable stack of `size` bytes ending at `top` in `root`.

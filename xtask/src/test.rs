@@ -34,6 +34,7 @@ const BARE_METAL: &[(&str, &[&str])] = &[
     ("hal-armv7", &[ARM]),
     ("pager", &[X86, ARM]),
     ("servers", &[X86, ARM]),
+    ("image-common", &[X86, ARM]),
     ("image-x86", &[X86]),
     ("image-armv7", &[ARM]),
 ];

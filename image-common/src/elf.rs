@@ -1,0 +1,160 @@
+//! Parses and checks the embedded user ELF (32- or 64-bit, little-endian); loading it into page
+//! tables is left to each image.
+
+const PT_LOAD: u32 = 1;
+const PF_W: u32 = 2;
+
+/// Why the user ELF cannot be loaded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ElfError {
+    /// Not a little-endian executable of the expected class and machine.
+    NotAnExecutable,
+    /// A header or segment lies outside the file.
+    Truncated,
+    /// A segment is not in the user half, or not page-aligned where it must be.
+    BadSegment,
+    /// No frame left.
+    OutOfMemory,
+}
+
+/// What an image accepts as its user ELF.
+#[derive(Clone, Copy, Debug)]
+pub struct ElfTarget {
+    /// ELFCLASS64 (else ELFCLASS32).
+    pub class64: bool,
+    /// `e_machine` (62 for x86_64, 40 for ARM).
+    pub machine: u16,
+    /// End of the user part of the address space: segments and entry must lie below it.
+    pub user_top: u64,
+    /// Page size: segments must start page-aligned.
+    pub page_size: u64,
+}
+
+/// One loadable segment.
+#[derive(Clone, Copy, Debug)]
+pub struct Segment {
+    /// Virtual address.
+    pub vaddr: u64,
+    /// Bytes in memory.
+    pub memsz: u64,
+    /// Offset in the file.
+    pub offset: u64,
+    /// Bytes in the file.
+    pub filesz: u64,
+    /// Writable.
+    pub writable: bool,
+}
+
+/// A parsed user ELF.
+pub struct Elf {
+    data: &'static [u8],
+    /// Entry point.
+    pub entry: u64,
+    segments: [Option<Segment>; 8],
+}
+
+fn u16_at(d: &[u8], o: usize) -> Result<u16, ElfError> {
+    let b = d.get(o..o + 2).ok_or(ElfError::Truncated)?;
+    Ok(u16::from_le_bytes([b[0], b[1]]))
+}
+
+fn u32_at(d: &[u8], o: usize) -> Result<u32, ElfError> {
+    let b = d.get(o..o + 4).ok_or(ElfError::Truncated)?;
+    Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+}
+
+fn u64_at(d: &[u8], o: usize) -> Result<u64, ElfError> {
+    let b = d.get(o..o + 8).ok_or(ElfError::Truncated)?;
+    let mut a = [0u8; 8];
+    a.copy_from_slice(b);
+    Ok(u64::from_le_bytes(a))
+}
+
+impl Elf {
+    /// Parses and checks `data` as an executable for `target`.
+    pub fn parse(data: &'static [u8], target: &ElfTarget) -> Result<Elf, ElfError> {
+        let wide = target.class64;
+        if data.get(0..4) != Some(b"\x7FELF".as_slice())
+            || data.get(4) != Some(if wide { &2 } else { &1 })
+            || data.get(5) != Some(&1)
+            || u16_at(data, 16)? != 2
+            || u16_at(data, 18)? != target.machine
+        {
+            return Err(ElfError::NotAnExecutable);
+        }
+        // A word (address or offset) of the ELF's class.
+        let w = |o: usize| {
+            if wide {
+                u64_at(data, o)
+            } else {
+                u32_at(data, o).map(u64::from)
+            }
+        };
+        let (entry, phoff, phentsize, phnum) = if wide {
+            (w(24)?, w(32)?, u16_at(data, 54)?, u16_at(data, 56)?)
+        } else {
+            (w(24)?, w(28)?, u16_at(data, 42)?, u16_at(data, 44)?)
+        };
+        let (phoff, phentsize, phnum) =
+            (phoff as usize, usize::from(phentsize), usize::from(phnum));
+        let mut segments = [None; 8];
+        let mut n = 0;
+        for i in 0..phnum {
+            let ph = phoff + i * phentsize;
+            if u32_at(data, ph)? != PT_LOAD {
+                continue;
+            }
+            let seg = if wide {
+                Segment {
+                    writable: u32_at(data, ph + 4)? & PF_W != 0,
+                    offset: w(ph + 8)?,
+                    vaddr: w(ph + 16)?,
+                    filesz: w(ph + 32)?,
+                    memsz: w(ph + 40)?,
+                }
+            } else {
+                Segment {
+                    offset: w(ph + 4)?,
+                    vaddr: w(ph + 8)?,
+                    filesz: w(ph + 16)?,
+                    memsz: w(ph + 20)?,
+                    writable: u32_at(data, ph + 24)? & PF_W != 0,
+                }
+            };
+            let end = seg
+                .vaddr
+                .checked_add(seg.memsz)
+                .ok_or(ElfError::BadSegment)?;
+            if seg.vaddr % target.page_size != 0 || end > target.user_top || seg.filesz > seg.memsz
+            {
+                return Err(ElfError::BadSegment);
+            }
+            if (seg.offset + seg.filesz) as usize > data.len() {
+                return Err(ElfError::Truncated);
+            }
+            if n == segments.len() {
+                return Err(ElfError::BadSegment);
+            }
+            segments[n] = Some(seg);
+            n += 1;
+        }
+        if n == 0 || entry >= target.user_top {
+            return Err(ElfError::BadSegment);
+        }
+        Ok(Elf {
+            data,
+            entry,
+            segments,
+        })
+    }
+
+    /// The loadable segments.
+    pub fn segments(&self) -> impl Iterator<Item = &Segment> {
+        self.segments.iter().flatten()
+    }
+
+    /// The bytes of the whole file.
+    pub fn data(&self) -> &'static [u8] {
+        self.data
+    }
+}

@@ -1,0 +1,357 @@
+//! Builds the initial system into a kernel object, for any architecture implementing [`Arch`].
+//!
+//! # The initial objects (per core `c`)
+//! * a ping-pong pair: client and server threads (priority 10) on core `c`, each in its own
+//!   address space, sharing endpoint `ep[c]` (client WRITE with badge `c + 1`, server READ);
+//! * a park notification per core, which finished programs wait on forever (per core so that
+//!   even the `none` strategy sees no object shared between cores).
+//!
+//! Core 0 also runs the root task (priority 31, so it runs first), holding a MANAGE capability to
+//! every other thread. Test mode adds: three faulting threads on the last core (priority 20, so
+//! they fault before that core's pair runs), the system-call error test on core 0 (priority
+//! 5), and, if [`Setup::pager_test`], the pager test on core 1 (or 0): a pager thread holding the
+//! faulting thread's address space and a frame, bound as its pager by the root task.
+//!
+//! The kernel object lives in a static buffer (it is ~100 KiB), written once by
+//! [`place_kernel`] before any other core can see it.
+
+use core::cell::UnsafeCell;
+use core::fmt::{Arguments, Debug};
+use core::mem::MaybeUninit;
+
+use kernel::config::{CSPACE_SLOTS, MAX_ASPACES, MAX_CPUS};
+use kernel::{
+    AsId, CapSlot, EndpointId, Hal, Kernel, NotificationId, ObjRef, Rights, Strategy, ThreadId,
+};
+use servers::abi::{fault, role, slot, USER_STACK_SIZE, USER_STACK_STRIDE, USER_STACK_TOP};
+
+/// What an image supplies to build the initial system: its HAL type, page tables, user ELF,
+/// user register context and console.
+pub trait Arch {
+    /// The HAL the kernel object is built with.
+    type Hal: Hal + 'static;
+    /// The error of loading the user ELF or mapping a user stack.
+    type Error: Debug;
+
+    /// A new, empty user address space (the root of its page tables), or `None` when out of
+    /// memory.
+    fn new_address_space(&self) -> Option<u64>;
+    /// Loads the user ELF into the address space rooted at `root`.
+    fn load_user(&self, root: u64) -> Result<(), Self::Error>;
+    /// Maps a user stack of `size` bytes ending at `top` into the space rooted at `root`.
+    fn map_stack(&self, root: u64, top: u64, size: u64) -> Result<(), Self::Error>;
+    /// Sets thread `t`'s first user context: the user ELF's entry, stack pointer `sp` and the
+    /// three arguments `args` (narrowed to the architecture's word size).
+    ///
+    /// # Safety
+    /// `t` must not have run; its entry and the stack below `sp` must be mapped
+    /// user-accessible in its address space.
+    unsafe fn set_initial_context(&self, t: ThreadId, sp: u64, args: [u64; 3]);
+    /// A free physical frame, or `None` when out of memory.
+    fn alloc_frame(&self) -> Option<u64>;
+    /// Physical frames allocated so far.
+    fn frames_allocated(&self) -> u64;
+    /// Prints one line on the console.
+    fn println(&self, args: Arguments<'_>);
+    /// Reports a boot failure and stops the machine.
+    fn fail(&self, args: Arguments<'_>) -> !;
+    /// Records `t` as core `core`'s ping-pong client (for the debug calls).
+    fn set_client(&self, core: usize, t: ThreadId);
+    /// Records the three faulting threads on core `core` (for the debug calls).
+    fn set_faulters(&self, core: usize, faulters: [Option<ThreadId>; 3]);
+}
+
+/// What the run is expected to report.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Plan {
+    /// Programs that report DONE.
+    pub finite: usize,
+    /// `TEST` lines the user programs print.
+    pub user_tests: usize,
+}
+
+/// The shape of the initial system.
+#[derive(Clone, Copy, Debug)]
+pub struct Setup {
+    /// Cores the kernel runs on.
+    pub cores: usize,
+    /// Test suite (`mode=test`) or demo.
+    pub test: bool,
+    /// Round trips of each ping-pong pair.
+    pub rounds: usize,
+    /// Whether the pager test runs (only in test mode).
+    pub pager_test: bool,
+    /// `TEST` lines the system-call error program prints.
+    pub user_error_tests: usize,
+}
+
+const STORE_SIZE: usize = 160 * 1024;
+
+#[repr(C, align(4096))]
+struct KernelStore(UnsafeCell<MaybeUninit<[u8; STORE_SIZE]>>);
+
+// SAFETY: written once by the boot core in `place_kernel` before any other core runs kernel
+// code; afterwards only shared references to the kernel inside exist.
+unsafe impl Sync for KernelStore {}
+
+static STORE: KernelStore = KernelStore(UnsafeCell::new(MaybeUninit::uninit()));
+
+/// Moves `k` into the static kernel store and returns it for the rest of the run.
+///
+/// # Safety
+/// Must be called at most once, by the boot core, before any other core runs kernel code.
+pub unsafe fn place_kernel<S: Strategy, H: Hal>(k: Kernel<S, H>) -> &'static mut Kernel<S, H> {
+    const { assert!(core::mem::size_of::<Kernel<S, H>>() <= STORE_SIZE) };
+    const { assert!(core::mem::align_of::<Kernel<S, H>>() <= 4096) };
+    let p = STORE.0.get() as *mut Kernel<S, H>;
+    // SAFETY: the store is large and aligned enough (checked above) and, by the caller's
+    // contract, written once, here, before any other core runs kernel code.
+    unsafe {
+        p.write(k);
+        &mut *p
+    }
+}
+
+/// An address space being filled.
+struct Space {
+    id: AsId,
+    root: u64,
+    threads: u64,
+}
+
+struct Builder<'a, S: Strategy, A: Arch> {
+    k: &'a mut Kernel<S, A::Hal>,
+    arch: &'a A,
+}
+
+impl<S: Strategy, A: Arch> Builder<'_, S, A> {
+    fn space(&mut self) -> Space {
+        let Some(root) = self.arch.new_address_space() else {
+            self.arch
+                .fail(format_args!("out of memory for an address space"))
+        };
+        if let Err(e) = self.arch.load_user(root) {
+            self.arch.fail(format_args!("loading the user ELF: {e:?}"));
+        }
+        match self.k.create_address_space(root) {
+            Ok(id) => Space {
+                id,
+                root,
+                threads: 0,
+            },
+            Err(e) => self.arch.fail(format_args!("create_address_space: {e:?}")),
+        }
+    }
+
+    /// A thread running `role(a, b)` in `space` on `core`, with its park notification.
+    fn thread(
+        &mut self,
+        space: &mut Space,
+        prio: usize,
+        core: usize,
+        park: NotificationId,
+        args: [u64; 3],
+    ) -> ThreadId {
+        let t = match self.k.create_thread(prio, core, Some(space.id)) {
+            Ok(t) => t,
+            Err(e) => self.arch.fail(format_args!("create_thread: {e:?}")),
+        };
+        let top = USER_STACK_TOP - space.threads * USER_STACK_STRIDE;
+        space.threads += 1;
+        if let Err(e) = self.arch.map_stack(space.root, top, USER_STACK_SIZE) {
+            self.arch.fail(format_args!("user stack: {e:?}"));
+        }
+        // SAFETY: `t` has not run; entry and stack are mapped user-accessible in its space.
+        unsafe { self.arch.set_initial_context(t, top - 8, args) };
+        self.cap(t, slot::PARK, ObjRef::Notification(park), Rights::READ, 0);
+        t
+    }
+
+    fn cap(&mut self, t: ThreadId, s: usize, obj: ObjRef, rights: Rights, badge: usize) {
+        let Some(slot) = CapSlot::new(s) else {
+            self.arch
+                .fail(format_args!("capability slot {s} out of range"))
+        };
+        if let Err(e) = self.k.install_cap(t, slot, obj, rights, badge) {
+            self.arch
+                .fail(format_args!("install_cap {obj:?} in slot {s}: {e:?}"));
+        }
+    }
+
+    fn endpoint(&mut self) -> EndpointId {
+        self.k
+            .create_endpoint()
+            .unwrap_or_else(|e| self.arch.fail(format_args!("create_endpoint: {e:?}")))
+    }
+
+    fn notification(&mut self) -> NotificationId {
+        self.k
+            .create_notification()
+            .unwrap_or_else(|e| self.arch.fail(format_args!("create_notification: {e:?}")))
+    }
+}
+
+/// Builds the initial system described by `cfg` into `k` and starts the root task; returns the
+/// root thread and what the run is expected to report. Scheduling is left to the caller.
+pub fn build<S: Strategy, A: Arch>(
+    arch: &A,
+    k: &mut Kernel<S, A::Hal>,
+    cfg: Setup,
+) -> (ThreadId, Plan) {
+    let mut b = Builder { k, arch };
+    let cores = cfg.cores;
+    let pager_test = cfg.test && cfg.pager_test;
+
+    let parks: [Option<NotificationId>; MAX_CPUS] =
+        core::array::from_fn(|c| (c < cores).then(|| b.notification()));
+    let park = |c: usize| parks[c].unwrap_or_else(|| arch.fail(format_args!("no park for {c}")));
+
+    let mut root_space = b.space();
+    // Arguments filled below once the thread list is known: root gets its real context last.
+    let root = b.thread(&mut root_space, 31, 0, park(0), [role::ROOT, 0, 0]);
+    let mut started: [Option<ThreadId>; CSPACE_SLOTS] = [None; CSPACE_SLOTS];
+    let mut n = 0usize;
+    let mut push = |t: ThreadId| {
+        if slot::ROOT_FIRST_THREAD + n >= CSPACE_SLOTS {
+            arch.fail(format_args!("too many threads for the root task's CSpace"));
+        }
+        started[n] = Some(t);
+        n += 1;
+    };
+    let mut plan = Plan::default();
+
+    // Pager test first, so that the faulting thread is the root's first thread capability.
+    let mut pager_for = 0;
+    if pager_test {
+        let core = if cores > 1 { 1 } else { 0 };
+        let ep = b.endpoint();
+        let mut paged_space = b.space();
+        let paged = b.thread(&mut paged_space, 8, core, park(core), [role::PAGED, 0, 0]);
+        let mut pager_space = b.space();
+        let pager = b.thread(&mut pager_space, 12, core, park(core), [role::PAGER, 0, 0]);
+        let Some(frame_phys) = arch.alloc_frame() else {
+            arch.fail(format_args!("no frame for the pager test"))
+        };
+        let frame =
+            b.k.create_frame(frame_phys)
+                .unwrap_or_else(|e| arch.fail(format_args!("create_frame: {e:?}")));
+        b.cap(pager, slot::EP, ObjRef::Endpoint(ep), Rights::READ, 0);
+        b.cap(
+            pager,
+            slot::PAGER_ASPACE,
+            ObjRef::AddressSpace(paged_space.id),
+            Rights::WRITE,
+            0,
+        );
+        b.cap(
+            pager,
+            slot::PAGER_FRAME,
+            ObjRef::Frame(frame),
+            Rights::READ | Rights::WRITE,
+            0,
+        );
+        b.cap(
+            root,
+            slot::ROOT_PAGER_EP,
+            ObjRef::Endpoint(ep),
+            Rights::WRITE,
+            0,
+        );
+        pager_for = slot::ROOT_FIRST_THREAD;
+        push(paged);
+        push(pager);
+        plan.finite += 1;
+    }
+    // The pager test is planned in every test run; without it (lock `none`) it is reported
+    // skipped, below.
+    plan.user_tests += usize::from(cfg.test);
+
+    // Separate address spaces for client and server while the kernel has enough of them.
+    let extra = if cfg.test { 4 } else { 0 };
+    let separate = 1 + 2 * cores + extra <= MAX_ASPACES;
+    for c in 0..cores {
+        let ep = b.endpoint();
+        let mut cs = b.space();
+        let client = b.thread(
+            &mut cs,
+            10,
+            c,
+            park(c),
+            [role::CLIENT, c as u64, cfg.rounds as u64],
+        );
+        let mut ss = if separate { b.space() } else { cs };
+        let server = b.thread(&mut ss, 10, c, park(c), [role::SERVER, c as u64, 0]);
+        b.cap(client, slot::EP, ObjRef::Endpoint(ep), Rights::WRITE, c + 1);
+        b.cap(server, slot::EP, ObjRef::Endpoint(ep), Rights::READ, 0);
+        push(server);
+        push(client);
+        arch.set_client(c, client);
+        plan.finite += 1;
+        plan.user_tests += usize::from(cfg.test);
+    }
+
+    if cfg.test {
+        let fcore = cores - 1;
+        let mut fs = b.space();
+        let mut faulters = [None; 3];
+        for (i, kind) in [
+            fault::BAD_POINTER,
+            fault::INVALID_OPCODE,
+            fault::DIVIDE_BY_ZERO,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let t = b.thread(&mut fs, 20, fcore, park(fcore), [role::FAULT, kind, 0]);
+            push(t);
+            faulters[i] = Some(t);
+        }
+        arch.set_faulters(fcore, faulters);
+
+        let ep = b.endpoint();
+        let ntfn = b.notification();
+        let mut es = b.space();
+        let errors = b.thread(&mut es, 5, 0, park(0), [role::ERRORS, 0, 0]);
+        b.cap(errors, slot::EP, ObjRef::Endpoint(ep), Rights::READ, 0);
+        b.cap(
+            errors,
+            slot::ERRORS_NTFN,
+            ObjRef::Notification(ntfn),
+            Rights::READ | Rights::WRITE,
+            0,
+        );
+        push(errors);
+        plan.finite += 1;
+        plan.user_tests += cfg.user_error_tests;
+    }
+
+    for (i, t) in started.iter().flatten().enumerate() {
+        b.cap(
+            root,
+            slot::ROOT_FIRST_THREAD + i,
+            ObjRef::Thread(*t),
+            Rights::MANAGE,
+            0,
+        );
+    }
+    // SAFETY: the root thread has not run; same entry and stack as set by `thread`.
+    unsafe {
+        arch.set_initial_context(
+            root,
+            USER_STACK_TOP - 8,
+            [role::ROOT, n as u64, pager_for as u64],
+        )
+    };
+    if let Err(e) = b.k.start(root) {
+        arch.fail(format_args!("starting the root task: {e:?}"));
+    }
+    arch.println(format_args!(
+        "boot: {} threads in {} address spaces, {} frames used; root task is thread {}",
+        n + 1,
+        1 + n,
+        arch.frames_allocated(),
+        root.index()
+    ));
+
+    (root, plan)
+}
