@@ -1,0 +1,97 @@
+//! The build script shared by `image-x86` and `image-armv7` (each `build.rs` includes this file
+//! with `#[path]`: a build script cannot depend on a crate of its own workspace being built for
+//! another target).
+//!
+//! It builds the user ELF (`servers`' `user` binary) for the image's target and hands its path to
+//! the image (`USER_ELF`), which embeds it with `include_bytes!`, and links the image with its
+//! HAL's linker script.
+//!
+//! The user program needs its own link (user addresses, its own linker script), so it cannot
+//! be a normal dependency; Cargo's artifact dependencies would do it but are unstable. So this
+//! script runs a nested `cargo build` in a target directory of its own inside `OUT_DIR` (no lock
+//! conflict with the outer build), release mode without debug info (a small ELF to embed). The
+//! outer build's flags (`RUSTFLAGS`, clippy's wrapper, the target dir) are removed from its
+//! environment; the workspace's `.cargo/config.toml` still applies. Host builds (clippy, tests)
+//! embed an empty file: an image is only a kernel for its bare-metal target.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Runs the build script of the image crate `image`, a kernel for `target` linked with the
+/// linker script of the HAL crate `hal`.
+pub fn build_image(image: &str, hal: &str, target: &str) {
+    let building_for = std::env::var("TARGET").unwrap_or_default();
+    let out = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
+    let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets it"));
+    let root = manifest
+        .parent()
+        .unwrap_or_else(|| panic!("{image} lives in the workspace"))
+        .to_owned();
+    for dep in [
+        "servers/src",
+        "servers/user.ld",
+        "servers/build.rs",
+        "servers/Cargo.toml",
+    ] {
+        println!("cargo:rerun-if-changed={}", root.join(dep).display());
+    }
+    for dep in [
+        "kernel/src".to_owned(),
+        "sync/src".to_owned(),
+        format!("{hal}/link.ld"),
+    ] {
+        println!("cargo:rerun-if-changed={}", root.join(dep).display());
+    }
+    println!("cargo:rerun-if-changed=build.rs");
+    println!(
+        "cargo:rerun-if-changed={}",
+        root.join("image-common/build_image.rs").display()
+    );
+
+    let elf = out.join("user.elf");
+    if building_for == target {
+        println!(
+            "cargo:rustc-link-arg-bins=-T{}",
+            root.join(hal).join("link.ld").display()
+        );
+        build_user(&root, &out, &elf, target);
+    } else {
+        std::fs::write(&elf, b"").expect("write the empty user ELF placeholder");
+    }
+    println!("cargo:rustc-env=USER_ELF={}", elf.display());
+}
+
+fn build_user(root: &Path, out: &Path, elf: &Path, target: &str) {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let target_dir = out.join("user-target");
+    let status = Command::new(cargo)
+        .current_dir(root)
+        .args([
+            "build",
+            "--quiet",
+            "-p",
+            "servers",
+            "--bin",
+            "user",
+            "--release",
+            "--target",
+            target,
+            "--target-dir",
+        ])
+        .arg(&target_dir)
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .env_remove("RUSTC_WRAPPER")
+        .env_remove("RUSTC_WORKSPACE_WRAPPER")
+        .env_remove("CARGO_TARGET_DIR")
+        .env_remove("CARGO_BUILD_TARGET")
+        .env("CARGO_PROFILE_RELEASE_DEBUG", "0")
+        .status()
+        .expect("run cargo to build the user programs");
+    assert!(
+        status.success(),
+        "building the user programs (servers, bin `user`) failed"
+    );
+    let built = target_dir.join(target).join("release").join("user");
+    std::fs::copy(&built, elf).expect("copy the user ELF");
+}
