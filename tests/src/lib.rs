@@ -19,6 +19,7 @@
 //! * [`HostRelax`] is a lock wait strategy that yields the host CPU while spinning, so that
 //!   more simulated cores than host CPUs still make progress.
 
+pub mod bench;
 pub mod workload;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering::*};

@@ -1,0 +1,1178 @@
+//! The hosted kernel IPC benchmarks (platform `hosted` of issue 6): the kernel core runs on host
+//! threads, entered through [`Kernel::syscall`] exactly as a HAL enters it after saving the user
+//! context (no trap, no register switch: the kernel path's own cost), with a HAL whose hardware
+//! actions are no-ops except IPIs ([`BenchHal`]). `benches/ipc_hosted.rs` is the command line;
+//! this module does the measuring and produces raw records ([`record`], `docs/bench-protocol.md`).
+//!
+//! # Method
+//! * **Counter.** `lfence; rdtsc` ([`cycles`]); its cost is measured as the median of 10,000
+//!   back-to-back read pairs ([`tsc_overhead`]); its frequency is calibrated against the
+//!   monotonic clock ([`tsc_hz`]) and written as `counter_hz`.
+//! * **Strategies** (`lock`): `none` ([`NoLock`]), `clh` ([`BigLock`] over a CLH lock),
+//!   `ticket` (big lock over a ticket lock), `fine` ([`FineGrained`]: big-reader lock plus ticket
+//!   locks per object), `rtm` ([`Rtm`] elision over a CLH fallback lock; without RTM in the CPU
+//!   every acquisition falls back, which `extra.rtm` says).
+//! * **`ipc-roundtrip`**, **`ipc-call`**, **`ipc-replyrecv`** (1 core, variants `same-as`: client
+//!   and server in one address space; `cross-as`: two address spaces, so every IPC also records
+//!   an address-space switch): a client Calls an endpoint, its server answers with ReplyRecv;
+//!   the core switches between them. A round-trip sample is the mean TSC cycles per round trip
+//!   over a batch (counter overhead not subtracted: two reads per batch). The one-way samples
+//!   follow sel4bench: the counter is read just before the sending system call enters the kernel
+//!   and just after the receiver's system call returns (on one core that is the same host call:
+//!   the kernel returns into the receiver), minus the counter overhead (`overhead`); a sample is
+//!   the mean of a batch of such one-way measurements. Warm-up first; then the samples of all
+//!   strategies and variants are taken interleaved (sample 1 of every case, then sample 2, ...)
+//!   so that machine noise hits them alike.
+//! * **`multicore-pingpong`** (variant `pairs`): one kernel with N cores, one client/server pair
+//!   per core, each pair with its own endpoint and address space (disjoint objects, which is
+//!   what makes `none` sound here: no two cores ever touch the same object), each kernel core
+//!   driven by a host thread pinned to its own CPU. After a warm-up, the sample is the total
+//!   round trips per second of all pairs during one sampling interval, the interval timed with
+//!   the TSC (`interval_ticks`).
+//! * **`client-server`** (variants `shared`: every client Calls one server; `dedicated`: each
+//!   client Calls its own server, on its own endpoint): the server thread(s) run on kernel core
+//!   0, the clients on cores 1.. (round-robin if there are more clients than the kernel's other
+//!   cores, which `extra` says); every kernel core is a host thread. A Call from core `c` wakes
+//!   the server on core 0 by the kernel's Reschedule IPI, which [`BenchHal`] delivers as a
+//!   pending bit that core 0's host thread polls while idle and turns into [`Kernel::ipi`]; the
+//!   reply wakes the client's core the same way. Host threads are pinned one per CPU when there
+//!   are at least as many CPUs as kernel cores, else unpinned (and then they yield while idle).
+//!   `none` is not run: cores share the server's objects.
+//! * Multi-threaded runs wait in locks with [`HostRelax`] (spin, yield every 64 rounds) so that
+//!   oversubscribed runs make progress.
+//! * **`rtm-aborts`**: the [`RtmLock`](sync::RtmLock) statistics of every `rtm` kernel above,
+//!   summed, in `extra`; no samples.
+
+pub mod record;
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering::*};
+use std::sync::Barrier;
+use std::time::{Duration, Instant};
+
+use kernel::config::MAX_CPUS;
+use kernel::strategy::{LockId, Side};
+use kernel::{
+    BigLock, CapSlot, CpuId, FineGrained, Hal, IpiKind, IrqId, Kernel, MapPrepError, NoLock,
+    ObjRef, PhysAddr, Regs, Rights, Rtm, Strategy, Syscall, ThreadId,
+};
+use sync::{CachePadded, ClhLock, KernelLock, Relax, RtmStats, Spin, TicketLock};
+
+pub use record::{stats, to_json_array, Json, Record};
+
+use crate::HostRelax;
+
+// -------------------------------------------------------------------------------------------
+// Counter.
+// -------------------------------------------------------------------------------------------
+
+/// Reads the time-stamp counter, after earlier instructions completed (`lfence; rdtsc`).
+/// Elsewhere than x86_64: nanoseconds of the monotonic clock.
+#[inline(always)]
+pub fn cycles() -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: lfence and rdtsc only read the time-stamp counter; lfence keeps earlier
+    // instructions from being counted after the read.
+    unsafe {
+        core::arch::x86_64::_mm_lfence();
+        core::arch::x86_64::_rdtsc()
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+        START.get_or_init(Instant::now).elapsed().as_nanos() as u64
+    }
+}
+
+/// The cost of one counter read, in counter ticks: the median difference of 10,000
+/// back-to-back read pairs.
+pub fn tsc_overhead() -> u64 {
+    let mut d: Vec<u64> = (0..10_000)
+        .map(|_| {
+            let a = cycles();
+            let b = cycles();
+            b.wrapping_sub(a)
+        })
+        .collect();
+    d.sort_unstable();
+    d[d.len() / 2]
+}
+
+/// The counter frequency in Hz, calibrated against the monotonic clock over `span`.
+pub fn tsc_hz(span: Duration) -> u64 {
+    let (t0, c0) = (Instant::now(), cycles());
+    while t0.elapsed() < span {
+        std::hint::spin_loop();
+    }
+    let (c1, ns) = (cycles(), t0.elapsed().as_nanos());
+    ((c1 - c0) as u128 * 1_000_000_000 / ns.max(1)) as u64
+}
+
+/// The CPU model from `/proc/cpuinfo` ("unknown" elsewhere).
+pub fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_owned())
+        })
+        .unwrap_or_else(|| "unknown".into())
+}
+
+/// The host CPUs this process may run on.
+pub fn host_cpus() -> usize {
+    core_affinity::get_core_ids()
+        .map(|v| v.len())
+        .filter(|&n| n > 0)
+        .or_else(|| std::thread::available_parallelism().ok().map(|n| n.get()))
+        .unwrap_or(1)
+}
+
+/// Pins the calling thread to the `i`-th CPU it may run on; returns whether it worked.
+pub fn pin(i: usize) -> bool {
+    core_affinity::get_core_ids()
+        .and_then(|ids| ids.get(i).copied())
+        .is_some_and(core_affinity::set_for_current)
+}
+
+// -------------------------------------------------------------------------------------------
+// The HAL.
+// -------------------------------------------------------------------------------------------
+
+/// A HAL whose hardware actions are no-ops, except IPIs: a pending-bit word per core (on its own
+/// cache line) that the target core's host thread polls ([`BenchHal::take_ipis`]). Unlike
+/// [`FakeHal`](crate::FakeHal) it records nothing, so it adds no shared state of its own.
+pub struct BenchHal {
+    cores: usize,
+    pending: [CachePadded<AtomicU8>; MAX_CPUS],
+}
+
+impl BenchHal {
+    /// A HAL for `cores` cores.
+    pub fn new(cores: usize) -> Self {
+        Self {
+            cores,
+            pending: core::array::from_fn(|_| CachePadded::new(AtomicU8::new(0))),
+        }
+    }
+
+    /// Takes the pending IPI kinds of `cpu` (bits of [`IpiKind::bit`]).
+    #[inline]
+    pub fn take_ipis(&self, cpu: CpuId) -> u8 {
+        if self.pending[cpu].load(Relaxed) == 0 {
+            return 0;
+        }
+        // Acquire: pairs with the sender's release, like an interrupt after the sender's
+        // section (the kernel's own locks order the state anyway).
+        self.pending[cpu].swap(0, Acquire)
+    }
+}
+
+impl Hal for BenchHal {
+    fn cpu_id(&self) -> CpuId {
+        0
+    }
+    fn cpu_count(&self) -> usize {
+        self.cores
+    }
+    fn send_ipi(&self, _cpu: CpuId, target: CpuId, kind: IpiKind) {
+        self.pending[target].fetch_or(kind.bit(), Release);
+    }
+    unsafe fn switch_address_space(&self, _cpu: CpuId, _root: PhysAddr) {}
+    fn flush_tlb(&self, _cpu: CpuId, _root: PhysAddr, _vaddr: Option<usize>) {}
+    fn prepare_map(&self, _root: PhysAddr, _vaddr: usize) -> Result<(), MapPrepError> {
+        Ok(())
+    }
+    fn map_page(&self, _root: PhysAddr, _vaddr: usize, _frame: PhysAddr, _writable: bool) {}
+    fn unmap_page(&self, _root: PhysAddr, _vaddr: usize) {}
+    fn mask_irq(&self, _cpu: CpuId, _irq: IrqId) {}
+    fn unmask_irq(&self, _cpu: CpuId, _irq: IrqId) {}
+    fn cycles(&self) -> u64 {
+        cycles()
+    }
+    fn console_write(&self, s: &str) {
+        eprint!("{s}");
+    }
+}
+
+// -------------------------------------------------------------------------------------------
+// Strategies.
+// -------------------------------------------------------------------------------------------
+
+/// The strategies under test, by their record name.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Lock {
+    /// [`NoLock`].
+    None,
+    /// [`BigLock`] over [`ClhLock`].
+    Clh,
+    /// [`BigLock`] over [`TicketLock`].
+    Ticket,
+    /// [`FineGrained`].
+    Fine,
+    /// [`Rtm`] over [`ClhLock`].
+    Rtm,
+}
+
+impl Lock {
+    /// Every strategy, in report order.
+    pub const ALL: [Lock; 5] = [Lock::None, Lock::Clh, Lock::Ticket, Lock::Fine, Lock::Rtm];
+
+    /// The record name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Lock::None => "none",
+            Lock::Clh => "clh",
+            Lock::Ticket => "ticket",
+            Lock::Fine => "fine",
+            Lock::Rtm => "rtm",
+        }
+    }
+
+    /// Parses a record name.
+    pub fn parse(s: &str) -> Option<Lock> {
+        Lock::ALL.into_iter().find(|l| l.name() == s)
+    }
+
+    /// The strategy type, for `extra`.
+    pub fn type_name(self) -> &'static str {
+        match self {
+            Lock::None => "NoLock",
+            Lock::Clh => "BigLock<ClhLock>",
+            Lock::Ticket => "BigLock<TicketLock>",
+            Lock::Fine => "FineGrained (BrLock read side + TicketLock per object)",
+            Lock::Rtm => "Rtm<ClhLock> (RtmLock elision, CLH fallback)",
+        }
+    }
+}
+
+/// A strategy the benchmarks can ask for RTM statistics.
+pub trait BenchStrategy: Strategy + Send + 'static {
+    /// The elision statistics, for RTM strategies.
+    fn rtm_stats(&self) -> Option<RtmStats> {
+        None
+    }
+}
+
+impl BenchStrategy for NoLock {}
+impl<L: KernelLock + Send + 'static> BenchStrategy for BigLock<L> {}
+impl<R: Relax + 'static> BenchStrategy for FineGrained<R> {}
+impl<L: KernelLock + Send + 'static, R: Relax + 'static> BenchStrategy for Rtm<L, sync::Rtm, R> {
+    fn rtm_stats(&self) -> Option<RtmStats> {
+        Some(self.inner().stats())
+    }
+}
+
+/// Adds `b` to `a`, field by field.
+pub fn add_rtm_stats(a: &mut RtmStats, b: &RtmStats) {
+    a.rtm_available |= b.rtm_available;
+    a.direct += b.direct;
+    a.retry1 += b.retry1;
+    a.retry2 += b.retry2;
+    a.retry_more += b.retry_more;
+    a.fallback += b.fallback;
+    a.skipped += b.skipped;
+    a.aborts_busy += b.aborts_busy;
+    a.aborts_conflict += b.aborts_conflict;
+    a.aborts_capacity += b.aborts_capacity;
+    a.aborts_retry += b.aborts_retry;
+    a.aborts_debug_nested += b.aborts_debug_nested;
+    a.aborts_other += b.aborts_other;
+}
+
+/// A strategy that counts its entries and object-lock acquisitions (for an untimed pass that
+/// says how many locks a round trip takes).
+pub struct Counting<S> {
+    inner: S,
+    /// Kernel entries.
+    pub entries: AtomicU64,
+    /// Object-lock acquisitions ([`Strategy::lock`]).
+    pub locks: AtomicU64,
+}
+
+impl<S> Counting<S> {
+    /// Counts for `inner`.
+    pub fn new(inner: S) -> Self {
+        Self {
+            inner,
+            entries: AtomicU64::new(0),
+            locks: AtomicU64::new(0),
+        }
+    }
+}
+
+// SAFETY: forwards every operation to `inner`, which provides the guarantees; the counters are
+// atomics that order nothing.
+unsafe impl<S: Strategy> Strategy for Counting<S> {
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+    fn enter(&self, cpu: CpuId, side: Side) -> bool {
+        self.entries.fetch_add(1, Relaxed);
+        self.inner.enter(cpu, side)
+    }
+    unsafe fn exit(&self, cpu: CpuId, side: Side) {
+        // SAFETY: forwarded contract.
+        unsafe { self.inner.exit(cpu, side) }
+    }
+    fn lock(&self, cpu: CpuId, id: LockId) {
+        self.locks.fetch_add(1, Relaxed);
+        self.inner.lock(cpu, id)
+    }
+    unsafe fn unlock(&self, cpu: CpuId, id: LockId) {
+        // SAFETY: forwarded contract.
+        unsafe { self.inner.unlock(cpu, id) }
+    }
+    fn is_held(&self, id: LockId) -> bool {
+        self.inner.is_held(id)
+    }
+    fn serialises(&self) -> bool {
+        self.inner.serialises()
+    }
+}
+
+impl<S: BenchStrategy> BenchStrategy for Counting<S> {}
+
+// -------------------------------------------------------------------------------------------
+// Options.
+// -------------------------------------------------------------------------------------------
+
+/// Which benchmarks to run and how long.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Strategies.
+    pub locks: Vec<Lock>,
+    /// Core counts of `multicore-pingpong` (default `1..=host CPUs`, at most `MAX_CPUS`).
+    pub cores: Vec<usize>,
+    /// Client counts of `client-server`.
+    pub clients: Vec<usize>,
+    /// Samples per record.
+    pub runs: usize,
+    /// Short batches and intervals (a few seconds in all), for tests.
+    pub quick: bool,
+    /// Run the single-core IPC benches.
+    pub ipc: bool,
+    /// Run `multicore-pingpong`.
+    pub multicore: bool,
+    /// Run `client-server`.
+    pub client_server: bool,
+}
+
+impl Options {
+    /// Every bench and strategy, cores `1..=host CPUs`, 16 samples.
+    pub fn new(quick: bool) -> Self {
+        Self {
+            locks: Lock::ALL.to_vec(),
+            cores: (1..=host_cpus().min(MAX_CPUS)).collect(),
+            clients: vec![1, 2, 4, 8],
+            runs: 16,
+            quick,
+            ipc: true,
+            multicore: true,
+            client_server: true,
+        }
+    }
+
+    fn params(&self) -> Params {
+        if self.quick {
+            Params {
+                batch: 1_000,
+                oneway: 250,
+                interval: Duration::from_millis(2),
+                warmup: Duration::from_millis(5),
+                calibrate: Duration::from_millis(10),
+            }
+        } else {
+            Params {
+                batch: 20_000,
+                oneway: 5_000,
+                interval: Duration::from_millis(100),
+                warmup: Duration::from_millis(200),
+                calibrate: Duration::from_millis(100),
+            }
+        }
+    }
+}
+
+/// Sizes derived from [`Options::quick`].
+#[derive(Clone, Copy, Debug)]
+struct Params {
+    /// Round trips per `ipc-roundtrip` sample.
+    batch: u32,
+    /// One-way measurements per `ipc-call` / `ipc-replyrecv` sample.
+    oneway: u32,
+    /// Throughput sampling interval.
+    interval: Duration,
+    /// Warm-up before throughput sampling.
+    warmup: Duration,
+    /// TSC calibration span.
+    calibrate: Duration,
+}
+
+/// What the host looks like, for `extra`.
+#[derive(Clone, Debug)]
+struct Machine {
+    cpu: String,
+    cpus: usize,
+    hz: u64,
+    overhead: u64,
+    rtm: bool,
+}
+
+impl Machine {
+    fn extra(&self, r: &mut Record) {
+        r.counter_hz = self.hz;
+        r.extra("cpu", self.cpu.as_str())
+            .extra("host_cpus", self.cpus)
+            .extra(
+                "method",
+                "hosted: kernel core on host threads, Kernel::syscall without trap",
+            );
+    }
+}
+
+// -------------------------------------------------------------------------------------------
+// Single core: round trip and one-way.
+// -------------------------------------------------------------------------------------------
+
+const EP: CapSlot = match CapSlot::new(1) {
+    Some(s) => s,
+    None => panic!("slot 1 exists"),
+};
+
+fn call_regs() -> Regs {
+    Syscall::Call {
+        ep: EP,
+        msg: [1, 2, 3, 4],
+    }
+    .encode()
+}
+
+fn reply_recv_regs() -> Regs {
+    Syscall::ReplyRecv {
+        ep: EP,
+        msg: [5, 6, 7, 8],
+    }
+    .encode()
+}
+
+/// Creates a client/server pair on `core` sharing a new endpoint (slot [`EP`]), in one new
+/// address space (`cross_as`: two), and starts them; returns (client, server).
+fn make_pair<S: Strategy>(
+    k: &mut Kernel<S, BenchHal>,
+    core: CpuId,
+    cross_as: bool,
+) -> (ThreadId, ThreadId) {
+    let base = 0x10_0000 * (2 * core as u64 + 1);
+    let a = k.create_address_space(base).expect("address space");
+    let b = if cross_as {
+        k.create_address_space(base + 0x1000)
+            .expect("address space")
+    } else {
+        a
+    };
+    let ep = k.create_endpoint().expect("endpoint");
+    let server = k.create_thread(10, core, Some(a)).expect("server");
+    let client = k.create_thread(10, core, Some(b)).expect("client");
+    k.install_cap(server, EP, ObjRef::Endpoint(ep), Rights::READ, 0)
+        .expect("cap");
+    k.install_cap(
+        client,
+        EP,
+        ObjRef::Endpoint(ep),
+        Rights::WRITE | Rights::GRANT,
+        7,
+    )
+    .expect("cap");
+    k.start(server).expect("start");
+    k.start(client).expect("start");
+    (client, server)
+}
+
+/// Runs core `cpu` until its client runs with its server blocked in Recv (call from one thread
+/// per core, before the measurement).
+fn settle<S: Strategy>(k: &Kernel<S, BenchHal>, cpu: CpuId, client: ThreadId) {
+    let recv = Syscall::Recv { ep: EP }.encode();
+    let mut exit = k.timer_tick(cpu);
+    for _ in 0..4 {
+        match exit.thread {
+            Some(t) if t == client => break,
+            Some(_) => exit = k.syscall(cpu, recv),
+            None => exit = k.timer_tick(cpu),
+        }
+    }
+    assert_eq!(exit.thread, Some(client), "set-up: the client should run");
+}
+
+/// One round trip on `cpu` (the client runs; afterwards it runs again).
+#[inline(always)]
+fn round_trip<S: Strategy>(k: &Kernel<S, BenchHal>, cpu: CpuId, call: Regs, rr: Regs, c: ThreadId) {
+    let exit = k.syscall(cpu, call);
+    debug_assert!(exit.thread.is_some_and(|t| t != c));
+    let exit = k.syscall(cpu, rr);
+    assert_eq!(
+        exit.thread,
+        Some(c),
+        "the reply should return to the client"
+    );
+    std::hint::black_box(exit.regs);
+}
+
+/// A one-core kernel with a client and its server.
+struct PingPong<S: Strategy> {
+    kernel: Box<Kernel<S, BenchHal>>,
+    client: ThreadId,
+    call: Regs,
+    reply_recv: Regs,
+}
+
+impl<S: Strategy> PingPong<S> {
+    fn new(strategy: S, cross_as: bool) -> Self {
+        let mut k = Box::new(Kernel::new(strategy, BenchHal::new(1), 1));
+        let (client, _) = make_pair(&mut k, 0, cross_as);
+        settle(&k, 0, client);
+        Self {
+            kernel: k,
+            client,
+            call: call_regs(),
+            reply_recv: reply_recv_regs(),
+        }
+    }
+
+    /// `n` round trips; TSC ticks taken.
+    fn round_trips(&self, n: u32) -> u64 {
+        let start = cycles();
+        for _ in 0..n {
+            round_trip(&self.kernel, 0, self.call, self.reply_recv, self.client);
+        }
+        cycles() - start
+    }
+
+    /// `n` round trips, each half timed alone; mean ticks of (Call, ReplyRecv), less `ovh`.
+    fn one_way(&self, n: u32, ovh: u64) -> (f64, f64) {
+        let (mut call, mut rr) = (0u64, 0u64);
+        for _ in 0..n {
+            let t0 = cycles();
+            let exit = self.kernel.syscall(0, self.call);
+            let t1 = cycles();
+            debug_assert!(exit.thread.is_some_and(|t| t != self.client));
+            let t2 = cycles();
+            let exit = self.kernel.syscall(0, self.reply_recv);
+            let t3 = cycles();
+            assert_eq!(exit.thread, Some(self.client), "the reply returns");
+            std::hint::black_box(exit.regs);
+            call += t1 - t0;
+            rr += t3 - t2;
+        }
+        let n = f64::from(n);
+        (call as f64 / n - ovh as f64, rr as f64 / n - ovh as f64)
+    }
+}
+
+/// Type-erased single-core case, for the interleaved loop.
+trait Case {
+    fn round_trips(&self, n: u32) -> u64;
+    fn one_way(&self, n: u32, ovh: u64) -> (f64, f64);
+    fn rtm_stats(&self) -> Option<RtmStats>;
+}
+
+impl<S: BenchStrategy> Case for PingPong<S> {
+    fn round_trips(&self, n: u32) -> u64 {
+        PingPong::round_trips(self, n)
+    }
+    fn one_way(&self, n: u32, ovh: u64) -> (f64, f64) {
+        PingPong::one_way(self, n, ovh)
+    }
+    fn rtm_stats(&self) -> Option<RtmStats> {
+        self.kernel.strategy().rtm_stats()
+    }
+}
+
+/// Object locks (and entries) per round trip of strategy `s`, counted over 100 untimed round
+/// trips.
+fn locks_per_round_trip<S: BenchStrategy>(s: S, cross_as: bool) -> (f64, f64) {
+    let p = PingPong::new(Counting::new(s), cross_as);
+    let st = p.kernel.strategy();
+    let (l0, e0) = (st.locks.load(Relaxed), st.entries.load(Relaxed));
+    p.round_trips(100);
+    let (l1, e1) = (st.locks.load(Relaxed), st.entries.load(Relaxed));
+    ((l1 - l0) as f64 / 100.0, (e1 - e0) as f64 / 100.0)
+}
+
+fn single_case(lock: Lock, cross_as: bool) -> (Box<dyn Case>, (f64, f64)) {
+    match lock {
+        Lock::None => {
+            // SAFETY: one core, so no two kernel sections ever overlap.
+            let s = || unsafe { NoLock::new() };
+            (
+                Box::new(PingPong::new(s(), cross_as)),
+                locks_per_round_trip(s(), cross_as),
+            )
+        }
+        Lock::Clh => {
+            let s = || BigLock::new(ClhLock::<1, Spin>::new());
+            (
+                Box::new(PingPong::new(s(), cross_as)),
+                locks_per_round_trip(s(), cross_as),
+            )
+        }
+        Lock::Ticket => {
+            let s = || BigLock::new(TicketLock::<Spin>::new());
+            (
+                Box::new(PingPong::new(s(), cross_as)),
+                locks_per_round_trip(s(), cross_as),
+            )
+        }
+        Lock::Fine => {
+            let s = FineGrained::<Spin>::new;
+            (
+                Box::new(PingPong::new(s(), cross_as)),
+                locks_per_round_trip(s(), cross_as),
+            )
+        }
+        Lock::Rtm => {
+            let s = || Rtm::<_, sync::Rtm, Spin>::new(ClhLock::<1, Spin>::new());
+            (
+                Box::new(PingPong::new(s(), cross_as)),
+                locks_per_round_trip(s(), cross_as),
+            )
+        }
+    }
+}
+
+fn rtm_note(lock: Lock, m: &Machine, r: &mut Record) {
+    if lock == Lock::Rtm {
+        r.extra(
+            "rtm",
+            if m.rtm {
+                "available: sections run as RTM transactions, CLH lock as fallback"
+            } else {
+                "absent on this CPU: every acquisition falls back to the CLH lock"
+            },
+        );
+    }
+}
+
+fn single_core(opts: &Options, p: Params, m: &Machine, rtm: &mut RtmStats) -> Vec<Record> {
+    struct Entry {
+        lock: Lock,
+        variant: &'static str,
+        case: Box<dyn Case>,
+        locks: (f64, f64),
+        rt: Vec<f64>,
+        call: Vec<f64>,
+        rr: Vec<f64>,
+    }
+    let mut cases: Vec<Entry> = Vec::new();
+    for &lock in &opts.locks {
+        for (variant, cross) in [("same-as", false), ("cross-as", true)] {
+            let (case, locks) = single_case(lock, cross);
+            cases.push(Entry {
+                lock,
+                variant,
+                case,
+                locks,
+                rt: vec![],
+                call: vec![],
+                rr: vec![],
+            });
+        }
+    }
+    for c in &cases {
+        c.case.round_trips(p.batch); // warm-up
+        c.case.one_way(p.oneway, m.overhead);
+    }
+    for _ in 0..opts.runs {
+        for c in &mut cases {
+            let t = c.case.round_trips(p.batch);
+            c.rt.push(t as f64 / f64::from(p.batch));
+            let (call, rr) = c.case.one_way(p.oneway, m.overhead);
+            c.call.push(call);
+            c.rr.push(rr);
+        }
+    }
+    let mut out = Vec::new();
+    for c in cases {
+        if let Some(s) = c.case.rtm_stats() {
+            add_rtm_stats(rtm, &s);
+        }
+        for (bench, samples) in [
+            ("ipc-roundtrip", c.rt),
+            ("ipc-call", c.call),
+            ("ipc-replyrecv", c.rr),
+        ] {
+            let mut r = Record::new(bench, c.variant, c.lock.name(), "cycles");
+            r.samples = samples;
+            m.extra(&mut r);
+            r.extra("strategy", c.lock.type_name());
+            if bench == "ipc-roundtrip" {
+                r.extra(
+                    "sample",
+                    format!(
+                        "mean cycles per round trip over {} round trips (2 counter reads per batch, not subtracted)",
+                        p.batch
+                    ),
+                );
+            } else {
+                r.overhead = m.overhead;
+                r.extra(
+                    "sample",
+                    format!(
+                        "mean of {} one-way measurements, counter overhead subtracted from each",
+                        p.oneway
+                    ),
+                );
+            }
+            r.extra("object_locks_per_round_trip", c.locks.0)
+                .extra("kernel_entries_per_round_trip", c.locks.1);
+            rtm_note(c.lock, m, &mut r);
+            out.push(r);
+        }
+    }
+    out
+}
+
+// -------------------------------------------------------------------------------------------
+// Throughput on several cores.
+// -------------------------------------------------------------------------------------------
+
+/// Samples a throughput counter: after `warmup`, `runs` intervals of `interval`, each giving the
+/// increase of `total()` per second (TSC-timed). Returns the samples and the mean interval in
+/// ticks.
+fn sample_rate(total: impl Fn() -> u64, p: Params, runs: usize, hz: u64) -> (Vec<f64>, u64) {
+    std::thread::sleep(p.warmup);
+    let mut samples = Vec::with_capacity(runs);
+    let mut ticks = 0;
+    for _ in 0..runs {
+        let (c0, n0) = (cycles(), total());
+        std::thread::sleep(p.interval);
+        let (c1, n1) = (cycles(), total());
+        let dt = (c1 - c0).max(1);
+        ticks += dt;
+        samples.push((n1 - n0) as f64 * hz as f64 / dt as f64);
+    }
+    (samples, ticks / runs.max(1) as u64)
+}
+
+/// Per-core round-trip counters, each on its own line.
+fn counters(n: usize) -> Vec<CachePadded<AtomicU64>> {
+    (0..n)
+        .map(|_| CachePadded::new(AtomicU64::new(0)))
+        .collect()
+}
+
+/// `multicore-pingpong`: one private pair per core; returns (samples, interval ticks, pinned).
+fn pairs<S: BenchStrategy>(s: S, cores: usize, p: Params, runs: usize, hz: u64) -> Run {
+    let mut k = Box::new(Kernel::new(s, BenchHal::new(cores), cores));
+    let clients: Vec<ThreadId> = (0..cores).map(|c| make_pair(&mut k, c, false).0).collect();
+    for (c, &t) in clients.iter().enumerate() {
+        settle(&k, c, t);
+    }
+    let k = &*k;
+    let stop = AtomicBool::new(false);
+    let done = counters(cores);
+    let pinned = cores <= host_cpus();
+    let start = Barrier::new(cores + 1);
+    let (samples, interval) = std::thread::scope(|scope| {
+        for (cpu, &client) in clients.iter().enumerate() {
+            let (stop, done, start) = (&stop, &done, &start);
+            scope.spawn(move || {
+                if pinned {
+                    pin(cpu);
+                }
+                let (call, rr) = (call_regs(), reply_recv_regs());
+                start.wait();
+                let mut n = 0;
+                while !stop.load(Relaxed) {
+                    for _ in 0..64 {
+                        round_trip(k, cpu, call, rr, client);
+                    }
+                    n += 64;
+                    done[cpu].store(n, Relaxed);
+                }
+            });
+        }
+        start.wait();
+        let r = sample_rate(|| done.iter().map(|d| d.load(Relaxed)).sum(), p, runs, hz);
+        stop.store(true, Relaxed);
+        r
+    });
+    Run {
+        samples,
+        interval,
+        pinned,
+        rtm: k.strategy().rtm_stats(),
+    }
+}
+
+/// What one throughput run measured.
+struct Run {
+    samples: Vec<f64>,
+    interval: u64,
+    pinned: bool,
+    rtm: Option<RtmStats>,
+}
+
+/// `client-server`: servers on core 0, clients on cores 1.. (round-robin).
+fn client_server<S: BenchStrategy>(
+    s: S,
+    clients: usize,
+    dedicated: bool,
+    p: Params,
+    runs: usize,
+    hz: u64,
+) -> Run {
+    let cores = (clients + 1).min(MAX_CPUS);
+    let mut k = Box::new(Kernel::new(s, BenchHal::new(cores), cores));
+    let a = k.create_address_space(0x10_0000).expect("address space");
+    let mut server_ep = None;
+    let mut client_core = Vec::new();
+    for i in 0..clients {
+        let ep = match server_ep {
+            Some(ep) if !dedicated => ep,
+            _ => {
+                let ep = k.create_endpoint().expect("endpoint");
+                let server = k.create_thread(10, 0, Some(a)).expect("server");
+                k.install_cap(server, EP, ObjRef::Endpoint(ep), Rights::READ, 0)
+                    .expect("cap");
+                k.start(server).expect("start");
+                server_ep = Some(ep);
+                ep
+            }
+        };
+        let core = 1 + i % (cores - 1);
+        let b = k
+            .create_address_space(0x20_0000 + 0x1000 * i as u64)
+            .expect("address space");
+        let c = k.create_thread(10, core, Some(b)).expect("client");
+        k.install_cap(
+            c,
+            EP,
+            ObjRef::Endpoint(ep),
+            Rights::WRITE | Rights::GRANT,
+            i + 1,
+        )
+        .expect("cap");
+        k.start(c).expect("start");
+        client_core.push(core);
+    }
+    // Core 0: every server blocks in Recv.
+    let recv = Syscall::Recv { ep: EP }.encode();
+    let mut exit = k.timer_tick(0);
+    while exit.thread.is_some() {
+        exit = k.syscall(0, recv);
+    }
+    let k = &*k;
+    let stop = AtomicBool::new(false);
+    let done = counters(cores);
+    let pinned = cores <= host_cpus();
+    let start = Barrier::new(cores + 1);
+    let (samples, interval) = std::thread::scope(|scope| {
+        for cpu in 0..cores {
+            let (stop, done, start) = (&stop, &done, &start);
+            scope.spawn(move || {
+                if pinned {
+                    pin(cpu);
+                }
+                let regs = if cpu == 0 {
+                    reply_recv_regs()
+                } else {
+                    call_regs()
+                };
+                start.wait();
+                let mut exit = if cpu == 0 {
+                    kernel::Exit {
+                        thread: None,
+                        regs: [0; 6],
+                    }
+                } else {
+                    k.timer_tick(cpu)
+                };
+                let (mut n, mut idle) = (0u64, 0u32);
+                while !stop.load(Relaxed) {
+                    let pending = k.hal().take_ipis(cpu);
+                    if pending != 0 {
+                        // The kernel handles every IPI kind alike (reschedule, acknowledge).
+                        exit = k.ipi(cpu, IpiKind::Reschedule);
+                        continue;
+                    }
+                    if exit.thread.is_none() {
+                        idle += 1;
+                        if !pinned && idle % 64 == 0 {
+                            std::thread::yield_now();
+                        } else {
+                            std::hint::spin_loop();
+                        }
+                        continue;
+                    }
+                    // A client runs again: its previous Call returned.
+                    exit = k.syscall(cpu, regs);
+                    if cpu != 0 {
+                        n += 1;
+                        if n % 16 == 0 {
+                            done[cpu].store(n, Relaxed);
+                        }
+                    }
+                }
+            });
+        }
+        start.wait();
+        let r = sample_rate(|| done.iter().map(|d| d.load(Relaxed)).sum(), p, runs, hz);
+        stop.store(true, Relaxed);
+        r
+    });
+    Run {
+        samples,
+        interval,
+        pinned,
+        rtm: k.strategy().rtm_stats(),
+    }
+}
+
+fn pairs_for(lock: Lock, cores: usize, p: Params, runs: usize, hz: u64) -> Run {
+    match lock {
+        Lock::None => {
+            // SAFETY: every core runs only its own pair, with its own endpoint and address
+            // space, and no management call is made: no two cores touch the same object
+            // (`none` in the multicore stress test rests on the same argument).
+            let s = unsafe { NoLock::new() };
+            pairs(s, cores, p, runs, hz)
+        }
+        Lock::Clh => pairs(
+            BigLock::new(ClhLock::<MAX_CPUS, HostRelax>::new()),
+            cores,
+            p,
+            runs,
+            hz,
+        ),
+        Lock::Ticket => pairs(
+            BigLock::new(TicketLock::<HostRelax>::with_max_cpus(MAX_CPUS)),
+            cores,
+            p,
+            runs,
+            hz,
+        ),
+        Lock::Fine => pairs(FineGrained::<HostRelax>::new(), cores, p, runs, hz),
+        Lock::Rtm => pairs(
+            Rtm::<_, sync::Rtm, HostRelax>::new(ClhLock::<MAX_CPUS, HostRelax>::new()),
+            cores,
+            p,
+            runs,
+            hz,
+        ),
+    }
+}
+
+fn client_server_for(
+    lock: Lock,
+    clients: usize,
+    dedicated: bool,
+    p: Params,
+    runs: usize,
+    hz: u64,
+) -> Option<Run> {
+    Some(match lock {
+        // Cores share the server's endpoint and run queue: no lock would be a data race.
+        Lock::None => return None,
+        Lock::Clh => client_server(
+            BigLock::new(ClhLock::<MAX_CPUS, HostRelax>::new()),
+            clients,
+            dedicated,
+            p,
+            runs,
+            hz,
+        ),
+        Lock::Ticket => client_server(
+            BigLock::new(TicketLock::<HostRelax>::with_max_cpus(MAX_CPUS)),
+            clients,
+            dedicated,
+            p,
+            runs,
+            hz,
+        ),
+        Lock::Fine => client_server(
+            FineGrained::<HostRelax>::new(),
+            clients,
+            dedicated,
+            p,
+            runs,
+            hz,
+        ),
+        Lock::Rtm => client_server(
+            Rtm::<_, sync::Rtm, HostRelax>::new(ClhLock::<MAX_CPUS, HostRelax>::new()),
+            clients,
+            dedicated,
+            p,
+            runs,
+            hz,
+        ),
+    })
+}
+
+fn throughput_record(
+    bench: &str,
+    variant: &str,
+    lock: Lock,
+    cores: usize,
+    m: &Machine,
+    run: &Run,
+) -> Record {
+    let mut r = Record::new(bench, variant, lock.name(), "round trips/s");
+    r.cores = cores;
+    r.samples = run.samples.clone();
+    r.interval_ticks = Some(run.interval);
+    m.extra(&mut r);
+    r.extra("strategy", lock.type_name())
+        .extra("pinned", run.pinned)
+        .extra(
+            "lock_wait",
+            "HostRelax: spin, yield to the host every 64 rounds",
+        );
+    if !run.pinned {
+        r.extra(
+            "unpinned",
+            format!(
+                "{cores} host threads (one per kernel core) on {} CPUs: threads not pinned, idle cores yield",
+                m.cpus
+            ),
+        );
+    }
+    rtm_note(lock, m, &mut r);
+    r
+}
+
+/// Runs the selected benchmarks; `log` receives one progress line per finished point.
+pub fn run(opts: &Options, log: &mut dyn FnMut(&str)) -> Vec<Record> {
+    let p = opts.params();
+    let m = Machine {
+        cpu: cpu_model(),
+        cpus: host_cpus(),
+        hz: tsc_hz(p.calibrate),
+        overhead: tsc_overhead(),
+        rtm: sync::Rtm::supported(),
+    };
+    log(&format!(
+        "machine: {}, {} CPUs, TSC {:.3} GHz, counter read {} cycles, RTM {}",
+        m.cpu,
+        m.cpus,
+        m.hz as f64 / 1e9,
+        m.overhead,
+        if m.rtm { "available" } else { "absent" }
+    ));
+    let mut rtm = RtmStats::default();
+    let mut rtm_runs = Vec::new();
+    let mut out = Vec::new();
+    if opts.ipc {
+        let recs = single_core(opts, p, &m, &mut rtm);
+        for r in &recs {
+            let (_, med, mean, sd) = stats(&r.samples);
+            log(&format!(
+                "{:<14} {:<9} {:<7} median {med:>8.1} mean {mean:>8.1} sd {sd:>6.1} cycles",
+                r.bench, r.variant, r.lock
+            ));
+        }
+        if opts.locks.contains(&Lock::Rtm) {
+            rtm_runs.push("ipc-* (1 core)".to_owned());
+        }
+        out.extend(recs);
+    }
+    if opts.multicore {
+        for &cores in &opts.cores {
+            let cores = cores.clamp(1, MAX_CPUS);
+            for &lock in &opts.locks {
+                let run = pairs_for(lock, cores, p, opts.runs, m.hz);
+                if let Some(s) = &run.rtm {
+                    add_rtm_stats(&mut rtm, s);
+                    rtm_runs.push(format!("multicore-pingpong {cores} cores"));
+                }
+                let r = throughput_record("multicore-pingpong", "pairs", lock, cores, &m, &run);
+                let (_, med, ..) = stats(&r.samples);
+                log(&format!(
+                    "multicore-pingpong pairs {} {cores} cores: median {med:.0} round trips/s",
+                    lock.name()
+                ));
+                out.push(r);
+            }
+        }
+    }
+    if opts.client_server {
+        for dedicated in [false, true] {
+            let variant = if dedicated { "dedicated" } else { "shared" };
+            for &clients in &opts.clients {
+                let clients = clients.max(1);
+                for &lock in &opts.locks {
+                    let Some(run) = client_server_for(lock, clients, dedicated, p, opts.runs, m.hz)
+                    else {
+                        log(&format!(
+                            "client-server {variant} {clients}: `none` skipped (cores share objects)"
+                        ));
+                        continue;
+                    };
+                    if let Some(s) = &run.rtm {
+                        add_rtm_stats(&mut rtm, s);
+                        rtm_runs.push(format!("client-server {variant} {clients} clients"));
+                    }
+                    let cores = (clients + 1).min(MAX_CPUS);
+                    let mut r = throughput_record("client-server", variant, lock, cores, &m, &run);
+                    r.clients = clients;
+                    r.extra(
+                        "layout",
+                        format!(
+                            "{} on kernel core 0, {clients} clients on cores 1..{}{}",
+                            if dedicated {
+                                format!("{clients} servers (one endpoint each)")
+                            } else {
+                                "1 server".to_owned()
+                            },
+                            cores - 1,
+                            if clients > cores - 1 {
+                                " (round-robin: some cores run several clients)"
+                            } else {
+                                ""
+                            }
+                        ),
+                    );
+                    let (_, med, ..) = stats(&r.samples);
+                    log(&format!(
+                        "client-server {variant} {} {clients} clients: median {med:.0} round trips/s", lock.name()
+                    ));
+                    out.push(r);
+                }
+            }
+        }
+    }
+    if !rtm_runs.is_empty() {
+        let mut r = Record::new("rtm-aborts", "", "rtm", "acquisitions");
+        r.cores = opts
+            .cores
+            .iter()
+            .copied()
+            .chain(opts.clients.iter().map(|c| c + 1))
+            .max()
+            .unwrap_or(1)
+            .min(MAX_CPUS);
+        m.extra(&mut r);
+        let causes = Json::Obj(vec![
+            ("busy".into(), rtm.aborts_busy.into()),
+            ("conflict".into(), rtm.aborts_conflict.into()),
+            ("capacity".into(), rtm.aborts_capacity.into()),
+            ("retry".into(), rtm.aborts_retry.into()),
+            ("debug_nested".into(), rtm.aborts_debug_nested.into()),
+            ("other".into(), rtm.aborts_other.into()),
+        ]);
+        r.extra("rtm_available", rtm.rtm_available)
+            .extra("total", rtm.total())
+            .extra("direct", rtm.direct)
+            .extra("retry1", rtm.retry1)
+            .extra("retry2", rtm.retry2)
+            .extra("more", rtm.retry_more)
+            .extra("fallback", rtm.fallback)
+            .extra("skipped", rtm.skipped)
+            .extra("causes", causes)
+            .extra("summed_over", rtm_runs.join("; "));
+        rtm_note(Lock::Rtm, &m, &mut r);
+        log(&format!("rtm-aborts: {rtm}").replace('\n', "; "));
+        out.push(r);
+    }
+    out
+}
