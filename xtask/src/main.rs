@@ -3,13 +3,15 @@
 //! * `cargo xtask test`: every check of the project (formatting, clippy on the host and the
 //!   bare-metal targets, bare-metal builds, unit and integration tests, loom models, examples),
 //!   closing with one line `test: N passed, M failed`.
-//! * `cargo xtask bench`: the host lock benchmarks (`sync/benches/host_table.rs`), as a table and a
-//!   JSON file.
+//! * `cargo xtask bench`: the kernel IPC benchmarks (hosted, QEMU `-icount`, QEMU
+//!   multi-threaded), written as JSON, CSV, plots and a report; `--host`: the lock
+//!   micro-benchmarks (`sync/benches/host_table.rs`).
 //! * `cargo xtask qemu`: build the x86_64 image and boot it under QEMU (demo or `--tests`),
 //!   streaming the console; QEMU's exit status decides success (see [`qemu`]).
 //!
 //! The commands only drive `cargo`, `rustc` and `rustup`; nothing is downloaded by hand.
 
+mod barriers;
 mod bench;
 mod libtest;
 mod proc;
@@ -47,18 +49,17 @@ enum Command {
     /// The exit status is non-zero when a check failed or a step could not run.
     Test(test::TestArgs),
 
-    /// Run the host lock benchmarks and write <out>/host-locks.json.
+    /// Run the kernel IPC benchmarks (issue 6) and write results, plots and a report.
     ///
-    /// Builds sync/benches/host_table.rs in release (bench profile), measures every lock of the
-    /// sync crate beside peer implementations (clhlock, mcslock, spin's ticket mutex,
-    /// parking_lot, a test-and-test-and-set lock) and reference points (one `xchg`, an empty RTM
-    /// transaction where the CPU has RTM), and prints: uncontended acquire+release in ns and in
-    /// TSC ticks (median of many batches), and contended throughput (ops/s, median with min-max of
-    /// 3 runs) for each thread count.
-    ///
-    /// `--host` is the only kind of benchmark so far and is what runs when it is not given; the
-    /// kernel IPC benchmarks (under QEMU and on boards) arrive with issue 6. The criterion
-    /// version of the same comparison is `cargo bench -p sync --bench locks`.
+    /// Measures the kernel's IPC cost per locking strategy on three platforms: `hosted` (the
+    /// kernel on host threads, TSC cycles), `qemu-icount` (the x86_64 and ARMv7 images under
+    /// QEMU -icount shift=0: deterministic guest instruction counts) and `qemu` (multi-threaded
+    /// TCG: multicore throughput, noisy). Writes results.json, results.csv,
+    /// fig1-roundtrip.{svg,png}, fig2-throughput.{svg,png} and report.md (our figures next to
+    /// the seed papers', targets judged from the data) into --out (default target/bench).
+    /// `cargo xtask bench --lock=clh` measures CLH against the `none` baseline everywhere in a
+    /// few minutes. `--host` runs the sync crate's lock micro-benchmarks instead. `--help` says
+    /// more.
     Bench(bench::BenchArgs),
 
     /// Build the x86_64 or ARMv7 image and boot it under QEMU with the chosen cores and lock.
@@ -73,6 +74,18 @@ enum Command {
     /// core; --tests runs the in-kernel and user-level test suite instead. QEMU is installed with
     /// apt-get when missing and running as root.
     Qemu(qemu::QemuArgs),
+
+    /// Count the barrier instructions (dmb, dsb, isb) one ARMv7 IPC round trip executes.
+    ///
+    /// For each machine and lock, runs the one-core ARMv7 demo twice under QEMU with
+    /// `-icount shift=0 -singlestep -d exec,nochain` (every executed instruction logged with its
+    /// address), with `rounds=N` and `rounds=2N`; the barrier instructions are found in the kernel
+    /// and user ELF files by their A32 encodings. The difference of the two runs divided by N is
+    /// the count per Call/ReplyRecv round trip (client and server in two address spaces), printed
+    /// with the functions the barriers are in, and written to <out>/barriers.json. Deterministic:
+    /// two runs print the same numbers. Takes ~5 s per machine and lock (the traces are ~150 MB
+    /// each, written under target/barriers and deleted after counting).
+    Barriers(barriers::BarrierArgs),
 }
 
 fn main() -> ExitCode {
@@ -82,6 +95,7 @@ fn main() -> ExitCode {
         Command::Test(args) => test::run(&root, &args),
         Command::Bench(args) => bench::run(&root, &args),
         Command::Qemu(args) => qemu::run(&root, &args),
+        Command::Barriers(args) => barriers::run(&root, &args),
     }
 }
 

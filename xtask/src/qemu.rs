@@ -31,7 +31,7 @@ use clap::{Args, ValueEnum};
 use crate::proc::Cmd;
 
 /// Console lines shown when a run fails.
-const TAIL: usize = 25;
+pub const TAIL: usize = 25;
 
 /// Architectures `--arch` accepts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -179,7 +179,7 @@ pub struct QemuArgs {
 }
 
 /// The QEMU binary for `arch`.
-fn qemu_binary(arch: Arch) -> &'static str {
+pub fn qemu_binary(arch: Arch) -> &'static str {
     match arch {
         Arch::X86_64 => "qemu-system-x86_64",
         Arch::Armv7 => "qemu-system-arm",
@@ -207,7 +207,7 @@ fn is_root() -> bool {
 }
 
 /// Makes sure QEMU is installed: installs it with apt-get when running as root, else says how.
-fn ensure_qemu(arch: Arch) -> Result<(), String> {
+pub fn ensure_qemu(arch: Arch) -> Result<(), String> {
     let bin = qemu_binary(arch);
     if on_path(bin) {
         return Ok(());
@@ -235,18 +235,19 @@ fn ensure_qemu(arch: Arch) -> Result<(), String> {
     }
 }
 
-/// Builds the image; returns its path.
-fn build(root: &Path, args: &QemuArgs) -> Result<PathBuf, String> {
-    let profile = if args.debug { "debug" } else { "release" };
-    let (package, target) = match args.arch {
+/// Builds the image for `arch` (release unless `debug`); returns its path. Cargo's output goes
+/// to the terminal; `who` prefixes the message (`qemu`, `bench`).
+pub fn build_image(root: &Path, arch: Arch, debug: bool, who: &str) -> Result<PathBuf, String> {
+    let profile = if debug { "debug" } else { "release" };
+    let (package, target) = match arch {
         Arch::X86_64 => ("image-x86", "x86_64-unknown-none"),
         Arch::Armv7 => ("image-armv7", "armv7a-none-eabi"),
     };
     let mut cmd = Cmd::cargo().args(["build", "-p", package, "--target", target]);
-    if !args.debug {
+    if !debug {
         cmd = cmd.arg("--release");
     }
-    eprintln!("qemu: building the image ({profile}): {}", cmd.display());
+    eprintln!("{who}: building the image ({profile}): {}", cmd.display());
     let status = cmd
         .run_inherited(root)
         .map_err(|e| format!("could not run cargo: {e}"))?;
@@ -257,6 +258,69 @@ fn build(root: &Path, args: &QemuArgs) -> Result<PathBuf, String> {
         .join(target)
         .join(profile)
         .join(package))
+}
+
+/// One guest boot: what [`guest_cmd`] turns into a QEMU command line.
+#[derive(Clone, Debug)]
+pub struct Guest<'a> {
+    /// The architecture (and so the QEMU binary).
+    pub arch: Arch,
+    /// The machine; must be one of `arch`'s.
+    pub machine: Machine,
+    /// Cores (`-smp`).
+    pub smp: u32,
+    /// The image to boot (`-kernel`).
+    pub elf: &'a Path,
+    /// The kernel command line (`-append`).
+    pub append: String,
+    /// More QEMU arguments, after the standard ones (e.g. `-icount shift=0`).
+    pub extra: Vec<String>,
+}
+
+/// The QEMU command that boots `guest`: console on stdio, no display, no reboot, and the exit
+/// device (x86 `isa-debug-exit`) or semihosting (ARMv7) through which the kernel ends the run.
+pub fn guest_cmd(guest: &Guest) -> Cmd {
+    let cmd = if guest.arch == Arch::Armv7 {
+        let machine_args: &[&str] = match guest.machine {
+            Machine::Virt => &["-M", "virt", "-cpu", "cortex-a15", "-m", "256M"],
+            // The board's 1 GiB (the image's frame pool is the common window up to 0x5000_0000).
+            _ => &["-M", "sabrelite", "-m", "1G"],
+        };
+        Cmd::new(qemu_binary(guest.arch))
+            .args(machine_args.iter().copied())
+            .arg("-smp")
+            .arg(guest.smp.to_string())
+            .args([
+                "-display",
+                "none",
+                "-serial",
+                "stdio",
+                "-semihosting",
+                "-no-reboot",
+                "-kernel",
+            ])
+            .arg(guest.elf)
+            .args(["-append", &guest.append])
+    } else {
+        Cmd::new(qemu_binary(guest.arch))
+            .args(["-M", guest.machine.name(), "-cpu", "max", "-smp"])
+            .arg(guest.smp.to_string())
+            .args([
+                "-m",
+                "256M",
+                "-display",
+                "none",
+                "-serial",
+                "stdio",
+                "-no-reboot",
+                "-device",
+                "isa-debug-exit,iobase=0xf4,iosize=0x04",
+                "-kernel",
+            ])
+            .arg(guest.elf)
+            .args(["-append", &guest.append])
+    };
+    cmd.args(&guest.extra)
 }
 
 /// The QEMU command for `elf`.
@@ -270,46 +334,14 @@ fn qemu_cmd(args: &QemuArgs, elf: &Path) -> Cmd {
         args.lock.name(),
         if args.tests { "test" } else { "demo" }
     ));
-    let machine = args.machine.unwrap_or(args.arch.default_machine());
-    if args.arch == Arch::Armv7 {
-        let machine_args: &[&str] = match machine {
-            Machine::Virt => &["-M", "virt", "-cpu", "cortex-a15", "-m", "256M"],
-            // The board's 1 GiB (the image's frame pool is the common window up to 0x5000_0000).
-            _ => &["-M", "sabrelite", "-m", "1G"],
-        };
-        return Cmd::new(qemu_binary(args.arch))
-            .args(machine_args.iter().copied())
-            .arg("-smp")
-            .arg(args.smp.to_string())
-            .args([
-                "-display",
-                "none",
-                "-serial",
-                "stdio",
-                "-semihosting",
-                "-no-reboot",
-                "-kernel",
-            ])
-            .arg(elf)
-            .args(["-append", &append]);
-    }
-    Cmd::new(qemu_binary(args.arch))
-        .args(["-M", machine.name(), "-cpu", "max", "-smp"])
-        .arg(args.smp.to_string())
-        .args([
-            "-m",
-            "256M",
-            "-display",
-            "none",
-            "-serial",
-            "stdio",
-            "-no-reboot",
-            "-device",
-            "isa-debug-exit,iobase=0xf4,iosize=0x04",
-            "-kernel",
-        ])
-        .arg(elf)
-        .args(["-append", &append])
+    guest_cmd(&Guest {
+        arch: args.arch,
+        machine: args.machine.unwrap_or(args.arch.default_machine()),
+        smp: args.smp,
+        elf,
+        append,
+        extra: Vec::new(),
+    })
 }
 
 /// What QEMU's exit status means.
@@ -527,7 +559,7 @@ pub fn run(root: &Path, args: &QemuArgs) -> ExitCode {
         eprintln!("qemu: {e}");
         return ExitCode::FAILURE;
     }
-    let elf = match build(root, args) {
+    let elf = match build_image(root, args.arch, args.debug, "qemu") {
         Ok(elf) => elf,
         Err(e) => {
             eprintln!("qemu: {e}");
@@ -630,7 +662,7 @@ pub fn run(root: &Path, args: &QemuArgs) -> ExitCode {
 }
 
 /// The `--arch` value of `arch`.
-fn arch_name(arch: Arch) -> &'static str {
+pub fn arch_name(arch: Arch) -> &'static str {
     match arch {
         Arch::X86_64 => "x86_64",
         Arch::Armv7 => "armv7",

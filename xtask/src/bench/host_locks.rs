@@ -1,75 +1,28 @@
-//! `cargo xtask bench`: the host lock benchmarks.
+//! `cargo xtask bench --host`: the host lock benchmarks.
 //!
 //! Runs `sync/benches/host_table.rs` (`cargo bench -p sync --bench host_table`), which measures
 //! and writes raw JSON; this command adds what only the build side knows (the rustc version),
 //! writes `<out>/host-locks.json` and prints the table.
-//!
-//! Only host benchmarks exist so far, so `--host` is the default: without it the command says
-//! that the kernel IPC benchmarks are not built yet (issue 6) and runs the host ones.
 
 use std::fmt::Write as _;
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use clap::Args;
 use serde_json::{json, Value};
 
 use crate::proc::Cmd;
 
-/// Options of `cargo xtask bench`.
-#[derive(Debug, Args)]
-pub struct BenchArgs {
-    /// Run the host lock benchmarks (the default, and so far the only kind: kernel IPC
-    /// benchmarks under QEMU and on boards arrive with issue 6).
-    #[arg(long)]
-    host: bool,
-
-    /// Directory for host-locks.json [default: target/bench].
-    #[arg(long, value_name = "DIR")]
-    out: Option<PathBuf>,
-
-    /// Thread counts for the contended runs, comma-separated [default: 1, 2, 4, ... up to the
-    /// number of CPUs, at least 2]. Counts above the number of CPUs are run, unpinned, and
-    /// marked: spinning FIFO locks collapse when a waiter or holder is preempted.
-    #[arg(long, value_name = "N,N,...", value_delimiter = ',')]
-    threads: Vec<usize>,
-
-    /// Shorter runs (50 ms per contended run instead of 200 ms, fewer uncontended batches), for
-    /// a smoke test; the numbers are noisier.
-    #[arg(long)]
-    quick: bool,
-}
-
 /// The file name written in the output directory.
 const FILE_NAME: &str = "host-locks.json";
 
-/// Runs `cargo xtask bench`.
-pub fn run(root: &Path, args: &BenchArgs) -> ExitCode {
-    if !args.host {
-        println!(
-            "note: kernel IPC benchmarks (QEMU and boards) are not built yet; they arrive with \
-             issue 6. Running the host lock benchmarks (`--host`, the default for now)."
-        );
-    }
-    if args.threads.contains(&0) {
+/// Runs the host lock benchmarks into `out_dir` (which exists): `threads` are the thread counts
+/// of the contended runs (empty: the benchmark's default), `quick` shortens the runs.
+pub fn run(root: &Path, out_dir: &Path, threads: &[usize], quick: bool) -> ExitCode {
+    if threads.contains(&0) {
         eprintln!("cargo xtask bench: --threads: thread counts must be at least 1");
         return ExitCode::from(2);
-    }
-    let out_dir = match &args.out {
-        Some(dir) if dir.is_absolute() => dir.clone(),
-        Some(dir) => std::env::current_dir()
-            .map(|cwd| cwd.join(dir))
-            .unwrap_or_else(|_| dir.clone()),
-        None => crate::target_dir(root).join("bench"),
-    };
-    if let Err(err) = fs::create_dir_all(&out_dir) {
-        eprintln!(
-            "cargo xtask bench: cannot create {}: {err}",
-            out_dir.display()
-        );
-        return ExitCode::FAILURE;
     }
     let raw_path = out_dir.join(".host-locks.raw.json");
     let _ = fs::remove_file(&raw_path);
@@ -85,11 +38,11 @@ pub fn run(root: &Path, args: &BenchArgs) -> ExitCode {
             "--json",
         ])
         .arg(&raw_path);
-    if !args.threads.is_empty() {
-        let list: Vec<String> = args.threads.iter().map(usize::to_string).collect();
+    if !threads.is_empty() {
+        let list: Vec<String> = threads.iter().map(usize::to_string).collect();
         cmd = cmd.args(["--threads", &list.join(",")]);
     }
-    if args.quick {
+    if quick {
         cmd = cmd.arg("--quick");
     }
     println!("running: {}", cmd.display());
@@ -153,9 +106,6 @@ pub fn run(root: &Path, args: &BenchArgs) -> ExitCode {
 
     print!("{}", render(&report));
     println!("written: {}", path.display());
-    if !args.host {
-        println!("note: kernel IPC benchmarks are not built yet (issue 6); the above are host lock benchmarks.");
-    }
     ExitCode::SUCCESS
 }
 

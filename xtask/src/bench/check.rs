@@ -1,0 +1,90 @@
+//! `--check`: reads every output file back and checks that it is what the run meant to write.
+
+use std::fs;
+use std::path::Path;
+
+use serde_json::Value;
+
+use super::records::Record;
+
+/// Every file a kernel benchmark run writes (removed first, so a stale one cannot pass).
+pub const OUTPUTS: [&str; 7] = [
+    super::RESULTS_JSON,
+    super::RESULTS_CSV,
+    super::REPORT_MD,
+    "fig1-roundtrip.svg",
+    "fig1-roundtrip.png",
+    "fig2-throughput.svg",
+    "fig2-throughput.png",
+];
+
+/// Checks the files in `dir` for `records` records; returns a one-line summary.
+pub fn outputs(dir: &Path, records: usize) -> Result<String, String> {
+    let read = |name: &str| fs::read(dir.join(name)).map_err(|e| format!("{name}: {e}"));
+    let text = |name: &str| {
+        read(name).and_then(|b| String::from_utf8(b).map_err(|e| format!("{name}: {e}")))
+    };
+
+    let json: Value = serde_json::from_str(&text(super::RESULTS_JSON)?)
+        .map_err(|e| format!("{}: {e}", super::RESULTS_JSON))?;
+    let parsed: Vec<Record> = serde_json::from_value(json["records"].clone())
+        .map_err(|e| format!("{}: records: {e}", super::RESULTS_JSON))?;
+    if parsed.len() != records {
+        return Err(format!(
+            "{}: {} records, the run made {records}",
+            super::RESULTS_JSON,
+            parsed.len()
+        ));
+    }
+    for r in &parsed {
+        if r.samples.len() != r.runs || r.machine.cpu.is_empty() || r.method.is_empty() {
+            return Err(format!(
+                "{}: record {} {} {} is incomplete",
+                super::RESULTS_JSON,
+                r.platform,
+                r.bench,
+                r.lock
+            ));
+        }
+    }
+
+    let rows = super::csv::parse(&text(super::RESULTS_CSV)?)
+        .map_err(|e| format!("{}: {e}", super::RESULTS_CSV))?;
+    if rows.first().map(Vec::as_slice) != Some(&super::csv::HEADER.map(String::from)[..]) {
+        return Err(format!("{}: wrong header", super::RESULTS_CSV));
+    }
+    if rows.len() != records + 1 || rows.iter().any(|r| r.len() != super::csv::HEADER.len()) {
+        return Err(format!(
+            "{}: {} rows for {records} records, or a row of the wrong width",
+            super::RESULTS_CSV,
+            rows.len()
+        ));
+    }
+
+    let report = text(super::REPORT_MD)?;
+    for needle in [
+        "## Our figures next to the papers'",
+        "## Targets",
+        "## Machine and method",
+    ] {
+        if !report.contains(needle) {
+            return Err(format!("{}: no `{needle}` section", super::REPORT_MD));
+        }
+    }
+
+    for stem in ["fig1-roundtrip", "fig2-throughput"] {
+        let svg = text(&format!("{stem}.svg"))?;
+        if !svg.starts_with("<svg") || !svg.trim_end().ends_with("</svg>") {
+            return Err(format!("{stem}.svg is not an SVG document"));
+        }
+        let png = read(&format!("{stem}.png"))?;
+        if png.len() < 1000 || !png.starts_with(b"\x89PNG\r\n\x1a\n") {
+            return Err(format!("{stem}.png is not a PNG image"));
+        }
+    }
+    Ok(format!(
+        "{records} records in {} and {}, report and both figures (SVG, PNG) read back",
+        super::RESULTS_JSON,
+        super::RESULTS_CSV
+    ))
+}

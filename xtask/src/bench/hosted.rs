@@ -1,0 +1,136 @@
+//! The hosted platform: `cargo bench -p tests --bench ipc_hosted -- --records PATH ...`, the
+//! kernel on host threads, which writes a JSON array of raw records.
+
+use std::fs;
+use std::path::Path;
+use std::time::Duration;
+
+use super::records::RawRecord;
+use crate::proc::Cmd;
+
+/// The hosted benchmark's source, relative to the workspace root.
+pub const SOURCE: &str = "tests/benches/ipc_hosted.rs";
+
+/// A hosted run may take this long before it is killed.
+const TIMEOUT: Duration = Duration::from_secs(30 * 60);
+
+/// Whether the hosted benchmark can write raw records (`--records`); `Err` says what is missing.
+pub fn available(root: &Path) -> Result<(), String> {
+    let path = root.join(SOURCE);
+    let text = fs::read_to_string(&path)
+        .map_err(|e| format!("the hosted benchmark {SOURCE} cannot be read: {e}"))?;
+    if text.contains("--records") {
+        Ok(())
+    } else {
+        Err(format!(
+            "the hosted benchmark ({SOURCE}) does not support `--records PATH` yet: the hosted \
+             part of issue 6 (raw records as in docs/bench-protocol.md) has not landed"
+        ))
+    }
+}
+
+/// The command that runs the hosted benchmark for `locks` and `cores`.
+pub fn command(records: &Path, locks: &[&str], cores: &[u32], runs: u32, quick: bool) -> Cmd {
+    let cores: Vec<String> = cores.iter().map(u32::to_string).collect();
+    let mut cmd = Cmd::cargo()
+        .args([
+            "bench",
+            "-p",
+            "tests",
+            "--bench",
+            "ipc_hosted",
+            "--",
+            "--records",
+        ])
+        .arg(records)
+        .args(["--locks", &locks.join(","), "--cores", &cores.join(",")])
+        .args(["--runs", &runs.to_string()]);
+    if quick {
+        cmd = cmd.arg("--quick");
+    }
+    cmd
+}
+
+/// Runs the hosted benchmark and returns its raw records. The benchmark's output is shown
+/// (`verbose`) or kept for the error message.
+pub fn run(
+    root: &Path,
+    cmd: &Cmd,
+    records: &Path,
+    verbose: bool,
+) -> Result<Vec<RawRecord>, String> {
+    let _ = fs::remove_file(records);
+    let out = cmd
+        .run_captured(root, verbose, TIMEOUT)
+        .map_err(|e| format!("cannot run `{}`: {e}", cmd.display()))?;
+    let tail = || {
+        let start = out.lines.len().saturating_sub(30);
+        let mut s = format!("\n  command: {}", cmd.display());
+        for l in &out.lines[start..] {
+            s.push_str("\n  | ");
+            s.push_str(l);
+        }
+        s
+    };
+    if out.timed_out {
+        return Err(format!(
+            "the hosted benchmark ran past {} s and was killed{}",
+            TIMEOUT.as_secs(),
+            tail()
+        ));
+    }
+    if !out.status.success() {
+        return Err(format!(
+            "the hosted benchmark failed ({}){}",
+            out.status,
+            tail()
+        ));
+    }
+    let text = fs::read_to_string(records).map_err(|e| {
+        format!(
+            "the hosted benchmark wrote no records to {} ({e}): does it support --records?{}",
+            records.display(),
+            tail()
+        )
+    })?;
+    let _ = fs::remove_file(records);
+    parse(&text)
+}
+
+/// Parses the hosted benchmark's JSON array of raw records.
+pub fn parse(text: &str) -> Result<Vec<RawRecord>, String> {
+    let records: Vec<RawRecord> = serde_json::from_str(text)
+        .map_err(|e| format!("the hosted benchmark's records do not parse: {e}"))?;
+    if records.is_empty() {
+        return Err("the hosted benchmark wrote an empty array of records".into());
+    }
+    Ok(records)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_an_array_of_raw_records() {
+        let r = parse(
+            r#"[{"bench":"ipc-roundtrip","variant":"same-as","lock":"none","cores":1,"unit":"cycles","counter":"tsc","counter_hz":2400000000,"samples":[411,412]},
+               {"bench":"multicore-pingpong","variant":"pairs","lock":"clh","cores":2,"unit":"round trips","counter":"tsc","counter_hz":2400000000,"interval_ticks":240000000,"samples":[1e6]}]"#,
+        )
+        .unwrap();
+        assert_eq!(r.len(), 2);
+        assert_eq!(r[1].interval_ticks, Some(240_000_000.0));
+        assert!(parse("[]").is_err());
+        assert!(parse("{").is_err());
+    }
+
+    #[test]
+    fn command_line() {
+        let c = command(Path::new("/t/r.json"), &["none", "clh"], &[1, 2], 4, true);
+        assert_eq!(
+            c.display(),
+            "cargo bench -p tests --bench ipc_hosted -- --records /t/r.json --locks none,clh \
+             --cores 1,2 --runs 4 --quick"
+        );
+    }
+}

@@ -1,0 +1,741 @@
+//! `cargo xtask bench`: the kernel IPC benchmarks of issue 6 (and, with `--host`, the host lock
+//! benchmarks of issue 2).
+//!
+//! The driver runs the producers of docs/bench-protocol.md (guest images booted in
+//! `mode=bench` under QEMU, and the hosted benchmark `tests/benches/ipc_hosted.rs`), turns their
+//! raw records into records ([`records`]), and writes `results.json`, `results.csv`, the two
+//! figures ([`plot`]) and `report.md` ([`report`]) into the output directory.
+//!
+//! Modules: [`plan`] (what to measure), [`guest`] (QEMU runs, console parsing, retries),
+//! [`hosted`], [`records`] (conversion), [`stats`], [`csv`], [`plot`], [`report`],
+//! [`machine`], [`check`] (reading the outputs back), [`host_locks`] (`--host`).
+
+mod check;
+mod csv;
+mod guest;
+mod host_locks;
+mod hosted;
+mod machine;
+mod plan;
+mod plot;
+mod records;
+mod report;
+mod stats;
+
+#[cfg(test)]
+mod fixtures;
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use clap::Args;
+use serde_json::json;
+
+use crate::qemu::{self, Arch};
+use guest::GuestRun;
+use plan::{ArchArg, LockArg, Plan, Platform, PlatformArg};
+use records::{Machine, Origin, RawRecord, Record};
+
+/// The long help's closing part: what each platform measures, units, files and times.
+const AFTER_HELP: &str = "\
+PLATFORMS (what each measures, in which unit)
+  hosted       The kernel on host threads (tests/benches/ipc_hosted.rs): entered through
+               Kernel::syscall as a HAL does, no trap, HAL actions no-ops. The kernel path and
+               its locking only, in host TSC cycles; multicore throughput in round trips/s.
+               x86_64 host only.
+  qemu-icount  The x86_64 / ARMv7 image under QEMU with -icount shift=0,sleep=off, one core,
+               bench=ipc: one-way Call, one-way ReplyRecv and round trip. Deterministic: guest
+               counter ticks are converted to guest instructions (one instruction = 1 ns of
+               virtual time) with the counter's true frequency under QEMU 7.2 (tsc, pmccntr
+               1 GHz; A9 global timer 100 MHz; cntvct 62.5 MHz). Boards: microvm (x86_64),
+               sabrelite and virt (armv7).
+  qemu         The images under multi-threaded TCG, bench=multicore (one client/server pair per
+               core) and bench=clientserver, for each --cores count: throughput in round
+               trips/s of virtual (= host) time. NOISY: bounded by the host's cores and load;
+               the shape of the scaling, not absolute figures.
+
+OVERHEADS are relative to lock `none` on the same platform and board; when --lock does not
+include `none` it is measured too, as the baseline (and the report says so). `brlock` and
+`fine` are the same kernel strategy: fine-grained locking built on the big-reader lock (plus
+per-object ticket locks); it is measured once, as `fine`.
+
+FILES (in --out, default target/bench/, or $CARGO_TARGET_DIR/bench/)
+  results.json     every record: bench, variant, arch, platform, board, strategy, lock, cores,
+                   clients, runs, unit, mean, stddev (sample), min, median, samples, method,
+                   machine {cpu, host_cores, qemu, rustc}
+  results.csv      the same, one row per record
+  fig1-roundtrip.svg/.png    round-trip cost per strategy and architecture, error bars = std dev
+  fig2-throughput.svg/.png   multicore throughput vs cores, per platform and board
+  report.md        our figures next to the seed papers', the issue's targets judged from the data
+                   (met / not met / not measured), every record, the machine and the method
+
+RUNS: a guest prints its raw records between BENCH-JSON-BEGIN and BENCH-JSON-END; a run whose
+output is malformed (truncated, unparsable) is retried up to 2 times, and the report says so; a
+run that fails (bad exit status, hang past --timeout) is an error, shown with its console tail.
+A producer that is missing (an image without mode=bench, a hosted benchmark without --records)
+is named, the rest is still measured and written, and the exit status is non-zero.
+
+TIME: `cargo xtask bench --lock=clh` builds both images and boots about 30 short guests; a few
+minutes on a 2-core machine. --quick (fewer, shorter runs) with --cores 1 --runs 2 takes well
+under a minute once the images are built.
+
+HOST LOCKS: `cargo xtask bench --host [--threads 1,2] [--quick] [--out DIR]` runs the lock
+micro-benchmarks of the sync crate instead (sync/benches/host_table.rs): uncontended ns and TSC
+ticks per acquire+release, contended ops/s per thread count; writes DIR/host-locks.json.";
+
+/// Options of `cargo xtask bench`.
+#[derive(Debug, Args)]
+#[command(after_long_help = AFTER_HELP)]
+pub struct BenchArgs {
+    /// Run the host lock micro-benchmarks of the sync crate instead (DIR/host-locks.json).
+    #[arg(long, conflicts_with_all = ["lock", "arch", "platform", "cores", "runs", "check"])]
+    host: bool,
+
+    /// Kernel locks, comma-separated: clh, ticket, brlock (= fine: the fine-grained strategy,
+    /// built on the big-reader lock), fine, rtm, none, all [default: all]. `none` is always
+    /// measured too: it is the baseline of every overhead.
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "LOCK,...")]
+    lock: Vec<LockArg>,
+
+    /// Architectures: x86_64 (QEMU microvm; the host for `hosted`), armv7 (QEMU sabrelite and
+    /// virt), all [default: all].
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "ARCH,...")]
+    arch: Vec<ArchArg>,
+
+    /// Platforms: hosted (host TSC cycles), qemu-icount (deterministic guest instructions), qemu
+    /// (multi-threaded TCG throughput, noisy), all [default: all]. See below.
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "PLATFORM,...")]
+    platform: Vec<PlatformArg>,
+
+    /// Core counts of the multicore runs (qemu; hosted too) [default: 1,2,4].
+    #[arg(long, value_delimiter = ',', value_name = "N,...")]
+    cores: Vec<u32>,
+
+    /// Samples per measured point (each after warm-up).
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    runs: u32,
+
+    /// Output directory [default: target/bench].
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+
+    /// Shorter runs: the hosted benchmark's --quick, no client-server runs under qemu (and,
+    /// with --host, shorter lock runs).
+    #[arg(long)]
+    quick: bool,
+
+    /// Seconds one guest run may take before it is killed as a hang.
+    #[arg(long, default_value_t = 300, value_name = "S")]
+    timeout: u64,
+
+    /// Self-check (used by `cargo xtask test`): boot every qemu-icount point twice and require
+    /// identical samples, then read every output file back and check it.
+    #[arg(long)]
+    check: bool,
+
+    /// Show QEMU command lines and consoles, and the hosted benchmark's output.
+    #[arg(short, long)]
+    verbose: bool,
+
+    /// --host only: thread counts of the contended runs [default: 1, 2, 4, ... up to the CPUs].
+    #[arg(long, value_name = "N,...", value_delimiter = ',', requires = "host")]
+    threads: Vec<usize>,
+}
+
+/// The files written, by name.
+pub const RESULTS_JSON: &str = "results.json";
+/// The CSV file.
+pub const RESULTS_CSV: &str = "results.csv";
+/// The report.
+pub const REPORT_MD: &str = "report.md";
+
+/// Runs `cargo xtask bench`.
+pub fn run(root: &Path, args: &BenchArgs) -> ExitCode {
+    let out_dir = match &args.out {
+        Some(dir) if dir.is_absolute() => dir.clone(),
+        Some(dir) => std::env::current_dir()
+            .map(|cwd| cwd.join(dir))
+            .unwrap_or_else(|_| dir.clone()),
+        None => crate::target_dir(root).join("bench"),
+    };
+    if let Err(err) = fs::create_dir_all(&out_dir) {
+        eprintln!(
+            "cargo xtask bench: cannot create {}: {err}",
+            out_dir.display()
+        );
+        return ExitCode::FAILURE;
+    }
+    if args.host {
+        return host_locks::run(root, &out_dir, &args.threads, args.quick);
+    }
+    let plan = match Plan::new(&args.lock, &args.arch, &args.platform, &args.cores) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("cargo xtask bench: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match kernel_benchmarks(root, args, &plan, &out_dir) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(e) => {
+            eprintln!("cargo xtask bench: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// What a whole run collected.
+#[derive(Debug, Default)]
+struct Collected {
+    /// Converted records.
+    records: Vec<Record>,
+    /// Notes for the report.
+    notes: Vec<String>,
+    /// Producers or tools that are missing: nothing could be measured there.
+    missing: Vec<String>,
+    /// Errors: failed runs, bad records.
+    errors: Vec<String>,
+}
+
+/// Measures, writes every file and prints the summary. `Ok(false)`: something failed or was
+/// missing (the files are still written).
+fn kernel_benchmarks(
+    root: &Path,
+    args: &BenchArgs,
+    plan: &Plan,
+    out_dir: &Path,
+) -> Result<bool, String> {
+    let start = Instant::now();
+    for name in check::OUTPUTS {
+        let _ = fs::remove_file(out_dir.join(name));
+    }
+    let locks: Vec<&str> = plan.locks.iter().map(|l| l.name()).collect();
+    println!(
+        "bench: locks {}{}; arch {}; platforms {}; cores {}; {} runs per point{}",
+        locks.join(","),
+        if plan.baseline_added {
+            " (none added: it is the baseline of the overheads)"
+        } else {
+            ""
+        },
+        plan.archs
+            .iter()
+            .map(|a| qemu::arch_name(*a))
+            .collect::<Vec<_>>()
+            .join(","),
+        plan.platforms
+            .iter()
+            .map(|p| p.name())
+            .collect::<Vec<_>>()
+            .join(","),
+        plan.cores
+            .iter()
+            .map(u32::to_string)
+            .collect::<Vec<_>>()
+            .join(","),
+        args.runs,
+        if args.quick { ", quick" } else { "" }
+    );
+    let machine = machine::detect(root);
+    println!(
+        "bench: machine: {} ({} host cores), {}, {}",
+        machine.cpu, machine.host_cores, machine.qemu, machine.rustc
+    );
+    let mut c = Collected::default();
+    if plan.baseline_added {
+        c.notes.push(
+            "`none` was not asked for; it was measured as the baseline of the overheads.".into(),
+        );
+    }
+    for platform in &plan.platforms {
+        match platform {
+            Platform::Hosted => run_hosted(root, args, plan, &machine, out_dir, &mut c),
+            Platform::QemuIcount | Platform::Qemu => {
+                run_guests(root, args, plan, *platform, &machine, &mut c)
+            }
+        }
+    }
+    if plan.platforms.contains(&Platform::Qemu) {
+        c.notes.push(
+            "`qemu` figures are wall-clock throughput under multi-threaded TCG on a shared \
+             machine: noisy, and bounded by the host's cores."
+                .into(),
+        );
+    }
+    c.records.sort_by(|a, b| {
+        let key = |r: &Record| {
+            (
+                Platform::ALL.iter().position(|p| p.name() == r.platform),
+                r.arch.clone(),
+                r.board.clone(),
+                r.bench.clone(),
+                r.variant.clone(),
+                plan::lock_rank(&r.lock),
+                r.cores,
+                r.clients,
+            )
+        };
+        key(a).cmp(&key(b))
+    });
+    let retried: u32 = c.records.iter().map(|r| r.retries).sum();
+    if retried > 0 {
+        c.notes.push(format!(
+            "{retried} malformed guest run(s) were retried (the `retries` field of each record)."
+        ));
+    }
+    for m in &c.missing {
+        c.notes.push(format!("NOT MEASURED: {m}"));
+    }
+    for e in &c.errors {
+        c.notes
+            .push(format!("ERROR: {}", e.lines().next().unwrap_or("")));
+    }
+
+    let seconds = start.elapsed().as_secs_f64();
+    let command = format!(
+        "cargo xtask bench {}",
+        std::env::args().skip(2).collect::<Vec<_>>().join(" ")
+    );
+    let unix = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let ctx = report::Context {
+        command: command.trim_end().to_owned(),
+        when: utc(unix),
+        notes: c.notes.clone(),
+        machine: format!(
+            "{}, {} host cores, {}, {}",
+            machine.cpu, machine.host_cores, machine.qemu, machine.rustc
+        ),
+        seconds,
+    };
+    let doc = json!({
+        "generated_by": {"command": ctx.command, "unix_time": unix, "utc": ctx.when, "seconds": seconds.round()},
+        "machine": machine,
+        "plan": {
+            "locks": locks,
+            "baseline_added": plan.baseline_added,
+            "arch": plan.archs.iter().map(|a| qemu::arch_name(*a)).collect::<Vec<_>>(),
+            "platforms": plan.platforms.iter().map(|p| p.name()).collect::<Vec<_>>(),
+            "cores": plan.cores,
+            "runs": args.runs,
+            "quick": args.quick,
+        },
+        "notes": c.notes,
+        "missing": c.missing,
+        "errors": c.errors,
+        "records": c.records,
+    });
+    let write = |name: &str, text: String| {
+        let path = out_dir.join(name);
+        fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
+    };
+    write(
+        RESULTS_JSON,
+        serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n",
+    )?;
+    write(RESULTS_CSV, csv::write(&c.records))?;
+    let figures = plot::write_all(out_dir, &c.records)?;
+    write(REPORT_MD, report::render(&c.records, &ctx))?;
+
+    print_summary(&c, out_dir, &figures);
+    let mut ok = c.errors.is_empty() && c.missing.is_empty();
+    if args.check {
+        match check::outputs(out_dir, c.records.len()) {
+            Ok(summary) => println!("bench: check: {summary}"),
+            Err(e) => {
+                println!("bench: check FAILED: {e}");
+                ok = false;
+            }
+        }
+    }
+    println!(
+        "bench: {} records in {:.0} s{}",
+        c.records.len(),
+        start.elapsed().as_secs_f64(),
+        if ok {
+            ""
+        } else {
+            " (with errors or missing parts, listed above)"
+        }
+    );
+    Ok(ok)
+}
+
+/// Prints what was measured, the targets, the files and what went wrong.
+fn print_summary(c: &Collected, out_dir: &Path, figures: &[PathBuf]) {
+    println!("\nbench: results (mean ± std dev):");
+    for r in &c.records {
+        println!(
+            "  {:<11} {:<6} {:<9} {:<18} {:<9} {:<6} cores {} {}{:>10} ± {:<8} {}",
+            r.platform,
+            r.arch,
+            r.board,
+            r.bench,
+            r.variant,
+            r.lock,
+            r.cores,
+            if r.clients > 0 {
+                format!("clients {} ", r.clients)
+            } else {
+                String::new()
+            },
+            report::fmt_num(r.mean),
+            report::fmt_num(r.stddev),
+            r.unit
+        );
+    }
+    println!("\nbench: targets (recorded, not asserted):");
+    for t in report::targets(&c.records) {
+        println!(
+            "  [{}] {} ({}): {}",
+            t.verdict.word(),
+            t.target,
+            t.place,
+            t.value
+        );
+    }
+    println!("\nbench: written:");
+    for name in [RESULTS_JSON, RESULTS_CSV, REPORT_MD] {
+        println!("  {}", out_dir.join(name).display());
+    }
+    for f in figures {
+        println!("  {}", f.display());
+    }
+    for m in &c.missing {
+        println!("\nbench: MISSING: {m}");
+    }
+    for e in &c.errors {
+        println!("\nbench: ERROR: {e}");
+    }
+}
+
+/// The hosted platform: one run of the hosted benchmark for every lock and core count.
+fn run_hosted(
+    root: &Path,
+    args: &BenchArgs,
+    plan: &Plan,
+    machine: &Machine,
+    out_dir: &Path,
+    c: &mut Collected,
+) {
+    if !plan.archs.contains(&Arch::X86_64) {
+        c.notes.push(
+            "hosted: not run, it measures the x86_64 host and --arch excludes x86_64.".into(),
+        );
+        return;
+    }
+    if !cfg!(target_arch = "x86_64") {
+        c.missing
+            .push("hosted: this host is not x86_64 (the hosted benchmark reads the TSC)".into());
+        return;
+    }
+    if let Err(why) = hosted::available(root) {
+        c.missing.push(format!("hosted: {why}"));
+        return;
+    }
+    let locks: Vec<&str> = plan.locks.iter().map(|l| l.name()).collect();
+    let path = out_dir.join(".hosted-records.json");
+    let cmd = hosted::command(&path, &locks, &plan.cores, args.runs, args.quick);
+    println!("bench: hosted: {}", cmd.display());
+    let t = Instant::now();
+    if let Some(over) = plan
+        .cores
+        .iter()
+        .find(|n| **n as usize > machine.host_cores)
+    {
+        c.notes.push(format!(
+            "hosted: {over} cores asked for on a {}-core host: those points are oversubscribed.",
+            machine.host_cores
+        ));
+    }
+    match hosted::run(root, &cmd, &path, args.verbose) {
+        Ok(raws) => {
+            let n = raws.len();
+            let origin = Origin {
+                platform: Platform::Hosted,
+                arch: "x86_64",
+                board: "host",
+                machine,
+                retries: 0,
+            };
+            add_records(&raws, &origin, c);
+            println!(
+                "bench: hosted: {n} records ({:.1} s)",
+                t.elapsed().as_secs_f64()
+            );
+        }
+        Err(e) => c.errors.push(format!("hosted: {e}")),
+    }
+}
+
+/// The crates whose sources must print the record markers for a guest of `arch` to benchmark.
+fn guest_sources(arch: Arch) -> [&'static str; 4] {
+    match arch {
+        Arch::X86_64 => ["image-x86", "image-common", "servers", "hal-x86"],
+        Arch::Armv7 => ["image-armv7", "image-common", "servers", "hal-armv7"],
+    }
+}
+
+/// Whether any `.rs` file under `dir` mentions `needle`.
+fn sources_mention(dir: &Path, needle: &str) -> bool {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return false;
+    };
+    entries.flatten().any(|e| {
+        let p = e.path();
+        if p.is_dir() {
+            sources_mention(&p, needle)
+        } else {
+            p.extension().is_some_and(|x| x == "rs")
+                && fs::read_to_string(&p).is_ok_and(|t| t.contains(needle))
+        }
+    })
+}
+
+/// The guest runs of one platform: every arch, board and lock (and core count under `qemu`).
+fn run_guests(
+    root: &Path,
+    args: &BenchArgs,
+    plan: &Plan,
+    platform: Platform,
+    machine: &Machine,
+    c: &mut Collected,
+) {
+    let icount = platform == Platform::QemuIcount;
+    let mut runs: Vec<GuestRun> = Vec::new();
+    let mut images: BTreeMap<&'static str, PathBuf> = BTreeMap::new();
+    for &arch in &plan.archs {
+        let name = qemu::arch_name(arch);
+        let sources = guest_sources(arch);
+        if !sources
+            .iter()
+            .any(|s| sources_mention(&root.join(s).join("src"), guest::BEGIN))
+        {
+            c.missing.push(format!(
+                "{}: the {name} guest does not print {} anywhere in {}: the guest benchmark \
+                 part of issue 6 (mode=bench) has not landed for {name}",
+                platform.name(),
+                guest::BEGIN,
+                sources.join(", ")
+            ));
+            continue;
+        }
+        if let Err(e) = qemu::ensure_qemu(arch) {
+            c.missing.push(format!("{}: {name}: {e}", platform.name()));
+            continue;
+        }
+        if !images.contains_key(name) {
+            match qemu::build_image(root, arch, false, "bench") {
+                Ok(elf) => {
+                    images.insert(name, elf);
+                }
+                Err(e) => {
+                    c.errors.push(format!("{}: {name}: {e}", platform.name()));
+                    continue;
+                }
+            }
+        }
+        for &machine_kind in Plan::boards(arch) {
+            for &lock in &plan.locks {
+                let base = GuestRun {
+                    arch,
+                    machine: machine_kind,
+                    smp: 1,
+                    lock,
+                    bench: "ipc",
+                    clients: None,
+                    runs: args.runs,
+                    icount,
+                    timeout: args.timeout,
+                };
+                if icount {
+                    runs.push(base);
+                    continue;
+                }
+                for &n in &plan.cores {
+                    runs.push(GuestRun {
+                        smp: n,
+                        bench: "multicore",
+                        ..base.clone()
+                    });
+                }
+                if !args.quick {
+                    for &n in &plan.cores {
+                        runs.push(GuestRun {
+                            smp: n,
+                            bench: "clientserver",
+                            clients: Some(n),
+                            ..base.clone()
+                        });
+                    }
+                }
+            }
+        }
+    }
+    let total = runs.len();
+    for (i, run) in runs.iter().enumerate() {
+        let elf = &images[qemu::arch_name(run.arch)];
+        let t = Instant::now();
+        print!("bench: [{}/{total}] {} ... ", i + 1, run.label());
+        let _ = std::io::Write::flush(&mut std::io::stdout());
+        let label = run.label();
+        let result = guest::with_retries(
+            |_| run.attempt(root, elf, args.verbose),
+            |msg| print!("\nbench:   {label}: {msg} ... "),
+        );
+        let (raws, retries) = match result {
+            Ok(ok) => ok,
+            Err(e) => {
+                println!("FAILED");
+                c.errors.push(format!("{}: {e}", run.label()));
+                continue;
+            }
+        };
+        if icount && args.check {
+            match guest::with_retries(|_| run.attempt(root, elf, args.verbose), |_| {}) {
+                Ok((again, _)) if samples_of(&again) == samples_of(&raws) => {}
+                Ok((again, _)) => c.errors.push(format!(
+                    "{}: two -icount runs gave different samples: {:?} then {:?}",
+                    run.label(),
+                    samples_of(&raws),
+                    samples_of(&again)
+                )),
+                Err(e) => c.errors.push(format!("{} (second run): {e}", run.label())),
+            }
+        }
+        let expected = run.lock.name();
+        if let Some(bad) = raws.iter().find(|r| r.lock != expected) {
+            c.errors.push(format!(
+                "{}: a record says lock `{}`, the guest was booted with `{expected}`",
+                run.label(),
+                bad.lock
+            ));
+            println!("FAILED");
+            continue;
+        }
+        let origin = Origin {
+            platform,
+            arch: qemu::arch_name(run.arch),
+            board: run.machine.name(),
+            machine,
+            retries,
+        };
+        let before = c.records.len();
+        add_records(&raws, &origin, c);
+        println!(
+            "ok, {} records{} ({:.1} s)",
+            c.records.len() - before,
+            if retries > 0 {
+                format!(", after {retries} retries")
+            } else {
+                String::new()
+            },
+            t.elapsed().as_secs_f64()
+        );
+    }
+}
+
+/// The samples of every record, for the determinism check.
+fn samples_of(raws: &[RawRecord]) -> Vec<(String, String, Vec<f64>)> {
+    raws.iter()
+        .map(|r| (r.bench.clone(), r.variant.clone(), r.samples.clone()))
+        .collect()
+}
+
+/// Converts raw records into `c.records` (errors into `c.errors`).
+fn add_records(raws: &[RawRecord], origin: &Origin, c: &mut Collected) {
+    for raw in raws {
+        match records::convert(raw, origin) {
+            Ok(r) => c.records.push(r),
+            Err(e) => c.errors.push(e),
+        }
+    }
+}
+
+/// `YYYY-MM-DD HH:MM UTC` of a Unix time.
+fn utc(secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    // Civil date from days since 1970-01-01 (proleptic Gregorian calendar).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02} UTC",
+        rem / 3600,
+        rem % 3600 / 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: BenchArgs,
+    }
+
+    #[test]
+    fn dates() {
+        assert_eq!(utc(0), "1970-01-01 00:00 UTC");
+        assert_eq!(utc(1_795_323_600), "2026-11-22 05:00 UTC");
+        assert_eq!(utc(951_782_400), "2000-02-29 00:00 UTC");
+    }
+
+    #[test]
+    fn options_parse() {
+        let cli = Cli::try_parse_from(["bench", "--lock=clh"]).unwrap();
+        assert_eq!(cli.args.lock, vec![LockArg::Clh]);
+        assert_eq!(cli.args.runs, 16);
+        let cli = Cli::try_parse_from([
+            "bench",
+            "--lock",
+            "none",
+            "--arch",
+            "all",
+            "--platform",
+            "qemu-icount,hosted",
+            "--cores",
+            "1",
+            "--runs",
+            "2",
+            "--quick",
+            "--check",
+        ])
+        .unwrap();
+        assert_eq!(
+            cli.args.platform,
+            vec![PlatformArg::QemuIcount, PlatformArg::Hosted]
+        );
+        assert!(Cli::try_parse_from(["bench", "--host", "--lock", "clh"]).is_err());
+        assert!(Cli::try_parse_from(["bench", "--threads", "2"]).is_err());
+        assert!(Cli::try_parse_from(["bench", "--host", "--threads", "1,2"]).is_ok());
+        assert!(Cli::try_parse_from(["bench", "--lock", "bogus"]).is_err());
+    }
+
+    #[test]
+    fn guest_sources_are_found_by_marker() {
+        let root = crate::workspace_root();
+        // This crate's own sources print the marker (guest.rs defines it).
+        assert!(sources_mention(
+            &root.join("xtask").join("src"),
+            guest::BEGIN
+        ));
+        assert!(!sources_mention(&root.join("does-not-exist"), guest::BEGIN));
+    }
+}

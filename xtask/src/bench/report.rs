@@ -1,0 +1,711 @@
+//! `report.md`: our figures next to the seed papers', the targets judged from the data, every
+//! record, and the machine and method.
+
+use std::fmt::Write as _;
+
+use super::plan::lock_rank;
+use super::records::Record;
+
+/// Whether a target was reached.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// The data meets it.
+    Met,
+    /// The data misses it.
+    NotMet,
+    /// No data to judge it.
+    NotMeasured,
+}
+
+impl Verdict {
+    /// The word in the report.
+    pub fn word(self) -> &'static str {
+        match self {
+            Verdict::Met => "met",
+            Verdict::NotMet => "not met",
+            Verdict::NotMeasured => "not measured",
+        }
+    }
+
+    fn of(ok: bool) -> Verdict {
+        if ok {
+            Verdict::Met
+        } else {
+            Verdict::NotMet
+        }
+    }
+}
+
+/// One judged target.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TargetLine {
+    /// The target as stated in issue 6.
+    pub target: String,
+    /// Where it was judged (platform and board).
+    pub place: String,
+    /// Our value, or why there is none.
+    pub value: String,
+    /// The verdict.
+    pub verdict: Verdict,
+}
+
+/// The round-trip benchmark the overheads come from.
+const ROUNDTRIP: &str = "ipc-roundtrip";
+/// The multicore benchmark the scaling comes from.
+const MULTICORE: &str = "multicore-pingpong";
+
+/// The record of `bench` on `platform`/`board` with `lock` on `cores` cores, preferring the
+/// `cross-as` variant, then the unnamed one, then any.
+pub fn find<'a>(
+    records: &'a [Record],
+    bench: &str,
+    platform: &str,
+    board: &str,
+    lock: &str,
+    cores: u32,
+) -> Option<&'a Record> {
+    let mut matching: Vec<&Record> = records
+        .iter()
+        .filter(|r| {
+            r.bench == bench
+                && r.platform == platform
+                && r.board == board
+                && r.lock == lock
+                && r.cores == cores
+                && r.clients == 0
+        })
+        .collect();
+    matching.sort_by_key(|r| match r.variant.as_str() {
+        "cross-as" => 0,
+        "" => 1,
+        _ => 2,
+    });
+    matching.first().copied()
+}
+
+/// Overhead of `lock` over `none` in the round trip: (absolute, fraction, unit), or why not.
+pub fn overhead(
+    records: &[Record],
+    platform: &str,
+    board: &str,
+    lock: &str,
+) -> Result<(f64, f64, String), String> {
+    let missing = |l: &str| format!("no {platform} {board} {ROUNDTRIP} record for lock {l}");
+    let r = find(records, ROUNDTRIP, platform, board, lock, 1).ok_or_else(|| missing(lock))?;
+    let base = records
+        .iter()
+        .find(|b| {
+            b.bench == ROUNDTRIP
+                && b.platform == platform
+                && b.board == board
+                && b.lock == "none"
+                && b.cores == 1
+                && b.variant == r.variant
+        })
+        .ok_or_else(|| missing("none"))?;
+    if base.mean <= 0.0 {
+        return Err(format!(
+            "{platform} {board}: the baseline's mean is not positive"
+        ));
+    }
+    let abs = r.mean - base.mean;
+    Ok((abs, abs / base.mean, r.unit.clone()))
+}
+
+/// `+65 cycles (+10%)`.
+fn fmt_overhead(abs: f64, frac: f64, unit: &str) -> String {
+    format!("{abs:+.0} {unit} ({:+.0}%)", frac * 100.0)
+}
+
+/// A number with a precision that suits its size (SI suffix from a million on).
+pub fn fmt_num(v: f64) -> String {
+    let a = v.abs();
+    if a >= 1e9 {
+        format!("{:.2}G", v / 1e9)
+    } else if a >= 1e6 {
+        format!("{:.2}M", v / 1e6)
+    } else if a >= 100.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.1}")
+    }
+}
+
+/// The (platform, board) pairs the single-core IPC targets are judged on, per architecture.
+const IPC_PLACES: [(&str, &str, &str); 4] = [
+    ("x86_64", "hosted", "host"),
+    ("x86_64", "qemu-icount", "microvm"),
+    ("armv7", "qemu-icount", "sabrelite"),
+    ("armv7", "qemu-icount", "virt"),
+];
+
+/// Judges every target of issue 6 against `records`.
+pub fn targets(records: &[Record]) -> Vec<TargetLine> {
+    let mut lines = Vec::new();
+    // Big-lock overhead.
+    for (arch, platform, board) in IPC_PLACES {
+        let limit = if arch == "x86_64" { 0.10 } else { 0.20 };
+        let target = format!(
+            "big-lock (CLH) round-trip overhead over none <= {:.0}% ({arch})",
+            limit * 100.0
+        );
+        lines.push(match overhead(records, platform, board, "clh") {
+            Ok((abs, frac, unit)) => TargetLine {
+                target,
+                place: format!("{platform} {board}"),
+                value: fmt_overhead(abs, frac, &unit),
+                verdict: Verdict::of(frac <= limit),
+            },
+            Err(why) => not_measured(target, platform, board, why),
+        });
+    }
+    // Fine and RTM against the big lock.
+    for lock in ["fine", "rtm"] {
+        for (arch, platform, board) in IPC_PLACES {
+            let target = format!("{lock} overhead <= 2x the big lock's ({arch})");
+            let both = overhead(records, platform, board, lock)
+                .and_then(|o| overhead(records, platform, board, "clh").map(|b| (o, b)));
+            lines.push(match both {
+                Ok(((abs, frac, unit), (babs, bfrac, _))) => TargetLine {
+                    target,
+                    place: format!("{platform} {board}"),
+                    value: format!(
+                        "{} vs big lock {} = {}",
+                        fmt_overhead(abs, frac, &unit),
+                        fmt_overhead(babs, bfrac, &unit),
+                        if babs > 0.0 {
+                            format!("{:.1}x", abs / babs)
+                        } else {
+                            "big lock costs nothing".into()
+                        }
+                    ),
+                    verdict: Verdict::of(abs <= 2.0 * babs.max(0.0)),
+                },
+                Err(why) => not_measured(target, platform, board, why),
+            });
+        }
+    }
+    // Multicore scaling on the host.
+    for lock in ["none", "fine", "rtm"] {
+        lines.push(scaling(records, lock));
+    }
+    // Absolute instruction counts under icount.
+    for (lock, limit) in [("none", 300.0), ("clh", 340.0)] {
+        let target = format!(
+            "x86_64 round trip <= {limit:.0} instructions with {}",
+            if lock == "none" { "no lock" } else { "CLH" }
+        );
+        lines.push(
+            match find(records, ROUNDTRIP, "qemu-icount", "microvm", lock, 1) {
+                Some(r) => TargetLine {
+                    target,
+                    place: "qemu-icount microvm".into(),
+                    value: format!("{} {}", fmt_num(r.mean), r.unit),
+                    verdict: Verdict::of(r.mean <= limit),
+                },
+                None => not_measured(
+                    target,
+                    "qemu-icount",
+                    "microvm",
+                    format!("no qemu-icount microvm {ROUNDTRIP} record for lock {lock}"),
+                ),
+            },
+        );
+    }
+    lines
+}
+
+fn not_measured(target: String, platform: &str, board: &str, why: String) -> TargetLine {
+    TargetLine {
+        target,
+        place: format!("{platform} {board}"),
+        value: why,
+        verdict: Verdict::NotMeasured,
+    }
+}
+
+/// Scaling of `lock` on the host: throughput at n cores over throughput at 1, each >= 0.95 n.
+fn scaling(records: &[Record], lock: &str) -> TargetLine {
+    let target = format!("multicore scaling >= 0.95 x cores for {lock}");
+    let Some(one) = find(records, MULTICORE, "hosted", "host", lock, 1) else {
+        return not_measured(
+            target,
+            "hosted",
+            "host",
+            format!("no hosted {MULTICORE} record for {lock} on 1 core"),
+        );
+    };
+    let mut more: Vec<&Record> = records
+        .iter()
+        .filter(|r| r.bench == MULTICORE && r.platform == "hosted" && r.lock == lock && r.cores > 1)
+        .collect();
+    more.sort_by_key(|r| r.cores);
+    more.dedup_by_key(|r| r.cores);
+    if more.is_empty() || one.mean <= 0.0 {
+        return not_measured(
+            target,
+            "hosted",
+            "host",
+            format!("no hosted {MULTICORE} record for {lock} on more than 1 core"),
+        );
+    }
+    let mut ok = true;
+    let parts: Vec<String> = more
+        .iter()
+        .map(|r| {
+            let ratio = r.mean / one.mean;
+            ok &= ratio >= 0.95 * f64::from(r.cores);
+            format!("{} cores {ratio:.2}x", r.cores)
+        })
+        .collect();
+    TargetLine {
+        target,
+        place: "hosted host".into(),
+        value: parts.join(", "),
+        verdict: Verdict::of(ok),
+    }
+}
+
+/// A paper's overhead figure: what, the paper's value, our lock, our (platform, board) places.
+type OverheadRow<'a> = (&'a str, &'a str, &'a str, &'a [(&'a str, &'a str)]);
+
+/// One row of the comparison with the papers: what, the paper's figure, where the paper
+/// measured it, and ours.
+fn paper_rows(records: &[Record]) -> Vec<[String; 4]> {
+    let mut rows = Vec::new();
+    let over = |platform: &str, board: &str, lock: &str| {
+        overhead(records, platform, board, lock)
+            .map(|(a, f, u)| format!("{} ({platform} {board})", fmt_overhead(a, f, &u)))
+            .unwrap_or_else(|_| format!("not measured ({platform} {board})"))
+    };
+    let x86 = [("hosted", "host"), ("qemu-icount", "microvm")];
+    let arm = [("qemu-icount", "sabrelite"), ("qemu-icount", "virt")];
+    let overhead_rows: [OverheadRow; 5] = [
+        (
+            "x86 big-lock (CLH) overhead",
+            "+65 cycles (+10%), Haswell i7-4770",
+            "clh",
+            &x86,
+        ),
+        ("x86 fine-grained overhead", "~+30%", "fine", &x86),
+        ("x86 RTM overhead", "~+30% (with RTM)", "rtm", &x86),
+        (
+            "ARM big-lock (CLH) overhead",
+            "+124 cycles (+20%), Cortex-A9 i.MX6Q",
+            "clh",
+            &arm,
+        ),
+        (
+            "ARM fine-grained overhead",
+            "~+60% (mostly dmb: 6 with BKL, 16 fine)",
+            "fine",
+            &arm,
+        ),
+    ];
+    for (what, paper, lock, places) in overhead_rows {
+        let ours: Vec<String> = places.iter().map(|(p, b)| over(p, b, lock)).collect();
+        rows.push([
+            what.to_owned(),
+            paper.to_owned(),
+            "big-lock-is-fine, Fig. 1".to_owned(),
+            ours.join("; "),
+        ]);
+    }
+    let icount = |bench: &str, lock: &str| {
+        find(records, bench, "qemu-icount", "microvm", lock, 1)
+            .map(|r| format!("{} {} (lock {lock})", fmt_num(r.mean), r.unit))
+            .unwrap_or_else(|| format!("not measured (lock {lock})"))
+    };
+    let sel4 = "seL4 release fastpath, QEMU 7.2 x86_64 -icount shift=0";
+    for (what, paper, bench, locks) in [
+        (
+            "one-way Call",
+            "197 instructions",
+            "ipc-call",
+            &["none", "clh"][..],
+        ),
+        (
+            "one-way ReplyRecv",
+            "224 instructions",
+            "ipc-replyrecv",
+            &["none", "clh"][..],
+        ),
+        (
+            "round trip, uniprocessor",
+            "421 instructions",
+            ROUNDTRIP,
+            &["none"][..],
+        ),
+        (
+            "round trip, SMP build, big lock, 1 core",
+            "566 instructions",
+            ROUNDTRIP,
+            &["clh"][..],
+        ),
+    ] {
+        let ours: Vec<String> = locks.iter().map(|l| icount(bench, l)).collect();
+        rows.push([
+            format!("x86 {what}"),
+            paper.to_owned(),
+            sel4.to_owned(),
+            ours.join("; "),
+        ]);
+    }
+    let mut scal = Vec::new();
+    for platform in ["hosted", "qemu"] {
+        let mut boards: Vec<&str> = records
+            .iter()
+            .filter(|r| r.platform == platform && r.bench == MULTICORE)
+            .map(|r| r.board.as_str())
+            .collect();
+        boards.sort_unstable();
+        boards.dedup();
+        for board in boards {
+            let mut locks: Vec<&str> = records
+                .iter()
+                .filter(|r| r.platform == platform && r.board == board && r.bench == MULTICORE)
+                .map(|r| r.lock.as_str())
+                .collect();
+            locks.sort_by_key(|l| lock_rank(l));
+            locks.dedup();
+            for lock in locks {
+                let Some(one) = find(records, MULTICORE, platform, board, lock, 1) else {
+                    continue;
+                };
+                let Some(top) = records
+                    .iter()
+                    .filter(|r| {
+                        r.platform == platform
+                            && r.board == board
+                            && r.bench == MULTICORE
+                            && r.lock == lock
+                    })
+                    .max_by_key(|r| r.cores)
+                    .filter(|r| r.cores > 1 && one.mean > 0.0)
+                else {
+                    continue;
+                };
+                scal.push(format!(
+                    "{lock} {:.2}x on {} cores ({platform} {board})",
+                    top.mean / one.mean,
+                    top.cores
+                ));
+            }
+        }
+    }
+    rows.push([
+        "multicore ping-pong scaling".to_owned(),
+        "none/fine/RTM linear; big lock plateaus after 3 cores".to_owned(),
+        "big-lock-is-fine, Fig. 2 (i7-4770, 8 threads)".to_owned(),
+        if scal.is_empty() {
+            "not measured".to_owned()
+        } else {
+            scal.join("; ")
+        },
+    ]);
+    rows
+}
+
+/// What the report says besides the records: the command, notes, machine and method.
+#[derive(Clone, Debug, Default)]
+pub struct Context {
+    /// The command line that produced the results.
+    pub command: String,
+    /// When (UTC, `YYYY-MM-DD HH:MM`).
+    pub when: String,
+    /// Notes: baseline added, producers missing, retries, noise.
+    pub notes: Vec<String>,
+    /// The machine, one line.
+    pub machine: String,
+    /// Wall-clock time of the whole command, in seconds.
+    pub seconds: f64,
+}
+
+/// The whole report.
+pub fn render(records: &[Record], ctx: &Context) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "# Kernel IPC benchmarks (issue 6)\n");
+    let _ = writeln!(
+        s,
+        "Generated by `{}` on {} in {:.0} s. Files beside this one: `results.json` (every \
+         record with its samples), `results.csv`, `fig1-roundtrip.{{svg,png}}`, \
+         `fig2-throughput.{{svg,png}}`.\n",
+        ctx.command, ctx.when, ctx.seconds
+    );
+    let _ = writeln!(s, "## Machine and method\n");
+    let _ = writeln!(s, "* Machine: {}", ctx.machine);
+    let _ = writeln!(
+        s,
+        "* `hosted`: the kernel on host threads, entered through `Kernel::syscall` as a HAL \
+         does, with no trap and the HAL's hardware actions no-ops: the kernel path and its \
+         locking only, in host TSC cycles."
+    );
+    let _ = writeln!(
+        s,
+        "* `qemu-icount`: the x86_64 / ARMv7 image under QEMU with `-icount shift=0,sleep=off`: \
+         one guest instruction is 1 ns of virtual time, so guest counter ticks are converted to \
+         instructions with the counter's true frequency under QEMU 7.2 (tsc and pmccntr 1 GHz, \
+         A9 global timer 100 MHz, cntvct 62.5 MHz). Deterministic: the same image gives the \
+         same samples. Instructions, not cycles: no cache or pipeline effects."
+    );
+    let _ = writeln!(
+        s,
+        "* `qemu`: the images under multi-threaded TCG, wall-clock (virtual time = host time) \
+         throughput. **Noisy**: bounded by the host's cores and load; use for the shape of \
+         scaling only, not for absolute figures."
+    );
+    let _ = writeln!(
+        s,
+        "* Every figure is the mean of the samples, with the sample standard deviation; the \
+         per-record method sentence is in `results.json`. Overheads are relative to `none` \
+         (no lock) on the same platform, board and variant."
+    );
+    if !ctx.notes.is_empty() {
+        let _ = writeln!(s, "\n## Notes\n");
+        for n in &ctx.notes {
+            let _ = writeln!(s, "* {n}");
+        }
+    }
+
+    let _ = writeln!(s, "\n## Our figures next to the papers'\n");
+    let _ = writeln!(s, "| figure | paper | paper's setting | ours |");
+    let _ = writeln!(s, "|---|---|---|---|");
+    for row in paper_rows(records) {
+        let _ = writeln!(s, "| {} | {} | {} | {} |", row[0], row[1], row[2], row[3]);
+    }
+
+    let _ = writeln!(s, "\n## Targets (recorded, not asserted)\n");
+    let _ = writeln!(s, "| target | where | ours | verdict |");
+    let _ = writeln!(s, "|---|---|---|---|");
+    for t in targets(records) {
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | **{}** |",
+            t.target,
+            t.place,
+            t.value,
+            t.verdict.word()
+        );
+    }
+
+    let _ = writeln!(s, "\n## Every record\n");
+    if records.is_empty() {
+        let _ = writeln!(s, "No records: nothing could be measured (see the notes).");
+    } else {
+        let _ = writeln!(
+            s,
+            "| bench | variant | platform | board | lock | cores | clients | runs | mean | std dev | median | min | unit | over none |"
+        );
+        let _ = writeln!(
+            s,
+            "|---|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|"
+        );
+        for r in records {
+            let over = if r.bench == ROUNDTRIP && r.cores == 1 && r.lock != "none" {
+                overhead(records, &r.platform, &r.board, &r.lock)
+                    .map(|(a, f, _)| format!("{a:+.0} ({:+.0}%)", f * 100.0))
+                    .unwrap_or_else(|_| "-".into())
+            } else {
+                "-".into()
+            };
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                r.bench,
+                r.variant,
+                r.platform,
+                r.board,
+                r.lock,
+                r.cores,
+                r.clients,
+                r.runs,
+                fmt_num(r.mean),
+                fmt_num(r.stddev),
+                fmt_num(r.median),
+                fmt_num(r.min),
+                r.unit,
+                over
+            );
+        }
+    }
+    let _ = writeln!(
+        s,
+        "\n## Figures\n\n![Round-trip cost per strategy](fig1-roundtrip.svg)\n\n\
+         ![Throughput vs cores](fig2-throughput.svg)"
+    );
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::fixtures::record;
+    use super::*;
+
+    fn sample_records() -> Vec<Record> {
+        vec![
+            record(
+                "ipc-roundtrip",
+                "x86_64",
+                "qemu-icount",
+                "none",
+                1,
+                &[280.0, 280.0],
+            ),
+            record(
+                "ipc-roundtrip",
+                "x86_64",
+                "qemu-icount",
+                "clh",
+                1,
+                &[330.0, 330.0],
+            ),
+            record(
+                "ipc-roundtrip",
+                "x86_64",
+                "qemu-icount",
+                "fine",
+                1,
+                &[500.0, 500.0],
+            ),
+            record(
+                "ipc-roundtrip",
+                "x86_64",
+                "hosted",
+                "none",
+                1,
+                &[400.0, 420.0],
+            ),
+            record(
+                "ipc-roundtrip",
+                "x86_64",
+                "hosted",
+                "clh",
+                1,
+                &[430.0, 450.0],
+            ),
+            record(
+                "multicore-pingpong",
+                "x86_64",
+                "hosted",
+                "none",
+                1,
+                &[1e6, 1e6],
+            ),
+            record(
+                "multicore-pingpong",
+                "x86_64",
+                "hosted",
+                "none",
+                2,
+                &[1.98e6, 1.96e6],
+            ),
+            record("multicore-pingpong", "x86_64", "hosted", "fine", 1, &[1e6]),
+            record(
+                "multicore-pingpong",
+                "x86_64",
+                "hosted",
+                "fine",
+                2,
+                &[1.5e6],
+            ),
+        ]
+    }
+
+    fn line<'a>(lines: &'a [TargetLine], target: &str, place: &str) -> &'a TargetLine {
+        lines
+            .iter()
+            .find(|l| l.target.contains(target) && l.place == place)
+            .unwrap_or_else(|| panic!("{target} at {place} missing from {lines:#?}"))
+    }
+
+    #[test]
+    fn targets_are_judged_from_the_data() {
+        let lines = targets(&sample_records());
+        // 330 over 280: +17.9% > 10%.
+        let bkl = line(
+            &lines,
+            "big-lock (CLH) round-trip overhead over none <= 10% (x86_64)",
+            "qemu-icount microvm",
+        );
+        assert_eq!(bkl.verdict, Verdict::NotMet, "{bkl:?}");
+        assert!(bkl.value.contains("+50 instructions (+18%)"), "{bkl:?}");
+        // 440 over 410: +7.3%.
+        let host = line(&lines, "<= 10% (x86_64)", "hosted host");
+        assert_eq!(host.verdict, Verdict::Met, "{host:?}");
+        // Fine +220 vs big lock +50: 4.4x > 2x.
+        let fine = line(&lines, "fine overhead <= 2x", "qemu-icount microvm");
+        assert_eq!(fine.verdict, Verdict::NotMet, "{fine:?}");
+        assert!(fine.value.contains("4.4x"), "{fine:?}");
+        // No ARM data at all.
+        let arm = line(&lines, "<= 20% (armv7)", "qemu-icount sabrelite");
+        assert_eq!(arm.verdict, Verdict::NotMeasured);
+        assert!(arm.value.contains("no qemu-icount sabrelite"), "{arm:?}");
+        assert_eq!(
+            line(&lines, "rtm overhead", "hosted host").verdict,
+            Verdict::NotMeasured
+        );
+        // Scaling: none 1.97x on 2 cores >= 1.9; fine 1.5x < 1.9; rtm unmeasured.
+        assert_eq!(
+            line(&lines, "scaling >= 0.95 x cores for none", "hosted host").verdict,
+            Verdict::Met
+        );
+        assert_eq!(
+            line(&lines, "scaling >= 0.95 x cores for fine", "hosted host").verdict,
+            Verdict::NotMet
+        );
+        assert_eq!(
+            line(&lines, "scaling >= 0.95 x cores for rtm", "hosted host").verdict,
+            Verdict::NotMeasured
+        );
+        // Absolute counts: 280 <= 300, 330 <= 340.
+        assert_eq!(
+            line(&lines, "<= 300 instructions", "qemu-icount microvm").verdict,
+            Verdict::Met
+        );
+        assert_eq!(
+            line(&lines, "<= 340 instructions", "qemu-icount microvm").verdict,
+            Verdict::Met
+        );
+    }
+
+    #[test]
+    fn nothing_measured_means_every_target_unmeasured() {
+        let lines = targets(&[]);
+        assert!(!lines.is_empty());
+        assert!(lines.iter().all(|l| l.verdict == Verdict::NotMeasured));
+    }
+
+    #[test]
+    fn report_has_the_tables() {
+        let ctx = Context {
+            command: "cargo xtask bench".into(),
+            when: "2026-11-22 05:00".into(),
+            notes: vec!["the baseline none was added".into()],
+            machine: "Test CPU".into(),
+            seconds: 12.0,
+        };
+        let text = render(&sample_records(), &ctx);
+        for needle in [
+            "## Our figures next to the papers'",
+            "+65 cycles (+10%)",
+            "421 instructions",
+            "| x86 round trip, uniprocessor | 421 instructions |",
+            "280 instructions (lock none)",
+            "## Targets",
+            "**not met**",
+            "**not measured**",
+            "the baseline none was added",
+            "**Noisy**",
+        ] {
+            assert!(text.contains(needle), "{needle} missing:\n{text}");
+        }
+        assert!(render(&[], &ctx).contains("No records"));
+    }
+
+    #[test]
+    fn number_format() {
+        assert_eq!(fmt_num(421.0), "421");
+        assert_eq!(fmt_num(12.34), "12.3");
+        assert_eq!(fmt_num(2_500_000.0), "2.50M");
+    }
+}
