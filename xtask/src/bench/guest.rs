@@ -125,6 +125,8 @@ pub struct GuestRun {
     pub bench: &'static str,
     /// Client threads (client-server).
     pub clients: Option<u32>,
+    /// Client-server variant: `shared` (one server) or `dedicated` (a server per client).
+    pub variant: Option<&'static str>,
     /// Samples per record (`runs=`).
     pub runs: u32,
     /// `-icount shift=0`.
@@ -145,6 +147,9 @@ impl GuestRun {
         if let Some(c) = self.clients {
             s.push_str(&format!(" clients={c}"));
         }
+        if let Some(v) = self.variant {
+            s.push_str(&format!(" variant={v}"));
+        }
         s
     }
 
@@ -159,7 +164,8 @@ impl GuestRun {
             self.bench,
             self.clients
                 .map(|c| format!(" clients={c}"))
-                .unwrap_or_default(),
+                .unwrap_or_default()
+                + &self.variant.map(|v| format!(" {v}")).unwrap_or_default(),
             if self.icount { " (icount)" } else { "" }
         )
     }
@@ -372,6 +378,7 @@ mod tests {
             lock: Lock::Clh,
             bench: "ipc",
             clients: None,
+            variant: None,
             runs: 16,
             icount: true,
             timeout: 60,
@@ -423,7 +430,10 @@ mod tests {
         r.icount = false;
         r.bench = "clientserver";
         r.clients = Some(3);
-        assert!(r.append().ends_with("bench=clientserver runs=16 clients=3"));
+        r.variant = Some("dedicated");
+        assert!(r
+            .append()
+            .ends_with("bench=clientserver runs=16 clients=3 variant=dedicated"));
         let shown = r.cmd(Path::new("/img")).display();
         assert!(
             shown.contains("thread=multi") && !shown.contains("icount"),

@@ -29,7 +29,8 @@ pub fn available(root: &Path) -> Result<(), String> {
     }
 }
 
-/// The command that runs the hosted benchmark for `locks` and `cores`.
+/// The command that runs the hosted benchmark for `locks` and `cores` (also the client counts of
+/// its client-server benchmark).
 pub fn command(records: &Path, locks: &[&str], cores: &[u32], runs: u32, quick: bool) -> Cmd {
     let cores: Vec<String> = cores.iter().map(u32::to_string).collect();
     let mut cmd = Cmd::cargo()
@@ -44,6 +45,7 @@ pub fn command(records: &Path, locks: &[&str], cores: &[u32], runs: u32, quick: 
         ])
         .arg(records)
         .args(["--locks", &locks.join(","), "--cores", &cores.join(",")])
+        .args(["--clients", &cores.join(",")])
         .args(["--runs", &runs.to_string()]);
     if quick {
         cmd = cmd.arg("--quick");
@@ -130,7 +132,7 @@ mod tests {
         assert_eq!(
             c.display(),
             "cargo bench -p tests --bench ipc_hosted -- --records /t/r.json --locks none,clh \
-             --cores 1,2 --runs 4 --quick"
+             --cores 1,2 --clients 1,2 --runs 4 --quick"
         );
     }
 }

@@ -34,7 +34,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use clap::Args;
 use serde_json::json;
 
-use crate::qemu::{self, Arch};
+use crate::qemu::{self, Arch, Lock};
 use guest::GuestRun;
 use plan::{ArchArg, LockArg, Plan, Platform, PlatformArg};
 use records::{Machine, Origin, RawRecord, Record};
@@ -550,6 +550,7 @@ fn run_guests(
                     lock,
                     bench: "ipc",
                     clients: None,
+                    variant: None,
                     runs: args.runs,
                     icount,
                     timeout: args.timeout,
@@ -567,12 +568,20 @@ fn run_guests(
                 }
                 if !args.quick {
                     for &n in &plan.cores {
-                        runs.push(GuestRun {
-                            smp: n,
-                            bench: "clientserver",
-                            clients: Some(n),
-                            ..base.clone()
-                        });
+                        for variant in ["shared", "dedicated"] {
+                            // One shared server for clients on several cores shares its
+                            // objects across cores, which lock=none cannot protect.
+                            if variant == "shared" && lock == Lock::None && n > 1 {
+                                continue;
+                            }
+                            runs.push(GuestRun {
+                                smp: n,
+                                bench: "clientserver",
+                                clients: Some(n),
+                                variant: Some(variant),
+                                ..base.clone()
+                            });
+                        }
                     }
                 }
             }

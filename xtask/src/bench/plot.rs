@@ -121,16 +121,30 @@ pub fn fig1_panels(records: &[Record]) -> Vec<BarPanel> {
         if rs.is_empty() {
             continue;
         }
-        let mut keys: Vec<(String, String, String)> = rs
+        // One group per architecture and board, from the preferred variant (cross-address-
+        // space, as the paper's ping-pong), so that the labels fit.
+        let mut keys: Vec<(String, String)> = rs
             .iter()
-            .map(|r| (r.arch.clone(), r.board.clone(), r.variant.clone()))
+            .map(|r| (r.arch.clone(), r.board.clone()))
             .collect();
         // x86_64 first, as in the paper's figure.
         keys.sort_by(|a, b| (a.0 != "x86_64", a).cmp(&(b.0 != "x86_64", b)));
         keys.dedup();
+        let mut variants: Vec<String> = Vec::new();
         let groups = keys
             .into_iter()
-            .map(|(arch, board, variant)| {
+            .map(|(arch, board)| {
+                let variant = rs
+                    .iter()
+                    .filter(|r| r.arch == arch && r.board == board)
+                    .map(|r| r.variant.as_str())
+                    .min_by_key(|v| match *v {
+                        "cross-as" => 0,
+                        "" => 1,
+                        _ => 2,
+                    })
+                    .unwrap_or("")
+                    .to_owned();
                 let mut bars: Vec<Bar> = rs
                     .iter()
                     .filter(|r| r.arch == arch && r.board == board && r.variant == variant)
@@ -141,17 +155,28 @@ pub fn fig1_panels(records: &[Record]) -> Vec<BarPanel> {
                     })
                     .collect();
                 bars.sort_by_key(|b| lock_rank(&b.lock));
-                let label = [arch.as_str(), board.as_str(), variant.as_str()]
-                    .iter()
-                    .filter(|s| !s.is_empty() && **s != "host")
-                    .copied()
-                    .collect::<Vec<_>>()
-                    .join(" ");
+                if !variants.contains(&variant) {
+                    variants.push(variant);
+                }
+                let label = match board.as_str() {
+                    "host" | "microvm" => arch,
+                    _ => format!("{arch} {board}"),
+                };
                 Group { label, bars }
             })
             .collect();
+        let variants: Vec<&str> = variants
+            .iter()
+            .map(String::as_str)
+            .filter(|v| !v.is_empty())
+            .collect();
+        let title = if variants.is_empty() {
+            platform_title(platform).to_owned()
+        } else {
+            format!("{}, {}", platform_title(platform), variants.join("/"))
+        };
         panels.push(BarPanel {
-            title: platform_title(platform).to_owned(),
+            title,
             unit: rs[0].unit.clone(),
             groups,
         });

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::plan::{strategy_of, Platform};
-use super::stats::stats;
+use super::stats::{stats, Stats};
 
 /// One measured point as a producer emits it (guest console line or hosted JSON array entry).
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
@@ -169,9 +169,6 @@ pub fn convert(raw: &RawRecord, origin: &Origin) -> Result<Record, String> {
         origin.platform.name(),
         origin.board
     );
-    if raw.samples.is_empty() {
-        return Err(format!("{what}: no samples"));
-    }
     let icount = origin.platform == Platform::QemuIcount;
     let hz = || {
         if origin.platform == Platform::Hosted {
@@ -208,11 +205,22 @@ pub fn convert(raw: &RawRecord, origin: &Origin) -> Result<Record, String> {
             ("round trips/s", hz / interval, hz)
         }
         ("ticks", _) => return Err(format!("{what}: ticks of counter `{}`", raw.counter)),
-        (unit @ ("cycles" | "round trips/s" | "barriers"), _) => (unit, 1.0, 0.0),
-        (other, _) => return Err(format!("{what}: unknown unit `{other}`")),
+        // Cycles, round trips/s, barriers, and anything else: no conversion.
+        (unit, _) => (unit, 1.0, 0.0),
     };
     let samples: Vec<f64> = raw.samples.iter().map(|s| s * factor).collect();
-    let st = stats(&samples).ok_or_else(|| format!("{what}: a sample is not a finite number"))?;
+    // A record without samples (such as `rtm-aborts`, whose figures are in `extra`) has
+    // all-zero statistics and `runs` 0.
+    let st = if samples.is_empty() {
+        Stats {
+            mean: 0.0,
+            stddev: 0.0,
+            min: 0.0,
+            median: 0.0,
+        }
+    } else {
+        stats(&samples).ok_or_else(|| format!("{what}: a sample is not a finite number"))?
+    };
     Ok(Record {
         bench: raw.bench.clone(),
         variant: raw.variant.clone(),
@@ -382,21 +390,25 @@ mod tests {
         )
         .unwrap();
         assert_eq!((c.unit.as_str(), c.mean, c.runs), ("cycles", 450.0, 2));
-        assert!(convert(
-            &raw("ipc-roundtrip", "rtm", "furlongs", "tsc", &[1.0]),
-            &origin(Platform::Hosted, "host", &m)
+        // Units that need no conversion pass through.
+        let a = convert(
+            &raw("ipc-barriers", "clh", "barriers", "", &[6.0]),
+            &origin(Platform::QemuIcount, "sabrelite", &m),
         )
-        .is_err());
+        .unwrap();
+        assert_eq!((a.unit.as_str(), a.mean), ("barriers", 6.0));
         assert!(convert(
             &raw("ipc-roundtrip", "rtm", "ticks", "sundial", &[1.0]),
             &origin(Platform::QemuIcount, "microvm", &m)
         )
         .is_err());
-        assert!(convert(
-            &raw("ipc-roundtrip", "rtm", "cycles", "tsc", &[]),
-            &origin(Platform::Hosted, "host", &m)
+        // Statistics-only records (rtm-aborts) have no samples.
+        let info = convert(
+            &raw("rtm-aborts", "rtm", "acquisitions", "", &[]),
+            &origin(Platform::Hosted, "host", &m),
         )
-        .is_err());
+        .unwrap();
+        assert_eq!((info.runs, info.mean), (0, 0.0));
     }
 
     #[test]

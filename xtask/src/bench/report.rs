@@ -241,12 +241,23 @@ fn scaling(records: &[Record], lock: &str) -> TargetLine {
         .collect();
     more.sort_by_key(|r| r.cores);
     more.dedup_by_key(|r| r.cores);
-    if more.is_empty() || one.mean <= 0.0 {
+    if more.is_empty() {
         return not_measured(
             target,
             "hosted",
             "host",
             format!("no hosted {MULTICORE} record for {lock} on more than 1 core"),
+        );
+    }
+    if one.mean <= 0.0 {
+        return not_measured(
+            target,
+            "hosted",
+            "host",
+            format!(
+                "the 1-core throughput of {lock} is {} (no baseline)",
+                one.mean
+            ),
         );
     }
     let mut ok = true;
@@ -488,6 +499,20 @@ pub fn render(records: &[Record], ctx: &Context) -> String {
         );
     }
 
+    let rtm: Vec<&Record> = records.iter().filter(|r| r.bench == "rtm-aborts").collect();
+    if !rtm.is_empty() {
+        let _ = writeln!(s, "\n## RTM statistics\n");
+        for r in rtm {
+            let _ = writeln!(
+                s,
+                "* {} {}: `{}`",
+                r.platform,
+                r.board,
+                r.extra.as_ref().map(|e| e.to_string()).unwrap_or_default()
+            );
+        }
+    }
+
     let _ = writeln!(s, "\n## Every record\n");
     if records.is_empty() {
         let _ = writeln!(s, "No records: nothing could be measured (see the notes).");
@@ -500,7 +525,7 @@ pub fn render(records: &[Record], ctx: &Context) -> String {
             s,
             "|---|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|"
         );
-        for r in records {
+        for r in records.iter().filter(|r| r.runs > 0) {
             let over = if r.bench == ROUNDTRIP && r.cores == 1 && r.lock != "none" {
                 overhead(records, &r.platform, &r.board, &r.lock)
                     .map(|(a, f, _)| format!("{a:+.0} ({:+.0}%)", f * 100.0))
