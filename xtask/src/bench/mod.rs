@@ -114,7 +114,9 @@ pub struct BenchArgs {
     #[arg(long, value_delimiter = ',', value_name = "N,...")]
     cores: Vec<u32>,
 
-    /// Samples per measured point (each after warm-up).
+    /// Samples per measured point (each after warm-up): the hosted benchmark's --runs and the
+    /// guests' `runs=` (images that take a fixed number of samples, 16 today, say so in the
+    /// report).
     #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=1000))]
     runs: u32,
 
@@ -281,6 +283,20 @@ fn kernel_benchmarks(
         };
         key(a).cmp(&key(b))
     });
+    let mut other_runs: Vec<String> = c
+        .records
+        .iter()
+        .filter(|r| r.runs > 0 && r.runs != args.runs as usize)
+        .map(|r| format!("{} {} ({} samples)", r.platform, r.board, r.runs))
+        .collect();
+    other_runs.dedup();
+    if !other_runs.is_empty() {
+        c.notes.push(format!(
+            "--runs {} asked for; some producers take their own number of samples: {}.",
+            args.runs,
+            other_runs.join(", ")
+        ));
+    }
     let retried: u32 = c.records.iter().map(|r| r.retries).sum();
     if retried > 0 {
         c.notes.push(format!(

@@ -196,7 +196,7 @@ pub fn fig2_panels(records: &[Record]) -> Vec<LinePanel> {
             .iter()
             .map(|r| (r.arch.clone(), r.board.clone()))
             .collect();
-        boards.sort();
+        boards.sort_by(|a, b| (a.0 != "x86_64", a).cmp(&(b.0 != "x86_64", b)));
         boards.dedup();
         for (arch, board) in boards {
             let mut locks: Vec<&str> = rs

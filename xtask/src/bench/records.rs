@@ -208,7 +208,12 @@ pub fn convert(raw: &RawRecord, origin: &Origin) -> Result<Record, String> {
         // Cycles, round trips/s, barriers, and anything else: no conversion.
         (unit, _) => (unit, 1.0, 0.0),
     };
-    let samples: Vec<f64> = raw.samples.iter().map(|s| s * factor).collect();
+    // Rounded to a millionth, so that 308.11 ticks x 10 prints as 3081.1.
+    let samples: Vec<f64> = raw
+        .samples
+        .iter()
+        .map(|s| (s * factor * 1e6).round() / 1e6)
+        .collect();
     // A record without samples (such as `rtm-aborts`, whose figures are in `extra`) has
     // all-zero statistics and `runs` 0.
     let st = if samples.is_empty() {

@@ -469,7 +469,9 @@ pub fn render(records: &[Record], ctx: &Context) -> String {
         s,
         "* Every figure is the mean of the samples, with the sample standard deviation; the \
          per-record method sentence is in `results.json`. Overheads are relative to `none` \
-         (no lock) on the same platform, board and variant."
+         (no lock) on the same platform, board and variant; the tables and Figure 1 use the \
+         cross-address-space variant (client and server in two address spaces, as the \
+         paper's ping-pong) where it was measured."
     );
     if !ctx.notes.is_empty() {
         let _ = writeln!(s, "\n## Notes\n");
