@@ -11,7 +11,6 @@
 //!
 //! The commands only drive `cargo`, `rustc` and `rustup`; nothing is downloaded by hand.
 
-mod barriers;
 mod bench;
 mod libtest;
 mod proc;
@@ -74,18 +73,6 @@ enum Command {
     /// core; --tests runs the in-kernel and user-level test suite instead. QEMU is installed with
     /// apt-get when missing and running as root.
     Qemu(qemu::QemuArgs),
-
-    /// Count the barrier instructions (dmb, dsb, isb) one ARMv7 IPC round trip executes.
-    ///
-    /// For each machine and lock, runs the one-core ARMv7 demo twice under QEMU with
-    /// `-icount shift=0 -singlestep -d exec,nochain` (every executed instruction logged with its
-    /// address), with `rounds=N` and `rounds=2N`; the barrier instructions are found in the kernel
-    /// and user ELF files by their A32 encodings. The difference of the two runs divided by N is
-    /// the count per Call/ReplyRecv round trip (client and server in two address spaces), printed
-    /// with the functions the barriers are in, and written to <out>/barriers.json. Deterministic:
-    /// two runs print the same numbers. Takes ~5 s per machine and lock (the traces are ~150 MB
-    /// each, written under target/barriers and deleted after counting).
-    Barriers(barriers::BarrierArgs),
 }
 
 fn main() -> ExitCode {
@@ -95,7 +82,6 @@ fn main() -> ExitCode {
         Command::Test(args) => test::run(&root, &args),
         Command::Bench(args) => bench::run(&root, &args),
         Command::Qemu(args) => qemu::run(&root, &args),
-        Command::Barriers(args) => barriers::run(&root, &args),
     }
 }
 
