@@ -247,6 +247,7 @@ fn kernel_benchmarks(
         "bench: machine: {} ({} host cores), {}, {}",
         machine.cpu, machine.host_cores, machine.qemu, machine.rustc
     );
+    let load_start = load_average();
     let mut c = Collected::default();
     if plan.baseline_added {
         c.notes.push(
@@ -311,6 +312,11 @@ fn kernel_benchmarks(
             .push(format!("ERROR: {}", e.lines().next().unwrap_or("")));
     }
 
+    c.notes.push(format!(
+        "Host load average (1 min) {load_start} at the start, {} at the end: other work on the \
+         host disturbs the hosted and qemu figures (not the qemu-icount ones).",
+        load_average()
+    ));
     let seconds = start.elapsed().as_secs_f64();
     let command = format!(
         "cargo xtask bench {}",
@@ -681,6 +687,14 @@ fn add_records(raws: &[RawRecord], origin: &Origin, c: &mut Collected) {
             Err(e) => c.errors.push(e),
         }
     }
+}
+
+/// The 1-minute load average (`/proc/loadavg`), or `unknown`.
+fn load_average() -> String {
+    fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|t| t.split_whitespace().next().map(str::to_owned))
+        .unwrap_or_else(|| "unknown".into())
 }
 
 /// `YYYY-MM-DD HH:MM UTC` of a Unix time.

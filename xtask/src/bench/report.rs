@@ -260,15 +260,30 @@ fn scaling(records: &[Record], lock: &str) -> TargetLine {
             ),
         );
     }
+    // Points with more cores than the host has are oversubscribed: shown, not judged.
+    let host_cores = one.machine.host_cores as u32;
     let mut ok = true;
+    let mut judged = 0;
     let parts: Vec<String> = more
         .iter()
         .map(|r| {
             let ratio = r.mean / one.mean;
+            if r.cores > host_cores {
+                return format!("{} cores {ratio:.2}x (oversubscribed, not judged)", r.cores);
+            }
+            judged += 1;
             ok &= ratio >= 0.95 * f64::from(r.cores);
             format!("{} cores {ratio:.2}x", r.cores)
         })
         .collect();
+    if judged == 0 {
+        return not_measured(
+            target,
+            "hosted",
+            "host",
+            format!("{} (the host has {host_cores} cores)", parts.join(", ")),
+        );
+    }
     TargetLine {
         target,
         place: "hosted host".into(),
