@@ -793,6 +793,56 @@ mod tests {
         assert_eq!((s.passed, s.problems), (1, 1), "{:?}", s.failures);
     }
 
+    /// The arguments of `cargo xtask qemu` with everything at its default.
+    fn default_args(arch: Arch) -> QemuArgs {
+        QemuArgs {
+            arch,
+            smp: 4,
+            lock: Lock::Clh,
+            machine: None,
+            interactive: false,
+            release: false,
+            debug: false,
+            tests: false,
+            rounds: None,
+            timeout: 60,
+            append: None,
+        }
+    }
+
+    #[test]
+    fn qemu_command_lines() {
+        let elf = Path::new("/img");
+        assert_eq!(
+            qemu_cmd(&default_args(Arch::X86_64), elf).display(),
+            "qemu-system-x86_64 -M microvm -cpu max -smp 4 -m 256M -display none -serial stdio \
+             -no-reboot -device isa-debug-exit,iobase=0xf4,iosize=0x04 -kernel /img -append \
+             'lock=clh mode=demo rounds=500'"
+        );
+        let mut arm = default_args(Arch::Armv7);
+        arm.tests = true;
+        arm.machine = Some(Machine::Virt);
+        assert_eq!(
+            qemu_cmd(&arm, elf).display(),
+            "qemu-system-arm -M virt -cpu cortex-a15 -m 256M -smp 4 -display none -serial stdio \
+             -semihosting -no-reboot -kernel /img -append 'lock=clh mode=test rounds=20'"
+        );
+        // Extra arguments come last.
+        let guest = Guest {
+            arch: Arch::Armv7,
+            machine: Machine::Sabrelite,
+            smp: 1,
+            elf,
+            append: "lock=none".into(),
+            extra: vec!["-icount".into(), "shift=0".into()],
+        };
+        assert_eq!(
+            guest_cmd(&guest).display(),
+            "qemu-system-arm -M sabrelite -m 1G -smp 1 -display none -serial stdio -semihosting \
+             -no-reboot -kernel /img -append lock=none -icount shift=0"
+        );
+    }
+
     #[test]
     fn only_status_33_is_success() {
         assert!(explain_status(Some(33)).0);
