@@ -103,7 +103,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             Ok(())
         };
         for c in 0..self.cores {
-            if let Some(t) = self.sched(ctx, c, |s| s.current) {
+            if let Some(t) = self.current_on(ctx, c) {
                 if self.conf(t).life == Life::Free {
                     return fail("free TCB is current", Some(t));
                 }
@@ -271,7 +271,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
 
     /// The current thread of `cpu`.
     pub fn current_of(&mut self, cpu: CpuId) -> Option<ThreadId> {
-        self.sched(Self::QUIET, cpu, |s| s.current)
+        self.current_on(Self::QUIET, cpu)
     }
 
     /// The threads in `cpu`'s run queues, highest priority first.

@@ -167,10 +167,10 @@ pub(crate) struct AddressSpace {
     pub wait: [u64; MAX_CPUS],
 }
 
-/// A core's scheduler state (run-queue lock).
+/// A core's scheduler state (run-queue lock). The core's current thread is apart, in
+/// `Kernel::current`, so that the core reads it without the lock.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct CoreSched {
-    pub current: Option<ThreadId>,
     pub queues: [Queue; NUM_PRIOS],
     /// Bit `p` set iff `queues[p]` is non-empty.
     pub bitmap: u32,
@@ -276,6 +276,7 @@ pub(crate) struct Held<'k, S: Strategy> {
 }
 
 impl<S: Strategy> Drop for Held<'_, S> {
+    #[inline]
     fn drop(&mut self) {
         if let Some(id) = self.id {
             // SAFETY: `id` was locked by `cpu` in `Kernel::hold` and is released once, here.
@@ -331,6 +332,9 @@ pub struct Kernel<S: Strategy, H: Hal> {
     /// Per core: TLB shoot-down generation it acknowledged (flushed).
     pub(crate) tlb_ack: [AtomicU64; MAX_CPUS],
     pub(crate) sched: [UnsafeCell<CoreSched>; MAX_CPUS],
+    /// Per core: its current thread (`None`: idle). Written only by that core, holding its
+    /// run-queue lock; read by that core without the lock, by other cores with it.
+    pub(crate) current: [UnsafeCell<Option<ThreadId>>; MAX_CPUS],
     pub(crate) local: [UnsafeCell<CoreLocal>; MAX_CPUS],
 }
 
@@ -403,10 +407,10 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             tlb_req: core::array::from_fn(|_| AtomicU64::new(0)),
             tlb_ack: core::array::from_fn(|_| AtomicU64::new(0)),
             sched: cells(CoreSched {
-                current: None,
                 queues: [Queue::default(); NUM_PRIOS],
                 bitmap: 0,
             }),
+            current: cells(None),
             local: cells(CoreLocal {
                 actions: Actions::NONE,
                 loaded: None,
@@ -442,6 +446,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
     // ---------------------------------------------------------------------------------------
 
     /// Takes an object lock unless the section is exclusive.
+    #[inline]
     pub(crate) fn hold(&self, ctx: Ctx, id: LockId) -> Held<'_, S> {
         let id = (!ctx.excl).then(|| {
             self.strategy.lock(ctx.cpu, id);
@@ -455,6 +460,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
     }
 
     /// Locks two TCBs in index order (one if equal).
+    #[inline]
     pub(crate) fn hold2(
         &self,
         ctx: Ctx,
@@ -718,9 +724,13 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             l.actions = Actions::NONE;
             l.left = None;
         });
-        let rotate = self.handle(ctx, entry);
-        self.schedule(ctx, rotate);
-        let exit = self.exit_regs(ctx);
+        // The core's current thread is read once per entry and passed along: only `schedule`,
+        // on this core, changes it (and under the fine-grained strategy every read costs the
+        // run-queue lock).
+        let cur = self.current(ctx);
+        let (rotate, cur) = self.handle(ctx, cur, entry);
+        let next = self.schedule(ctx, cur, rotate);
+        let exit = self.exit_regs(ctx, next);
         let (actions, left) = self.local(ctx, |l| (l.actions, l.left));
         // SAFETY: `cpu` entered with `side` above and leaves once.
         unsafe { self.strategy.exit(cpu, side) };
@@ -735,9 +745,14 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         exit
     }
 
-    /// Handles one entry; returns whether the scheduler should rotate (Yield, timer).
-    fn handle(&self, ctx: Ctx, entry: Entry) -> bool {
-        let cur = self.current(ctx);
+    /// Handles one entry, `cur` being the core's current thread; returns whether the
+    /// scheduler should rotate (Yield, timer) and the current thread afterwards.
+    fn handle(
+        &self,
+        ctx: Ctx,
+        mut cur: Option<ThreadId>,
+        entry: Entry,
+    ) -> (bool, Option<ThreadId>) {
         let usable = cur.filter(|&t| self.runnable_here(ctx, t));
         if let (Some(t), None) = (cur, usable) {
             // The current thread was suspended, deleted or moved by another core while it ran
@@ -747,8 +762,14 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
                 let _g = self.hold(ctx, LockId::Tcb(t));
                 self.ipc(ctx, t, |i| i.ret = err_regs(Error::Interrupted));
             }
-            self.schedule(ctx, false);
+            cur = self.schedule(ctx, cur, false);
         }
+        (self.handle_entry(ctx, usable, entry), cur)
+    }
+
+    /// Handles one entry once an unusable current thread was dropped: `usable` is the current
+    /// thread if it may run here. Returns whether the scheduler should rotate.
+    fn handle_entry(&self, ctx: Ctx, usable: Option<ThreadId>, entry: Entry) -> bool {
         match entry {
             Entry::Syscall(call) => {
                 let Some(t) = usable else { return false };
@@ -786,9 +807,8 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         }
     }
 
-    /// Result registers of the new current thread.
-    fn exit_regs(&self, ctx: Ctx) -> Exit {
-        let thread = self.current(ctx);
+    /// Result registers of the new current thread `thread`.
+    fn exit_regs(&self, ctx: Ctx, thread: Option<ThreadId>) -> Exit {
         let regs = match thread {
             Some(t) => {
                 let _g = self.hold(ctx, LockId::Tcb(t));
@@ -805,11 +825,33 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         self.ipc(ctx, t, |i| i.ret = regs);
     }
 
-    /// The calling core's current thread. Only the core itself changes its `current`, so the
-    /// value stays valid after the lock is dropped.
+    /// The calling core's current thread, read without the run-queue lock: only the core itself
+    /// changes its `current` (in [`schedule`](Self::schedule)), so no write can race with this
+    /// read, and the value stays valid until the core changes it.
     pub(crate) fn current(&self, ctx: Ctx) -> Option<ThreadId> {
-        let _g = self.hold(ctx, LockId::RunQueue(ctx.cpu));
-        self.sched(ctx, ctx.cpu, |s| s.current)
+        // SAFETY: the only writer of `current[ctx.cpu]` is core `ctx.cpu` itself
+        // (`set_current`), which runs one kernel entry at a time and is here, so no `&mut`
+        // exists; other cores only read it.
+        unsafe { cell_ref(&self.current[ctx.cpu], |c| *c) }
+    }
+
+    /// The current thread of core `cpu`: needs that core's run-queue lock in shared sections
+    /// (its owner writes it only while holding the lock).
+    pub(crate) fn current_on(&self, ctx: Ctx, cpu: CpuId) -> Option<ThreadId> {
+        debug_assert!(ctx.excl || self.strategy.is_held(LockId::RunQueue(cpu)));
+        // SAFETY: exclusive section (common argument), or the caller holds the run-queue lock
+        // of `cpu`, which `set_current`, the only writer, holds too; other readers only read.
+        unsafe { cell_ref(&self.current[cpu], |c| *c) }
+    }
+
+    /// Sets the calling core's current thread (caller holds its run-queue lock in shared
+    /// sections).
+    pub(crate) fn set_current(&self, ctx: Ctx, t: Option<ThreadId>) {
+        debug_assert!(ctx.excl || self.strategy.is_held(LockId::RunQueue(ctx.cpu)));
+        // SAFETY: other cores read this cell only holding the run-queue lock of `ctx.cpu`
+        // (`current_on`), which we hold (or the section is exclusive); this core's own
+        // lock-free reads (`current`) are not concurrent with its own write.
+        unsafe { cell_mut(&self.current[ctx.cpu], |c| *c = t) }
     }
 
     /// Whether `t` may keep running on the calling core.
@@ -829,7 +871,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             ctx.global,
             "other cores' scheduling state read concurrently"
         );
-        (0..self.cores).find(|&c| self.sched(ctx, c, |s| s.current) == Some(t))
+        (0..self.cores).find(|&c| self.current_on(ctx, c) == Some(t))
     }
 
     // ---------------------------------------------------------------------------------------

@@ -416,13 +416,12 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
                 block,
             } => self.send(ctx, t, ep, badge, msg, call, block, false),
             Op::Recv { ep, reply } => {
-                if let Some(msg) = reply {
-                    self.reply(ctx, t, msg);
-                }
+                // ReplyRecv answers the caller; Recv drops a reply capability still held.
+                self.reply(ctx, t, reply.ok_or(Error::ReplyDropped));
                 self.recv(ctx, t, ep);
             }
             Op::Reply { msg } => {
-                self.reply(ctx, t, msg);
+                self.reply(ctx, t, Ok(msg));
                 self.set_ret(ctx, t, ok);
             }
             Op::Signal { ntfn, badge } => {
@@ -624,15 +623,10 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         }
     }
 
-    /// Receive on `ep` by `r`, dropping a reply capability `r` still holds.
+    /// Receive on `ep` by `r`, whose reply slot [`reply`](Self::reply) just emptied: nobody
+    /// else fills it while `r` runs (only a transfer to `r` as a blocked receiver does), so
+    /// it is still empty here.
     fn recv(&self, ctx: Ctx, r: ThreadId, ep: EndpointId) {
-        let stale = {
-            let _g = self.hold(ctx, LockId::Tcb(r));
-            self.ipc(ctx, r, |i| i.reply_to)
-        };
-        if let Some(c) = stale {
-            self.answer(ctx, r, c, Err(crate::error::Error::ReplyDropped));
-        }
         let _ge = self.hold(ctx, LockId::Endpoint(ep));
         let (mut q, receivers) = self.ep(ctx, ep, |e| (e.queue, e.receivers));
         match q.head {
@@ -672,14 +666,15 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         }
     }
 
-    /// Consumes `r`'s reply capability (if any) and answers its caller with `msg`.
-    fn reply(&self, ctx: Ctx, r: ThreadId, msg: Msg) {
+    /// Consumes `r`'s reply capability (if any) and answers its caller with `result` (a
+    /// message, or the error of a dropped reply).
+    fn reply(&self, ctx: Ctx, r: ThreadId, result: Result<Msg, Error>) {
         let caller = {
             let _g = self.hold(ctx, LockId::Tcb(r));
             self.ipc(ctx, r, |i| i.reply_to)
         };
         if let Some(c) = caller {
-            self.answer(ctx, r, c, Ok(msg));
+            self.answer(ctx, r, c, result);
         }
     }
 

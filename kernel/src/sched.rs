@@ -61,7 +61,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             return;
         }
         let _g = self.hold(ctx, LockId::RunQueue(core));
-        let current = self.sched(ctx, core, |s| s.current);
+        let current = self.current_on(ctx, core);
         if current == Some(t) {
             return;
         }
@@ -77,9 +77,16 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
     ///
     /// A current thread that may no longer run here (blocked, suspended, deleted, moved) is
     /// switched out; if it was moved to another core and is runnable, it is enqueued there.
-    pub(crate) fn schedule(&self, ctx: Ctx, rotate: bool) {
+    /// `cur` is the core's current thread (the caller read it: only this function, on this
+    /// core, changes it); returns the new one.
+    pub(crate) fn schedule(
+        &self,
+        ctx: Ctx,
+        cur: Option<ThreadId>,
+        rotate: bool,
+    ) -> Option<ThreadId> {
         let cpu = ctx.cpu;
-        let cur = self.current(ctx);
+        debug_assert_eq!(cur, self.current(ctx), "stale current thread");
         let tcb_guard = cur.map(|t| self.hold(ctx, LockId::Tcb(t)));
         let cur_state = cur.map(|t| (t, self.conf(t), self.ipc(ctx, t, |i| i.state)));
         let keep = cur_state.filter(|(_, c, s)| {
@@ -104,7 +111,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
                 (None, Some(b)) => pop(b),
                 (None, None) => None,
             };
-            self.sched(ctx, cpu, |s| s.current = next);
+            self.set_current(ctx, next);
             next
         };
         // A runnable current thread that was moved to another core goes there.
@@ -131,5 +138,6 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
                 });
             }
         }
+        next
     }
 }

@@ -23,8 +23,9 @@
 //! * A TCB's IPC state (state, message, badge, result registers, reply link): its TCB lock.
 //! * An endpoint's or notification's queue, and the queue links of the TCBs in it: the
 //!   endpoint's or notification's lock.
-//! * A run queue, the core's `current` thread, and the run-queue links of the TCBs in it: the
-//!   core's run-queue lock.
+//! * A run queue and the run-queue links of the TCBs in it: the core's run-queue lock.
+//! * A core's `current` thread: written only by that core, holding its run-queue lock; read by
+//!   that core without any lock (no other core writes it), by other cores with the lock.
 //! * An IRQ's masked flag: the IRQ's lock.
 //! * Per-core actions and loaded address space: only that core touches them (no lock).
 //!
@@ -32,7 +33,12 @@
 //! then TCB locks in increasing index order (all TCBs involved are identified first, under the
 //! endpoint lock, then locked sorted), then at most one run-queue lock at a time. A typical IPC
 //! takes the read side, one endpoint lock, two TCB locks and one run-queue lock, as the seL4
-//! multicore paper describes.
+//! multicore paper describes; around it, the entry checks the current thread (its TCB lock), the
+//! scheduler re-reads its state (TCB lock, then the run-queue lock) and the exit reads the next
+//! thread's result registers (its TCB lock): on one core a Call takes 8 object locks and a
+//! ReplyRecv 10 (counted by the hosted benchmark, `object_locks_per_round_trip`). Each object
+//! lock costs an atomic read-modify-write plus its bookkeeping, which is most of what the
+//! strategy adds to a round trip.
 //!
 //! Why readers never see a half-made change: the write side waits until every reader has left
 //! (`BrLock`), so management calls see quiescent state and may touch everything; readers only
@@ -185,6 +191,7 @@ impl<R: Relax> FineGrained<R> {
         }
     }
 
+    #[inline]
     fn object(&self, id: LockId) -> &TicketLock<R> {
         match id {
             LockId::Tcb(t) => &self.tcbs[t.index()],
@@ -235,9 +242,11 @@ unsafe impl<R: Relax> Strategy for FineGrained<R> {
             Side::Exclusive => unsafe { self.big.unlock(cpu) },
         }
     }
+    #[inline]
     fn lock(&self, cpu: CpuId, id: LockId) {
         self.object(id).lock(cpu);
     }
+    #[inline]
     unsafe fn unlock(&self, cpu: CpuId, id: LockId) {
         // SAFETY: forwarded contract.
         unsafe { self.object(id).unlock(cpu) }

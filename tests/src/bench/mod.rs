@@ -569,6 +569,14 @@ impl<S: Strategy> PingPong<S> {
     }
 }
 
+/// A one-core ping-pong (client and server, set up as for `ipc-roundtrip`) under `strategy`,
+/// for ad-hoc experiments with strategies of one's own: the closure runs `n` round trips and
+/// returns the TSC ticks they took.
+pub fn round_trip_timer<S: Strategy>(strategy: S, cross_as: bool) -> impl Fn(u32) -> u64 {
+    let p = PingPong::new(strategy, cross_as);
+    move |n| p.round_trips(n)
+}
+
 /// Type-erased single-core case, for the interleaved loop.
 trait Case {
     fn round_trips(&self, n: u32) -> u64;
