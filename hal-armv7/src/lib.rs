@@ -15,7 +15,8 @@
 //! the cores use LDREX/STREX (and so `spin` locks and atomics read-modify-writes) on shared
 //! data. Core 0 then sets up the console ([`console`]), the GIC ([`gic`]), the cycle counter
 //! and tick timer ([`timer`]) and calls the kernel's main function named with
-//! [`entry_point!`], passing the [`Platform`] description.
+//! [`entry_point!`], passing the [`Platform`] description. [`pmu`] enables the user-readable
+//! cycle counter on request (benchmarks).
 //!
 //! # For the kernel's `Hal` trait
 //! [`ArmHal`] gathers the operations the kernel needs (core index, IPIs as SGIs, cycle counter,
@@ -72,6 +73,8 @@ pub mod mmu;
 pub mod paging;
 #[cfg(all(target_arch = "arm", target_os = "none"))]
 pub mod percpu;
+#[cfg(all(target_arch = "arm", target_os = "none"))]
+pub mod pmu;
 #[cfg(all(target_arch = "arm", target_os = "none"))]
 pub mod psci;
 #[cfg(all(target_arch = "arm", target_os = "none"))]

@@ -12,6 +12,7 @@ use sync::ClhLock;
 
 use crate::lock::LockChoice;
 use crate::{selftest, system};
+use image_common::bench::Kind as BenchKind;
 
 hal_armv7::entry_point!(kernel_main);
 
@@ -29,7 +30,13 @@ pub struct Config {
     pub rounds: usize,
     /// Cores the kernel runs on.
     pub cores: usize,
+    /// Benchmark mode (`mode=bench bench=<kind>`): what runs instead of the demo.
+    pub bench: Option<BenchKind>,
 }
+
+/// Set in benchmark mode: no tick timer on any core (nothing to preempt, and a tick would land
+/// in samples).
+pub static BENCH_MODE: AtomicBool = AtomicBool::new(false);
 
 /// Set by the root task (debug call RELEASE): the other cores may enter the scheduler.
 pub static RELEASED: AtomicBool = AtomicBool::new(false);
@@ -63,11 +70,15 @@ fn kernel_main(p: &'static Platform) -> ! {
             LockChoice::NAMES
         ))
     };
-    let test = match p.cmdline_value("mode").unwrap_or("demo") {
-        "demo" => false,
-        "test" => true,
+    let (test, bench) = match p.cmdline_value("mode").unwrap_or("demo") {
+        "demo" => (false, None),
+        "test" => (true, None),
+        "bench" => match BenchKind::parse(|k| p.cmdline_value(k)) {
+            Ok(kind) => (false, Some(kind)),
+            Err(e) => fail(format_args!("{e}")),
+        },
         other => fail(format_args!(
-            "unknown mode \"{other}\" on the kernel command line; expected demo or test"
+            "unknown mode \"{other}\" on the kernel command line; expected demo, test or bench"
         )),
     };
     let rounds = match p.cmdline_value("rounds") {
@@ -116,11 +127,25 @@ fn kernel_main(p: &'static Platform) -> ! {
     } else {
         println!("lock: {} ({})", lock.name(), lock.describe());
     }
+    if let Some(kind) = bench {
+        if lock == LockChoice::None && kind.shares_objects_across_cores(cores) {
+            fail(format_args!(
+                "bench: the shared client-server benchmark on {cores} cores shares the \
+                 server's endpoint between cores, which lock=none forbids (use \
+                 variant=dedicated or another lock)"
+            ));
+        }
+        // The user-readable cycle counter where the core has one (virt); the other cores
+        // enable theirs when released (`ap_main`).
+        hal_armv7::pmu::enable();
+        BENCH_MODE.store(true, Ordering::Release);
+    }
     let cfg = Config {
         lock,
         test,
         rounds,
         cores,
+        bench,
     };
     if test {
         selftest::after_smp(&cfg, report.expected);
@@ -164,7 +189,13 @@ fn ap_main(cpu: CpuIndex) -> ! {
     if cpu >= KERNEL_CORES.load(Ordering::Acquire) {
         hal_armv7::cpu::halt_forever();
     }
-    ArmHal::timer_start(TIMER_HZ);
+    if BENCH_MODE.load(Ordering::Acquire) {
+        if hal_armv7::pmu::user_counter() {
+            hal_armv7::pmu::enable_cpu();
+        }
+    } else {
+        ArmHal::timer_start(TIMER_HZ);
+    }
     usermode::run()
 }
 

@@ -94,6 +94,13 @@ pub fn boot<S: Strategy + 'static>(strategy: S, cfg: Config) -> ! {
         rounds: cfg.rounds,
         pager_test,
         user_error_tests: crate::selftest::USER_ERROR_TESTS,
+        bench: cfg.bench.map(|kind| {
+            let (_, _, hz) = debugcalls::counter();
+            (
+                kind,
+                (hz / servers::abi::bench::INTERVALS_PER_SECOND).max(1),
+            )
+        }),
     };
     let (root, plan) = image_common::build(&Armv7 { elf }, k, setup);
 
@@ -109,6 +116,8 @@ pub fn boot<S: Strategy + 'static>(strategy: S, cfg: Config) -> ! {
     }
     let k: &'static Kernel<S, ArmHal> = k;
     usermode::install(k, debugcalls::handle);
-    ArmHal::timer_start(TIMER_HZ);
+    if cfg.bench.is_none() {
+        ArmHal::timer_start(TIMER_HZ);
+    }
     usermode::run()
 }

@@ -12,6 +12,9 @@
 //! 5), and, if [`Setup::pager_test`], the pager test on core 1 (or 0): a pager thread holding the
 //! faulting thread's address space and a frame, bound as its pager by the root task.
 //!
+//! Benchmark mode ([`Setup::bench`]) builds the benchmark's threads instead (see
+//! [`build_bench`]): no demo pairs, no tests.
+//!
 //! The kernel object lives in a static buffer (it is ~100 KiB), written once by
 //! [`place_kernel`] before any other core can see it.
 
@@ -83,6 +86,9 @@ pub struct Setup {
     pub pager_test: bool,
     /// `TEST` lines the system-call error program prints.
     pub user_error_tests: usize,
+    /// Benchmark mode (`mode=bench`): what runs, and the throughput sampling interval in
+    /// counter ticks.
+    pub bench: Option<(crate::bench::Kind, u64)>,
 }
 
 const STORE_SIZE: usize = 160 * 1024;
@@ -122,6 +128,8 @@ struct Space {
 struct Builder<'a, S: Strategy, A: Arch> {
     k: &'a mut Kernel<S, A::Hal>,
     arch: &'a A,
+    /// Address spaces made so far.
+    spaces: usize,
 }
 
 impl<S: Strategy, A: Arch> Builder<'_, S, A> {
@@ -133,6 +141,7 @@ impl<S: Strategy, A: Arch> Builder<'_, S, A> {
         if let Err(e) = self.arch.load_user(root) {
             self.arch.fail(format_args!("loading the user ELF: {e:?}"));
         }
+        self.spaces += 1;
         match self.k.create_address_space(root) {
             Ok(id) => Space {
                 id,
@@ -198,7 +207,10 @@ pub fn build<S: Strategy, A: Arch>(
     k: &mut Kernel<S, A::Hal>,
     cfg: Setup,
 ) -> (ThreadId, Plan) {
-    let mut b = Builder { k, arch };
+    if let Some((kind, interval)) = cfg.bench {
+        return build_bench(arch, k, cfg.cores, kind, interval);
+    }
+    let mut b = Builder { k, arch, spaces: 0 };
     let cores = cfg.cores;
     let pager_test = cfg.test && cfg.pager_test;
 
@@ -325,6 +337,20 @@ pub fn build<S: Strategy, A: Arch>(
         plan.user_tests += cfg.user_error_tests;
     }
 
+    finish_root(&mut b, root, &started[..n], pager_for);
+    (root, plan)
+}
+
+/// Gives the root task a MANAGE capability to each thread of `started` (from slot
+/// `ROOT_FIRST_THREAD` on, the order it resumes them in), sets its arguments and starts it.
+fn finish_root<S: Strategy, A: Arch>(
+    b: &mut Builder<'_, S, A>,
+    root: ThreadId,
+    started: &[Option<ThreadId>],
+    pager_for: usize,
+) {
+    let arch = b.arch;
+    let n = started.len();
     for (i, t) in started.iter().flatten().enumerate() {
         b.cap(
             root,
@@ -348,10 +374,129 @@ pub fn build<S: Strategy, A: Arch>(
     arch.println(format_args!(
         "boot: {} threads in {} address spaces, {} frames used; root task is thread {}",
         n + 1,
-        1 + n,
+        b.spaces,
         arch.frames_allocated(),
         root.index()
     ));
+}
 
+/// Builds the threads of benchmark `kind` (`mode=bench`); `interval` is the throughput
+/// sampling interval in counter ticks. Every client reports DONE once its samples are with the
+/// image.
+///
+/// * `ipc`: on core 0 only, a same-address-space pair (priority 20) and a cross-address-space
+///   pair (priority 10): the root task (31) finishes and parks first, then the first pair runs
+///   to completion, then the second; the other cores are never released.
+/// * `multicore`: on every core a client and a server in two address spaces (priority 10)
+///   with their own endpoint.
+/// * `clientserver`: client `i` on core `i % cores`, calling one server on core 0 (`shared`,
+///   badge `i + 1`) or its own server on its own core (`dedicated`).
+///
+/// The root task shares the address space of the first throughput client, so that eight
+/// clients and eight servers fit the kernel's sixteen address spaces.
+pub fn build_bench<S: Strategy, A: Arch>(
+    arch: &A,
+    k: &mut Kernel<S, A::Hal>,
+    cores: usize,
+    kind: crate::bench::Kind,
+    interval: u64,
+) -> (ThreadId, Plan) {
+    use crate::bench::{Kind, Variant};
+    use servers::abi::bench::{record, VARIANT_CROSS_AS, VARIANT_SAME_AS};
+
+    let mut b = Builder { k, arch, spaces: 0 };
+    let parks: [Option<NotificationId>; MAX_CPUS] =
+        core::array::from_fn(|c| (c < cores).then(|| b.notification()));
+    let park = |c: usize| parks[c].unwrap_or_else(|| arch.fail(format_args!("no park for {c}")));
+    let mut root_space = b.space();
+    let root = b.thread(&mut root_space, 31, 0, park(0), [role::ROOT, 0, 0]);
+    let mut started: [Option<ThreadId>; CSPACE_SLOTS] = [None; CSPACE_SLOTS];
+    let mut n = 0usize;
+    let mut push = |t: ThreadId| {
+        if slot::ROOT_FIRST_THREAD + n >= CSPACE_SLOTS {
+            arch.fail(format_args!("too many threads for the root task's CSpace"));
+        }
+        started[n] = Some(t);
+        n += 1;
+    };
+    let mut plan = Plan::default();
+    // The root's space hosts the first throughput client.
+    let mut spare_root_space = Some(root_space);
+
+    match kind {
+        Kind::Ipc => {
+            for (variant, prio) in [(VARIANT_SAME_AS, 20), (VARIANT_CROSS_AS, 10)] {
+                let ep = b.endpoint();
+                let mut cs = b.space();
+                let server_args = [role::BENCH_IPC_SERVER, variant, 0];
+                let server = if variant == VARIANT_SAME_AS {
+                    b.thread(&mut cs, prio, 0, park(0), server_args)
+                } else {
+                    let mut ss = b.space();
+                    b.thread(&mut ss, prio, 0, park(0), server_args)
+                };
+                let client = b.thread(
+                    &mut cs,
+                    prio,
+                    0,
+                    park(0),
+                    [role::BENCH_IPC_CLIENT, variant, 0],
+                );
+                b.cap(client, slot::EP, ObjRef::Endpoint(ep), Rights::WRITE, 1);
+                b.cap(server, slot::EP, ObjRef::Endpoint(ep), Rights::READ, 0);
+                push(server);
+                push(client);
+                plan.finite += 1;
+            }
+        }
+        Kind::Multicore | Kind::ClientServer { .. } => {
+            let (clients, shared, rec) = match kind {
+                Kind::ClientServer { clients, variant } => {
+                    (clients, variant == Variant::Shared, record::CLIENT_SERVER)
+                }
+                _ => (cores, false, record::MULTICORE),
+            };
+            let shared_ep = if shared {
+                let ep = b.endpoint();
+                let mut ss = b.space();
+                let server = b.thread(&mut ss, 10, 0, park(0), [role::BENCH_TP_SERVER, 0, 0]);
+                b.cap(server, slot::EP, ObjRef::Endpoint(ep), Rights::READ, 0);
+                push(server);
+                Some(ep)
+            } else {
+                None
+            };
+            for i in 0..clients {
+                let core = i % cores;
+                let ep = match shared_ep {
+                    Some(ep) => ep,
+                    None => {
+                        let ep = b.endpoint();
+                        let mut ss = b.space();
+                        let server =
+                            b.thread(&mut ss, 10, core, park(core), [role::BENCH_TP_SERVER, 0, 0]);
+                        b.cap(server, slot::EP, ObjRef::Endpoint(ep), Rights::READ, 0);
+                        push(server);
+                        ep
+                    }
+                };
+                let mut cs = match spare_root_space.take() {
+                    Some(s) => s,
+                    None => b.space(),
+                };
+                let client = b.thread(
+                    &mut cs,
+                    10,
+                    core,
+                    park(core),
+                    [role::BENCH_TP_CLIENT, rec as u64, interval],
+                );
+                b.cap(client, slot::EP, ObjRef::Endpoint(ep), Rights::WRITE, i + 1);
+                push(client);
+                plan.finite += 1;
+            }
+        }
+    }
+    finish_root(&mut b, root, &started[..n], 0);
     (root, plan)
 }

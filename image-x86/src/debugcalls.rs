@@ -19,9 +19,10 @@ use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use hal_x86::exit::ExitCode;
 use hal_x86::percpu::CpuIndex;
 use hal_x86::{apic::IpiKind, println, usermode, X86Hal};
+use image_common::bench::{self, Collector, Kind, RunInfo};
 use kernel::config::{MAX_CPUS, MAX_THREADS};
 use kernel::{Error, Regs, ThreadId};
-use servers::abi::{debug_nr, info};
+use servers::abi::{counter as ctr, debug_nr, info};
 
 use crate::boot::{Config, RELEASED};
 
@@ -67,6 +68,21 @@ static FAULT_CORE: AtomicUsize = AtomicUsize::new(0);
 static FAULTERS: [AtomicUsize; 3] = [const { AtomicUsize::new(usize::MAX) }; 3];
 static START_TSC: AtomicU64 = AtomicU64::new(0);
 static FINISHING: AtomicBool = AtomicBool::new(false);
+/// The benchmark (`Kind::to_word`), 0 outside benchmark mode.
+static BENCH: AtomicUsize = AtomicUsize::new(0);
+/// Throughput benchmarks: the sampling interval in counter ticks.
+static INTERVAL: AtomicU64 = AtomicU64::new(0);
+/// The lock's name, as an index into `LOCKS`.
+static LOCK: AtomicUsize = AtomicUsize::new(0);
+const LOCKS: [&str; 5] = ["clh", "ticket", "fine", "rtm", "none"];
+/// The benchmark samples the user programs report.
+static COLLECTOR: Collector = Collector::new();
+
+/// The counter user programs read: its [`ctr`] kind, record name and frequency in Hz. The TSC
+/// is readable in user mode on every x86_64 CPU this image runs on.
+pub fn counter() -> (usize, &'static str, u64) {
+    (ctr::TSC, "tsc", hal_x86::time::tsc_hz())
+}
 
 /// Records the client of core `c` (for the containment check).
 pub fn set_client(c: usize, t: ThreadId) {
@@ -87,6 +103,29 @@ pub fn init(cfg: Config, root: ThreadId, plan: Plan) {
     CORES.store(cfg.cores, Ordering::Relaxed);
     ROOT.store(root.index(), Ordering::Relaxed);
     EXPECTED_DONE.store(plan.finite, Ordering::Release);
+    BENCH.store(Kind::to_word(cfg.bench), Ordering::Relaxed);
+    LOCK.store(
+        LOCKS
+            .iter()
+            .position(|&l| l == cfg.lock.name())
+            .unwrap_or(0),
+        Ordering::Relaxed,
+    );
+    if let Some(kind) = cfg.bench {
+        let (_, name, hz) = counter();
+        let interval = (hz / servers::abi::bench::INTERVALS_PER_SECOND).max(1);
+        INTERVAL.store(interval, Ordering::Relaxed);
+        println!("bench: counter {name} at {hz} Hz; throughput interval {interval} ticks");
+        if kind == Kind::Ipc && name == "debugcall" {
+            println!(
+                "bench: one-way IPC benchmarks (ipc-call, ipc-replyrecv) skipped: no \
+                 user-readable cycle counter here (QEMU's Cortex-A9 has no PMU cycle counter, \
+                 and the A9 global timer shares its page with the GIC CPU interface, which user \
+                 space must not map); ipc-roundtrip is timed per batch with the COUNTER debug \
+                 call, its cost subtracted"
+            );
+        }
+    }
     START_TSC.store(hal_x86::time::cycles(), Ordering::Relaxed);
     if cfg.test {
         let planned = crate::selftest::KERNEL_TESTS + plan.user_tests + FINAL_TESTS;
@@ -192,6 +231,11 @@ pub fn handle(cpu: CpuIndex, t: ThreadId, regs: &Regs) -> Regs {
             })
         }
         debug_nr::RELEASE if is_root => {
+            if Kind::from_word(BENCH.load(Ordering::Relaxed)).is_some_and(|k| !k.uses_all_cores()) {
+                // The IPC benchmark runs on core 0 alone: the others stay asleep.
+                println!("bench: ipc runs on core 0 alone; the other cores stay asleep");
+                return ok_regs(0);
+            }
             RELEASED.store(true, Ordering::Release);
             for c in 1..CORES.load(Ordering::Relaxed) {
                 X86Hal::send_ipi(c, IpiKind::Test);
@@ -212,8 +256,22 @@ pub fn handle(cpu: CpuIndex, t: ThreadId, regs: &Regs) -> Regs {
             info::CPUS => ok_regs(CORES.load(Ordering::Relaxed)),
             info::TEST_MODE => ok_regs(usize::from(TEST_MODE.load(Ordering::Relaxed))),
             info::THREAD => ok_regs(t.index()),
+            info::COUNTER => ok_regs(counter().0),
+            info::COUNTER_HZ => ok_regs(counter().2 as usize),
             _ => err(Error::InvalidArgument),
         },
+        debug_nr::COUNTER => {
+            let now = hal_x86::time::cycles();
+            [
+                0,
+                (now & 0xFFFF_FFFF) as usize,
+                (now >> 32) as usize,
+                0,
+                0,
+                0,
+            ]
+        }
+        debug_nr::BENCH if BENCH.load(Ordering::Relaxed) != 0 => COLLECTOR.handle(regs),
         _ => err(Error::UnknownSyscall),
     }
 }
@@ -251,14 +309,24 @@ fn finish() -> ! {
     let ms = hal_x86::time::tsc_to_ns(hal_x86::time::cycles() - START_TSC.load(Ordering::Relaxed))
         / 1_000_000;
     let cores = CORES.load(Ordering::Relaxed);
-    println!(
-        "all {} programs reported after {ms} ms ({cores} cores, every core ran its ping-pong pair)",
-        DONE.load(Ordering::Acquire)
-    );
+    let bench = Kind::from_word(BENCH.load(Ordering::Relaxed));
+    if bench.is_some() {
+        println!(
+            "all {} benchmark clients reported after {ms} ms ({cores} cores)",
+            DONE.load(Ordering::Acquire)
+        );
+    } else {
+        println!(
+            "all {} programs reported after {ms} ms ({cores} cores, every core ran its ping-pong \
+             pair)",
+            DONE.load(Ordering::Acquire)
+        );
+    }
     // Every core's client must be among the reporters (DONE counts each thread once, so this
     // holds unless an unexpected thread reported).
     let mut missing = 0;
-    for (c, client) in CLIENTS.iter().enumerate().take(cores) {
+    let demo_clients = if bench.is_some() { 0 } else { cores };
+    for (c, client) in CLIENTS.iter().enumerate().take(demo_clients) {
         let t = client.load(Ordering::Relaxed);
         if DONE_TSC
             .get(t)
@@ -276,8 +344,20 @@ fn finish() -> ! {
         println!("ALL TESTS RAN {}", ok + failed + skipped);
         println!("tests: {ok} passed, {skipped} skipped, {failed} failed");
     }
+    let mut incomplete = 0;
+    if let Some(kind) = bench {
+        let (_, counter, counter_hz) = counter();
+        let info = RunInfo {
+            lock: LOCKS[LOCK.load(Ordering::Relaxed) % LOCKS.len()],
+            cores,
+            counter,
+            counter_hz,
+            interval_ticks: INTERVAL.load(Ordering::Relaxed),
+        };
+        incomplete = bench::print(kind, &info, &COLLECTOR, |line| println!("{line}"));
+    }
     let panics = PANICS.load(Ordering::Acquire);
-    let failed = TESTS_FAILED.load(Ordering::Acquire) + panics + missing;
+    let failed = TESTS_FAILED.load(Ordering::Acquire) + panics + missing + incomplete;
     println!(
         "shutting down: {} (uptime {} ms)",
         if failed == 0 { "success" } else { "FAILURE" },

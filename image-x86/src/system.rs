@@ -87,6 +87,13 @@ pub fn boot<S: Strategy + 'static>(strategy: S, cfg: Config) -> ! {
         rounds: cfg.rounds,
         pager_test,
         user_error_tests: crate::selftest::USER_ERROR_TESTS,
+        bench: cfg.bench.map(|kind| {
+            let (_, _, hz) = debugcalls::counter();
+            (
+                kind,
+                (hz / servers::abi::bench::INTERVALS_PER_SECOND).max(1),
+            )
+        }),
     };
     let (root, plan) = image_common::build(&X86 { elf }, k, setup);
 
@@ -102,6 +109,8 @@ pub fn boot<S: Strategy + 'static>(strategy: S, cfg: Config) -> ! {
     }
     let k: &'static Kernel<S, X86Hal> = k;
     usermode::install(k, debugcalls::handle);
-    X86Hal::timer_start(TIMER_HZ);
+    if cfg.bench.is_none() {
+        X86Hal::timer_start(TIMER_HZ);
+    }
     usermode::run()
 }

@@ -40,6 +40,16 @@ pub mod role {
     pub const PAGER: u64 = 6;
     /// Touches an unmapped page that its pager maps.
     pub const PAGED: u64 = 7;
+    /// One-way IPC benchmark client (a = [`bench::VARIANT_SAME_AS`](super::bench) or
+    /// `VARIANT_CROSS_AS`).
+    pub const BENCH_IPC_CLIENT: u64 = 8;
+    /// One-way IPC benchmark server (a = variant, as the client's).
+    pub const BENCH_IPC_SERVER: u64 = 9;
+    /// Throughput benchmark client (a = record, see [`bench::record`](super::bench::record);
+    /// b = sampling interval in counter ticks).
+    pub const BENCH_TP_CLIENT: u64 = 10;
+    /// Throughput benchmark server: answers every Call, forever.
+    pub const BENCH_TP_SERVER: u64 = 11;
 }
 
 /// What a [`role::FAULT`] program does.
@@ -87,6 +97,16 @@ pub mod debug_nr {
     pub const PANIC: usize = 0x104;
     /// Facts: `a` = [`info`](super::info) selector.
     pub const INFO: usize = 0x105;
+    /// The kernel-read counter (the A9 global timer on sabrelite, the TSC or the generic
+    /// counter elsewhere), for machines without a user-readable one: result word 1 holds its
+    /// low 32 bits, word 2 its high 32 bits.
+    pub const COUNTER: usize = 0x106;
+    /// A benchmark result for the image to print: `a` = record (see
+    /// [`bench::record`](super::bench::record)), `b` = sample index below
+    /// [`bench::SAMPLES`](super::bench::SAMPLES) (the value is added to that sample, so that
+    /// several clients sum up) or a [`bench::param`](super::bench::param); `c`, `d` = the value's
+    /// low and high 32 bits.
+    pub const BENCH: usize = 0x107;
 }
 
 /// [`debug_nr::INFO`] selectors.
@@ -99,4 +119,79 @@ pub mod info {
     pub const TEST_MODE: usize = 2;
     /// The caller's thread index.
     pub const THREAD: usize = 3;
+    /// Which counter user programs read (see [`counter`](super::counter)).
+    pub const COUNTER: usize = 4;
+    /// That counter's frequency in Hz as the image believes it (0: unknown).
+    pub const COUNTER_HZ: usize = 5;
+}
+
+/// [`info::COUNTER`] values: how a user program reads time.
+pub mod counter {
+    /// No counter: reads give 0.
+    pub const NONE: usize = 0;
+    /// x86_64 `rdtsc` (user mode may execute it: CR4.TSD clear).
+    pub const TSC: usize = 1;
+    /// ARMv7 PMU cycle counter PMCCNTR (`mrc p15, 0, r, c9, c13, 0`), enabled for user mode
+    /// (PMUSERENR.EN) on every core by the HAL in benchmark mode.
+    pub const PMCCNTR: usize = 2;
+    /// The [`debug_nr::COUNTER`](super::debug_nr::COUNTER) call: the kernel reads its counter
+    /// (sabrelite: QEMU's Cortex-A9 has no PMU cycle counter, and its global timer shares the
+    /// private peripheral page with the GIC CPU interface, which user space must not see).
+    pub const DEBUGCALL: usize = 3;
+}
+
+/// The benchmark protocol between the bench programs and the image (`mode=bench`), which
+/// collects their samples through [`debug_nr::BENCH`](super::debug_nr::BENCH) and prints the
+/// records (`docs/bench-protocol.md`).
+pub mod bench {
+    /// Samples per record (after warm-up).
+    pub const SAMPLES: usize = 16;
+    /// Warm-up iterations of the one-way IPC benchmarks.
+    pub const WARMUP: usize = 16;
+    /// Round trips per `ipc-roundtrip` sample (the sample is their mean).
+    pub const BATCH: usize = 100;
+    /// Batches run before the `ipc-roundtrip` samples (not recorded).
+    pub const WARMUP_BATCHES: usize = 2;
+    /// Back-to-back counter reads whose minimum is the counter-read overhead.
+    pub const OVERHEAD_TRIES: usize = 64;
+    /// Sampling intervals a throughput client runs before its samples (not recorded).
+    pub const WARMUP_INTERVALS: usize = 1;
+    /// Sampling intervals per second of counter ticks: the interval is `counter_hz / this`
+    /// ticks (2.5 ms of guest time).
+    pub const INTERVALS_PER_SECOND: u64 = 400;
+    /// Client and server in one address space (IPC benchmark variant).
+    pub const VARIANT_SAME_AS: u64 = 0;
+    /// Client and server in two address spaces.
+    pub const VARIANT_CROSS_AS: u64 = 1;
+
+    /// Record numbers (`debug_nr::BENCH` argument `a`).
+    pub mod record {
+        /// `ipc-call`, same address space (`+ 3` for cross-address-space: see [`ipc`]).
+        pub const IPC_CALL: usize = 0;
+        /// `ipc-replyrecv`, same address space.
+        pub const IPC_REPLYRECV: usize = 1;
+        /// `ipc-roundtrip`, same address space.
+        pub const IPC_ROUNDTRIP: usize = 2;
+        /// `multicore-pingpong`.
+        pub const MULTICORE: usize = 6;
+        /// `client-server`.
+        pub const CLIENT_SERVER: usize = 7;
+        /// Records in all.
+        pub const COUNT: usize = 8;
+
+        /// The IPC record `base` (one of the three above) of IPC variant `variant`.
+        pub const fn ipc(base: usize, variant: u64) -> usize {
+            base + 3 * variant as usize
+        }
+    }
+
+    /// Parameters a program reports with `debug_nr::BENCH` (argument `b`).
+    pub mod param {
+        /// The counter-read cost subtracted from every sample (one-way benchmarks), or from
+        /// every batch (`ipc-roundtrip`, before dividing by the batch size).
+        pub const OVERHEAD: usize = 0x100;
+        /// Throughput benchmarks: the measured cost of one counter read (reported in `extra`,
+        /// not subtracted: one read per round trip is part of the loop).
+        pub const READ_COST: usize = 0x101;
+    }
 }

@@ -90,3 +90,19 @@ pub fn cpu() -> usize {
 pub fn test_mode() -> bool {
     info(info::TEST_MODE) != 0
 }
+
+/// Hands one benchmark value to the image (see
+/// [`debug_nr::BENCH`](crate::abi::debug_nr::BENCH)): `slot` is a sample index (the value is
+/// added to that sample) or a [`param`](crate::abi::bench::param). Returns whether the image
+/// took it.
+pub fn bench_report(record: usize, slot: usize, value: u64) -> bool {
+    let r = raw([
+        debug_nr::BENCH,
+        record,
+        slot,
+        (value & 0xFFFF_FFFF) as usize,
+        (value >> 32) as usize,
+        0,
+    ]);
+    r[0] == 0
+}

@@ -17,6 +17,10 @@ pub fn run(role: u64, a: u64, b: u64) -> ! {
         role::ERRORS => errors(),
         role::PAGER => pager(),
         role::PAGED => paged(),
+        role::BENCH_IPC_CLIENT => crate::bench::ipc_client(a),
+        role::BENCH_IPC_SERVER => crate::bench::ipc_server(),
+        role::BENCH_TP_CLIENT => crate::bench::tp_client(a as usize, b),
+        role::BENCH_TP_SERVER => crate::bench::tp_server(),
         other => {
             uprintln!("unknown role {other}");
             debug::panicked();

@@ -11,6 +11,7 @@ pub type Reply = Result<(usize, Msg), Error>;
 
 /// Traps into the kernel with raw registers and returns the raw result registers.
 #[cfg(target_arch = "x86_64")]
+#[inline(always)]
 pub fn raw(regs: Regs) -> Regs {
     let (r0, r1, r2, r3, r4, r5): (usize, usize, usize, usize, usize, usize);
     // SAFETY: `syscall` enters the kernel, which preserves every register but the six result
@@ -37,6 +38,7 @@ pub fn raw(regs: Regs) -> Regs {
 /// ARMv7 convention (see `hal-armv7`'s `usermode`): `svc #0` with number and arguments in
 /// `r0..r5`, results in the same registers; everything else is preserved.
 #[cfg(target_arch = "arm")]
+#[inline(always)]
 pub fn raw(regs: Regs) -> Regs {
     let (r0, r1, r2, r3, r4, r5): (usize, usize, usize, usize, usize, usize);
     // SAFETY: `svc #0` enters the kernel, which preserves every register but the six result
@@ -147,9 +149,61 @@ pub fn park() -> ! {
     }
 }
 
-/// Reads the cycle counter.
+/// How this program reads time, as the image said ([`info::COUNTER`](crate::abi::info::COUNTER)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Counter {
+    /// No counter: every read gives 0.
+    None,
+    /// x86_64 `rdtsc`.
+    Tsc,
+    /// ARMv7 PMCCNTR, readable in user mode.
+    Pmccntr,
+    /// The image's `COUNTER` debug call (the kernel reads its counter).
+    DebugCall,
+}
+
+impl Counter {
+    /// The counter the image tells this program to use (one debug call).
+    pub fn detect() -> Counter {
+        use crate::abi::counter;
+        match crate::debug::info(crate::abi::info::COUNTER) {
+            counter::TSC if cfg!(target_arch = "x86_64") => Counter::Tsc,
+            counter::PMCCNTR if cfg!(target_arch = "arm") => Counter::Pmccntr,
+            counter::DEBUGCALL => Counter::DebugCall,
+            _ => Counter::None,
+        }
+    }
+
+    /// The name the benchmark records use (`counter` field).
+    pub fn name(self) -> &'static str {
+        match self {
+            Counter::None => "none",
+            Counter::Tsc => "tsc",
+            Counter::Pmccntr => "pmccntr",
+            Counter::DebugCall => "debugcall",
+        }
+    }
+
+    /// Reads the counter. Inlined so that a benchmark's read sits right next to the system
+    /// call it times.
+    #[inline(always)]
+    pub fn read(self) -> u64 {
+        match self {
+            Counter::Tsc => read_tsc(),
+            Counter::Pmccntr => read_pmccntr(),
+            Counter::DebugCall => {
+                let r = raw([crate::abi::debug_nr::COUNTER, 0, 0, 0, 0, 0]);
+                (r[1] as u64 & 0xFFFF_FFFF) | ((r[2] as u64) << 32)
+            }
+            Counter::None => 0,
+        }
+    }
+}
+
+/// Reads the TSC.
 #[cfg(target_arch = "x86_64")]
-pub fn cycles() -> u64 {
+#[inline(always)]
+fn read_tsc() -> u64 {
     let (lo, hi): (u32, u32);
     // SAFETY: `rdtsc` is allowed in user mode (CR4.TSD clear) and only reads the counter.
     unsafe {
@@ -158,8 +212,39 @@ pub fn cycles() -> u64 {
     (u64::from(hi) << 32) | u64::from(lo)
 }
 
-/// Reads the cycle counter (none on this architecture yet: 0).
+/// No TSC on this architecture ([`Counter::detect`] never picks it here).
 #[cfg(not(target_arch = "x86_64"))]
-pub fn cycles() -> u64 {
+#[inline(always)]
+fn read_tsc() -> u64 {
     0
+}
+
+/// Reads PMCCNTR (32 bits).
+#[cfg(target_arch = "arm")]
+#[inline(always)]
+fn read_pmccntr() -> u64 {
+    let v: u32;
+    // SAFETY: `mrc p15, 0, r, c9, c13, 0` only reads the cycle counter; the image reports
+    // `Counter::Pmccntr` only when the HAL set PMUSERENR.EN on every core, so it does not trap.
+    unsafe {
+        core::arch::asm!("mrc p15, 0, {}, c9, c13, 0", out(reg) v,
+            options(nomem, nostack, preserves_flags))
+    }
+    u64::from(v)
+}
+
+/// No PMCCNTR on this architecture ([`Counter::detect`] never picks it here).
+#[cfg(not(target_arch = "arm"))]
+#[inline(always)]
+fn read_pmccntr() -> u64 {
+    0
+}
+
+/// Reads the counter the image names (one `INFO` debug call to ask, then the read): the TSC
+/// on x86_64, PMCCNTR on ARM virt in benchmark mode, else the kernel's counter through a debug
+/// call (the A9 global timer on sabrelite, CNTVCT on virt).
+/// Benchmarks ask once ([`Counter::detect`]) and read with [`Counter::read`] instead. (No
+/// cached answer: a user static in `.bss` would need its own loadable segment.)
+pub fn cycles() -> u64 {
+    Counter::detect().read()
 }

@@ -1,0 +1,739 @@
+//! The image side of the kernel IPC benchmarks (`mode=bench bench=<kind>`): the command-line
+//! words, the collector of the samples user programs report, and the records the image prints
+//! (`docs/bench-protocol.md`).
+//!
+//! # Why the image prints the records
+//! A user program's console line goes through the `PUT` debug call and comes out prefixed with
+//! its core and thread, and a throughput benchmark has one client per core whose counts must be
+//! summed per repetition. So the bench programs only report numbers (debug call `BENCH`: record,
+//! sample index or parameter, value), which [`Collector`] adds up without taking the kernel
+//! lock, and once every program reported DONE the image prints each [`Record`] as one JSON
+//! line between `BENCH-JSON-BEGIN` and `BENCH-JSON-END`. The formatting is `core::fmt` only (no
+//! allocation) and is unit-tested on the host.
+
+use core::fmt::{self, Write};
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+use kernel::{Error, Regs};
+use servers::abi::bench::{
+    param, record, BATCH, OVERHEAD_TRIES, SAMPLES, WARMUP, WARMUP_BATCHES, WARMUP_INTERVALS,
+};
+
+/// The benchmark kinds `bench=` accepts, for messages.
+pub const KINDS: &str = "ipc, multicore, clientserver";
+/// Client counts `clients=` accepts.
+pub const MAX_CLIENTS: usize = 8;
+
+/// Whether client-server clients share one server or each has its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Variant {
+    /// All clients call one server on core 0.
+    Shared,
+    /// Client `i` calls its own server on its own core.
+    Dedicated,
+}
+
+impl Variant {
+    /// The record's `variant`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Variant::Shared => "shared",
+            Variant::Dedicated => "dedicated",
+        }
+    }
+}
+
+/// What `mode=bench` runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// One-way and round-trip IPC on core 0, same and cross address space.
+    Ipc,
+    /// One ping-pong pair per core, round trips per interval.
+    Multicore,
+    /// `clients` clients (client `i` on core `i % cores`) calling one shared server or each
+    /// its own.
+    ClientServer {
+        /// Client threads.
+        clients: usize,
+        /// Shared or dedicated servers.
+        variant: Variant,
+    },
+}
+
+/// A bad benchmark word on the command line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SpecError<'a> {
+    /// `mode=bench` without `bench=`.
+    Missing,
+    /// An unknown `bench=` value.
+    Unknown(&'a str),
+    /// A `clients=` value that is not 1..=8.
+    Clients(&'a str),
+    /// A `variant=` value that is not `shared` or `dedicated`.
+    Variant(&'a str),
+}
+
+impl fmt::Display for SpecError<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SpecError::Missing => write!(f, "mode=bench needs bench=<kind>, one of {KINDS}"),
+            SpecError::Unknown(v) => {
+                write!(f, "unknown benchmark bench=\"{v}\"; valid ones: {KINDS}")
+            }
+            SpecError::Clients(v) => write!(
+                f,
+                "clients=\"{v}\" is not a client count from 1 to {MAX_CLIENTS}"
+            ),
+            SpecError::Variant(v) => write!(
+                f,
+                "variant=\"{v}\" is not a client-server variant; valid ones: shared, dedicated"
+            ),
+        }
+    }
+}
+
+impl Kind {
+    /// Parses `bench=`, `clients=` and `variant=` (the latter two for `clientserver` only;
+    /// defaults: 1 client, shared) through `value`, which looks a command-line key up.
+    pub fn parse<'a>(value: impl Fn(&str) -> Option<&'a str>) -> Result<Kind, SpecError<'a>> {
+        match value("bench") {
+            None => Err(SpecError::Missing),
+            Some("ipc") => Ok(Kind::Ipc),
+            Some("multicore") => Ok(Kind::Multicore),
+            Some("clientserver") => {
+                let clients = match value("clients") {
+                    None => 1,
+                    Some(v) => match v.parse::<usize>() {
+                        Ok(n) if (1..=MAX_CLIENTS).contains(&n) => n,
+                        _ => return Err(SpecError::Clients(v)),
+                    },
+                };
+                let variant = match value("variant") {
+                    None | Some("shared") => Variant::Shared,
+                    Some("dedicated") => Variant::Dedicated,
+                    Some(v) => return Err(SpecError::Variant(v)),
+                };
+                Ok(Kind::ClientServer { clients, variant })
+            }
+            Some(other) => Err(SpecError::Unknown(other)),
+        }
+    }
+
+    /// The kind as one word (0 stands for "no benchmark"), for a static an image shares
+    /// between cores; [`Kind::from_word`] reverses it.
+    pub fn to_word(kind: Option<Kind>) -> usize {
+        match kind {
+            None => 0,
+            Some(Kind::Ipc) => 1,
+            Some(Kind::Multicore) => 2,
+            Some(Kind::ClientServer { clients, variant }) => {
+                16 + 2 * clients + usize::from(variant == Variant::Dedicated)
+            }
+        }
+    }
+
+    /// The kind [`Kind::to_word`] made `w` from.
+    pub fn from_word(w: usize) -> Option<Kind> {
+        match w {
+            1 => Some(Kind::Ipc),
+            2 => Some(Kind::Multicore),
+            w if w >= 16 => Some(Kind::ClientServer {
+                clients: (w - 16) / 2,
+                variant: if w % 2 == 1 {
+                    Variant::Dedicated
+                } else {
+                    Variant::Shared
+                },
+            }),
+            _ => None,
+        }
+    }
+
+    /// Whether every core takes part (the root task releases the other cores); the IPC
+    /// benchmark keeps them asleep, so nothing but core 0 runs.
+    pub fn uses_all_cores(self) -> bool {
+        !matches!(self, Kind::Ipc)
+    }
+
+    /// Whether threads of different cores share a kernel object on `cores` cores (the shared
+    /// server's endpoint), which the `none` strategy's contract forbids.
+    pub fn shares_objects_across_cores(self, cores: usize) -> bool {
+        cores > 1
+            && matches!(
+                self,
+                Kind::ClientServer {
+                    clients: 2..,
+                    variant: Variant::Shared
+                }
+            )
+    }
+}
+
+/// What the image tells the records about the run.
+#[derive(Clone, Copy, Debug)]
+pub struct RunInfo {
+    /// The kernel's lock as booted (`clh`, `ticket`, `fine`, `rtm`, `none`).
+    pub lock: &'static str,
+    /// Cores the kernel runs on.
+    pub cores: usize,
+    /// The counter user programs read (`tsc`, `pmccntr`, `debugcall`).
+    pub counter: &'static str,
+    /// Its frequency in Hz (0: unknown).
+    pub counter_hz: u64,
+    /// Throughput benchmarks: the sampling interval in counter ticks.
+    pub interval_ticks: u64,
+}
+
+/// The benchmark samples and parameters user programs report, per record.
+pub struct Collector {
+    samples: [[AtomicU64; SAMPLES]; record::COUNT],
+    /// Sample reports received per record (all clients together).
+    reports: [AtomicU32; record::COUNT],
+    overhead: [AtomicU64; record::COUNT],
+    read_cost: [AtomicU64; record::COUNT],
+}
+
+impl Collector {
+    /// An empty collector.
+    pub const fn new() -> Self {
+        Self {
+            samples: [const { [const { AtomicU64::new(0) }; SAMPLES] }; record::COUNT],
+            reports: [const { AtomicU32::new(0) }; record::COUNT],
+            overhead: [const { AtomicU64::new(0) }; record::COUNT],
+            read_cost: [const { AtomicU64::new(0) }; record::COUNT],
+        }
+    }
+
+    /// Takes one report: sample `slot` of record `rec` grows by `value`, or parameter `slot`
+    /// becomes (at least) `value`.
+    pub fn report(&self, rec: usize, slot: usize, value: u64) -> Result<(), Error> {
+        if rec >= record::COUNT {
+            return Err(Error::InvalidArgument);
+        }
+        match slot {
+            s if s < SAMPLES => {
+                self.samples[rec][s].fetch_add(value, Ordering::Relaxed);
+                self.reports[rec].fetch_add(1, Ordering::AcqRel);
+            }
+            param::OVERHEAD => {
+                self.overhead[rec].fetch_max(value, Ordering::Relaxed);
+            }
+            param::READ_COST => {
+                self.read_cost[rec].fetch_max(value, Ordering::Relaxed);
+            }
+            _ => return Err(Error::InvalidArgument),
+        }
+        Ok(())
+    }
+
+    /// Serves a `BENCH` debug call: `regs` = [nr, record, slot, value low, value high, 0].
+    pub fn handle(&self, regs: &Regs) -> Regs {
+        let value = (regs[3] as u64 & 0xFFFF_FFFF) | ((regs[4] as u64 & 0xFFFF_FFFF) << 32);
+        match self.report(regs[1], regs[2], value) {
+            Ok(()) => [0; 6],
+            Err(e) => [e.code(), 0, 0, 0, 0, 0],
+        }
+    }
+
+    fn samples(&self, rec: usize) -> [u64; SAMPLES] {
+        core::array::from_fn(|i| self.samples[rec][i].load(Ordering::Acquire))
+    }
+}
+
+impl Default for Collector {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// One named number of a record's `extra` object.
+pub type ExtraField = (&'static str, u64);
+
+/// One record as printed (see `docs/bench-protocol.md` for the fields).
+#[derive(Clone, Copy, Debug)]
+pub struct Record {
+    /// `bench`.
+    pub bench: &'static str,
+    /// `variant`.
+    pub variant: &'static str,
+    /// `lock`.
+    pub lock: &'static str,
+    /// `cores`.
+    pub cores: usize,
+    /// `clients`.
+    pub clients: usize,
+    /// `unit`.
+    pub unit: &'static str,
+    /// `counter`.
+    pub counter: &'static str,
+    /// `counter_hz`.
+    pub counter_hz: u64,
+    /// `overhead`.
+    pub overhead: u64,
+    /// `interval_ticks` (throughput benchmarks only).
+    pub interval_ticks: Option<u64>,
+    /// Sums as reported; each printed sample is its sum divided by `divisor`.
+    pub samples: [u64; SAMPLES],
+    /// 1, or the batch size of `ipc-roundtrip` (samples are means, printed with 2 decimals).
+    pub divisor: u64,
+    /// `extra`: up to four named numbers (`None` ends the list).
+    pub extra: [Option<ExtraField>; 4],
+}
+
+/// Writes `s` as a JSON string.
+fn json_str(w: &mut impl Write, s: &str) -> fmt::Result {
+    w.write_char('"')?;
+    for c in s.chars() {
+        match c {
+            '"' => w.write_str("\\\"")?,
+            '\\' => w.write_str("\\\\")?,
+            c if (c as u32) < 0x20 => write!(w, "\\u{:04x}", c as u32)?,
+            c => w.write_char(c)?,
+        }
+    }
+    w.write_char('"')
+}
+
+/// Writes `sum / divisor` as a JSON number: an integer for divisor 1, else rounded to two
+/// decimals (half up).
+fn mean(w: &mut impl Write, sum: u64, divisor: u64) -> fmt::Result {
+    if divisor <= 1 {
+        return write!(w, "{sum}");
+    }
+    let d = u128::from(divisor);
+    let hundredths = (u128::from(sum) * 100 + d / 2) / d;
+    write!(w, "{}.{:02}", hundredths / 100, hundredths % 100)
+}
+
+impl fmt::Display for Record {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("{\"bench\":")?;
+        json_str(f, self.bench)?;
+        f.write_str(",\"variant\":")?;
+        json_str(f, self.variant)?;
+        f.write_str(",\"lock\":")?;
+        json_str(f, self.lock)?;
+        write!(f, ",\"cores\":{},\"clients\":{}", self.cores, self.clients)?;
+        f.write_str(",\"unit\":")?;
+        json_str(f, self.unit)?;
+        f.write_str(",\"counter\":")?;
+        json_str(f, self.counter)?;
+        write!(
+            f,
+            ",\"counter_hz\":{},\"overhead\":{}",
+            self.counter_hz, self.overhead
+        )?;
+        if let Some(i) = self.interval_ticks {
+            write!(f, ",\"interval_ticks\":{i}")?;
+        }
+        f.write_str(",\"samples\":[")?;
+        for (i, &s) in self.samples.iter().enumerate() {
+            if i > 0 {
+                f.write_char(',')?;
+            }
+            mean(f, s, self.divisor)?;
+        }
+        f.write_char(']')?;
+        let mut fields = self.extra.iter().flatten().peekable();
+        if fields.peek().is_some() {
+            f.write_str(",\"extra\":{")?;
+            for (i, (k, v)) in fields.enumerate() {
+                if i > 0 {
+                    f.write_char(',')?;
+                }
+                json_str(f, k)?;
+                write!(f, ":{v}")?;
+            }
+            f.write_char('}')?;
+        }
+        f.write_char('}')
+    }
+}
+
+/// A record that did not receive all its samples.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Incomplete {
+    /// Its `bench`.
+    pub bench: &'static str,
+    /// Its `variant`.
+    pub variant: &'static str,
+    /// Sample reports received.
+    pub got: u32,
+    /// Sample reports expected (clients times samples).
+    pub want: u32,
+}
+
+/// The records of benchmark `kind`, in print order, with the number of sample reports each
+/// needs; `None` past the end.
+fn plan(kind: Kind, info: &RunInfo) -> [Option<(usize, Record)>; 6] {
+    let base = Record {
+        bench: "",
+        variant: "",
+        lock: info.lock,
+        cores: 1,
+        clients: 0,
+        unit: "ticks",
+        counter: info.counter,
+        counter_hz: info.counter_hz,
+        overhead: 0,
+        interval_ticks: None,
+        samples: [0; SAMPLES],
+        divisor: 1,
+        extra: [None; 4],
+    };
+    let mut out = [None; 6];
+    match kind {
+        Kind::Ipc => {
+            let one_way = info.counter != "debugcall";
+            let mut n = 0;
+            for (v, variant) in [(0u64, "same-as"), (1, "cross-as")] {
+                if one_way {
+                    for (r, bench) in [
+                        (record::IPC_CALL, "ipc-call"),
+                        (record::IPC_REPLYRECV, "ipc-replyrecv"),
+                    ] {
+                        out[n] = Some((
+                            record::ipc(r, v),
+                            Record {
+                                bench,
+                                variant,
+                                extra: [
+                                    Some(("warmup", WARMUP as u64)),
+                                    Some(("overhead_tries", OVERHEAD_TRIES as u64)),
+                                    None,
+                                    None,
+                                ],
+                                ..base
+                            },
+                        ));
+                        n += 1;
+                    }
+                }
+                out[n] = Some((
+                    record::ipc(record::IPC_ROUNDTRIP, v),
+                    Record {
+                        bench: "ipc-roundtrip",
+                        variant,
+                        divisor: BATCH as u64,
+                        extra: [
+                            Some(("batch", BATCH as u64)),
+                            Some(("warmup_batches", WARMUP_BATCHES as u64)),
+                            // Filled from the collector: the counter-read cost subtracted from
+                            // each batch before dividing.
+                            Some(("overhead_per_batch", 0)),
+                            None,
+                        ],
+                        ..base
+                    },
+                ));
+                n += 1;
+            }
+        }
+        Kind::Multicore => {
+            out[0] = Some((
+                record::MULTICORE,
+                Record {
+                    bench: "multicore-pingpong",
+                    variant: "pairs",
+                    cores: info.cores,
+                    unit: "round trips",
+                    interval_ticks: Some(info.interval_ticks),
+                    extra: throughput_extra(info.cores),
+                    ..base
+                },
+            ));
+        }
+        Kind::ClientServer { clients, variant } => {
+            let servers = match variant {
+                Variant::Shared => 1,
+                Variant::Dedicated => clients,
+            };
+            out[0] = Some((
+                record::CLIENT_SERVER,
+                Record {
+                    bench: "client-server",
+                    variant: variant.name(),
+                    cores: clients.min(info.cores),
+                    clients,
+                    unit: "round trips",
+                    interval_ticks: Some(info.interval_ticks),
+                    extra: throughput_extra(servers),
+                    ..base
+                },
+            ));
+        }
+    }
+    out
+}
+
+/// `extra` of a throughput record (the read cost is filled from the collector).
+fn throughput_extra(servers: usize) -> [Option<ExtraField>; 4] {
+    [
+        Some(("servers", servers as u64)),
+        Some(("warmup_intervals", WARMUP_INTERVALS as u64)),
+        Some(("counter_reads_per_round_trip", 1)),
+        Some(("counter_read_cost", 0)),
+    ]
+}
+
+/// Clients reporting each record of `kind`.
+fn reporters(kind: Kind, cores: usize) -> u32 {
+    match kind {
+        Kind::Ipc => 1,
+        Kind::Multicore => cores as u32,
+        Kind::ClientServer { clients, .. } => clients as u32,
+    }
+}
+
+/// The records of `kind` filled from `c`, in print order; an incomplete record is an error.
+pub fn records(
+    kind: Kind,
+    info: &RunInfo,
+    c: &Collector,
+) -> impl Iterator<Item = Result<Record, Incomplete>> {
+    let want = reporters(kind, info.cores) * SAMPLES as u32;
+    let plan = plan(kind, info);
+    let rows: [Option<Result<Record, Incomplete>>; 6] = core::array::from_fn(|i| {
+        let (id, mut r) = plan[i]?;
+        let got = c.reports[id].load(Ordering::Acquire);
+        if got != want {
+            return Some(Err(Incomplete {
+                bench: r.bench,
+                variant: r.variant,
+                got,
+                want,
+            }));
+        }
+        r.samples = c.samples(id);
+        let overhead = c.overhead[id].load(Ordering::Relaxed);
+        let read_cost = c.read_cost[id].load(Ordering::Relaxed);
+        for (k, v) in r.extra.iter_mut().flatten() {
+            match *k {
+                "overhead_per_batch" => *v = overhead,
+                "counter_read_cost" => *v = read_cost,
+                _ => {}
+            }
+        }
+        // Per sample: the whole overhead for one-way samples, its share of a batch for round
+        // trips (rounded; the exact figure is `overhead_per_batch`).
+        r.overhead = (overhead + r.divisor / 2) / r.divisor.max(1);
+        Some(Ok(r))
+    });
+    rows.into_iter().flatten()
+}
+
+/// Marker line before the records.
+pub const BEGIN: &str = "BENCH-JSON-BEGIN";
+/// Marker line after the records.
+pub const END: &str = "BENCH-JSON-END";
+
+/// Prints the markers and the records of `kind` through `println` (one line each); returns
+/// the incomplete records (reported on their own lines, outside the markers, after `END`).
+pub fn print(
+    kind: Kind,
+    info: &RunInfo,
+    c: &Collector,
+    mut println: impl FnMut(fmt::Arguments<'_>),
+) -> usize {
+    println(format_args!("{BEGIN}"));
+    let mut bad = [None; 6];
+    let mut n = 0;
+    for r in records(kind, info, c) {
+        match r {
+            Ok(r) => println(format_args!("{r}")),
+            Err(e) => {
+                bad[n] = Some(e);
+                n += 1;
+            }
+        }
+    }
+    println(format_args!("{END}"));
+    for e in bad.iter().flatten() {
+        println(format_args!(
+            "bench: FAILED: record {} {} got {} sample reports of {}",
+            e.bench, e.variant, e.got, e.want
+        ));
+    }
+    n
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use std::string::String;
+    use std::vec::Vec;
+
+    use super::*;
+
+    fn info(counter: &'static str) -> RunInfo {
+        RunInfo {
+            lock: "clh",
+            cores: 4,
+            counter,
+            counter_hz: 1_000_000_000,
+            interval_ticks: 2_500_000,
+        }
+    }
+
+    fn lines(kind: Kind, info: &RunInfo, c: &Collector) -> (Vec<String>, usize) {
+        let mut out = Vec::new();
+        let bad = print(kind, info, c, |a| out.push(std::format!("{a}")));
+        (out, bad)
+    }
+
+    #[test]
+    fn parses_the_command_line_words() {
+        let words = |list: &'static [(&'static str, &'static str)]| {
+            move |k: &str| list.iter().find(|(key, _)| *key == k).map(|(_, v)| *v)
+        };
+        assert_eq!(Kind::parse(words(&[("bench", "ipc")])), Ok(Kind::Ipc));
+        assert_eq!(Kind::parse(words(&[])), Err(SpecError::Missing));
+        assert_eq!(
+            Kind::parse(words(&[("bench", "pingpong")])),
+            Err(SpecError::Unknown("pingpong"))
+        );
+        assert_eq!(
+            Kind::parse(words(&[
+                ("bench", "clientserver"),
+                ("clients", "4"),
+                ("variant", "dedicated")
+            ])),
+            Ok(Kind::ClientServer {
+                clients: 4,
+                variant: Variant::Dedicated
+            })
+        );
+        assert_eq!(
+            Kind::parse(words(&[("bench", "clientserver"), ("clients", "9")])),
+            Err(SpecError::Clients("9"))
+        );
+        for k in [
+            None,
+            Some(Kind::Ipc),
+            Some(Kind::Multicore),
+            Some(Kind::ClientServer {
+                clients: 8,
+                variant: Variant::Dedicated,
+            }),
+            Some(Kind::ClientServer {
+                clients: 1,
+                variant: Variant::Shared,
+            }),
+        ] {
+            assert_eq!(Kind::from_word(Kind::to_word(k)), k);
+        }
+        let msg = std::format!("{}", SpecError::Unknown("x"));
+        assert!(msg.contains("ipc, multicore, clientserver"), "{msg}");
+    }
+
+    #[test]
+    fn ipc_records_are_json_lines_with_overhead_subtracted_by_the_client() {
+        let c = Collector::new();
+        for v in 0..2u64 {
+            for r in [record::IPC_CALL, record::IPC_REPLYRECV] {
+                let id = record::ipc(r, v);
+                c.report(id, param::OVERHEAD, 20).unwrap();
+                for i in 0..SAMPLES {
+                    c.report(id, i, 1000 + i as u64).unwrap();
+                }
+            }
+            let id = record::ipc(record::IPC_ROUNDTRIP, v);
+            c.report(id, param::OVERHEAD, 60).unwrap();
+            for i in 0..SAMPLES {
+                c.report(id, i, 200_001).unwrap();
+            }
+        }
+        let (out, bad) = lines(Kind::Ipc, &info("tsc"), &c);
+        assert_eq!(bad, 0);
+        assert_eq!(out.len(), 8);
+        assert_eq!(out[0], BEGIN);
+        assert_eq!(out[7], END);
+        assert_eq!(
+            out[1],
+            "{\"bench\":\"ipc-call\",\"variant\":\"same-as\",\"lock\":\"clh\",\"cores\":1,\
+             \"clients\":0,\"unit\":\"ticks\",\"counter\":\"tsc\",\"counter_hz\":1000000000,\
+             \"overhead\":20,\"samples\":[1000,1001,1002,1003,1004,1005,1006,1007,1008,1009,\
+             1010,1011,1012,1013,1014,1015],\"extra\":{\"warmup\":16,\"overhead_tries\":64}}"
+        );
+        assert!(out[3].starts_with(
+            "{\"bench\":\"ipc-roundtrip\",\"variant\":\"same-as\",\"lock\":\"clh\",\"cores\":1,"
+        ));
+        assert!(out[3].contains("\"overhead\":1,\"samples\":[2000.01,2000.01,"));
+        assert!(out[3].ends_with(
+            "\"extra\":{\"batch\":100,\"warmup_batches\":2,\"overhead_per_batch\":60}}"
+        ));
+        assert!(out[4].contains("\"bench\":\"ipc-call\",\"variant\":\"cross-as\""));
+    }
+
+    #[test]
+    fn debugcall_counter_has_round_trips_only() {
+        let c = Collector::new();
+        for v in 0..2u64 {
+            for i in 0..SAMPLES {
+                c.report(record::ipc(record::IPC_ROUNDTRIP, v), i, 5)
+                    .unwrap();
+            }
+        }
+        let (out, bad) = lines(Kind::Ipc, &info("debugcall"), &c);
+        assert_eq!(bad, 0);
+        assert_eq!(out.len(), 4);
+        assert!(out[1].contains("\"samples\":[0.05,"));
+        assert!(out[2].contains("\"variant\":\"cross-as\""));
+    }
+
+    #[test]
+    fn throughput_sums_clients_per_repetition_and_checks_completeness() {
+        let c = Collector::new();
+        let kind = Kind::Multicore;
+        for core in 0..4u64 {
+            c.report(record::MULTICORE, param::READ_COST, 30 + core)
+                .unwrap();
+            for i in 0..SAMPLES {
+                c.report(record::MULTICORE, i, 10 * core + i as u64)
+                    .unwrap();
+            }
+        }
+        let (out, bad) = lines(kind, &info("pmccntr"), &c);
+        assert_eq!(bad, 0);
+        assert!(out[1].contains(
+            "\"bench\":\"multicore-pingpong\",\"variant\":\"pairs\",\"lock\":\"clh\",\
+             \"cores\":4,\"clients\":0,\"unit\":\"round trips\""
+        ));
+        assert!(out[1].contains("\"interval_ticks\":2500000,\"samples\":[60,64,68,"));
+        assert!(out[1].contains("\"counter_read_cost\":33}"));
+
+        // A client short: the record is reported incomplete, not printed.
+        let c = Collector::new();
+        for i in 0..SAMPLES {
+            c.report(record::CLIENT_SERVER, i, 1).unwrap();
+        }
+        let kind = Kind::ClientServer {
+            clients: 2,
+            variant: Variant::Shared,
+        };
+        let (out, bad) = lines(kind, &info("tsc"), &c);
+        assert_eq!(bad, 1);
+        assert_eq!(out[..2], [BEGIN, END]);
+        assert!(out[2].contains("got 16 sample reports of 32"), "{}", out[2]);
+    }
+
+    #[test]
+    fn bad_reports_are_refused() {
+        let c = Collector::new();
+        assert_eq!(c.report(record::COUNT, 0, 1), Err(Error::InvalidArgument));
+        assert_eq!(c.report(0, SAMPLES, 1), Err(Error::InvalidArgument));
+        let r = c.handle(&[0x107, 0, 3, 0xFFFF_FFFF, 1, 0]);
+        assert_eq!(r[0], 0);
+        assert_eq!(c.samples(0)[3], 0x1_FFFF_FFFF);
+    }
+
+    #[test]
+    fn json_strings_are_escaped() {
+        let mut s = String::new();
+        json_str(&mut s, "a\"b\\c\n").unwrap();
+        assert_eq!(s, "\"a\\\"b\\\\c\\u000a\"");
+        let mut m = String::new();
+        mean(&mut m, 12345, 100).unwrap();
+        assert_eq!(m, "123.45");
+    }
+}
