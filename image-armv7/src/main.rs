@@ -7,8 +7,8 @@
 //! 1. The HAL boots core 0 (vectors, SCU/SMP bit, MMU and caches, console, GIC, timers) and
 //!    calls [`boot::kernel_main`].
 //! 2. The semihosting command line (`-append`) chooses the lock (`lock=clh|ticket|brlock|fine|
-//!    rtm|none`), the mode (`mode=demo|test`) and the ping-pong length (`rounds=N`); a bad value
-//!    stops the boot with a message and the failure status.
+//!    rtm|none`), the mode (`mode=demo|test|bench`) and the ping-pong length (`rounds=N`); a bad
+//!    value stops the boot with a message and the failure status.
 //! 3. The other cores start (SRC on sabrelite, PSCI on virt) and wait; the boot log prints
 //!    `cpus online: N` and `lock: NAME`.
 //! 4. [`system::boot`], monomorphised per locking strategy, builds the kernel object and the
@@ -17,6 +17,16 @@
 //! 5. The root task runs first on core 0 and releases the other cores.
 //! 6. Each core runs an IPC ping-pong pair; when every program reported, the image exits QEMU
 //!    through semihosting with status 0 (success) or 1.
+//!
+//! In benchmark mode (`mode=bench bench=ipc|multicore|clientserver`, with `clients=1..8` and
+//! `variant=shared|dedicated` for `clientserver`) the image builds the benchmark's threads
+//! instead of the demo (see `image_common::system::build_bench`), starts no tick timer, collects
+//! the samples the bench programs report through the `BENCH` debug call and, once every client
+//! reported, prints one JSON record per line between `BENCH-JSON-BEGIN` and `BENCH-JSON-END`
+//! (`docs/bench-protocol.md`, `image_common::bench`) and shuts down as the demo does.
+//! User programs time with PMCCNTR where the core has it (`-M virt`: the HAL enables it for
+//! user mode in benchmark mode), else with the `COUNTER` debug call (`-M sabrelite`, where
+//! only the batch-timed benchmarks run).
 //!
 //! In test mode (`mode=test`) the image also runs in-kernel self-tests and the user-level test
 //! programs and prints `TESTS PLANNED n`, one `TEST <name> ... ok|FAILED|skipped` line each and

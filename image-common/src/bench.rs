@@ -622,6 +622,15 @@ mod tests {
         ] {
             assert_eq!(Kind::from_word(Kind::to_word(k)), k);
         }
+        let shared = |clients| Kind::ClientServer {
+            clients,
+            variant: Variant::Shared,
+        };
+        assert!(shared(2).shares_objects_across_cores(4));
+        assert!(!shared(2).shares_objects_across_cores(1));
+        assert!(!shared(1).shares_objects_across_cores(4));
+        assert!(!Kind::Multicore.shares_objects_across_cores(4));
+        assert!(Kind::Multicore.uses_all_cores() && !Kind::Ipc.uses_all_cores());
         let msg = std::format!("{}", SpecError::Unknown("x"));
         assert!(msg.contains("ipc, multicore, clientserver"), "{msg}");
     }

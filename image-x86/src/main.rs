@@ -6,8 +6,8 @@
 //! 1. The HAL boots the bootstrap processor (PVH, long mode, GDT/IDT, console, ACPI, clocks) and
 //!    calls [`boot::kernel_main`].
 //! 2. The command line (`-append`) chooses the lock (`lock=clh|ticket|brlock|fine|rtm|none`), the
-//!    mode (`mode=demo|test`) and the ping-pong length (`rounds=N`); a bad value stops the boot
-//!    with a message and the failure status.
+//!    mode (`mode=demo|test|bench`) and the ping-pong length (`rounds=N`); a bad value stops the
+//!    boot with a message and the failure status.
 //! 3. The other cores start (INIT-SIPI-SIPI) and wait; the boot log prints `cpus online: N` and
 //!    `lock: NAME`.
 //! 4. [`system::boot`], monomorphised per locking strategy, builds the kernel object and the
@@ -19,6 +19,14 @@
 //! 6. Each core runs an IPC ping-pong pair (client Call / server ReplyRecv); every program
 //!    reports "done" through a debug call; when all did, the image shuts QEMU down through
 //!    `isa-debug-exit` with the success status (33), or failure (35) if anything failed.
+//!
+//! In benchmark mode (`mode=bench bench=ipc|multicore|clientserver`, with `clients=1..8` and
+//! `variant=shared|dedicated` for `clientserver`) the image builds the benchmark's threads
+//! instead of the demo (see `image_common::system::build_bench`), starts no tick timer, collects
+//! the samples the bench programs report through the `BENCH` debug call and, once every client
+//! reported, prints one JSON record per line between `BENCH-JSON-BEGIN` and `BENCH-JSON-END`
+//! (`docs/bench-protocol.md`, `image_common::bench`) and shuts down as the demo does.
+//! User programs time with `rdtsc`.
 //!
 //! In test mode (`mode=test`) the image also runs in-kernel self-tests and the user-level test
 //! programs (system-call errors, notification, pager, fault containment) and prints one
