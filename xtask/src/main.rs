@@ -43,8 +43,9 @@ enum Command {
     /// `--cfg loom` in release mode, built in target/loom so the main build is kept [loom]; the
     /// QEMU demo [qemu:demo] and the QEMU test suite with 1 and 4 cores and every lock
     /// [qemu:smp<N>-<lock>], where every `TEST` line of the guest counts as one check (a
-    /// missing test, sentinel, panic, triple fault or hang is a failed check); the examples
-    /// [example:<name>]. Every other step counts as one check.
+    /// missing test, sentinel, panic, triple fault or hang is a failed check); the benchmark
+    /// driver end to end on a tiny configuration, with its -icount determinism and output checks
+    /// [bench:tiny]; the examples [example:<name>]. Every other step counts as one check.
     ///
     /// The exit status is non-zero when a check failed or a step could not run.
     Test(test::TestArgs),

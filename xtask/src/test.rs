@@ -240,6 +240,7 @@ fn steps(root: &Path, quick: bool) -> Vec<Step> {
     steps.extend(qemu_steps());
     steps.push(armv7_boot_step(root));
     steps.extend(armv7_qemu_steps());
+    steps.push(bench_tiny_step(root));
 
     for (example, package, features) in EXAMPLES {
         let name = format!("example:{example}");
@@ -348,6 +349,42 @@ fn armv7_qemu_steps() -> Vec<Step> {
         }
     }
     steps
+}
+
+/// The benchmark driver end to end on a tiny configuration (`bench:tiny`): `cargo xtask bench`
+/// with lock `none` on both architectures, the `qemu-icount` and `hosted` platforms, 1 core, the
+/// hosted benchmark's `--quick` and `--check`, which boots every `-icount` point twice and
+/// requires identical samples, then reads results.json, results.csv, both figures (SVG and PNG)
+/// and report.md back. Output in `<target>/bench-tiny`; well under a minute once the images
+/// and the hosted benchmark are built.
+fn bench_tiny_step(root: &Path) -> Step {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find the xtask binary: {e}"));
+    let out = crate::target_dir(root).join("bench-tiny");
+    let cmd = exe.map(|exe| {
+        Cmd::new(exe)
+            .args([
+                "bench",
+                "--lock",
+                "none",
+                "--arch",
+                "all",
+                "--platform",
+                "qemu-icount,hosted",
+                "--cores",
+                "1",
+                "--runs",
+                "2",
+                "--quick",
+                "--check",
+                "--timeout",
+                QEMU_TIMEOUT_SECS,
+                "--out",
+            ])
+            .arg(out)
+    });
+    Step::from_result("bench:tiny", cmd, Judge::ExitStatus)
+        .needs(Needs::Target(X86))
+        .needs(Needs::Target(ARM))
 }
 
 /// The ARMv7 boot check (issue 5 so far: the HAL, not yet the kernel): `hal-armv7`'s boot demo on
@@ -817,6 +854,7 @@ mod tests {
             "qemu:smp4-none",
             "qemu:armv7-sabrelite-demo",
             "qemu:armv7-virt-smp4-rtm",
+            "bench:tiny",
         ] {
             assert!(
                 names.contains(&expected),
