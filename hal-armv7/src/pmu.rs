@@ -112,7 +112,7 @@ pub fn user_counter() -> bool {
     AVAILABLE.load(Ordering::Acquire)
 }
 
-/// PMCCNTR's frequency in Hz as measured by [`init`] (0 without a counter).
+/// PMCCNTR's frequency in Hz as measured by [`enable`] (0 without a counter).
 pub fn hz() -> u64 {
     HZ.load(Ordering::Relaxed)
 }

@@ -24,9 +24,9 @@ pub const PAGER_TEST_ADDR: u64 = 0x3000_0000;
 
 /// Program roles (`_start`'s first argument).
 pub mod role {
-    /// The root task: starts the others (a = thread caps from slot [`ROOT_FIRST_THREAD`]
-    /// (super::slot::ROOT_FIRST_THREAD) on, b = slot of the thread to bind the pager to, 0 for
-    /// none).
+    /// The root task: starts the others (a = thread caps from slot
+    /// [`ROOT_FIRST_THREAD`](super::slot::ROOT_FIRST_THREAD) on, b = slot of the thread to bind
+    /// the pager to, 0 for none).
     pub const ROOT: u64 = 1;
     /// Ping-pong client (a = core, b = round trips).
     pub const CLIENT: u64 = 2;
@@ -141,7 +141,7 @@ pub mod counter {
 }
 
 /// The benchmark protocol between the bench programs and the image (`mode=bench`), which
-/// collects their samples through [`debug_nr::BENCH`](super::debug_nr::BENCH) and prints the
+/// collects their samples through [`debug_nr::BENCH`] and prints the
 /// records (`docs/bench-protocol.md`).
 pub mod bench {
     /// Samples per record (after warm-up).

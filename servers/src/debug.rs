@@ -76,7 +76,7 @@ pub fn panicked() {
     raw([debug_nr::PANIC, 0, 0, 0, 0, 0]);
 }
 
-/// A fact from the image (see [`info`]).
+/// A fact from the image (see [`info`](mod@crate::abi::info)).
 pub fn info(selector: usize) -> usize {
     raw([debug_nr::INFO, selector, 0, 0, 0, 0])[1]
 }
@@ -92,7 +92,7 @@ pub fn test_mode() -> bool {
 }
 
 /// Hands one benchmark value to the image (see
-/// [`debug_nr::BENCH`](crate::abi::debug_nr::BENCH)): `slot` is a sample index (the value is
+/// [`debug_nr::BENCH`]): `slot` is a sample index (the value is
 /// added to that sample) or a [`param`](crate::abi::bench::param). Returns whether the image
 /// took it.
 pub fn bench_report(record: usize, slot: usize, value: u64) -> bool {

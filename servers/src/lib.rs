@@ -9,7 +9,7 @@
 //!   user memory layout, debug call numbers.
 //! * [`programs`]: the root task, the IPC ping-pong client and server, the fault and error
 //!   tests, the pager test.
-//! * [`bench`]: the kernel IPC benchmark programs (one-way IPC, round trips, throughput).
+//! * [`bench`](mod@bench): the kernel IPC benchmark programs (one-way IPC, round trips, throughput).
 //!
 //! # How programs are built and started
 //! `src/bin/user.rs` is one static user ELF (linked at 4 MiB by `user.ld`) holding every
