@@ -1085,8 +1085,13 @@ pub fn run(opts: &Options, log: &mut dyn FnMut(&str)) -> Vec<Record> {
         out.extend(recs);
     }
     if opts.multicore {
-        for &cores in &opts.cores {
-            let cores = cores.clamp(1, MAX_CPUS);
+        for &asked in &opts.cores {
+            let cores = asked.clamp(1, MAX_CPUS);
+            if cores != asked {
+                log(&format!(
+                    "multicore-pingpong: {asked} cores asked, the kernel supports 1..={MAX_CPUS}: running {cores}"
+                ));
+            }
             for &lock in &opts.locks {
                 let run = pairs_for(lock, cores, p, opts.runs, m.hz);
                 if let Some(s) = &run.rtm {
