@@ -276,7 +276,7 @@ pub(crate) struct Held<'k, S: Strategy> {
 }
 
 impl<S: Strategy> Drop for Held<'_, S> {
-    #[inline]
+    #[inline(always)]
     fn drop(&mut self) {
         if let Some(id) = self.id {
             // SAFETY: `id` was locked by `cpu` in `Kernel::hold` and is released once, here.
@@ -446,7 +446,12 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
     // ---------------------------------------------------------------------------------------
 
     /// Takes an object lock unless the section is exclusive.
-    #[inline]
+    ///
+    /// Always inlined, like [`Held`]'s drop and the fine-grained strategy's `lock`/`unlock`:
+    /// a round trip passes here 18 times, and out of line each pass costs a call, a return and
+    /// a jump-table dispatch on the [`LockId`] kind that inlining folds into the call site
+    /// (measured on the hosted ping-pong: about 80 of ~575 cycles per round trip).
+    #[inline(always)]
     pub(crate) fn hold(&self, ctx: Ctx, id: LockId) -> Held<'_, S> {
         let id = (!ctx.excl).then(|| {
             self.strategy.lock(ctx.cpu, id);
@@ -460,7 +465,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
     }
 
     /// Locks two TCBs in index order (one if equal).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn hold2(
         &self,
         ctx: Ctx,

@@ -191,7 +191,7 @@ impl<R: Relax> FineGrained<R> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn object(&self, id: LockId) -> &TicketLock<R> {
         match id {
             LockId::Tcb(t) => &self.tcbs[t.index()],
@@ -242,11 +242,11 @@ unsafe impl<R: Relax> Strategy for FineGrained<R> {
             Side::Exclusive => unsafe { self.big.unlock(cpu) },
         }
     }
-    #[inline]
+    #[inline(always)]
     fn lock(&self, cpu: CpuId, id: LockId) {
         self.object(id).lock(cpu);
     }
-    #[inline]
+    #[inline(always)]
     unsafe fn unlock(&self, cpu: CpuId, id: LockId) {
         // SAFETY: forwarded contract.
         unsafe { self.object(id).unlock(cpu) }

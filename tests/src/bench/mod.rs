@@ -1131,7 +1131,7 @@ pub fn run(opts: &Options, log: &mut dyn FnMut(&str)) -> Vec<Record> {
                     r.extra(
                         "layout",
                         format!(
-                            "{} on kernel core 0, {clients} clients on cores 1..{}{}",
+                            "{} on kernel core 0, {clients} clients on cores 1 to {}{}",
                             if dedicated {
                                 format!("{clients} servers (one endpoint each)")
                             } else {
