@@ -18,11 +18,12 @@
 //! 6. Each core runs an IPC ping-pong pair; when every program reported, the image exits QEMU
 //!    through semihosting with status 0 (success) or 1.
 //!
-//! In benchmark mode (`mode=bench bench=ipc|multicore|clientserver`, with `clients=1..8` and
-//! `variant=shared|dedicated` for `clientserver`) the image builds the benchmark's threads
-//! instead of the demo (see `image_common::system::build_bench`), starts no tick timer, collects
-//! the samples the bench programs report through the `BENCH` debug call and, once every client
-//! reported, prints one JSON record per line between `BENCH-JSON-BEGIN` and `BENCH-JSON-END`
+//! In benchmark mode (`mode=bench bench=ipc|multicore|clientserver runs=1..64`, default 16
+//! samples per record, with `clients=1..8` and `variant=shared|dedicated` for `clientserver`)
+//! the image builds the benchmark's threads instead of the demo (see
+//! `image_common::system::build_bench`), starts no tick timer, collects the samples the bench
+//! programs report through the `BENCH` debug call and, once every client reported, prints one
+//! JSON record per line between `BENCH-JSON-BEGIN` and `BENCH-JSON-END`
 //! (`docs/bench-protocol.md`, `image_common::bench`) and shuts down as the demo does.
 //! User programs time with PMCCNTR where the core has it (`-M virt`: the HAL enables it for
 //! user mode in benchmark mode), else with the `COUNTER` debug call (`-M sabrelite`, where

@@ -16,7 +16,8 @@ use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use kernel::{Error, Regs};
 use servers::abi::bench::{
-    param, record, BATCH, OVERHEAD_TRIES, SAMPLES, WARMUP, WARMUP_BATCHES, WARMUP_INTERVALS,
+    param, record, BATCH, DEFAULT_RUNS, MAX_RUNS, OVERHEAD_TRIES, WARMUP, WARMUP_BATCHES,
+    WARMUP_INTERVALS,
 };
 
 /// The benchmark kinds `bench=` accepts, for messages.
@@ -71,6 +72,8 @@ pub enum SpecError<'a> {
     Clients(&'a str),
     /// A `variant=` value that is not `shared` or `dedicated`.
     Variant(&'a str),
+    /// A `runs=` value that is not 1..=64.
+    Runs(&'a str),
 }
 
 impl fmt::Display for SpecError<'_> {
@@ -88,7 +91,22 @@ impl fmt::Display for SpecError<'_> {
                 f,
                 "variant=\"{v}\" is not a client-server variant; valid ones: shared, dedicated"
             ),
+            SpecError::Runs(v) => {
+                write!(f, "runs=\"{v}\" is not a sample count from 1 to {MAX_RUNS}")
+            }
         }
+    }
+}
+
+/// Parses `runs=` (samples per record, default 16) through `value`, which looks a
+/// command-line key up.
+pub fn parse_runs<'a>(value: impl Fn(&str) -> Option<&'a str>) -> Result<usize, SpecError<'a>> {
+    match value("runs") {
+        None => Ok(DEFAULT_RUNS),
+        Some(v) => match v.parse::<usize>() {
+            Ok(n) if (1..=MAX_RUNS).contains(&n) => Ok(n),
+            _ => Err(SpecError::Runs(v)),
+        },
     }
 }
 
@@ -182,11 +200,13 @@ pub struct RunInfo {
     pub counter_hz: u64,
     /// Throughput benchmarks: the sampling interval in counter ticks.
     pub interval_ticks: u64,
+    /// Samples per record (`runs=`).
+    pub runs: usize,
 }
 
 /// The benchmark samples and parameters user programs report, per record.
 pub struct Collector {
-    samples: [[AtomicU64; SAMPLES]; record::COUNT],
+    samples: [[AtomicU64; MAX_RUNS]; record::COUNT],
     /// Sample reports received per record (all clients together).
     reports: [AtomicU32; record::COUNT],
     overhead: [AtomicU64; record::COUNT],
@@ -197,7 +217,7 @@ impl Collector {
     /// An empty collector.
     pub const fn new() -> Self {
         Self {
-            samples: [const { [const { AtomicU64::new(0) }; SAMPLES] }; record::COUNT],
+            samples: [const { [const { AtomicU64::new(0) }; MAX_RUNS] }; record::COUNT],
             reports: [const { AtomicU32::new(0) }; record::COUNT],
             overhead: [const { AtomicU64::new(0) }; record::COUNT],
             read_cost: [const { AtomicU64::new(0) }; record::COUNT],
@@ -211,7 +231,7 @@ impl Collector {
             return Err(Error::InvalidArgument);
         }
         match slot {
-            s if s < SAMPLES => {
+            s if s < MAX_RUNS => {
                 self.samples[rec][s].fetch_add(value, Ordering::Relaxed);
                 self.reports[rec].fetch_add(1, Ordering::AcqRel);
             }
@@ -235,7 +255,7 @@ impl Collector {
         }
     }
 
-    fn samples(&self, rec: usize) -> [u64; SAMPLES] {
+    fn samples(&self, rec: usize) -> [u64; MAX_RUNS] {
         core::array::from_fn(|i| self.samples[rec][i].load(Ordering::Acquire))
     }
 }
@@ -272,8 +292,11 @@ pub struct Record {
     pub overhead: u64,
     /// `interval_ticks` (throughput benchmarks only).
     pub interval_ticks: Option<u64>,
-    /// Sums as reported; each printed sample is its sum divided by `divisor`.
-    pub samples: [u64; SAMPLES],
+    /// Sums as reported; each printed sample is its sum divided by `divisor`. The first
+    /// `runs` are printed.
+    pub samples: [u64; MAX_RUNS],
+    /// Samples in the record.
+    pub runs: usize,
     /// 1, or the batch size of `ipc-roundtrip` (samples are means, printed with 2 decimals).
     pub divisor: u64,
     /// `extra`: up to four named numbers (`None` ends the list).
@@ -327,7 +350,7 @@ impl fmt::Display for Record {
             write!(f, ",\"interval_ticks\":{i}")?;
         }
         f.write_str(",\"samples\":[")?;
-        for (i, &s) in self.samples.iter().enumerate() {
+        for (i, &s) in self.samples.iter().take(self.runs).enumerate() {
             if i > 0 {
                 f.write_char(',')?;
             }
@@ -377,7 +400,8 @@ fn plan(kind: Kind, info: &RunInfo) -> [Option<(usize, Record)>; 6] {
         counter_hz: info.counter_hz,
         overhead: 0,
         interval_ticks: None,
-        samples: [0; SAMPLES],
+        samples: [0; MAX_RUNS],
+        runs: info.runs,
         divisor: 1,
         extra: [None; 4],
     };
@@ -491,7 +515,7 @@ pub fn records(
     info: &RunInfo,
     c: &Collector,
 ) -> impl Iterator<Item = Result<Record, Incomplete>> {
-    let want = reporters(kind, info.cores) * SAMPLES as u32;
+    let want = reporters(kind, info.cores) * info.runs as u32;
     let plan = plan(kind, info);
     let rows: [Option<Result<Record, Incomplete>>; 6] = core::array::from_fn(|i| {
         let (id, mut r) = plan[i]?;
@@ -572,6 +596,7 @@ mod tests {
             counter,
             counter_hz: 1_000_000_000,
             interval_ticks: 2_500_000,
+            runs: 16,
         }
     }
 
@@ -631,6 +656,16 @@ mod tests {
         assert!(!shared(1).shares_objects_across_cores(4));
         assert!(!Kind::Multicore.shares_objects_across_cores(4));
         assert!(Kind::Multicore.uses_all_cores() && !Kind::Ipc.uses_all_cores());
+        assert_eq!(parse_runs(words(&[])), Ok(16));
+        assert_eq!(parse_runs(words(&[("runs", "2")])), Ok(2));
+        assert_eq!(
+            parse_runs(words(&[("runs", "0")])),
+            Err(SpecError::Runs("0"))
+        );
+        assert_eq!(
+            parse_runs(words(&[("runs", "65")])),
+            Err(SpecError::Runs("65"))
+        );
         let msg = std::format!("{}", SpecError::Unknown("x"));
         assert!(msg.contains("ipc, multicore, clientserver"), "{msg}");
     }
@@ -642,13 +677,13 @@ mod tests {
             for r in [record::IPC_CALL, record::IPC_REPLYRECV] {
                 let id = record::ipc(r, v);
                 c.report(id, param::OVERHEAD, 20).unwrap();
-                for i in 0..SAMPLES {
+                for i in 0..16 {
                     c.report(id, i, 1000 + i as u64).unwrap();
                 }
             }
             let id = record::ipc(record::IPC_ROUNDTRIP, v);
             c.report(id, param::OVERHEAD, 60).unwrap();
-            for i in 0..SAMPLES {
+            for i in 0..16 {
                 c.report(id, i, 200_001).unwrap();
             }
         }
@@ -678,7 +713,7 @@ mod tests {
     fn debugcall_counter_has_round_trips_only() {
         let c = Collector::new();
         for v in 0..2u64 {
-            for i in 0..SAMPLES {
+            for i in 0..16 {
                 c.report(record::ipc(record::IPC_ROUNDTRIP, v), i, 5)
                     .unwrap();
             }
@@ -697,7 +732,7 @@ mod tests {
         for core in 0..4u64 {
             c.report(record::MULTICORE, param::READ_COST, 30 + core)
                 .unwrap();
-            for i in 0..SAMPLES {
+            for i in 0..16 {
                 c.report(record::MULTICORE, i, 10 * core + i as u64)
                     .unwrap();
             }
@@ -713,7 +748,7 @@ mod tests {
 
         // A client short: the record is reported incomplete, not printed.
         let c = Collector::new();
-        for i in 0..SAMPLES {
+        for i in 0..16 {
             c.report(record::CLIENT_SERVER, i, 1).unwrap();
         }
         let kind = Kind::ClientServer {
@@ -727,10 +762,25 @@ mod tests {
     }
 
     #[test]
+    fn runs_sets_the_sample_count() {
+        let c = Collector::new();
+        let mut i2 = info("tsc");
+        i2.runs = 2;
+        for core in 0..4 {
+            for i in 0..2 {
+                c.report(record::MULTICORE, i, 5 + core).unwrap();
+            }
+        }
+        let (out, bad) = lines(Kind::Multicore, &i2, &c);
+        assert_eq!(bad, 0);
+        assert!(out[1].contains("\"samples\":[26,26],"), "{}", out[1]);
+    }
+
+    #[test]
     fn bad_reports_are_refused() {
         let c = Collector::new();
         assert_eq!(c.report(record::COUNT, 0, 1), Err(Error::InvalidArgument));
-        assert_eq!(c.report(0, SAMPLES, 1), Err(Error::InvalidArgument));
+        assert_eq!(c.report(0, MAX_RUNS, 1), Err(Error::InvalidArgument));
         let r = c.handle(&[0x107, 0, 3, 0xFFFF_FFFF, 1, 0]);
         assert_eq!(r[0], 0);
         assert_eq!(c.samples(0)[3], 0x1_FFFF_FFFF);

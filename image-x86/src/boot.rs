@@ -32,6 +32,8 @@ pub struct Config {
     pub cores: usize,
     /// Benchmark mode (`mode=bench bench=<kind>`): what runs instead of the demo.
     pub bench: Option<BenchKind>,
+    /// Benchmark mode: samples per record (`runs=`, default 16).
+    pub runs: usize,
 }
 
 /// Set in benchmark mode: no tick timer on any core (nothing to preempt, and a tick would land
@@ -75,6 +77,11 @@ fn kernel_main(p: &'static Platform) -> ! {
         other => fail(format_args!(
             "unknown mode \"{other}\" on the kernel command line; expected demo, test or bench"
         )),
+    };
+    let runs = match bench.map(|_| image_common::bench::parse_runs(|k| p.boot.cmdline_value(k))) {
+        None => servers::abi::bench::DEFAULT_RUNS,
+        Some(Ok(n)) => n,
+        Some(Err(e)) => fail(format_args!("{e}")),
     };
     let rounds = match p.boot.cmdline_value("rounds") {
         None => 1000,
@@ -148,6 +155,7 @@ fn kernel_main(p: &'static Platform) -> ! {
         rounds,
         cores,
         bench,
+        runs,
     };
     if test {
         selftest::after_smp(&cfg, report.expected);

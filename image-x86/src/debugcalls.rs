@@ -72,6 +72,8 @@ static FINISHING: AtomicBool = AtomicBool::new(false);
 static BENCH: AtomicUsize = AtomicUsize::new(0);
 /// Throughput benchmarks: the sampling interval in counter ticks.
 static INTERVAL: AtomicU64 = AtomicU64::new(0);
+/// Samples per benchmark record (`runs=`).
+static RUNS: AtomicUsize = AtomicUsize::new(0);
 /// The lock's name, as an index into `LOCKS`.
 static LOCK: AtomicUsize = AtomicUsize::new(0);
 const LOCKS: [&str; 5] = ["clh", "ticket", "fine", "rtm", "none"];
@@ -104,6 +106,7 @@ pub fn init(cfg: Config, root: ThreadId, plan: Plan) {
     ROOT.store(root.index(), Ordering::Relaxed);
     EXPECTED_DONE.store(plan.finite, Ordering::Release);
     BENCH.store(Kind::to_word(cfg.bench), Ordering::Relaxed);
+    RUNS.store(cfg.runs, Ordering::Relaxed);
     LOCK.store(
         LOCKS
             .iter()
@@ -115,7 +118,11 @@ pub fn init(cfg: Config, root: ThreadId, plan: Plan) {
         let (_, name, hz) = counter();
         let interval = (hz / servers::abi::bench::INTERVALS_PER_SECOND).max(1);
         INTERVAL.store(interval, Ordering::Relaxed);
-        println!("bench: counter {name} at {hz} Hz; throughput interval {interval} ticks");
+        println!(
+            "bench: counter {name} at {hz} Hz; throughput interval {interval} ticks; {} samples \
+             per record",
+            cfg.runs
+        );
         if kind == Kind::Ipc && name == "debugcall" {
             println!(
                 "bench: one-way IPC benchmarks (ipc-call, ipc-replyrecv) skipped: no \
@@ -258,6 +265,7 @@ pub fn handle(cpu: CpuIndex, t: ThreadId, regs: &Regs) -> Regs {
             info::THREAD => ok_regs(t.index()),
             info::COUNTER => ok_regs(counter().0),
             info::COUNTER_HZ => ok_regs(counter().2 as usize),
+            info::RUNS => ok_regs(RUNS.load(Ordering::Relaxed)),
             _ => err(Error::InvalidArgument),
         },
         debug_nr::COUNTER => {
@@ -353,6 +361,7 @@ fn finish() -> ! {
             counter,
             counter_hz,
             interval_ticks: INTERVAL.load(Ordering::Relaxed),
+            runs: RUNS.load(Ordering::Relaxed),
         };
         incomplete = bench::print(kind, &info, &COLLECTOR, |line| println!("{line}"));
     }

@@ -20,11 +20,12 @@
 //!    reports "done" through a debug call; when all did, the image shuts QEMU down through
 //!    `isa-debug-exit` with the success status (33), or failure (35) if anything failed.
 //!
-//! In benchmark mode (`mode=bench bench=ipc|multicore|clientserver`, with `clients=1..8` and
-//! `variant=shared|dedicated` for `clientserver`) the image builds the benchmark's threads
-//! instead of the demo (see `image_common::system::build_bench`), starts no tick timer, collects
-//! the samples the bench programs report through the `BENCH` debug call and, once every client
-//! reported, prints one JSON record per line between `BENCH-JSON-BEGIN` and `BENCH-JSON-END`
+//! In benchmark mode (`mode=bench bench=ipc|multicore|clientserver runs=1..64`, default 16
+//! samples per record, with `clients=1..8` and `variant=shared|dedicated` for `clientserver`)
+//! the image builds the benchmark's threads instead of the demo (see
+//! `image_common::system::build_bench`), starts no tick timer, collects the samples the bench
+//! programs report through the `BENCH` debug call and, once every client reported, prints one
+//! JSON record per line between `BENCH-JSON-BEGIN` and `BENCH-JSON-END`
 //! (`docs/bench-protocol.md`, `image_common::bench`) and shuts down as the demo does.
 //! User programs time with `rdtsc`.
 //!

@@ -103,7 +103,7 @@ pub mod debug_nr {
     pub const COUNTER: usize = 0x106;
     /// A benchmark result for the image to print: `a` = record (see
     /// [`bench::record`](super::bench::record)), `b` = sample index below
-    /// [`bench::SAMPLES`](super::bench::SAMPLES) (the value is added to that sample, so that
+    /// [`bench::MAX_RUNS`](super::bench::MAX_RUNS) (the value is added to that sample, so that
     /// several clients sum up) or a [`bench::param`](super::bench::param); `c`, `d` = the value's
     /// low and high 32 bits.
     pub const BENCH: usize = 0x107;
@@ -123,6 +123,9 @@ pub mod info {
     pub const COUNTER: usize = 4;
     /// That counter's frequency in Hz as the image believes it (0: unknown).
     pub const COUNTER_HZ: usize = 5;
+    /// Benchmark mode: samples per record (`runs=`, 1 to
+    /// [`bench::MAX_RUNS`](super::bench::MAX_RUNS)).
+    pub const RUNS: usize = 6;
 }
 
 /// [`info::COUNTER`] values: how a user program reads time.
@@ -144,8 +147,11 @@ pub mod counter {
 /// collects their samples through [`debug_nr::BENCH`] and prints the
 /// records (`docs/bench-protocol.md`).
 pub mod bench {
-    /// Samples per record (after warm-up).
-    pub const SAMPLES: usize = 16;
+    /// Samples per record (after warm-up) unless `runs=` on the kernel command line says
+    /// otherwise ([`info::RUNS`](super::info::RUNS)).
+    pub const DEFAULT_RUNS: usize = 16;
+    /// Most samples per record.
+    pub const MAX_RUNS: usize = 64;
     /// Warm-up iterations of the one-way IPC benchmarks.
     pub const WARMUP: usize = 16;
     /// Round trips per `ipc-roundtrip` sample (the sample is their mean).

@@ -33,7 +33,7 @@
 use kernel::syscall::nr;
 
 use crate::abi::bench::{
-    param, record, BATCH, OVERHEAD_TRIES, SAMPLES, WARMUP, WARMUP_BATCHES, WARMUP_INTERVALS,
+    param, record, BATCH, MAX_RUNS, OVERHEAD_TRIES, WARMUP, WARMUP_BATCHES, WARMUP_INTERVALS,
 };
 use crate::abi::slot;
 use crate::debug;
@@ -62,9 +62,14 @@ pub fn read_overhead(c: Counter) -> u64 {
         .unwrap_or(0)
 }
 
+/// Samples per record, as the image says (`runs=` on its command line).
+fn runs() -> usize {
+    debug::info(crate::abi::info::RUNS).clamp(1, MAX_RUNS)
+}
+
 /// Hands `samples` (and the parameter `p` = `value`, if any) of `rec` to the image; reports a
 /// failure if the image refused any.
-fn report(rec: usize, samples: &[u64; SAMPLES], p: Option<(usize, u64)>) {
+fn report(rec: usize, samples: &[u64], p: Option<(usize, u64)>) {
     let mut ok = true;
     if let Some((p, v)) = p {
         ok &= debug::bench_report(rec, p, v);
@@ -83,11 +88,12 @@ pub fn ipc_client(variant: u64) -> ! {
     let c = Counter::detect();
     let ep = slot::EP;
     let overhead = read_overhead(c);
+    let runs = runs();
     let mut bad = 0usize;
     if c != Counter::DebugCall && c != Counter::None {
-        let mut call = [0u64; SAMPLES];
-        let mut replyrecv = [0u64; SAMPLES];
-        for i in 0..WARMUP + SAMPLES {
+        let mut call = [0u64; MAX_RUNS];
+        let mut replyrecv = [0u64; MAX_RUNS];
+        for i in 0..WARMUP + runs {
             let t0 = c.read();
             let r = raw([nr::CALL, ep, t0 as usize, 0, 0, 0]);
             let t3 = c.read();
@@ -100,19 +106,19 @@ pub fn ipc_client(variant: u64) -> ! {
         }
         report(
             record::ipc(record::IPC_CALL, variant),
-            &call,
+            &call[..runs],
             Some((param::OVERHEAD, overhead)),
         );
         report(
             record::ipc(record::IPC_REPLYRECV, variant),
-            &replyrecv,
+            &replyrecv[..runs],
             Some((param::OVERHEAD, overhead)),
         );
     }
     // The server leaves its timed loop.
     bad += usize::from(raw([nr::CALL, ep, 0, SWITCH, 0, 0])[0] != 0);
-    let mut batches = [0u64; SAMPLES];
-    for b in 0..WARMUP_BATCHES + SAMPLES {
+    let mut batches = [0u64; MAX_RUNS];
+    for b in 0..WARMUP_BATCHES + runs {
         let t0 = c.read();
         for _ in 0..BATCH {
             bad += usize::from(raw([nr::CALL, ep, 0, 0, 0, 0])[0] != 0);
@@ -125,7 +131,7 @@ pub fn ipc_client(variant: u64) -> ! {
     }
     report(
         record::ipc(record::IPC_ROUNDTRIP, variant),
-        &batches,
+        &batches[..runs],
         Some((param::OVERHEAD, overhead)),
     );
     finish("ipc client", bad)
@@ -182,10 +188,11 @@ pub fn tp_client(rec: usize, interval: u64) -> ! {
     let c = Counter::detect();
     let ep = slot::EP;
     let read_cost = read_overhead(c);
-    let mut counts = [0u64; SAMPLES];
+    let runs = runs();
+    let mut counts = [0u64; MAX_RUNS];
     let mut bad = 0usize;
     let mut t0 = c.read() as usize;
-    for i in 0..WARMUP_INTERVALS + SAMPLES {
+    for i in 0..WARMUP_INTERVALS + runs {
         let mut n = 0u64;
         let t = loop {
             bad += usize::from(raw([nr::CALL, ep, 0, 0, 0, 0])[0] != 0);
@@ -200,7 +207,7 @@ pub fn tp_client(rec: usize, interval: u64) -> ! {
         }
         t0 = t;
     }
-    report(rec, &counts, Some((param::READ_COST, read_cost)));
+    report(rec, &counts[..runs], Some((param::READ_COST, read_cost)));
     finish("throughput client", bad)
 }
 
