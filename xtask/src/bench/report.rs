@@ -174,7 +174,7 @@ pub fn targets(records: &[Record]) -> Vec<TargetLine> {
                         fmt_overhead(abs, frac, &unit),
                         fmt_overhead(babs, bfrac, &unit),
                         if babs > 0.0 {
-                            format!("{:.1}x", abs / babs)
+                            format!("{:.2}x", abs / babs)
                         } else {
                             "big lock costs nothing".into()
                         }
@@ -677,7 +677,7 @@ mod tests {
         // Fine +220 vs big lock +50: 4.4x > 2x.
         let fine = line(&lines, "fine overhead <= 2x", "qemu-icount microvm");
         assert_eq!(fine.verdict, Verdict::NotMet, "{fine:?}");
-        assert!(fine.value.contains("4.4x"), "{fine:?}");
+        assert!(fine.value.contains("4.40x"), "{fine:?}");
         // No ARM data at all.
         let arm = line(&lines, "<= 20% (armv7)", "qemu-icount sabrelite");
         assert_eq!(arm.verdict, Verdict::NotMeasured);
