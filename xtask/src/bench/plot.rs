@@ -294,7 +294,8 @@ fn draw_fig1<DB: DrawingBackend>(
             .iter()
             .flat_map(|g| g.bars.iter().map(|b| b.mean + b.sd))
             .fold(0.0f64, f64::max);
-        let ymax = if top > 0.0 { top * 1.25 } else { 1.0 };
+        // Headroom for the value labels and the legend above the tallest bar.
+        let ymax = if top > 0.0 { top * 1.5 } else { 1.0 };
         let mut chart = ChartBuilder::on(&area)
             .caption(&panel.title, (FAMILY, 16))
             .margin(12)
