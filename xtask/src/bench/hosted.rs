@@ -127,6 +127,22 @@ mod tests {
     }
 
     #[test]
+    fn a_benchmark_without_records_is_named_as_missing() {
+        let root = std::env::temp_dir().join(format!("xtask-hosted-test-{}", std::process::id()));
+        let bench = root.join(SOURCE);
+        std::fs::create_dir_all(bench.parent().unwrap()).unwrap();
+        std::fs::write(&bench, "fn main() { /* --json only */ }").unwrap();
+        let err = available(&root).unwrap_err();
+        assert!(err.contains("does not support `--records PATH`"), "{err}");
+        std::fs::write(&bench, "// --records PATH").unwrap();
+        assert!(available(&root).is_ok());
+        std::fs::remove_dir_all(&root).unwrap();
+        assert!(available(&root).unwrap_err().contains("cannot be read"));
+        // The real one has landed.
+        assert!(available(&crate::workspace_root()).is_ok());
+    }
+
+    #[test]
     fn command_line() {
         let c = command(Path::new("/t/r.json"), &["none", "clh"], &[1, 2], 4, true);
         assert_eq!(

@@ -78,9 +78,10 @@ run that fails (bad exit status, hang past --timeout) is an error, shown with it
 A producer that is missing (an image without mode=bench, a hosted benchmark without --records)
 is named, the rest is still measured and written, and the exit status is non-zero.
 
-TIME: `cargo xtask bench --lock=clh` builds both images and boots about 30 short guests; a few
-minutes on a 2-core machine. --quick (fewer, shorter runs) with --cores 1 --runs 2 takes well
-under a minute once the images are built.
+TIME (2-vCPU VM): `cargo xtask bench --lock=clh` boots about 55 short guests (under a second
+each) and runs the hosted benchmark: 1-2 minutes once the images and the hosted benchmark are
+built, a few more for a first build. Every lock (the default) takes 2-4 minutes. --quick with
+--cores 1 takes well under a minute once built (`cargo xtask test --only bench:tiny`: ~10 s).
 
 HOST LOCKS: `cargo xtask bench --host [--threads 1,2] [--quick] [--out DIR]` runs the lock
 micro-benchmarks of the sync crate instead (sync/benches/host_table.rs): uncontended ns and TSC
