@@ -131,7 +131,8 @@ pub struct BenchArgs {
     quick: bool,
 
     /// Seconds one guest run may take before it is killed as a hang.
-    #[arg(long, default_value_t = 300, value_name = "S")]
+    #[arg(long, default_value_t = 300, value_name = "S",
+          value_parser = clap::value_parser!(u64).range(1..))]
     timeout: u64,
 
     /// Self-check (used by `cargo xtask test`): boot every qemu-icount point twice and require
