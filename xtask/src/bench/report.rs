@@ -114,7 +114,9 @@ pub fn overhead(
 
 /// `+65 cycles (+10%)`.
 fn fmt_overhead(abs: f64, frac: f64, unit: &str) -> String {
-    format!("{abs:+.0} {unit} ({:+.0}%)", frac * 100.0)
+    // Adding 0.0 turns a rounded -0 into +0.
+    let (abs, pct) = (abs.round() + 0.0, (frac * 100.0).round() + 0.0);
+    format!("{abs:+.0} {unit} ({pct:+.0}%)")
 }
 
 /// A number with a precision that suits its size (SI suffix from a million on).
@@ -742,6 +744,13 @@ mod tests {
             assert!(text.contains(needle), "{needle} missing:\n{text}");
         }
         assert!(render(&[], &ctx).contains("No records"));
+    }
+
+    #[test]
+    fn overhead_format() {
+        assert_eq!(fmt_overhead(65.2, 0.1, "cycles"), "+65 cycles (+10%)");
+        assert_eq!(fmt_overhead(-0.3, -0.001, "cycles"), "+0 cycles (+0%)");
+        assert_eq!(fmt_overhead(-12.0, -0.05, "cycles"), "-12 cycles (-5%)");
     }
 
     #[test]
