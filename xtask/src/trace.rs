@@ -337,6 +337,18 @@ fn user_elf(root: &Path, arch: Arch) -> Result<PathBuf, String> {
         .ok_or_else(|| format!("{package}'s user ELF (out/user.elf) was not found"))
 }
 
+/// The code of the image `elf` of `arch` and of the user ELF its build embedded.
+pub fn image_of(root: &Path, arch: Arch, elf: &Path) -> Result<Image, String> {
+    let mut image = Image::default();
+    for file in [elf.to_path_buf(), user_elf(root, arch)?] {
+        let data = std::fs::read(&file).map_err(|e| format!("reading {}: {e}", file.display()))?;
+        image
+            .add_elf(&data)
+            .map_err(|e| format!("{}: {e}", file.display()))?;
+    }
+    Ok(image)
+}
+
 /// Runs the one-core demo with `rounds` round trips, traced into `log`, and tallies it.
 fn traced_run(
     root: &Path,
@@ -478,14 +490,7 @@ fn run_inner(root: &Path, args: &TraceArgs) -> Result<(), String> {
     for &arch in arches {
         crate::qemu::ensure_qemu(arch)?;
         let elf = crate::qemu::build_image(root, arch, false, "trace")?;
-        let mut image = Image::default();
-        for file in [elf.clone(), user_elf(root, arch)?] {
-            let data =
-                std::fs::read(&file).map_err(|e| format!("reading {}: {e}", file.display()))?;
-            image
-                .add_elf(&data)
-                .map_err(|e| format!("{}: {e}", file.display()))?;
-        }
+        let image = image_of(root, arch, &elf)?;
         let machines: &[Machine] = match arch {
             Arch::X86_64 => &[Machine::Microvm],
             Arch::Armv7 => &Machine::ARMV7,
@@ -544,7 +549,7 @@ fn run_inner(root: &Path, args: &TraceArgs) -> Result<(), String> {
 }
 
 /// A raw record (docs/bench-protocol.md, `bench: ipc-barriers`) of one traced lock.
-fn record(machine: Machine, lock: Lock, rounds: u64, p: &PerRoundTrip) -> serde_json::Value {
+pub fn record(machine: Machine, lock: Lock, rounds: u64, p: &PerRoundTrip) -> serde_json::Value {
     let barriers: BTreeMap<&str, f64> = p.barriers.iter().map(|(k, n)| (k.name(), *n)).collect();
     let by_function: Vec<serde_json::Value> = p
         .barriers_by_function

@@ -51,7 +51,9 @@ PLATFORMS (what each measures, in which unit)
                counter ticks are converted to guest instructions (one instruction = 1 ns of
                virtual time) with the counter's true frequency under QEMU 7.2 (tsc, pmccntr
                1 GHz; A9 global timer 100 MHz; cntvct 62.5 MHz). Boards: microvm (x86_64),
-               sabrelite and virt (armv7).
+               sabrelite and virt (armv7). Also (not with --quick), for armv7 on sabrelite:
+               the barriers (dmb, dsb, isb) one round trip executes, per lock, counted from
+               QEMU exec traces as `cargo xtask trace` does (bench ipc-barriers, ~6 s a lock).
   qemu         The images under multi-threaded TCG, bench=multicore (one client/server pair per
                core) and bench=clientserver, for each --cores count: throughput in round
                trips/s of virtual (= host) time. NOISY: bounded by the host's cores and load;
@@ -671,6 +673,61 @@ fn run_guests(
             },
             t.elapsed().as_secs_f64()
         );
+    }
+    if icount && !args.quick {
+        if let Some(elf) = images.get(qemu::arch_name(Arch::Armv7)) {
+            run_barrier_trace(root, plan, elf, machine, c);
+        }
+    }
+}
+
+/// The barrier count of the ARMv7 IPC path (`cargo xtask trace`) on sabrelite, the paper's
+/// board, for every lock of the plan: `ipc-barriers` records of the `qemu-icount` platform (the
+/// traces run under `-icount shift=0`). About 6 s per lock.
+fn run_barrier_trace(root: &Path, plan: &Plan, elf: &Path, machine: &Machine, c: &mut Collected) {
+    let image = match crate::trace::image_of(root, Arch::Armv7, elf) {
+        Ok(image) => image,
+        Err(e) => {
+            c.errors
+                .push(format!("qemu-icount: armv7 barrier trace: {e}"));
+            return;
+        }
+    };
+    let board = qemu::Machine::Sabrelite;
+    for &lock in &plan.locks {
+        let t = Instant::now();
+        print!(
+            "bench: armv7 {} smp1 lock={} barrier trace (icount, singlestep) ... ",
+            board.name(),
+            lock.name()
+        );
+        let _ = std::io::Write::flush(&mut std::io::stdout());
+        const ROUNDS: u64 = 100;
+        let raw = crate::trace::measure(root, elf, &image, board, lock, ROUNDS).and_then(|p| {
+            serde_json::from_value::<RawRecord>(crate::trace::record(board, lock, ROUNDS, &p))
+                .map_err(|e| format!("trace record: {e}"))
+        });
+        match raw {
+            Ok(raw) => {
+                let origin = Origin {
+                    platform: Platform::QemuIcount,
+                    arch: "armv7",
+                    board: board.name(),
+                    machine,
+                    retries: 0,
+                };
+                add_records(&[raw], &origin, c);
+                println!("ok ({:.1} s)", t.elapsed().as_secs_f64());
+            }
+            Err(e) => {
+                println!("FAILED");
+                c.errors.push(format!(
+                    "qemu-icount: armv7 {} lock={} barrier trace: {e}",
+                    board.name(),
+                    lock.name()
+                ));
+            }
+        }
     }
 }
 

@@ -53,6 +53,8 @@ pub struct TargetLine {
 const ROUNDTRIP: &str = "ipc-roundtrip";
 /// The multicore benchmark the scaling comes from.
 const MULTICORE: &str = "multicore-pingpong";
+/// The bench name of the barrier count (`cargo xtask trace`).
+const BARRIERS: &str = "ipc-barriers";
 
 /// The record of `bench` on `platform`/`board` with `lock` on `cores` cores, preferring the
 /// `cross-as` variant, then the unnamed one, then any.
@@ -339,6 +341,35 @@ fn paper_rows(records: &[Record]) -> Vec<[String; 4]> {
             ours.join("; "),
         ]);
     }
+    // The paper counts the barriers its locking executes; ours are every executed barrier,
+    // so the lock's share is the difference to `none`.
+    let count =
+        |lock: &str| find(records, BARRIERS, "qemu-icount", "sabrelite", lock, 1).map(|r| r.mean);
+    let barriers: Vec<String> = ["none", "clh", "ticket", "fine", "rtm"]
+        .iter()
+        .filter_map(|lock| {
+            let n = count(lock)?;
+            Some(match count("none") {
+                Some(base) if *lock != "none" => {
+                    format!("{lock} {} (+{})", fmt_num(n), fmt_num(n - base))
+                }
+                _ => format!("{lock} {}", fmt_num(n)),
+            })
+        })
+        .collect();
+    rows.push([
+        "ARM barriers per IPC round trip (locking's share)".to_owned(),
+        "6 with the big lock, 16 fine-grained".to_owned(),
+        "big-lock-is-fine, Sec. 4, i.MX6Q".to_owned(),
+        if barriers.is_empty() {
+            "not measured (qemu-icount sabrelite)".to_owned()
+        } else {
+            format!(
+                "{} (dmb+dsb+isb executed, qemu-icount sabrelite, `cargo xtask trace`)",
+                barriers.join(", ")
+            )
+        },
+    ]);
     let icount = |bench: &str, lock: &str| {
         find(records, bench, "qemu-icount", "microvm", lock, 1)
             .map(|r| format!("{} {} (lock {lock})", fmt_num(r.mean), r.unit))
@@ -744,6 +775,32 @@ mod tests {
             assert!(text.contains(needle), "{needle} missing:\n{text}");
         }
         assert!(render(&[], &ctx).contains("No records"));
+    }
+
+    #[test]
+    fn barrier_counts_beside_the_papers() {
+        let mut records = Vec::new();
+        for (lock, n) in [("none", 29.0), ("clh", 37.0), ("fine", 71.0)] {
+            let mut r = record(BARRIERS, "armv7", "qemu-icount", lock, 1, &[n]);
+            r.unit = "barriers".into();
+            records.push(r);
+        }
+        let rows = paper_rows(&records);
+        let row = rows
+            .iter()
+            .find(|r| r[0].starts_with("ARM barriers"))
+            .expect("barrier row");
+        assert_eq!(row[1], "6 with the big lock, 16 fine-grained");
+        assert!(
+            row[3].starts_with("none 29.0, clh 37.0 (+8.0), fine 71.0 (+42.0)"),
+            "{row:?}"
+        );
+        let none = paper_rows(&[]);
+        let row = none
+            .iter()
+            .find(|r| r[0].starts_with("ARM barriers"))
+            .unwrap();
+        assert!(row[3].starts_with("not measured"), "{row:?}");
     }
 
     #[test]
