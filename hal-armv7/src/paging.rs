@@ -172,10 +172,23 @@ pub fn is_kernel_section(addr: u32) -> bool {
 }
 
 /// The ASID of the address space rooted at `root` (0 for the boot table or an unknown root).
+///
+/// Relaxed loads (an Acquire load is a `dmb ish` on ARMv7, one per slot searched, on every
+/// address-space switch): the search only needs the *value* of the slot that holds `root`,
+/// never data published with it. That slot was filled (the CAS in [`new_address_space`],
+/// after the table was written and cleaned with `dsb ish`) before `new_address_space`
+/// returned `root`, so every caller, which got `root` from the kernel's tables and so
+/// through whatever ordered that return before its own use, has the store happen-before its
+/// load; read-read coherence then rules out an older value (0) for that slot. Slots are never
+/// emptied or reused (no ASID reuse), so no later store can make the search miss, and the
+/// table walker reads the table itself, not through this load.
 pub fn asid_of(root: PhysAddr) -> u32 {
+    if root == 0 {
+        return 0;
+    }
     ROOTS
         .iter()
-        .position(|r| u64::from(r.load(Ordering::Acquire)) == root && root != 0)
+        .position(|r| u64::from(r.load(Ordering::Relaxed)) == root)
         .map_or(0, |i| i as u32 + 1)
 }
 

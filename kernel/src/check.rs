@@ -55,6 +55,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         cpu: 0,
         excl: true,
         global: true,
+        entry: false,
     };
 
     fn walk(

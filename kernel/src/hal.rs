@@ -162,10 +162,18 @@ pub enum IrqOp {
 
 /// The hardware actions one kernel entry of one core decided on, run after the critical
 /// section. Fixed size: IPIs are a kind set per target core, so it cannot overflow.
+///
+/// Two bit masks summarise the per-core arrays (`ipi_targets`, `ack_targets`), so that the
+/// common entry, which sends no IPI and waits for no shoot-down, neither scans nor resets the
+/// arrays: [`Actions::clear`] and [`Actions::run`] touch only the entries the masks name. The
+/// per-core arrays are written only through [`Actions::ipi`] and [`Actions::ack`], which keep
+/// the masks right.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Actions {
     /// IPI kinds (bits of [`IpiKind::bit`]) to send to each core.
-    pub ipis: [u8; MAX_CPUS],
+    ipis: [u8; MAX_CPUS],
+    /// Bit `c` set iff `ipis[c] != 0`.
+    ipi_targets: u32,
     /// Address space to load on this core.
     pub switch_to: Option<PhysAddr>,
     /// TLB flush of this core: `(root, Some(vaddr))` for one page, `None` for everything.
@@ -174,27 +182,80 @@ pub struct Actions {
     pub irq: Option<IrqOp>,
     /// TLB shoot-down generations to wait for, per core (0: none): after running the other
     /// actions, the kernel waits until each core's acknowledged generation reached this one.
-    pub acks: [u64; MAX_CPUS],
+    acks: [u64; MAX_CPUS],
+    /// Bit `c` set iff `acks[c] != 0`.
+    ack_targets: u32,
 }
+
+// The target masks have a bit per core.
+const _: () = assert!(MAX_CPUS <= 32);
 
 impl Actions {
     /// Nothing to do.
     pub const NONE: Actions = Actions {
         ipis: [0; MAX_CPUS],
+        ipi_targets: 0,
         switch_to: None,
         flush: None,
         irq: None,
         acks: [0; MAX_CPUS],
+        ack_targets: 0,
     };
+
+    /// Resets to [`Actions::NONE`], clearing only the per-core entries that are set (the
+    /// common case, no IPI and no shoot-down, writes a few words instead of the whole record).
+    #[inline]
+    pub fn clear(&mut self) {
+        for c in bits(self.ipi_targets) {
+            self.ipis[c] = 0;
+        }
+        for c in bits(self.ack_targets) {
+            self.acks[c] = 0;
+        }
+        self.ipi_targets = 0;
+        self.ack_targets = 0;
+        self.switch_to = None;
+        self.flush = None;
+        self.irq = None;
+    }
 
     /// Requests an IPI.
     pub fn ipi(&mut self, target: CpuId, kind: IpiKind) {
         if let Some(k) = self.ipis.get_mut(target) {
             *k |= kind.bit();
+            self.ipi_targets |= 1 << target;
         }
     }
 
-    /// Runs the actions on `cpu` through `hal`.
+    /// IPI kinds (bits of [`IpiKind::bit`]) requested for core `target`.
+    pub fn ipis(&self, target: CpuId) -> u8 {
+        self.ipis.get(target).copied().unwrap_or(0)
+    }
+
+    /// Records that core `target` must acknowledge TLB shoot-down generation `gen` (non-zero)
+    /// before this entry returns.
+    pub fn ack(&mut self, target: CpuId, gen: u64) {
+        if let Some(g) = self.acks.get_mut(target) {
+            *g = gen;
+            if gen != 0 {
+                self.ack_targets |= 1 << target;
+            }
+        }
+    }
+
+    /// The shoot-down generation core `target` must acknowledge (0: none).
+    pub fn acks(&self, target: CpuId) -> u64 {
+        self.acks.get(target).copied().unwrap_or(0)
+    }
+
+    /// Whether some core must acknowledge a shoot-down.
+    pub fn awaits_acks(&self) -> bool {
+        self.ack_targets != 0
+    }
+
+    /// Runs the actions on `cpu` through `hal`. An entry that decided on nothing costs four
+    /// tests.
+    #[inline]
     pub fn run<H: Hal>(&self, hal: &H, cpu: CpuId) {
         match self.irq {
             Some(IrqOp::Mask(irq)) => hal.mask_irq(cpu, irq),
@@ -209,7 +270,8 @@ impl Actions {
             // `create_address_space`), as the HAL's contract requires.
             unsafe { hal.switch_address_space(cpu, root) };
         }
-        for (target, kinds) in self.ipis.iter().enumerate() {
+        for target in bits(self.ipi_targets) {
+            let kinds = self.ipis[target];
             for kind in IpiKind::ALL {
                 if kinds & kind.bit() != 0 {
                     hal.send_ipi(cpu, target, kind);
@@ -217,4 +279,15 @@ impl Actions {
             }
         }
     }
+}
+
+/// The indices of the set bits of `mask`, lowest first.
+fn bits(mut mask: u32) -> impl Iterator<Item = usize> {
+    core::iter::from_fn(move || {
+        (mask != 0).then(|| {
+            let c = mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            c
+        })
+    })
 }

@@ -186,6 +186,10 @@ pub(crate) struct CoreLocal {
     /// Address space this entry switched away from: its `as_active` bit of this core is
     /// cleared after the switch (after the critical section).
     pub left: Option<AsId>,
+    /// A thread of this core that [`Kernel::wake`] made runnable in this entry and left out of
+    /// the run queue for this entry's [`Kernel::schedule`], which runs it at once or queues it
+    /// (a direct switch, as seL4's IPC fastpath does). `None` between entries.
+    pub direct: Option<ThreadId>,
 }
 
 /// How many capabilities name each object.
@@ -266,6 +270,11 @@ pub(crate) struct Ctx {
     /// ([`Kernel::current_anywhere`]). False for [`NoLock`](crate::strategy::NoLock)'s shared
     /// sections, which run concurrently with other cores' own sections.
     pub global: bool,
+    /// Whether this section is a kernel entry, which ends with [`Kernel::schedule`] on this
+    /// core: only then may [`Kernel::wake`] hand a thread of this core straight to that
+    /// `schedule` ([`CoreLocal::direct`]) instead of queueing it. False for boot-time and
+    /// inspection contexts, which never schedule.
+    pub entry: bool,
 }
 
 /// A held object lock (no-op in exclusive sections); released on drop.
@@ -416,6 +425,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
                 loaded: None,
                 loaded_root: 0,
                 left: None,
+                direct: None,
             }),
         }
     }
@@ -719,15 +729,31 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             "kernel entry on CPU {cpu} of {} (HAL bug)",
             self.cores
         );
-        let was = self.in_kernel[cpu].swap(true, Ordering::Acquire);
+        // Relaxed: `in_kernel[cpu]` is touched only by entries on core `cpu` (HAL contract), so
+        // it orders nothing with other cores; it only catches a HAL that re-enters a core. The
+        // swap is an atomic read-modify-write, so even two overlapping entries that a broken
+        // HAL ran for the same `cpu` on two host threads see each other. (Acquire and Release
+        // here cost a `dmb ish` each on ARMv7, four per round trip.) A HAL that hands a core
+        // index from one host thread to another must order the hand-over itself (as a
+        // thread spawn or join does), like any other data it passes.
+        let was = self.in_kernel[cpu].swap(true, Ordering::Relaxed);
         assert!(!was, "kernel re-entered on CPU {cpu} (HAL bug)");
 
         let excl = self.strategy.enter(cpu, side);
         let global = excl && (side == Side::Exclusive || self.strategy.serialises());
-        let ctx = Ctx { cpu, excl, global };
+        let ctx = Ctx {
+            cpu,
+            excl,
+            global,
+            entry: true,
+        };
         self.local(ctx, |l| {
-            l.actions = Actions::NONE;
+            l.actions.clear();
             l.left = None;
+            debug_assert!(
+                l.direct.is_none(),
+                "direct switch left over by the last entry"
+            );
         });
         // The core's current thread is read once per entry and passed along: only `schedule`,
         // on this core, changes it (and under the fine-grained strategy every read costs the
@@ -736,17 +762,38 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         let (rotate, cur) = self.handle(ctx, cur, entry);
         let next = self.schedule(ctx, cur, rotate);
         let exit = self.exit_regs(ctx, next);
-        let (actions, left) = self.local(ctx, |l| (l.actions, l.left));
         // SAFETY: `cpu` entered with `side` above and leaves once.
         unsafe { self.strategy.exit(cpu, side) };
 
-        actions.run(&self.hal, cpu);
+        // The actions run in place (no copy of the record): the HAL's operations do not enter
+        // the kernel, so nothing else touches this core's `local` cell meanwhile.
+        let (left, awaits) = self.local(ctx, |l| {
+            l.actions.run(&self.hal, cpu);
+            (l.left, l.actions.awaits_acks())
+        });
         if let Some(a) = left {
             // The switch away from `a` ran above: this core caches nothing of it any more.
-            self.as_active[a.index()].fetch_and(!(1 << cpu), Ordering::Release);
+            //
+            // Relaxed: what the bit promises to a core that unmaps in `a` is about this core's
+            // TLB, not about memory: the HAL's `switch_address_space` returned only once no
+            // translation of `a` is left here (ARMv7: TLBIASID of the old ASID, `dsb nsh`,
+            // `isb`; x86: the CR3 load), and it is complete before this later instruction in
+            // program order. The kernel read no memory of `a` that a Release would have to
+            // order. An unmapper that still sees the bit merely shoots down needlessly; one
+            // that does not see it has nothing to flush here. (A `dmb ish` per switch on ARMv7.)
+            self.as_active[a.index()].fetch_and(!(1 << cpu), Ordering::Relaxed);
         }
-        self.await_shootdowns(cpu, &actions.acks);
-        self.in_kernel[cpu].store(false, Ordering::Release);
+        if awaits {
+            let acks: [u64; MAX_CPUS] =
+                self.local(ctx, |l| core::array::from_fn(|c| l.actions.acks(c)));
+            self.await_shootdowns(cpu, &acks);
+        } else {
+            // Nothing to wait for: only this core's own requests to service (what the first
+            // pass of `await_shootdowns` does with all-zero generations).
+            self.service_shootdown(cpu);
+        }
+        // Relaxed: see the swap above.
+        self.in_kernel[cpu].store(false, Ordering::Relaxed);
         exit
     }
 
@@ -901,7 +948,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
     pub(crate) fn request_shootdown(&self, ctx: Ctx, c: CpuId) -> u64 {
         let g = self.tlb_req[c].fetch_add(1, Ordering::AcqRel) + 1;
         self.act(ctx, |a| {
-            a.acks[c] = g;
+            a.ack(c, g);
             a.ipi(c, IpiKind::TlbShootdown);
         });
         g
@@ -920,9 +967,19 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
 
     /// Flushes the calling core's TLB if another core requested it, and acknowledges
     /// (outside the critical section).
+    ///
+    /// The check is a Relaxed load, and the Acquire fence is taken only when a request is
+    /// pending: with nothing to service, nothing read here needs ordering (every entry checks;
+    /// on ARMv7 an Acquire load is a `dmb ish`, two per round trip). The fence makes the load
+    /// that saw `req` synchronise with the requester's AcqRel `fetch_add` (the fence rule of
+    /// the C++ model), so the flush below is ordered after the requester's page-table stores,
+    /// exactly as an Acquire load would. Freshness is not the load's business, Acquire or not:
+    /// a request that is not seen yet is seen at the entry its IPI causes, or by the loop of
+    /// `await_shootdowns`.
     fn service_shootdown(&self, cpu: CpuId) {
-        let req = self.tlb_req[cpu].load(Ordering::Acquire);
+        let req = self.tlb_req[cpu].load(Ordering::Relaxed);
         if req > self.tlb_ack[cpu].load(Ordering::Relaxed) {
+            core::sync::atomic::fence(Ordering::Acquire);
             // SAFETY: only core `cpu` touches its `local` cell and it is inside this entry
             // (`in_kernel`), so no other reference to it exists.
             let root = unsafe { cell_ref(&self.local[cpu], |l| l.loaded_root) };
@@ -952,6 +1009,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             cpu: 0,
             excl: true,
             global: true,
+            entry: false,
         }
     }
 

@@ -55,10 +55,39 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
     /// call may wake a thread that was moved while it still runs on its old core); under
     /// `NoLock` a shared section is exclusive but other cores run their own sections, so it
     /// must not read their scheduling state (a data race).
+    ///
+    /// # Direct switch
+    /// A thread of the calling core woken in a kernel entry (`ctx.entry`; the typical case is
+    /// the receiver of a Call, or the caller of a ReplyRecv, on one core) is not queued: it is
+    /// put aside in [`CoreLocal::direct`] for this entry's [`schedule`](Self::schedule), which
+    /// either runs it, without the run-queue push and pop, or queues it exactly where this
+    /// function would have (see there). Under the fine-grained strategy this also saves the
+    /// run-queue lock here: the core reads its own `current` without it, and nobody else can
+    /// reach the thread meanwhile: it is `Runnable` (so no other core's IPC, signal or reply
+    /// wakes it, they wake only blocked threads, under its TCB lock), in no endpoint,
+    /// notification or run queue, and management calls, which could touch it otherwise, run in
+    /// exclusive sections, never concurrently with this shared one. A second wake on the same
+    /// core in the same entry queues the first thread before the second, keeping their order.
     pub(crate) fn wake(&self, ctx: Ctx, t: ThreadId) {
         let core = self.conf(t).core;
         if ctx.global && self.current_anywhere(ctx, t).is_some() {
             return;
+        }
+        if ctx.entry && core == ctx.cpu {
+            // This core's `current` is read without the run-queue lock (only this core
+            // writes it, see `Kernel::current`).
+            if self.current(ctx) == Some(t) {
+                return;
+            }
+            match self.local(ctx, |l| l.direct.replace(t)) {
+                None => return,
+                Some(first) => {
+                    // A second wake in this entry: the first thread is queued first.
+                    let _g = self.hold(ctx, LockId::RunQueue(core));
+                    self.rq_push(ctx, core, first);
+                    return;
+                }
+            }
         }
         let _g = self.hold(ctx, LockId::RunQueue(core));
         let current = self.current_on(ctx, core);
@@ -87,6 +116,9 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
     ) -> Option<ThreadId> {
         let cpu = ctx.cpu;
         debug_assert_eq!(cur, self.current(ctx), "stale current thread");
+        // A thread `wake` put aside in this entry (see there): it stands for the tail of its
+        // priority queue.
+        let direct = self.local(ctx, |l| l.direct.take());
         let tcb_guard = cur.map(|t| self.hold(ctx, LockId::Tcb(t)));
         let cur_state = cur.map(|t| (t, self.conf(t), self.ipc(ctx, t, |i| i.state)));
         let keep = cur_state.filter(|(_, c, s)| {
@@ -94,8 +126,29 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         });
         let next = {
             let _rq = self.hold(ctx, LockId::RunQueue(cpu));
-            let best = self.rq_best(ctx, cpu);
+            let mut best = self.rq_best(ctx, cpu);
+            // Had `wake` queued `d`, it would be the tail of queue `p`, and so also its head
+            // iff that queue is empty, i.e. iff `p` is above every non-empty priority: then
+            // `d` is what popping the best priority returns, and it stays out of the queue
+            // unless the current thread is kept (below). Otherwise it is queued now, where
+            // `wake` would have put it (nothing was queued on this core since; a second wake
+            // queued it already). Either way the decision below is the one the queued
+            // version makes.
+            let direct = direct.and_then(|d| {
+                let p = self.conf(d).priority % NUM_PRIOS;
+                if best.is_none_or(|b| p > b) {
+                    best = Some(p);
+                    Some(d)
+                } else {
+                    self.rq_push(ctx, cpu, d);
+                    None
+                }
+            });
+            // With `direct` set, `best` is its priority and it is the head there.
             let pop = |p: usize| {
+                if direct.is_some() {
+                    return direct;
+                }
                 let head = self.sched(ctx, cpu, |s| s.queues[p].head);
                 if let Some(h) = head {
                     self.rq_remove(ctx, cpu, h);
@@ -107,7 +160,12 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
                     self.rq_push(ctx, cpu, t);
                     pop(b)
                 }
-                (Some((t, _, _)), _) => Some(t),
+                (Some((t, _, _)), _) => {
+                    if let Some(d) = direct {
+                        self.rq_push(ctx, cpu, d);
+                    }
+                    Some(t)
+                }
                 (None, Some(b)) => pop(b),
                 (None, None) => None,
             };
@@ -128,7 +186,20 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             if self.local(ctx, |l| l.loaded) != Some(a) {
                 let root = self.aspace(a, |s| s.root);
                 // Set in the section, before the load: an unmap in any later section sees it.
-                self.as_active[a.index()].fetch_or(1 << cpu, core::sync::atomic::Ordering::AcqRel);
+                //
+                // Relaxed: unmaps and address-space deletions, the only readers that act on
+                // the bit (`shoot_down`), run in exclusive (management) sections. The strategy
+                // orders this section's exit (a release, after this RMW in program order)
+                // before the entry (an acquire) of any later section, exclusive ones included,
+                // so a later unmapper sees the bit; under the fine-grained strategy an
+                // exclusive section never overlaps this shared one (write side of the
+                // big-reader lock); under `NoLock` no other core touches `a` (its creator's
+                // promise). An unmapper whose section came *before* this one cannot miss us
+                // either: its page-table stores were made visible to every table walker before
+                // its section ended (HAL `unmap_page`), so the address space this core loads
+                // after this section no longer has the mapping. AcqRel would add nothing but
+                // two `dmb ish` per switch on ARMv7 (four per round trip).
+                self.as_active[a.index()].fetch_or(1 << cpu, core::sync::atomic::Ordering::Relaxed);
                 self.local(ctx, |l| {
                     // Cleared after the switch (`Kernel::entry`), when nothing of it is cached.
                     l.left = l.loaded.filter(|&old| old != a);

@@ -946,6 +946,7 @@ fn exceptions_go_to_the_pager_or_stop_the_thread() {
         cpu: 0,
         excl: true,
         global: true,
+        entry: false,
     };
     assert_eq!(k.ipc(ctx, lone, |i| i.state), ThreadState::Inactive);
     k.check_invariants().unwrap();
