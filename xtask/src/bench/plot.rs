@@ -5,9 +5,12 @@
 //! binary (`xtask/fonts/DejaVuSans.ttf`, Bitstream Vera licence), so the PNGs need no system
 //! fontconfig or freetype.
 
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+use plotters::chart::MeshStyle;
+use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -252,19 +255,89 @@ fn err<E: std::fmt::Display>(e: E) -> String {
     format!("plotting failed: {e}")
 }
 
-/// Draws a message in the middle of an empty area.
-fn draw_message<DB: DrawingBackend>(
+/// Writes `text` in `size`-point type in the middle of `area`.
+fn draw_centred<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
-    msg: &str,
+    text: &str,
+    size: u32,
 ) -> Result<(), String> {
     let (w, h) = area.dim_in_pixel();
-    let style = TextStyle::from((FAMILY, 16).into_font()).pos(Pos::new(HPos::Center, VPos::Center));
+    let style =
+        TextStyle::from((FAMILY, size).into_font()).pos(Pos::new(HPos::Center, VPos::Center));
     area.draw(&Text::new(
-        msg.to_owned(),
+        text.to_owned(),
         (w as i32 / 2, h as i32 / 2),
         style,
     ))
     .map_err(err)
+}
+
+/// The chart of one panel: `f64` on both axes.
+type Chart<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+/// Fills `root` white, writes the figure's `title` across its top and returns one area per
+/// panel below it; with no panels, writes `empty` there instead and returns no areas.
+fn draw_frame<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    title: &str,
+    panels: usize,
+    empty: &str,
+) -> Result<Vec<DrawingArea<DB, Shift>>, String> {
+    root.fill(&WHITE).map_err(err)?;
+    let (title_area, body) = root.split_vertically(36);
+    draw_centred(&title_area, title, 20)?;
+    if panels == 0 {
+        draw_centred(&body, empty, 16)?;
+        return Ok(Vec::new());
+    }
+    Ok(body.split_evenly(grid(panels)))
+}
+
+/// A panel's chart on `area`: its `caption`, label areas of `label_areas` (x, y) pixels and the
+/// axes' ranges.
+fn panel_chart<'a, DB: DrawingBackend>(
+    area: &'a DrawingArea<DB, Shift>,
+    caption: &str,
+    label_areas: (u32, u32),
+    x: Range<f64>,
+    y: Range<f64>,
+) -> Result<Chart<'a, DB>, String> {
+    ChartBuilder::on(area)
+        .caption(caption, (FAMILY, 16))
+        .margin(12)
+        .x_label_area_size(label_areas.0)
+        .y_label_area_size(label_areas.1)
+        .build_cartesian_2d(x, y)
+        .map_err(err)
+}
+
+/// The mesh of a panel's chart with what both figures share: the y labels, `unit` along the y
+/// axis and the fonts. The caller sets the x axis and draws it.
+fn mesh<'a, 'b, DB: DrawingBackend>(
+    chart: &'b mut Chart<'a, DB>,
+    unit: &str,
+) -> MeshStyle<'a, 'b, RangedCoordf64, RangedCoordf64, DB> {
+    let mut mesh = chart.configure_mesh();
+    mesh.y_label_formatter(&|y| super::report::fmt_num(*y))
+        .y_desc(unit)
+        .label_style((FAMILY, 13))
+        .axis_desc_style((FAMILY, 14));
+    mesh
+}
+
+/// Draws the legend of a panel's chart at `position`.
+fn draw_legend<'a, DB: DrawingBackend + 'a>(
+    chart: &mut Chart<'a, DB>,
+    position: SeriesLabelPosition,
+) -> Result<(), String> {
+    chart
+        .configure_series_labels()
+        .position(position)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font((FAMILY, 13))
+        .draw()
+        .map_err(err)
 }
 
 /// Draws Figure 1 on `root`.
@@ -272,22 +345,13 @@ fn draw_fig1<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     panels: &[BarPanel],
 ) -> Result<(), String> {
-    root.fill(&WHITE).map_err(err)?;
-    let (title_area, body) = root.split_vertically(36);
-    let title = TextStyle::from((FAMILY, 20).into_font()).pos(Pos::new(HPos::Center, VPos::Center));
-    title_area
-        .draw(&Text::new(
-            "Figure 1: IPC round trip (Call + ReplyRecv) per locking strategy, mean ± std dev"
-                .to_owned(),
-            (title_area.dim_in_pixel().0 as i32 / 2, 18),
-            title,
-        ))
-        .map_err(err)?;
-    if panels.is_empty() {
-        return draw_message(&body, "no single-core ipc-roundtrip records were measured");
-    }
-    let (rows, cols) = grid(panels.len());
-    for (panel, area) in panels.iter().zip(body.split_evenly((rows, cols))) {
+    let areas = draw_frame(
+        root,
+        "Figure 1: IPC round trip (Call + ReplyRecv) per locking strategy, mean ± std dev",
+        panels.len(),
+        "no single-core ipc-roundtrip records were measured",
+    )?;
+    for (panel, area) in panels.iter().zip(areas) {
         let n = panel.groups.len().max(1);
         let top = panel
             .groups
@@ -296,22 +360,11 @@ fn draw_fig1<DB: DrawingBackend>(
             .fold(0.0f64, f64::max);
         // Headroom for the value labels and the legend above the tallest bar.
         let ymax = if top > 0.0 { top * 1.5 } else { 1.0 };
-        let mut chart = ChartBuilder::on(&area)
-            .caption(&panel.title, (FAMILY, 16))
-            .margin(12)
-            .x_label_area_size(36)
-            .y_label_area_size(70)
-            .build_cartesian_2d(0f64..n as f64, 0f64..ymax)
-            .map_err(err)?;
-        chart
-            .configure_mesh()
+        let mut chart = panel_chart(&area, &panel.title, (36, 70), 0f64..n as f64, 0f64..ymax)?;
+        mesh(&mut chart, &panel.unit)
             .disable_x_mesh()
             .x_labels(2)
             .x_label_formatter(&|_| String::new())
-            .y_label_formatter(&|y| super::report::fmt_num(*y))
-            .y_desc(panel.unit.as_str())
-            .label_style((FAMILY, 13))
-            .axis_desc_style((FAMILY, 14))
             .draw()
             .map_err(err)?;
         let mut locks: Vec<&str> = panel
@@ -381,14 +434,7 @@ fn draw_fig1<DB: DrawingBackend>(
             ))
             .map_err(err)?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .label_font((FAMILY, 13))
-            .draw()
-            .map_err(err)?;
+        draw_legend(&mut chart, SeriesLabelPosition::UpperRight)?;
     }
     Ok(())
 }
@@ -398,22 +444,13 @@ fn draw_fig2<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     panels: &[LinePanel],
 ) -> Result<(), String> {
-    root.fill(&WHITE).map_err(err)?;
-    let (title_area, body) = root.split_vertically(36);
-    let title = TextStyle::from((FAMILY, 20).into_font()).pos(Pos::new(HPos::Center, VPos::Center));
-    title_area
-        .draw(&Text::new(
-            "Figure 2: multicore ping-pong throughput (one pair per core), mean ± std dev"
-                .to_owned(),
-            (title_area.dim_in_pixel().0 as i32 / 2, 18),
-            title,
-        ))
-        .map_err(err)?;
-    if panels.is_empty() {
-        return draw_message(&body, "no multicore-pingpong records were measured");
-    }
-    let (rows, cols) = grid(panels.len());
-    for (panel, area) in panels.iter().zip(body.split_evenly((rows, cols))) {
+    let areas = draw_frame(
+        root,
+        "Figure 2: multicore ping-pong throughput (one pair per core), mean ± std dev",
+        panels.len(),
+        "no multicore-pingpong records were measured",
+    )?;
+    for (panel, area) in panels.iter().zip(areas) {
         let max_cores = panel
             .lines
             .iter()
@@ -434,15 +471,14 @@ fn draw_fig2<DB: DrawingBackend>(
             .chain(none_one.map(|v| v * f64::from(max_cores)))
             .fold(0.0f64, f64::max);
         let ymax = if top > 0.0 { top * 1.15 } else { 1.0 };
-        let mut chart = ChartBuilder::on(&area)
-            .caption(&panel.title, (FAMILY, 16))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(80)
-            .build_cartesian_2d(0.5f64..f64::from(max_cores) + 0.5, 0f64..ymax)
-            .map_err(err)?;
-        chart
-            .configure_mesh()
+        let mut chart = panel_chart(
+            &area,
+            &panel.title,
+            (40, 80),
+            0.5f64..f64::from(max_cores) + 0.5,
+            0f64..ymax,
+        )?;
+        mesh(&mut chart, &panel.unit)
             .x_labels(max_cores as usize + 1)
             .x_label_formatter(&|x| {
                 if (x - x.round()).abs() < 1e-9 && *x >= 1.0 {
@@ -451,11 +487,7 @@ fn draw_fig2<DB: DrawingBackend>(
                     String::new()
                 }
             })
-            .y_label_formatter(&|y| super::report::fmt_num(*y))
             .x_desc("cores")
-            .y_desc(panel.unit.as_str())
-            .label_style((FAMILY, 13))
-            .axis_desc_style((FAMILY, 14))
             .draw()
             .map_err(err)?;
         if let Some(base) = none_one {
@@ -497,14 +529,7 @@ fn draw_fig2<DB: DrawingBackend>(
                 }))
                 .map_err(err)?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .label_font((FAMILY, 13))
-            .draw()
-            .map_err(err)?;
+        draw_legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
     }
     Ok(())
 }
