@@ -777,27 +777,45 @@ fn pairs<S: BenchStrategy>(s: S, cores: usize, p: Params, runs: usize, hz: u64) 
         settle(&k, c, t);
     }
     let k = &*k;
+    throughput(k, cores, p, runs, hz, |cpu, _, stop, done| {
+        let (call, rr) = (call_regs(), reply_recv_regs());
+        let client = clients[cpu];
+        let mut n = 0;
+        while !stop.load(Relaxed) {
+            for _ in 0..64 {
+                round_trip(k, cpu, call, rr, client);
+            }
+            n += 64;
+            done.store(n, Relaxed);
+        }
+    })
+}
+
+/// Runs `work(cpu, pinned, stop, done)` on one host thread per kernel core, each pinned to its
+/// own CPU when the host has enough, all released together; `work` counts its core's round trips
+/// in `done` until `stop` is set. Samples the sum of the counters with [`sample_rate`], then
+/// stops the threads.
+fn throughput<S: BenchStrategy>(
+    k: &Kernel<S, BenchHal>,
+    cores: usize,
+    p: Params,
+    runs: usize,
+    hz: u64,
+    work: impl Fn(usize, bool, &AtomicBool, &AtomicU64) + Sync,
+) -> Run {
     let stop = AtomicBool::new(false);
     let done = counters(cores);
     let pinned = cores <= host_cpus();
     let start = Barrier::new(cores + 1);
     let (samples, interval) = std::thread::scope(|scope| {
-        for (cpu, &client) in clients.iter().enumerate() {
-            let (stop, done, start) = (&stop, &done, &start);
+        for cpu in 0..cores {
+            let (stop, done, start, work) = (&stop, &done, &start, &work);
             scope.spawn(move || {
                 if pinned {
                     pin(cpu);
                 }
-                let (call, rr) = (call_regs(), reply_recv_regs());
                 start.wait();
-                let mut n = 0;
-                while !stop.load(Relaxed) {
-                    for _ in 0..64 {
-                        round_trip(k, cpu, call, rr, client);
-                    }
-                    n += 64;
-                    done[cpu].store(n, Relaxed);
-                }
+                work(cpu, pinned, stop, &done[cpu]);
             });
         }
         start.wait();
@@ -871,145 +889,108 @@ fn client_server<S: BenchStrategy>(
         exit = k.syscall(0, recv);
     }
     let k = &*k;
-    let stop = AtomicBool::new(false);
-    let done = counters(cores);
-    let pinned = cores <= host_cpus();
-    let start = Barrier::new(cores + 1);
-    let (samples, interval) = std::thread::scope(|scope| {
-        for cpu in 0..cores {
-            let (stop, done, start) = (&stop, &done, &start);
-            scope.spawn(move || {
-                if pinned {
-                    pin(cpu);
-                }
-                let regs = if cpu == 0 {
-                    reply_recv_regs()
+    throughput(k, cores, p, runs, hz, |cpu, pinned, stop, done| {
+        let regs = if cpu == 0 {
+            reply_recv_regs()
+        } else {
+            call_regs()
+        };
+        let mut exit = if cpu == 0 {
+            kernel::Exit {
+                thread: None,
+                regs: [0; 6],
+            }
+        } else {
+            k.timer_tick(cpu)
+        };
+        let (mut n, mut idle) = (0u64, 0u32);
+        while !stop.load(Relaxed) {
+            let pending = k.hal().take_ipis(cpu);
+            if pending != 0 {
+                // The kernel handles every IPI kind alike (reschedule, acknowledge).
+                exit = k.ipi(cpu, IpiKind::Reschedule);
+                continue;
+            }
+            if exit.thread.is_none() {
+                idle += 1;
+                if !pinned && idle % 64 == 0 {
+                    std::thread::yield_now();
                 } else {
-                    call_regs()
-                };
-                start.wait();
-                let mut exit = if cpu == 0 {
-                    kernel::Exit {
-                        thread: None,
-                        regs: [0; 6],
-                    }
-                } else {
-                    k.timer_tick(cpu)
-                };
-                let (mut n, mut idle) = (0u64, 0u32);
-                while !stop.load(Relaxed) {
-                    let pending = k.hal().take_ipis(cpu);
-                    if pending != 0 {
-                        // The kernel handles every IPI kind alike (reschedule, acknowledge).
-                        exit = k.ipi(cpu, IpiKind::Reschedule);
-                        continue;
-                    }
-                    if exit.thread.is_none() {
-                        idle += 1;
-                        if !pinned && idle % 64 == 0 {
-                            std::thread::yield_now();
-                        } else {
-                            std::hint::spin_loop();
-                        }
-                        continue;
-                    }
-                    // A client runs again: its previous Call returned.
-                    exit = k.syscall(cpu, regs);
-                    if cpu != 0 {
-                        n += 1;
-                        if n % 16 == 0 {
-                            done[cpu].store(n, Relaxed);
-                        }
-                    }
+                    std::hint::spin_loop();
                 }
-            });
+                continue;
+            }
+            // A client runs again: its previous Call returned.
+            exit = k.syscall(cpu, regs);
+            if cpu != 0 {
+                n += 1;
+                if n % 16 == 0 {
+                    done.store(n, Relaxed);
+                }
+            }
         }
-        start.wait();
-        let r = sample_rate(|| done.iter().map(|d| d.load(Relaxed)).sum(), p, runs, hz);
-        stop.store(true, Relaxed);
-        r
-    });
-    Run {
-        samples,
-        interval,
-        pinned,
-        rtm: k.strategy().rtm_stats(),
+    })
+}
+
+/// A throughput workload.
+#[derive(Clone, Copy, Debug)]
+enum Load {
+    /// `multicore-pingpong`: one private client/server pair per core.
+    Pairs {
+        /// Cores.
+        cores: usize,
+    },
+    /// `client-server`: `clients` clients calling one shared server or each its own.
+    ClientServer {
+        /// Client threads.
+        clients: usize,
+        /// Each client has its own server.
+        dedicated: bool,
+    },
+}
+
+/// Runs `load` on the kernel with strategy `s`.
+fn run_load<S: BenchStrategy>(s: S, load: Load, p: Params, runs: usize, hz: u64) -> Run {
+    match load {
+        Load::Pairs { cores } => pairs(s, cores, p, runs, hz),
+        Load::ClientServer { clients, dedicated } => {
+            client_server(s, clients, dedicated, p, runs, hz)
+        }
     }
 }
 
-fn pairs_for(lock: Lock, cores: usize, p: Params, runs: usize, hz: u64) -> Run {
-    match lock {
-        Lock::None => {
-            // SAFETY: every core runs only its own pair, with its own endpoint and address
-            // space, and no management call is made: no two cores touch the same object
-            // (`none` in the multicore stress test rests on the same argument).
-            let s = unsafe { NoLock::new() };
-            pairs(s, cores, p, runs, hz)
-        }
-        Lock::Clh => pairs(
-            BigLock::new(ClhLock::<MAX_CPUS, HostRelax>::new()),
-            cores,
-            p,
-            runs,
-            hz,
-        ),
-        Lock::Ticket => pairs(
-            BigLock::new(TicketLock::<HostRelax>::with_max_cpus(MAX_CPUS)),
-            cores,
-            p,
-            runs,
-            hz,
-        ),
-        Lock::Fine => pairs(FineGrained::<HostRelax>::new(), cores, p, runs, hz),
-        Lock::Rtm => pairs(
-            Rtm::<_, sync::Rtm, HostRelax>::new(ClhLock::<MAX_CPUS, HostRelax>::new()),
-            cores,
-            p,
-            runs,
-            hz,
-        ),
-    }
-}
-
-fn client_server_for(
-    lock: Lock,
-    clients: usize,
-    dedicated: bool,
-    p: Params,
-    runs: usize,
-    hz: u64,
-) -> Option<Run> {
+/// Runs `load` under `lock`; `None` where the lock cannot run it.
+fn run_load_for(lock: Lock, load: Load, p: Params, runs: usize, hz: u64) -> Option<Run> {
     Some(match lock {
-        // Cores share the server's endpoint and run queue: no lock would be a data race.
-        Lock::None => return None,
-        Lock::Clh => client_server(
+        Lock::None => match load {
+            Load::Pairs { .. } => {
+                // SAFETY: every core runs only its own pair, with its own endpoint and address
+                // space, and no management call is made: no two cores touch the same object
+                // (`none` in the multicore stress test rests on the same argument).
+                let s = unsafe { NoLock::new() };
+                run_load(s, load, p, runs, hz)
+            }
+            // Cores share the server's endpoint and run queue: no lock would be a data race.
+            Load::ClientServer { .. } => return None,
+        },
+        Lock::Clh => run_load(
             BigLock::new(ClhLock::<MAX_CPUS, HostRelax>::new()),
-            clients,
-            dedicated,
+            load,
             p,
             runs,
             hz,
         ),
-        Lock::Ticket => client_server(
+        Lock::Ticket => run_load(
             BigLock::new(TicketLock::<HostRelax>::with_max_cpus(MAX_CPUS)),
-            clients,
-            dedicated,
+            load,
             p,
             runs,
             hz,
         ),
-        Lock::Fine => client_server(
-            FineGrained::<HostRelax>::new(),
-            clients,
-            dedicated,
-            p,
-            runs,
-            hz,
-        ),
-        Lock::Rtm => client_server(
+        Lock::Fine => run_load(FineGrained::<HostRelax>::new(), load, p, runs, hz),
+        Lock::Rtm => run_load(
             Rtm::<_, sync::Rtm, HostRelax>::new(ClhLock::<MAX_CPUS, HostRelax>::new()),
-            clients,
-            dedicated,
+            load,
             p,
             runs,
             hz,
@@ -1093,7 +1074,8 @@ pub fn run(opts: &Options, log: &mut dyn FnMut(&str)) -> Vec<Record> {
                 ));
             }
             for &lock in &opts.locks {
-                let run = pairs_for(lock, cores, p, opts.runs, m.hz);
+                let run = run_load_for(lock, Load::Pairs { cores }, p, opts.runs, m.hz)
+                    .expect("every lock runs pairs");
                 if let Some(s) = &run.rtm {
                     add_rtm_stats(&mut rtm, s);
                     rtm_runs.push(format!("multicore-pingpong {cores} cores"));
@@ -1114,8 +1096,8 @@ pub fn run(opts: &Options, log: &mut dyn FnMut(&str)) -> Vec<Record> {
             for &clients in &opts.clients {
                 let clients = clients.max(1);
                 for &lock in &opts.locks {
-                    let Some(run) = client_server_for(lock, clients, dedicated, p, opts.runs, m.hz)
-                    else {
+                    let load = Load::ClientServer { clients, dedicated };
+                    let Some(run) = run_load_for(lock, load, p, opts.runs, m.hz) else {
                         log(&format!(
                             "client-server {variant} {clients}: `none` skipped (cores share objects)"
                         ));
@@ -1188,4 +1170,53 @@ pub fn run(opts: &Options, log: &mut dyn FnMut(&str)) -> Vec<Record> {
         out.push(r);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Short throughput runs, long enough for a busy host to schedule every thread.
+    fn params() -> Params {
+        Params {
+            batch: 10,
+            oneway: 10,
+            interval: Duration::from_millis(200),
+            warmup: Duration::from_millis(5),
+            calibrate: Duration::from_millis(1),
+        }
+    }
+
+    #[test]
+    fn throughput_loads_count_round_trips() {
+        let hz = 1_000_000_000;
+        let shared = Load::ClientServer {
+            clients: 2,
+            dedicated: false,
+        };
+        for (lock, load) in [
+            (Lock::None, Load::Pairs { cores: 2 }),
+            (Lock::Clh, Load::Pairs { cores: 1 }),
+            (Lock::Fine, shared),
+            (
+                Lock::Ticket,
+                Load::ClientServer {
+                    clients: 1,
+                    dedicated: true,
+                },
+            ),
+        ] {
+            let run = run_load_for(lock, load, params(), 2, hz).unwrap();
+            assert_eq!(run.samples.len(), 2, "{lock:?} {load:?}");
+            assert!(run.interval > 0, "{lock:?} {load:?}");
+            assert!(
+                run.samples.iter().all(|&s| s >= 0.0) && run.samples.iter().sum::<f64>() > 0.0,
+                "{lock:?} {load:?}: {:?}",
+                run.samples
+            );
+            assert!(run.rtm.is_none(), "{lock:?} {load:?}");
+        }
+        // No lock cannot share a server.
+        assert!(run_load_for(Lock::None, shared, params(), 1, hz).is_none());
+    }
 }
