@@ -362,24 +362,9 @@ fn bench_tiny_step(root: &Path) -> Step {
     let out = crate::target_dir(root).join("bench-tiny");
     let cmd = exe.map(|exe| {
         Cmd::new(exe)
-            .args([
-                "bench",
-                "--lock",
-                "none",
-                "--arch",
-                "all",
-                "--platform",
-                "qemu-icount,hosted",
-                "--cores",
-                "1",
-                "--runs",
-                "2",
-                "--quick",
-                "--check",
-                "--timeout",
-                QEMU_TIMEOUT_SECS,
-                "--out",
-            ])
+            .arg("bench")
+            .args(crate::bench::TINY)
+            .args(["--timeout", QEMU_TIMEOUT_SECS, "--out"])
             .arg(out)
     });
     Step::from_result("bench:tiny", cmd, Judge::ExitStatus)

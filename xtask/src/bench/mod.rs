@@ -158,6 +158,24 @@ pub const RESULTS_CSV: &str = "results.csv";
 /// The report.
 pub const REPORT_MD: &str = "report.md";
 
+/// The options of the tiny end-to-end configuration that `cargo xtask test` runs as
+/// `bench:tiny`: lock `none` on both architectures, the `qemu-icount` and `hosted` platforms,
+/// 1 core, 2 runs, the hosted benchmark's `--quick`, and `--check`.
+pub const TINY: [&str; 12] = [
+    "--lock",
+    "none",
+    "--arch",
+    "all",
+    "--platform",
+    "qemu-icount,hosted",
+    "--cores",
+    "1",
+    "--runs",
+    "2",
+    "--quick",
+    "--check",
+];
+
 /// Runs `cargo xtask bench`.
 pub fn run(root: &Path, args: &BenchArgs) -> ExitCode {
     let out_dir = match &args.out {
@@ -800,25 +818,16 @@ mod tests {
         let cli = Cli::try_parse_from(["bench", "--lock=clh"]).unwrap();
         assert_eq!(cli.args.lock, vec![LockArg::Clh]);
         assert_eq!(cli.args.runs, 16);
-        let cli = Cli::try_parse_from([
-            "bench",
-            "--lock",
-            "none",
-            "--arch",
-            "all",
-            "--platform",
-            "qemu-icount,hosted",
-            "--cores",
-            "1",
-            "--runs",
-            "2",
-            "--quick",
-            "--check",
-        ])
-        .unwrap();
+        // bench:tiny's options.
+        let cli = Cli::try_parse_from(["bench"].into_iter().chain(TINY)).unwrap();
+        assert_eq!(cli.args.lock, vec![LockArg::None]);
         assert_eq!(
             cli.args.platform,
             vec![PlatformArg::QemuIcount, PlatformArg::Hosted]
+        );
+        assert_eq!(
+            (cli.args.runs, cli.args.quick, cli.args.check),
+            (2, true, true)
         );
         assert!(Cli::try_parse_from(["bench", "--host", "--lock", "clh"]).is_err());
         assert!(Cli::try_parse_from(["bench", "--threads", "2"]).is_err());
