@@ -343,30 +343,28 @@ mod tests {
         assert_eq!(logged.len(), 2);
         assert!(logged[0].contains("retrying (1 of 2)"), "{logged:?}");
 
-        let mut calls = 0;
-        let err = with_retries(
-            |_| {
-                calls += 1;
-                Attempt::Malformed("cut".into())
-            },
-            |_| {},
-        )
-        .unwrap_err();
+        let (calls, err) = always(|| Attempt::Malformed("cut".into()));
         assert_eq!(calls, 3);
         assert!(err.contains("3 runs"), "{err}");
     }
 
-    #[test]
-    fn failures_are_not_retried() {
+    /// [`with_retries`] on runs that all end as `attempt()`: the runs made and the error.
+    fn always(attempt: impl Fn() -> Attempt) -> (u32, String) {
         let mut calls = 0;
         let err = with_retries(
             |_| {
                 calls += 1;
-                Attempt::Failed("HANG".into())
+                attempt()
             },
             |_| {},
         )
         .unwrap_err();
+        (calls, err)
+    }
+
+    #[test]
+    fn failures_are_not_retried() {
+        let (calls, err) = always(|| Attempt::Failed("HANG".into()));
         assert_eq!((calls, err.as_str()), (1, "HANG"));
     }
 

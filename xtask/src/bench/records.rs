@@ -316,8 +316,10 @@ mod tests {
         }
     }
 
-    fn origin<'a>(platform: Platform, board: &'a str, m: &'a Machine) -> Origin<'a> {
-        Origin {
+    /// Converts `raw` as measured on `board` under `platform` (on [`machine`]).
+    fn convert_on(raw: &RawRecord, platform: Platform, board: &str) -> Result<Record, String> {
+        let m = machine();
+        let origin = Origin {
             platform,
             arch: if board == "microvm" || board == "host" {
                 "x86_64"
@@ -325,17 +327,18 @@ mod tests {
                 "armv7"
             },
             board,
-            machine: m,
+            machine: &m,
             retries: 0,
-        }
+        };
+        convert(raw, &origin)
     }
 
     #[test]
     fn icount_ticks_become_instructions() {
-        let m = machine();
-        let r = convert(
+        let r = convert_on(
             &raw("ipc-roundtrip", "clh", "ticks", "tsc", &[421.0, 421.0]),
-            &origin(Platform::QemuIcount, "microvm", &m),
+            Platform::QemuIcount,
+            "microvm",
         )
         .unwrap();
         assert_eq!(
@@ -344,15 +347,17 @@ mod tests {
         );
         assert_eq!(r.strategy, "big-lock");
         // The 100 MHz global timer ticks once per 10 instructions, cntvct once per 16.
-        let r = convert(
+        let r = convert_on(
             &raw("ipc-call", "none", "ticks", "a9-global-timer", &[20.0]),
-            &origin(Platform::QemuIcount, "sabrelite", &m),
+            Platform::QemuIcount,
+            "sabrelite",
         )
         .unwrap();
         assert_eq!(r.samples, vec![200.0]);
-        let r = convert(
+        let r = convert_on(
             &raw("ipc-call", "none", "ticks", "debugcall", &[10.0]),
-            &origin(Platform::QemuIcount, "virt", &m),
+            Platform::QemuIcount,
+            "virt",
         )
         .unwrap();
         assert_eq!((r.samples[0], r.counter_hz), (160.0, 62.5e6));
@@ -360,7 +365,6 @@ mod tests {
 
     #[test]
     fn throughput_becomes_per_second() {
-        let m = machine();
         let mut r = raw(
             "multicore-pingpong",
             "fine",
@@ -369,48 +373,50 @@ mod tests {
             &[1000.0],
         );
         r.interval_ticks = Some(62.5e6 / 10.0); // 100 ms
-        let c = convert(&r, &origin(Platform::Qemu, "virt", &m)).unwrap();
+        let c = convert_on(&r, Platform::Qemu, "virt").unwrap();
         assert_eq!(c.unit, "round trips/s");
         assert!((c.mean - 10_000.0).abs() < 1e-6, "{}", c.mean);
         r.interval_ticks = None;
-        assert!(convert(&r, &origin(Platform::Qemu, "virt", &m)).is_err());
+        assert!(convert_on(&r, Platform::Qemu, "virt").is_err());
     }
 
     #[test]
     fn tsc_under_plain_tcg_needs_the_guest_calibration() {
-        let m = machine();
         let mut r = raw("ipc-roundtrip", "clh", "ticks", "tsc", &[2400.0]);
-        assert!(convert(&r, &origin(Platform::Qemu, "microvm", &m)).is_err());
+        assert!(convert_on(&r, Platform::Qemu, "microvm").is_err());
         r.counter_hz = 2.4e9;
-        let c = convert(&r, &origin(Platform::Qemu, "microvm", &m)).unwrap();
+        let c = convert_on(&r, Platform::Qemu, "microvm").unwrap();
         assert_eq!((c.unit.as_str(), c.mean), ("ns", 1000.0));
     }
 
     #[test]
     fn host_cycles_and_bad_units() {
-        let m = machine();
-        let c = convert(
+        let c = convert_on(
             &raw("ipc-roundtrip", "rtm", "cycles", "tsc", &[400.0, 500.0]),
-            &origin(Platform::Hosted, "host", &m),
+            Platform::Hosted,
+            "host",
         )
         .unwrap();
         assert_eq!((c.unit.as_str(), c.mean, c.runs), ("cycles", 450.0, 2));
         // Units that need no conversion pass through.
-        let a = convert(
+        let a = convert_on(
             &raw("ipc-barriers", "clh", "barriers", "", &[6.0]),
-            &origin(Platform::QemuIcount, "sabrelite", &m),
+            Platform::QemuIcount,
+            "sabrelite",
         )
         .unwrap();
         assert_eq!((a.unit.as_str(), a.mean), ("barriers", 6.0));
-        assert!(convert(
+        assert!(convert_on(
             &raw("ipc-roundtrip", "rtm", "ticks", "sundial", &[1.0]),
-            &origin(Platform::QemuIcount, "microvm", &m)
+            Platform::QemuIcount,
+            "microvm"
         )
         .is_err());
         // Statistics-only records (rtm-aborts) have no samples.
-        let info = convert(
+        let info = convert_on(
             &raw("rtm-aborts", "rtm", "acquisitions", "", &[]),
-            &origin(Platform::Hosted, "host", &m),
+            Platform::Hosted,
+            "host",
         )
         .unwrap();
         assert_eq!((info.runs, info.mean), (0, 0.0));

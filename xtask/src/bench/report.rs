@@ -715,32 +715,20 @@ mod tests {
         let arm = line(&lines, "<= 20% (armv7)", "qemu-icount sabrelite");
         assert_eq!(arm.verdict, Verdict::NotMeasured);
         assert!(arm.value.contains("no qemu-icount sabrelite"), "{arm:?}");
-        assert_eq!(
-            line(&lines, "rtm overhead", "hosted host").verdict,
-            Verdict::NotMeasured
-        );
-        // Scaling: none 1.97x on 2 cores >= 1.9; fine 1.5x < 1.9; rtm unmeasured.
-        assert_eq!(
-            line(&lines, "scaling >= 0.95 x cores for none", "hosted host").verdict,
-            Verdict::Met
-        );
-        assert_eq!(
-            line(&lines, "scaling >= 0.95 x cores for fine", "hosted host").verdict,
-            Verdict::NotMet
-        );
-        assert_eq!(
-            line(&lines, "scaling >= 0.95 x cores for rtm", "hosted host").verdict,
-            Verdict::NotMeasured
-        );
-        // Absolute counts: 280 <= 300, 330 <= 340.
-        assert_eq!(
-            line(&lines, "<= 300 instructions", "qemu-icount microvm").verdict,
-            Verdict::Met
-        );
-        assert_eq!(
-            line(&lines, "<= 340 instructions", "qemu-icount microvm").verdict,
-            Verdict::Met
-        );
+        // Scaling: none 1.97x on 2 cores >= 1.9; fine 1.5x < 1.9; rtm unmeasured. Absolute
+        // counts: 280 <= 300, 330 <= 340.
+        use Verdict::{Met, NotMeasured, NotMet};
+        for (target, place, verdict) in [
+            ("rtm overhead", "hosted host", NotMeasured),
+            ("x cores for none", "hosted host", Met),
+            ("x cores for fine", "hosted host", NotMet),
+            ("x cores for rtm", "hosted host", NotMeasured),
+            ("<= 300 instructions", "qemu-icount microvm", Met),
+            ("<= 340 instructions", "qemu-icount microvm", Met),
+        ] {
+            let l = line(&lines, target, place);
+            assert_eq!(l.verdict, verdict, "{target} at {place}: {l:?}");
+        }
     }
 
     #[test]
