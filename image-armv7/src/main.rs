@@ -49,8 +49,6 @@ mod debugcalls;
 #[cfg(all(target_arch = "arm", target_os = "none"))]
 mod loader;
 #[cfg(all(target_arch = "arm", target_os = "none"))]
-mod lock;
-#[cfg(all(target_arch = "arm", target_os = "none"))]
 mod selftest;
 #[cfg(all(target_arch = "arm", target_os = "none"))]
 mod system;

@@ -4,9 +4,9 @@
 
 use hal_armv7::paging::{self, phys_to_virt, PAGE_SIZE};
 
-use crate::boot::Config;
 use crate::debugcalls::report;
-use crate::lock::LockChoice;
+use image_common::cmdline::Config;
+use image_common::cmdline::LockChoice;
 
 /// In-kernel tests ([`before_smp`] + [`after_smp`]).
 pub const KERNEL_TESTS: usize = 9;

@@ -58,10 +58,16 @@ pub trait Arch {
     fn println(&self, args: Arguments<'_>);
     /// Reports a boot failure and stops the machine.
     fn fail(&self, args: Arguments<'_>) -> !;
-    /// Records `t` as core `core`'s ping-pong client (for the debug calls).
-    fn set_client(&self, core: usize, t: ThreadId);
-    /// Records the three faulting threads on core `core` (for the debug calls).
-    fn set_faulters(&self, core: usize, faulters: [Option<ThreadId>; 3]);
+    /// Records `t` as core `core`'s ping-pong client for the debug calls (by default in
+    /// [`DEBUG_CALLS`](crate::debugcalls::DEBUG_CALLS), which the images serve).
+    fn set_client(&self, core: usize, t: ThreadId) {
+        crate::debugcalls::DEBUG_CALLS.set_client(core, t);
+    }
+    /// Records the three faulting threads on core `core` for the debug calls (by default in
+    /// [`DEBUG_CALLS`](crate::debugcalls::DEBUG_CALLS)).
+    fn set_faulters(&self, core: usize, faulters: [Option<ThreadId>; 3]) {
+        crate::debugcalls::DEBUG_CALLS.set_faulters(core, faulters);
+    }
 }
 
 /// What the run is expected to report.
@@ -130,9 +136,45 @@ struct Builder<'a, S: Strategy, A: Arch> {
     arch: &'a A,
     /// Address spaces made so far.
     spaces: usize,
+    /// Each core's park notification.
+    parks: [Option<NotificationId>; MAX_CPUS],
+    /// The threads the root task resumes, in order (the first `started_len`).
+    started: [Option<ThreadId>; CSPACE_SLOTS],
+    started_len: usize,
 }
 
-impl<S: Strategy, A: Arch> Builder<'_, S, A> {
+impl<'a, S: Strategy, A: Arch> Builder<'a, S, A> {
+    /// Starts building for `cores` cores, as both the demo or test system and the benchmarks
+    /// do: a park notification per core, then the root task (priority 31 on core 0) in an
+    /// address space of its own, returned with the root. The root task gets its real
+    /// arguments in [`finish_root`], once its thread list is known.
+    fn begin(k: &'a mut Kernel<S, A::Hal>, arch: &'a A, cores: usize) -> (Self, Space, ThreadId) {
+        let mut b = Builder {
+            k,
+            arch,
+            spaces: 0,
+            parks: [None; MAX_CPUS],
+            started: [None; CSPACE_SLOTS],
+            started_len: 0,
+        };
+        for c in 0..cores.min(MAX_CPUS) {
+            b.parks[c] = Some(b.notification());
+        }
+        let mut root_space = b.space();
+        let root = b.thread(&mut root_space, 31, 0, [role::ROOT, 0, 0]);
+        (b, root_space, root)
+    }
+
+    /// Adds `t` to the threads the root task resumes.
+    fn push(&mut self, t: ThreadId) {
+        if slot::ROOT_FIRST_THREAD + self.started_len >= CSPACE_SLOTS {
+            self.arch
+                .fail(format_args!("too many threads for the root task's CSpace"));
+        }
+        self.started[self.started_len] = Some(t);
+        self.started_len += 1;
+    }
+
     fn space(&mut self) -> Space {
         let Some(root) = self.arch.new_address_space() else {
             self.arch
@@ -152,15 +194,11 @@ impl<S: Strategy, A: Arch> Builder<'_, S, A> {
         }
     }
 
-    /// A thread running `role(a, b)` in `space` on `core`, with its park notification.
-    fn thread(
-        &mut self,
-        space: &mut Space,
-        prio: usize,
-        core: usize,
-        park: NotificationId,
-        args: [u64; 3],
-    ) -> ThreadId {
+    /// A thread running `role(a, b)` in `space` on `core`, with `core`'s park notification.
+    fn thread(&mut self, space: &mut Space, prio: usize, core: usize, args: [u64; 3]) -> ThreadId {
+        let Some(park) = self.parks[core] else {
+            self.arch.fail(format_args!("no park for {core}"))
+        };
         let t = match self.k.create_thread(prio, core, Some(space.id)) {
             Ok(t) => t,
             Err(e) => self.arch.fail(format_args!("create_thread: {e:?}")),
@@ -210,26 +248,9 @@ pub fn build<S: Strategy, A: Arch>(
     if let Some((kind, interval)) = cfg.bench {
         return build_bench(arch, k, cfg.cores, kind, interval);
     }
-    let mut b = Builder { k, arch, spaces: 0 };
     let cores = cfg.cores;
     let pager_test = cfg.test && cfg.pager_test;
-
-    let parks: [Option<NotificationId>; MAX_CPUS] =
-        core::array::from_fn(|c| (c < cores).then(|| b.notification()));
-    let park = |c: usize| parks[c].unwrap_or_else(|| arch.fail(format_args!("no park for {c}")));
-
-    let mut root_space = b.space();
-    // Arguments filled below once the thread list is known: root gets its real context last.
-    let root = b.thread(&mut root_space, 31, 0, park(0), [role::ROOT, 0, 0]);
-    let mut started: [Option<ThreadId>; CSPACE_SLOTS] = [None; CSPACE_SLOTS];
-    let mut n = 0usize;
-    let mut push = |t: ThreadId| {
-        if slot::ROOT_FIRST_THREAD + n >= CSPACE_SLOTS {
-            arch.fail(format_args!("too many threads for the root task's CSpace"));
-        }
-        started[n] = Some(t);
-        n += 1;
-    };
+    let (mut b, _, root) = Builder::begin(k, arch, cores);
     let mut plan = Plan::default();
 
     // Pager test first, so that the faulting thread is the root's first thread capability.
@@ -238,9 +259,9 @@ pub fn build<S: Strategy, A: Arch>(
         let core = if cores > 1 { 1 } else { 0 };
         let ep = b.endpoint();
         let mut paged_space = b.space();
-        let paged = b.thread(&mut paged_space, 8, core, park(core), [role::PAGED, 0, 0]);
+        let paged = b.thread(&mut paged_space, 8, core, [role::PAGED, 0, 0]);
         let mut pager_space = b.space();
-        let pager = b.thread(&mut pager_space, 12, core, park(core), [role::PAGER, 0, 0]);
+        let pager = b.thread(&mut pager_space, 12, core, [role::PAGER, 0, 0]);
         let Some(frame_phys) = arch.alloc_frame() else {
             arch.fail(format_args!("no frame for the pager test"))
         };
@@ -270,8 +291,8 @@ pub fn build<S: Strategy, A: Arch>(
             0,
         );
         pager_for = slot::ROOT_FIRST_THREAD;
-        push(paged);
-        push(pager);
+        b.push(paged);
+        b.push(pager);
         plan.finite += 1;
     }
     // The pager test is planned in every test run; without it (lock `none`) it is reported
@@ -284,19 +305,13 @@ pub fn build<S: Strategy, A: Arch>(
     for c in 0..cores {
         let ep = b.endpoint();
         let mut cs = b.space();
-        let client = b.thread(
-            &mut cs,
-            10,
-            c,
-            park(c),
-            [role::CLIENT, c as u64, cfg.rounds as u64],
-        );
+        let client = b.thread(&mut cs, 10, c, [role::CLIENT, c as u64, cfg.rounds as u64]);
         let mut ss = if separate { b.space() } else { cs };
-        let server = b.thread(&mut ss, 10, c, park(c), [role::SERVER, c as u64, 0]);
+        let server = b.thread(&mut ss, 10, c, [role::SERVER, c as u64, 0]);
         b.cap(client, slot::EP, ObjRef::Endpoint(ep), Rights::WRITE, c + 1);
         b.cap(server, slot::EP, ObjRef::Endpoint(ep), Rights::READ, 0);
-        push(server);
-        push(client);
+        b.push(server);
+        b.push(client);
         arch.set_client(c, client);
         plan.finite += 1;
         plan.user_tests += usize::from(cfg.test);
@@ -314,8 +329,8 @@ pub fn build<S: Strategy, A: Arch>(
         .into_iter()
         .enumerate()
         {
-            let t = b.thread(&mut fs, 20, fcore, park(fcore), [role::FAULT, kind, 0]);
-            push(t);
+            let t = b.thread(&mut fs, 20, fcore, [role::FAULT, kind, 0]);
+            b.push(t);
             faulters[i] = Some(t);
         }
         arch.set_faulters(fcore, faulters);
@@ -323,7 +338,7 @@ pub fn build<S: Strategy, A: Arch>(
         let ep = b.endpoint();
         let ntfn = b.notification();
         let mut es = b.space();
-        let errors = b.thread(&mut es, 5, 0, park(0), [role::ERRORS, 0, 0]);
+        let errors = b.thread(&mut es, 5, 0, [role::ERRORS, 0, 0]);
         b.cap(errors, slot::EP, ObjRef::Endpoint(ep), Rights::READ, 0);
         b.cap(
             errors,
@@ -332,26 +347,22 @@ pub fn build<S: Strategy, A: Arch>(
             Rights::READ | Rights::WRITE,
             0,
         );
-        push(errors);
+        b.push(errors);
         plan.finite += 1;
         plan.user_tests += cfg.user_error_tests;
     }
 
-    finish_root(&mut b, root, &started[..n], pager_for);
+    finish_root(&mut b, root, pager_for);
     (root, plan)
 }
 
-/// Gives the root task a MANAGE capability to each thread of `started` (from slot
+/// Gives the root task a MANAGE capability to each thread the build started (from slot
 /// `ROOT_FIRST_THREAD` on, the order it resumes them in), sets its arguments and starts it.
-fn finish_root<S: Strategy, A: Arch>(
-    b: &mut Builder<'_, S, A>,
-    root: ThreadId,
-    started: &[Option<ThreadId>],
-    pager_for: usize,
-) {
+fn finish_root<S: Strategy, A: Arch>(b: &mut Builder<'_, S, A>, root: ThreadId, pager_for: usize) {
     let arch = b.arch;
-    let n = started.len();
-    for (i, t) in started.iter().flatten().enumerate() {
+    let n = b.started_len;
+    let started = b.started;
+    for (i, t) in started[..n].iter().flatten().enumerate() {
         b.cap(
             root,
             slot::ROOT_FIRST_THREAD + i,
@@ -404,21 +415,7 @@ pub fn build_bench<S: Strategy, A: Arch>(
     use crate::bench::{Kind, Variant};
     use servers::abi::bench::{record, VARIANT_CROSS_AS, VARIANT_SAME_AS};
 
-    let mut b = Builder { k, arch, spaces: 0 };
-    let parks: [Option<NotificationId>; MAX_CPUS] =
-        core::array::from_fn(|c| (c < cores).then(|| b.notification()));
-    let park = |c: usize| parks[c].unwrap_or_else(|| arch.fail(format_args!("no park for {c}")));
-    let mut root_space = b.space();
-    let root = b.thread(&mut root_space, 31, 0, park(0), [role::ROOT, 0, 0]);
-    let mut started: [Option<ThreadId>; CSPACE_SLOTS] = [None; CSPACE_SLOTS];
-    let mut n = 0usize;
-    let mut push = |t: ThreadId| {
-        if slot::ROOT_FIRST_THREAD + n >= CSPACE_SLOTS {
-            arch.fail(format_args!("too many threads for the root task's CSpace"));
-        }
-        started[n] = Some(t);
-        n += 1;
-    };
+    let (mut b, root_space, root) = Builder::begin(k, arch, cores);
     let mut plan = Plan::default();
     // The root's space hosts the first throughput client.
     let mut spare_root_space = Some(root_space);
@@ -430,22 +427,16 @@ pub fn build_bench<S: Strategy, A: Arch>(
                 let mut cs = b.space();
                 let server_args = [role::BENCH_IPC_SERVER, variant, 0];
                 let server = if variant == VARIANT_SAME_AS {
-                    b.thread(&mut cs, prio, 0, park(0), server_args)
+                    b.thread(&mut cs, prio, 0, server_args)
                 } else {
                     let mut ss = b.space();
-                    b.thread(&mut ss, prio, 0, park(0), server_args)
+                    b.thread(&mut ss, prio, 0, server_args)
                 };
-                let client = b.thread(
-                    &mut cs,
-                    prio,
-                    0,
-                    park(0),
-                    [role::BENCH_IPC_CLIENT, variant, 0],
-                );
+                let client = b.thread(&mut cs, prio, 0, [role::BENCH_IPC_CLIENT, variant, 0]);
                 b.cap(client, slot::EP, ObjRef::Endpoint(ep), Rights::WRITE, 1);
                 b.cap(server, slot::EP, ObjRef::Endpoint(ep), Rights::READ, 0);
-                push(server);
-                push(client);
+                b.push(server);
+                b.push(client);
                 plan.finite += 1;
             }
         }
@@ -459,9 +450,9 @@ pub fn build_bench<S: Strategy, A: Arch>(
             let shared_ep = if shared {
                 let ep = b.endpoint();
                 let mut ss = b.space();
-                let server = b.thread(&mut ss, 10, 0, park(0), [role::BENCH_TP_SERVER, 0, 0]);
+                let server = b.thread(&mut ss, 10, 0, [role::BENCH_TP_SERVER, 0, 0]);
                 b.cap(server, slot::EP, ObjRef::Endpoint(ep), Rights::READ, 0);
-                push(server);
+                b.push(server);
                 Some(ep)
             } else {
                 None
@@ -473,10 +464,9 @@ pub fn build_bench<S: Strategy, A: Arch>(
                     None => {
                         let ep = b.endpoint();
                         let mut ss = b.space();
-                        let server =
-                            b.thread(&mut ss, 10, core, park(core), [role::BENCH_TP_SERVER, 0, 0]);
+                        let server = b.thread(&mut ss, 10, core, [role::BENCH_TP_SERVER, 0, 0]);
                         b.cap(server, slot::EP, ObjRef::Endpoint(ep), Rights::READ, 0);
-                        push(server);
+                        b.push(server);
                         ep
                     }
                 };
@@ -488,15 +478,14 @@ pub fn build_bench<S: Strategy, A: Arch>(
                     &mut cs,
                     10,
                     core,
-                    park(core),
                     [role::BENCH_TP_CLIENT, rec as u64, interval],
                 );
                 b.cap(client, slot::EP, ObjRef::Endpoint(ep), Rights::WRITE, i + 1);
-                push(client);
+                b.push(client);
                 plan.finite += 1;
             }
         }
     }
-    finish_root(&mut b, root, &started[..n], 0);
+    finish_root(&mut b, root, 0);
     (root, plan)
 }

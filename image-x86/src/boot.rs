@@ -10,31 +10,13 @@ use kernel::{BigLock, FineGrained, NoLock, Rtm};
 use sync::ticket::TicketLock;
 use sync::ClhLock;
 
-use crate::lock::LockChoice;
 use crate::{selftest, system};
-use image_common::bench::Kind as BenchKind;
+use image_common::cmdline::{Cmdline, LockChoice};
 
 hal_x86::entry_point!(kernel_main);
 
 /// Timer interrupts per second on every core (round-robin among equal priorities).
 pub const TIMER_HZ: u32 = 100;
-
-/// What the command line asked for.
-#[derive(Clone, Copy, Debug)]
-pub struct Config {
-    /// The locking strategy.
-    pub lock: LockChoice,
-    /// Test suite (`mode=test`) or demo.
-    pub test: bool,
-    /// Round trips of each ping-pong pair.
-    pub rounds: usize,
-    /// Cores the kernel runs on.
-    pub cores: usize,
-    /// Benchmark mode (`mode=bench bench=<kind>`): what runs instead of the demo.
-    pub bench: Option<BenchKind>,
-    /// Benchmark mode: samples per record (`runs=`, default 16).
-    pub runs: usize,
-}
 
 /// Set in benchmark mode: no tick timer on any core (nothing to preempt, and a tick would land
 /// in samples).
@@ -59,39 +41,11 @@ fn kernel_main(p: &'static Platform) -> ! {
         p.boot.usable_ram() >> 20,
         hal_x86::time::since_boot_ns() / 1_000_000
     );
-    let lock_name = p.boot.cmdline_value("lock").unwrap_or("clh");
-    let Some(lock) = LockChoice::parse(lock_name) else {
-        fail(format_args!(
-            "unknown lock \"{lock_name}\" on the kernel command line (lock=...); expected one \
-             of {}",
-            LockChoice::NAMES
-        ))
+    let cmdline = match Cmdline::parse(|k| p.boot.cmdline_value(k)) {
+        Ok(c) => c,
+        Err(e) => fail(format_args!("{e}")),
     };
-    let (test, bench) = match p.boot.cmdline_value("mode").unwrap_or("demo") {
-        "demo" => (false, None),
-        "test" => (true, None),
-        "bench" => match BenchKind::parse(|k| p.boot.cmdline_value(k)) {
-            Ok(kind) => (false, Some(kind)),
-            Err(e) => fail(format_args!("{e}")),
-        },
-        other => fail(format_args!(
-            "unknown mode \"{other}\" on the kernel command line; expected demo, test or bench"
-        )),
-    };
-    let runs = match bench.map(|_| image_common::bench::parse_runs(|k| p.boot.cmdline_value(k))) {
-        None => servers::abi::bench::DEFAULT_RUNS,
-        Some(Ok(n)) => n,
-        Some(Err(e)) => fail(format_args!("{e}")),
-    };
-    let rounds = match p.boot.cmdline_value("rounds") {
-        None => 1000,
-        Some(v) => match v.parse::<usize>() {
-            Ok(n) if n > 0 => n,
-            _ => fail(format_args!(
-                "rounds=\"{v}\" on the kernel command line is not a positive number"
-            )),
-        },
-    };
+    let (lock, test) = (cmdline.lock, cmdline.test);
     let acpi = match &p.acpi {
         Ok(a) => a,
         Err(e) => fail(format_args!("ACPI tables unreadable: {e:?}")),
@@ -139,24 +93,13 @@ fn kernel_main(p: &'static Platform) -> ! {
     }
     KERNEL_CORES.store(cores, Ordering::Release);
     println!("lock: {} ({})", lock.name(), lock.describe());
-    if let Some(kind) = bench {
-        if lock == LockChoice::None && kind.shares_objects_across_cores(cores) {
-            fail(format_args!(
-                "bench: the shared client-server benchmark on {cores} cores shares the \
-                 server's endpoint between cores, which lock=none forbids (use \
-                 variant=dedicated or another lock)"
-            ));
-        }
+    let cfg = match cmdline.on_cores(cores) {
+        Ok(cfg) => cfg,
+        Err(e) => fail(format_args!("{e}")),
+    };
+    if cfg.bench.is_some() {
         BENCH_MODE.store(true, Ordering::Release);
     }
-    let cfg = Config {
-        lock,
-        test,
-        rounds,
-        cores,
-        bench,
-        runs,
-    };
     if test {
         selftest::after_smp(&cfg, report.expected);
     }

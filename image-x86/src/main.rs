@@ -50,8 +50,6 @@ mod debugcalls;
 #[cfg(target_os = "none")]
 mod loader;
 #[cfg(target_os = "none")]
-mod lock;
-#[cfg(target_os = "none")]
 mod selftest;
 #[cfg(target_os = "none")]
 mod system;

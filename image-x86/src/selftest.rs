@@ -5,9 +5,9 @@
 use hal_x86::paging::{self, phys_to_virt, pte, PAGE_SIZE};
 use hal_x86::usermode;
 
-use crate::boot::Config;
 use crate::debugcalls::report;
-use crate::lock::LockChoice;
+use image_common::cmdline::Config;
+use image_common::cmdline::LockChoice;
 
 /// In-kernel tests ([`before_smp`] + [`after_smp`]).
 pub const KERNEL_TESTS: usize = 9;

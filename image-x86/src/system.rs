@@ -3,18 +3,20 @@
 
 use hal_x86::paging;
 use hal_x86::{println, usermode, X86Hal};
-use image_common::{Arch, Setup};
+use image_common::cmdline::Config;
+use image_common::debugcalls::{self as calls, DebugArch};
+use image_common::Arch;
 use kernel::{Kernel, Strategy, ThreadId};
 
-use crate::boot::{fail, Config, TIMER_HZ};
-use crate::debugcalls;
+use crate::boot::{fail, TIMER_HZ};
 use crate::loader::{Elf, ElfError};
 
 /// The user ELF built by `build.rs`.
 static USER_ELF: &[u8] = include_bytes!(env!("USER_ELF"));
 
-/// The x86_64 side of building the initial system.
-struct X86 {
+/// The x86_64 side of building the initial system (and of the debug calls, see
+/// [`crate::debugcalls`]).
+pub struct X86 {
     elf: Elf,
 }
 
@@ -56,14 +58,6 @@ impl Arch for X86 {
     fn fail(&self, args: core::fmt::Arguments<'_>) -> ! {
         fail(args)
     }
-
-    fn set_client(&self, core: usize, t: ThreadId) {
-        debugcalls::set_client(core, t);
-    }
-
-    fn set_faulters(&self, core: usize, faulters: [Option<ThreadId>; 3]) {
-        debugcalls::set_faulters(core, faulters);
-    }
 }
 
 /// Builds the kernel with `strategy` and the initial system, starts scheduling on this core.
@@ -80,26 +74,12 @@ pub fn boot<S: Strategy + 'static>(strategy: S, cfg: Config) -> ! {
         Ok(e) => e,
         Err(e) => fail(format_args!("user ELF: {e:?}")),
     };
-    let pager_test = cfg.test && cfg.lock != crate::lock::LockChoice::None;
-    let setup = Setup {
-        cores: cfg.cores,
-        test: cfg.test,
-        rounds: cfg.rounds,
-        pager_test,
-        user_error_tests: crate::selftest::USER_ERROR_TESTS,
-        bench: cfg.bench.map(|kind| {
-            let (_, _, hz) = debugcalls::counter();
-            (
-                kind,
-                (hz / servers::abi::bench::INTERVALS_PER_SECOND).max(1),
-            )
-        }),
-    };
+    let setup = cfg.setup(X86::counter().hz, crate::selftest::USER_ERROR_TESTS);
     let (root, plan) = image_common::build(&X86 { elf }, k, setup);
 
-    debugcalls::init(cfg, root, plan);
-    if cfg.test && !pager_test {
-        debugcalls::skip(
+    calls::init::<X86>(cfg.run(crate::selftest::KERNEL_TESTS), root, plan);
+    if cfg.test && !cfg.pager_test() {
+        calls::skip::<X86>(
             "user:pager_resolves_page_fault",
             format_args!(
                 "lock none: the pager's MapFrame is a management call made while other cores \
@@ -108,7 +88,7 @@ pub fn boot<S: Strategy + 'static>(strategy: S, cfg: Config) -> ! {
         );
     }
     let k: &'static Kernel<S, X86Hal> = k;
-    usermode::install(k, debugcalls::handle);
+    usermode::install(k, calls::handle::<X86>);
     if cfg.bench.is_none() {
         X86Hal::timer_start(TIMER_HZ);
     }

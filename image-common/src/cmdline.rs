@@ -1,0 +1,370 @@
+//! The kernel command line both images read (`lock=`, `mode=`, the benchmark words, `rounds=`)
+//! and the configuration it gives, with the same messages for a bad value on either
+//! architecture.
+//!
+//! # Why here
+//! Only how to reach the command line differs (the PVH start info on x86_64, semihosting on
+//! ARMv7): the images pass a look-up function, and the parsing, its error messages and the
+//! checks that need the core count are written once and unit-tested on the host.
+
+use core::fmt;
+
+use crate::bench::{self, Kind, SpecError};
+use crate::debugcalls::{interval_ticks, Run};
+use crate::Setup;
+
+/// The kernel's locking strategy, as chosen at boot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LockChoice {
+    /// Big kernel lock: CLH queue lock (the default, as seL4).
+    Clh,
+    /// Big kernel lock: ticket lock.
+    Ticket,
+    /// Fine-grained: big-reader lock (read side for IPC, write side for management) plus
+    /// per-object ticket locks. `brlock` names the same strategy.
+    Fine,
+    /// Intel RTM elision of a CLH big lock (falls back to the lock where RTM is absent, as
+    /// under QEMU TCG).
+    Rtm,
+    /// No lock at all: only sound because every core's threads use only their own objects and
+    /// the root task finishes its management calls before the other cores enter the kernel.
+    None,
+}
+
+impl LockChoice {
+    /// Every accepted command-line value, for messages.
+    pub const NAMES: &'static str = "clh, ticket, brlock, fine, rtm, none";
+
+    /// Parses a command-line value.
+    pub fn parse(s: &str) -> Option<LockChoice> {
+        Some(match s {
+            "clh" => LockChoice::Clh,
+            "ticket" => LockChoice::Ticket,
+            "fine" | "brlock" => LockChoice::Fine,
+            "rtm" => LockChoice::Rtm,
+            "none" => LockChoice::None,
+            _ => return None,
+        })
+    }
+
+    /// The name printed in the boot log (`lock: NAME`).
+    pub fn name(self) -> &'static str {
+        match self {
+            LockChoice::Clh => "clh",
+            LockChoice::Ticket => "ticket",
+            LockChoice::Fine => "fine",
+            LockChoice::Rtm => "rtm",
+            LockChoice::None => "none",
+        }
+    }
+
+    /// What the strategy is.
+    pub fn describe(self) -> &'static str {
+        match self {
+            LockChoice::Clh => "big kernel lock, CLH queue lock",
+            LockChoice::Ticket => "big kernel lock, ticket lock",
+            LockChoice::Fine => "fine-grained: big-reader lock + per-object ticket locks",
+            LockChoice::Rtm => "RTM lock elision over a CLH big lock",
+            LockChoice::None => "no lock (disjoint per-core objects only)",
+        }
+    }
+}
+
+/// What the command line asked for, before the cores are counted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cmdline {
+    /// The locking strategy (`lock=`, default `clh`).
+    pub lock: LockChoice,
+    /// Test suite (`mode=test`) or not.
+    pub test: bool,
+    /// Benchmark mode (`mode=bench bench=<kind>`): what runs instead of the demo.
+    pub bench: Option<Kind>,
+    /// Benchmark mode: samples per record (`runs=`, default 16).
+    pub runs: usize,
+    /// Round trips of each ping-pong pair (`rounds=`, default 1000).
+    pub rounds: usize,
+}
+
+/// A bad value on the command line; its `Display` is the boot failure message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CmdlineError<'a> {
+    /// An unknown `lock=` value.
+    Lock(&'a str),
+    /// An unknown `mode=` value.
+    Mode(&'a str),
+    /// A bad benchmark word.
+    Bench(SpecError<'a>),
+    /// A `rounds=` value that is not a positive number.
+    Rounds(&'a str),
+    /// The shared client-server benchmark on several cores with `lock=none`.
+    SharedWithoutLock {
+        /// The cores it would run on.
+        cores: usize,
+    },
+}
+
+impl fmt::Display for CmdlineError<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CmdlineError::Lock(v) => write!(
+                f,
+                "unknown lock \"{v}\" on the kernel command line (lock=...); expected one of {}",
+                LockChoice::NAMES
+            ),
+            CmdlineError::Mode(v) => write!(
+                f,
+                "unknown mode \"{v}\" on the kernel command line; expected demo, test or bench"
+            ),
+            CmdlineError::Bench(e) => write!(f, "{e}"),
+            CmdlineError::Rounds(v) => write!(
+                f,
+                "rounds=\"{v}\" on the kernel command line is not a positive number"
+            ),
+            CmdlineError::SharedWithoutLock { cores } => write!(
+                f,
+                "bench: the shared client-server benchmark on {cores} cores shares the server's \
+                 endpoint between cores, which lock=none forbids (use variant=dedicated or \
+                 another lock)"
+            ),
+        }
+    }
+}
+
+impl Cmdline {
+    /// Parses the command line through `value`, which looks a key up; the first bad value (in
+    /// the order lock, mode and benchmark, runs, rounds) is the error.
+    pub fn parse<'a>(value: impl Fn(&str) -> Option<&'a str>) -> Result<Cmdline, CmdlineError<'a>> {
+        let lock_name = value("lock").unwrap_or("clh");
+        let lock = LockChoice::parse(lock_name).ok_or(CmdlineError::Lock(lock_name))?;
+        let (test, bench) = match value("mode").unwrap_or("demo") {
+            "demo" => (false, None),
+            "test" => (true, None),
+            "bench" => (
+                false,
+                Some(Kind::parse(&value).map_err(CmdlineError::Bench)?),
+            ),
+            other => return Err(CmdlineError::Mode(other)),
+        };
+        let runs = match bench {
+            None => servers::abi::bench::DEFAULT_RUNS,
+            Some(_) => bench::parse_runs(&value).map_err(CmdlineError::Bench)?,
+        };
+        let rounds = match value("rounds") {
+            None => 1000,
+            Some(v) => match v.parse::<usize>() {
+                Ok(n) if n > 0 => n,
+                _ => return Err(CmdlineError::Rounds(v)),
+            },
+        };
+        Ok(Cmdline {
+            lock,
+            test,
+            bench,
+            runs,
+            rounds,
+        })
+    }
+
+    /// The configuration on `cores` cores, or the error if the benchmark asked for cannot run
+    /// there under the lock asked for.
+    pub fn on_cores(self, cores: usize) -> Result<Config, CmdlineError<'static>> {
+        if let Some(kind) = self.bench {
+            if self.lock == LockChoice::None && kind.shares_objects_across_cores(cores) {
+                return Err(CmdlineError::SharedWithoutLock { cores });
+            }
+        }
+        Ok(Config {
+            lock: self.lock,
+            test: self.test,
+            rounds: self.rounds,
+            cores,
+            bench: self.bench,
+            runs: self.runs,
+        })
+    }
+}
+
+/// The run's configuration: the command line and the cores the kernel runs on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// The locking strategy.
+    pub lock: LockChoice,
+    /// Test suite (`mode=test`) or demo.
+    pub test: bool,
+    /// Round trips of each ping-pong pair.
+    pub rounds: usize,
+    /// Cores the kernel runs on.
+    pub cores: usize,
+    /// Benchmark mode (`mode=bench bench=<kind>`): what runs instead of the demo.
+    pub bench: Option<Kind>,
+    /// Benchmark mode: samples per record (`runs=`, default 16).
+    pub runs: usize,
+}
+
+impl Config {
+    /// Whether the pager test runs: in test mode, except under `lock=none` (the pager's
+    /// MapFrame is a management call made while other cores run, which `NoLock` forbids).
+    pub fn pager_test(&self) -> bool {
+        self.test && self.lock != LockChoice::None
+    }
+
+    /// The shape of the initial system, for user programs whose counter runs at `counter_hz`
+    /// and a system-call error program that prints `user_error_tests` test lines.
+    pub fn setup(&self, counter_hz: u64, user_error_tests: usize) -> Setup {
+        Setup {
+            cores: self.cores,
+            test: self.test,
+            rounds: self.rounds,
+            pager_test: self.pager_test(),
+            user_error_tests,
+            bench: self.bench.map(|kind| (kind, interval_ticks(counter_hz))),
+        }
+    }
+
+    /// What the debug calls serve, after `kernel_tests` in-kernel tests.
+    pub fn run(&self, kernel_tests: usize) -> Run {
+        Run {
+            test: self.test,
+            cores: self.cores,
+            bench: self.bench,
+            runs: self.runs,
+            lock: self.lock.name(),
+            kernel_tests,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use std::string::ToString;
+
+    use super::*;
+    use crate::bench::Variant;
+
+    /// A look-up over `key=value` words, as the images' command lines give them.
+    fn words(line: &'static str) -> impl Fn(&str) -> Option<&'static str> {
+        move |k: &str| {
+            line.split_whitespace()
+                .filter_map(|w| w.split_once('='))
+                .find(|(key, _)| *key == k)
+                .map(|(_, v)| v)
+        }
+    }
+
+    #[test]
+    fn defaults_to_the_clh_demo() {
+        assert_eq!(
+            Cmdline::parse(words("")),
+            Ok(Cmdline {
+                lock: LockChoice::Clh,
+                test: false,
+                bench: None,
+                runs: servers::abi::bench::DEFAULT_RUNS,
+                rounds: 1000,
+            })
+        );
+    }
+
+    #[test]
+    fn reads_every_word() {
+        let c = Cmdline::parse(words(
+            "lock=brlock mode=bench bench=clientserver clients=3 variant=shared runs=4 rounds=7",
+        ))
+        .unwrap();
+        assert_eq!(c.lock, LockChoice::Fine);
+        assert_eq!(
+            c.bench,
+            Some(Kind::ClientServer {
+                clients: 3,
+                variant: Variant::Shared
+            })
+        );
+        assert_eq!((c.test, c.runs, c.rounds), (false, 4, 7));
+        let t = Cmdline::parse(words("mode=test lock=none runs=99")).unwrap();
+        // `runs=` is read in benchmark mode only.
+        assert_eq!((t.test, t.lock, t.runs), (true, LockChoice::None, 16));
+    }
+
+    #[test]
+    fn names_the_first_bad_value() {
+        let msg = |line| Cmdline::parse(words(line)).unwrap_err().to_string();
+        assert_eq!(
+            msg("lock=spin mode=nope"),
+            "unknown lock \"spin\" on the kernel command line (lock=...); expected one of clh, \
+             ticket, brlock, fine, rtm, none"
+        );
+        assert_eq!(
+            msg("mode=nope"),
+            "unknown mode \"nope\" on the kernel command line; expected demo, test or bench"
+        );
+        assert_eq!(
+            msg("mode=bench rounds=0"),
+            "mode=bench needs bench=<kind>, one of ipc, multicore, clientserver"
+        );
+        assert_eq!(
+            msg("mode=bench bench=ipc runs=0"),
+            "runs=\"0\" is not a sample count from 1 to 64"
+        );
+        assert_eq!(
+            msg("rounds=0"),
+            "rounds=\"0\" on the kernel command line is not a positive number"
+        );
+        assert_eq!(
+            msg("rounds=x"),
+            "rounds=\"x\" on the kernel command line is not a positive number"
+        );
+    }
+
+    #[test]
+    fn lock_names_round_trip() {
+        for name in LockChoice::NAMES.split(", ") {
+            let l = LockChoice::parse(name).unwrap();
+            assert_eq!(LockChoice::parse(l.name()), Some(l));
+        }
+        assert_eq!(LockChoice::parse("brlock"), Some(LockChoice::Fine));
+        assert_eq!(LockChoice::parse(""), None);
+    }
+
+    #[test]
+    fn a_shared_server_needs_a_lock_on_several_cores() {
+        let shared =
+            Cmdline::parse(words("lock=none mode=bench bench=clientserver clients=4")).unwrap();
+        assert!(shared.on_cores(1).is_ok());
+        assert_eq!(
+            shared.on_cores(4).unwrap_err().to_string(),
+            "bench: the shared client-server benchmark on 4 cores shares the server's endpoint \
+             between cores, which lock=none forbids (use variant=dedicated or another lock)"
+        );
+        let dedicated = Cmdline::parse(words(
+            "lock=none mode=bench bench=clientserver variant=dedicated",
+        ));
+        assert!(dedicated.unwrap().on_cores(4).is_ok());
+    }
+
+    #[test]
+    fn the_config_gives_the_setup_and_the_run() {
+        let test = Cmdline::parse(words("mode=test lock=ticket rounds=5"))
+            .unwrap()
+            .on_cores(2)
+            .unwrap();
+        assert!(test.pager_test());
+        let s = test.setup(1_000_000_000, 7);
+        assert_eq!((s.cores, s.test, s.rounds), (2, true, 5));
+        assert!(s.pager_test && s.bench.is_none());
+        assert_eq!(s.user_error_tests, 7);
+        let r = test.run(9);
+        assert_eq!((r.lock, r.kernel_tests, r.cores), ("ticket", 9, 2));
+        let none = Cmdline::parse(words("mode=test lock=none")).unwrap();
+        assert!(!none.on_cores(2).unwrap().pager_test());
+        let bench = Cmdline::parse(words("mode=bench bench=multicore"))
+            .unwrap()
+            .on_cores(4)
+            .unwrap();
+        assert_eq!(
+            bench.setup(1_000_000_000, 7).bench,
+            Some((Kind::Multicore, 2_500_000))
+        );
+        assert_eq!(interval_ticks(3), 1);
+    }
+}

@@ -1,0 +1,962 @@
+//! The images' debug calls (numbers from `0x100`, see `servers::abi::debug_nr`), test
+//! reporting, and the shutdown once every program reported, for any architecture implementing
+//! [`DebugArch`].
+//!
+//! These are deliberately outside the kernel core and its capabilities, like seL4's debug
+//! calls: console output for user programs, "done" reports, and the root task's shutdown and
+//! core release. The HAL calls the image's handler ([`handle`]) on the core of the calling
+//! thread, without entering the kernel, and resumes the thread with the returned registers.
+//!
+//! # Why here
+//! Both images serve the same calls with the same console lines, test counts and exit status;
+//! only a handful of things differ by architecture (the cycle counter, the counter user
+//! programs read, how to exit QEMU and wake the other cores, the fault records and their
+//! vectors). Those are [`DebugArch`]; everything else is written once, here, and the state is a
+//! [`DebugCalls`] value so that host unit tests can run it against a fake architecture. The
+//! image uses the one instance [`DEBUG_CALLS`] through the free functions ([`handle`],
+//! [`init`], [`report`], ...).
+//!
+//! # Test lines
+//! Every test, in-kernel or user, prints one line `TEST <name> ... ok|FAILED|skipped (detail)`
+//! (a skipped test, e.g. one a lock strategy cannot run, is neither passed nor failed);
+//! `TESTS PLANNED n` comes first and `ALL TESTS RAN n` last, so a runner can tell a missing test
+//! from a passing run. User programs print their `TEST` lines through `PUT`; the image counts
+//! them here.
+
+use core::cell::UnsafeCell;
+use core::fmt::{Arguments, Debug};
+use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+
+use kernel::config::{MAX_CPUS, MAX_THREADS};
+use kernel::{Error, Regs, ThreadId};
+use servers::abi::{debug_nr, info};
+
+use crate::bench::{self, Collector, Kind, RunInfo};
+use crate::Plan;
+
+/// Checks made at the end, after every program reported (see [`DebugCalls::handle`]'s `DONE`):
+/// three fault reports, the containment of the faulting core, no user panics.
+pub const FINAL_TESTS: usize = 5;
+
+/// The counter user programs time with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Counter {
+    /// Its `servers::abi::counter` kind.
+    pub kind: usize,
+    /// Its name in the benchmark records.
+    pub name: &'static str,
+    /// Its frequency in Hz.
+    pub hz: u64,
+}
+
+/// What the fault-containment checks read from a HAL's fault record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FaultFacts {
+    /// The exception vector.
+    pub vector: u64,
+    /// User exceptions of the thread so far.
+    pub count: u64,
+    /// Whether the thread ran again after the fault.
+    pub resumed: bool,
+    /// The cycle counter at the fault.
+    pub tsc: u64,
+}
+
+/// What the debug calls need from the architecture: associated functions only, because the HAL
+/// calls the handler as a plain function pointer.
+pub trait DebugArch {
+    /// The HAL's record of a thread's last user exception (printed with `{:?}` in the test
+    /// lines).
+    type Fault: Debug;
+    /// The vectors the three faulting programs must be stopped with: bad pointer, invalid
+    /// opcode, and division by zero (or what stands for it).
+    const FAULT_VECTORS: [u64; 3];
+
+    /// Prints one line on the console.
+    fn println(args: Arguments<'_>);
+    /// The kernel's cycle counter.
+    fn cycles() -> u64;
+    /// Converts a difference of [`cycles`](Self::cycles) to nanoseconds.
+    fn cycles_to_ns(delta: u64) -> u64;
+    /// Nanoseconds since boot.
+    fn since_boot_ns() -> u64;
+    /// The counter user programs read.
+    fn counter() -> Counter;
+    /// Stops the machine with the success or failure status.
+    fn exit(success: bool) -> !;
+    /// Stops this core for good.
+    fn halt_forever() -> !;
+    /// Lets cores `1..cores` enter the scheduler and wakes them (debug call `RELEASE`).
+    fn release_cores(cores: usize);
+    /// The last user exception of `t`, if any.
+    fn fault_record(t: ThreadId) -> Option<Self::Fault>;
+    /// What the checks need of a fault record.
+    fn fault_facts(f: &Self::Fault) -> FaultFacts;
+}
+
+/// The run the debug calls serve, recorded by [`DebugCalls::init`].
+#[derive(Clone, Copy, Debug)]
+pub struct Run {
+    /// Test suite (`mode=test`) or not.
+    pub test: bool,
+    /// Cores the kernel runs on.
+    pub cores: usize,
+    /// Benchmark mode: what runs.
+    pub bench: Option<Kind>,
+    /// Benchmark mode: samples per record.
+    pub runs: usize,
+    /// The lock's name (`lock: NAME`).
+    pub lock: &'static str,
+    /// The in-kernel tests that ran before (test mode).
+    pub kernel_tests: usize,
+}
+
+const LINE: usize = 200;
+const LOCKS: [&str; 5] = ["clh", "ticket", "fine", "rtm", "none"];
+
+/// A user thread's console line being assembled from `PUT` calls.
+struct Line {
+    buf: [u8; LINE],
+    len: usize,
+}
+
+impl Line {
+    const fn new() -> Self {
+        Line {
+            buf: [0; LINE],
+            len: 0,
+        }
+    }
+
+    /// Adds `b`; returns the complete line at a newline or when the buffer is full (the next
+    /// byte starts a new line).
+    fn push(&mut self, b: u8) -> Option<&str> {
+        if b != b'\n' {
+            if self.len < LINE {
+                self.buf[self.len] = b;
+                self.len += 1;
+            }
+            if self.len < LINE {
+                return None;
+            }
+        }
+        let len = core::mem::take(&mut self.len);
+        Some(match core::str::from_utf8(&self.buf[..len]) {
+            Ok(s) => s,
+            Err(e) => core::str::from_utf8(&self.buf[..e.valid_up_to()]).unwrap_or(""),
+        })
+    }
+}
+
+struct Lines([UnsafeCell<Line>; MAX_THREADS]);
+
+// SAFETY: a thread's line buffer is only touched in `handle` on the core that runs the thread,
+// which is one core at a time (as for the HAL's saved contexts).
+unsafe impl Sync for Lines {}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Outcome {
+    Ok,
+    Failed,
+    Skipped,
+}
+
+/// The result of a `TEST <name> ... <result>` line (as the runner judges it): `ok...` passes,
+/// `skipped...` is a skip, anything else (or no ` ... `) fails.
+fn outcome(line: &str) -> Outcome {
+    match line.split_once(" ... ") {
+        Some((_, r)) if r.starts_with("ok") => Outcome::Ok,
+        Some((_, r)) if r.starts_with("skipped") => Outcome::Skipped,
+        _ => Outcome::Failed,
+    }
+}
+
+fn ok_regs(word: usize) -> Regs {
+    [0, word, 0, 0, 0, 0]
+}
+
+fn err(e: Error) -> Regs {
+    [e.code(), 0, 0, 0, 0, 0]
+}
+
+/// The state of the debug calls: the run, the reports so far, the user threads' console lines
+/// and the benchmark samples.
+pub struct DebugCalls {
+    lines: Lines,
+    test_mode: AtomicBool,
+    cores: AtomicUsize,
+    root: AtomicUsize,
+    expected_done: AtomicUsize,
+    done: AtomicUsize,
+    /// Per thread: the cycle counter at its first DONE (0: not yet).
+    done_tsc: [AtomicU64; MAX_THREADS],
+    panics: AtomicUsize,
+    tests_ok: AtomicUsize,
+    tests_failed: AtomicUsize,
+    tests_skipped: AtomicUsize,
+    kernel_tests: AtomicUsize,
+    clients: [AtomicUsize; MAX_CPUS],
+    fault_core: AtomicUsize,
+    faulters: [AtomicUsize; 3],
+    start_cycles: AtomicU64,
+    finishing: AtomicBool,
+    /// The benchmark (`Kind::to_word`), 0 outside benchmark mode.
+    bench: AtomicUsize,
+    /// Throughput benchmarks: the sampling interval in counter ticks.
+    interval: AtomicU64,
+    /// Samples per benchmark record (`runs=`).
+    runs: AtomicUsize,
+    /// The lock's name, as an index into `LOCKS`.
+    lock: AtomicUsize,
+    /// The benchmark samples the user programs report.
+    collector: Collector,
+}
+
+/// The image's debug-call state, used by the free functions of this module.
+pub static DEBUG_CALLS: DebugCalls = DebugCalls::new();
+
+impl Default for DebugCalls {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl DebugCalls {
+    /// Fresh state: no run recorded yet.
+    pub const fn new() -> Self {
+        DebugCalls {
+            lines: Lines([const { UnsafeCell::new(Line::new()) }; MAX_THREADS]),
+            test_mode: AtomicBool::new(false),
+            cores: AtomicUsize::new(1),
+            root: AtomicUsize::new(usize::MAX),
+            expected_done: AtomicUsize::new(usize::MAX),
+            done: AtomicUsize::new(0),
+            done_tsc: [const { AtomicU64::new(0) }; MAX_THREADS],
+            panics: AtomicUsize::new(0),
+            tests_ok: AtomicUsize::new(0),
+            tests_failed: AtomicUsize::new(0),
+            tests_skipped: AtomicUsize::new(0),
+            kernel_tests: AtomicUsize::new(0),
+            clients: [const { AtomicUsize::new(usize::MAX) }; MAX_CPUS],
+            fault_core: AtomicUsize::new(0),
+            faulters: [const { AtomicUsize::new(usize::MAX) }; 3],
+            start_cycles: AtomicU64::new(0),
+            finishing: AtomicBool::new(false),
+            bench: AtomicUsize::new(0),
+            interval: AtomicU64::new(0),
+            runs: AtomicUsize::new(0),
+            lock: AtomicUsize::new(0),
+            collector: Collector::new(),
+        }
+    }
+
+    /// Records the client of core `c` (for the containment check).
+    pub fn set_client(&self, c: usize, t: ThreadId) {
+        self.clients[c].store(t.index(), Ordering::Relaxed);
+    }
+
+    /// Records the three faulting threads (page fault, invalid opcode, division) and their
+    /// core.
+    pub fn set_faulters(&self, core: usize, threads: [Option<ThreadId>; 3]) {
+        self.fault_core.store(core, Ordering::Relaxed);
+        for (slot, t) in self.faulters.iter().zip(threads) {
+            slot.store(t.map_or(usize::MAX, |t| t.index()), Ordering::Relaxed);
+        }
+    }
+
+    /// Records the run and announces the test plan. Before the first user thread runs.
+    pub fn init<A: DebugArch>(&self, run: Run, root: ThreadId, plan: Plan) {
+        self.test_mode.store(run.test, Ordering::Relaxed);
+        self.cores.store(run.cores, Ordering::Relaxed);
+        self.root.store(root.index(), Ordering::Relaxed);
+        self.expected_done.store(plan.finite, Ordering::Release);
+        self.bench
+            .store(Kind::to_word(run.bench), Ordering::Relaxed);
+        self.runs.store(run.runs, Ordering::Relaxed);
+        self.kernel_tests.store(run.kernel_tests, Ordering::Relaxed);
+        self.lock.store(
+            LOCKS.iter().position(|&l| l == run.lock).unwrap_or(0),
+            Ordering::Relaxed,
+        );
+        if let Some(kind) = run.bench {
+            let Counter { name, hz, .. } = A::counter();
+            let interval = interval_ticks(hz);
+            self.interval.store(interval, Ordering::Relaxed);
+            A::println(format_args!(
+                "bench: counter {name} at {hz} Hz; throughput interval {interval} ticks; {} \
+                 samples per record",
+                run.runs
+            ));
+            if kind == Kind::Ipc && name == "debugcall" {
+                A::println(format_args!(
+                    "bench: one-way IPC benchmarks (ipc-call, ipc-replyrecv) skipped: no \
+                     user-readable cycle counter here (QEMU's Cortex-A9 has no PMU cycle \
+                     counter, and the A9 global timer shares its page with the GIC CPU \
+                     interface, which user space must not map); ipc-roundtrip is timed per \
+                     batch with the COUNTER debug call, its cost subtracted"
+                ));
+            }
+        }
+        self.start_cycles.store(A::cycles(), Ordering::Relaxed);
+        if run.test {
+            let planned = run.kernel_tests + plan.user_tests + FINAL_TESTS;
+            A::println(format_args!("TESTS PLANNED {planned}"));
+            // The in-kernel tests ran before this line; the runner counts lines, not order.
+        }
+        A::println(format_args!(
+            "boot: starting the root task; {} programs will report",
+            plan.finite
+        ));
+    }
+
+    /// Prints one test line and counts it.
+    pub fn report<A: DebugArch>(&self, name: &str, ok: bool, detail: Arguments<'_>) {
+        A::println(format_args!(
+            "TEST {name} ... {} ({detail})",
+            if ok { "ok" } else { "FAILED" }
+        ));
+        self.count_test(if ok { Outcome::Ok } else { Outcome::Failed });
+    }
+
+    /// Prints a `TEST <name> ... skipped (reason)` line for a planned test this run cannot do.
+    pub fn skip<A: DebugArch>(&self, name: &str, reason: Arguments<'_>) {
+        A::println(format_args!("TEST {name} ... skipped ({reason})"));
+        self.count_test(Outcome::Skipped);
+    }
+
+    fn count_test(&self, o: Outcome) {
+        let counter = match o {
+            Outcome::Ok => &self.tests_ok,
+            Outcome::Failed => &self.tests_failed,
+            Outcome::Skipped => &self.tests_skipped,
+        };
+        counter.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Serves one debug call of thread `t` on core `cpu`: the registers to resume it with.
+    pub fn handle<A: DebugArch>(&self, cpu: usize, t: ThreadId, regs: &Regs) -> Regs {
+        let is_root = t.index() == self.root.load(Ordering::Relaxed);
+        match regs[0] {
+            debug_nr::PUT => {
+                // Up to four words of bytes, least significant first (see
+                // `servers::debug::put_str`).
+                const W: usize = core::mem::size_of::<usize>();
+                let len = regs[1].min(4 * W);
+                for i in 0..len {
+                    self.put_byte::<A>(cpu, t, (regs[2 + i / W] >> (8 * (i % W))) as u8);
+                }
+                ok_regs(0)
+            }
+            debug_nr::DONE => {
+                // Each thread counts once: a repeated DONE must not stand in for a program that
+                // has not reported yet.
+                let now = A::cycles().max(1);
+                if self.done_tsc[t.index()]
+                    .compare_exchange(0, now, Ordering::AcqRel, Ordering::Acquire)
+                    .is_err()
+                {
+                    A::println(format_args!(
+                        "thread {} (cpu {cpu}) reported DONE again: ignored",
+                        t.index()
+                    ));
+                    return ok_regs(self.done.load(Ordering::Acquire));
+                }
+                let n = self.done.fetch_add(1, Ordering::AcqRel) + 1;
+                if n == self.expected_done.load(Ordering::Acquire) {
+                    self.finish::<A>();
+                }
+                ok_regs(n)
+            }
+            debug_nr::EXIT if is_root => {
+                let ok = regs[1] == 0;
+                A::println(format_args!(
+                    "root task asks for shutdown ({})",
+                    if ok { "success" } else { "failure" }
+                ));
+                A::exit(ok)
+            }
+            debug_nr::RELEASE if is_root => {
+                if Kind::from_word(self.bench.load(Ordering::Relaxed))
+                    .is_some_and(|k| !k.uses_all_cores())
+                {
+                    // The IPC benchmark runs on core 0 alone: the others stay asleep.
+                    A::println(format_args!(
+                        "bench: ipc runs on core 0 alone; the other cores stay asleep"
+                    ));
+                    return ok_regs(0);
+                }
+                A::release_cores(self.cores.load(Ordering::Relaxed));
+                ok_regs(0)
+            }
+            debug_nr::EXIT | debug_nr::RELEASE => err(Error::MissingRight),
+            debug_nr::PANIC => {
+                self.panics.fetch_add(1, Ordering::AcqRel);
+                A::println(format_args!(
+                    "!!! user program (thread {}, cpu {cpu}) panicked",
+                    t.index()
+                ));
+                ok_regs(0)
+            }
+            debug_nr::INFO => match regs[1] {
+                info::CPU => ok_regs(cpu),
+                info::CPUS => ok_regs(self.cores.load(Ordering::Relaxed)),
+                info::TEST_MODE => ok_regs(usize::from(self.test_mode.load(Ordering::Relaxed))),
+                info::THREAD => ok_regs(t.index()),
+                info::COUNTER => ok_regs(A::counter().kind),
+                info::COUNTER_HZ => ok_regs(A::counter().hz as usize),
+                info::RUNS => ok_regs(self.runs.load(Ordering::Relaxed)),
+                _ => err(Error::InvalidArgument),
+            },
+            debug_nr::COUNTER => {
+                let now = A::cycles();
+                [
+                    0,
+                    (now & 0xFFFF_FFFF) as usize,
+                    (now >> 32) as usize,
+                    0,
+                    0,
+                    0,
+                ]
+            }
+            debug_nr::BENCH if self.bench.load(Ordering::Relaxed) != 0 => {
+                self.collector.handle(regs)
+            }
+            _ => err(Error::UnknownSyscall),
+        }
+    }
+
+    fn put_byte<A: DebugArch>(&self, cpu: usize, t: ThreadId, b: u8) {
+        // SAFETY: see `Lines`: only the core running `t` gets here for `t`.
+        let line = unsafe { &mut *self.lines.0[t.index()].get() };
+        let Some(text) = line.push(b) else { return };
+        if text.starts_with("TEST ") {
+            A::println(format_args!("{text}"));
+            self.count_test(outcome(text));
+        } else {
+            A::println(format_args!("  [cpu {cpu} thread {}] {text}", t.index()));
+        }
+    }
+
+    /// Every program reported: final checks (test mode), summary, shutdown.
+    fn finish<A: DebugArch>(&self) -> ! {
+        if self.finishing.swap(true, Ordering::AcqRel) {
+            A::halt_forever();
+        }
+        let ms =
+            A::cycles_to_ns(A::cycles() - self.start_cycles.load(Ordering::Relaxed)) / 1_000_000;
+        let cores = self.cores.load(Ordering::Relaxed);
+        let bench = Kind::from_word(self.bench.load(Ordering::Relaxed));
+        let done = self.done.load(Ordering::Acquire);
+        if bench.is_some() {
+            A::println(format_args!(
+                "all {done} benchmark clients reported after {ms} ms ({cores} cores)"
+            ));
+        } else {
+            A::println(format_args!(
+                "all {done} programs reported after {ms} ms ({cores} cores, every core ran its \
+                 ping-pong pair)"
+            ));
+        }
+        // Every core's client must be among the reporters (DONE counts each thread once, so
+        // this holds unless an unexpected thread reported).
+        let mut missing = 0;
+        let demo_clients = if bench.is_some() { 0 } else { cores };
+        for (c, client) in self.clients.iter().enumerate().take(demo_clients) {
+            let t = client.load(Ordering::Relaxed);
+            if self.done_at(t) == 0 {
+                A::println(format_args!(
+                    "!!! the client of cpu {c} (thread {t}) never reported"
+                ));
+                missing += 1;
+            }
+        }
+        if self.test_mode.load(Ordering::Relaxed) {
+            self.final_checks::<A>();
+            let ok = self.tests_ok.load(Ordering::Acquire);
+            let failed = self.tests_failed.load(Ordering::Acquire);
+            let skipped = self.tests_skipped.load(Ordering::Acquire);
+            A::println(format_args!("ALL TESTS RAN {}", ok + failed + skipped));
+            A::println(format_args!(
+                "tests: {ok} passed, {skipped} skipped, {failed} failed"
+            ));
+        }
+        let mut incomplete = 0;
+        if let Some(kind) = bench {
+            let Counter { name, hz, .. } = A::counter();
+            let info = RunInfo {
+                lock: LOCKS[self.lock.load(Ordering::Relaxed) % LOCKS.len()],
+                cores,
+                counter: name,
+                counter_hz: hz,
+                interval_ticks: self.interval.load(Ordering::Relaxed),
+                runs: self.runs.load(Ordering::Relaxed),
+            };
+            incomplete = bench::print(kind, &info, &self.collector, |line| {
+                A::println(format_args!("{line}"))
+            });
+        }
+        let panics = self.panics.load(Ordering::Acquire);
+        let failed = self.tests_failed.load(Ordering::Acquire) + panics + missing + incomplete;
+        A::println(format_args!(
+            "shutting down: {} (uptime {} ms)",
+            if failed == 0 { "success" } else { "FAILURE" },
+            A::since_boot_ns() / 1_000_000
+        ));
+        A::exit(failed == 0)
+    }
+
+    /// When thread index `t` first reported DONE (0: never, or no such thread).
+    fn done_at(&self, t: usize) -> u64 {
+        self.done_tsc
+            .get(t)
+            .map_or(0, |d| d.load(Ordering::Acquire))
+    }
+
+    /// The fault-containment checks: each faulting thread was reported with the right vector
+    /// and never ran again, and the faulting core's ping-pong pair finished after the faults.
+    fn final_checks<A: DebugArch>(&self) {
+        let what = ["page_fault", "invalid_opcode", "divide_error"];
+        let mut last_fault_tsc = 0;
+        for ((slot, vector), what) in self.faulters.iter().zip(A::FAULT_VECTORS).zip(what) {
+            let rec = ThreadId::new(slot.load(Ordering::Relaxed)).and_then(A::fault_record);
+            let facts = rec.as_ref().map(A::fault_facts);
+            let ok = facts.is_some_and(|r| r.vector == vector && r.count == 1 && !r.resumed);
+            if let Some(r) = facts {
+                last_fault_tsc = last_fault_tsc.max(r.tsc);
+            }
+            let mut name = Name::new("user:fault_");
+            name.push(what);
+            name.push("_reported_and_stopped");
+            self.report::<A>(
+                name.as_str(),
+                ok,
+                format_args!("want vector {vector}, record {rec:?}"),
+            );
+        }
+        let fcore = self.fault_core.load(Ordering::Relaxed);
+        let done_at = self.done_at(self.clients[fcore].load(Ordering::Relaxed));
+        self.report::<A>(
+            "user:fault_containment_core_keeps_running",
+            last_fault_tsc != 0 && done_at > last_fault_tsc,
+            format_args!(
+                "cpu {fcore}: faults up to tsc {last_fault_tsc}, its pair finished at tsc \
+                 {done_at}"
+            ),
+        );
+        let panics = self.panics.load(Ordering::Acquire);
+        self.report::<A>(
+            "user:no_user_panics",
+            panics == 0,
+            format_args!("{panics} user panics"),
+        );
+    }
+}
+
+/// The throughput sampling interval for a counter of `hz`, in its ticks (at least one).
+pub fn interval_ticks(hz: u64) -> u64 {
+    (hz / servers::abi::bench::INTERVALS_PER_SECOND).max(1)
+}
+
+/// [`DebugCalls::handle`] on [`DEBUG_CALLS`]: the handler an image gives its HAL.
+pub fn handle<A: DebugArch>(cpu: usize, t: ThreadId, regs: &Regs) -> Regs {
+    DEBUG_CALLS.handle::<A>(cpu, t, regs)
+}
+
+/// [`DebugCalls::init`] on [`DEBUG_CALLS`].
+pub fn init<A: DebugArch>(run: Run, root: ThreadId, plan: Plan) {
+    DEBUG_CALLS.init::<A>(run, root, plan);
+}
+
+/// [`DebugCalls::report`] on [`DEBUG_CALLS`].
+pub fn report<A: DebugArch>(name: &str, ok: bool, detail: Arguments<'_>) {
+    DEBUG_CALLS.report::<A>(name, ok, detail);
+}
+
+/// [`DebugCalls::skip`] on [`DEBUG_CALLS`].
+pub fn skip<A: DebugArch>(name: &str, reason: Arguments<'_>) {
+    DEBUG_CALLS.skip::<A>(name, reason);
+}
+
+/// A short string built in place.
+struct Name {
+    buf: [u8; 64],
+    len: usize,
+}
+
+impl Name {
+    fn new(s: &str) -> Self {
+        let mut n = Self {
+            buf: [0; 64],
+            len: 0,
+        };
+        n.push(s);
+        n
+    }
+    fn push(&mut self, s: &str) {
+        let k = s.len().min(self.buf.len() - self.len);
+        self.buf[self.len..self.len + k].copy_from_slice(&s.as_bytes()[..k]);
+        self.len += k;
+    }
+    fn as_str(&self) -> &str {
+        core::str::from_utf8(&self.buf[..self.len]).unwrap_or("?")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use std::cell::RefCell;
+    use std::panic::{catch_unwind, AssertUnwindSafe};
+    use std::string::{String, ToString};
+    use std::vec;
+    use std::vec::Vec;
+
+    use super::*;
+
+    std::thread_local! {
+        /// The console lines of this test's fake machine.
+        static OUT: RefCell<Vec<String>> = const { RefCell::new(Vec::new()) };
+        static NOW: RefCell<u64> = const { RefCell::new(1_000) };
+        static RELEASED: RefCell<Option<usize>> = const { RefCell::new(None) };
+        static FAULTS: RefCell<Vec<(usize, Fault)>> = const { RefCell::new(Vec::new()) };
+    }
+
+    #[derive(Clone, Copy, Debug)]
+    struct Fault {
+        vector: u64,
+        count: u64,
+        tsc: u64,
+    }
+
+    /// An architecture whose console is a vector and whose exit unwinds with its status.
+    struct Fake;
+
+    /// How the fake machine stopped.
+    #[derive(Debug, PartialEq, Eq)]
+    enum Stop {
+        Exit(bool),
+        Halt,
+    }
+
+    impl DebugArch for Fake {
+        type Fault = Fault;
+        const FAULT_VECTORS: [u64; 3] = [14, 6, 0];
+
+        fn println(args: Arguments<'_>) {
+            OUT.with(|o| o.borrow_mut().push(args.to_string()));
+        }
+        fn cycles() -> u64 {
+            NOW.with(|n| *n.borrow())
+        }
+        fn cycles_to_ns(delta: u64) -> u64 {
+            delta * 1_000
+        }
+        fn since_boot_ns() -> u64 {
+            7_000_000
+        }
+        fn counter() -> Counter {
+            Counter {
+                kind: servers::abi::counter::TSC,
+                name: "tsc",
+                hz: 1_000_000_000,
+            }
+        }
+        fn exit(success: bool) -> ! {
+            std::panic::panic_any(Stop::Exit(success))
+        }
+        fn halt_forever() -> ! {
+            std::panic::panic_any(Stop::Halt)
+        }
+        fn release_cores(cores: usize) {
+            RELEASED.with(|r| *r.borrow_mut() = Some(cores));
+        }
+        fn fault_record(t: ThreadId) -> Option<Fault> {
+            FAULTS.with(|f| {
+                f.borrow()
+                    .iter()
+                    .find(|(i, _)| *i == t.index())
+                    .map(|(_, f)| *f)
+            })
+        }
+        fn fault_facts(f: &Fault) -> FaultFacts {
+            FaultFacts {
+                vector: f.vector,
+                count: f.count,
+                resumed: false,
+                tsc: f.tsc,
+            }
+        }
+    }
+
+    fn tid(i: usize) -> ThreadId {
+        ThreadId::new(i).unwrap()
+    }
+
+    fn take_out() -> Vec<String> {
+        OUT.with(|o| core::mem::take(&mut *o.borrow_mut()))
+    }
+
+    fn run(test: bool, cores: usize) -> Run {
+        Run {
+            test,
+            cores,
+            bench: None,
+            runs: 16,
+            lock: "ticket",
+            kernel_tests: 9,
+        }
+    }
+
+    /// `s` packed into PUT's registers, as `servers::debug::put_str` does.
+    fn put(s: &str) -> Regs {
+        const W: usize = core::mem::size_of::<usize>();
+        let mut regs = [debug_nr::PUT, s.len(), 0, 0, 0, 0];
+        for (i, b) in s.bytes().enumerate() {
+            regs[2 + i / W] |= (b as usize) << (8 * (i % W));
+        }
+        regs
+    }
+
+    /// Calls the handler and returns how the machine stopped, if it did.
+    fn call(d: &DebugCalls, cpu: usize, t: usize, regs: Regs) -> Result<Regs, Stop> {
+        catch_unwind(AssertUnwindSafe(|| d.handle::<Fake>(cpu, tid(t), &regs)))
+            .map_err(|e| *e.downcast::<Stop>().expect("a Stop"))
+    }
+
+    fn put_line(d: &DebugCalls, cpu: usize, t: usize, text: &str) {
+        for chunk in text.as_bytes().chunks(4 * core::mem::size_of::<usize>()) {
+            let chunk = core::str::from_utf8(chunk).unwrap();
+            assert_eq!(call(d, cpu, t, put(chunk)), Ok(ok_regs(0)));
+        }
+    }
+
+    #[test]
+    fn judges_test_lines_as_the_runner_does() {
+        assert_eq!(outcome("TEST a ... ok (x)"), Outcome::Ok);
+        assert_eq!(outcome("TEST a ... skipped (x)"), Outcome::Skipped);
+        assert_eq!(outcome("TEST a ... FAILED (x)"), Outcome::Failed);
+        assert_eq!(outcome("TEST a ok"), Outcome::Failed);
+    }
+
+    #[test]
+    fn a_line_ends_at_a_newline_or_when_full() {
+        let mut l = Line::new();
+        assert_eq!(l.push(b'h'), None);
+        assert_eq!(l.push(b'i'), None);
+        assert_eq!(l.push(b'\n'), Some("hi"));
+        assert_eq!(l.push(b'\n'), Some(""));
+        for _ in 0..LINE - 1 {
+            assert_eq!(l.push(b'x'), None);
+        }
+        assert_eq!(l.push(b'y').map(str::len), Some(LINE));
+        assert_eq!(l.push(b'z'), None);
+        // Invalid UTF-8 keeps its valid prefix.
+        assert_eq!(l.push(0xFF), None);
+        assert_eq!(l.push(b'\n'), Some("z"));
+    }
+
+    #[test]
+    fn names_are_built_in_place_and_truncated() {
+        let mut n = Name::new("user:fault_");
+        n.push("page_fault");
+        assert_eq!(n.as_str(), "user:fault_page_fault");
+        n.push(&"x".repeat(100));
+        assert_eq!(n.as_str().len(), 64);
+    }
+
+    #[test]
+    fn prints_user_lines_with_their_core_and_thread_and_counts_test_lines() {
+        let d = DebugCalls::new();
+        d.init::<Fake>(run(true, 2), tid(0), Plan::default());
+        assert_eq!(
+            take_out(),
+            [
+                "TESTS PLANNED 14",
+                "boot: starting the root task; 0 programs will report"
+            ]
+        );
+        put_line(&d, 1, 3, "hello from a user program\n");
+        put_line(
+            &d,
+            0,
+            4,
+            "TEST user:a ... ok (fine)\nTEST user:b ... skipped (no)\n",
+        );
+        put_line(&d, 0, 5, "TEST user:c ... FAILED (bad)\n");
+        assert_eq!(
+            take_out(),
+            [
+                "  [cpu 1 thread 3] hello from a user program",
+                "TEST user:a ... ok (fine)",
+                "TEST user:b ... skipped (no)",
+                "TEST user:c ... FAILED (bad)",
+            ]
+        );
+        d.report::<Fake>("kernel:x", true, format_args!("detail"));
+        d.skip::<Fake>("kernel:y", format_args!("reason"));
+        assert_eq!(
+            take_out(),
+            [
+                "TEST kernel:x ... ok (detail)",
+                "TEST kernel:y ... skipped (reason)"
+            ]
+        );
+        assert_eq!(d.tests_ok.load(Ordering::Relaxed), 2);
+        assert_eq!(d.tests_skipped.load(Ordering::Relaxed), 2);
+        assert_eq!(d.tests_failed.load(Ordering::Relaxed), 1);
+    }
+
+    #[test]
+    fn answers_info_counter_and_refuses_what_it_must() {
+        let d = DebugCalls::new();
+        d.init::<Fake>(run(true, 4), tid(0), Plan::default());
+        let info = |what| [debug_nr::INFO, what, 0, 0, 0, 0];
+        assert_eq!(call(&d, 2, 7, info(info::CPU)), Ok(ok_regs(2)));
+        assert_eq!(call(&d, 2, 7, info(info::CPUS)), Ok(ok_regs(4)));
+        assert_eq!(call(&d, 2, 7, info(info::TEST_MODE)), Ok(ok_regs(1)));
+        assert_eq!(call(&d, 2, 7, info(info::THREAD)), Ok(ok_regs(7)));
+        assert_eq!(
+            call(&d, 2, 7, info(info::COUNTER)),
+            Ok(ok_regs(servers::abi::counter::TSC))
+        );
+        assert_eq!(call(&d, 2, 7, info(info::RUNS)), Ok(ok_regs(16)));
+        assert_eq!(call(&d, 2, 7, info(99)), Ok(err(Error::InvalidArgument)));
+        NOW.with(|n| *n.borrow_mut() = 0x1_2345_6789);
+        assert_eq!(
+            call(&d, 0, 7, [debug_nr::COUNTER, 0, 0, 0, 0, 0]),
+            Ok([0, 0x2345_6789, 1, 0, 0, 0])
+        );
+        // Only the root task may shut down or release the cores.
+        let exit = [debug_nr::EXIT, 0, 0, 0, 0, 0];
+        let release = [debug_nr::RELEASE, 0, 0, 0, 0, 0];
+        assert_eq!(call(&d, 0, 7, exit), Ok(err(Error::MissingRight)));
+        assert_eq!(call(&d, 0, 7, release), Ok(err(Error::MissingRight)));
+        // Outside benchmark mode BENCH is unknown.
+        let bench = [debug_nr::BENCH, 0, 0, 0, 0, 0];
+        assert_eq!(call(&d, 0, 7, bench), Ok(err(Error::UnknownSyscall)));
+        assert_eq!(RELEASED.with(|r| *r.borrow()), None);
+        assert_eq!(call(&d, 0, 0, release), Ok(ok_regs(0)));
+        assert_eq!(RELEASED.with(|r| *r.borrow()), Some(4));
+        take_out();
+        assert_eq!(
+            call(&d, 0, 0, [debug_nr::EXIT, 1, 0, 0, 0, 0]),
+            Err(Stop::Exit(false))
+        );
+        assert_eq!(take_out(), ["root task asks for shutdown (failure)"]);
+    }
+
+    #[test]
+    fn the_ipc_benchmark_keeps_the_other_cores_asleep() {
+        let d = DebugCalls::new();
+        let r = Run {
+            bench: Some(Kind::Ipc),
+            ..run(false, 4)
+        };
+        d.init::<Fake>(r, tid(0), Plan::default());
+        assert_eq!(
+            take_out()[0],
+            "bench: counter tsc at 1000000000 Hz; throughput interval 2500000 ticks; 16 samples \
+             per record"
+        );
+        let release = [debug_nr::RELEASE, 0, 0, 0, 0, 0];
+        assert_eq!(call(&d, 0, 0, release), Ok(ok_regs(0)));
+        assert_eq!(RELEASED.with(|r| *r.borrow()), None);
+    }
+
+    #[test]
+    fn a_demo_run_shuts_down_with_success_once_every_program_reported() {
+        let d = DebugCalls::new();
+        let plan = Plan {
+            finite: 2,
+            user_tests: 0,
+        };
+        d.init::<Fake>(run(false, 2), tid(0), plan);
+        d.set_client(0, tid(1));
+        d.set_client(1, tid(3));
+        take_out();
+        let done = [debug_nr::DONE, 0, 0, 0, 0, 0];
+        assert_eq!(call(&d, 0, 1, done), Ok(ok_regs(1)));
+        // A second DONE of the same thread does not count.
+        assert_eq!(call(&d, 0, 1, done), Ok(ok_regs(1)));
+        NOW.with(|n| *n.borrow_mut() = 5_001_000);
+        assert_eq!(call(&d, 1, 3, done), Err(Stop::Exit(true)));
+        assert_eq!(
+            take_out(),
+            [
+                "thread 1 (cpu 0) reported DONE again: ignored",
+                "all 2 programs reported after 5000 ms (2 cores, every core ran its ping-pong \
+                 pair)",
+                "shutting down: success (uptime 7 ms)",
+            ]
+        );
+        // A finish that is already under way (another core's) halts this core.
+        d.expected_done.store(3, Ordering::Relaxed);
+        assert_eq!(call(&d, 0, 2, done), Err(Stop::Halt));
+    }
+
+    #[test]
+    fn a_test_run_checks_fault_containment_and_fails_on_a_missing_client() {
+        let d = DebugCalls::new();
+        let plan = Plan {
+            finite: 1,
+            user_tests: 1,
+        };
+        d.init::<Fake>(run(true, 2), tid(0), plan);
+        d.set_client(0, tid(1));
+        d.set_client(1, tid(2));
+        d.set_faulters(1, [Some(tid(5)), Some(tid(6)), Some(tid(7))]);
+        FAULTS.with(|f| {
+            *f.borrow_mut() = vec![
+                (
+                    5,
+                    Fault {
+                        vector: 14,
+                        count: 1,
+                        tsc: 10,
+                    },
+                ),
+                (
+                    6,
+                    Fault {
+                        vector: 6,
+                        count: 1,
+                        tsc: 20,
+                    },
+                ),
+                (
+                    7,
+                    Fault {
+                        vector: 13,
+                        count: 1,
+                        tsc: 30,
+                    },
+                ),
+            ]
+        });
+        take_out();
+        NOW.with(|n| *n.borrow_mut() = 2_000);
+        let done = [debug_nr::DONE, 0, 0, 0, 0, 0];
+        assert_eq!(call(&d, 0, 1, done), Err(Stop::Exit(false)));
+        let out = take_out();
+        let want = [
+            "!!! the client of cpu 1 (thread 2) never reported".to_string(),
+            "TEST user:fault_page_fault_reported_and_stopped ... ok (want vector 14, record \
+             Some(Fault { vector: 14, count: 1, tsc: 10 }))"
+                .to_string(),
+            "TEST user:fault_invalid_opcode_reported_and_stopped ... ok (want vector 6, record \
+             Some(Fault { vector: 6, count: 1, tsc: 20 }))"
+                .to_string(),
+            "TEST user:fault_divide_error_reported_and_stopped ... FAILED (want vector 0, \
+             record Some(Fault { vector: 13, count: 1, tsc: 30 }))"
+                .to_string(),
+            "TEST user:fault_containment_core_keeps_running ... FAILED (cpu 1: faults up to tsc \
+             30, its pair finished at tsc 0)"
+                .to_string(),
+            "TEST user:no_user_panics ... ok (0 user panics)".to_string(),
+            "ALL TESTS RAN 5".to_string(),
+            "tests: 3 passed, 0 skipped, 2 failed".to_string(),
+            "shutting down: FAILURE (uptime 7 ms)".to_string(),
+        ];
+        assert_eq!(out[1..], want);
+    }
+}
