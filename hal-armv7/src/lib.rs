@@ -168,6 +168,20 @@ mod target {
             r
         }
 
+        /// The value, for a caller whose core already observed it set through [`get`](Self::get)
+        /// (Acquire) earlier in program order: that load made the initialisation
+        /// happen-before everything this core does afterwards, so this read needs no Acquire
+        /// of its own (on ARMv7 an Acquire load is a `dmb ish`; this is for the per-trap paths).
+        ///
+        /// # Safety
+        /// The calling core received `Some` from [`get`](Self::get) on this `InitOnce` before.
+        pub(crate) unsafe fn get_observed(&self) -> &T {
+            debug_assert!(self.set.load(Ordering::Relaxed), "InitOnce read before set");
+            // SAFETY: the caller's earlier Acquire load of `set` saw `true`, so the write of
+            // the value happens-before this read; it is never written again.
+            unsafe { (*self.value.get()).assume_init_ref() }
+        }
+
         /// The value, once set.
         pub(crate) fn get(&self) -> Option<&T> {
             if self.set.load(Ordering::Acquire) {

@@ -296,6 +296,15 @@ fn installed() -> &'static Installed {
     }
 }
 
+/// [`installed`] for exceptions taken from user mode, without the Acquire load (a `dmb ish`
+/// per trap): a core reaches user mode only through [`resume`], first called from [`run`] on
+/// that core, whose [`installed`] saw the value set (Acquire) earlier in program order.
+fn installed_from_user() -> &'static Installed {
+    // SAFETY: see above: this core's `run` got `Some` from `INSTALLED.get()` before it first
+    // entered user mode, so before any trap from user mode on this core.
+    unsafe { INSTALLED.get_observed() }
+}
+
 fn fatal(args: core::fmt::Arguments<'_>) -> ! {
     crate::console::emergency_print(format_args!(
         "\n!!! hal-armv7 usermode on cpu {}: {args}\n",
@@ -342,7 +351,16 @@ fn resume(cpu: CpuIndex, exit: Exit) -> ! {
         CURRENT[cpu].store(NO_THREAD, Ordering::Relaxed);
         idle(cpu)
     };
-    if !HAS_CONTEXT[t.index()].load(Ordering::Acquire) {
+    // Relaxed (an Acquire load is a `dmb ish` per return to user mode): this is a check of
+    // the kernel's choice, not what publishes the context. The context of `t` was written
+    // either before any core ran (`set_initial_context`, published by the secondary cores'
+    // start) or in a kernel section (`set_entry`, WriteRegisters of an inactive thread) that
+    // the strategy orders before the section that made `t` runnable and before the one that
+    // just picked `t` here, which read `t`'s state under the same ordering. That chain makes
+    // the context write (and the flag's store) happen-before this load and the frame accesses
+    // below, as it does for the kernel's own TCB state; coherence then rules out reading the
+    // flag's old `false`.
+    if !HAS_CONTEXT[t.index()].load(Ordering::Relaxed) {
         fatal(format_args!(
             "the kernel picked thread {} which has no user context",
             t.index()
@@ -459,7 +477,7 @@ pub(crate) fn idle_interrupt(ev: &Event) {
 /// Every exception taken from USR mode, with the saved user frame on the SVC stack.
 pub(crate) extern "C" fn user_trap(frame: &mut UserFrame, vec: u32) -> ! {
     let cpu = crate::percpu::cpu_id();
-    let inst = installed();
+    let inst = installed_from_user();
     match vec {
         vector::SVC => {
             let t = save(cpu, frame, Saved::Syscall);
