@@ -769,7 +769,7 @@ fn counters(n: usize) -> Vec<CachePadded<AtomicU64>> {
         .collect()
 }
 
-/// `multicore-pingpong`: one private pair per core; returns (samples, interval ticks, pinned).
+/// `multicore-pingpong`: one private client/server pair per core.
 fn pairs<S: BenchStrategy>(s: S, cores: usize, p: Params, runs: usize, hz: u64) -> Run {
     let mut k = Box::new(Kernel::new(s, BenchHal::new(cores), cores));
     let clients: Vec<ThreadId> = (0..cores).map(|c| make_pair(&mut k, c, false).0).collect();
@@ -839,7 +839,8 @@ struct Run {
     rtm: Option<RtmStats>,
 }
 
-/// `client-server`: servers on core 0, clients on cores 1.. (round-robin).
+/// `client-server`: servers on core 0, clients on cores 1.. (round-robin); `dedicated` gives
+/// each client its own server.
 fn client_server<S: BenchStrategy>(
     s: S,
     clients: usize,
