@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 
 use super::plan::lock_rank;
 use super::records::Record;
+use serde_json::Value;
 
 /// Whether a target was reached.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -465,6 +466,52 @@ fn paper_rows(records: &[Record]) -> Vec<[String; 4]> {
     rows
 }
 
+/// The RTM abort statistics (the transactional-IPC paper's Table I): one row per `rtm-aborts`
+/// record, with its counts from `extra` and the abort causes.
+fn rtm_table(records: &[&Record]) -> String {
+    const COUNTS: [(&str, &str); 6] = [
+        ("total", "total"),
+        ("direct", "direct commit"),
+        ("retry1", "1 retry"),
+        ("retry2", "2 retries"),
+        ("more", "more"),
+        ("fallback", "fallback"),
+    ];
+    let mut s = String::from("| where |");
+    for (_, title) in COUNTS {
+        let _ = write!(s, " {title} |");
+    }
+    s.push_str(" abort causes | note |\n|---|");
+    s.push_str(&"---:|".repeat(COUNTS.len()));
+    s.push_str("---|---|\n");
+    for r in records {
+        let extra = r.extra.clone().unwrap_or(Value::Null);
+        let count = |key: &str| extra.get(key).and_then(Value::as_u64).unwrap_or(0);
+        let total = count("total");
+        let _ = write!(s, "| {} {} |", r.platform, r.board);
+        for (key, _) in COUNTS {
+            let n = count(key);
+            if key == "total" || total == 0 {
+                let _ = write!(s, " {n} |");
+            } else {
+                let _ = write!(s, " {n} ({:.1}%) |", 100.0 * n as f64 / total as f64);
+            }
+        }
+        let causes: Vec<String> = extra
+            .get("causes")
+            .and_then(Value::as_object)
+            .map(|m| {
+                m.iter()
+                    .filter_map(|(k, v)| Some(format!("{k} {}", v.as_u64()?)))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let note = extra.get("rtm").and_then(Value::as_str).unwrap_or("");
+        let _ = writeln!(s, " {} | {note} |", causes.join(", "));
+    }
+    s
+}
+
 /// What the report says besides the records: the command, notes, machine and method.
 #[derive(Clone, Debug, Default)]
 pub struct Context {
@@ -552,15 +599,7 @@ pub fn render(records: &[Record], ctx: &Context) -> String {
     let rtm: Vec<&Record> = records.iter().filter(|r| r.bench == "rtm-aborts").collect();
     if !rtm.is_empty() {
         let _ = writeln!(s, "\n## RTM statistics\n");
-        for r in rtm {
-            let _ = writeln!(
-                s,
-                "* {} {}: `{}`",
-                r.platform,
-                r.board,
-                r.extra.as_ref().map(|e| e.to_string()).unwrap_or_default()
-            );
-        }
+        s.push_str(&rtm_table(&rtm));
     }
 
     let _ = writeln!(s, "\n## Every record\n");
@@ -789,6 +828,24 @@ mod tests {
             .find(|r| r[0].starts_with("ARM barriers"))
             .unwrap();
         assert!(row[3].starts_with("not measured"), "{row:?}");
+    }
+
+    #[test]
+    fn rtm_table_has_the_papers_columns() {
+        let mut r = record("rtm-aborts", "x86_64", "hosted", "rtm", 1, &[0.0]);
+        r.extra = Some(serde_json::json!({
+            "total": 200, "direct": 150, "retry1": 20, "retry2": 10, "more": 0,
+            "fallback": 20, "causes": {"conflict": 30, "capacity": 2}, "rtm": "present"
+        }));
+        let t = rtm_table(&[&r]);
+        assert!(
+            t.contains("| direct commit | 1 retry | 2 retries | more | fallback |"),
+            "{t}"
+        );
+        assert!(
+            t.contains("| hosted host | 200 | 150 (75.0%) | 20 (10.0%) | 10 (5.0%) | 0 (0.0%) | 20 (10.0%) | capacity 2, conflict 30 | present |"),
+            "{t}"
+        );
     }
 
     #[test]
