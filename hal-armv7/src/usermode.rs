@@ -388,7 +388,13 @@ fn resume(cpu: CpuIndex, exit: Exit) -> ! {
     CURRENT[cpu].store(t.index(), Ordering::Relaxed);
     IDLE[cpu].store(false, Ordering::Relaxed);
     let f = &FAULTS[t.index()];
-    if f.stopped.swap(false, Ordering::Relaxed) {
+    // Load first, swap only when set: the common case (no fault recorded) then makes no
+    // atomic read-modify-write (a locked `xchg` on x86, `ldrex`/`strex` on ARMv7). The
+    // flag is set by `record_fault` on the core where `t` faulted, in the fault's entry,
+    // which the kernel's sections order before the one that picked `t` again here; the
+    // only other writer is this clear, by the core resuming `t` (one at a time). So a
+    // `false` read here is not a set that the swap would have seen.
+    if f.stopped.load(Ordering::Relaxed) && f.stopped.swap(false, Ordering::Relaxed) {
         f.resumed.store(true, Ordering::Release);
     }
     // SAFETY: `t` is now this core's current thread (see `Contexts`).

@@ -730,14 +730,17 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             self.cores
         );
         // Relaxed: `in_kernel[cpu]` is touched only by entries on core `cpu` (HAL contract), so
-        // it orders nothing with other cores; it only catches a HAL that re-enters a core. The
-        // swap is an atomic read-modify-write, so even two overlapping entries that a broken
-        // HAL ran for the same `cpu` on two host threads see each other. (Acquire and Release
-        // here cost a `dmb ish` each on ARMv7, four per round trip.) A HAL that hands a core
-        // index from one host thread to another must order the hand-over itself (as a
-        // thread spawn or join does), like any other data it passes.
-        let was = self.in_kernel[cpu].swap(true, Ordering::Relaxed);
+        // it orders nothing with other cores; it only catches a HAL that re-enters a core
+        // (an entry nested in an entry, say from an interrupt taken in the kernel), which is
+        // sequential on that core, so a plain load and store see it: no read-modify-write
+        // (an `xchg`, a locked operation, on x86; `ldrex`/`strex` on ARMv7). Acquire and
+        // Release would cost a `dmb ish` each on ARMv7, four per round trip. A HAL that hands
+        // a core index from one host thread to another must order the hand-over itself (as a
+        // thread spawn or join does), like any other data it passes; two host threads in the
+        // kernel under the same index at once are not reliably caught here.
+        let was = self.in_kernel[cpu].load(Ordering::Relaxed);
         assert!(!was, "kernel re-entered on CPU {cpu} (HAL bug)");
+        self.in_kernel[cpu].store(true, Ordering::Relaxed);
 
         let excl = self.strategy.enter(cpu, side);
         let global = excl && (side == Side::Exclusive || self.strategy.serialises());
