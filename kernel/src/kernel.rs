@@ -4,7 +4,7 @@
 use core::cell::UnsafeCell;
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use sync::CpuId;
+use sync::{CachePadded, CpuId};
 
 use crate::cap::{CSpace, Cap, ObjKind, ObjRef, Rights};
 use crate::config::*;
@@ -319,7 +319,7 @@ pub struct Kernel<S: Strategy, H: Hal> {
     pub(crate) strategy: S,
     pub(crate) hal: H,
     pub(crate) cores: usize,
-    in_kernel: [AtomicBool; MAX_CPUS],
+    in_kernel: [CachePadded<AtomicBool>; MAX_CPUS],
     pub(crate) meta: UnsafeCell<Meta>,
     pub(crate) conf: [UnsafeCell<TcbConf>; MAX_THREADS],
     pub(crate) cspaces: [UnsafeCell<CSpace>; MAX_THREADS],
@@ -337,14 +337,14 @@ pub struct Kernel<S: Strategy, H: Hal> {
     /// to another one. An idle core keeps the address space it last ran loaded, and its bit.
     pub(crate) as_active: [AtomicU64; MAX_ASPACES],
     /// Per core: TLB shoot-down generation requested of it (see [`Kernel::shootdown_pending`]).
-    pub(crate) tlb_req: [AtomicU64; MAX_CPUS],
+    pub(crate) tlb_req: [CachePadded<AtomicU64>; MAX_CPUS],
     /// Per core: TLB shoot-down generation it acknowledged (flushed).
-    pub(crate) tlb_ack: [AtomicU64; MAX_CPUS],
-    pub(crate) sched: [UnsafeCell<CoreSched>; MAX_CPUS],
+    pub(crate) tlb_ack: [CachePadded<AtomicU64>; MAX_CPUS],
+    pub(crate) sched: [CachePadded<UnsafeCell<CoreSched>>; MAX_CPUS],
     /// Per core: its current thread (`None`: idle). Written only by that core, holding its
     /// run-queue lock; read by that core without the lock, by other cores with it.
-    pub(crate) current: [UnsafeCell<Option<ThreadId>>; MAX_CPUS],
-    pub(crate) local: [UnsafeCell<CoreLocal>; MAX_CPUS],
+    pub(crate) current: [CachePadded<UnsafeCell<Option<ThreadId>>>; MAX_CPUS],
+    pub(crate) local: [CachePadded<UnsafeCell<CoreLocal>>; MAX_CPUS],
 }
 
 // SAFETY: all shared mutable state is in `UnsafeCell`s reached only through the accessors
@@ -355,6 +355,14 @@ unsafe impl<S: Strategy + Send, H: Hal + Send> Send for Kernel<S, H> {}
 
 fn cells<T: Copy, const N: usize>(v: T) -> [UnsafeCell<T>; N] {
     core::array::from_fn(|_| UnsafeCell::new(v))
+}
+
+/// Per-core cells, each on its own cache line: a core's entry writes its own state on every
+/// kernel entry, and without the padding the neighbouring core's line would bounce with it
+/// (false sharing; the hosted multicore ping-pong with no lock lost half its throughput on two
+/// cores).
+fn padded_cells<T: Copy, const N: usize>(v: T) -> [CachePadded<UnsafeCell<T>>; N] {
+    core::array::from_fn(|_| CachePadded::new(UnsafeCell::new(v)))
 }
 
 /// Runs `f` on a shared reference to the cell's content.
@@ -389,7 +397,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             strategy,
             hal,
             cores,
-            in_kernel: core::array::from_fn(|_| AtomicBool::new(false)),
+            in_kernel: core::array::from_fn(|_| CachePadded::new(AtomicBool::new(false))),
             meta: UnsafeCell::new(Meta {
                 n_eps: 0,
                 n_ntfns: 0,
@@ -413,14 +421,14 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
                 wait: [0; MAX_CPUS],
             }),
             as_active: core::array::from_fn(|_| AtomicU64::new(0)),
-            tlb_req: core::array::from_fn(|_| AtomicU64::new(0)),
-            tlb_ack: core::array::from_fn(|_| AtomicU64::new(0)),
-            sched: cells(CoreSched {
+            tlb_req: core::array::from_fn(|_| CachePadded::new(AtomicU64::new(0))),
+            tlb_ack: core::array::from_fn(|_| CachePadded::new(AtomicU64::new(0))),
+            sched: padded_cells(CoreSched {
                 queues: [Queue::default(); NUM_PRIOS],
                 bitmap: 0,
             }),
-            current: cells(None),
-            local: cells(CoreLocal {
+            current: padded_cells(None),
+            local: padded_cells(CoreLocal {
                 actions: Actions::NONE,
                 loaded: None,
                 loaded_root: 0,
