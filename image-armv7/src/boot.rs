@@ -6,9 +6,6 @@ use hal_armv7::exit::ExitCode;
 use hal_armv7::percpu::CpuIndex;
 use hal_armv7::{println, smp, usermode, ArmHal, Platform};
 use kernel::config::MAX_CPUS;
-use kernel::{BigLock, FineGrained, NoLock, Rtm};
-use sync::ticket::TicketLock;
-use sync::ClhLock;
 
 use crate::{selftest, system};
 use image_common::cmdline::{Cmdline, LockChoice};
@@ -102,26 +99,7 @@ fn kernel_main(p: &'static Platform) -> ! {
         selftest::after_smp(&cfg, report.expected);
     }
 
-    match lock {
-        LockChoice::Clh => system::boot(BigLock::new(ClhLock::<MAX_CPUS>::new()), cfg),
-        LockChoice::Ticket => system::boot(
-            BigLock::new(TicketLock::<sync::Spin>::with_max_cpus(MAX_CPUS)),
-            cfg,
-        ),
-        LockChoice::Fine => system::boot(FineGrained::<sync::Spin>::new(), cfg),
-        LockChoice::Rtm => system::boot(
-            Rtm::<_, sync::Rtm, sync::Spin>::new(ClhLock::<MAX_CPUS>::new()),
-            cfg,
-        ),
-        LockChoice::None => {
-            // SAFETY: the demo's and the test suite's objects are per core: every thread of
-            // core c uses only endpoints, notifications and address spaces of core c, the root
-            // task makes its management calls before any other core enters the kernel (the
-            // other cores wait for its RELEASE), and the pager test (a management call after
-            // the release) is left out under this strategy (see `system::boot`).
-            system::boot(unsafe { NoLock::new() }, cfg)
-        }
-    }
+    image_common::strategy::boot_with(lock, cfg, system::Image)
 }
 
 /// A secondary core: waits (asleep) until the root task releases the cores, then schedules.

@@ -68,6 +68,15 @@ impl Arch for Armv7 {
 }
 
 /// Builds the kernel with `strategy` and the initial system, starts scheduling on this core.
+/// This image, for [`image_common::strategy::boot_with`].
+pub struct Image;
+
+impl image_common::strategy::Boot for Image {
+    fn boot<S: Strategy + 'static>(self, strategy: S, cfg: Config) -> ! {
+        boot(strategy, cfg)
+    }
+}
+
 pub fn boot<S: Strategy + 'static>(strategy: S, cfg: Config) -> ! {
     // SAFETY: called once, by the boot core before any other core runs kernel code.
     let k = unsafe { image_common::place_kernel(Kernel::new(strategy, ArmHal, cfg.cores)) };

@@ -16,6 +16,7 @@ pub mod bench;
 pub mod cmdline;
 pub mod debugcalls;
 pub mod elf;
+pub mod strategy;
 pub mod system;
 
 pub use system::{build, place_kernel, Arch, Plan, Setup};

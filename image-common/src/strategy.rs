@@ -1,0 +1,44 @@
+//! The kernel instance a `lock=` choice boots: the one place that maps a [`LockChoice`] to a
+//! [`kernel::Strategy`] value, and that states why the lock-free strategy is sound for the
+//! systems the images build.
+
+use kernel::config::MAX_CPUS;
+use kernel::{BigLock, FineGrained, NoLock, Rtm, Strategy};
+use sync::ticket::TicketLock;
+use sync::ClhLock;
+
+use crate::cmdline::{Config, LockChoice};
+
+/// What an image does with the strategy it was given: build the system and run it.
+pub trait Boot {
+    /// Builds the initial system on a kernel with `strategy` and starts it; never returns.
+    fn boot<S: Strategy + 'static>(self, strategy: S, cfg: Config) -> !;
+}
+
+/// Boots `image` with the strategy `lock` names.
+pub fn boot_with<B: Boot>(lock: LockChoice, cfg: Config, image: B) -> ! {
+    match lock {
+        LockChoice::Clh => image.boot(BigLock::new(ClhLock::<MAX_CPUS>::new()), cfg),
+        LockChoice::Ticket => image.boot(
+            BigLock::new(TicketLock::<sync::Spin>::with_max_cpus(MAX_CPUS)),
+            cfg,
+        ),
+        LockChoice::Fine => image.boot(FineGrained::<sync::Spin>::new(), cfg),
+        // Without RTM (AMD, QEMU TCG, ARMv7-A) `sync::Rtm` detects that at run time and always
+        // takes its fallback CLH lock.
+        LockChoice::Rtm => image.boot(
+            Rtm::<_, sync::Rtm, sync::Spin>::new(ClhLock::<MAX_CPUS>::new()),
+            cfg,
+        ),
+        LockChoice::None => {
+            // SAFETY: the demo's, the test suite's and the benchmarks' objects are per core:
+            // every thread of core c uses only endpoints, notifications and address spaces of
+            // core c, the root task makes its management calls before any other core enters the
+            // kernel (the other cores wait for its RELEASE), the pager test (a management call
+            // after the release) is left out under this strategy (see `system::build`), and the
+            // command line refuses the shared client-server benchmark on several cores
+            // (`Cmdline::on_cores`).
+            image.boot(unsafe { NoLock::new() }, cfg)
+        }
+    }
+}
