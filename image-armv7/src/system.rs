@@ -67,7 +67,6 @@ impl Arch for Armv7 {
     }
 }
 
-/// Builds the kernel with `strategy` and the initial system, starts scheduling on this core.
 /// This image, for [`image_common::strategy::boot_with`].
 pub struct Image;
 
@@ -77,6 +76,7 @@ impl image_common::strategy::Boot for Image {
     }
 }
 
+/// Builds the kernel with `strategy` and the initial system, starts scheduling on this core.
 pub fn boot<S: Strategy + 'static>(strategy: S, cfg: Config) -> ! {
     // SAFETY: called once, by the boot core before any other core runs kernel code.
     let k = unsafe { image_common::place_kernel(Kernel::new(strategy, ArmHal, cfg.cores)) };
@@ -94,15 +94,7 @@ pub fn boot<S: Strategy + 'static>(strategy: S, cfg: Config) -> ! {
     let (root, plan) = image_common::build(&Armv7 { elf }, k, setup);
 
     calls::init::<Armv7>(cfg.run(crate::selftest::KERNEL_TESTS), root, plan);
-    if cfg.test && !cfg.pager_test() {
-        calls::skip::<Armv7>(
-            "user:pager_resolves_page_fault",
-            format_args!(
-                "lock none: the pager's MapFrame is a management call made while other cores \
-                 run, which NoLock's contract forbids"
-            ),
-        );
-    }
+    calls::skip_pager_test_if_left_out::<Armv7>(&cfg);
     let k: &'static Kernel<S, ArmHal> = k;
     usermode::install(k, calls::handle::<Armv7>);
     if cfg.bench.is_none() {

@@ -567,6 +567,20 @@ pub fn init<A: DebugArch>(run: Run, root: ThreadId, plan: Plan) {
     DEBUG_CALLS.init::<A>(run, root, plan);
 }
 
+/// Reports the pager test as skipped when `cfg` runs the test suite without it (lock `none`:
+/// see [`Config::pager_test`](crate::cmdline::Config::pager_test)).
+pub fn skip_pager_test_if_left_out<A: DebugArch>(cfg: &crate::cmdline::Config) {
+    if cfg.test && !cfg.pager_test() {
+        skip::<A>(
+            "user:pager_resolves_page_fault",
+            format_args!(
+                "lock none: the pager's MapFrame is a management call made while other cores \
+                 run, which NoLock's contract forbids"
+            ),
+        );
+    }
+}
+
 /// [`DebugCalls::report`] on [`DEBUG_CALLS`].
 pub fn report<A: DebugArch>(name: &str, ok: bool, detail: Arguments<'_>) {
     DEBUG_CALLS.report::<A>(name, ok, detail);

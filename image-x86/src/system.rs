@@ -60,7 +60,6 @@ impl Arch for X86 {
     }
 }
 
-/// Builds the kernel with `strategy` and the initial system, starts scheduling on this core.
 /// This image, for [`image_common::strategy::boot_with`].
 pub struct Image;
 
@@ -70,6 +69,7 @@ impl image_common::strategy::Boot for Image {
     }
 }
 
+/// Builds the kernel with `strategy` and the initial system, starts scheduling on this core.
 pub fn boot<S: Strategy + 'static>(strategy: S, cfg: Config) -> ! {
     // SAFETY: called once, by the bootstrap processor before any other core runs kernel code.
     let k = unsafe { image_common::place_kernel(Kernel::new(strategy, X86Hal, cfg.cores)) };
@@ -87,15 +87,7 @@ pub fn boot<S: Strategy + 'static>(strategy: S, cfg: Config) -> ! {
     let (root, plan) = image_common::build(&X86 { elf }, k, setup);
 
     calls::init::<X86>(cfg.run(crate::selftest::KERNEL_TESTS), root, plan);
-    if cfg.test && !cfg.pager_test() {
-        calls::skip::<X86>(
-            "user:pager_resolves_page_fault",
-            format_args!(
-                "lock none: the pager's MapFrame is a management call made while other cores \
-                 run, which NoLock's contract forbids"
-            ),
-        );
-    }
+    calls::skip_pager_test_if_left_out::<X86>(&cfg);
     let k: &'static Kernel<S, X86Hal> = k;
     usermode::install(k, calls::handle::<X86>);
     if cfg.bench.is_none() {
