@@ -9,12 +9,18 @@
 //!
 //! The entry code (in `.boot`, linked at its physical address, see `link.ld`):
 //! 1. zeroes `.bss` (QEMU zero-fills segments too, but the code does not rely on it);
-//! 2. builds the boot page tables described in [`paging`](crate::paging) (2 MiB pages);
+//! 2. builds the boot page tables described in [`paging`](crate::paging) (2 MiB pages, all
+//!    writable and executable: they only live until `bsp_entry` replaces them);
 //! 3. enables PAE, long mode (EFER.LME) and paging, loads a minimal GDT and far-jumps to 64-bit
 //!    code, then to the higher half;
-//! 4. switches to core 0's kernel stack and calls `bsp_entry` with the start info address.
+//! 4. switches to core 0's kernel stack (above its guard page) and calls `bsp_entry` with the
+//!    start info address.
 //!
-//! `bsp_entry` sets up the per-core pointer (GS), the console, GDT/TSS/IDT, the local APIC,
+//! `bsp_entry` first sets up the per-core pointer (GS), then checks that the CPU has the
+//! execute-disable bit, sets EFER.NXE and switches to the W^X kernel page tables
+//! ([`paging::init_kernel_space`]: text read-only and executable, everything else
+//! non-executable, stack guard pages unmapped), then sets up the console, GDT/TSS/IDT, the
+//! local APIC,
 //! reads ACPI, calibrates the clocks and calls the kernel's main function, named with
 //! [`entry_point!`](crate::entry_point).
 
@@ -23,8 +29,8 @@ use core::sync::atomic::Ordering;
 
 use crate::acpi::{self, PhysMemory};
 use crate::cpu::{outb, CpuFeatures};
-use crate::paging::{phys_to_virt, PHYS_MAP_SIZE};
-use crate::percpu::{self, KERNEL_STACKS, KERNEL_STACK_SIZE, PERCPU};
+use crate::paging::{self, phys_to_virt, PHYS_MAP_SIZE};
+use crate::percpu::{self, BOOT_STACK_TOP_OFFSET, KERNEL_STACKS, PERCPU};
 use crate::pvh::BootInfo;
 use crate::{apic, console, gdt, interrupts, time, Platform, PLATFORM};
 
@@ -151,7 +157,7 @@ hal_boot_high64:
     .text
 "#,
     stacks = sym KERNEL_STACKS,
-    stack_size = const KERNEL_STACK_SIZE,
+    stack_size = const BOOT_STACK_TOP_OFFSET,
     entry = sym bsp_entry,
     options(att_syntax),
 );
@@ -191,6 +197,20 @@ extern "C" fn bsp_entry(start_info_phys: u32) -> ! {
     let cpu = CpuFeatures::detect();
     // SAFETY: core 0 is the bootstrap processor; done before anything uses `cpu_id`.
     unsafe { percpu::install(0, cpu.rdtscp) };
+    if !cpu.nx {
+        // The W^X page tables need the execute-disable bit (every x86_64 CPU QEMU models and
+        // every real one since 2004 has it); without it NX would be a reserved bit.
+        console::init();
+        crate::println!(
+            "hal-x86: the CPU has no execute-disable (NX) bit; cannot protect the kernel"
+        );
+        crate::exit::exit_qemu(crate::exit::ExitCode::Failure);
+    }
+    crate::cpu::enable_nx();
+    // SAFETY: once, on the bootstrap processor, still on the boot tables, before any other
+    // core runs; EFER.NXE is set just above.
+    unsafe { paging::init_kernel_space() };
+    percpu::record_efer(0);
     console::init();
     // SAFETY: once, by core 0 itself.
     unsafe { gdt::init(0) };

@@ -151,6 +151,27 @@ pub fn read_cr2() -> u64 {
     v
 }
 
+/// `IA32_EFER`, the extended feature enable register.
+pub const IA32_EFER: u32 = 0xC000_0080;
+/// EFER.NXE: the execute-disable bit (bit 63 of page-table entries) is honoured. Without it
+/// that bit is reserved and any entry that sets it faults.
+pub const EFER_NXE: u64 = 1 << 11;
+
+/// Reads `IA32_EFER`.
+pub fn read_efer() -> u64 {
+    // SAFETY: EFER exists on every x86_64 CPU (long mode is on).
+    unsafe { rdmsr(IA32_EFER) }
+}
+
+/// Sets EFER.NXE on the calling core (the bootstrap processor; application processors set it
+/// in the trampoline, before paging). Call only where CPUID reports NX
+/// ([`CpuFeatures::nx`]).
+pub fn enable_nx() {
+    // SAFETY: the caller checked CPUID.80000001H:EDX[20], so the bit is not reserved; setting
+    // it only gives meaning to a page-table bit that no entry in use sets yet.
+    unsafe { wrmsr(IA32_EFER, read_efer() | EFER_NXE) }
+}
+
 /// Reads CR3 (physical address of the current top-level page table, plus flags).
 #[inline]
 pub fn read_cr3() -> u64 {

@@ -344,8 +344,35 @@ extern "C" fn trap_dispatch(frame: &mut TrapFrame) {
 }
 
 /// Prints the fault report for an exception frame and stops (QEMU exits with failure).
+///
+/// A kernel page fault or double fault whose address (CR2) or stack pointer lies in a stack
+/// guard page is reported first as `kernel stack overflow on CPU n (stack guard at 0x...)`.
+/// A kernel stack that runs into its guard usually arrives here as a double fault: the page
+/// fault on the guard cannot push its frame onto the exhausted stack, so the CPU raises #DF,
+/// which runs on this core's IST1 stack (itself guarded); the frame's RSP is the interrupted
+/// one and CR2 the guard address the push hit.
 pub(crate) fn exception(frame: &TrapFrame) -> ! {
     let cpu = crate::percpu::cpu_id();
+    if frame.cs & 3 == 0 && (frame.vector == 14 || frame.vector == 8) {
+        let cr2 = crate::cpu::read_cr2();
+        let hit =
+            crate::percpu::stack_guard_at(cr2).or_else(|| crate::percpu::stack_guard_at(frame.rsp));
+        if let Some(g) = hit {
+            let what = match g.kind {
+                crate::percpu::StackKind::Kernel => "kernel",
+                crate::percpu::StackKind::DoubleFault => "double-fault (IST1)",
+            };
+            crate::console::emergency_print(format_args!(
+                "\n!!! kernel stack overflow on CPU {cpu} (stack guard at {:#x}: the {what} stack \
+                 of cpu {})\n!!!   {} at rip {:#018x}, rsp {:#018x}, cr2 {cr2:#018x}\n",
+                g.guard,
+                g.owner,
+                exception_name(frame.vector),
+                frame.rip,
+                frame.rsp,
+            ));
+        }
+    }
     let mode = if frame.cs & 3 == 3 { "user" } else { "kernel" };
     crate::console::emergency_print(format_args!(
         "\n!!! EXCEPTION on cpu {cpu}: vector {} ({}), error code {:#x}\n\

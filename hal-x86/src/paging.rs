@@ -1,20 +1,41 @@
-//! The boot address space and address translation helpers.
+//! The kernel address space (W^X, stack guard pages) and address translation helpers.
 //!
-//! The entry code (see [`boot`](crate::boot)) builds one set of page tables, 2 MiB pages only:
+//! # Boot tables
+//! The entry code (see [`boot`](crate::boot)) builds a first set of page tables, 2 MiB pages
+//! only, all writable and executable (in 32-bit assembly, before the CPU features are known):
+//! identity `0 .. 4 GiB`, the physical window and the kernel image. They live only until
+//! `bsp_entry` has checked CPUID for the execute-disable bit and set EFER.NXE.
 //!
-//! | virtual range                                 | maps physical        | why                        |
-//! |-----------------------------------------------|----------------------|----------------------------|
-//! | `0 .. 4 GiB`                                  | `0 .. 4 GiB`         | identity, for the AP trampoline and the jump to the higher half; only in the boot tables, never in a user address space |
-//! | [`PHYS_MAP_BASE`] `.. + 4 GiB`                | `0 .. 4 GiB`         | the kernel's window on physical memory (ACPI tables, LAPIC, page tables) |
-//! | [`KERNEL_BASE`] `.. + 2 GiB` (top 2 GiB)      | `0 .. 2 GiB`         | the kernel image (linked at `KERNEL_BASE + 1 MiB`) |
+//! # Kernel tables
+//! [`init_kernel_space`] then builds the tables every core runs on, in statics of the image,
+//! and loads them:
 //!
-//! The top 32 MiB below 4 GiB (`0xFE00_0000..`: I/O APIC, HPET, local APIC) are mapped uncached
-//! (PCD|PWT) in both the identity map and the physical-memory window. Everything else is
-//! write-back. All kernel mappings live in the upper half (PML4 slots 256 and 511), so a later
-//! per-process address space only has to share those two PML4 entries and may use the lower
-//! half (slot 0..255) for user space.
+//! | virtual range                                 | maps physical        | protection |
+//! |-----------------------------------------------|----------------------|------------|
+//! | `0x8000` (one page)                           | `0x8000`             | read-write-execute: the AP trampoline, which runs at its physical address while it turns paging on; unmapped by [`unmap_trampoline`] once the APs are up; never in a user address space |
+//! | [`PHYS_MAP_BASE`] `.. + 4 GiB` (2 MiB pages)  | `0 .. 4 GiB`         | read-write, **NX** (page tables, ACPI tables, MMIO are data); the top 32 MiB below 4 GiB (`0xFE00_0000..`: I/O APIC, HPET, local APIC) uncached (PCD/PWT) |
+//! | kernel `.text` (4 KiB pages)                  | its load address     | read-only, executable |
+//! | kernel `.rodata`                              |                      | read-only, **NX** |
+//! | kernel `.data`, `.bss` (stacks included)      |                      | read-write, **NX** |
+//! | the guard page below every kernel and double-fault stack | -         | **not mapped** |
 //!
-//! Mappings are writable and executable for now (no W^X yet).
+//! So no kernel page is both writable and executable (W^X) once the trampoline page is gone,
+//! and an overflowing kernel stack runs into an unmapped page instead of the stack below it.
+//! The image is mapped with 4 KiB pages (rather than 2 MiB pages with a 2 MiB-aligned link
+//! script) because protection changes at every section boundary and around every guard page;
+//! the link script aligns the sections to pages and exports their boundaries (`__text_end`,
+//! `__rodata_end`). The page tables are built in Rust, not in the entry assembly, because the
+//! assembly runs before CPUID can tell whether the NX bit exists (without EFER.NXE it is a
+//! reserved bit and every entry using it faults). CR0.WP is set from the start, so the kernel's
+//! own writes obey the read-only bits too. The image fits [`IMAGE_TABLES`] page tables
+//! (checked by the link script).
+//!
+//! The permission bits combine across the levels of a walk (writable only if every level says
+//! so, executable only if no level sets NX), so intermediate entries are writable and
+//! executable and the last level decides; the physical window also has NX at its PML4 entry.
+//! All kernel mappings live in the upper half (PML4 slots 256 and 511), so a per-process
+//! address space only has to share those two PML4 entries and may use the lower half (slot
+//! 0..255) for user space.
 //!
 //! # User address spaces
 //! [`new_address_space`] makes a PML4 whose upper half repeats the boot PML4's entries (so the
@@ -99,6 +120,8 @@ pub mod pte {
     pub const USER: u64 = PageTableFlags::USER_ACCESSIBLE.bits();
     /// Large page (2 MiB / 1 GiB) at PD / PDPT level.
     pub const HUGE: u64 = PageTableFlags::HUGE_PAGE.bits();
+    /// Execute-disable (needs EFER.NXE).
+    pub const NO_EXECUTE: u64 = PageTableFlags::NO_EXECUTE.bits();
     /// The physical address bits of an entry.
     pub const ADDR: u64 = 0x000F_FFFF_FFFF_F000;
 }
@@ -354,4 +377,242 @@ pub fn flush_page(vaddr: u64) {
 /// Invalidates the calling core's non-global TLB entries (reloads CR3).
 pub fn flush_all() {
     x86_64::instructions::tlb::flush_all();
+}
+
+// -------------------------------------------------------------------------------------------
+// The kernel's own tables: W^X and stack guard pages.
+// -------------------------------------------------------------------------------------------
+
+/// Page tables (of 2 MiB each) for the kernel image, at `KERNEL_BASE .. + 16 MiB`.
+pub const IMAGE_TABLES: usize = 8;
+
+/// Physical address of the AP trampoline page, the one identity mapping of the kernel tables.
+const TRAMPOLINE_PAGE: u64 = crate::smp::TRAMPOLINE_PHYS;
+
+#[repr(C, align(4096))]
+struct Table(core::cell::UnsafeCell<[u64; 512]>);
+
+impl Table {
+    const fn new() -> Self {
+        Self(core::cell::UnsafeCell::new([0; 512]))
+    }
+
+    /// The table's physical address (it lies in the kernel image).
+    fn phys(&self) -> PhysAddr {
+        kernel_virt_to_phys(self.0.get() as u64)
+    }
+
+    /// Writes entry `i` (volatile: the MMU may read the table once it is loaded).
+    fn set(&self, i: usize, value: u64) {
+        assert!(i < 512);
+        // SAFETY: `i` is in bounds; the tables are written by the bootstrap processor during
+        // `init_kernel_space` (before any other core runs) and by `unmap_trampoline` (once,
+        // on the bootstrap processor, after every AP left the trampoline); no Rust reference to
+        // a table's contents exists.
+        unsafe { (self.0.get() as *mut u64).add(i).write_volatile(value) }
+    }
+}
+
+/// The kernel tables (see the module docs).
+struct KernelTables {
+    pml4: Table,
+    pdpt_low: Table,
+    pd_low: Table,
+    pt_low: Table,
+    pdpt_phys: Table,
+    pd_phys: [Table; 4],
+    pdpt_high: Table,
+    pd_high: Table,
+    pt_image: [Table; IMAGE_TABLES],
+}
+
+// SAFETY: see `Table::set`: written only by the bootstrap processor while no other core runs,
+// and by `unmap_trampoline` (one entry, one core); otherwise only the MMU reads them.
+unsafe impl Sync for KernelTables {}
+
+static KERNEL_TABLES: KernelTables = KernelTables {
+    pml4: Table::new(),
+    pdpt_low: Table::new(),
+    pd_low: Table::new(),
+    pt_low: Table::new(),
+    pdpt_phys: Table::new(),
+    pd_phys: [const { Table::new() }; 4],
+    pdpt_high: Table::new(),
+    pd_high: Table::new(),
+    pt_image: [const { Table::new() }; IMAGE_TABLES],
+};
+
+const P: u64 = pte::PRESENT;
+const W: u64 = pte::WRITABLE;
+const NX: u64 = pte::NO_EXECUTE;
+const PS: u64 = pte::HUGE;
+const PWT: u64 = PageTableFlags::WRITE_THROUGH.bits();
+const PCD: u64 = PageTableFlags::NO_CACHE.bits();
+
+/// The kernel image's section boundaries (virtual addresses, from the link script).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ImageLayout {
+    /// Start of `.text` (page aligned).
+    pub text: u64,
+    /// End of `.text` = start of `.rodata`.
+    pub rodata: u64,
+    /// End of `.rodata` = start of `.data`.
+    pub data: u64,
+    /// End of `.bss`.
+    pub end: u64,
+}
+
+/// The kernel image's section boundaries.
+pub fn image_layout() -> ImageLayout {
+    unsafe extern "C" {
+        static __kernel_start: u8;
+        static __text_end: u8;
+        static __rodata_end: u8;
+        static __kernel_end: u8;
+    }
+    // SAFETY: linker-script symbols: only their addresses are used.
+    unsafe {
+        ImageLayout {
+            text: &__kernel_start as *const u8 as u64,
+            rodata: &__text_end as *const u8 as u64,
+            data: &__rodata_end as *const u8 as u64,
+            end: &__kernel_end as *const u8 as u64,
+        }
+    }
+}
+
+/// The leaf entry for kernel-image page `virt` (0 = not mapped).
+fn image_entry(layout: &ImageLayout, virt: u64) -> u64 {
+    if virt < layout.text || virt >= layout.end || crate::percpu::stack_guard_at(virt).is_some() {
+        return 0;
+    }
+    let flags = if virt < layout.rodata {
+        P
+    } else if virt < layout.data {
+        P | NX
+    } else {
+        P | W | NX
+    };
+    kernel_virt_to_phys(virt) | flags
+}
+
+/// Builds the kernel tables (module docs) and loads them on the calling core.
+///
+/// # Safety
+/// Once, on the bootstrap processor, on the boot tables (which map the image, its stacks and
+/// the physical window), before any other core starts, with EFER.NXE set.
+pub unsafe fn init_kernel_space() {
+    let t = &KERNEL_TABLES;
+    // Identity: only the trampoline page.
+    t.pml4.set(0, t.pdpt_low.phys() | P | W);
+    t.pdpt_low.set(0, t.pd_low.phys() | P | W);
+    t.pd_low.set(0, t.pt_low.phys() | P | W);
+    t.pt_low.set(
+        (TRAMPOLINE_PAGE / PAGE_SIZE) as usize,
+        TRAMPOLINE_PAGE | P | W,
+    );
+    // The physical window: 4 GiB of 2 MiB pages, NX (also at the PML4 level).
+    t.pml4.set(256, t.pdpt_phys.phys() | P | W | NX);
+    for (i, pd) in t.pd_phys.iter().enumerate() {
+        t.pdpt_phys.set(i, pd.phys() | P | W);
+        for j in 0..512 {
+            let large = (i * 512 + j) as u64;
+            let uncached = if large >= 2032 { PCD | PWT } else { 0 };
+            pd.set(j, (large << 21) | P | W | PS | NX | uncached);
+        }
+    }
+    // The kernel image, 4 KiB pages, by section.
+    let layout = image_layout();
+    t.pml4.set(511, t.pdpt_high.phys() | P | W);
+    t.pdpt_high.set(510, t.pd_high.phys() | P | W);
+    for (i, pt) in t.pt_image.iter().enumerate() {
+        t.pd_high.set(i, pt.phys() | P | W);
+        for j in 0..512 {
+            let virt = KERNEL_BASE + ((i * 512 + j) as u64) * PAGE_SIZE;
+            pt.set(j, image_entry(&layout, virt));
+        }
+    }
+    // SAFETY: the new tables map the running code (text), its stack (core 0's kernel stack,
+    // data), the statics and the physical window as the boot tables did, at the same
+    // addresses; EFER.NXE is set (the caller's contract), so the NX bits are valid.
+    unsafe { crate::cpu::write_cr3(t.pml4.phys()) }
+}
+
+/// Removes the identity mapping of the AP trampoline page, the last writable and executable
+/// kernel page. Called by [`smp::start_aps`](crate::smp::start_aps) once every AP has left
+/// the trampoline; APs that cached the translation drop it at their next CR3 load, and none
+/// jumps there again.
+pub fn unmap_trampoline() {
+    KERNEL_TABLES
+        .pt_low
+        .set((TRAMPOLINE_PAGE / PAGE_SIZE) as usize, 0);
+    flush_page(TRAMPOLINE_PAGE);
+}
+
+/// How a kernel address is mapped, with the permissions combined over every level of the walk.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KernelMapping {
+    /// The physical address `vaddr` translates to.
+    pub phys: PhysAddr,
+    /// Writable (at every level).
+    pub writable: bool,
+    /// Executable (NX clear at every level).
+    pub executable: bool,
+    /// User-accessible (at every level).
+    pub user: bool,
+}
+
+/// Walks `root` for any address (kernel or user, large pages included) and returns its
+/// effective mapping, for the protection self-tests.
+pub fn effective_mapping(root: PhysAddr, vaddr: u64) -> Option<KernelMapping> {
+    let va = VirtAddr::try_new(vaddr).ok()?;
+    let mut table = root;
+    let (mut writable, mut executable, mut user) = (true, true, true);
+    for level in (1..=4).rev() {
+        // SAFETY: `table` is a page-table frame (of the kernel image or the frame pool) inside
+        // the physical window; the entry pointer is inside it; read only.
+        let e = unsafe { entry(table, va, level).read_volatile() };
+        let flags = e.flags();
+        if !flags.contains(PageTableFlags::PRESENT) {
+            return None;
+        }
+        writable &= flags.contains(PageTableFlags::WRITABLE);
+        executable &= !flags.contains(PageTableFlags::NO_EXECUTE);
+        user &= flags.contains(PageTableFlags::USER_ACCESSIBLE);
+        let size = match level {
+            3 if flags.contains(PageTableFlags::HUGE_PAGE) => 1 << 30,
+            2 if flags.contains(PageTableFlags::HUGE_PAGE) => 2 << 20,
+            1 => PAGE_SIZE,
+            _ => {
+                table = e.addr().as_u64();
+                continue;
+            }
+        };
+        return Some(KernelMapping {
+            phys: e.addr().as_u64() + (vaddr & (size - 1)),
+            writable,
+            executable,
+            user,
+        });
+    }
+    None
+}
+
+/// Sets the execute-disable bit of the user page `vaddr` in `root`, already mapped with
+/// [`map_user`]: the boot-time ELF loader makes data, rodata and stacks non-executable (W^X for
+/// the user images). Does nothing if `vaddr` is not mapped. The caller flushes TLBs if the
+/// address space may be loaded.
+pub fn set_user_no_execute(root: PhysAddr, vaddr: u64) -> Result<(), MapError> {
+    let vaddr = check_user(vaddr)?;
+    if let Some(e) = walk(root, vaddr, false)? {
+        // SAFETY: as in `map_user`: `e` points at the page-table entry of `vaddr`.
+        unsafe {
+            let mut v = e.read_volatile();
+            if v.flags().contains(PageTableFlags::PRESENT) {
+                v.set_flags(v.flags() | PageTableFlags::NO_EXECUTE);
+                e.write_volatile(v);
+            }
+        }
+    }
+    Ok(())
 }

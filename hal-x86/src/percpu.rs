@@ -117,31 +117,126 @@ const fn make_percpu() -> [PerCpu; MAX_CPUS] {
 /// Every core's state, indexed by [`CpuIndex`].
 pub static PERCPU: [PerCpu; MAX_CPUS] = make_percpu();
 
-/// A stack, page aligned.
+/// Size of the unmapped guard page below every kernel and fault stack.
+pub const GUARD_SIZE: usize = 4096;
+
+/// A stack with its guard page below it, page aligned. The guard is ordinary `.bss` as far as
+/// the linker knows; [`paging::init_kernel_space`](crate::paging::init_kernel_space) leaves it
+/// out of the kernel's page tables, so that a push or call that runs off the bottom of the
+/// stack faults (and is reported, see [`stack_guard_at`]) instead of overwriting whatever lies
+/// below (the previous core's stack).
 #[repr(C, align(4096))]
-pub(crate) struct Stack<const N: usize>(UnsafeCell<[u8; N]>);
+pub(crate) struct Stack<const N: usize> {
+    guard: UnsafeCell<[u8; GUARD_SIZE]>,
+    stack: UnsafeCell<[u8; N]>,
+}
 
 /// One stack per core; only raw pointers to them are ever formed.
 pub(crate) struct Stacks<const N: usize>([Stack<N>; MAX_CPUS]);
 
-// SAFETY: the HAL only hands out the top address of a stack, each to exactly one core.
+// SAFETY: the HAL only hands out the top address of a stack, each to exactly one core; the
+// guard pages are never accessed (they are not mapped).
 unsafe impl<const N: usize> Sync for Stacks<N> {}
 
 impl<const N: usize> Stacks<N> {
     const fn new() -> Self {
-        Self([const { Stack(UnsafeCell::new([0; N])) }; MAX_CPUS])
+        const { assert!(N % GUARD_SIZE == 0, "stack sizes are whole pages") };
+        Self(
+            [const {
+                Stack {
+                    guard: UnsafeCell::new([0; GUARD_SIZE]),
+                    stack: UnsafeCell::new([0; N]),
+                }
+            }; MAX_CPUS],
+        )
     }
 
     /// The initial stack pointer (one past the end) of core `cpu`'s stack.
     pub(crate) fn top(&self, cpu: CpuIndex) -> u64 {
-        self.0[cpu].0.get() as u64 + N as u64
+        self.0[cpu].stack.get() as u64 + N as u64
+    }
+
+    /// The address of core `cpu`'s guard page.
+    pub(crate) fn guard(&self, cpu: CpuIndex) -> u64 {
+        self.0[cpu].guard.get() as u64
+    }
+
+    /// The core whose guard page contains `addr`, if any.
+    fn guard_owner(&self, addr: u64) -> Option<CpuIndex> {
+        (0..MAX_CPUS).find(|&c| (self.guard(c)..self.guard(c) + GUARD_SIZE as u64).contains(&addr))
     }
 }
+
+/// Offset of core 0's kernel stack top from `KERNEL_STACKS` (for the boot assembly).
+pub(crate) const BOOT_STACK_TOP_OFFSET: usize = GUARD_SIZE + KERNEL_STACK_SIZE;
 
 /// Kernel stacks; core 0's is set up by the boot assembly.
 pub(crate) static KERNEL_STACKS: Stacks<KERNEL_STACK_SIZE> = Stacks::new();
 /// Double-fault stacks (IST1).
 pub(crate) static FAULT_STACKS: Stacks<FAULT_STACK_SIZE> = Stacks::new();
+
+/// Which kind of stack a guard page protects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StackKind {
+    /// A core's kernel stack (`syscall`, interrupts, the kernel).
+    Kernel,
+    /// A core's double-fault (IST1) stack.
+    DoubleFault,
+}
+
+/// A guard page that an address falls in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StackGuard {
+    /// The stack it protects.
+    pub kind: StackKind,
+    /// The core that stack belongs to.
+    pub owner: CpuIndex,
+    /// The guard page's address.
+    pub guard: u64,
+}
+
+/// The guard page `addr` lies in, if it lies in one (of any core's kernel or fault stack).
+pub fn stack_guard_at(addr: u64) -> Option<StackGuard> {
+    let hit = |kind, stacks_guard: Option<CpuIndex>, guard: fn(CpuIndex) -> u64| {
+        stacks_guard.map(|owner| StackGuard {
+            kind,
+            owner,
+            guard: guard(owner),
+        })
+    };
+    hit(StackKind::Kernel, KERNEL_STACKS.guard_owner(addr), |c| {
+        KERNEL_STACKS.guard(c)
+    })
+    .or_else(|| {
+        hit(
+            StackKind::DoubleFault,
+            FAULT_STACKS.guard_owner(addr),
+            |c| FAULT_STACKS.guard(c),
+        )
+    })
+}
+
+/// Every guard page (kernel stacks, then fault stacks), for the page-table set-up and the
+/// self-tests.
+pub fn stack_guards() -> impl Iterator<Item = u64> {
+    (0..MAX_CPUS)
+        .map(|c| KERNEL_STACKS.guard(c))
+        .chain((0..MAX_CPUS).map(|c| FAULT_STACKS.guard(c)))
+}
+
+/// Each core's `IA32_EFER` as it found it after switching to the kernel page tables (for the
+/// self-test that every core runs with EFER.NXE).
+static EFER_AT_BOOT: [AtomicU64; MAX_CPUS] = [const { AtomicU64::new(0) }; MAX_CPUS];
+
+/// Records the calling core's EFER (core `cpu`, once it runs on the kernel page tables).
+pub(crate) fn record_efer(cpu: CpuIndex) {
+    EFER_AT_BOOT[cpu].store(crate::cpu::read_efer(), Ordering::Release);
+}
+
+/// Core `cpu`'s EFER as recorded during its bring-up (0 if it never came up).
+pub fn efer_at_boot(cpu: CpuIndex) -> u64 {
+    EFER_AT_BOOT[cpu].load(Ordering::Acquire)
+}
 
 const NO_CPU: u8 = u8::MAX;
 static APIC_TO_INDEX: [AtomicU8; 256] = [const { AtomicU8::new(NO_CPU) }; 256];

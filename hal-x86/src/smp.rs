@@ -10,8 +10,10 @@
 //! [`pvh`](crate::pvh)).
 //!
 //! The trampoline goes real mode -> 32-bit protected mode (own GDT, flat segments) -> long mode
-//! with the kernel's page tables (CR3 from the data block; the identity map of low memory keeps
-//! the trampoline mapped across the switch) -> jumps to the higher-half `ap_entry` on the
+//! with the kernel's page tables (CR3 from the data block; the kernel tables map the trampoline
+//! page at its physical address, the only identity mapping they have, so that it stays mapped
+//! across the switch; EFER.NXE is set together with EFER.LME, before paging, because the
+//! kernel tables use the execute-disable bit) -> jumps to the higher-half `ap_entry` on the
 //! stack the bootstrap processor chose, with the core index in `rdi`. APs are started one at a
 //! time because they share the trampoline's data block; each AP reports its progress there
 //! (1 = real mode, 2 = protected mode, 3 = long mode), so a failed start says where it stopped.
@@ -62,7 +64,7 @@ hal_tramp_pm32:
     movl %eax, %cr4
     movl $0xC0000080, %ecx
     rdmsr
-    orl $0x100, %eax
+    orl $0x900, %eax
     wrmsr
     movl %cr0, %eax
     orl $0x80010001, %eax
@@ -271,6 +273,9 @@ pub fn start_aps(acpi: &AcpiInfo, ap_main: fn(CpuIndex) -> !) -> StartReport {
         }
     }
     CPU_COUNT.store(next, Ordering::Release);
+    // Every AP has left the trampoline (or was parked with INIT): its writable and executable
+    // identity page goes (see `paging::init_kernel_space`).
+    crate::paging::unmap_trampoline();
     report
 }
 
@@ -279,6 +284,7 @@ extern "C" fn ap_entry(cpu: CpuIndex) -> ! {
     let rdtscp = crate::platform().map(|p| p.cpu.rdtscp).unwrap_or(false);
     // SAFETY: `cpu` is this core's index, chosen by `start_aps`; done first, as `cpu_id` needs it.
     unsafe { percpu::install(cpu, rdtscp) };
+    percpu::record_efer(cpu);
     // SAFETY: once per core, by the core itself.
     unsafe { gdt::init(cpu) };
     interrupts::load_idt();

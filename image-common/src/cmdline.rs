@@ -83,6 +83,9 @@ pub struct Cmdline {
     pub runs: usize,
     /// Round trips of each ping-pong pair (`rounds=`, default 1000).
     pub rounds: usize,
+    /// `mode=stackoverflow`: one program asks for a kernel stack overflow (debug call
+    /// `KERNEL_STACK_OVERFLOW`), which the HAL must catch and report.
+    pub stack_overflow: bool,
 }
 
 /// A bad value on the command line; its `Display` is the boot failure message.
@@ -113,7 +116,8 @@ impl fmt::Display for CmdlineError<'_> {
             ),
             CmdlineError::Mode(v) => write!(
                 f,
-                "unknown mode \"{v}\" on the kernel command line; expected demo, test or bench"
+                "unknown mode \"{v}\" on the kernel command line; expected demo, test, bench or \
+                 stackoverflow"
             ),
             CmdlineError::Bench(e) => write!(f, "{e}"),
             CmdlineError::Rounds(v) => write!(
@@ -136,8 +140,9 @@ impl Cmdline {
     pub fn parse<'a>(value: impl Fn(&str) -> Option<&'a str>) -> Result<Cmdline, CmdlineError<'a>> {
         let lock_name = value("lock").unwrap_or("clh");
         let lock = LockChoice::parse(lock_name).ok_or(CmdlineError::Lock(lock_name))?;
-        let (test, bench) = match value("mode").unwrap_or("demo") {
-            "demo" => (false, None),
+        let mode = value("mode").unwrap_or("demo");
+        let (test, bench) = match mode {
+            "demo" | "stackoverflow" => (false, None),
             "test" => (true, None),
             "bench" => (
                 false,
@@ -145,6 +150,7 @@ impl Cmdline {
             ),
             other => return Err(CmdlineError::Mode(other)),
         };
+        let stack_overflow = mode == "stackoverflow";
         let runs = match bench {
             None => servers::abi::bench::DEFAULT_RUNS,
             Some(_) => bench::parse_runs(&value).map_err(CmdlineError::Bench)?,
@@ -162,6 +168,7 @@ impl Cmdline {
             bench,
             runs,
             rounds,
+            stack_overflow,
         })
     }
 
@@ -180,6 +187,7 @@ impl Cmdline {
             cores,
             bench: self.bench,
             runs: self.runs,
+            stack_overflow: self.stack_overflow,
         })
     }
 }
@@ -199,6 +207,8 @@ pub struct Config {
     pub bench: Option<Kind>,
     /// Benchmark mode: samples per record (`runs=`, default 16).
     pub runs: usize,
+    /// `mode=stackoverflow` (see [`Cmdline::stack_overflow`]).
+    pub stack_overflow: bool,
 }
 
 impl Config {
@@ -218,6 +228,7 @@ impl Config {
             pager_test: self.pager_test(),
             user_error_tests,
             bench: self.bench.map(|kind| (kind, interval_ticks(counter_hz))),
+            stack_overflow: self.stack_overflow,
         }
     }
 
@@ -230,6 +241,7 @@ impl Config {
             runs: self.runs,
             lock: self.lock.name(),
             kernel_tests,
+            stack_overflow: self.stack_overflow,
         }
     }
 }
@@ -262,8 +274,13 @@ mod tests {
                 bench: None,
                 runs: servers::abi::bench::DEFAULT_RUNS,
                 rounds: 1000,
+                stack_overflow: false,
             })
         );
+        let so = Cmdline::parse(words("mode=stackoverflow")).unwrap();
+        assert!(so.stack_overflow && !so.test && so.bench.is_none());
+        let cfg = so.on_cores(2).unwrap();
+        assert!(cfg.stack_overflow && cfg.setup(1, 7).stack_overflow && cfg.run(9).stack_overflow);
     }
 
     #[test]
@@ -296,7 +313,8 @@ mod tests {
         );
         assert_eq!(
             msg("mode=nope"),
-            "unknown mode \"nope\" on the kernel command line; expected demo, test or bench"
+            "unknown mode \"nope\" on the kernel command line; expected demo, test, bench or \
+             stackoverflow"
         );
         assert_eq!(
             msg("mode=bench rounds=0"),

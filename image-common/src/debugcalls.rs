@@ -109,6 +109,8 @@ pub struct Run {
     pub lock: &'static str,
     /// The in-kernel tests that ran before (test mode).
     pub kernel_tests: usize,
+    /// `mode=stackoverflow`: the `KERNEL_STACK_OVERFLOW` call is served (refused otherwise).
+    pub stack_overflow: bool,
 }
 
 const LINE: usize = 200;
@@ -186,6 +188,7 @@ pub struct DebugCalls {
     test_mode: AtomicBool,
     cores: AtomicUsize,
     root: AtomicUsize,
+    stack_overflow: AtomicBool,
     expected_done: AtomicUsize,
     done: AtomicUsize,
     /// Per thread: the cycle counter at its first DONE (0: not yet).
@@ -229,6 +232,7 @@ impl DebugCalls {
             test_mode: AtomicBool::new(false),
             cores: AtomicUsize::new(1),
             root: AtomicUsize::new(usize::MAX),
+            stack_overflow: AtomicBool::new(false),
             expected_done: AtomicUsize::new(usize::MAX),
             done: AtomicUsize::new(0),
             done_tsc: [const { AtomicU64::new(0) }; MAX_THREADS],
@@ -269,6 +273,8 @@ impl DebugCalls {
         self.test_mode.store(run.test, Ordering::Relaxed);
         self.cores.store(run.cores, Ordering::Relaxed);
         self.root.store(root.index(), Ordering::Relaxed);
+        self.stack_overflow
+            .store(run.stack_overflow, Ordering::Relaxed);
         self.expected_done.store(plan.finite, Ordering::Release);
         self.bench
             .store(Kind::to_word(run.bench), Ordering::Relaxed);
@@ -421,6 +427,20 @@ impl DebugCalls {
             debug_nr::BENCH if self.bench.load(Ordering::Relaxed) != 0 => {
                 self.collector.handle(regs)
             }
+            debug_nr::KERNEL_STACK_OVERFLOW if self.stack_overflow.load(Ordering::Relaxed) => {
+                A::println(format_args!(
+                    "stackoverflow: thread {} on cpu {cpu}: recursing on the kernel stack until \
+                     it hits its guard page",
+                    t.index()
+                ));
+                let depth = overflow_kernel_stack(0);
+                // Only reached if the stack had no bottom: the HAL did not catch the overflow.
+                A::println(format_args!(
+                    "stackoverflow: FAILED: {depth} levels of recursion and no fault"
+                ));
+                A::exit(false)
+            }
+            debug_nr::KERNEL_STACK_OVERFLOW => err(Error::MissingRight),
             _ => err(Error::UnknownSyscall),
         }
     }
@@ -550,6 +570,19 @@ impl DebugCalls {
             format_args!("{panics} user panics"),
         );
     }
+}
+
+/// Recurses without bound on the current (kernel) stack, 512 bytes and more per level, until
+/// the stack runs into its guard page and the HAL reports the overflow. The frame is kept
+/// alive across the call and the result used after it, so the compiler can neither drop the
+/// frames nor turn the recursion into a loop; on x86_64 the compiler's stack probes touch every
+/// page of a frame in order, so no frame can jump over the guard page.
+#[inline(never)]
+#[allow(unconditional_recursion)] // the point: only the guard page ends it
+fn overflow_kernel_stack(depth: usize) -> usize {
+    let frame = core::hint::black_box([depth; 512 / core::mem::size_of::<usize>()]);
+    let below = overflow_kernel_stack(core::hint::black_box(depth + 1));
+    core::hint::black_box(frame)[depth % frame.len()].wrapping_add(below)
 }
 
 /// The throughput sampling interval for a counter of `hz`, in its ticks (at least one).
@@ -718,6 +751,7 @@ mod tests {
             runs: 16,
             lock: "ticket",
             kernel_tests: 9,
+            stack_overflow: false,
         }
     }
 
@@ -845,6 +879,9 @@ mod tests {
         let release = [debug_nr::RELEASE, 0, 0, 0, 0, 0];
         assert_eq!(call(&d, 0, 7, exit), Ok(err(Error::MissingRight)));
         assert_eq!(call(&d, 0, 7, release), Ok(err(Error::MissingRight)));
+        // The stack-overflow call is refused outside `mode=stackoverflow`.
+        let overflow = [debug_nr::KERNEL_STACK_OVERFLOW, 0, 0, 0, 0, 0];
+        assert_eq!(call(&d, 0, 0, overflow), Ok(err(Error::MissingRight)));
         // Outside benchmark mode BENCH is unknown.
         let bench = [debug_nr::BENCH, 0, 0, 0, 0, 0];
         assert_eq!(call(&d, 0, 7, bench), Ok(err(Error::UnknownSyscall)));

@@ -2,6 +2,7 @@
 //! tables is left to each image.
 
 const PT_LOAD: u32 = 1;
+const PF_X: u32 = 1;
 const PF_W: u32 = 2;
 
 /// Why the user ELF cannot be loaded.
@@ -43,6 +44,9 @@ pub struct Segment {
     pub filesz: u64,
     /// Writable.
     pub writable: bool,
+    /// Executable (`PF_X`). Loaders map a segment executable only if it is executable and
+    /// not writable (W^X).
+    pub executable: bool,
 }
 
 /// A parsed user ELF.
@@ -107,6 +111,7 @@ impl Elf {
             let seg = if wide {
                 Segment {
                     writable: u32_at(data, ph + 4)? & PF_W != 0,
+                    executable: u32_at(data, ph + 4)? & PF_X != 0,
                     offset: w(ph + 8)?,
                     vaddr: w(ph + 16)?,
                     filesz: w(ph + 32)?,
@@ -119,6 +124,7 @@ impl Elf {
                     filesz: w(ph + 16)?,
                     memsz: w(ph + 20)?,
                     writable: u32_at(data, ph + 24)? & PF_W != 0,
+                    executable: u32_at(data, ph + 24)? & PF_X != 0,
                 }
             };
             let end = seg

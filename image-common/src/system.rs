@@ -95,6 +95,9 @@ pub struct Setup {
     /// Benchmark mode (`mode=bench`): what runs, and the throughput sampling interval in
     /// counter ticks.
     pub bench: Option<(crate::bench::Kind, u64)>,
+    /// `mode=stackoverflow`: only the root thread, running the stack-overflow program
+    /// instead of the root task (see [`build`]).
+    pub stack_overflow: bool,
 }
 
 const STORE_SIZE: usize = 160 * 1024;
@@ -247,6 +250,21 @@ pub fn build<S: Strategy, A: Arch>(
 ) -> (ThreadId, Plan) {
     if let Some((kind, interval)) = cfg.bench {
         return build_bench(arch, k, cfg.cores, kind, interval);
+    }
+    if cfg.stack_overflow {
+        // One thread: the root thread, started as `role::STACK_OVERFLOW`, which asks for a
+        // kernel stack overflow (the run ends with the HAL's overflow report).
+        let (b, _, root) = Builder::begin(k, arch, 1);
+        // SAFETY: the root thread has not run; same entry and stack as set by `thread`.
+        unsafe { arch.set_initial_context(root, USER_STACK_TOP - 8, [role::STACK_OVERFLOW, 0, 0]) };
+        if let Err(e) = b.k.start(root) {
+            arch.fail(format_args!("starting the stack-overflow program: {e:?}"));
+        }
+        let plan = Plan {
+            finite: 1,
+            user_tests: 0,
+        };
+        return (root, plan);
     }
     let cores = cfg.cores;
     let pager_test = cfg.test && cfg.pager_test;

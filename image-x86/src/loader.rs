@@ -2,7 +2,9 @@
 //!
 //! The user ELF is static and position-dependent (linked at `servers::abi::USER_BASE`), so
 //! loading is copying each `PT_LOAD` segment into fresh frames mapped at its virtual address:
-//! writable when the segment is, zero-filled past its file size. Every address space gets its
+//! writable when the segment is, zero-filled past its file size. The mappings are W^X: only a
+//! segment that is executable and not writable stays executable (text: read + execute);
+//! rodata, data and the stacks get the execute-disable bit. Every address space gets its
 //! own copy (no sharing, so one program's writes never reach another's). Checks are strict: a
 //! malformed ELF is a build error of this project, reported at boot.
 
@@ -39,6 +41,9 @@ pub fn load_into(elf: &Elf, root: PhysAddr) -> Result<(), ElfError> {
                 unsafe { core::ptr::copy_nonoverlapping(src.as_ptr(), phys_to_virt(frame), n) };
             }
             paging::map_user(root, page, frame, seg.writable).map_err(|_| ElfError::OutOfMemory)?;
+            if seg.writable || !seg.executable {
+                paging::set_user_no_execute(root, page).map_err(|_| ElfError::BadSegment)?;
+            }
             page += PAGE_SIZE;
         }
     }
@@ -51,6 +56,7 @@ pub fn map_stack(root: PhysAddr, top: u64, size: u64) -> Result<(), ElfError> {
     while page < top {
         let frame = paging::alloc_frame().ok_or(ElfError::OutOfMemory)?;
         paging::map_user(root, page, frame, true).map_err(|_| ElfError::OutOfMemory)?;
+        paging::set_user_no_execute(root, page).map_err(|_| ElfError::BadSegment)?;
         page += PAGE_SIZE;
     }
     Ok(())

@@ -1,16 +1,20 @@
 //! In-kernel self-tests of the x86 image (test mode), run on the bootstrap processor before the
 //! user programs start: frame allocation, address spaces, user mappings, the `syscall` MSRs,
-//! command-line parsing, the embedded user ELF, SMP bring-up. Each prints one `TEST` line.
+//! command-line parsing, the embedded user ELF, SMP bring-up, and the kernel's own memory
+//! protection (W^X of the image, NX physical window, unmapped stack guards, EFER.NXE on every
+//! core), read back from the live page tables. Each prints one `TEST` line.
 
 use hal_x86::paging::{self, phys_to_virt, pte, PAGE_SIZE};
 use hal_x86::usermode;
+
+use core::sync::atomic::{AtomicU64, Ordering};
 
 use crate::debugcalls::report;
 use image_common::cmdline::Config;
 use image_common::cmdline::LockChoice;
 
 /// In-kernel tests ([`before_smp`] + [`after_smp`]).
-pub const KERNEL_TESTS: usize = 9;
+pub const KERNEL_TESTS: usize = 14;
 /// `TEST` lines of the user errors program (`servers::programs::errors`).
 pub const USER_ERROR_TESTS: usize = 7;
 
@@ -102,10 +106,88 @@ pub fn before_smp(lock: LockChoice) {
         names_ok,
         format_args!("running with {}", lock.name()),
     );
+    protection();
+}
+
+/// A static in `.data` (non-zero, so not `.bss`), for the protection tests.
+static DATA_PROBE: AtomicU64 = AtomicU64::new(0x5AFE);
+
+/// The kernel's own mappings: text read-only and executable, rodata read-only and NX, data and
+/// the physical window NX, no page of the image both writable and executable, and every stack
+/// guard page unmapped (with the stack page above it mapped).
+fn protection() {
+    let root = paging::current_root();
+    let map = |va: u64| paging::effective_mapping(root, va);
+    let layout = paging::image_layout();
+    let text = map(protection as fn() as usize as u64);
+    let rodata_str: &'static str = "a string literal in .rodata";
+    let rodata = map(rodata_str.as_ptr() as u64);
+    let data = map(&DATA_PROBE as *const AtomicU64 as u64);
+    let window = map(phys_to_virt(0x1000) as u64);
+    let text_ok = text.is_some_and(|m| m.executable && !m.writable && !m.user);
+    let rodata_ok = rodata.is_some_and(|m| !m.executable && !m.writable);
+    let data_ok = data.is_some_and(|m| !m.executable && m.writable)
+        && DATA_PROBE.load(Ordering::Relaxed) == 0x5AFE;
+    let window_ok = window.is_some_and(|m| !m.executable && m.writable && m.phys == 0x1000);
+    report(
+        "kernel:wx_text_rx_rodata_ro_data_and_window_nx",
+        text_ok && rodata_ok && data_ok && window_ok,
+        format_args!("text {text:?} rodata {rodata:?} data {data:?} window {window:?}"),
+    );
+
+    let mut wx = 0;
+    let mut first_wx = 0;
+    let mut va = layout.text;
+    while va < layout.end {
+        if map(va).is_some_and(|m| m.writable && m.executable) {
+            wx += 1;
+            if first_wx == 0 {
+                first_wx = va;
+            }
+        }
+        va += PAGE_SIZE;
+    }
+    report(
+        "kernel:wx_no_image_page_writable_and_executable",
+        wx == 0 && layout.text < layout.rodata && layout.rodata < layout.data,
+        format_args!(
+            "{wx} W+X pages (first {first_wx:#x}) in {:#x}..{:#x}",
+            layout.text, layout.end
+        ),
+    );
+
+    let guards = hal_x86::percpu::stack_guards();
+    let (mut n, mut bad) = (0, 0);
+    for g in guards {
+        n += 1;
+        let above = map(g + PAGE_SIZE);
+        if map(g).is_some() || !above.is_some_and(|m| m.writable && !m.executable) {
+            bad += 1;
+        }
+    }
+    report(
+        "kernel:stack_guard_pages_unmapped",
+        n > 0 && bad == 0,
+        format_args!("{n} guard pages, {bad} mapped or without a stack above"),
+    );
 }
 
 /// Tests that need the other cores started.
 pub fn after_smp(cfg: &Config, expected: usize) {
+    let online = hal_x86::smp::online_count();
+    let missing_nxe = (0..online)
+        .filter(|&c| hal_x86::percpu::efer_at_boot(c) & hal_x86::cpu::EFER_NXE == 0)
+        .count();
+    let trampoline =
+        paging::effective_mapping(paging::current_root(), hal_x86::smp::TRAMPOLINE_PHYS);
+    report(
+        "kernel:nxe_on_every_core_trampoline_unmapped",
+        missing_nxe == 0 && trampoline.is_none(),
+        format_args!(
+            "{missing_nxe} of {online} cores without EFER.NXE; trampoline identity page {trampoline:?}"
+        ),
+    );
+
     let online = hal_x86::smp::online_count();
     report(
         "kernel:smp_all_cores_online",
@@ -120,6 +202,32 @@ pub fn after_smp(cfg: &Config, expected: usize) {
         "kernel:user_elf_parses",
         elf_ok,
         format_args!("entry {:?}", elf.as_ref().map(|e| e.entry)),
+    );
+    let loaded = match (&elf, paging::new_address_space()) {
+        (Ok(e), Some(r)) => crate::loader::load_into(e, r)
+            .and_then(|()| crate::loader::map_stack(r, 0x7000_0000, PAGE_SIZE))
+            .ok()
+            .map(|()| (e, r)),
+        _ => None,
+    };
+    let user_wx = loaded.is_some_and(|(e, r)| {
+        let segs_ok = e.segments().all(|s| {
+            let m = paging::effective_mapping(r, s.vaddr);
+            m.is_some_and(|m| {
+                m.user && m.writable == s.writable && m.executable == (s.executable && !s.writable)
+            })
+        });
+        let stack = paging::effective_mapping(r, 0x7000_0000 - PAGE_SIZE);
+        let text = paging::effective_mapping(r, e.entry);
+        segs_ok
+            && stack.is_some_and(|m| m.writable && !m.executable)
+            && text.is_some_and(|m| m.executable && !m.writable)
+            && e.segments().any(|s| s.writable)
+    });
+    report(
+        "kernel:user_elf_loaded_wx",
+        user_wx,
+        format_args!("text RX, rodata R NX, data and stack RW NX"),
     );
     let bad = crate::loader::parse(b"\x7FELF\x01\x01not an x86_64 executable");
     report(

@@ -50,6 +50,9 @@ pub mod role {
     pub const BENCH_TP_CLIENT: u64 = 10;
     /// Throughput benchmark server: answers every Call, forever.
     pub const BENCH_TP_SERVER: u64 = 11;
+    /// `mode=stackoverflow`: asks the image for a kernel stack overflow
+    /// ([`debug_nr::KERNEL_STACK_OVERFLOW`](super::debug_nr::KERNEL_STACK_OVERFLOW)).
+    pub const STACK_OVERFLOW: u64 = 12;
 }
 
 /// What a [`role::FAULT`] program does.
@@ -107,6 +110,10 @@ pub mod debug_nr {
     /// several clients sum up) or a [`bench::param`](super::bench::param); `c`, `d` = the value's
     /// low and high 32 bits.
     pub const BENCH: usize = 0x107;
+    /// Only in `mode=stackoverflow`: the image recurses on the calling core's kernel stack
+    /// until it runs into the guard page, to show that the overflow is caught and reported
+    /// (`kernel stack overflow on CPU n ...`); never returns.
+    pub const KERNEL_STACK_OVERFLOW: usize = 0x108;
 }
 
 /// [`debug_nr::INFO`] selectors.

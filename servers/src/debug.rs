@@ -76,6 +76,12 @@ pub fn panicked() {
     raw([debug_nr::PANIC, 0, 0, 0, 0, 0]);
 }
 
+/// `mode=stackoverflow` only: makes the kernel overflow its stack on this core (the machine
+/// stops with the overflow report; returns only if the image refused).
+pub fn kernel_stack_overflow() {
+    raw([debug_nr::KERNEL_STACK_OVERFLOW, 0, 0, 0, 0, 0]);
+}
+
 /// A fact from the image (see [`info`](mod@crate::abi::info)).
 pub fn info(selector: usize) -> usize {
     raw([debug_nr::INFO, selector, 0, 0, 0, 0])[1]

@@ -21,6 +21,7 @@ pub fn run(role: u64, a: u64, b: u64) -> ! {
         role::BENCH_IPC_SERVER => crate::bench::ipc_server(),
         role::BENCH_TP_CLIENT => crate::bench::tp_client(a as usize, b),
         role::BENCH_TP_SERVER => crate::bench::tp_server(),
+        role::STACK_OVERFLOW => stack_overflow(),
         other => {
             uprintln!("unknown role {other}");
             debug::panicked();
@@ -56,6 +57,20 @@ fn root(threads: usize, pager_for: usize) -> ! {
     }
     uprintln!("root: started {started} threads; releasing the other cores");
     debug::release_cores();
+    sys::park()
+}
+
+/// `mode=stackoverflow`: the only program; asks the image to overflow the kernel stack. The
+/// machine stops there with the overflow report; getting past the call is a failure.
+fn stack_overflow() -> ! {
+    uprintln!(
+        "stackoverflow: asking for a kernel stack overflow on cpu {}",
+        debug::cpu()
+    );
+    debug::kernel_stack_overflow();
+    uprintln!("stackoverflow: the debug call returned: no overflow happened");
+    debug::panicked();
+    debug::exit(false);
     sys::park()
 }
 

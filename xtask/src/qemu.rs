@@ -164,6 +164,13 @@ pub struct QemuArgs {
     #[arg(long)]
     pub tests: bool,
 
+    /// Boot `mode=stackoverflow`: a user program asks for a kernel stack overflow (a debug
+    /// call); the run passes only if the kernel stops with its `kernel stack overflow on CPU n
+    /// (stack guard at 0x...)` report and the failure status (a hang or a missing report
+    /// fails).
+    #[arg(long, conflicts_with = "tests")]
+    pub stack_overflow: bool,
+
     /// Round trips of each ping-pong pair (default: 500 for the demo, 20 for the tests).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub rounds: Option<u32>,
@@ -329,10 +336,16 @@ fn qemu_cmd(args: &QemuArgs, elf: &Path) -> Cmd {
     // The extra words go first: the kernel reads the first `key=value` of a key, so they
     // override xtask's own.
     let mut append = args.append.clone().map(|a| a + " ").unwrap_or_default();
+    let mode = if args.stack_overflow {
+        "stackoverflow"
+    } else if args.tests {
+        "test"
+    } else {
+        "demo"
+    };
     append.push_str(&format!(
-        "lock={} mode={} rounds={rounds}",
-        args.lock.name(),
-        if args.tests { "test" } else { "demo" }
+        "lock={} mode={mode} rounds={rounds}",
+        args.lock.name()
     ));
     guest_cmd(&Guest {
         arch: args.arch,
@@ -411,6 +424,43 @@ pub fn explain_armv7(code: Option<i32>, lines: &[String], smp: u32, lock: Lock) 
             format!("status {c}: QEMU failed (or an unexpected exit code)"),
         ),
         None => (false, "QEMU was killed by a signal".into()),
+    }
+}
+
+/// The verdict on a `--stack-overflow` run: the kernel must have printed its overflow report
+/// (`kernel stack overflow on CPU n (stack guard at 0x...`) and stopped with its failure status
+/// (x86_64 `isa-debug-exit` 35, ARMv7 semihosting 1), as for any other kernel panic.
+pub fn explain_stack_overflow(arch: Arch, code: Option<i32>, lines: &[String]) -> (bool, String) {
+    let report = lines
+        .iter()
+        .find(|l| l.contains("kernel stack overflow on CPU ") && l.contains("(stack guard at 0x"));
+    let failure_status = match arch {
+        Arch::X86_64 => Some(35),
+        Arch::Armv7 => Some(1),
+    };
+    match report {
+        Some(r) if code == failure_status => (
+            true,
+            format!(
+                "the kernel caught its stack overflow and stopped (status {}): {}",
+                code.unwrap_or(-1),
+                r.trim_start_matches(['!', ' '])
+            ),
+        ),
+        Some(_) => (
+            false,
+            format!(
+                "overflow reported, but the exit status is {code:?}, not the kernel's failure \
+                 status {failure_status:?}"
+            ),
+        ),
+        None => (
+            false,
+            format!(
+                "no `kernel stack overflow on CPU n (stack guard at 0x...)` report (status \
+                 {code:?})"
+            ),
+        ),
     }
 }
 
@@ -623,6 +673,9 @@ pub fn run(root: &Path, args: &QemuArgs) -> ExitCode {
         return ExitCode::FAILURE;
     }
     let (mut ok, what) = match args.arch {
+        _ if args.stack_overflow => {
+            explain_stack_overflow(args.arch, out.status.code(), &out.lines)
+        }
         Arch::X86_64 => explain_status(out.status.code()),
         Arch::Armv7 => explain_armv7(out.status.code(), &out.lines, args.smp, args.lock),
     };
@@ -804,6 +857,7 @@ mod tests {
             release: false,
             debug: false,
             tests: false,
+            stack_overflow: false,
             rounds: None,
             timeout: 60,
             append: None,
@@ -841,6 +895,22 @@ mod tests {
             "qemu-system-arm -M sabrelite -m 1G -smp 1 -display none -serial stdio -semihosting \
              -no-reboot -kernel /img -append lock=none -icount shift=0"
         );
+    }
+
+    #[test]
+    fn a_stack_overflow_run_needs_the_report_and_the_failure_status() {
+        let report = lines(
+            "stackoverflow: recursing\n!!! kernel stack overflow on CPU 0 (stack guard at \
+             0xffffffff8021f000: the kernel stack of cpu 0)",
+        );
+        assert!(explain_stack_overflow(Arch::X86_64, Some(35), &report).0);
+        assert!(explain_stack_overflow(Arch::Armv7, Some(1), &report).0);
+        // Success, a triple fault or a reset is not the kernel catching the overflow.
+        assert!(!explain_stack_overflow(Arch::X86_64, Some(33), &report).0);
+        assert!(!explain_stack_overflow(Arch::X86_64, Some(0), &report).0);
+        assert!(!explain_stack_overflow(Arch::Armv7, Some(0), &report).0);
+        let other = lines("!!! EXCEPTION on cpu 0: vector 14 (#PF page fault)");
+        assert!(!explain_stack_overflow(Arch::X86_64, Some(35), &other).0);
     }
 
     #[test]

@@ -45,6 +45,10 @@ const QEMU_SMP: &[u32] = &[1, 4];
 /// Seconds one QEMU suite run may take before it is killed and reported as a hang.
 const QEMU_TIMEOUT_SECS: &str = "60";
 
+/// Seconds a stack-overflow run may take: the report comes within a second or two of boot, so a
+/// run still going after this has hung (the overflow went unnoticed).
+const STACK_OVERFLOW_TIMEOUT_SECS: &str = "20";
+
 /// The examples that must run (example name, package, features).
 const EXAMPLES: &[(&str, &str, &str)] = &[("embed", "sync", "lock_api")];
 
@@ -302,6 +306,20 @@ fn qemu_steps() -> Vec<Step> {
             ));
         }
     }
+    // A kernel stack overflow provoked on purpose must be caught by the guard page and
+    // reported (`cargo xtask qemu --stack-overflow` judges the console and exit status).
+    steps.push(Step::from_result(
+        "qemu:x86_64-stack-overflow",
+        cmd(vec![
+            "qemu".into(),
+            "--stack-overflow".into(),
+            "--smp".into(),
+            "2".into(),
+            "--timeout".into(),
+            STACK_OVERFLOW_TIMEOUT_SECS.into(),
+        ]),
+        Judge::ExitStatus,
+    ));
     steps
 }
 
@@ -347,6 +365,19 @@ fn armv7_qemu_steps() -> Vec<Step> {
                 );
             }
         }
+        let mut args = base(&["--stack-overflow", "--smp", "2"]);
+        // `base` ends with the suite timeout; the overflow run gets a shorter one.
+        if let Some(t) = args.last_mut() {
+            *t = STACK_OVERFLOW_TIMEOUT_SECS.to_owned();
+        }
+        steps.push(
+            Step::from_result(
+                format!("qemu:armv7-{}-stack-overflow", machine.name()),
+                cmd(args),
+                Judge::ExitStatus,
+            )
+            .needs(Needs::Target(ARM)),
+        );
     }
     steps
 }
@@ -839,6 +870,9 @@ mod tests {
             "qemu:smp4-none",
             "qemu:armv7-sabrelite-demo",
             "qemu:armv7-virt-smp4-rtm",
+            "qemu:x86_64-stack-overflow",
+            "qemu:armv7-sabrelite-stack-overflow",
+            "qemu:armv7-virt-stack-overflow",
             "bench:tiny",
         ] {
             assert!(
