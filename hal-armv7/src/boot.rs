@@ -45,14 +45,32 @@ use crate::percpu::{CpuIndex, MAX_CPUS, PERCPU};
 use crate::psci::Conduit;
 use crate::{cache, console, cpu, gic, mmu, psci, timer, Platform, PLATFORM};
 
-/// Size of each core's stack area: SVC stack on top, then the abort and undefined stacks.
+/// Size of each core's stack area: SVC stack on top, then the abort and undefined stacks,
+/// each above an unmapped guard page:
+///
+/// | offset          | what                                   |
+/// |-----------------|----------------------------------------|
+/// | `0 .. 4K`       | guard (not mapped, see [`mmu`])        |
+/// | `4K .. 12K`     | UND (and FIQ) stack                    |
+/// | `12K .. 16K`    | guard                                  |
+/// | `16K .. 24K`    | ABT (and IRQ-mode) stack               |
+/// | `24K .. 28K`    | guard                                  |
+/// | `28K .. 256K`   | SVC stack (the kernel's)               |
+///
 /// 256 KiB: the SVC stack must hold a kernel object being constructed (`Kernel::new` returns
-/// it by value; ~50 KiB on ARMv7, more with the fine-grained strategy).
+/// it by value; ~50 KiB on ARMv7, more with the fine-grained strategy). A stack that runs off
+/// its bottom hits its guard page: a data abort, taken on the (separate) abort stack and
+/// reported as a kernel stack overflow (see [`stack_guard_at`]) instead of overwriting the
+/// stack below.
 pub const STACK_SIZE: usize = 256 * 1024;
+/// Size of a guard page.
+pub const GUARD_SIZE: usize = 4096;
 /// Top of the undefined-instruction (and FIQ) stack, from the area's base.
-const UND_TOP: usize = 8 * 1024;
+const UND_TOP: usize = 12 * 1024;
 /// Top of the abort (and unused IRQ-mode) stack, from the area's base.
-const ABT_TOP: usize = 16 * 1024;
+const ABT_TOP: usize = 24 * 1024;
+/// The guard pages' offsets in a core's stack area, with the stack each protects.
+const GUARDS: [(usize, &str); 3] = [(0, "UND/FIQ"), (UND_TOP, "ABT/IRQ"), (ABT_TOP, "SVC")];
 const _: () = assert!(
     STACK_SIZE == 1 << 18,
     "the entry code shifts the core index by 18"
@@ -72,6 +90,42 @@ static STACKS: Stacks = Stacks(UnsafeCell::new([[0; STACK_SIZE]; MAX_CPUS]));
 /// Top of core `cpu`'s SVC stack.
 pub fn stack_top(cpu: CpuIndex) -> usize {
     STACKS.0.get() as usize + (cpu + 1) * STACK_SIZE
+}
+
+/// A guard page that an address falls in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StackGuard {
+    /// The stack it protects (`"SVC"`, `"ABT/IRQ"`, `"UND/FIQ"`).
+    pub stack: &'static str,
+    /// The core that stack belongs to.
+    pub owner: CpuIndex,
+    /// The guard page's address.
+    pub guard: usize,
+}
+
+/// The stack guard page `addr` lies in, if any (of any core).
+pub fn stack_guard_at(addr: usize) -> Option<StackGuard> {
+    let base = STACKS.0.get() as usize;
+    let off = addr.checked_sub(base)?;
+    let owner = off / STACK_SIZE;
+    if owner >= MAX_CPUS {
+        return None;
+    }
+    let in_area = off % STACK_SIZE;
+    GUARDS
+        .iter()
+        .find(|(g, _)| (*g..*g + GUARD_SIZE).contains(&in_area))
+        .map(|&(g, stack)| StackGuard {
+            stack,
+            owner,
+            guard: base + owner * STACK_SIZE + g,
+        })
+}
+
+/// Every stack guard page, for the page tables and the self-tests.
+pub fn stack_guards() -> impl Iterator<Item = usize> {
+    let base = STACKS.0.get() as usize;
+    (0..MAX_CPUS).flat_map(move |c| GUARDS.iter().map(move |(g, _)| base + c * STACK_SIZE + g))
 }
 
 /// What a secondary core needs before its MMU is on.

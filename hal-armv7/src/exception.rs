@@ -12,7 +12,9 @@
 //!   -1 to the caller. Any other SVC from a kernel mode is reported like a fault.
 //! - Undefined instruction, prefetch abort, data abort, FIQ and the unused vectors:
 //!   `fault_entry` prints the report (exception, faulting PC, the mode and core it happened
-//!   in, DFAR/DFSR or IFAR/IFSR decoded, registers) and exits QEMU with failure. Each such
+//!   in, DFAR/DFSR or IFAR/IFSR decoded, registers) and exits QEMU with failure; a kernel data
+//!   abort on a stack guard page (see [`boot`](crate::boot)) is first reported as
+//!   `kernel stack overflow on CPU n (stack guard at 0x...)`. Each such
 //!   exception runs on its own per-core stack (abort or undefined mode), so a broken SVC stack
 //!   still gets reported.
 
@@ -92,6 +94,20 @@ pub(crate) extern "C" fn fault_entry(vector: u32, frame: &ExceptionFrame) -> ! {
         ExceptionKind::DataAbort => {
             let dfsr = FaultStatus::new(aarch32_cpu::register::Dfsr::read().raw_value());
             let dfar = aarch32_cpu::register::Dfar::read().0;
+            if Mode::from_psr(frame.spsr).is_privileged() {
+                if let Some(g) = crate::boot::stack_guard_at(dfar as usize) {
+                    crate::console::emergency_print(format_args!(
+                        "\n!!! kernel stack overflow on CPU {} (stack guard at {:#010x}: the {} \
+                         stack of cpu {})\n!!!   pc {:#010x}, sp {:#010x}, dfar {dfar:#010x}\n",
+                        crate::percpu::cpu_id(),
+                        g.guard,
+                        g.stack,
+                        g.owner,
+                        frame.pc,
+                        frame.sp,
+                    ));
+                }
+            }
             report(
                 kind,
                 frame,

@@ -155,7 +155,8 @@ pub const fn cpu_name(midr: u32) -> &'static str {
 pub enum SectionKind {
     /// Not mapped: any access is a translation fault.
     Fault,
-    /// Normal memory, inner and outer write-back write-allocate, shareable, executable.
+    /// Normal memory, inner and outer write-back write-allocate, shareable, execute-never
+    /// (the kernel image's own text is mapped executable page by page, see `mmu`).
     Normal,
     /// Shareable Device memory, execute-never.
     Device,
@@ -186,9 +187,17 @@ pub const fn section_descriptor(addr: u32, kind: SectionKind) -> u32 {
     match kind {
         SectionKind::Fault => 0,
         // TEX=001 C=1 B=1: Normal WBWA; S=1 so the SCU keeps it coherent between the cores
-        // (LDREX/STREX on it use the cache-coherent exclusive monitors).
+        // (LDREX/STREX on it use the cache-coherent exclusive monitors). XN: RAM is data (page
+        // tables, frames, the device tree); the kernel image's sections are replaced by
+        // second-level tables that make its text executable (see `mmu`).
         SectionKind::Normal => {
-            base | desc::S | desc::TEX_001 | desc::AP_PL1_RW | desc::C | desc::B | desc::SECTION
+            base | desc::S
+                | desc::TEX_001
+                | desc::AP_PL1_RW
+                | desc::C
+                | desc::B
+                | desc::XN
+                | desc::SECTION
         }
         // TEX=000 C=0 B=1: Shareable Device: no speculation, no merging, accesses in order.
         SectionKind::Device => base | desc::AP_PL1_RW | desc::XN | desc::B | desc::SECTION,

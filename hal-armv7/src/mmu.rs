@@ -3,6 +3,28 @@
 //! window as Device memory (see [`machine`](crate::machine) for the maps), and the MMU enable
 //! sequence every core runs.
 //!
+//! # Protection (W^X, guard pages)
+//! Every section is execute-never (XN) and kernel-only, except the sections that hold the
+//! kernel image: those are second-level tables of 4 KiB small pages ([`IMAGE_TABLES`], from
+//! `0x4020_0000`), so that protection can change at the page boundaries the link script puts
+//! between the image's parts (`__text_end`, `__rodata_end`):
+//!
+//! | pages                                   | protection                         |
+//! |-----------------------------------------|------------------------------------|
+//! | `.text` (with the vector table)         | PL1 read-only, executable          |
+//! | `.rodata`                               | PL1 read-only, XN                  |
+//! | `.data`, `.bss`, `.stacks`, rest of RAM | PL1 read-write, XN                 |
+//! | a guard page below every stack (SVC, ABT/IRQ, UND/FIQ of every core, see [`boot`](crate::boot)) | not mapped |
+//! | devices                                 | PL1 read-write, XN (Device memory) |
+//!
+//! So no kernel page is both writable and executable, and a kernel stack that overflows takes
+//! a data abort on its guard page (reported as `kernel stack overflow on CPU n`, see
+//! [`exception`](crate::exception)) instead of overwriting the stack below. XN forbids
+//! execution at PL1 as well as PL0, so kernel mappings need no PXN (which the Cortex-A9 does
+//! not implement; on the A15 it only matters for user pages, which the kernel never runs).
+//! User pages (in address spaces' own second-level tables, [`paging`](crate::paging)) are
+//! outside these sections.
+//!
 //! The table is written once by core 0 with its caches still off, so it is in memory when any
 //! core's table walker reads it; later changes would need a DCCMVAU clean of the entry (the A9
 //! walker does not look in the L1 data cache) before the TLB maintenance.
@@ -55,6 +77,94 @@ mod sctlr {
     pub const AFE: u32 = 1 << 29;
 }
 
+/// Second-level tables (1 MiB each) for the kernel image, from [`IMAGE_BASE`].
+pub const IMAGE_TABLES: usize = 8;
+/// The first section of the kernel image (`link.ld`).
+pub const IMAGE_BASE: u32 = 0x4020_0000;
+/// Entries of a second-level table.
+const L2_ENTRIES: usize = 256;
+
+/// A second-level table: 256 small-page entries, 1 KiB aligned.
+#[repr(C, align(1024))]
+struct L2Table(UnsafeCell<[u32; L2_ENTRIES]>);
+
+struct ImageTables([L2Table; IMAGE_TABLES]);
+
+// SAFETY: as for `L1Table`: written only by core 0 in `build`, before the MMU reads them.
+unsafe impl Sync for ImageTables {}
+
+static IMAGE_L2: ImageTables =
+    ImageTables([const { L2Table(UnsafeCell::new([0; L2_ENTRIES])) }; IMAGE_TABLES]);
+
+/// Small-page descriptor bits (short descriptors, TEX remap and access flag off).
+mod small {
+    /// XN (bit 0 of a small-page descriptor).
+    pub const XN: u32 = 1 << 0;
+    /// Bits \[1:0\] = 0b1x: a 4 KiB small page.
+    pub const PAGE: u32 = 0b10;
+    /// B.
+    pub const B: u32 = 1 << 2;
+    /// C.
+    pub const C: u32 = 1 << 3;
+    /// AP\[1:0\] = 0b01: PL1 access only.
+    pub const AP_PL1: u32 = 0b01 << 4;
+    /// TEX = 0b001 (with C, B: Normal write-back write-allocate).
+    pub const TEX_001: u32 = 0b001 << 6;
+    /// AP\[2\]: read-only (with AP\[1:0\] = 0b01: PL1 read-only, PL0 no access).
+    pub const AP2_RO: u32 = 1 << 9;
+    /// S: shareable.
+    pub const S: u32 = 1 << 10;
+    /// Normal memory, as the RAM sections.
+    pub const NORMAL: u32 = PAGE | B | C | TEX_001 | S | AP_PL1;
+}
+
+/// First-level descriptor of a second-level table (domain 0).
+const L1_COARSE: u32 = 0b01;
+
+/// The kernel image's section boundaries (from the link script).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ImageLayout {
+    /// Start of `.text`.
+    pub text: usize,
+    /// End of `.text` = start of `.rodata`.
+    pub rodata: usize,
+    /// End of `.rodata` = start of `.data`.
+    pub data: usize,
+    /// End of the image (after `.stacks`).
+    pub end: usize,
+}
+
+/// The kernel image's section boundaries.
+pub fn image_layout() -> ImageLayout {
+    unsafe extern "C" {
+        static __image_start: u8;
+        static __text_end: u8;
+        static __rodata_end: u8;
+        static __image_end: u8;
+    }
+    ImageLayout {
+        text: core::ptr::addr_of!(__image_start) as usize,
+        rodata: core::ptr::addr_of!(__text_end) as usize,
+        data: core::ptr::addr_of!(__rodata_end) as usize,
+        end: core::ptr::addr_of!(__image_end) as usize,
+    }
+}
+
+/// The small-page descriptor of image-section page `addr` (0: not mapped).
+fn image_page(layout: &ImageLayout, addr: usize) -> u32 {
+    if crate::boot::stack_guard_at(addr).is_some() {
+        return 0;
+    }
+    let prot = if addr >= layout.text && addr < layout.rodata {
+        small::AP2_RO
+    } else if addr >= layout.rodata && addr < layout.data {
+        small::AP2_RO | small::XN
+    } else {
+        small::XN
+    };
+    addr as u32 | small::NORMAL | prot
+}
+
 /// Fills the boot table for `machine`. Returns the TTBR0 value to load on every core.
 ///
 /// # Safety
@@ -66,6 +176,18 @@ pub unsafe fn build(machine: Machine) -> u32 {
         let d = section_descriptor(addr, machine.section_kind(addr));
         // SAFETY: `i` < 4096; nothing else accesses the table yet (caller's contract).
         unsafe { (*table)[i] = d };
+    }
+    // The image's sections: small pages with per-part protection and unmapped stack guards.
+    let layout = image_layout();
+    for (k, l2) in IMAGE_L2.0.iter().enumerate() {
+        let section = IMAGE_BASE as usize + k * SECTION_SIZE as usize;
+        for j in 0..L2_ENTRIES {
+            let d = image_page(&layout, section + j * crate::paging::PAGE_SIZE);
+            // SAFETY: `j` < 256; nothing else accesses the tables yet (caller's contract).
+            unsafe { (*l2.0.get())[j] = d };
+        }
+        // SAFETY: as above; the index is the section's, below 4096.
+        unsafe { (*table)[section / SECTION_SIZE as usize] = l2.0.get() as u32 | L1_COARSE };
     }
     // The table must be in memory before the walker reads it. The caches are still off, so
     // the stores went to memory; `dsb` waits for them to complete.
@@ -133,6 +255,27 @@ pub fn enabled() -> bool {
 /// Whether the calling core's data cache is on.
 pub fn dcache_enabled() -> bool {
     sctlr_read() & sctlr::C != 0
+}
+
+/// How the boot table maps a kernel address: `(writable, executable)` at PL1, or `None` if
+/// unmapped (for the protection self-tests; reads the tables, as the MMU would).
+pub fn kernel_protection(addr: usize) -> Option<(bool, bool)> {
+    let l1 = descriptor_of(addr as u32);
+    match l1 & 0b11 {
+        0b10 => {
+            // Section: AP[2] is bit 15, XN bit 4.
+            Some((l1 & (1 << 15) == 0, l1 & (1 << 4) == 0))
+        }
+        0b01 => {
+            let l2 = (l1 & !0x3FF) as *const u32;
+            let i = (addr >> 12) & 0xFF;
+            // SAFETY: a second-level table of the boot table (one of `IMAGE_L2`), never
+            // written after `build`; `i` < 256.
+            let d = unsafe { l2.add(i).read_volatile() };
+            (d & 0b10 != 0).then_some((d & small::AP2_RO == 0, d & small::XN == 0))
+        }
+        _ => None,
+    }
 }
 
 /// The first-level descriptor currently mapping `addr` (for the boot log and fault reports).

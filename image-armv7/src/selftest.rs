@@ -5,11 +5,12 @@
 use hal_armv7::paging::{self, phys_to_virt, PAGE_SIZE};
 
 use crate::debugcalls::report;
+use core::sync::atomic::{AtomicU32, Ordering};
 use image_common::cmdline::Config;
 use image_common::cmdline::LockChoice;
 
 /// In-kernel tests ([`before_smp`] + [`after_smp`]).
-pub const KERNEL_TESTS: usize = 9;
+pub const KERNEL_TESTS: usize = 12;
 /// `TEST` lines of the user errors program (`servers::programs::errors`).
 pub const USER_ERROR_TESTS: usize = 7;
 
@@ -101,6 +102,65 @@ pub fn before_smp(lock: LockChoice) {
         "kernel:cmdline_lock_names",
         names_ok,
         format_args!("running with {}", lock.name()),
+    );
+    protection();
+}
+
+/// A static in `.data` (non-zero, so not `.bss`), for the protection tests.
+static DATA_PROBE: AtomicU32 = AtomicU32::new(0x5AFE);
+
+/// The kernel's own mappings, read back from the boot table: text read-only and executable,
+/// rodata read-only and XN, data and the rest of RAM XN, no image page both writable and
+/// executable, every stack guard page unmapped with its stack page above mapped.
+fn protection() {
+    use hal_armv7::mmu::{image_layout, kernel_protection};
+    let layout = image_layout();
+    let text = kernel_protection(protection as fn() as usize);
+    let rodata_str: &'static str = "a string literal in .rodata";
+    let rodata = kernel_protection(rodata_str.as_ptr() as usize);
+    let data = kernel_protection(&DATA_PROBE as *const AtomicU32 as usize);
+    let frame = paging::alloc_frame().map(|f| kernel_protection(f as usize));
+    let ok = text == Some((false, true))
+        && rodata == Some((false, false))
+        && data == Some((true, false))
+        && DATA_PROBE.load(Ordering::Relaxed) == 0x5AFE
+        && frame == Some(Some((true, false)));
+    report(
+        "kernel:wx_text_rx_rodata_ro_data_and_ram_xn",
+        ok,
+        format_args!(
+            "(writable, executable): text {text:?} rodata {rodata:?} data {data:?} frame {frame:?}"
+        ),
+    );
+    let (mut wx, mut first) = (0, 0);
+    for va in (layout.text..layout.end).step_by(PAGE_SIZE) {
+        if kernel_protection(va) == Some((true, true)) {
+            wx += 1;
+            if first == 0 {
+                first = va;
+            }
+        }
+    }
+    report(
+        "kernel:wx_no_image_page_writable_and_executable",
+        wx == 0 && layout.text < layout.rodata && layout.rodata < layout.data,
+        format_args!(
+            "{wx} W+X pages (first {first:#x}) in {:#x}..{:#x}",
+            layout.text, layout.end
+        ),
+    );
+    let (mut n, mut bad) = (0, 0);
+    for g in hal_armv7::boot::stack_guards() {
+        n += 1;
+        if kernel_protection(g).is_some() || kernel_protection(g + PAGE_SIZE) != Some((true, false))
+        {
+            bad += 1;
+        }
+    }
+    report(
+        "kernel:stack_guard_pages_unmapped",
+        n > 0 && bad == 0,
+        format_args!("{n} guard pages, {bad} mapped or without a stack above"),
     );
 }
 
