@@ -238,7 +238,8 @@ mod tests {
     fn descriptors() {
         assert_eq!(
             section_descriptor(0x4020_0000, SectionKind::Normal),
-            0x4020_0000 | 0x1_140E
+            // XN (0x10) since RAM sections are data; the image's text is mapped by pages.
+            0x4020_0000 | 0x1_141E
         );
         assert_eq!(
             section_descriptor(0x0212_3456, SectionKind::Device),
