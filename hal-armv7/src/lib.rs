@@ -308,23 +308,36 @@ mod target {
             root: kernel::PhysAddr,
             vaddr: usize,
             frame: kernel::PhysAddr,
-            writable: bool,
+            attrs: kernel::PageAttrs,
+            tag: kernel::MapTag,
         ) {
             // `prepare_map` made the second-level table in the same critical section. Besides
-            // the store, `map_user` cleans the entry to the point of unification and waits
+            // the store, `map_leaf` cleans the entry to the point of unification and waits
             // (`dsb ish`): ARMv7 has no transactions, so cache maintenance inside the critical
             // section is allowed here, and the A9's table walker needs it.
-            if crate::paging::map_user(root, vaddr, frame, writable).is_err() {
+            if crate::paging::map_leaf(root, vaddr, frame, attrs, tag).is_err() {
                 panic!("map_page {vaddr:#x} in {root:#x} failed after prepare_map (HAL bug)");
             }
         }
-        fn unmap_page(&self, root: kernel::PhysAddr, vaddr: usize) {
-            if crate::paging::unmap_user(root, vaddr).is_err() {
-                panic!("unmap_page {vaddr:#x} in {root:#x}: no page table");
-            }
+        fn lookup(&self, root: kernel::PhysAddr, vaddr: usize) -> Option<kernel::Leaf> {
+            crate::paging::lookup_leaf(root, vaddr)
         }
-        fn release_address_space(&self, root: kernel::PhysAddr) {
-            crate::paging::clear_user(root);
+        fn unmap_page(&self, cpu: kernel::CpuId, root: kernel::PhysAddr, vaddr: usize) {
+            crate::paging::unmap_leaf(cpu, root, vaddr);
+        }
+        fn sweep(
+            &self,
+            cpu: kernel::CpuId,
+            root: kernel::PhysAddr,
+            f: &mut dyn FnMut(&kernel::Leaf) -> kernel::SweepAction,
+        ) -> usize {
+            crate::paging::sweep(cpu, root, f)
+        }
+        fn reclaim_tables(&self, cpu: kernel::CpuId) {
+            crate::paging::reclaim_tables(cpu);
+        }
+        fn table_frames(&self) -> (usize, usize) {
+            crate::paging::table_frames()
         }
         fn set_entry(&self, thread: kernel::ThreadId, pc: usize, sp: usize, arg: usize) {
             // SAFETY: the kernel calls this in its critical section for a thread that is

@@ -113,6 +113,17 @@ impl Machine {
         }
     }
 
+    /// The device-memory ranges `(start, end)` user drivers may own: on the Sabre Lite the
+    /// second UART and the ENET (FEC) Ethernet controller, on virt the 32 virtio-mmio
+    /// transports and the PL031 real-time clock. Never the kernel's console UART, the GIC or
+    /// the timers.
+    pub const fn user_devices(self) -> &'static [(u64, u64)] {
+        match self {
+            Machine::Sabrelite => &[(0x021E_8000, 0x021E_C000), (0x0218_8000, 0x0218_C000)],
+            Machine::Virt => &[(0x0A00_0000, 0x0A00_4000), (0x0901_0000, 0x0901_1000)],
+        }
+    }
+
     /// Physical address of the console UART.
     pub const fn uart_base(self) -> usize {
         match self {

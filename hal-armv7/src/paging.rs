@@ -99,6 +99,32 @@ pub fn init(machine: Machine) {
     NEXT_FRAME.store(start, Ordering::Relaxed);
     MACHINE_VIRT.store(u32::from(machine == Machine::Virt), Ordering::Relaxed);
     BOOT_TTBR0.store(ttbr0_read(), Ordering::Release);
+    // The page-table pool: one frame per 64 pages of the RAM window (at least 256), each
+    // frame one second-level table (1 KiB) and its tag shadow.
+    let frames = ((FRAME_POOL_END - start) / PAGE_SIZE / 64).max(256);
+    if let Some(base) = alloc_aligned(frames, PAGE_SIZE) {
+        let mut p = POOL.lock();
+        p.next = base as usize;
+        p.end = base as usize + frames * PAGE_SIZE;
+        p.n_free = frames;
+        p.total = frames;
+    }
+}
+
+/// Hands over the frames left after the boot image (they become the root task's RAM region):
+/// writes `(start, end)` to `out[0]` and returns 1 (0 if nothing is left or `out` is empty).
+/// Afterwards [`alloc_frame`] finds nothing.
+pub fn take_free_ram(out: &mut [(u64, u64)]) -> usize {
+    let Some(first) = out.first_mut() else {
+        return 0;
+    };
+    let start = NEXT_FRAME.swap(FRAME_POOL_END, Ordering::Relaxed);
+    if start == 0 || start >= FRAME_POOL_END {
+        return 0;
+    }
+    let start = start.next_multiple_of(PAGE_SIZE);
+    *first = (start as u64, FRAME_POOL_END as u64);
+    1
 }
 
 /// Allocates `n` zeroed contiguous frames aligned to `align` bytes.
@@ -265,7 +291,7 @@ pub fn prepare_user_map(root: PhysAddr, vaddr: usize) -> Result<(), MapPrepError
         Ok(_) => Ok(()),
         Err(true) => Err(MapPrepError::Occupied),
         Err(false) => {
-            let l2 = alloc_frame().ok_or(MapPrepError::OutOfMemory)?;
+            let l2 = alloc_table().ok_or(MapPrepError::OutOfMemory)?;
             // An empty table (already zeroed) must reach memory before the entry pointing to
             // it can be walked.
             clean_table(l2 as usize, 1024);
@@ -278,30 +304,256 @@ pub fn prepare_user_map(root: PhysAddr, vaddr: usize) -> Result<(), MapPrepError
     }
 }
 
-/// Maps the user page `vaddr` to `frame` in `root`. Fails only if the table is missing (no
-/// `prepare_user_map` first) or `vaddr` is in a kernel section.
+/// Maps the user page `vaddr` to `frame` in `root` as the image loader's (tag 0): writable and
+/// never executable if `writable`, else read-only and executable. Fails only if the table is
+/// missing (no `prepare_user_map` first) or `vaddr` is in a kernel section.
 pub fn map_user(
     root: PhysAddr,
     vaddr: usize,
     frame: PhysAddr,
     writable: bool,
 ) -> Result<(), MapError> {
+    let attrs = if writable {
+        kernel::PageAttrs::WRITE
+    } else {
+        kernel::PageAttrs::EXEC
+    };
+    map_leaf(root, vaddr, frame, attrs, 0)
+}
+
+/// Device memory: TEX 000, C 0, B 1 (shareable device).
+const DEVICE_ATTRS: u32 = pte::B;
+/// Normal memory: TEX 001, C 1, B 1 (write-back, write-allocate), shareable.
+const NORMAL_ATTRS: u32 = pte::TEX_001 | pte::C | pte::B | pte::S;
+/// The memory-type bits of a descriptor (TEX, C, B, S).
+const TYPE_MASK: u32 = (0b111 << 6) | pte::C | pte::B | pte::S;
+/// XN (bit 0 of a small-page descriptor).
+const XN: u32 = 1;
+
+/// The region tags of a second-level table: 256 half-words after its 1 KiB of entries, in the
+/// same 4 KiB frame (the short-descriptor format has no software bits).
+fn tag_slot(e: *mut u32) -> *mut u16 {
+    let table = (e as usize) & !0x3FF;
+    let index = ((e as usize) & 0x3FF) / 4;
+    (table + 1024 + 2 * index) as *mut u16
+}
+
+/// Maps the user page `vaddr` to `frame` in `root` with `attrs` and region tag `tag`.
+pub fn map_leaf(
+    root: PhysAddr,
+    vaddr: usize,
+    frame: PhysAddr,
+    attrs: kernel::PageAttrs,
+    tag: kernel::MapTag,
+) -> Result<(), MapError> {
     let e = l2_entry_or_err(root, vaddr)?;
-    let ap = if writable { pte::AP_RW } else { pte::AP_RO };
-    let d = (frame as u32 & !0xFFF)
-        | pte::NG
-        | pte::S
-        | pte::TEX_001
-        | ap
-        | pte::C
-        | pte::B
-        | pte::SMALL;
-    // SAFETY: an entry of a second-level table of `root`.
-    unsafe { e.write_volatile(d) };
+    let ap = if attrs.contains(kernel::PageAttrs::WRITE) {
+        pte::AP_RW
+    } else {
+        pte::AP_RO
+    };
+    let ty = if attrs.contains(kernel::PageAttrs::DEVICE) {
+        DEVICE_ATTRS
+    } else {
+        NORMAL_ATTRS
+    };
+    let xn = if attrs.contains(kernel::PageAttrs::EXEC) {
+        0
+    } else {
+        XN
+    };
+    let d = (frame as u32 & !0xFFF) | pte::NG | ty | ap | pte::SMALL | xn;
+    // SAFETY: an entry of a second-level table of `root` and its tag slot in the same frame.
+    unsafe {
+        tag_slot(e).write_volatile(tag);
+        e.write_volatile(d);
+    }
     // An invalid entry is never cached in a TLB, so a new mapping needs no TLB maintenance:
     // only the clean + dsb ish that make it visible to the walkers.
     clean_table(e as usize, 4);
     Ok(())
+}
+
+/// The leaf a descriptor describes, with the tag in its shadow slot.
+fn leaf_of(e: *mut u32, d: u32) -> kernel::Leaf {
+    let mut attrs = kernel::PageAttrs::empty();
+    if d & (0b11 << 4) == pte::AP_RW {
+        attrs |= kernel::PageAttrs::WRITE;
+    }
+    if d & XN == 0 {
+        attrs |= kernel::PageAttrs::EXEC;
+    }
+    if d & TYPE_MASK == DEVICE_ATTRS {
+        attrs |= kernel::PageAttrs::DEVICE;
+    }
+    kernel::Leaf {
+        phys: PhysAddr::from(d & !0xFFF),
+        attrs,
+        // SAFETY: the tag slot of a second-level table entry.
+        tag: unsafe { tag_slot(e).read_volatile() },
+    }
+}
+
+/// The user leaf mapping `vaddr` in `root`, if any.
+pub fn lookup_leaf(root: PhysAddr, vaddr: usize) -> Option<kernel::Leaf> {
+    if vaddr >= USER_TOP {
+        return None;
+    }
+    let e = l2_entry(root, vaddr).ok()?;
+    // SAFETY: an entry of a second-level table of `root`.
+    let d = unsafe { e.read_volatile() };
+    (d & 0b10 != 0).then(|| leaf_of(e, d))
+}
+
+/// Whether a second-level table (1 KiB at `l2`) has no entry.
+fn l2_empty(l2: usize) -> bool {
+    // SAFETY: 256 entries of a second-level table frame.
+    (0..256).all(|i| unsafe { (l2 as *const u32).add(i).read_volatile() } == 0)
+}
+
+/// Unlinks the second-level table of `vaddr`'s section from `root` and retires it for `cpu`.
+fn unlink_l2(cpu: usize, root: PhysAddr, vaddr: usize, l2: usize) {
+    let e = l1_entry(root, vaddr);
+    // SAFETY: the first-level entry of a user section of `root`.
+    unsafe { e.write_volatile(0) };
+    clean_table(e as usize, 4);
+    retire_table(cpu, l2);
+}
+
+/// Removes the user leaf `vaddr` from `root` (no TLB maintenance: the kernel flushes after its
+/// critical section, and shoots down the other cores); an emptied second-level table is
+/// unlinked and retired for `cpu`.
+pub fn unmap_leaf(cpu: usize, root: PhysAddr, vaddr: usize) {
+    let Ok(e) = l2_entry(root, vaddr) else { return };
+    // SAFETY: an entry of a second-level table of `root`, and its tag slot.
+    unsafe {
+        e.write_volatile(0);
+        tag_slot(e).write_volatile(0);
+    }
+    clean_table(e as usize, 4);
+    let l2 = (e as usize) & !0x3FF;
+    if l2_empty(l2) {
+        unlink_l2(cpu, root, vaddr, l2);
+    }
+}
+
+/// Visits every user leaf of `root` and removes or retags it as `f` says; emptied tables are
+/// unlinked and retired for `cpu`. Returns how many leaves it removed.
+pub fn sweep(
+    cpu: usize,
+    root: PhysAddr,
+    f: &mut dyn FnMut(&kernel::Leaf) -> kernel::SweepAction,
+) -> usize {
+    let mut removed = 0;
+    for i in 0..L1_ENTRIES {
+        let section = i * SECTION_SIZE as usize;
+        if section >= USER_TOP || kernel_section(section as u32) {
+            continue;
+        }
+        let Ok(first) = l2_entry(root, section) else {
+            continue;
+        };
+        let l2 = first as usize;
+        for j in 0..256 {
+            let e = (l2 as *mut u32).wrapping_add(j);
+            // SAFETY: entry `j` of the section's second-level table.
+            let d = unsafe { e.read_volatile() };
+            if d & 0b10 == 0 {
+                continue;
+            }
+            match f(&leaf_of(e, d)) {
+                kernel::SweepAction::Keep => {}
+                kernel::SweepAction::Remove => {
+                    // SAFETY: as above, and the entry's tag slot.
+                    unsafe {
+                        e.write_volatile(0);
+                        tag_slot(e).write_volatile(0);
+                    }
+                    removed += 1;
+                }
+                // SAFETY: the entry's tag slot.
+                kernel::SweepAction::Retag(tag) => unsafe { tag_slot(e).write_volatile(tag) },
+            }
+        }
+        clean_table(l2, 1024);
+        if l2_empty(l2) {
+            unlink_l2(cpu, root, section, l2);
+        }
+    }
+    removed
+}
+
+/// Free page-table frames, linked through their first word; retired ones per core likewise,
+/// until that core's TLB shoot-down completed ([`reclaim_tables`]).
+struct TablePool {
+    next: usize,
+    end: usize,
+    free: usize,
+    n_free: usize,
+    total: usize,
+    retired: [usize; crate::percpu::MAX_CPUS],
+}
+
+static POOL: spin::Mutex<TablePool> = spin::Mutex::new(TablePool {
+    next: 0,
+    end: 0,
+    free: 0,
+    n_free: 0,
+    total: 0,
+    retired: [0; crate::percpu::MAX_CPUS],
+});
+
+/// A zeroed frame for a second-level table and its tags (`None`: the pool is exhausted).
+fn alloc_table() -> Option<PhysAddr> {
+    let f = {
+        let mut p = POOL.lock();
+        let f = if p.free != 0 {
+            let f = p.free;
+            // SAFETY: a free frame holds the next link in its first word.
+            p.free = unsafe { (f as *const usize).read_volatile() };
+            f
+        } else if p.next < p.end {
+            p.next += PAGE_SIZE;
+            p.next - PAGE_SIZE
+        } else {
+            return None;
+        };
+        p.n_free -= 1;
+        f
+    };
+    // SAFETY: the frame was just taken from the pool; nobody else uses it.
+    unsafe { core::ptr::write_bytes(f as *mut u8, 0, PAGE_SIZE) };
+    Some(f as PhysAddr)
+}
+
+/// Puts an unlinked table frame on core `cpu`'s retired list.
+fn retire_table(cpu: usize, f: usize) {
+    let cpu = cpu.min(crate::percpu::MAX_CPUS - 1);
+    let mut p = POOL.lock();
+    // SAFETY: no entry points at `f` any more; its first word links the list.
+    unsafe { (f as *mut usize).write_volatile(p.retired[cpu]) };
+    p.retired[cpu] = f;
+}
+
+/// Returns core `cpu`'s retired tables to the free list (after its TLB shoot-down).
+pub fn reclaim_tables(cpu: usize) {
+    let cpu = cpu.min(crate::percpu::MAX_CPUS - 1);
+    let mut p = POOL.lock();
+    while p.retired[cpu] != 0 {
+        let f = p.retired[cpu];
+        // SAFETY: retired frames link through their first word.
+        p.retired[cpu] = unsafe { (f as *const usize).read_volatile() };
+        // SAFETY: now on the free list.
+        unsafe { (f as *mut usize).write_volatile(p.free) };
+        p.free = f;
+        p.n_free += 1;
+    }
+}
+
+/// `(free, total)` frames of the page-table pool.
+pub fn table_frames() -> (usize, usize) {
+    let p = POOL.lock();
+    (p.n_free, p.total)
 }
 
 /// Why a page-table write was refused.
@@ -335,30 +587,12 @@ pub fn map_user_alloc(
     map_user(root, vaddr, frame, writable).map_err(|_| MapPrepError::Occupied)
 }
 
-/// Removes the user page `vaddr` from `root` (no TLB maintenance: the kernel flushes after
-/// its critical section, and shoots down the other cores).
+/// Removes the user page `vaddr` from `root` (no TLB maintenance); an emptied table is retired
+/// for the calling core.
 pub fn unmap_user(root: PhysAddr, vaddr: usize) -> Result<(), MapError> {
-    let e = l2_entry_or_err(root, vaddr)?;
-    // SAFETY: an entry of a second-level table of `root`.
-    unsafe { e.write_volatile(0) };
-    clean_table(e as usize, 4);
+    l2_entry_or_err(root, vaddr)?;
+    unmap_leaf(crate::percpu::cpu_id() as usize, root, vaddr);
     Ok(())
-}
-
-/// Removes every user mapping of the deleted address space `root` (also the image loader's):
-/// clears each first-level entry outside the kernel sections. The second-level tables leak (the
-/// frame allocator never frees). No TLB maintenance: the kernel flushes `root`'s ASID on every
-/// core that may cache it afterwards and waits for them.
-pub fn clear_user(root: PhysAddr) {
-    let table = root as usize as *mut u32;
-    for i in 0..L1_ENTRIES {
-        if !kernel_section((i as u32) * SECTION_SIZE) {
-            // SAFETY: `root` is a first-level table of L1_ENTRIES entries made by
-            // `new_address_space`; the kernel's critical section excludes other writers.
-            unsafe { table.add(i).write_volatile(0) };
-        }
-    }
-    clean_table(root as usize, 4 * PAGE_SIZE);
 }
 
 /// The frame and descriptor mapping `vaddr` in `root`, if any.

@@ -260,27 +260,38 @@ mod target {
             root: kernel::PhysAddr,
             vaddr: usize,
             frame: kernel::PhysAddr,
-            writable: bool,
+            attrs: kernel::PageAttrs,
+            tag: kernel::MapTag,
         ) {
             // The kernel validated the address (page aligned, below USER_TOP) and
             // `prepare_map` made every page table this walk needs in the same critical section,
-            // so `map_user` allocates nothing and cannot fail: a failure is a bug of this HAL,
+            // so `map_leaf` allocates nothing and cannot fail: a failure is a bug of this HAL,
             // never the result of user input.
-            if let Err(e) = crate::paging::map_user(root, vaddr as u64, frame, writable) {
+            if let Err(e) = crate::paging::map_leaf(root, vaddr as u64, frame, attrs, tag) {
                 crate::mapprep::hal_bug(format_args!(
                     "map_page {vaddr:#x} in {root:#x} failed after prepare_map: {e:?}"
                 ));
             }
         }
-        fn unmap_page(&self, root: kernel::PhysAddr, vaddr: usize) {
-            if let Err(e) = crate::paging::unmap_user(root, vaddr as u64) {
-                panic!("unmap_page {vaddr:#x} in {root:#x}: {e:?}");
-            }
+        fn lookup(&self, root: kernel::PhysAddr, vaddr: usize) -> Option<kernel::Leaf> {
+            crate::paging::lookup_leaf(root, vaddr as u64)
         }
-        fn release_address_space(&self, root: kernel::PhysAddr) {
-            // Clears the user half (also the image loader's pages); the page-table frames
-            // leak, as the bump frame allocator never frees (see `paging::clear_user_half`).
-            crate::paging::clear_user_half(root);
+        fn unmap_page(&self, cpu: kernel::CpuId, root: kernel::PhysAddr, vaddr: usize) {
+            crate::paging::unmap_leaf(cpu, root, vaddr as u64);
+        }
+        fn sweep(
+            &self,
+            cpu: kernel::CpuId,
+            root: kernel::PhysAddr,
+            f: &mut dyn FnMut(&kernel::Leaf) -> kernel::SweepAction,
+        ) -> usize {
+            crate::paging::sweep(cpu, root, f)
+        }
+        fn reclaim_tables(&self, cpu: kernel::CpuId) {
+            crate::paging::reclaim_tables(cpu);
+        }
+        fn table_frames(&self) -> (usize, usize) {
+            crate::paging::table_frames()
         }
         fn set_entry(&self, thread: kernel::ThreadId, pc: usize, sp: usize, arg: usize) {
             // SAFETY: the kernel calls this in its critical section for a thread that is

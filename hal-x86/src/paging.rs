@@ -172,7 +172,39 @@ pub fn init_frames(memory_map: &[MemoryRegion], kernel_end_phys: u64) {
     }
     a.current = 0;
     a.next = if a.count > 0 { a.regions[0].0 } else { 0 };
+    let pages: u64 = a.regions[..a.count]
+        .iter()
+        .map(|r| (r.1 - r.0) / PAGE_SIZE)
+        .sum();
+    drop(a);
     BOOT_ROOT.store(current_root(), core::sync::atomic::Ordering::Release);
+    reserve_table_pool(table_pool_frames(pages));
+}
+
+/// Page-table frames reserved for user address spaces: one per 64 pages of RAM (enough to map
+/// all of RAM eight times over with 4 KiB pages, one table per 2 MiB), at least 256.
+pub fn table_pool_frames(ram_pages: u64) -> u64 {
+    (ram_pages / 64).max(256)
+}
+
+/// The frames left in the bump allocator, handed over whole (they become the root task's RAM
+/// regions): writes up to `out.len()` ranges `(start, end)` and returns how many. Afterwards
+/// [`alloc_frame`] finds nothing.
+pub fn take_free_ram(out: &mut [(u64, u64)]) -> usize {
+    let mut a = FRAMES.lock();
+    let mut n = 0;
+    while a.current < a.count && n < out.len() {
+        let (_, end) = a.regions[a.current];
+        if a.next < end {
+            out[n] = (a.next, end);
+            n += 1;
+        }
+        a.current += 1;
+        if a.current < a.count {
+            a.next = a.regions[a.current].0;
+        }
+    }
+    n
 }
 
 /// Allocates a zeroed 4 KiB frame; `None` when RAM is exhausted.
@@ -273,7 +305,7 @@ fn walk(
             if !create {
                 return Ok(None);
             }
-            let new = alloc_frame().ok_or(MapError::OutOfMemory)?;
+            let new = alloc_table().ok_or(MapError::OutOfMemory)?;
             let mut fresh = PageTableEntry::new();
             fresh.set_addr(
                 x86_64::PhysAddr::new(new),
@@ -302,26 +334,297 @@ fn check_user(vaddr: u64) -> Result<VirtAddr, MapError> {
 }
 
 /// Maps the frame `phys` at user address `vaddr` in the address space `root` (user-accessible,
-/// writable if `writable`), creating page tables as needed. Replaces an existing mapping (the
-/// caller flushes TLBs).
+/// writable and never executable if `writable`, else read-only and executable), as the image
+/// loader's (tag 0), creating page tables as needed. Replaces an existing mapping (the caller
+/// flushes TLBs).
 pub fn map_user(
     root: PhysAddr,
     vaddr: u64,
     phys: PhysAddr,
     writable: bool,
 ) -> Result<(), MapError> {
+    let attrs = if writable {
+        kernel::PageAttrs::WRITE
+    } else {
+        kernel::PageAttrs::EXEC
+    };
+    map_leaf(root, vaddr, phys, attrs, 0)
+}
+
+/// Maps the frame `phys` at user address `vaddr` in `root` with `attrs` (NX unless EXEC, PCD|PWT
+/// for device memory) and the region tag `tag` in the entry's software bits, creating page
+/// tables as needed.
+pub fn map_leaf(
+    root: PhysAddr,
+    vaddr: u64,
+    phys: PhysAddr,
+    attrs: kernel::PageAttrs,
+    tag: kernel::MapTag,
+) -> Result<(), MapError> {
     let vaddr = check_user(vaddr)?;
     let frame = x86_64::PhysAddr::try_new(phys).map_err(|_| MapError::BadAddress)?;
     let e = walk(root, vaddr, true)?.ok_or(MapError::OutOfMemory)?;
     let mut flags = PageTableFlags::PRESENT | PageTableFlags::USER_ACCESSIBLE;
-    if writable {
+    if attrs.contains(kernel::PageAttrs::WRITE) {
         flags |= PageTableFlags::WRITABLE;
     }
-    let mut new = PageTableEntry::new();
-    new.set_addr(frame.align_down(PAGE_SIZE), flags);
+    if !attrs.contains(kernel::PageAttrs::EXEC) {
+        flags |= PageTableFlags::NO_EXECUTE;
+    }
+    if attrs.contains(kernel::PageAttrs::DEVICE) {
+        flags |= PageTableFlags::NO_CACHE | PageTableFlags::WRITE_THROUGH;
+    }
+    let value = frame.align_down(PAGE_SIZE).as_u64() | flags.bits() | tag_bits(tag);
     // SAFETY: `e` points at the page-table entry of `vaddr` in a table of this address space.
-    unsafe { e.write_volatile(new) };
+    unsafe { (e as *mut u64).write_volatile(value) };
     Ok(())
+}
+
+/// The software bits of an entry holding a region tag: 9..11 (low 3 bits) and 52..58 (high 7).
+fn tag_bits(tag: kernel::MapTag) -> u64 {
+    ((u64::from(tag) & 0x7) << 9) | ((u64::from(tag) >> 3 & 0x7F) << 52)
+}
+
+/// The region tag of an entry (see [`tag_bits`]).
+fn entry_tag(e: u64) -> kernel::MapTag {
+    (((e >> 9) & 0x7) | (((e >> 52) & 0x7F) << 3)) as kernel::MapTag
+}
+
+/// The leaf an entry value describes (present, 4 KiB).
+fn leaf_of(e: u64) -> kernel::Leaf {
+    let mut attrs = kernel::PageAttrs::empty();
+    if e & pte::WRITABLE != 0 {
+        attrs |= kernel::PageAttrs::WRITE;
+    }
+    if e & pte::NO_EXECUTE == 0 {
+        attrs |= kernel::PageAttrs::EXEC;
+    }
+    if e & PageTableFlags::NO_CACHE.bits() != 0 {
+        attrs |= kernel::PageAttrs::DEVICE;
+    }
+    kernel::Leaf {
+        phys: e & pte::ADDR,
+        attrs,
+        tag: entry_tag(e),
+    }
+}
+
+/// The user leaf of `vaddr` in `root`, if mapped.
+pub fn lookup_leaf(root: PhysAddr, vaddr: u64) -> Option<kernel::Leaf> {
+    let vaddr = check_user(vaddr).ok()?;
+    let e = walk(root, vaddr, false).ok()??;
+    // SAFETY: `e` points at the page-table entry of `vaddr` in a table of this address space.
+    let v = unsafe { (e as *const u64).read_volatile() };
+    (v & pte::PRESENT != 0).then(|| leaf_of(v))
+}
+
+/// Whether every entry of the table at `phys` is zero.
+fn table_empty(phys: PhysAddr) -> bool {
+    // SAFETY: `phys` is a page-table frame in the physical window, 512 entries.
+    (0..512).all(|i| unsafe { table(phys).add(i).read_volatile() } == 0)
+}
+
+/// Removes the user leaf of `vaddr` in `root`, if any; page tables left empty are unlinked and
+/// retired for core `cpu` (back to the pool at its next [`reclaim_tables`], after the TLB
+/// shoot-down). The caller flushes TLBs.
+pub fn unmap_leaf(cpu: usize, root: PhysAddr, vaddr: u64) {
+    let Ok(va) = check_user(vaddr) else { return };
+    // The tables of the walk: [PML4, PDPT, PD, PT].
+    let mut tables = [root, 0, 0, 0];
+    for (i, level) in (2..=4u8).rev().enumerate() {
+        // SAFETY: `tables[i]` is a page-table frame of this address space in the window.
+        let v = unsafe { (entry(tables[i], va, level) as *const u64).read_volatile() };
+        if v & pte::PRESENT == 0 || v & pte::HUGE != 0 {
+            return;
+        }
+        tables[i + 1] = v & pte::ADDR;
+    }
+    // SAFETY: the leaf entry of `vaddr` in the page table found above.
+    unsafe { (entry(tables[3], va, 1) as *mut u64).write_volatile(0) };
+    // Unlink emptied tables bottom-up (never the PML4).
+    for i in (1..4).rev() {
+        if !table_empty(tables[i]) {
+            break;
+        }
+        let level = 5 - i as u8;
+        // SAFETY: the entry of the parent table that points at `tables[i]`.
+        unsafe { (entry(tables[i - 1], va, level) as *mut u64).write_volatile(0) };
+        retire_table(cpu, tables[i]);
+    }
+}
+
+/// Visits every user leaf of `root` (PML4 slots 0..256) and removes or retags it as `f` says;
+/// emptied tables are unlinked and retired for `cpu`. Returns how many leaves it removed.
+pub fn sweep(
+    cpu: usize,
+    root: PhysAddr,
+    f: &mut dyn FnMut(&kernel::Leaf) -> kernel::SweepAction,
+) -> usize {
+    let mut removed = 0;
+    for i in 0..256 {
+        // SAFETY: slot `i` < 512 of the PML4 `root`.
+        let e = unsafe { table(root).add(i) };
+        removed += sweep_table(cpu, e, 3, f);
+    }
+    removed
+}
+
+/// Sweeps the table the entry `e` (of a table at `level + 1`) points at; `level` 1 is a page
+/// table of leaves. Unlinks and retires the table if it ends up empty.
+fn sweep_table(
+    cpu: usize,
+    e: *mut u64,
+    level: u8,
+    f: &mut dyn FnMut(&kernel::Leaf) -> kernel::SweepAction,
+) -> usize {
+    // SAFETY: `e` points into a page-table frame of the address space being swept.
+    let v = unsafe { e.read_volatile() };
+    if v & pte::PRESENT == 0 || v & pte::HUGE != 0 {
+        return 0;
+    }
+    let t = v & pte::ADDR;
+    let mut removed = 0;
+    for i in 0..512 {
+        // SAFETY: entry `i` < 512 of the table `t`, a frame in the physical window.
+        let child = unsafe { table(t).add(i) };
+        if level > 1 {
+            removed += sweep_table(cpu, child, level - 1, f);
+            continue;
+        }
+        // SAFETY: as above.
+        let c = unsafe { child.read_volatile() };
+        if c & pte::PRESENT == 0 {
+            continue;
+        }
+        match f(&leaf_of(c)) {
+            kernel::SweepAction::Keep => {}
+            kernel::SweepAction::Remove => {
+                // SAFETY: as above.
+                unsafe { child.write_volatile(0) };
+                removed += 1;
+            }
+            kernel::SweepAction::Retag(tag) => {
+                let v = (c & !tag_bits(0x3FF)) | tag_bits(tag);
+                // SAFETY: as above.
+                unsafe { child.write_volatile(v) };
+            }
+        }
+    }
+    if table_empty(t) {
+        // SAFETY: `e` is the entry pointing at `t`.
+        unsafe { e.write_volatile(0) };
+        retire_table(cpu, t);
+    }
+    removed
+}
+
+// -------------------------------------------------------------------------------------------
+// The page-table pool: frames for user page tables, reserved at boot, recycled.
+// -------------------------------------------------------------------------------------------
+
+/// Free frames are linked through their first word; retired ones per core likewise, until the
+/// core's shoot-down completed ([`reclaim_tables`]).
+struct TablePool {
+    /// Unused part of the reserved range: `[next, end)`.
+    next: u64,
+    end: u64,
+    /// Head of the free list (0: empty).
+    free: u64,
+    n_free: usize,
+    total: usize,
+    retired: [u64; crate::percpu::MAX_CPUS],
+    n_retired: [usize; crate::percpu::MAX_CPUS],
+}
+
+static POOL: spin::Mutex<TablePool> = spin::Mutex::new(TablePool {
+    next: 0,
+    end: 0,
+    free: 0,
+    n_free: 0,
+    total: 0,
+    retired: [0; crate::percpu::MAX_CPUS],
+    n_retired: [0; crate::percpu::MAX_CPUS],
+});
+
+/// Reserves `frames` frames from the frame allocator for page tables (fewer if RAM is short).
+fn reserve_table_pool(frames: u64) {
+    let mut got = 0;
+    let (mut start, mut end) = (0, 0);
+    while got < frames {
+        let Some(f) = alloc_frame() else { break };
+        if got == 0 {
+            start = f;
+        } else if f != end {
+            break; // keep the pool one contiguous range (the first RAM region suffices)
+        }
+        end = f + PAGE_SIZE;
+        got += 1;
+    }
+    let mut p = POOL.lock();
+    p.next = start;
+    p.end = end;
+    p.n_free = got as usize;
+    p.total = got as usize;
+}
+
+/// A zeroed page-table frame from the pool (`None`: exhausted).
+fn alloc_table() -> Option<PhysAddr> {
+    let f = crate::cpu::without_interrupts(|| {
+        let mut p = POOL.lock();
+        let f = if p.free != 0 {
+            let f = p.free;
+            // SAFETY: a free-list frame holds the next link in its first word.
+            p.free = unsafe { table(f).read_volatile() };
+            f
+        } else if p.next < p.end {
+            let f = p.next;
+            p.next += PAGE_SIZE;
+            f
+        } else {
+            return None;
+        };
+        p.n_free -= 1;
+        Some(f)
+    })?;
+    // SAFETY: the frame was just taken from the pool; nobody else has it.
+    unsafe { core::ptr::write_bytes(phys_to_virt(f), 0, PAGE_SIZE as usize) };
+    Some(f)
+}
+
+/// Puts an unlinked table on core `cpu`'s retired list.
+fn retire_table(cpu: usize, f: PhysAddr) {
+    let cpu = cpu.min(crate::percpu::MAX_CPUS - 1);
+    crate::cpu::without_interrupts(|| {
+        let mut p = POOL.lock();
+        // SAFETY: `f` is a page-table frame no entry points at any more; its first word links.
+        unsafe { table(f).write_volatile(p.retired[cpu]) };
+        p.retired[cpu] = f;
+        p.n_retired[cpu] += 1;
+    });
+}
+
+/// Returns core `cpu`'s retired tables to the free list (after its TLB shoot-down).
+pub fn reclaim_tables(cpu: usize) {
+    let cpu = cpu.min(crate::percpu::MAX_CPUS - 1);
+    crate::cpu::without_interrupts(|| {
+        let mut p = POOL.lock();
+        while p.retired[cpu] != 0 {
+            let f = p.retired[cpu];
+            // SAFETY: retired frames link through their first word.
+            p.retired[cpu] = unsafe { table(f).read_volatile() };
+            // SAFETY: as above, now on the free list.
+            unsafe { table(f).write_volatile(p.free) };
+            p.free = f;
+            p.n_free += 1;
+        }
+        p.n_retired[cpu] = 0;
+    });
+}
+
+/// `(free, total)` frames of the page-table pool.
+pub fn table_frames() -> (usize, usize) {
+    let p = POOL.lock();
+    (p.n_free, p.total)
 }
 
 /// Creates the page tables that mapping the user page `vaddr` in `root` needs, without mapping
@@ -331,27 +634,12 @@ pub fn ensure_tables(root: PhysAddr, vaddr: u64) -> Result<(), MapError> {
     walk(root, check_user(vaddr)?, true).map(|_| ())
 }
 
-/// Removes the mapping of `vaddr` in `root`, if any (the caller flushes TLBs).
+/// Removes the mapping of `vaddr` in `root`, if any (the caller flushes TLBs); emptied tables
+/// are retired for the calling core.
 pub fn unmap_user(root: PhysAddr, vaddr: u64) -> Result<(), MapError> {
-    let vaddr = check_user(vaddr)?;
-    if let Some(e) = walk(root, vaddr, false)? {
-        // SAFETY: as in `map_user`.
-        unsafe { e.write_volatile(PageTableEntry::new()) };
-    }
+    check_user(vaddr)?;
+    unmap_leaf(crate::percpu::cpu_id(), root, vaddr);
     Ok(())
-}
-
-/// Empties the user half of address space `root` (PML4 slots 0..256), for the kernel's
-/// address-space deletion; the kernel half stays, so a core that still has `root` loaded keeps
-/// running the kernel. The lower page tables are not freed (the frame allocator is a bump
-/// allocator that never frees): they leak, and the next use of `root` allocates new ones. The
-/// caller flushes TLBs.
-pub fn clear_user_half(root: PhysAddr) {
-    for slot in 0..256 {
-        // SAFETY: `root` is a PML4 frame in the physical window (made by
-        // `new_address_space`) and `slot` is below 512; volatile, as the MMU reads it.
-        unsafe { table(root).add(slot).write_volatile(0) };
-    }
 }
 
 /// The frame and entry flags `vaddr` maps to in `root`, if mapped.

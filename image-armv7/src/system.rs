@@ -54,6 +54,15 @@ impl Arch for Armv7 {
         paging::alloc_frame()
     }
 
+    fn take_free_ram(&self, out: &mut [(u64, u64)]) -> usize {
+        paging::take_free_ram(out)
+    }
+
+    fn device_regions(&self) -> &'static [(u64, u64)] {
+        hal_armv7::machine::Machine::from_midr(hal_armv7::cpu::midr())
+            .map_or(&[], |m| m.user_devices())
+    }
+
     fn frames_allocated(&self) -> u64 {
         paging::frames_allocated() as u64
     }

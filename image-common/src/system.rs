@@ -22,9 +22,10 @@ use core::cell::UnsafeCell;
 use core::fmt::{Arguments, Debug};
 use core::mem::MaybeUninit;
 
-use kernel::config::{CSPACE_SLOTS, MAX_ASPACES, MAX_CPUS};
+use kernel::config::{CSPACE_SLOTS, MAX_ASPACES, MAX_CPUS, PAGE_SIZE};
 use kernel::{
-    AsId, CapSlot, EndpointId, Hal, Kernel, NotificationId, ObjRef, Rights, Strategy, ThreadId,
+    AsId, CapSlot, EndpointId, Hal, Kernel, MemKind, NotificationId, ObjRef, Rights, Strategy,
+    ThreadId,
 };
 use servers::abi::{fault, role, slot, USER_STACK_SIZE, USER_STACK_STRIDE, USER_STACK_TOP};
 
@@ -52,6 +53,14 @@ pub trait Arch {
     unsafe fn set_initial_context(&self, t: ThreadId, sp: u64, args: [u64; 3]);
     /// A free physical frame, or `None` when out of memory.
     fn alloc_frame(&self) -> Option<u64>;
+    /// Hands over all RAM that nothing uses yet (not the kernel, its page-table pool or the
+    /// boot image's frames): writes up to `out.len()` page-aligned ranges `(start, end)` and
+    /// returns how many; [`Arch::alloc_frame`] finds nothing afterwards. They become the root
+    /// task's RAM regions.
+    fn take_free_ram(&self, out: &mut [(u64, u64)]) -> usize;
+    /// The device-memory ranges `(start, end)` user drivers may own on this machine (never
+    /// the kernel's own devices: interrupt controllers, its console, its timers).
+    fn device_regions(&self) -> &'static [(u64, u64)];
     /// Physical frames allocated so far.
     fn frames_allocated(&self) -> u64;
     /// Prints one line on the console.
@@ -170,7 +179,7 @@ impl<'a, S: Strategy, A: Arch> Builder<'a, S, A> {
 
     /// Adds `t` to the threads the root task resumes.
     fn push(&mut self, t: ThreadId) {
-        if slot::ROOT_FIRST_THREAD + self.started_len >= CSPACE_SLOTS {
+        if slot::ROOT_FIRST_THREAD + self.started_len >= slot::ROOT_MEM {
             self.arch
                 .fail(format_args!("too many threads for the root task's CSpace"));
         }
@@ -284,8 +293,8 @@ pub fn build<S: Strategy, A: Arch>(
             arch.fail(format_args!("no frame for the pager test"))
         };
         let frame =
-            b.k.create_frame(frame_phys)
-                .unwrap_or_else(|e| arch.fail(format_args!("create_frame: {e:?}")));
+            b.k.create_memory(frame_phys, 1, MemKind::Ram)
+                .unwrap_or_else(|e| arch.fail(format_args!("create_memory: {e:?}")));
         b.cap(pager, slot::EP, ObjRef::Endpoint(ep), Rights::READ, 0);
         b.cap(
             pager,
@@ -297,7 +306,7 @@ pub fn build<S: Strategy, A: Arch>(
         b.cap(
             pager,
             slot::PAGER_FRAME,
-            ObjRef::Frame(frame),
+            ObjRef::Memory(frame),
             Rights::READ | Rights::WRITE,
             0,
         );
@@ -375,9 +384,11 @@ pub fn build<S: Strategy, A: Arch>(
 }
 
 /// Gives the root task a MANAGE capability to each thread the build started (from slot
-/// `ROOT_FIRST_THREAD` on, the order it resumes them in), sets its arguments and starts it.
+/// `ROOT_FIRST_THREAD` on, the order it resumes them in), the machine's memory (see
+/// [`give_memory`]), sets its arguments and starts it.
 fn finish_root<S: Strategy, A: Arch>(b: &mut Builder<'_, S, A>, root: ThreadId, pager_for: usize) {
     let arch = b.arch;
+    give_memory(b, root);
     let n = b.started_len;
     let started = b.started;
     for (i, t) in started[..n].iter().flatten().enumerate() {
@@ -406,6 +417,53 @@ fn finish_root<S: Strategy, A: Arch>(b: &mut Builder<'_, S, A>, root: ThreadId, 
         b.spaces,
         arch.frames_allocated(),
         root.index()
+    ));
+}
+
+/// Gives the root task capabilities (all rights) to a region over each range of free RAM (slots
+/// `ROOT_MEM..`) and each device range (`ROOT_DEVICE..`), a control capability
+/// (`ROOT_CONTROL`) and one to its own address space (`ROOT_ASPACE`). What does not fit the
+/// slots is reported and left unused.
+fn give_memory<S: Strategy, A: Arch>(b: &mut Builder<'_, S, A>, root: ThreadId) {
+    let arch = b.arch;
+    let mut ram = [(0, 0); slot::ROOT_MEM_SLOTS];
+    let n = arch.take_free_ram(&mut ram);
+    let mut pages = 0;
+    for (i, &(start, end)) in ram[..n].iter().enumerate() {
+        let len = ((end - start) / PAGE_SIZE as u64) as usize;
+        let m = b.k.create_memory(start, len, MemKind::Ram);
+        let m = m.unwrap_or_else(|e| arch.fail(format_args!("RAM region {start:#x}: {e:?}")));
+        b.cap(root, slot::ROOT_MEM + i, ObjRef::Memory(m), Rights::ALL, 0);
+        pages += len;
+    }
+    let devices = arch.device_regions();
+    for (i, &(start, end)) in devices.iter().take(slot::ROOT_DEVICE_SLOTS).enumerate() {
+        let len = ((end - start) / PAGE_SIZE as u64) as usize;
+        let m = b.k.create_memory(start, len, MemKind::Device);
+        let m = m.unwrap_or_else(|e| arch.fail(format_args!("device region {start:#x}: {e:?}")));
+        b.cap(
+            root,
+            slot::ROOT_DEVICE + i,
+            ObjRef::Memory(m),
+            Rights::ALL,
+            0,
+        );
+    }
+    b.cap(root, slot::ROOT_CONTROL, ObjRef::Control, Rights::MANAGE, 0);
+    let Some(own) = b.k.thread_aspace(root) else {
+        arch.fail(format_args!("the root task has no address space"))
+    };
+    b.cap(
+        root,
+        slot::ROOT_ASPACE,
+        ObjRef::AddressSpace(own),
+        Rights::WRITE | Rights::MANAGE,
+        0,
+    );
+    arch.println(format_args!(
+        "boot: root task holds {n} RAM regions ({} MiB) and {} device regions",
+        pages * PAGE_SIZE / (1 << 20),
+        devices.len().min(slot::ROOT_DEVICE_SLOTS)
     ));
 }
 

@@ -47,6 +47,19 @@ impl Arch for X86 {
         paging::alloc_frame()
     }
 
+    fn take_free_ram(&self, out: &mut [(u64, u64)]) -> usize {
+        paging::take_free_ram(out)
+    }
+
+    fn device_regions(&self) -> &'static [(u64, u64)] {
+        // What user drivers may own on QEMU's x86 machines: the virtio-mmio window of
+        // `-M microvm` (24 transports of 512 bytes at 0xFEB0_0000) and the HPET's registers
+        // (unused by this kernel, which calibrates with CPUID 0x15, the PM timer or the PIT).
+        // Never the local APIC (0xFEE0_0000) or the I/O APIC (0xFEC0_0000): the kernel's.
+        const DEVICES: [(u64, u64); 2] = [(0xFEB0_0000, 0xFEB0_4000), (0xFED0_0000, 0xFED0_1000)];
+        &DEVICES
+    }
+
     fn frames_allocated(&self) -> u64 {
         paging::frames_allocated()
     }

@@ -12,53 +12,42 @@ use crate::config::CSPACE_SLOTS;
 use crate::error::Error;
 use crate::ids::*;
 
-/// Access rights of a capability, a small bit set.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
-pub struct Rights(u8);
+bitflags::bitflags! {
+    /// Access rights of a capability.
+    #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
+    pub struct Rights: u8 {
+        /// Receive (Recv, Wait); map memory readable; read a region's physical address.
+        const READ = 1;
+        /// Send (Send, Call, NBSend, Signal); map memory writable; change an address space.
+        const WRITE = 2;
+        /// Copy the capability (Mint) with equal or fewer rights.
+        const GRANT = 4;
+        /// Manage the object: thread control, IRQ binding, object creation, splitting, merging
+        /// and revoking memory.
+        const MANAGE = 8;
+        /// Map memory executable (never together with WRITE in one mapping).
+        const EXEC = 16;
+    }
+}
 
 impl Rights {
     /// No rights.
-    pub const NONE: Rights = Rights(0);
-    /// Receive (Recv, Wait); map a frame readable.
-    pub const READ: Rights = Rights(1);
-    /// Send (Send, Call, NBSend, Signal); map a frame writable; change an address space.
-    pub const WRITE: Rights = Rights(2);
-    /// Copy the capability (Mint) with equal or fewer rights.
-    pub const GRANT: Rights = Rights(4);
-    /// Manage the object: thread control, IRQ binding, object creation.
-    pub const MANAGE: Rights = Rights(8);
+    pub const NONE: Rights = Rights::empty();
     /// Every right.
-    pub const ALL: Rights = Rights(15);
+    pub const ALL: Rights = Rights::all();
 
     /// The rights with these bits, if every bit is a known right.
-    pub const fn from_bits(bits: usize) -> Option<Rights> {
-        if bits & !(Rights::ALL.0 as usize) == 0 {
-            Some(Rights(bits as u8))
+    pub const fn from_bits_checked(bits: usize) -> Option<Rights> {
+        if bits <= u8::MAX as usize {
+            Rights::from_bits(bits as u8)
         } else {
             None
         }
     }
 
-    /// The bits.
-    pub const fn bits(self) -> usize {
-        self.0 as usize
-    }
-
-    /// Whether every right of `other` is in `self`.
-    pub const fn contains(self, other: Rights) -> bool {
-        self.0 & other.0 == other.0
-    }
-
-    /// Union.
-    pub const fn union(self, other: Rights) -> Rights {
-        Rights(self.0 | other.0)
-    }
-}
-
-impl core::ops::BitOr for Rights {
-    type Output = Rights;
-    fn bitor(self, rhs: Rights) -> Rights {
-        self.union(rhs)
+    /// The bits, as a register value.
+    pub const fn word(self) -> usize {
+        self.bits() as usize
     }
 }
 
@@ -73,12 +62,12 @@ pub enum ObjRef {
     Notification(NotificationId),
     /// An address space.
     AddressSpace(AsId),
-    /// A physical frame.
-    Frame(FrameId),
+    /// A memory region: a physical range of RAM or device memory (see [`crate::mem`]).
+    Memory(MemId),
     /// The handler of one interrupt line.
     IrqHandler(IrqId),
-    /// Authority to create threads (a stand-in for seL4's untyped memory: the kernel takes a
-    /// free TCB from its fixed table).
+    /// Authority to create threads, address spaces, endpoints and notifications (the kernel
+    /// takes a free object from its fixed tables).
     Control,
 }
 
@@ -93,8 +82,8 @@ pub enum ObjKind {
     Notification,
     /// [`ObjRef::AddressSpace`].
     AddressSpace,
-    /// [`ObjRef::Frame`].
-    Frame,
+    /// [`ObjRef::Memory`].
+    Memory,
     /// [`ObjRef::IrqHandler`].
     IrqHandler,
     /// [`ObjRef::Control`].
@@ -109,7 +98,7 @@ impl ObjRef {
             ObjRef::Endpoint(_) => ObjKind::Endpoint,
             ObjRef::Notification(_) => ObjKind::Notification,
             ObjRef::AddressSpace(_) => ObjKind::AddressSpace,
-            ObjRef::Frame(_) => ObjKind::Frame,
+            ObjRef::Memory(_) => ObjKind::Memory,
             ObjRef::IrqHandler(_) => ObjKind::IrqHandler,
             ObjRef::Control => ObjKind::Control,
         }

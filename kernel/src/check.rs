@@ -5,9 +5,10 @@ use sync::CpuId;
 
 use crate::cap::{Cap, ObjRef};
 use crate::config::*;
-use crate::hal::Hal;
+use crate::hal::{Hal, PageAttrs, PhysAddr, SweepAction};
 use crate::ids::*;
-use crate::kernel::{Ctx, Kernel, Life, Mapping, Queue, Refs, ThreadState};
+use crate::kernel::{AsLife, Ctx, Kernel, Life, Queue, Refs, ThreadState};
+use crate::mem::{tag_region, MemKind};
 use crate::strategy::Strategy;
 
 /// A broken invariant: what, and the thread concerned (if any).
@@ -223,7 +224,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             || stored.eps != refs.eps
             || stored.ntfns != refs.ntfns
             || stored.aspaces != refs.aspaces
-            || stored.frames != refs.frames
+            || stored.mems != refs.mems
             || stored.irqs != refs.irqs
             || stored.control != refs.control
         {
@@ -236,7 +237,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
     }
 
     fn cap_target_alive(&self, cap: Cap) -> bool {
-        let m = self.meta(|m| (m.n_eps, m.n_ntfns, m.n_aspaces, m.n_frames));
+        let m = self.meta(|m| (m.n_eps, m.n_ntfns, m.n_aspaces));
         match cap.obj {
             ObjRef::Thread(t) => self.conf(t).life == Life::Alive,
             ObjRef::Endpoint(e) => e.index() < m.0,
@@ -244,7 +245,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             ObjRef::AddressSpace(a) => {
                 a.index() < m.2 && self.aspace(a, |s| s.life) == crate::kernel::AsLife::Alive
             }
-            ObjRef::Frame(f) => f.index() < m.3,
+            ObjRef::Memory(r) => self.region(r).live,
             ObjRef::IrqHandler(_) | ObjRef::Control => true,
         }
     }
@@ -263,6 +264,11 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
     pub fn thread_sched(&mut self, t: ThreadId) -> (usize, CpuId) {
         let c = self.conf(t);
         (c.priority, c.core)
+    }
+
+    /// A thread's address space.
+    pub fn thread_aspace(&mut self, t: ThreadId) -> Option<AsId> {
+        self.conf(t).aspace
     }
 
     /// A thread's pager endpoint.
@@ -303,10 +309,63 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         self.ntfn(Self::QUIET, n, |x| x.word)
     }
 
-    /// The mappings of an address space.
-    pub fn mappings(&mut self, a: AsId) -> impl Iterator<Item = Mapping> + '_ {
-        let m = self.aspace(a, |s| s.mappings);
-        m.into_iter().flatten()
+    /// A memory region: base, pages, kind and parent, if it is live.
+    pub fn memory(&mut self, m: MemId) -> Option<(PhysAddr, usize, MemKind, Option<MemId>)> {
+        let r = self.region(m);
+        r.live.then_some((r.base, r.pages, r.kind, r.parent))
+    }
+
+    /// Checks the memory invariants: every live child region lies inside its live parent and
+    /// has its kind, siblings (and boot regions) never overlap, and every leaf the kernel made
+    /// in a live address space names a live region, lies inside it and has the cache attribute
+    /// of its kind. Returns the number of kernel-made leaves.
+    pub fn check_memory(&mut self) -> Result<usize, Violation> {
+        let regions = self.meta(|m| m.regions);
+        for (i, r) in regions.iter().enumerate().filter(|(_, r)| r.live) {
+            if let Some(p) = r.parent {
+                let pr = regions[p.index()];
+                if !pr.live || r.base < pr.base || r.end() > pr.end() || r.kind != pr.kind {
+                    return fail("region outside its parent", None);
+                }
+            }
+            for (j, o) in regions.iter().enumerate() {
+                if j != i && o.live && o.parent == r.parent && o.base < r.end() && r.base < o.end()
+                {
+                    return fail("sibling regions overlap", None);
+                }
+            }
+        }
+        let mut leaves = 0;
+        let mut bad = None;
+        let n = self.meta(|m| m.n_aspaces);
+        for a in AsId::all().take(n) {
+            let (root, life) = self.aspace(a, |s| (s.root, s.life));
+            if life != AsLife::Alive {
+                continue;
+            }
+            self.hal.sweep(0, root, &mut |leaf| {
+                if leaf.tag == 0 {
+                    return SweepAction::Keep;
+                }
+                leaves += 1;
+                let ok = tag_region(leaf.tag).is_some_and(|m| {
+                    let r = regions[m.index()];
+                    r.live
+                        && leaf.phys >= r.base
+                        && leaf.phys < r.end()
+                        && leaf.attrs.contains(PageAttrs::DEVICE) == (r.kind == MemKind::Device)
+                        && leaf.attrs.valid()
+                });
+                if !ok {
+                    bad = Some("a mapping names a dead region or lies outside it");
+                }
+                SweepAction::Keep
+            });
+        }
+        match bad {
+            Some(what) => fail(what, None),
+            None => Ok(leaves),
+        }
     }
 
     /// Whether an IRQ line is masked, and its binding.

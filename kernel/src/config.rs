@@ -11,14 +11,16 @@ pub const MAX_ENDPOINTS: usize = 64;
 pub const MAX_NOTIFICATIONS: usize = 64;
 /// Address spaces.
 pub const MAX_ASPACES: usize = 16;
-/// Frames (physical pages the kernel knows about).
-pub const MAX_FRAMES: usize = 128;
+/// Memory regions (objects of [`ObjRef::Memory`](crate::ObjRef::Memory)): the boot regions
+/// given to the root task and every region split from them. Each region names a physical range
+/// of any size, so this bounds the number of pieces memory is cut into, not its amount. Also the
+/// largest mapping tag plus one ([`MapTag`](crate::hal::MapTag) is the region index + 1, and
+/// x86_64 keeps it in the ten software bits of a page-table entry).
+pub const MAX_MEMS: usize = 512;
 /// Interrupt lines with a handler object.
 pub const MAX_IRQS: usize = 32;
 /// Capability slots per thread (each thread has its own CSpace).
 pub const CSPACE_SLOTS: usize = 32;
-/// Mappings per address space.
-pub const MAX_MAPPINGS: usize = 64;
 /// Priority levels: `0..NUM_PRIOS`, higher runs first.
 pub const NUM_PRIOS: usize = 32;
 /// Size of a page (mapping granularity).

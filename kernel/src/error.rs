@@ -27,7 +27,7 @@ pub enum Error {
     AlreadyMapped = 10,
     /// The virtual address is not mapped.
     NotMapped = 11,
-    /// The address space's mapping table is full.
+    /// A fixed-capacity kernel table is full (no free memory-region object for a split).
     TableFull = 12,
     /// The core index is not one of this kernel's cores.
     InvalidCore = 13,
@@ -41,13 +41,20 @@ pub enum Error {
     AlreadyBound = 16,
     /// The kernel ran out of memory for the page tables a mapping needs; nothing was changed.
     OutOfMemory = 17,
-    /// The object is still in use (an address space with live threads bound to it).
+    /// The object is still in use (an address space with live threads bound to it, a memory
+    /// region with regions split from it).
     InUse = 18,
+    /// The cache attribute does not fit the memory: device memory mapped as normal memory, or
+    /// RAM mapped as device memory (or executable device memory).
+    WrongMemoryKind = 19,
+    /// The range overlaps a region already split from the same parent (memory is never
+    /// reachable through two regions that are not derived from one another).
+    Overlap = 20,
 }
 
 impl Error {
     /// Every error, in code order.
-    pub const ALL: [Error; 18] = [
+    pub const ALL: [Error; 20] = [
         Error::UnknownSyscall,
         Error::InvalidArgument,
         Error::OutOfRange,
@@ -66,6 +73,8 @@ impl Error {
         Error::AlreadyBound,
         Error::OutOfMemory,
         Error::InUse,
+        Error::WrongMemoryKind,
+        Error::Overlap,
     ];
 
     /// The code placed in result register 0.

@@ -6,8 +6,13 @@
 //!   page tables (not an observable change) and may fail; the kernel turns its failure into the
 //!   system call's error before changing anything.
 //! * Inside the critical section: only plain memory writes the hardware tolerates inside a
-//!   transaction: [`Hal::map_page`] and [`Hal::unmap_page`] (page-table stores). Doing them there
-//!   keeps page tables in the same order as the kernel's own mapping tables on every core.
+//!   transaction: [`Hal::map_page`], [`Hal::unmap_page`] and [`Hal::sweep`] (page-table stores).
+//!   The page tables are the kernel's record of what is mapped: every leaf the kernel made
+//!   carries a [`MapTag`] naming the memory region it was mapped through, which is how revoking
+//!   a region finds its mappings ([`Hal::sweep`]).
+//! * After the TLB shoot-down of an entry completed: [`Hal::reclaim_tables`], which returns the
+//!   page tables that this core's unmaps emptied to the page-table pool (freeing them earlier
+//!   would let a core that still caches a walk through them read a reused frame).
 //! * After the critical section (after the lock release or the transaction commit), in this
 //!   order: IRQ mask/unmask, local TLB flush, address-space switch, IPIs. These abort
 //!   transactions (`MOV CR3`, APIC and device I/O) or cannot be undone (an IPI). The kernel
@@ -53,6 +58,57 @@ impl IpiKind {
     pub const fn bit(self) -> u8 {
         1 << (self as u8)
     }
+}
+
+/// The memory region a leaf was mapped through: region index + 1. 0 marks leaves the kernel did
+/// not make (the boot image loader's), which no system call may remove. At most
+/// [`MAX_MEMS`](crate::config::MAX_MEMS) (x86_64 keeps it in the ten software bits of a
+/// page-table entry).
+pub type MapTag = u16;
+
+bitflags::bitflags! {
+    /// How a user page is mapped. Always readable; writable and executable never together.
+    #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
+    pub struct PageAttrs: u8 {
+        /// Writable.
+        const WRITE = 1;
+        /// Executable (else never executable: x86 NX, ARM XN).
+        const EXEC = 2;
+        /// Device memory: uncached, strongly ordered (x86 PCD|PWT, ARM Device); else normal
+        /// write-back memory.
+        const DEVICE = 4;
+    }
+}
+
+impl PageAttrs {
+    /// Whether the attributes are a combination the kernel maps: not writable and executable
+    /// at once, not executable device memory.
+    pub const fn valid(self) -> bool {
+        !self.contains(PageAttrs::WRITE.union(PageAttrs::EXEC))
+            && !self.contains(PageAttrs::DEVICE.union(PageAttrs::EXEC))
+    }
+}
+
+/// A present user leaf of a page table.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct Leaf {
+    /// The physical page.
+    pub phys: PhysAddr,
+    /// How it is mapped.
+    pub attrs: PageAttrs,
+    /// The region it was mapped through (0: not the kernel's).
+    pub tag: MapTag,
+}
+
+/// What [`Hal::sweep`] does with one leaf.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum SweepAction {
+    /// Leave it.
+    Keep,
+    /// Remove it (as [`Hal::unmap_page`]).
+    Remove,
+    /// Keep it, now tagged with this tag (a merge of regions).
+    Retag(MapTag),
 }
 
 /// Why [`Hal::prepare_map`] refused to prepare a mapping. Either way nothing observable
@@ -108,23 +164,34 @@ pub trait Hal: Sync {
     /// [`MapPrepError::Occupied`] if `vaddr` is already mapped (or covered by a large page) by
     /// someone other than the kernel's mapping calls, such as the image loader.
     fn prepare_map(&self, root: PhysAddr, vaddr: usize) -> Result<(), MapPrepError>;
-    /// Writes a page-table entry (runs inside the critical section: plain stores only). Cannot
-    /// fail: [`Hal::prepare_map`] succeeded for `root` and `vaddr` in the same section.
-    fn map_page(&self, root: PhysAddr, vaddr: usize, frame: PhysAddr, writable: bool);
-    /// Clears a page-table entry (runs inside the critical section: plain stores only).
-    fn unmap_page(&self, root: PhysAddr, vaddr: usize);
-    /// The address space `root` was deleted: clear every user mapping still in its tables
-    /// (the kernel already called [`Hal::unmap_page`] for each mapping it made; what is left are
-    /// mappings the kernel does not know of, such as the image loader's) and free or reset its
-    /// page tables, so that the kernel can reuse `root` for a new, empty address space. Runs
-    /// inside the critical section (plain stores only); the kernel flushes the TLBs of every
-    /// core that may cache the address space afterwards and waits for them before the slot is
-    /// reused. Must leave the kernel half mapped: idle cores may still have `root` loaded.
-    ///
-    /// The default does nothing (correct for a HAL whose only user mappings are the kernel's).
-    fn release_address_space(&self, root: PhysAddr) {
-        let _ = root;
-    }
+    /// Writes a user leaf (runs inside the critical section: plain stores only). Cannot fail:
+    /// [`Hal::prepare_map`] succeeded for `root` and `vaddr` in the same section. `attrs` is
+    /// [`PageAttrs::valid`]; `tag` is non-zero.
+    fn map_page(
+        &self,
+        root: PhysAddr,
+        vaddr: usize,
+        frame: PhysAddr,
+        attrs: PageAttrs,
+        tag: MapTag,
+    );
+    /// The user leaf mapping `vaddr` in `root`, if any (the kernel's or the loader's).
+    fn lookup(&self, root: PhysAddr, vaddr: usize) -> Option<Leaf>;
+    /// Clears the user leaf at `vaddr` (runs inside the critical section: plain stores only).
+    /// Page tables left empty are unlinked and *retired* for core `cpu`: they go back to the
+    /// pool only at that core's next [`Hal::reclaim_tables`], after the kernel's TLB
+    /// shoot-down of the address space completed.
+    fn unmap_page(&self, cpu: CpuId, root: PhysAddr, vaddr: usize);
+    /// Visits every user leaf of `root` and removes or retags it as `f` says (revoking or
+    /// merging memory regions); empty tables are retired as by [`Hal::unmap_page`]. Returns
+    /// how many leaves it removed. Runs inside the critical section (plain stores only).
+    fn sweep(&self, cpu: CpuId, root: PhysAddr, f: &mut dyn FnMut(&Leaf) -> SweepAction) -> usize;
+    /// Returns the page tables core `cpu` retired to the pool. The kernel calls it at the end
+    /// of every entry of `cpu` that removed mappings, after its local TLB flush and after every
+    /// other core that may cache the address space acknowledged its shoot-down.
+    fn reclaim_tables(&self, cpu: CpuId);
+    /// Page-table frames: `(free, total)` of the pool they come from (for `KernelInfo`).
+    fn table_frames(&self) -> (usize, usize);
     /// Masks interrupt line `irq`.
     fn mask_irq(&self, cpu: CpuId, irq: IrqId);
     /// Unmasks (acknowledges) interrupt line `irq`.
@@ -180,6 +247,9 @@ pub struct Actions {
     pub flush: Option<(PhysAddr, Option<usize>)>,
     /// At most one IRQ operation per entry.
     pub irq: Option<IrqOp>,
+    /// Whether this entry removed mappings: the HAL reclaims the page tables it emptied once
+    /// the shoot-down is complete ([`Hal::reclaim_tables`]).
+    pub reclaim: bool,
     /// TLB shoot-down generations to wait for, per core (0: none): after running the other
     /// actions, the kernel waits until each core's acknowledged generation reached this one.
     acks: [u64; MAX_CPUS],
@@ -198,6 +268,7 @@ impl Actions {
         switch_to: None,
         flush: None,
         irq: None,
+        reclaim: false,
         acks: [0; MAX_CPUS],
         ack_targets: 0,
     };
@@ -217,6 +288,19 @@ impl Actions {
         self.switch_to = None;
         self.flush = None;
         self.irq = None;
+        self.reclaim = false;
+    }
+
+    /// Records a local TLB flush of `vaddr` (`None`: all) of `root`, merged with one already
+    /// recorded in this entry: two pages of one root flush the root, two roots flush
+    /// everything (root 0).
+    pub fn flush_local(&mut self, root: PhysAddr, vaddr: Option<usize>) {
+        self.flush = Some(match self.flush {
+            None => (root, vaddr),
+            Some(f) if f == (root, vaddr) => f,
+            Some((r, _)) if r == root => (root, None),
+            Some(_) => (0, None),
+        });
     }
 
     /// Requests an IPI.

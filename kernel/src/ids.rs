@@ -56,9 +56,9 @@ id_type!(
     MAX_ASPACES
 );
 id_type!(
-    /// Index of a frame.
-    FrameId,
-    MAX_FRAMES
+    /// Index of a memory region.
+    MemId,
+    MAX_MEMS
 );
 id_type!(
     /// An interrupt line that has a handler object.

@@ -11,6 +11,7 @@ use crate::config::*;
 use crate::error::Error;
 use crate::hal::{Actions, Hal, IpiKind, PhysAddr};
 use crate::ids::*;
+use crate::mem::Region;
 use crate::strategy::{LockId, Side, Strategy};
 use crate::syscall::{err_regs, Msg, Regs, Syscall};
 
@@ -135,17 +136,6 @@ pub(crate) struct IrqState {
     pub masked: bool,
 }
 
-/// One mapping of an address space.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Mapping {
-    /// Page-aligned virtual address.
-    pub vaddr: usize,
-    /// The frame.
-    pub frame: FrameId,
-    /// Writable (else read-only).
-    pub writable: bool,
-}
-
 /// Whether an address-space slot holds an address space (see [`mgmt`](crate::mgmt)).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) enum AsLife {
@@ -156,11 +146,11 @@ pub(crate) enum AsLife {
     Dying,
 }
 
-/// An address space (exclusive sections only, except `root` which never changes).
+/// An address space (exclusive sections only, except `root` which never changes). What it
+/// maps is recorded in its page tables only (see [`mem`](crate::mem)).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct AddressSpace {
     pub root: PhysAddr,
-    pub mappings: [Option<Mapping>; MAX_MAPPINGS],
     pub life: AsLife,
     /// While `Dying`: the shoot-down generation each core must acknowledge (0: none) before
     /// the slot may be reused.
@@ -199,7 +189,7 @@ pub(crate) struct Refs {
     pub eps: [u32; MAX_ENDPOINTS],
     pub ntfns: [u32; MAX_NOTIFICATIONS],
     pub aspaces: [u32; MAX_ASPACES],
-    pub frames: [u32; MAX_FRAMES],
+    pub mems: [u32; MAX_MEMS],
     pub irqs: [u32; MAX_IRQS],
     pub control: u32,
 }
@@ -210,7 +200,7 @@ impl Refs {
         eps: [0; MAX_ENDPOINTS],
         ntfns: [0; MAX_NOTIFICATIONS],
         aspaces: [0; MAX_ASPACES],
-        frames: [0; MAX_FRAMES],
+        mems: [0; MAX_MEMS],
         irqs: [0; MAX_IRQS],
         control: 0,
     };
@@ -221,7 +211,7 @@ impl Refs {
             ObjRef::Endpoint(e) => &mut self.eps[e.index()],
             ObjRef::Notification(n) => &mut self.ntfns[n.index()],
             ObjRef::AddressSpace(a) => &mut self.aspaces[a.index()],
-            ObjRef::Frame(f) => &mut self.frames[f.index()],
+            ObjRef::Memory(m) => &mut self.mems[m.index()],
             ObjRef::IrqHandler(i) => &mut self.irqs[i.index()],
             ObjRef::Control => &mut self.control,
         }
@@ -234,8 +224,8 @@ pub(crate) struct Meta {
     pub n_eps: usize,
     pub n_ntfns: usize,
     pub n_aspaces: usize,
-    pub n_frames: usize,
-    pub frames: [PhysAddr; MAX_FRAMES],
+    /// Memory regions (see [`mem`](crate::mem)).
+    pub regions: [Region; MAX_MEMS],
     pub refs: Refs,
 }
 
@@ -402,8 +392,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
                 n_eps: 0,
                 n_ntfns: 0,
                 n_aspaces: 0,
-                n_frames: 0,
-                frames: [0; MAX_FRAMES],
+                regions: [Region::FREE; MAX_MEMS],
                 refs: Refs::ZERO,
             }),
             conf: cells(TcbConf::FREE),
@@ -416,7 +405,6 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             irqs: cells(IrqState::default()),
             aspaces: cells(AddressSpace {
                 root: 0,
-                mappings: [None; MAX_MAPPINGS],
                 life: AsLife::Alive,
                 wait: [0; MAX_CPUS],
             }),
@@ -778,9 +766,9 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
 
         // The actions run in place (no copy of the record): the HAL's operations do not enter
         // the kernel, so nothing else touches this core's `local` cell meanwhile.
-        let (left, awaits) = self.local(ctx, |l| {
+        let (left, awaits, reclaim) = self.local(ctx, |l| {
             l.actions.run(&self.hal, cpu);
-            (l.left, l.actions.awaits_acks())
+            (l.left, l.actions.awaits_acks(), l.actions.reclaim)
         });
         if let Some(a) = left {
             // The switch away from `a` ran above: this core caches nothing of it any more.
@@ -802,6 +790,12 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             // Nothing to wait for: only this core's own requests to service (what the first
             // pass of `await_shootdowns` does with all-zero generations).
             self.service_shootdown(cpu);
+        }
+        if reclaim {
+            // Every core that may cache the address spaces this entry unmapped from flushed
+            // (local flush above, acknowledged shoot-downs): no walk can reach the page tables
+            // the unmaps emptied any more.
+            self.hal.reclaim_tables(cpu);
         }
         // Relaxed: see the swap above.
         self.in_kernel[cpu].store(false, Ordering::Relaxed);
@@ -1073,15 +1067,6 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         Ok(id)
     }
 
-    /// Registers a physical frame.
-    pub fn create_frame(&mut self, phys: PhysAddr) -> Result<FrameId, Error> {
-        let n = self.meta.get_mut();
-        let id = FrameId::new(n.n_frames).ok_or(Error::NoFreeObject)?;
-        n.frames[id.index()] = phys;
-        n.n_frames += 1;
-        Ok(id)
-    }
-
     /// Puts a capability into an empty slot of `thread`'s CSpace.
     pub fn install_cap(
         &mut self,
@@ -1124,7 +1109,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             ObjRef::AddressSpace(a) => {
                 a.index() < m.n_aspaces && self.aspaces[a.index()].get_mut().life == AsLife::Alive
             }
-            ObjRef::Frame(f) => f.index() < m.n_frames,
+            ObjRef::Memory(r) => m.regions[r.index()].live,
             ObjRef::IrqHandler(_) | ObjRef::Control => true,
         }
     }
@@ -1172,10 +1157,14 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         });
     }
 
-    /// Empties a slot and uncounts the reference (exclusive).
+    /// Empties a slot and uncounts the reference (exclusive). Dropping the last capability to
+    /// a memory region destroys the region (see [`mem`](crate::mem)).
     pub(crate) fn take_cap(&self, ctx: Ctx, t: ThreadId, slot: CapSlot) {
         if let Some(old) = self.cspace_mut(ctx, t, |c| c.set(slot, None)) {
             self.meta_mut(ctx, |m| *m.refs.slot(old.obj) -= 1);
+            if let ObjRef::Memory(m) = old.obj {
+                self.memory_unreferenced(ctx, m);
+            }
         }
     }
 }

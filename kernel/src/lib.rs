@@ -18,10 +18,12 @@
 //! * **Replies**: `Call` blocks the caller and gives the receiver a one-shot reply capability,
 //!   kept in the receiver's TCB reply slot (seL4 without MCS); `Reply`/`ReplyRecv` consume it.
 //! * **Notifications**: a word of bits ORed by `Signal` and a queue of `Wait`ers.
-//! * **Address spaces and frames**: a per-address-space table of mappings; page tables are
-//!   written through the HAL; removing a mapping flushes the local TLB and shoots down the TLBs
-//!   of other cores that may cache the address space, and the call returns only once they
-//!   acknowledged their flush (protocol in `kernel.rs`). Address spaces are deleted (refused
+//! * **Memory regions and address spaces** ([`mem`]): capabilities to physical ranges of RAM
+//!   or device memory, split, merged, revoked, mapped page by page with rights and cache
+//!   attributes; the page tables (written through the HAL, each leaf tagged with its region)
+//!   are the record of what is mapped. Removing a mapping flushes the local TLB and shoots down
+//!   the TLBs of other cores that may cache the address space, and the call returns only once
+//!   they acknowledged their flush (protocol in `kernel.rs`). Address spaces are deleted (refused
 //!   while live threads are bound) and their slots reused only once no core can run on them
 //!   or cache them ([`mgmt`]). `WriteRegisters` sets where an inactive thread starts.
 //! * **IRQ handlers**: an interrupt masks its line and signals the bound notification; the
@@ -59,8 +61,11 @@ mod check;
 pub mod config;
 pub mod error;
 pub mod hal;
+#[cfg(any(test, feature = "hosted"))]
+pub mod hosted;
 mod ids;
 mod kernel;
+pub mod mem;
 pub mod mgmt;
 mod ops;
 mod sched;
@@ -73,9 +78,10 @@ mod tests;
 pub use cap::{CSpace, Cap, ObjKind, ObjRef, Rights};
 pub use check::{Summary, Violation};
 pub use error::Error;
-pub use hal::{Hal, IpiKind, MapPrepError, PhysAddr};
+pub use hal::{Hal, IpiKind, Leaf, MapPrepError, MapTag, PageAttrs, PhysAddr, SweepAction};
 pub use ids::*;
-pub use kernel::{Exit, Kernel, Life, Mapping, ThreadState, EXCEPTION_LABEL, FAULT_LABEL};
+pub use kernel::{Exit, Kernel, Life, ThreadState, EXCEPTION_LABEL, FAULT_LABEL};
+pub use mem::MemKind;
 pub use strategy::{BigLock, FineGrained, NoLock, Rtm, Strategy};
 pub use sync::CpuId;
 pub use syscall::{MintTarget, Msg, Regs, Syscall};

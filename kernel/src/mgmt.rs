@@ -22,10 +22,10 @@
 //! first (above), which kicks the cores running them. Deleted threads that some core still has
 //! as its current thread (zombies) are allowed; they are the reason for the steps below. In
 //! its exclusive section the deleting core A:
-//! 1. clears every mapping through [`Hal::unmap_page`], then lets the HAL reset the page tables
-//!    ([`Hal::release_address_space`]: mappings the kernel does not know of, such as the image
-//!    loader's), and removes every capability to the address space (nothing can name it, map
-//!    into it or create a thread in it any more);
+//! 1. removes every user leaf of its page tables ([`Hal::sweep`], the image loader's too; the
+//!    emptied page tables return to the pool after the shoot-down), and removes every
+//!    capability to the address space (nothing can name it, map into it or create a thread in
+//!    it any more);
 //! 2. requests a TLB shoot-down of every other core whose `as_active` bit is set (every core
 //!    that loaded it and has not switched away since, idle cores included), flushes its own
 //!    TLB after the section, and records the requested generations in the address space, now
@@ -47,7 +47,7 @@ use sync::CpuId;
 use crate::cap::ObjRef;
 use crate::config::*;
 use crate::error::Error;
-use crate::hal::{Hal, IpiKind};
+use crate::hal::{Hal, IpiKind, SweepAction};
 use crate::ids::*;
 use crate::kernel::{AsLife, Ctx, Kernel, Life, ThreadState};
 use crate::strategy::Strategy;
@@ -128,19 +128,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         if let Some(c) = self.ipc(ctx, t, |i| i.reply_to) {
             self.answer(ctx, t, c, Err(Error::ReplyDropped));
         }
-        for holder in ThreadId::all() {
-            if self.conf(holder).life != Life::Alive {
-                continue;
-            }
-            for slot in CapSlot::all() {
-                if self
-                    .cap(holder, slot)
-                    .is_ok_and(|c| c.obj == ObjRef::Thread(t))
-                {
-                    self.take_cap(ctx, holder, slot);
-                }
-            }
-        }
+        self.drop_caps_to(ctx, |obj| obj == ObjRef::Thread(t));
         for slot in CapSlot::all() {
             self.take_cap(ctx, t, slot);
         }
@@ -211,27 +199,14 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
 
     /// Deletes address space `a` (no live thread is bound to it): see the module docs.
     pub(crate) fn delete_aspace(&self, ctx: Ctx, a: AsId) {
-        let (root, mappings) = self.aspace(a, |s| (s.root, s.mappings));
-        for m in mappings.iter().flatten() {
-            self.hal.unmap_page(root, m.vaddr);
-        }
-        self.hal.release_address_space(root);
-        for holder in ThreadId::all() {
-            if self.conf(holder).life != Life::Alive {
-                continue;
-            }
-            for slot in CapSlot::all() {
-                if self
-                    .cap(holder, slot)
-                    .is_ok_and(|c| c.obj == ObjRef::AddressSpace(a))
-                {
-                    self.take_cap(ctx, holder, slot);
-                }
-            }
-        }
+        let root = self.aspace(a, |s| s.root);
+        // Every user leaf goes, the image loader's too; emptied page tables are reclaimed after
+        // the shoot-down.
+        self.hal.sweep(ctx.cpu, root, &mut |_| SweepAction::Remove);
+        self.act(ctx, |x| x.reclaim = true);
+        self.drop_caps_to(ctx, |obj| obj == ObjRef::AddressSpace(a));
         let wait = self.shoot_down(ctx, a, root, None);
         self.aspace_mut(ctx, a, |s| {
-            s.mappings = [None; MAX_MAPPINGS];
             s.life = AsLife::Dying;
             s.wait = wait;
         });
@@ -242,7 +217,6 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         self.aspace_mut(ctx, a, |s| {
             s.life = AsLife::Alive;
             s.wait = [0; MAX_CPUS];
-            s.mappings = [None; MAX_MAPPINGS];
         });
     }
 }

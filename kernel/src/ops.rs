@@ -12,9 +12,9 @@ use sync::CpuId;
 use crate::cap::{Cap, ObjKind, ObjRef, Rights};
 use crate::config::*;
 use crate::error::Error;
-use crate::hal::{Hal, IrqOp, MapPrepError};
+use crate::hal::{Hal, IrqOp, MapPrepError, MapTag, PageAttrs, PhysAddr};
 use crate::ids::*;
-use crate::kernel::{Ctx, Kernel, Mapping, ThreadState};
+use crate::kernel::{Ctx, Kernel, ThreadState};
 use crate::strategy::{LockId, Strategy};
 use crate::syscall::{err_regs, ok_regs, MintTarget, Msg, Syscall};
 
@@ -67,13 +67,44 @@ pub(crate) enum Op {
         badge: usize,
     },
     Map {
-        aspace: AsId,
-        slot: usize,
-        mapping: Mapping,
+        root: PhysAddr,
+        vaddr: usize,
+        phys: PhysAddr,
+        attrs: PageAttrs,
+        tag: MapTag,
     },
     Unmap {
         aspace: AsId,
-        slot: usize,
+        vaddr: usize,
+    },
+    MemSplit {
+        parent: MemId,
+        new: MemId,
+        cap: Cap,
+        dest: CapSlot,
+        offset: usize,
+        pages: usize,
+    },
+    MemMerge {
+        a: MemId,
+        b: MemId,
+    },
+    MemRevoke {
+        mem: MemId,
+    },
+    MemInfo {
+        mem: MemId,
+    },
+    CreateEndpoint {
+        new: EndpointId,
+        dest: CapSlot,
+    },
+    CreateNotification {
+        new: NotificationId,
+        dest: CapSlot,
+    },
+    KernelInfo {
+        key: usize,
     },
     BindIrq {
         irq: IrqId,
@@ -254,58 +285,107 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
                     badge,
                 }
             }
-            Syscall::MapFrame {
+            Syscall::MapPage {
                 aspace,
-                frame,
+                mem,
                 vaddr,
-                rights,
+                attrs,
+                offset,
             } => {
                 let a = self.lookup_as(t, aspace)?;
-                let fcap = self.lookup(t, frame, ObjKind::Frame, rights)?;
-                let ObjRef::Frame(frame) = fcap.obj else {
-                    return Err(Error::WrongType);
-                };
-                let (mapped, free) = self.aspace(a, |s| {
-                    (
-                        s.mappings
-                            .iter()
-                            .any(|m| m.is_some_and(|m| m.vaddr == vaddr)),
-                        s.mappings.iter().position(Option::is_none),
-                    )
-                });
-                if mapped {
+                let (phys, tag) = self.check_map(t, mem, offset, attrs)?;
+                let root = self.aspace(a, |s| s.root);
+                if self.hal.lookup(root, vaddr).is_some() {
                     return Err(Error::AlreadyMapped);
                 }
-                let slot = free.ok_or(Error::TableFull)?;
                 // Last check: it may create (empty) page tables, so that `map_page` in the
                 // execute phase cannot fail.
-                let root = self.aspace(a, |s| s.root);
                 self.hal.prepare_map(root, vaddr).map_err(|e| match e {
                     MapPrepError::OutOfMemory => Error::OutOfMemory,
                     MapPrepError::Occupied => Error::AlreadyMapped,
                 })?;
-                let writable = rights.contains(Rights::WRITE);
                 Op::Map {
-                    aspace: a,
-                    slot,
-                    mapping: Mapping {
-                        vaddr,
-                        frame,
-                        writable,
-                    },
+                    root,
+                    vaddr,
+                    phys,
+                    attrs,
+                    tag,
                 }
             }
-            Syscall::UnmapFrame { aspace, vaddr } => {
+            Syscall::UnmapPage { aspace, vaddr } => {
                 let a = self.lookup_as(t, aspace)?;
-                let slot = self
-                    .aspace(a, |s| {
-                        s.mappings
-                            .iter()
-                            .position(|m| m.is_some_and(|m| m.vaddr == vaddr))
-                    })
-                    .ok_or(Error::NotMapped)?;
-                Op::Unmap { aspace: a, slot }
+                let root = self.aspace(a, |s| s.root);
+                // Leaves with tag 0 are the image loader's: not the caller's to remove.
+                match self.hal.lookup(root, vaddr) {
+                    Some(leaf) if leaf.tag != 0 => Op::Unmap { aspace: a, vaddr },
+                    _ => return Err(Error::NotMapped),
+                }
             }
+            Syscall::MemSplit {
+                mem,
+                dest,
+                offset,
+                pages,
+            } => {
+                let cap = self.lookup(t, mem, ObjKind::Memory, Rights::MANAGE)?;
+                let (parent, r) = self.lookup_mem(t, mem, Rights::MANAGE)?;
+                let end = offset.checked_add(pages).ok_or(Error::OutOfRange)?;
+                if end > r.pages {
+                    return Err(Error::OutOfRange);
+                }
+                let page = PAGE_SIZE as PhysAddr;
+                let base = r.base + offset as PhysAddr * page;
+                if self.child_overlaps(parent, base, base + pages as PhysAddr * page) {
+                    return Err(Error::Overlap);
+                }
+                if self.cap(t, dest).is_ok() {
+                    return Err(Error::SlotOccupied);
+                }
+                let new = self.free_region().ok_or(Error::NoFreeObject)?;
+                Op::MemSplit {
+                    parent,
+                    new,
+                    cap,
+                    dest,
+                    offset,
+                    pages,
+                }
+            }
+            Syscall::MemMerge { a, b } => {
+                let (ma, ra) = self.lookup_mem(t, a, Rights::MANAGE)?;
+                let (mb, rb) = self.lookup_mem(t, b, Rights::MANAGE)?;
+                if ma == mb || ra.parent != rb.parent || ra.kind != rb.kind || ra.end() != rb.base {
+                    return Err(Error::InvalidArgument);
+                }
+                if self.has_children(mb) {
+                    return Err(Error::InUse);
+                }
+                Op::MemMerge { a: ma, b: mb }
+            }
+            Syscall::MemRevoke { mem } => Op::MemRevoke {
+                mem: self.lookup_mem(t, mem, Rights::MANAGE)?.0,
+            },
+            Syscall::MemInfo { mem } => Op::MemInfo {
+                mem: self.lookup_mem(t, mem, Rights::READ)?.0,
+            },
+            Syscall::CreateEndpoint { control, dest } => {
+                self.lookup(t, control, ObjKind::Control, Rights::MANAGE)?;
+                if self.cap(t, dest).is_ok() {
+                    return Err(Error::SlotOccupied);
+                }
+                let new = EndpointId::new(self.meta(|m| m.n_eps)).ok_or(Error::NoFreeObject)?;
+                Op::CreateEndpoint { new, dest }
+            }
+            Syscall::CreateNotification { control, dest } => {
+                self.lookup(t, control, ObjKind::Control, Rights::MANAGE)?;
+                if self.cap(t, dest).is_ok() {
+                    return Err(Error::SlotOccupied);
+                }
+                let new =
+                    NotificationId::new(self.meta(|m| m.n_ntfns)).ok_or(Error::NoFreeObject)?;
+                Op::CreateNotification { new, dest }
+            }
+            Syscall::KernelInfo { key } => Op::KernelInfo { key },
             Syscall::BindIrq { handler, ntfn } => {
                 let irq = self.lookup_irq(t, handler, Rights::MANAGE)?;
                 let (ntfn, badge) = self.lookup_ntfn(t, ntfn, Rights::WRITE)?;
@@ -482,20 +562,58 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
                 self.set_ret(ctx, t, ok);
             }
             Op::Map {
-                aspace,
-                slot,
-                mapping,
+                root,
+                vaddr,
+                phys,
+                attrs,
+                tag,
             } => {
-                let phys = self.meta(|m| m.frames[mapping.frame.index()]);
-                let root = self.aspace(aspace, |s| s.root);
-                self.hal
-                    .map_page(root, mapping.vaddr, phys, mapping.writable);
-                self.aspace_mut(ctx, aspace, |s| s.mappings[slot] = Some(mapping));
+                self.hal.map_page(root, vaddr, phys, attrs, tag);
                 self.set_ret(ctx, t, ok);
             }
-            Op::Unmap { aspace, slot } => {
-                self.unmap(ctx, aspace, slot);
+            Op::Unmap { aspace, vaddr } => {
+                self.unmap(ctx, aspace, vaddr);
                 self.set_ret(ctx, t, ok);
+            }
+            Op::MemSplit {
+                parent,
+                new,
+                cap,
+                dest,
+                offset,
+                pages,
+            } => {
+                self.split_region(ctx, parent, new, offset, pages);
+                self.put_cap(ctx, t, dest, Self::child_cap(new, cap));
+                self.set_ret(ctx, t, ok_regs(new.index(), [0; MSG_WORDS]));
+            }
+            Op::MemMerge { a, b } => {
+                // Set first: the merge may remove capabilities of the caller, never the caller.
+                self.set_ret(ctx, t, ok);
+                self.merge_regions(ctx, a, b);
+            }
+            Op::MemRevoke { mem } => {
+                self.set_ret(ctx, t, ok);
+                self.destroy_regions(ctx, self.subtree(mem, false));
+            }
+            Op::MemInfo { mem } => {
+                let r = self.region(mem);
+                let msg = [r.pages, r.kind as usize, mem.index(), 0];
+                self.set_ret(ctx, t, ok_regs(r.base as usize, msg));
+            }
+            Op::CreateEndpoint { new, dest } => {
+                self.meta_mut(ctx, |m| m.n_eps += 1);
+                self.put_cap(ctx, t, dest, Self::full_cap(ObjRef::Endpoint(new)));
+                self.set_ret(ctx, t, ok_regs(new.index(), [0; MSG_WORDS]));
+            }
+            Op::CreateNotification { new, dest } => {
+                self.meta_mut(ctx, |m| m.n_ntfns += 1);
+                self.put_cap(ctx, t, dest, Self::full_cap(ObjRef::Notification(new)));
+                self.set_ret(ctx, t, ok_regs(new.index(), [0; MSG_WORDS]));
+            }
+            Op::KernelInfo { key } => {
+                let v = self.kernel_info(key);
+                self.set_ret(ctx, t, ok_regs(v, [0; MSG_WORDS]));
             }
             Op::BindIrq { irq, ntfn, badge } => {
                 self.irq(ctx, irq, |s| {
@@ -770,13 +888,34 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
 
     /// Removes a mapping: page table now, TLB flushes after the section (locally, and by a
     /// shoot-down with acknowledgement on every other core that may cache the address space:
-    /// the call returns only once they all flushed, see `Kernel::await_shootdowns`).
-    pub(crate) fn unmap(&self, ctx: Ctx, a: AsId, slot: usize) {
-        let (root, m) = self.aspace(a, |s| (s.root, s.mappings[slot]));
-        let Some(m) = m else { return };
-        self.hal.unmap_page(root, m.vaddr);
-        self.aspace_mut(ctx, a, |s| s.mappings[slot] = None);
-        self.shoot_down(ctx, a, root, Some(m.vaddr));
+    /// the call returns only once they all flushed, see `Kernel::await_shootdowns`), then the
+    /// page tables the unmap emptied go back to the pool.
+    pub(crate) fn unmap(&self, ctx: Ctx, a: AsId, vaddr: usize) {
+        let root = self.aspace(a, |s| s.root);
+        self.hal.unmap_page(ctx.cpu, root, vaddr);
+        self.shoot_down(ctx, a, root, Some(vaddr));
+        self.act(ctx, |x| x.reclaim = true);
+    }
+
+    /// A capability with every right and no badge, to a new object.
+    pub(crate) fn full_cap(obj: ObjRef) -> Cap {
+        Cap {
+            obj,
+            rights: Rights::ALL,
+            badge: 0,
+        }
+    }
+
+    /// The value of a [`KernelInfo`](Syscall::KernelInfo) key (decode checked it).
+    fn kernel_info(&self, key: usize) -> usize {
+        use crate::syscall::info::*;
+        match key {
+            TABLE_FRAMES_FREE => self.hal.table_frames().0,
+            TABLE_FRAMES_TOTAL => self.hal.table_frames().1,
+            FREE_REGIONS => self.meta(|m| m.regions.iter().filter(|r| !r.live).count()),
+            FREE_ENDPOINTS => MAX_ENDPOINTS - self.meta(|m| m.n_eps),
+            _ => MAX_NOTIFICATIONS - self.meta(|m| m.n_ntfns),
+        }
     }
 
     /// TLB flush of `vaddr` (`None`: everything) of address space `a` on every core that may
@@ -786,7 +925,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         &self,
         ctx: Ctx,
         a: AsId,
-        root: crate::hal::PhysAddr,
+        root: PhysAddr,
         vaddr: Option<usize>,
     ) -> [u64; MAX_CPUS] {
         let cores = self.as_active[a.index()].load(core::sync::atomic::Ordering::Acquire);
@@ -796,7 +935,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
                 continue;
             }
             if c == ctx.cpu {
-                self.act(ctx, |x| x.flush = Some((root, vaddr)));
+                self.act(ctx, |x| x.flush_local(root, vaddr));
             } else {
                 *g = self.request_shootdown(ctx, c);
             }

@@ -18,6 +18,7 @@
 use crate::cap::Rights;
 use crate::config::*;
 use crate::error::Error;
+use crate::hal::PageAttrs;
 use crate::ids::CapSlot;
 
 /// Message words.
@@ -55,10 +56,10 @@ pub mod nr {
     pub const SET_AFFINITY: usize = 18;
     /// [`Syscall::BindPager`](super::Syscall::BindPager).
     pub const BIND_PAGER: usize = 19;
-    /// [`Syscall::MapFrame`](super::Syscall::MapFrame).
-    pub const MAP_FRAME: usize = 20;
-    /// [`Syscall::UnmapFrame`](super::Syscall::UnmapFrame).
-    pub const UNMAP_FRAME: usize = 21;
+    /// [`Syscall::MapPage`](super::Syscall::MapPage).
+    pub const MAP_PAGE: usize = 20;
+    /// [`Syscall::UnmapPage`](super::Syscall::UnmapPage).
+    pub const UNMAP_PAGE: usize = 21;
     /// [`Syscall::BindIrq`](super::Syscall::BindIrq).
     pub const BIND_IRQ: usize = 22;
     /// [`Syscall::Resume`](super::Syscall::Resume).
@@ -77,8 +78,22 @@ pub mod nr {
     pub const CREATE_ADDRESS_SPACE: usize = 29;
     /// [`Syscall::WriteRegisters`](super::Syscall::WriteRegisters).
     pub const WRITE_REGISTERS: usize = 30;
+    /// [`Syscall::MemSplit`](super::Syscall::MemSplit).
+    pub const MEM_SPLIT: usize = 31;
+    /// [`Syscall::MemMerge`](super::Syscall::MemMerge).
+    pub const MEM_MERGE: usize = 32;
+    /// [`Syscall::MemRevoke`](super::Syscall::MemRevoke).
+    pub const MEM_REVOKE: usize = 33;
+    /// [`Syscall::MemInfo`](super::Syscall::MemInfo).
+    pub const MEM_INFO: usize = 34;
+    /// [`Syscall::CreateEndpoint`](super::Syscall::CreateEndpoint).
+    pub const CREATE_ENDPOINT: usize = 35;
+    /// [`Syscall::CreateNotification`](super::Syscall::CreateNotification).
+    pub const CREATE_NOTIFICATION: usize = 36;
+    /// [`Syscall::KernelInfo`](super::Syscall::KernelInfo).
+    pub const KERNEL_INFO: usize = 37;
     /// Largest call number in use.
-    pub const MAX: usize = 30;
+    pub const MAX: usize = 37;
 }
 
 /// `Mint` target register value meaning "the caller's own CSpace".
@@ -187,25 +202,86 @@ pub enum Syscall {
         /// Endpoint slot.
         ep: CapSlot,
     },
-    /// Map a frame at `vaddr` (address space WRITE; frame READ, plus WRITE if `rights` has it).
-    /// Fails with `AlreadyMapped` if `vaddr` is mapped (also by the image loader), and with
-    /// `OutOfMemory` if the kernel has no memory left for the page tables the mapping needs.
-    MapFrame {
+    /// Map page `offset` of a memory region at `vaddr` (address space WRITE; region READ, plus
+    /// WRITE for a writable and EXEC for an executable mapping). `attrs` must be valid (never
+    /// writable and executable) and fit the memory: [`PageAttrs::DEVICE`] exactly for device
+    /// memory, else [`Error::WrongMemoryKind`]. Fails with `AlreadyMapped` if `vaddr` is mapped
+    /// (also by the image loader), `OutOfMemory` if the page-table pool is empty.
+    MapPage {
         /// Address space slot.
         aspace: CapSlot,
-        /// Frame slot.
-        frame: CapSlot,
+        /// Memory region slot.
+        mem: CapSlot,
         /// Page-aligned address below [`USER_TOP`].
         vaddr: usize,
-        /// Mapping rights: READ, optionally WRITE.
-        rights: Rights,
+        /// How to map it.
+        attrs: PageAttrs,
+        /// Page index inside the region.
+        offset: usize,
     },
-    /// Unmap the page at `vaddr` (address space WRITE); shoots down other cores' TLBs.
-    UnmapFrame {
+    /// Unmap the page at `vaddr` (address space WRITE); shoots down other cores' TLBs before it
+    /// returns. `NotMapped` for pages the image loader mapped.
+    UnmapPage {
         /// Address space slot.
         aspace: CapSlot,
         /// Page-aligned address below [`USER_TOP`].
         vaddr: usize,
+    },
+    /// Split pages `[offset, offset + pages)` of a region (MANAGE) off as a new child region,
+    /// whose capability (same rights) goes to the empty slot `dest`; returns its index.
+    /// [`Error::Overlap`] if another child of the region covers part of the range.
+    MemSplit {
+        /// Region slot.
+        mem: CapSlot,
+        /// Empty slot of the caller.
+        dest: CapSlot,
+        /// First page.
+        offset: usize,
+        /// Pages (at least 1).
+        pages: usize,
+    },
+    /// Merge region `b` into region `a` (both MANAGE): siblings (split from the same region, or
+    /// both boot regions) of the same kind, `b` starting where `a` ends, `b` with no children
+    /// ([`Error::InUse`]). `b`'s mappings stay, now made through `a`; every capability to `b` is
+    /// removed.
+    MemMerge {
+        /// The region that grows.
+        a: CapSlot,
+        /// The region that disappears.
+        b: CapSlot,
+    },
+    /// Destroy every region split from this one (MANAGE), transitively: their capabilities and
+    /// mappings are removed on every core before the call returns.
+    MemRevoke {
+        /// Region slot.
+        mem: CapSlot,
+    },
+    /// A region's physical base address (result word), page count (message word 0), kind
+    /// (word 1: 0 RAM, 1 device) and index (word 2), for DMA (READ).
+    MemInfo {
+        /// Region slot.
+        mem: CapSlot,
+    },
+    /// Create an endpoint (control MANAGE); its capability (all rights) goes to `dest`, its
+    /// index is returned. [`Error::NoFreeObject`] when the table is full.
+    CreateEndpoint {
+        /// Control capability slot.
+        control: CapSlot,
+        /// Empty slot of the caller.
+        dest: CapSlot,
+    },
+    /// Create a notification (control MANAGE), like [`Syscall::CreateEndpoint`].
+    CreateNotification {
+        /// Control capability slot.
+        control: CapSlot,
+        /// Empty slot of the caller.
+        dest: CapSlot,
+    },
+    /// A kernel statistic ([`info`] keys): page-table frames free and in all, free region and
+    /// endpoint and notification objects. Needs no capability.
+    KernelInfo {
+        /// What to read.
+        key: usize,
     },
     /// Deliver the handler's interrupt to a notification (handler MANAGE, notification WRITE;
     /// the notification capability's badge is signalled).
@@ -326,7 +402,35 @@ fn core_arg(v: usize) -> Result<usize, Error> {
 }
 
 fn rights(v: usize) -> Result<Rights, Error> {
-    Rights::from_bits(v).ok_or(Error::OutOfRange)
+    Rights::from_bits_checked(v).ok_or(Error::OutOfRange)
+}
+
+fn attrs(v: usize) -> Result<PageAttrs, Error> {
+    let a = u8::try_from(v)
+        .ok()
+        .and_then(PageAttrs::from_bits)
+        .ok_or(Error::OutOfRange)?;
+    if a.valid() {
+        Ok(a)
+    } else {
+        Err(Error::InvalidArgument)
+    }
+}
+
+/// Keys of [`Syscall::KernelInfo`].
+pub mod info {
+    /// Free frames of the page-table pool.
+    pub const TABLE_FRAMES_FREE: usize = 0;
+    /// Frames of the page-table pool in all.
+    pub const TABLE_FRAMES_TOTAL: usize = 1;
+    /// Free memory-region objects.
+    pub const FREE_REGIONS: usize = 2;
+    /// Endpoints that can still be created.
+    pub const FREE_ENDPOINTS: usize = 3;
+    /// Notifications that can still be created.
+    pub const FREE_NOTIFICATIONS: usize = 4;
+    /// Largest key.
+    pub const MAX: usize = 4;
 }
 
 impl Syscall {
@@ -406,25 +510,63 @@ impl Syscall {
                     ep: slot(a[2])?,
                 }
             }
-            MAP_FRAME => {
-                zero(&a[5..])?;
-                let r = rights(a[4])?;
-                if !r.contains(Rights::READ) || !Rights::READ.union(Rights::WRITE).contains(r) {
-                    return Err(Error::InvalidArgument);
-                }
-                Syscall::MapFrame {
-                    aspace: slot(a[1])?,
-                    frame: slot(a[2])?,
-                    vaddr: vaddr(a[3])?,
-                    rights: r,
-                }
-            }
-            UNMAP_FRAME => {
+            MAP_PAGE => Syscall::MapPage {
+                aspace: slot(a[1])?,
+                mem: slot(a[2])?,
+                vaddr: vaddr(a[3])?,
+                attrs: attrs(a[4])?,
+                offset: a[5],
+            },
+            UNMAP_PAGE => {
                 zero(&a[3..])?;
-                Syscall::UnmapFrame {
+                Syscall::UnmapPage {
                     aspace: slot(a[1])?,
                     vaddr: vaddr(a[2])?,
                 }
+            }
+            MEM_SPLIT => {
+                zero(&a[5..])?;
+                if a[4] == 0 {
+                    return Err(Error::InvalidArgument);
+                }
+                Syscall::MemSplit {
+                    mem: slot(a[1])?,
+                    dest: slot(a[2])?,
+                    offset: a[3],
+                    pages: a[4],
+                }
+            }
+            MEM_MERGE => {
+                zero(&a[3..])?;
+                Syscall::MemMerge {
+                    a: slot(a[1])?,
+                    b: slot(a[2])?,
+                }
+            }
+            MEM_REVOKE | MEM_INFO => {
+                zero(&a[2..])?;
+                let mem = slot(a[1])?;
+                if a[0] == MEM_REVOKE {
+                    Syscall::MemRevoke { mem }
+                } else {
+                    Syscall::MemInfo { mem }
+                }
+            }
+            CREATE_ENDPOINT | CREATE_NOTIFICATION => {
+                zero(&a[3..])?;
+                let (control, dest) = (slot(a[1])?, slot(a[2])?);
+                if a[0] == CREATE_ENDPOINT {
+                    Syscall::CreateEndpoint { control, dest }
+                } else {
+                    Syscall::CreateNotification { control, dest }
+                }
+            }
+            KERNEL_INFO => {
+                zero(&a[2..])?;
+                if a[1] > info::MAX {
+                    return Err(Error::OutOfRange);
+                }
+                Syscall::KernelInfo { key: a[1] }
             }
             BIND_IRQ => {
                 zero(&a[3..])?;
@@ -521,13 +663,37 @@ impl Syscall {
             }
             Syscall::SetAffinity { thread, core } => [SET_AFFINITY, s(thread), core, 0, 0, 0],
             Syscall::BindPager { thread, ep } => [BIND_PAGER, s(thread), s(ep), 0, 0, 0],
-            Syscall::MapFrame {
+            Syscall::MapPage {
                 aspace,
-                frame,
+                mem,
                 vaddr,
-                rights,
-            } => [MAP_FRAME, s(aspace), s(frame), vaddr, rights.bits(), 0],
-            Syscall::UnmapFrame { aspace, vaddr } => [UNMAP_FRAME, s(aspace), vaddr, 0, 0, 0],
+                attrs,
+                offset,
+            } => [
+                MAP_PAGE,
+                s(aspace),
+                s(mem),
+                vaddr,
+                attrs.bits() as usize,
+                offset,
+            ],
+            Syscall::UnmapPage { aspace, vaddr } => [UNMAP_PAGE, s(aspace), vaddr, 0, 0, 0],
+            Syscall::MemSplit {
+                mem,
+                dest,
+                offset,
+                pages,
+            } => [MEM_SPLIT, s(mem), s(dest), offset, pages, 0],
+            Syscall::MemMerge { a, b } => [MEM_MERGE, s(a), s(b), 0, 0, 0],
+            Syscall::MemRevoke { mem } => [MEM_REVOKE, s(mem), 0, 0, 0, 0],
+            Syscall::MemInfo { mem } => [MEM_INFO, s(mem), 0, 0, 0, 0],
+            Syscall::CreateEndpoint { control, dest } => {
+                [CREATE_ENDPOINT, s(control), s(dest), 0, 0, 0]
+            }
+            Syscall::CreateNotification { control, dest } => {
+                [CREATE_NOTIFICATION, s(control), s(dest), 0, 0, 0]
+            }
+            Syscall::KernelInfo { key } => [KERNEL_INFO, key, 0, 0, 0, 0],
             Syscall::BindIrq { handler, ntfn } => [BIND_IRQ, s(handler), s(ntfn), 0, 0, 0],
             Syscall::Resume { thread } => [RESUME, s(thread), 0, 0, 0, 0],
             Syscall::Suspend { thread } => [SUSPEND, s(thread), 0, 0, 0, 0],
@@ -543,7 +709,7 @@ impl Syscall {
                     MintTarget::Own => MINT_SELF,
                     MintTarget::Thread(t) => s(t),
                 };
-                [MINT, s(src), t, s(dest), rights.bits(), badge]
+                [MINT, s(src), t, s(dest), rights.word(), badge]
             }
             Syscall::CapDelete { slot } => [CAP_DELETE, s(slot), 0, 0, 0, 0],
             Syscall::DeleteAddressSpace { aspace } => [DELETE_ADDRESS_SPACE, s(aspace), 0, 0, 0, 0],

@@ -9,9 +9,11 @@ use sync::TicketLock;
 use crate::cap::{ObjRef, Rights};
 use crate::config::*;
 use crate::error::Error;
-use crate::hal::{Hal, IpiKind, MapPrepError, PhysAddr};
+use crate::hal::{Hal, IpiKind, Leaf, MapPrepError, MapTag, PageAttrs, PhysAddr, SweepAction};
+use crate::hosted::PageTables;
 use crate::ids::*;
 use crate::kernel::{Exit, Kernel, Life, ThreadState, EXCEPTION_LABEL, FAULT_LABEL};
+use crate::mem::MemKind;
 use crate::strategy::{BigLock, FineGrained};
 use crate::syscall::{self, nr, MintTarget, Syscall};
 use sync::CpuId;
@@ -21,21 +23,33 @@ enum Ev {
     Ipi(CpuId, CpuId, IpiKind),
     Switch(CpuId, PhysAddr),
     Flush(CpuId, PhysAddr, Option<usize>),
-    Map(PhysAddr, usize, PhysAddr, bool),
+    Map(PhysAddr, usize, PhysAddr, PageAttrs),
     Unmap(PhysAddr, usize),
+    Sweep(PhysAddr, usize),
     Mask(IrqId),
     Unmask(IrqId),
-    Release(PhysAddr),
     SetEntry(ThreadId, usize, usize, usize),
 }
 
-#[derive(Default)]
 struct RecHal {
     log: Mutex<Vec<Ev>>,
+    /// The page tables (a pool of 64 table frames).
+    pt: PageTables,
     /// What `prepare_map` returns (injected failure), `None` for success.
     prep_fail: Mutex<Option<MapPrepError>>,
     /// The `(root, vaddr)` of every `prepare_map` call (not in `log`, which tests compare).
     prepared: Mutex<Vec<(PhysAddr, usize)>>,
+}
+
+impl Default for RecHal {
+    fn default() -> Self {
+        Self {
+            log: Mutex::default(),
+            pt: PageTables::new(64),
+            prep_fail: Mutex::default(),
+            prepared: Mutex::default(),
+        }
+    }
 }
 
 impl RecHal {
@@ -65,16 +79,41 @@ impl Hal for RecHal {
     }
     fn prepare_map(&self, root: PhysAddr, vaddr: usize) -> Result<(), MapPrepError> {
         self.prepared.lock().unwrap().push((root, vaddr));
-        self.prep_fail.lock().unwrap().map_or(Ok(()), Err)
+        match *self.prep_fail.lock().unwrap() {
+            Some(e) => Err(e),
+            None => self.pt.prepare_map(root, vaddr),
+        }
     }
-    fn map_page(&self, root: PhysAddr, vaddr: usize, frame: PhysAddr, writable: bool) {
-        self.push(Ev::Map(root, vaddr, frame, writable));
+    fn map_page(
+        &self,
+        root: PhysAddr,
+        vaddr: usize,
+        frame: PhysAddr,
+        attrs: PageAttrs,
+        tag: MapTag,
+    ) {
+        self.pt.map_page(root, vaddr, frame, attrs, tag);
+        self.push(Ev::Map(root, vaddr, frame, attrs));
     }
-    fn unmap_page(&self, root: PhysAddr, vaddr: usize) {
+    fn lookup(&self, root: PhysAddr, vaddr: usize) -> Option<Leaf> {
+        self.pt.lookup(root, vaddr)
+    }
+    fn unmap_page(&self, cpu: CpuId, root: PhysAddr, vaddr: usize) {
+        self.pt.unmap_page(cpu, root, vaddr);
         self.push(Ev::Unmap(root, vaddr));
     }
-    fn release_address_space(&self, root: PhysAddr) {
-        self.push(Ev::Release(root));
+    fn sweep(&self, cpu: CpuId, root: PhysAddr, f: &mut dyn FnMut(&Leaf) -> SweepAction) -> usize {
+        let n = self.pt.sweep(cpu, root, f);
+        if n > 0 {
+            self.push(Ev::Sweep(root, n));
+        }
+        n
+    }
+    fn reclaim_tables(&self, cpu: CpuId) {
+        self.pt.reclaim_tables(cpu);
+    }
+    fn table_frames(&self) -> (usize, usize) {
+        self.pt.table_frames()
     }
     fn set_entry(&self, thread: ThreadId, pc: usize, sp: usize, arg: usize) {
         self.push(Ev::SetEntry(thread, pc, sp, arg));
@@ -186,16 +225,34 @@ fn decode_rejects_garbage_and_roundtrips() {
         Err(Error::OutOfRange)
     );
     assert_eq!(
-        Syscall::decode(&[nr::MAP_FRAME, 1, 2, 4097, 1, 0]),
+        Syscall::decode(&[nr::MAP_PAGE, 1, 2, 4097, 1, 0]),
         Err(Error::InvalidArgument)
     );
     assert_eq!(
-        Syscall::decode(&[nr::MAP_FRAME, 1, 2, usize::MAX & !4095, 1, 0]),
+        Syscall::decode(&[nr::MAP_PAGE, 1, 2, usize::MAX & !4095, 1, 0]),
         Err(Error::OutOfRange)
     );
+    // Writable and executable at once; executable device memory; unknown attribute bits.
+    for (attrs, e) in [
+        (3, Error::InvalidArgument),
+        (6, Error::InvalidArgument),
+        (8, Error::OutOfRange),
+        (usize::MAX, Error::OutOfRange),
+    ] {
+        assert_eq!(
+            Syscall::decode(&[nr::MAP_PAGE, 1, 2, 4096, attrs, 0]),
+            Err(e),
+            "attrs {attrs}"
+        );
+    }
     assert_eq!(
-        Syscall::decode(&[nr::MAP_FRAME, 1, 2, 4096, 2, 0]),
-        Err(Error::InvalidArgument)
+        Syscall::decode(&[nr::MEM_SPLIT, 1, 2, 0, 0, 0]),
+        Err(Error::InvalidArgument),
+        "an empty split"
+    );
+    assert_eq!(
+        Syscall::decode(&[nr::KERNEL_INFO, 99, 0, 0, 0, 0]),
+        Err(Error::OutOfRange)
     );
     assert_eq!(
         Syscall::decode(&[nr::MINT, 1, 2, 3, 99, 0]),
@@ -219,12 +276,31 @@ fn decode_rejects_garbage_and_roundtrips() {
             priority: 31,
             core: 7,
         },
-        Syscall::MapFrame {
+        Syscall::MapPage {
             aspace: s(1),
-            frame: s(2),
+            mem: s(2),
             vaddr: 0x1000,
-            rights: Rights::READ | Rights::WRITE,
+            attrs: PageAttrs::WRITE,
+            offset: 7,
         },
+        Syscall::MemSplit {
+            mem: s(1),
+            dest: s(2),
+            offset: 3,
+            pages: 4,
+        },
+        Syscall::MemMerge { a: s(1), b: s(2) },
+        Syscall::MemRevoke { mem: s(3) },
+        Syscall::MemInfo { mem: s(3) },
+        Syscall::CreateEndpoint {
+            control: s(0),
+            dest: s(9),
+        },
+        Syscall::CreateNotification {
+            control: s(0),
+            dest: s(9),
+        },
+        Syscall::KernelInfo { key: 2 },
         Syscall::Mint {
             src: s(0),
             target: MintTarget::Own,
@@ -662,12 +738,12 @@ fn suspend_interrupts_a_blocked_call_and_resume_restarts() {
 fn unmap_shoots_down_tlbs_of_cores_that_ran_the_address_space() {
     let mut k = kernel(2);
     let a = k.create_address_space(0xA000).unwrap();
-    let f = k.create_frame(0x5000).unwrap();
+    let f = k.create_memory(0x5000, 1, MemKind::Ram).unwrap();
     let t0 = k.create_thread(10, 0, Some(a)).unwrap();
     let t1 = k.create_thread(10, 1, Some(a)).unwrap();
     k.install_cap(t0, s(0), ObjRef::AddressSpace(a), Rights::WRITE, 0)
         .unwrap();
-    k.install_cap(t0, s(1), ObjRef::Frame(f), Rights::READ, 0)
+    k.install_cap(t0, s(1), ObjRef::Memory(f), Rights::READ, 0)
         .unwrap();
     k.start(t0).unwrap();
     k.start(t1).unwrap();
@@ -677,25 +753,32 @@ fn unmap_shoots_down_tlbs_of_cores_that_ran_the_address_space() {
         k.hal.take(),
         vec![Ev::Switch(0, 0xA000), Ev::Switch(1, 0xA000)]
     );
-    let map = |rights| Syscall::MapFrame {
+    let map = |attrs| Syscall::MapPage {
         aspace: s(0),
-        frame: s(1),
+        mem: s(1),
         vaddr: 0x4000,
-        rights,
+        attrs,
+        offset: 0,
     };
     assert_eq!(
-        err(&call(&k, 0, map(Rights::READ | Rights::WRITE))),
+        err(&call(&k, 0, map(PageAttrs::WRITE))),
         Error::MissingRight
     );
-    ok(&call(&k, 0, map(Rights::READ)));
-    assert_eq!(err(&call(&k, 0, map(Rights::READ))), Error::AlreadyMapped);
-    assert_eq!(k.hal.take(), vec![Ev::Map(0xA000, 0x4000, 0x5000, false)]);
+    ok(&call(&k, 0, map(PageAttrs::empty())));
+    assert_eq!(
+        err(&call(&k, 0, map(PageAttrs::empty()))),
+        Error::AlreadyMapped
+    );
+    assert_eq!(
+        k.hal.take(),
+        vec![Ev::Map(0xA000, 0x4000, 0x5000, PageAttrs::empty())]
+    );
     // Core 1 acknowledges from another host thread; the call returns only after its flush.
     with_remote(&k, 1, || {
         ok(&call(
             &k,
             0,
-            Syscall::UnmapFrame {
+            Syscall::UnmapPage {
                 aspace: s(0),
                 vaddr: 0x4000,
             },
@@ -719,7 +802,7 @@ fn unmap_shoots_down_tlbs_of_cores_that_ran_the_address_space() {
         err(&call(
             &k,
             0,
-            Syscall::UnmapFrame {
+            Syscall::UnmapPage {
                 aspace: s(0),
                 vaddr: 0x4000
             }
@@ -729,31 +812,37 @@ fn unmap_shoots_down_tlbs_of_cores_that_ran_the_address_space() {
     // The IPI itself arrives later: already acknowledged, nothing left to flush.
     k.ipi(1, IpiKind::TlbShootdown);
     assert_eq!(k.hal.take(), vec![]);
-    assert_eq!(k.mappings(a).count(), 0);
+    assert!(k.hal.pt.leaves(0xA000).is_empty());
+    assert_eq!(
+        k.hal.pt.table_frames(),
+        (64, 64),
+        "the emptied table was reclaimed"
+    );
     k.check_invariants().unwrap();
 }
 
-/// A MapFrame whose `prepare_map` fails (no memory for page tables, or an address the image
+/// A MapPage whose `prepare_map` fails (no memory for page tables, or an address the image
 /// loader mapped) returns the error in the decode phase and changes nothing: no mapping-table
 /// entry, no `map_page`, no flush. The same call succeeds once the HAL can prepare it.
 #[test]
 fn map_frame_fails_cleanly_when_the_hal_cannot_prepare_it() {
     let mut k = kernel(1);
     let a = k.create_address_space(0xA000).unwrap();
-    let f = k.create_frame(0x5000).unwrap();
+    let f = k.create_memory(0x5000, 1, MemKind::Ram).unwrap();
     let t0 = k.create_thread(10, 0, Some(a)).unwrap();
     k.install_cap(t0, s(0), ObjRef::AddressSpace(a), Rights::WRITE, 0)
         .unwrap();
-    k.install_cap(t0, s(1), ObjRef::Frame(f), Rights::READ | Rights::WRITE, 0)
+    k.install_cap(t0, s(1), ObjRef::Memory(f), Rights::READ | Rights::WRITE, 0)
         .unwrap();
     k.start(t0).unwrap();
     k.timer_tick(0);
     k.hal.take();
-    let map = Syscall::MapFrame {
+    let map = Syscall::MapPage {
         aspace: s(0),
-        frame: s(1),
+        mem: s(1),
         vaddr: 0x4000,
-        rights: Rights::READ | Rights::WRITE,
+        attrs: PageAttrs::WRITE,
+        offset: 0,
     };
     for (fail, want) in [
         (MapPrepError::OutOfMemory, Error::OutOfMemory),
@@ -761,7 +850,7 @@ fn map_frame_fails_cleanly_when_the_hal_cannot_prepare_it() {
     ] {
         *k.hal.prep_fail.lock().unwrap() = Some(fail);
         assert_eq!(err(&call(&k, 0, map)), want);
-        assert_eq!(k.mappings(a).count(), 0, "mapping table unchanged");
+        assert!(k.hal.pt.leaves(0xA000).is_empty(), "page tables unchanged");
         assert!(k.hal.take().is_empty(), "no map_page, flush or IPI");
         assert_eq!(
             std::mem::take(&mut *k.hal.prepared.lock().unwrap()),
@@ -771,8 +860,11 @@ fn map_frame_fails_cleanly_when_the_hal_cannot_prepare_it() {
     }
     *k.hal.prep_fail.lock().unwrap() = None;
     ok(&call(&k, 0, map));
-    assert_eq!(k.hal.take(), vec![Ev::Map(0xA000, 0x4000, 0x5000, true)]);
-    assert_eq!(k.mappings(a).count(), 1);
+    assert_eq!(
+        k.hal.take(),
+        vec![Ev::Map(0xA000, 0x4000, 0x5000, PageAttrs::WRITE)]
+    );
+    assert_eq!(k.hal.pt.leaves(0xA000).len(), 1);
     // A failing prepare is not even asked for a call that fails an earlier check.
     *k.hal.prep_fail.lock().unwrap() = Some(MapPrepError::OutOfMemory);
     k.hal.prepared.lock().unwrap().clear();
@@ -794,33 +886,39 @@ fn map_frame_rejects_the_highest_user_page() {
     };
     assert_eq!(USER_TOP, top_page);
     assert_eq!(
-        Syscall::decode(&[nr::MAP_FRAME, 1, 2, top_page, 1, 0]),
+        Syscall::decode(&[nr::MAP_PAGE, 1, 2, top_page, 0, 0]),
         Err(Error::OutOfRange)
     );
     let mut k = kernel(1);
     let a = k.create_address_space(0xA000).unwrap();
-    let f = k.create_frame(0x5000).unwrap();
+    let f = k.create_memory(0x5000, 1, MemKind::Ram).unwrap();
     let t0 = k.create_thread(10, 0, Some(a)).unwrap();
     k.install_cap(t0, s(0), ObjRef::AddressSpace(a), Rights::WRITE, 0)
         .unwrap();
-    k.install_cap(t0, s(1), ObjRef::Frame(f), Rights::READ, 0)
+    k.install_cap(t0, s(1), ObjRef::Memory(f), Rights::READ, 0)
         .unwrap();
     k.start(t0).unwrap();
     k.timer_tick(0);
     k.hal.take();
-    let map = |vaddr| Syscall::MapFrame {
+    let map = |vaddr| Syscall::MapPage {
         aspace: s(0),
-        frame: s(1),
+        mem: s(1),
         vaddr,
-        rights: Rights::READ,
+        attrs: PageAttrs::empty(),
+        offset: 0,
     };
     assert_eq!(err(&call(&k, 0, map(top_page))), Error::OutOfRange);
-    assert_eq!(k.mappings(a).count(), 0);
+    assert!(k.hal.pt.leaves(0xA000).is_empty());
     assert!(k.hal.take().is_empty(), "nothing reached the HAL");
     ok(&call(&k, 0, map(top_page - PAGE_SIZE)));
     assert_eq!(
         k.hal.take(),
-        vec![Ev::Map(0xA000, top_page - PAGE_SIZE, 0x5000, false)]
+        vec![Ev::Map(
+            0xA000,
+            top_page - PAGE_SIZE,
+            0x5000,
+            PageAttrs::empty()
+        )]
     );
     k.check_invariants().unwrap();
 }
@@ -1117,13 +1215,13 @@ fn deleting_an_address_space_waits_for_remote_flushes_and_frees_the_slot() {
     let mut k = kernel(2);
     let ra = k.create_address_space(0xA000).unwrap();
     let v = k.create_address_space(0xB000).unwrap();
-    let f = k.create_frame(0x5000).unwrap();
+    let f = k.create_memory(0x5000, 1, MemKind::Ram).unwrap();
     let r = k.create_thread(10, 0, Some(ra)).unwrap();
     let tv = k.create_thread(10, 1, Some(v)).unwrap();
     let m = Rights::MANAGE | Rights::WRITE;
     k.install_cap(r, s(0), ObjRef::AddressSpace(v), m, 0)
         .unwrap();
-    k.install_cap(r, s(1), ObjRef::Frame(f), Rights::READ, 0)
+    k.install_cap(r, s(1), ObjRef::Memory(f), Rights::READ, 0)
         .unwrap();
     k.install_cap(r, s(2), ObjRef::Thread(tv), Rights::ALL, 0)
         .unwrap();
@@ -1135,11 +1233,12 @@ fn deleting_an_address_space_waits_for_remote_flushes_and_frees_the_slot() {
     k.start(tv).unwrap();
     k.timer_tick(0);
     k.timer_tick(1);
-    let map = Syscall::MapFrame {
+    let map = Syscall::MapPage {
         aspace: s(0),
-        frame: s(1),
+        mem: s(1),
         vaddr: 0x4000,
-        rights: Rights::READ,
+        attrs: PageAttrs::empty(),
+        offset: 0,
     };
     ok(&call(&k, 0, map));
     k.hal.take();
@@ -1164,11 +1263,7 @@ fn deleting_an_address_space_waits_for_remote_flushes_and_frees_the_slot() {
     k.hal.take();
     with_remote(&k, 1, || ok(&call(&k, 0, del(0))));
     let log = k.hal.take();
-    assert_eq!(
-        log[..2],
-        [Ev::Unmap(0xB000, 0x4000), Ev::Release(0xB000)],
-        "{log:?}"
-    );
+    assert_eq!(log[..1], [Ev::Sweep(0xB000, 1)], "{log:?}");
     assert!(
         log.contains(&Ev::Ipi(0, 1, IpiKind::TlbShootdown)),
         "{log:?}"
@@ -1184,7 +1279,7 @@ fn deleting_an_address_space_waits_for_remote_flushes_and_frees_the_slot() {
     );
     assert_eq!(k.cap_of(r, s(0)), None);
     assert_eq!(k.cap_of(r, s(4)), None);
-    assert_eq!(k.mappings(v).count(), 0);
+    assert!(k.hal.pt.leaves(0xB000).is_empty());
     assert_eq!(err(&call(&k, 0, map)), Error::InvalidCap);
     assert_eq!(err(&call(&k, 0, del(0))), Error::InvalidCap);
     k.check_invariants().unwrap();
@@ -1203,14 +1298,15 @@ fn deleting_an_address_space_waits_for_remote_flushes_and_frees_the_slot() {
     ok(&call(
         &k,
         0,
-        Syscall::MapFrame {
+        Syscall::MapPage {
             aspace: s(5),
-            frame: s(1),
+            mem: s(1),
             vaddr: 0x4000,
-            rights: Rights::READ,
+            attrs: PageAttrs::empty(),
+            offset: 0,
         },
     ));
-    assert_eq!(k.mappings(v).count(), 1);
+    assert_eq!(k.hal.pt.leaves(0xB000).len(), 1);
     k.check_invariants().unwrap();
 }
 
@@ -1257,5 +1353,165 @@ fn write_registers_sets_the_entry_of_an_inactive_thread() {
     k.hal.take();
     ok(&call(&k, 0, wr(0, 0x2000)));
     assert_eq!(k.hal.take(), vec![Ev::SetEntry(t, 0x2000, 0x8000, 42)]);
+    k.check_invariants().unwrap();
+}
+
+/// Memory regions: split (in range, no sibling overlap, fresh slot), kinds and rights of
+/// mappings, MemInfo, merge keeping mappings, revoke and the last-capability delete removing
+/// every mapping made through the region or its descendants, with remote shoot-down; page
+/// tables back to the pool.
+#[test]
+fn memory_regions_split_map_merge_and_revoke() {
+    let mut k = kernel(2);
+    let a = k.create_address_space(0xA000).unwrap();
+    let ram = k.create_memory(0x10_0000, 16, MemKind::Ram).unwrap();
+    let dev = k.create_memory(0xFE00_0000, 1, MemKind::Device).unwrap();
+    assert_eq!(
+        k.create_memory(0x10_F000, 4, MemKind::Ram),
+        Err(Error::Overlap),
+        "boot regions never overlap"
+    );
+    let t0 = k.create_thread(10, 0, Some(a)).unwrap();
+    let t1 = k.create_thread(10, 1, Some(a)).unwrap();
+    let rw = Rights::READ | Rights::WRITE | Rights::MANAGE | Rights::GRANT;
+    k.install_cap(t0, s(0), ObjRef::AddressSpace(a), Rights::WRITE, 0)
+        .unwrap();
+    k.install_cap(t0, s(1), ObjRef::Memory(ram), rw, 0).unwrap();
+    k.install_cap(t0, s(2), ObjRef::Memory(dev), Rights::ALL, 0)
+        .unwrap();
+    k.start(t0).unwrap();
+    k.start(t1).unwrap();
+    k.timer_tick(0);
+    k.timer_tick(1);
+    k.hal.take();
+    let split = |offset, pages, dest| Syscall::MemSplit {
+        mem: s(1),
+        dest: s(dest),
+        offset,
+        pages,
+    };
+    assert_eq!(err(&call(&k, 0, split(14, 4, 3))), Error::OutOfRange);
+    assert_eq!(
+        err(&call(&k, 0, split(usize::MAX, 2, 3))),
+        Error::OutOfRange
+    );
+    let (c1, _) = ok(&call(&k, 0, split(4, 4, 3)));
+    assert_eq!(err(&call(&k, 0, split(7, 2, 4))), Error::Overlap);
+    let (c2, _) = ok(&call(&k, 0, split(8, 4, 4)));
+    let c1 = MemId::new(c1).unwrap();
+    let c2 = MemId::new(c2).unwrap();
+    assert_eq!(k.memory(c1), Some((0x10_4000, 4, MemKind::Ram, Some(ram))));
+    let (base, msg) = ok(&call(&k, 0, Syscall::MemInfo { mem: s(4) }));
+    assert_eq!(
+        (base, msg[0], msg[1], msg[2]),
+        (0x10_8000, 4, 0, c2.index())
+    );
+    let map = |mem, vaddr, attrs, offset| Syscall::MapPage {
+        aspace: s(0),
+        mem: s(mem),
+        vaddr,
+        attrs,
+        offset,
+    };
+    assert_eq!(
+        err(&call(&k, 0, map(3, 0x1000, PageAttrs::empty(), 4))),
+        Error::OutOfRange
+    );
+    assert_eq!(
+        err(&call(&k, 0, map(3, 0x1000, PageAttrs::EXEC, 0))),
+        Error::MissingRight
+    );
+    assert_eq!(
+        err(&call(&k, 0, map(3, 0x1000, PageAttrs::DEVICE, 0))),
+        Error::WrongMemoryKind,
+        "RAM never as device memory"
+    );
+    assert_eq!(
+        err(&call(&k, 0, map(2, 0x1000, PageAttrs::WRITE, 0))),
+        Error::WrongMemoryKind,
+        "device memory never as normal memory"
+    );
+    ok(&call(
+        &k,
+        0,
+        map(2, 0x1000, PageAttrs::DEVICE | PageAttrs::WRITE, 0),
+    ));
+    ok(&call(&k, 0, map(3, 0x2000, PageAttrs::WRITE, 1)));
+    ok(&call(&k, 0, map(4, 0x3000, PageAttrs::WRITE, 0)));
+    ok(&call(&k, 0, map(1, 0x4000, PageAttrs::empty(), 5)));
+    assert_eq!(k.check_memory(), Ok(4));
+    assert_eq!(
+        k.hal.pt.lookup(0xA000, 0x2000).map(|l| l.phys),
+        Some(0x10_5000)
+    );
+    // Merge c2 into c1: c2's mapping stays, now through c1; c2's capability is gone.
+    ok(&call(&k, 0, Syscall::MemMerge { a: s(3), b: s(4) }));
+    assert_eq!(k.memory(c1), Some((0x10_4000, 8, MemKind::Ram, Some(ram))));
+    assert_eq!(k.memory(c2), None);
+    assert_eq!(k.cap_of(t0, s(4)), None);
+    assert_eq!(k.check_memory(), Ok(4));
+    // Hand c1 to t1 and revoke from the parent: every mapping through c1 goes, on both cores,
+    // the parent's own mapping of page 5 (inside c1's range) stays.
+    ok(&call(
+        &k,
+        0,
+        Syscall::Mint {
+            src: s(1),
+            target: MintTarget::Own,
+            dest: s(5),
+            rights: Rights::READ,
+            badge: 0,
+        },
+    ));
+    k.hal.take();
+    with_remote(&k, 1, || ok(&call(&k, 0, Syscall::MemRevoke { mem: s(1) })));
+    let log = k.hal.take();
+    assert!(log.contains(&Ev::Sweep(0xA000, 2)), "{log:?}");
+    assert!(
+        log.contains(&Ev::Flush(1, 0xA000, None)),
+        "remote flush: {log:?}"
+    );
+    assert_eq!(k.cap_of(t0, s(3)), None, "the child's capability is gone");
+    assert_eq!(k.memory(c1), None);
+    assert!(
+        k.hal.pt.lookup(0xA000, 0x4000).is_some(),
+        "the parent's mapping stays"
+    );
+    assert_eq!(k.check_memory(), Ok(2));
+    // Deleting the last capabilities of the parent destroys it and its mapping.
+    ok(&call(&k, 0, Syscall::CapDelete { slot: s(1) }));
+    assert!(k.memory(ram).is_some(), "one capability left");
+    with_remote(&k, 1, || {
+        ok(&call(&k, 0, Syscall::CapDelete { slot: s(5) }))
+    });
+    assert_eq!(k.memory(ram), None);
+    assert!(k.hal.pt.lookup(0xA000, 0x4000).is_none());
+    assert_eq!(k.check_memory(), Ok(1), "the device page is left");
+    // Run-time endpoints need a control capability with MANAGE.
+    k.install_cap(t0, s(6), ObjRef::Control, Rights::MANAGE, 0)
+        .unwrap();
+    let (e, _) = ok(&call(
+        &k,
+        0,
+        Syscall::CreateEndpoint {
+            control: s(6),
+            dest: s(7),
+        },
+    ));
+    assert_eq!(
+        k.cap_of(t0, s(7)).map(|c| c.obj),
+        Some(ObjRef::Endpoint(EndpointId::new(e).unwrap()))
+    );
+    assert_eq!(
+        err(&call(
+            &k,
+            0,
+            Syscall::CreateNotification {
+                control: s(0),
+                dest: s(8)
+            }
+        )),
+        Error::WrongType
+    );
     k.check_invariants().unwrap();
 }

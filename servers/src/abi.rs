@@ -81,8 +81,22 @@ pub mod slot {
     pub const ERRORS_EMPTY: usize = 9;
     /// Pager: the faulting thread's address space (WRITE).
     pub const PAGER_ASPACE: usize = 2;
-    /// Pager: the frame to map (READ | WRITE).
+    /// Pager: a one-page memory region to map (READ | WRITE).
     pub const PAGER_FRAME: usize = 3;
+    /// Root: the first of [`ROOT_MEM_SLOTS`] slots with a RAM region (all rights; the free RAM
+    /// of the machine, one region per range, the rest empty).
+    pub const ROOT_MEM: usize = 24;
+    /// Root: how many RAM-region slots.
+    pub const ROOT_MEM_SLOTS: usize = 4;
+    /// Root: the first of [`ROOT_DEVICE_SLOTS`] slots with a device-memory region.
+    pub const ROOT_DEVICE: usize = 28;
+    /// Root: how many device-region slots.
+    pub const ROOT_DEVICE_SLOTS: usize = 2;
+    /// Root: the control capability (MANAGE: create threads, address spaces, endpoints,
+    /// notifications).
+    pub const ROOT_CONTROL: usize = 30;
+    /// Root: its own address space (WRITE | MANAGE).
+    pub const ROOT_ASPACE: usize = 31;
 }
 
 /// Debug call numbers (`rax`), handled by the image rather than the kernel core.

@@ -1,6 +1,6 @@
 //! The programs of the user ELF, selected by role (see [`abi::role`](crate::abi::role)).
 
-use kernel::{Error, Rights, EXCEPTION_LABEL, FAULT_LABEL};
+use kernel::{Error, EXCEPTION_LABEL, FAULT_LABEL};
 
 use crate::abi::{fault, role, slot, PAGER_TEST_ADDR};
 use crate::debug::{self, test};
@@ -297,11 +297,12 @@ fn pager() -> ! {
     match sys::recv(ep) {
         Ok((_, [label, addr, write, thread])) if label == FAULT_LABEL => {
             let page = addr & !0xFFF;
-            let mapped = sys::map_frame(
+            let mapped = sys::map_page(
                 s(slot::PAGER_ASPACE),
                 s(slot::PAGER_FRAME),
+                0,
                 page,
-                Rights::READ | Rights::WRITE,
+                kernel::PageAttrs::WRITE,
             );
             uprintln!(
                 "pager: thread {thread} faulted at {addr:#x} (write {write}); mapping a frame: \

@@ -4,7 +4,7 @@
 //! x86_64 convention (see `hal-x86`'s `usermode`): number in `rax`, arguments in `rdi, rsi,
 //! rdx, r10, r8`, results in the same six registers; `rcx` and `r11` are clobbered.
 
-pub use kernel::{CapSlot, Error, Msg, Regs, Rights, Syscall};
+pub use kernel::{CapSlot, Error, Msg, PageAttrs, Regs, Rights, Syscall};
 
 /// Result of a call: `(word, message)` (badge or notification word, received message).
 pub type Reply = Result<(usize, Msg), Error>;
@@ -126,20 +126,70 @@ pub fn bind_pager(thread: CapSlot, ep: CapSlot) -> Result<(), Error> {
     invoke(Syscall::BindPager { thread, ep }).map(|_| ())
 }
 
-/// Maps the frame in `frame` at `vaddr` of the address space in `aspace`.
-pub fn map_frame(
+/// Maps page `offset` of the memory region in `mem` at `vaddr` of the address space in
+/// `aspace`, with `attrs` (see [`kernel::Syscall::MapPage`]).
+pub fn map_page(
     aspace: CapSlot,
-    frame: CapSlot,
+    mem: CapSlot,
+    offset: usize,
     vaddr: usize,
-    rights: Rights,
+    attrs: PageAttrs,
 ) -> Result<(), Error> {
-    invoke(Syscall::MapFrame {
+    invoke(Syscall::MapPage {
         aspace,
-        frame,
+        mem,
         vaddr,
-        rights,
+        attrs,
+        offset,
     })
     .map(|_| ())
+}
+
+/// Unmaps the page at `vaddr` of the address space in `aspace`.
+pub fn unmap_page(aspace: CapSlot, vaddr: usize) -> Result<(), Error> {
+    invoke(Syscall::UnmapPage { aspace, vaddr }).map(|_| ())
+}
+
+/// Splits pages `[offset, offset + pages)` of the region in `mem` off into `dest`; returns the
+/// new region's index.
+pub fn mem_split(mem: CapSlot, dest: CapSlot, offset: usize, pages: usize) -> Result<usize, Error> {
+    invoke(Syscall::MemSplit {
+        mem,
+        dest,
+        offset,
+        pages,
+    })
+    .map(|(i, _)| i)
+}
+
+/// Merges the region in `b` into the adjacent region in `a`.
+pub fn mem_merge(a: CapSlot, b: CapSlot) -> Result<(), Error> {
+    invoke(Syscall::MemMerge { a, b }).map(|_| ())
+}
+
+/// Destroys every region split from the one in `mem` (and their mappings).
+pub fn mem_revoke(mem: CapSlot) -> Result<(), Error> {
+    invoke(Syscall::MemRevoke { mem }).map(|_| ())
+}
+
+/// A region's physical base, size in pages and kind (0 RAM, 1 device).
+pub fn mem_info(mem: CapSlot) -> Result<(usize, usize, usize), Error> {
+    invoke(Syscall::MemInfo { mem }).map(|(base, m)| (base, m[0], m[1]))
+}
+
+/// Empties a slot of the caller's CSpace.
+pub fn cap_delete(slot: CapSlot) -> Result<(), Error> {
+    invoke(Syscall::CapDelete { slot }).map(|_| ())
+}
+
+/// Creates an endpoint (needs the control capability in `control`) in `dest`.
+pub fn create_endpoint(control: CapSlot, dest: CapSlot) -> Result<usize, Error> {
+    invoke(Syscall::CreateEndpoint { control, dest }).map(|(i, _)| i)
+}
+
+/// A kernel statistic (keys in [`kernel::syscall::info`]).
+pub fn kernel_info(key: usize) -> Result<usize, Error> {
+    invoke(Syscall::KernelInfo { key }).map(|(v, _)| v)
 }
 
 /// Blocks for good: waits on the park notification nobody signals.

@@ -27,7 +27,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use kernel::config::{MAX_CPUS, MAX_THREADS};
-use kernel::hal::{Hal, IpiKind, MapPrepError, PhysAddr};
+use kernel::hal::{Hal, IpiKind, Leaf, MapPrepError, MapTag, PageAttrs, PhysAddr, SweepAction};
+use kernel::hosted::PageTables;
 use kernel::{CpuId, IrqId, Kernel, Regs, Strategy, Syscall, ThreadId};
 
 /// A wait strategy for host threads: spin briefly, then yield the host CPU.
@@ -55,15 +56,15 @@ pub enum HalEvent {
     /// TLB flush (`None`: all).
     Flush(PhysAddr, Option<usize>),
     /// Page-table entry written.
-    Map(PhysAddr, usize, PhysAddr, bool),
+    Map(PhysAddr, usize, PhysAddr, PageAttrs),
     /// Page-table entry cleared.
     Unmap(PhysAddr, usize),
     /// IRQ masked.
     Mask(IrqId),
     /// IRQ unmasked.
     Unmask(IrqId),
-    /// Address space released (deleted).
-    Release(PhysAddr),
+    /// Leaves removed by a sweep (revoke, address-space deletion): root and count.
+    Sweep(PhysAddr, usize),
     /// Entry context set: thread index, pc, sp, arg.
     SetEntry(usize, usize, usize, usize),
 }
@@ -81,6 +82,8 @@ pub struct FakeHal {
     /// Injected `prepare_map` failure: 0 none, 1 out of memory, 2 occupied.
     prep_fail: AtomicU8,
     order: Arc<Mutex<Vec<(CpuId, HalEvent)>>>,
+    /// The page tables, with a pool of [`FakeHal::TABLE_FRAMES`] table frames.
+    pub pt: PageTables,
 }
 
 impl FakeHal {
@@ -93,8 +96,12 @@ impl FakeHal {
             ipis_sent: AtomicU64::new(0),
             prep_fail: AtomicU8::new(0),
             order: Arc::default(),
+            pt: PageTables::new(Self::TABLE_FRAMES),
         }
     }
+
+    /// Page-table frames of the hosted pool (one per 2 MiB of address space mapped).
+    pub const TABLE_FRAMES: usize = 4096;
 
     /// Every event of every core, in the order they happened (`(core, event)`); shared, so a
     /// [`Program`] can check what happened before its system call returned.
@@ -155,21 +162,43 @@ impl Hal for FakeHal {
     fn flush_tlb(&self, cpu: CpuId, root: PhysAddr, vaddr: Option<usize>) {
         self.push(cpu, HalEvent::Flush(root, vaddr));
     }
-    fn prepare_map(&self, _root: PhysAddr, _vaddr: usize) -> Result<(), MapPrepError> {
+    fn prepare_map(&self, root: PhysAddr, vaddr: usize) -> Result<(), MapPrepError> {
         match self.prep_fail.load(Relaxed) {
-            0 => Ok(()),
+            0 => self.pt.prepare_map(root, vaddr),
             1 => Err(MapPrepError::OutOfMemory),
             _ => Err(MapPrepError::Occupied),
         }
     }
-    fn map_page(&self, root: PhysAddr, vaddr: usize, frame: PhysAddr, writable: bool) {
-        self.push(self.cpu_id(), HalEvent::Map(root, vaddr, frame, writable));
+    fn map_page(
+        &self,
+        root: PhysAddr,
+        vaddr: usize,
+        frame: PhysAddr,
+        attrs: PageAttrs,
+        tag: MapTag,
+    ) {
+        self.pt.map_page(root, vaddr, frame, attrs, tag);
+        self.push(self.cpu_id(), HalEvent::Map(root, vaddr, frame, attrs));
     }
-    fn unmap_page(&self, root: PhysAddr, vaddr: usize) {
-        self.push(self.cpu_id(), HalEvent::Unmap(root, vaddr));
+    fn lookup(&self, root: PhysAddr, vaddr: usize) -> Option<Leaf> {
+        self.pt.lookup(root, vaddr)
     }
-    fn release_address_space(&self, root: PhysAddr) {
-        self.push(self.cpu_id(), HalEvent::Release(root));
+    fn unmap_page(&self, cpu: CpuId, root: PhysAddr, vaddr: usize) {
+        self.pt.unmap_page(cpu, root, vaddr);
+        self.push(cpu, HalEvent::Unmap(root, vaddr));
+    }
+    fn sweep(&self, cpu: CpuId, root: PhysAddr, f: &mut dyn FnMut(&Leaf) -> SweepAction) -> usize {
+        let n = self.pt.sweep(cpu, root, f);
+        if n > 0 {
+            self.push(cpu, HalEvent::Sweep(root, n));
+        }
+        n
+    }
+    fn reclaim_tables(&self, cpu: CpuId) {
+        self.pt.reclaim_tables(cpu);
+    }
+    fn table_frames(&self) -> (usize, usize) {
+        self.pt.table_frames()
     }
     fn set_entry(&self, thread: ThreadId, pc: usize, sp: usize, arg: usize) {
         self.push(

@@ -401,8 +401,9 @@ pub mod adv_slots {
     pub const VICTIM: usize = 3;
     /// Another adversary, READ|GRANT (useless for management).
     pub const PEER: usize = 4;
-    /// A frame, READ|GRANT.
-    pub const FRAME: usize = 5;
+    /// A 64-page RAM region shared by all adversaries, READ|WRITE|GRANT|MANAGE (so they split,
+    /// merge, revoke and delete it under each other's feet).
+    pub const MEM: usize = 5;
     /// The shared address space, WRITE.
     pub const ASPACE: usize = 6;
     /// An IRQ handler, all rights.
@@ -413,6 +414,10 @@ pub mod adv_slots {
     pub const SINK_GRANT: usize = 9;
     /// First empty slot.
     pub const FREE: usize = 10;
+    /// Two slots (`SCRATCH`, `SCRATCH + 1`) only `CreateEndpoint` and `CreateNotification`
+    /// fill: no blocking call names them (the random slots are below 16), since an adversary
+    /// receiving on an endpoint nobody else holds would block for ever.
+    pub const SCRATCH: usize = 18;
 }
 
 fn random_call(r: &mut XorShift, cores: usize) -> kernel::Regs {
@@ -471,14 +476,14 @@ fn random_call(r: &mut XorShift, cores: usize) -> kernel::Regs {
             };
         }
         nr::BIND_PAGER | nr::BIND_IRQ => raw[2] = slot_arg(r),
-        nr::MAP_FRAME => {
+        nr::MAP_PAGE => {
             raw[1] = if r.below(2) == 0 {
                 adv_slots::ASPACE
             } else {
                 raw[1]
             };
             raw[2] = if r.below(2) == 0 {
-                adv_slots::FRAME
+                adv_slots::MEM
             } else {
                 slot_arg(r)
             };
@@ -487,9 +492,31 @@ fn random_call(r: &mut XorShift, cores: usize) -> kernel::Regs {
             } else {
                 0x10_0000 + 4096 * r.below(80) as usize
             };
-            raw[4] = small(r) % 5;
+            raw[4] = small(r) % 9;
+            raw[5] = small(r) % 70;
         }
-        nr::UNMAP_FRAME => {
+        nr::MEM_SPLIT | nr::MEM_MERGE | nr::MEM_REVOKE | nr::MEM_INFO => {
+            let mem_slot = |r: &mut XorShift| match r.below(3) {
+                0 => adv_slots::MEM,
+                1 => adv_slots::FREE + r.below(8) as usize,
+                _ => slot_arg(r),
+            };
+            raw[1] = mem_slot(r);
+            if num == nr::MEM_SPLIT {
+                raw[2] = adv_slots::FREE + r.below(8) as usize;
+                raw[3] = small(r) % 70;
+                raw[4] = small(r) % 20;
+            } else if num == nr::MEM_MERGE {
+                raw[2] = mem_slot(r);
+            }
+        }
+        nr::CREATE_ENDPOINT | nr::CREATE_NOTIFICATION => {
+            if r.below(3) != 0 {
+                raw[1] = adv_slots::CONTROL;
+            }
+            raw[2] = adv_slots::SCRATCH + r.below(2) as usize;
+        }
+        nr::UNMAP_PAGE => {
             raw[1] = if r.below(2) == 0 {
                 adv_slots::ASPACE
             } else {
@@ -549,7 +576,9 @@ pub fn adversarial<S: Strategy>(
     let sink_ep = k.create_endpoint().unwrap();
     let n = k.create_notification().unwrap();
     let a = k.create_address_space(0xA5_0000).unwrap();
-    let f = k.create_frame(0xF0_0000).unwrap();
+    let f = k
+        .create_memory(0xF0_0000, 64, kernel::MemKind::Ram)
+        .unwrap();
     let mut victims = vec![];
     for i in 0..6 {
         let v = k.create_thread(5, i % cores, Some(a)).unwrap();
@@ -611,7 +640,11 @@ pub fn adversarial<S: Strategy>(
                 ObjRef::Thread(advs[(i + 1) % advs.len()]),
                 Rights::READ | Rights::GRANT,
             ),
-            (FRAME, ObjRef::Frame(f), Rights::READ | Rights::GRANT),
+            (
+                MEM,
+                ObjRef::Memory(f),
+                Rights::READ | Rights::WRITE | Rights::GRANT | Rights::MANAGE,
+            ),
             (ASPACE, ObjRef::AddressSpace(a), Rights::WRITE),
             (
                 IRQ,

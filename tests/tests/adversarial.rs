@@ -27,7 +27,19 @@ fn adversarial<S: Strategy>(name: &str, strategy: S, seed: u64) {
         timeout: Duration::from_secs(90),
         ..RunConfig::default()
     };
-    let stats = run(&k, &programs, cfg, || true).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let stats = match run(&k, &programs, cfg, || true) {
+        Ok(s) => s,
+        Err(e) => {
+            // Where every thread is, to tell a hang from a slow run.
+            for t in kernel::ThreadId::all() {
+                let (life, state) = k.thread_state(t);
+                if life != kernel::Life::Free {
+                    eprintln!("{name}: thread {} {life:?} {state:?}", t.index());
+                }
+            }
+            panic!("{name}: {e}")
+        }
+    };
     let sum = k
         .check_invariants()
         .unwrap_or_else(|v| panic!("{name}: {v:?}"));

@@ -25,7 +25,9 @@ fn no_capability_no_access() {
     // The victim's world.
     let secret_ep = k.create_endpoint().unwrap();
     let secret_as = k.create_address_space(0x5EC0_0000).unwrap();
-    let secret_frame = k.create_frame(0x5EC1_0000).unwrap();
+    let secret_frame = k
+        .create_memory(0x5EC1_0000, 1, kernel::MemKind::Ram)
+        .unwrap();
     let secret_ntfn = k.create_notification().unwrap();
     let victim = k.create_thread(10, 1, Some(secret_as)).unwrap();
     k.install_cap(victim, slot(0), ObjRef::Endpoint(secret_ep), Rights::ALL, 0)
@@ -48,7 +50,7 @@ fn no_capability_no_access() {
     // cannot block), an address space, a frame and its own thread, read-only.
     let own_ep = k.create_endpoint().unwrap();
     let own_as = k.create_address_space(0xA000).unwrap();
-    let own_frame = k.create_frame(0xB000).unwrap();
+    let own_frame = k.create_memory(0xB000, 1, kernel::MemKind::Ram).unwrap();
     let own_ntfn = k.create_notification().unwrap();
     let attacker = k.create_thread(10, 0, Some(own_as)).unwrap();
     k.install_cap(attacker, slot(0), ObjRef::Endpoint(own_ep), Rights::NONE, 0)
@@ -69,8 +71,14 @@ fn no_capability_no_access() {
         0,
     )
     .unwrap();
-    k.install_cap(attacker, slot(3), ObjRef::Frame(own_frame), Rights::READ, 0)
-        .unwrap();
+    k.install_cap(
+        attacker,
+        slot(3),
+        ObjRef::Memory(own_frame),
+        Rights::READ,
+        0,
+    )
+    .unwrap();
     k.install_cap(attacker, slot(4), ObjRef::Thread(attacker), Rights::READ, 0)
         .unwrap();
     k.start(attacker).unwrap();
@@ -113,9 +121,9 @@ fn no_capability_no_access() {
         (Life::Alive, ThreadState::BlockedRecv(secret_ep))
     );
     assert_eq!(k.thread_sched(victim), (10, 1));
-    assert_eq!(k.mappings(secret_as).count(), 0);
+    assert_eq!(k.hal().pt.leaves(0x5EC0_0000).len(), 0);
     assert_eq!(
-        k.mappings(own_as).count(),
+        k.hal().pt.leaves(0xA000).len(),
         0,
         "READ on an address space cannot map"
     );
@@ -145,13 +153,13 @@ fn rights_are_enforced_per_capability() {
         1,
     ));
     let ep = k.create_endpoint().unwrap();
-    let f = k.create_frame(0x1000).unwrap();
+    let f = k.create_memory(0x1000, 1, kernel::MemKind::Ram).unwrap();
     let a = k.create_address_space(0x2000).unwrap();
     let t = k.create_thread(10, 0, Some(a)).unwrap();
     let other = k.create_thread(10, 0, Some(a)).unwrap();
     k.install_cap(t, slot(0), ObjRef::Endpoint(ep), Rights::READ, 0)
         .unwrap();
-    k.install_cap(t, slot(1), ObjRef::Frame(f), Rights::READ, 0)
+    k.install_cap(t, slot(1), ObjRef::Memory(f), Rights::READ, 0)
         .unwrap();
     k.install_cap(t, slot(2), ObjRef::AddressSpace(a), Rights::WRITE, 0)
         .unwrap();
@@ -177,11 +185,12 @@ fn rights_are_enforced_per_capability() {
         )),
         Error::MissingRight
     );
-    let map_rw = Syscall::MapFrame {
+    let map_rw = Syscall::MapPage {
         aspace: slot(2),
-        frame: slot(1),
+        mem: slot(1),
         vaddr: 0x3000,
-        rights: Rights::READ | Rights::WRITE,
+        attrs: kernel::PageAttrs::WRITE,
+        offset: 0,
     };
     assert_eq!(
         err(k.syscall(0, map_rw.encode())),
@@ -221,7 +230,7 @@ fn rights_are_enforced_per_capability() {
 }
 
 /// A user cannot make the kernel fail (or panic) by exhausting the HAL's page-table memory or
-/// by mapping over pages the image loader mapped: MapFrame fails in its decode phase with
+/// by mapping over pages the image loader mapped: MapPage fails in its decode phase with
 /// `OutOfMemory` or `AlreadyMapped`, and no page-table write reaches the HAL.
 #[test]
 fn map_frame_failing_hal_preparation_changes_nothing() {
@@ -230,20 +239,21 @@ fn map_frame_failing_hal_preparation_changes_nothing() {
         FakeHal::new(1),
         1,
     ));
-    let f = k.create_frame(0x1000).unwrap();
+    let f = k.create_memory(0x1000, 1, kernel::MemKind::Ram).unwrap();
     let a = k.create_address_space(0x2000).unwrap();
     let t = k.create_thread(10, 0, Some(a)).unwrap();
-    k.install_cap(t, slot(1), ObjRef::Frame(f), Rights::READ, 0)
+    k.install_cap(t, slot(1), ObjRef::Memory(f), Rights::READ, 0)
         .unwrap();
     k.install_cap(t, slot(2), ObjRef::AddressSpace(a), Rights::WRITE, 0)
         .unwrap();
     k.start(t).unwrap();
     k.timer_tick(0);
-    let map = Syscall::MapFrame {
+    let map = Syscall::MapPage {
         aspace: slot(2),
-        frame: slot(1),
+        mem: slot(1),
         vaddr: 0x3000,
-        rights: Rights::READ,
+        attrs: kernel::PageAttrs::empty(),
+        offset: 0,
     };
     let maps = |hal: &FakeHal| {
         hal.log(0)
@@ -258,13 +268,13 @@ fn map_frame_failing_hal_preparation_changes_nothing() {
         k.hal().fail_prepare_map(Some(fail));
         let regs = k.syscall(0, map.encode()).regs;
         assert_eq!(result(&regs).unwrap_err(), want);
-        assert_eq!(k.mappings(a).count(), 0);
+        assert_eq!(k.hal().pt.leaves(0x2000).len(), 0);
         assert_eq!(maps(k.hal()), 0);
         k.check_invariants().unwrap();
     }
     k.hal().fail_prepare_map(None);
     result(&k.syscall(0, map.encode()).regs).expect("map after recovery");
-    assert_eq!(k.mappings(a).count(), 1);
+    assert_eq!(k.hal().pt.leaves(0x2000).len(), 1);
     assert_eq!(maps(k.hal()), 1);
     k.check_invariants().unwrap();
 }

@@ -2,7 +2,7 @@
 //! hosted harness, for the big lock, the fine-grained strategy and RTM (not `NoLock`: these are
 //! management calls while other cores run).
 //!
-//! * An `UnmapFrame` of a page of an address space another core runs returns only after that
+//! * An `UnmapPage` of a page of an address space another core runs returns only after that
 //!   core flushed its TLB: the program checks, in [`FakeHal::order`], that the remote flush
 //!   comes after the page-table store, before its next step (the call's return).
 //! * Two cores that shoot down each other at the same time (each unmaps in the other's address
@@ -87,7 +87,7 @@ fn map_unmap(
         if step == 0 && !loaded(&order, remote, root) {
             return Some(Syscall::Yield.encode());
         }
-        // Odd steps follow a MapFrame, even steps (from 2) follow an UnmapFrame.
+        // Odd steps follow a MapPage, even steps (from 2) follow an UnmapPage.
         if step > 0 {
             assert_eq!(ret[0], 0, "call failed: {ret:?}");
         }
@@ -100,15 +100,16 @@ fn map_unmap(
         }
         step += 1;
         Some(if step % 2 == 1 {
-            Syscall::MapFrame {
+            Syscall::MapPage {
                 aspace: s(0),
-                frame: s(1),
+                mem: s(1),
                 vaddr,
-                rights: Rights::READ,
+                attrs: kernel::PageAttrs::empty(),
+                offset: 0,
             }
             .encode()
         } else {
-            Syscall::UnmapFrame {
+            Syscall::UnmapPage {
                 aspace: s(0),
                 vaddr,
             }
@@ -131,7 +132,7 @@ fn mutual<S: Strategy>(name: &'static str, strategy: S, cores: usize, rounds: us
         .iter()
         .map(|&r| k.create_address_space(r).unwrap())
         .collect();
-    let frame = k.create_frame(0x5000).unwrap();
+    let frame = k.create_memory(0x5000, 1, kernel::MemKind::Ram).unwrap();
     for c in 0..cores {
         let t = k.create_thread(10, c, Some(spaces[c])).unwrap();
         let other = (c + 1) % cores;
@@ -143,7 +144,7 @@ fn mutual<S: Strategy>(name: &'static str, strategy: S, cores: usize, rounds: us
             0,
         )
         .unwrap();
-        k.install_cap(t, s(1), ObjRef::Frame(frame), Rights::READ, 0)
+        k.install_cap(t, s(1), ObjRef::Memory(frame), Rights::READ, 0)
             .unwrap();
         k.start(t).unwrap();
         programs.set(
@@ -168,7 +169,7 @@ fn mutual<S: Strategy>(name: &'static str, strategy: S, cores: usize, rounds: us
     assert_eq!(
         violations.load(Relaxed),
         0,
-        "{name}: an UnmapFrame returned before the remote core flushed"
+        "{name}: an UnmapPage returned before the remote core flushed"
     );
     k.check_invariants()
         .unwrap_or_else(|v| panic!("{name}: {v:?}"));
@@ -215,11 +216,11 @@ fn delete_recreate<S: Strategy>(name: &'static str, strategy: S, rounds: usize) 
     let programs = Programs::new();
     let ra = k.create_address_space(0xC0_0000).unwrap();
     let v = k.create_address_space(0xB0_0000).unwrap();
-    let frame = k.create_frame(0x5000).unwrap();
+    let frame = k.create_memory(0x5000, 1, kernel::MemKind::Ram).unwrap();
     let root = k.create_thread(10, 0, Some(ra)).unwrap();
     k.install_cap(root, s(0), ObjRef::AddressSpace(v), Rights::ALL, 0)
         .unwrap();
-    k.install_cap(root, s(1), ObjRef::Frame(frame), Rights::READ, 0)
+    k.install_cap(root, s(1), ObjRef::Memory(frame), Rights::READ, 0)
         .unwrap();
     k.install_cap(root, s(3), ObjRef::Control, Rights::MANAGE, 0)
         .unwrap();
@@ -229,6 +230,7 @@ fn delete_recreate<S: Strategy>(name: &'static str, strategy: S, rounds: usize) 
     let mut round = 0;
     let mut step = 0;
     let mut last: Option<Syscall> = None;
+    let mut mark = 0;
     programs.set(root, true, move |ret: &Regs| {
         let check = |what: &str, ok: bool| {
             if !ok {
@@ -246,9 +248,8 @@ fn delete_recreate<S: Strategy>(name: &'static str, strategy: S, rounds: usize) 
                 Syscall::DeleteAddressSpace { .. } => {
                     check("DeleteAddressSpace failed", code == 0);
                     let l = log.lock().unwrap();
-                    let rel = l
-                        .iter()
-                        .rposition(|&(_, e)| e == HalEvent::Release(0xB0_0000));
+                    // The log as it was when the deletion was issued.
+                    let rel = Some(mark);
                     let ran = l
                         .iter()
                         .any(|&(c, e)| c == 1 && e == HalEvent::Switch(0xB0_0000));
@@ -285,14 +286,15 @@ fn delete_recreate<S: Strategy>(name: &'static str, strategy: S, rounds: usize) 
             },
             1 => Syscall::Resume { thread: s(2) },
             2..=4 => Syscall::Yield,
-            5 => Syscall::MapFrame {
+            5 => Syscall::MapPage {
                 aspace: s(0),
-                frame: s(1),
+                mem: s(1),
                 vaddr: 0x4000,
-                rights: Rights::READ,
+                attrs: kernel::PageAttrs::empty(),
+                offset: 0,
             },
             6 => Syscall::Yield,
-            7 => Syscall::UnmapFrame {
+            7 => Syscall::UnmapPage {
                 aspace: s(0),
                 vaddr: 0x4000,
             },
@@ -303,6 +305,9 @@ fn delete_recreate<S: Strategy>(name: &'static str, strategy: S, rounds: usize) 
                 dest: s(0),
             },
         };
+        if matches!(next, Syscall::DeleteAddressSpace { .. }) {
+            mark = log.lock().unwrap().len();
+        }
         step += 1;
         if step == 11 {
             step = 0;

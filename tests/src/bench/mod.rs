@@ -52,8 +52,9 @@ use std::time::{Duration, Instant};
 use kernel::config::MAX_CPUS;
 use kernel::strategy::{LockId, Side};
 use kernel::{
-    BigLock, CapSlot, CpuId, FineGrained, Hal, IpiKind, IrqId, Kernel, MapPrepError, NoLock,
-    ObjRef, PhysAddr, Regs, Rights, Rtm, Strategy, Syscall, ThreadId,
+    BigLock, CapSlot, CpuId, FineGrained, Hal, IpiKind, IrqId, Kernel, Leaf, MapPrepError, MapTag,
+    NoLock, ObjRef, PageAttrs, PhysAddr, Regs, Rights, Rtm, Strategy, SweepAction, Syscall,
+    ThreadId,
 };
 use sync::{CachePadded, ClhLock, KernelLock, Relax, RtmStats, Spin, TicketLock};
 
@@ -183,8 +184,19 @@ impl Hal for BenchHal {
     fn prepare_map(&self, _root: PhysAddr, _vaddr: usize) -> Result<(), MapPrepError> {
         Ok(())
     }
-    fn map_page(&self, _root: PhysAddr, _vaddr: usize, _frame: PhysAddr, _writable: bool) {}
-    fn unmap_page(&self, _root: PhysAddr, _vaddr: usize) {}
+    // The IPC benchmarks map nothing.
+    fn map_page(&self, _: PhysAddr, _: usize, _: PhysAddr, _: PageAttrs, _: MapTag) {}
+    fn lookup(&self, _root: PhysAddr, _vaddr: usize) -> Option<Leaf> {
+        None
+    }
+    fn unmap_page(&self, _cpu: CpuId, _root: PhysAddr, _vaddr: usize) {}
+    fn sweep(&self, _: CpuId, _: PhysAddr, _: &mut dyn FnMut(&Leaf) -> SweepAction) -> usize {
+        0
+    }
+    fn reclaim_tables(&self, _cpu: CpuId) {}
+    fn table_frames(&self) -> (usize, usize) {
+        (0, 0)
+    }
     fn mask_irq(&self, _cpu: CpuId, _irq: IrqId) {}
     fn unmask_irq(&self, _cpu: CpuId, _irq: IrqId) {}
     fn cycles(&self) -> u64 {
