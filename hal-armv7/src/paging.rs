@@ -587,11 +587,13 @@ pub fn map_user_alloc(
     map_user(root, vaddr, frame, writable).map_err(|_| MapPrepError::Occupied)
 }
 
-/// Removes the user page `vaddr` from `root` (no TLB maintenance); an emptied table is retired
-/// for the calling core.
+/// Boot-time unmap (self-tests): removes the user page `vaddr` from `root` and returns an
+/// emptied table to the pool at once, which is right only while no core has `root` loaded.
 pub fn unmap_user(root: PhysAddr, vaddr: usize) -> Result<(), MapError> {
     l2_entry_or_err(root, vaddr)?;
-    unmap_leaf(crate::percpu::cpu_id() as usize, root, vaddr);
+    let cpu = crate::percpu::cpu_id() as usize;
+    unmap_leaf(cpu, root, vaddr);
+    reclaim_tables(cpu);
     Ok(())
 }
 

@@ -634,11 +634,14 @@ pub fn ensure_tables(root: PhysAddr, vaddr: u64) -> Result<(), MapError> {
     walk(root, check_user(vaddr)?, true).map(|_| ())
 }
 
-/// Removes the mapping of `vaddr` in `root`, if any (the caller flushes TLBs); emptied tables
-/// are retired for the calling core.
+/// Boot-time unmap (self-tests): removes the mapping of `vaddr` in `root`, if any, and returns
+/// emptied tables to the pool at once, which is right only while no core has `root` loaded
+/// (the caller flushes its own TLB if it has).
 pub fn unmap_user(root: PhysAddr, vaddr: u64) -> Result<(), MapError> {
     check_user(vaddr)?;
-    unmap_leaf(crate::percpu::cpu_id(), root, vaddr);
+    let cpu = crate::percpu::cpu_id();
+    unmap_leaf(cpu, root, vaddr);
+    reclaim_tables(cpu);
     Ok(())
 }
 

@@ -179,7 +179,7 @@ impl<'a, S: Strategy, A: Arch> Builder<'a, S, A> {
 
     /// Adds `t` to the threads the root task resumes.
     fn push(&mut self, t: ThreadId) {
-        if slot::ROOT_FIRST_THREAD + self.started_len >= slot::ROOT_MEM {
+        if slot::ROOT_FIRST_THREAD + self.started_len >= slot::ROOT_SCRATCH {
             self.arch
                 .fail(format_args!("too many threads for the root task's CSpace"));
         }
@@ -325,6 +325,10 @@ pub fn build<S: Strategy, A: Arch>(
     // The pager test is planned in every test run; without it (lock `none`) it is reported
     // skipped, below.
     plan.user_tests += usize::from(cfg.test);
+    // The root task's memory tests (`servers::memtest`).
+    if cfg.test {
+        plan.user_tests += servers::memtest::TESTS;
+    }
 
     // Separate address spaces for client and server while the kernel has enough of them.
     let extra = if cfg.test { 4 } else { 0 };

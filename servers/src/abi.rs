@@ -83,6 +83,8 @@ pub mod slot {
     pub const PAGER_ASPACE: usize = 2;
     /// Pager: a one-page memory region to map (READ | WRITE).
     pub const PAGER_FRAME: usize = 3;
+    /// Root: three empty slots its memory tests use (threads fill the slots below).
+    pub const ROOT_SCRATCH: usize = 21;
     /// Root: the first of [`ROOT_MEM_SLOTS`] slots with a RAM region (all rights; the free RAM
     /// of the machine, one region per range, the rest empty).
     pub const ROOT_MEM: usize = 24;

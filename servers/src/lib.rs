@@ -24,5 +24,6 @@
 pub mod abi;
 pub mod bench;
 pub mod debug;
+pub mod memtest;
 pub mod programs;
 pub mod sys;

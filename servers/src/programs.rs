@@ -45,6 +45,9 @@ fn root(threads: usize, pager_for: usize) -> ! {
             Err(e) => uprintln!("root: BindPager failed: {e:?}"),
         }
     }
+    if debug::info(crate::abi::info::TEST_MODE) == 1 {
+        crate::memtest::run();
+    }
     let mut started = 0;
     for i in 0..threads {
         match sys::resume(s(slot::ROOT_FIRST_THREAD + i)) {
