@@ -17,8 +17,11 @@ pub const MAX_ASPACES: usize = 16;
 /// largest mapping tag plus one ([`MapTag`](crate::hal::MapTag) is the region index + 1, and
 /// x86_64 keeps it in the ten software bits of a page-table entry).
 pub const MAX_MEMS: usize = 512;
-/// Interrupt lines with a handler object.
-pub const MAX_IRQS: usize = 32;
+/// Device interrupt lines with a handler object (`0..MAX_IRQS`, numbered as the platform
+/// numbers them: see [`Hal::irq_line_available`](crate::Hal::irq_line_available)). 128 covers
+/// the 48 inputs of `-M microvm`'s two I/O APICs, the virt board's virtio-mmio transports (SPI
+/// 16..48) and the i.MX6's peripherals up to its Ethernet controller (SPI 118).
+pub const MAX_IRQS: usize = 128;
 /// Capability slots per thread (each thread has its own CSpace).
 pub const CSPACE_SLOTS: usize = 32;
 /// Priority levels: `0..NUM_PRIOS`, higher runs first.

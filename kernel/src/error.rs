@@ -50,11 +50,13 @@ pub enum Error {
     /// The range overlaps a region already split from the same parent (memory is never
     /// reachable through two regions that are not derived from one another).
     Overlap = 20,
+    /// The interrupt line does not exist on this machine, or the kernel uses it itself.
+    IrqUnavailable = 21,
 }
 
 impl Error {
     /// Every error, in code order.
-    pub const ALL: [Error; 20] = [
+    pub const ALL: [Error; 21] = [
         Error::UnknownSyscall,
         Error::InvalidArgument,
         Error::OutOfRange,
@@ -75,6 +77,7 @@ impl Error {
         Error::InUse,
         Error::WrongMemoryKind,
         Error::Overlap,
+        Error::IrqUnavailable,
     ];
 
     /// The code placed in result register 0.

@@ -192,10 +192,29 @@ pub trait Hal: Sync {
     fn reclaim_tables(&self, cpu: CpuId);
     /// Page-table frames: `(free, total)` of the pool they come from (for `KernelInfo`).
     fn table_frames(&self) -> (usize, usize);
-    /// Masks interrupt line `irq`.
+    /// Whether device interrupt line `irq` exists on this machine and may be handed to user
+    /// space (`IssueIrqHandler`): never a line the kernel itself uses (timer, IPIs). Lines are
+    /// numbered as the platform numbers its device interrupts: x86 global system interrupts
+    /// (I/O APIC inputs), ARM GIC shared peripheral interrupts (INTID - 32). The default is
+    /// none (a machine without device interrupts).
+    fn irq_line_available(&self, irq: IrqId) -> bool {
+        let _ = irq;
+        false
+    }
+    /// Masks interrupt line `irq` at the interrupt controller. Runs after the critical
+    /// section; may be called for a line already masked.
     fn mask_irq(&self, cpu: CpuId, irq: IrqId);
-    /// Unmasks (acknowledges) interrupt line `irq`.
+    /// Unmasks (acknowledges) interrupt line `irq`. Runs after the critical section.
     fn unmask_irq(&self, cpu: CpuId, irq: IrqId);
+    /// Delivers line `irq` to core `target` from now on and unmasks it (`BindIrq`). Runs after
+    /// the critical section. The HAL masks a line when its interrupt arrives, before it ends
+    /// the interrupt at the controller, then calls [`Kernel::interrupt`](crate::Kernel::interrupt);
+    /// the line stays masked until the driver's `AckIrq`. The default unmasks only (a machine
+    /// with one core or fixed routing).
+    fn route_irq(&self, cpu: CpuId, irq: IrqId, target: CpuId) {
+        let _ = target;
+        self.unmask_irq(cpu, irq);
+    }
     /// Sets the user context `thread` starts from the next time a core runs it: instruction
     /// pointer `pc`, stack pointer `sp`, `arg` in the first argument register, every other
     /// register zero (`WriteRegisters`). The kernel calls it in its critical section (plain
@@ -225,6 +244,8 @@ pub enum IrqOp {
     Mask(IrqId),
     /// Unmask the line.
     Unmask(IrqId),
+    /// Deliver the line to a core and unmask it.
+    Route(IrqId, CpuId),
 }
 
 /// The hardware actions one kernel entry of one core decided on, run after the critical
@@ -344,6 +365,7 @@ impl Actions {
         match self.irq {
             Some(IrqOp::Mask(irq)) => hal.mask_irq(cpu, irq),
             Some(IrqOp::Unmask(irq)) => hal.unmask_irq(cpu, irq),
+            Some(IrqOp::Route(irq, target)) => hal.route_irq(cpu, irq, target),
             None => {}
         }
         if let Some((root, vaddr)) = self.flush {

@@ -134,6 +134,9 @@ pub(crate) struct IrqState {
     pub bound: Option<(NotificationId, usize)>,
     /// Masked since the last interrupt, until acknowledged (IRQ lock).
     pub masked: bool,
+    /// A handler capability was issued for the line (`IssueIrqHandler`; exclusive sections
+    /// only); cleared when its last capability is deleted.
+    pub issued: bool,
 }
 
 /// Whether an address-space slot holds an address space (see [`mgmt`](crate::mgmt)).
@@ -1162,8 +1165,10 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
     pub(crate) fn take_cap(&self, ctx: Ctx, t: ThreadId, slot: CapSlot) {
         if let Some(old) = self.cspace_mut(ctx, t, |c| c.set(slot, None)) {
             self.meta_mut(ctx, |m| *m.refs.slot(old.obj) -= 1);
-            if let ObjRef::Memory(m) = old.obj {
-                self.memory_unreferenced(ctx, m);
+            match old.obj {
+                ObjRef::Memory(m) => self.memory_unreferenced(ctx, m),
+                ObjRef::IrqHandler(i) => self.irq_unreferenced(ctx, i),
+                _ => {}
             }
         }
     }

@@ -14,7 +14,7 @@ use crate::config::*;
 use crate::error::Error;
 use crate::hal::{Hal, IrqOp, MapPrepError, MapTag, PageAttrs, PhysAddr};
 use crate::ids::*;
-use crate::kernel::{Ctx, Kernel, ThreadState};
+use crate::kernel::{Ctx, IrqState, Kernel, ThreadState};
 use crate::strategy::{LockId, Strategy};
 use crate::syscall::{err_regs, ok_regs, MintTarget, Msg, Syscall};
 
@@ -106,10 +106,15 @@ pub(crate) enum Op {
     KernelInfo {
         key: usize,
     },
+    IssueIrqHandler {
+        irq: IrqId,
+        dest: CapSlot,
+    },
     BindIrq {
         irq: IrqId,
         ntfn: NotificationId,
         badge: usize,
+        core: CpuId,
     },
     Resume {
         t: ThreadId,
@@ -386,13 +391,37 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
                 Op::CreateNotification { new, dest }
             }
             Syscall::KernelInfo { key } => Op::KernelInfo { key },
-            Syscall::BindIrq { handler, ntfn } => {
+            Syscall::IssueIrqHandler { control, irq, dest } => {
+                self.lookup(t, control, ObjKind::Control, Rights::MANAGE)?;
+                let irq = IrqId::new(irq).ok_or(Error::IrqUnavailable)?;
+                if !self.hal.irq_line_available(irq) {
+                    return Err(Error::IrqUnavailable);
+                }
+                if self.cap(t, dest).is_ok() {
+                    return Err(Error::SlotOccupied);
+                }
+                if self.irq(ctx, irq, |s| s.issued) {
+                    return Err(Error::InUse);
+                }
+                Op::IssueIrqHandler { irq, dest }
+            }
+            Syscall::BindIrq {
+                handler,
+                ntfn,
+                core,
+            } => {
                 let irq = self.lookup_irq(t, handler, Rights::MANAGE)?;
                 let (ntfn, badge) = self.lookup_ntfn(t, ntfn, Rights::WRITE)?;
+                let core = self.check_core(core)?;
                 if self.irq(ctx, irq, |s| s.bound).is_some() {
                     return Err(Error::AlreadyBound);
                 }
-                Op::BindIrq { irq, ntfn, badge }
+                Op::BindIrq {
+                    irq,
+                    ntfn,
+                    badge,
+                    core,
+                }
             }
             Syscall::Resume { thread } => Op::Resume {
                 t: self.lookup_thread(t, thread)?,
@@ -615,12 +644,22 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
                 let v = self.kernel_info(key);
                 self.set_ret(ctx, t, ok_regs(v, [0; MSG_WORDS]));
             }
-            Op::BindIrq { irq, ntfn, badge } => {
+            Op::IssueIrqHandler { irq, dest } => {
+                self.irq(ctx, irq, |s| s.issued = true);
+                self.put_cap(ctx, t, dest, Self::full_cap(ObjRef::IrqHandler(irq)));
+                self.set_ret(ctx, t, ok);
+            }
+            Op::BindIrq {
+                irq,
+                ntfn,
+                badge,
+                core,
+            } => {
                 self.irq(ctx, irq, |s| {
                     s.bound = Some((ntfn, badge));
                     s.masked = false;
                 });
-                self.act(ctx, |a| a.irq = Some(IrqOp::Unmask(irq)));
+                self.act(ctx, |a| a.irq = Some(IrqOp::Route(irq, core)));
                 self.set_ret(ctx, t, ok);
             }
             Op::Resume { t: target } => {
@@ -870,6 +909,16 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         if let Some((n, badge)) = bound {
             self.signal(ctx, n, badge);
         }
+    }
+
+    /// The last capability to `irq`'s handler was deleted (exclusive section): the line is
+    /// unbound, masked and may be issued again.
+    pub(crate) fn irq_unreferenced(&self, ctx: Ctx, irq: IrqId) {
+        if self.meta(|m| m.refs.irqs[irq.index()] != 0) {
+            return;
+        }
+        self.irq(ctx, irq, |s| *s = IrqState::default());
+        self.act(ctx, |a| a.irq = Some(IrqOp::Mask(irq)));
     }
 
     /// Page fault or other exception (`msg` describes it): a Call to the pager, or suspension

@@ -92,8 +92,10 @@ pub mod nr {
     pub const CREATE_NOTIFICATION: usize = 36;
     /// [`Syscall::KernelInfo`](super::Syscall::KernelInfo).
     pub const KERNEL_INFO: usize = 37;
+    /// [`Syscall::IssueIrqHandler`](super::Syscall::IssueIrqHandler).
+    pub const ISSUE_IRQ_HANDLER: usize = 38;
     /// Largest call number in use.
-    pub const MAX: usize = 37;
+    pub const MAX: usize = 38;
 }
 
 /// `Mint` target register value meaning "the caller's own CSpace".
@@ -283,13 +285,30 @@ pub enum Syscall {
         /// What to read.
         key: usize,
     },
+    /// Make the handler object of device interrupt line `irq` (control MANAGE); its capability
+    /// (all rights) goes to `dest`. Each line has one handler: a line already issued (until its
+    /// last capability is deleted) gives [`Error::InUse`], a line the machine does not have or
+    /// the kernel uses itself [`Error::IrqUnavailable`]. Lines are numbered as the platform
+    /// numbers device interrupts (x86: I/O APIC global system interrupts; ARM: GIC shared
+    /// peripheral interrupts, INTID - 32).
+    IssueIrqHandler {
+        /// Control capability slot.
+        control: CapSlot,
+        /// The interrupt line.
+        irq: usize,
+        /// Empty slot of the caller.
+        dest: CapSlot,
+    },
     /// Deliver the handler's interrupt to a notification (handler MANAGE, notification WRITE;
-    /// the notification capability's badge is signalled).
+    /// the notification capability's badge is signalled) on core `core`, and unmask the line.
+    /// When the interrupt arrives the line is masked until [`Syscall::AckIrq`].
     BindIrq {
         /// IRQ handler slot.
         handler: CapSlot,
         /// Notification slot.
         ntfn: CapSlot,
+        /// The core the interrupt is delivered to.
+        core: usize,
     },
     /// Make an inactive thread runnable (needs MANAGE).
     Resume {
@@ -569,10 +588,22 @@ impl Syscall {
                 Syscall::KernelInfo { key: a[1] }
             }
             BIND_IRQ => {
-                zero(&a[3..])?;
+                zero(&a[4..])?;
                 Syscall::BindIrq {
                     handler: slot(a[1])?,
                     ntfn: slot(a[2])?,
+                    core: a[3],
+                }
+            }
+            ISSUE_IRQ_HANDLER => {
+                zero(&a[4..])?;
+                if a[2] >= MAX_IRQS {
+                    return Err(Error::IrqUnavailable);
+                }
+                Syscall::IssueIrqHandler {
+                    control: slot(a[1])?,
+                    irq: a[2],
+                    dest: slot(a[3])?,
                 }
             }
             RESUME | SUSPEND | DELETE_THREAD => {
@@ -694,7 +725,14 @@ impl Syscall {
                 [CREATE_NOTIFICATION, s(control), s(dest), 0, 0, 0]
             }
             Syscall::KernelInfo { key } => [KERNEL_INFO, key, 0, 0, 0, 0],
-            Syscall::BindIrq { handler, ntfn } => [BIND_IRQ, s(handler), s(ntfn), 0, 0, 0],
+            Syscall::BindIrq {
+                handler,
+                ntfn,
+                core,
+            } => [BIND_IRQ, s(handler), s(ntfn), core, 0, 0],
+            Syscall::IssueIrqHandler { control, irq, dest } => {
+                [ISSUE_IRQ_HANDLER, s(control), irq, s(dest), 0, 0]
+            }
             Syscall::Resume { thread } => [RESUME, s(thread), 0, 0, 0, 0],
             Syscall::Suspend { thread } => [SUSPEND, s(thread), 0, 0, 0, 0],
             Syscall::DeleteThread { thread } => [DELETE_THREAD, s(thread), 0, 0, 0, 0],

@@ -28,6 +28,7 @@ enum Ev {
     Sweep(PhysAddr, usize),
     Mask(IrqId),
     Unmask(IrqId),
+    Route(IrqId, CpuId),
     SetEntry(ThreadId, usize, usize, usize),
 }
 
@@ -126,6 +127,13 @@ impl Hal for RecHal {
     }
     fn unmask_irq(&self, _cpu: CpuId, irq: IrqId) {
         self.push(Ev::Unmask(irq));
+    }
+    fn irq_line_available(&self, irq: IrqId) -> bool {
+        // Lines 1..64 exist; 0 is the kernel's own (as the timer is on real machines).
+        (1..64).contains(&irq.index())
+    }
+    fn route_irq(&self, _cpu: CpuId, irq: IrqId, target: CpuId) {
+        self.push(Ev::Route(irq, target));
     }
     fn cycles(&self) -> u64 {
         0
@@ -941,15 +949,18 @@ fn interrupts_signal_the_bound_notification_until_acknowledged() {
         Syscall::BindIrq {
             handler: s(0),
             ntfn: s(1),
+            core: 0,
         },
     ));
+    assert_eq!(k.hal.take(), vec![Ev::Route(irq, 0)]);
     assert_eq!(
         err(&call(
             &k,
             0,
             Syscall::BindIrq {
                 handler: s(0),
-                ntfn: s(1)
+                ntfn: s(1),
+                core: 0,
             }
         )),
         Error::AlreadyBound
@@ -964,6 +975,57 @@ fn interrupts_signal_the_bound_notification_until_acknowledged() {
     ok(&call(&k, 0, Syscall::AckIrq { handler: s(0) }));
     assert_eq!(k.hal.take(), vec![Ev::Unmask(irq)]);
     k.interrupt(0, 9999);
+    k.check_invariants().unwrap();
+}
+
+#[test]
+fn irq_handlers_are_issued_once_per_available_line_routed_and_returned() {
+    let mut k = kernel(2);
+    let drv = k.create_thread(10, 0, None).unwrap();
+    let n = k.create_notification().unwrap();
+    k.install_cap(drv, s(0), ObjRef::Control, Rights::MANAGE, 0)
+        .unwrap();
+    k.install_cap(drv, s(1), ObjRef::Notification(n), Rights::ALL, 7)
+        .unwrap();
+    k.install_cap(drv, s(2), ObjRef::Notification(n), Rights::READ, 7)
+        .unwrap();
+    k.start(drv).unwrap();
+    k.timer_tick(0);
+    let issue = |control: usize, irq: usize, dest: usize| Syscall::IssueIrqHandler {
+        control: s(control),
+        irq,
+        dest: s(dest),
+    };
+    // Without MANAGE on a control capability, on a line the machine lacks or the kernel
+    // uses, past MAX_IRQS (a decode error), or into an occupied slot: refused.
+    assert_eq!(err(&call(&k, 0, issue(1, 5, 4))), Error::WrongType);
+    assert_eq!(err(&call(&k, 0, issue(0, 0, 4))), Error::IrqUnavailable);
+    assert_eq!(err(&call(&k, 0, issue(0, 64, 4))), Error::IrqUnavailable);
+    assert_eq!(
+        Syscall::decode(&issue(0, MAX_IRQS, 4).encode()),
+        Err(Error::IrqUnavailable)
+    );
+    assert_eq!(err(&call(&k, 0, issue(0, 5, 1))), Error::SlotOccupied);
+    ok(&call(&k, 0, issue(0, 5, 4)));
+    // One handler per line: a second issue is refused while the first lives, even to a copy.
+    assert_eq!(err(&call(&k, 0, issue(0, 5, 5))), Error::InUse);
+    let irq = IrqId::new(5).unwrap();
+    let bind = |core: usize, ntfn: usize| Syscall::BindIrq {
+        handler: s(4),
+        ntfn: s(ntfn),
+        core,
+    };
+    assert_eq!(err(&call(&k, 0, bind(2, 1))), Error::InvalidCore);
+    assert_eq!(err(&call(&k, 0, bind(1, 2))), Error::MissingRight);
+    k.hal.take();
+    ok(&call(&k, 0, bind(1, 1)));
+    assert_eq!(k.hal.take(), vec![Ev::Route(irq, 1)]);
+    assert_eq!(k.irq_state(irq), (false, Some(n)));
+    // Deleting the last capability unbinds and masks the line; it can be issued again.
+    ok(&call(&k, 0, Syscall::CapDelete { slot: s(4) }));
+    assert_eq!(k.hal.take(), vec![Ev::Mask(irq)]);
+    assert_eq!(k.irq_state(irq), (false, None));
+    ok(&call(&k, 0, issue(0, 5, 4)));
     k.check_invariants().unwrap();
 }
 

@@ -63,6 +63,8 @@ pub enum HalEvent {
     Mask(IrqId),
     /// IRQ unmasked.
     Unmask(IrqId),
+    /// IRQ routed to a core (and unmasked).
+    Route(IrqId, CpuId),
     /// Leaves removed by a sweep (revoke, address-space deletion): root and count.
     Sweep(PhysAddr, usize),
     /// Entry context set: thread index, pc, sp, arg.
@@ -214,6 +216,13 @@ impl Hal for FakeHal {
     }
     fn unmask_irq(&self, cpu: CpuId, irq: IrqId) {
         self.push(cpu, HalEvent::Unmask(irq));
+    }
+    fn irq_line_available(&self, irq: IrqId) -> bool {
+        // Lines 1.. exist; 0 stands for a line the kernel uses itself.
+        irq.index() != 0
+    }
+    fn route_irq(&self, cpu: CpuId, irq: IrqId, target: CpuId) {
+        self.push(cpu, HalEvent::Route(irq, target));
     }
     fn cycles(&self) -> u64 {
         0
