@@ -7,7 +7,7 @@ use crate::cap::{Cap, ObjRef};
 use crate::config::*;
 use crate::hal::{Hal, PageAttrs, PhysAddr, SweepAction};
 use crate::ids::*;
-use crate::kernel::{AsLife, Ctx, Kernel, Life, Queue, Refs, ThreadState};
+use crate::kernel::{AsLife, Ctx, Kernel, Life, Queue, Refs, RunQueue, ThreadState};
 use crate::mem::{tag_region, MemKind};
 use crate::strategy::Strategy;
 
@@ -105,7 +105,8 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             Ok(())
         };
         for c in 0..self.cores {
-            if let Some(t) = self.current_on(ctx, c) {
+            let current = self.current_on(&self.hold(ctx, RunQueue(c)));
+            if let Some(t) = current {
                 if self.conf(t).life == Life::Free {
                     return fail("free TCB is current", Some(t));
                 }
@@ -113,7 +114,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             }
         }
         for c in 0..self.cores {
-            let s = self.sched(ctx, c, |s| *s);
+            let s = self.sched(&self.hold(ctx, RunQueue(c)), |s| *s);
             for p in 0..NUM_PRIOS {
                 if (s.bitmap >> p) & 1 != s.queues[p].head.is_some() as u32 {
                     return fail("run-queue bitmap wrong", None);
@@ -123,7 +124,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
                     if conf.life != Life::Alive || conf.core != c || conf.priority != p {
                         return fail("run queue holds a wrong thread", Some(t));
                     }
-                    if self.ipc(ctx, t, |i| i.state) != ThreadState::Runnable {
+                    if self.ipc(&self.hold(ctx, t), |i| i.state) != ThreadState::Runnable {
                         return fail("run queue holds a blocked thread", Some(t));
                     }
                     put(&mut place, t, Place::RunQueue(c))
@@ -132,26 +133,27 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         }
         let (n_eps, n_ntfns) = self.meta(|m| (m.n_eps, m.n_ntfns));
         for e in EndpointId::all().take(n_eps) {
-            let ep = self.ep(ctx, e, |x| *x);
+            let ep = self.ep(&self.hold(ctx, e), |x| *x);
             self.walk(ep.queue, false, |t| {
                 let want = if ep.receivers {
                     ThreadState::BlockedRecv(e)
                 } else {
                     ThreadState::BlockedSend(e)
                 };
-                if self.ipc(ctx, t, |i| i.state) != want {
+                if self.ipc(&self.hold(ctx, t), |i| i.state) != want {
                     return fail("endpoint queue holds a thread in another state", Some(t));
                 }
                 put(&mut place, t, Place::Endpoint(e))
             })?;
         }
         for n in NotificationId::all().take(n_ntfns) {
-            let x = self.ntfn(ctx, n, |x| *x);
+            let x = self.ntfn(&self.hold(ctx, n), |x| *x);
             if x.waiters.head.is_some() && x.word != 0 {
                 return fail("notification has waiters and a pending word", None);
             }
             self.walk(x.waiters, false, |t| {
-                if self.ipc(ctx, t, |i| i.state) != ThreadState::BlockedNotification(n) {
+                if self.ipc(&self.hold(ctx, t), |i| i.state) != ThreadState::BlockedNotification(n)
+                {
                     return fail(
                         "notification queue holds a thread in another state",
                         Some(t),
@@ -163,7 +165,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         let mut refs = Refs::ZERO;
         for t in ThreadId::all() {
             let conf = self.conf(t);
-            let ipc = self.ipc(ctx, t, |i| *i);
+            let ipc = self.ipc(&self.hold(ctx, t), |i| *i);
             let here = place[t.index()];
             if conf.life != Life::Alive {
                 if !matches!(here, Place::Nowhere | Place::Current) {
@@ -187,7 +189,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
                     matches!(here, Place::Nowhere | Place::Current)
                         && server.is_some_and(|s| {
                             self.conf(s).life == Life::Alive
-                                && self.ipc(ctx, s, |i| i.reply_to) == Some(t)
+                                && self.ipc(&self.hold(ctx, s), |i| i.reply_to) == Some(t)
                         })
                 }
             };
@@ -202,7 +204,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
                 Place::Nowhere => sum.inactive += 1,
             }
             if let Some(c) = ipc.reply_to {
-                let back = self.ipc(ctx, c, |i| (i.state, i.server));
+                let back = self.ipc(&self.hold(ctx, c), |i| (i.state, i.server));
                 if back != (ThreadState::BlockedReply, Some(t)) {
                     return fail(
                         "reply capability names a thread that does not wait for it",
@@ -252,12 +254,15 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
 
     /// A thread's life and state.
     pub fn thread_state(&mut self, t: ThreadId) -> (Life, ThreadState) {
-        (self.conf(t).life, self.ipc(Self::QUIET, t, |i| i.state))
+        (
+            self.conf(t).life,
+            self.ipc(&self.hold(Self::QUIET, t), |i| i.state),
+        )
     }
 
     /// A thread's result registers (what it sees when it next runs).
     pub fn thread_regs(&mut self, t: ThreadId) -> crate::syscall::Regs {
-        self.ipc(Self::QUIET, t, |i| i.ret)
+        self.ipc(&self.hold(Self::QUIET, t), |i| i.ret)
     }
 
     /// A thread's priority and core.
@@ -278,12 +283,12 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
 
     /// The current thread of `cpu`.
     pub fn current_of(&mut self, cpu: CpuId) -> Option<ThreadId> {
-        self.current_on(Self::QUIET, cpu)
+        self.current_on(&self.hold(Self::QUIET, RunQueue(cpu)))
     }
 
     /// The threads in `cpu`'s run queues, highest priority first.
     pub fn ready_of(&mut self, cpu: CpuId) -> impl Iterator<Item = ThreadId> + '_ {
-        let s = self.sched(Self::QUIET, cpu, |s| *s);
+        let s = self.sched(&self.hold(Self::QUIET, RunQueue(cpu)), |s| *s);
         let mut out = [None; MAX_THREADS];
         let mut n = 0;
         for p in (0..NUM_PRIOS).rev() {
@@ -306,7 +311,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
 
     /// A notification's pending word.
     pub fn notification_word(&mut self, n: NotificationId) -> usize {
-        self.ntfn(Self::QUIET, n, |x| x.word)
+        self.ntfn(&self.hold(Self::QUIET, n), |x| x.word)
     }
 
     /// A memory region: base, pages, kind and parent, if it is live.
@@ -370,7 +375,9 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
 
     /// Whether an IRQ line is masked, and its binding.
     pub fn irq_state(&mut self, irq: IrqId) -> (bool, Option<NotificationId>) {
-        self.irq(Self::QUIET, irq, |s| (s.masked, s.bound.map(|b| b.0)))
+        self.irq(&self.hold(Self::QUIET, irq), |s| {
+            (s.masked, s.bound.map(|b| b.0))
+        })
     }
 
     /// Cores that loaded an address space.

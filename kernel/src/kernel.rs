@@ -270,19 +270,101 @@ pub(crate) struct Ctx {
     pub entry: bool,
 }
 
-/// A held object lock (no-op in exclusive sections); released on drop.
-pub(crate) struct Held<'k, S: Strategy> {
-    strategy: &'k S,
-    cpu: CpuId,
-    id: Option<LockId>,
+/// An object whose state one lock guards: what [`Kernel::hold`] takes, and the key a [`Held`]
+/// token carries.
+pub(crate) trait Guarded: Copy + PartialEq + core::fmt::Debug {
+    /// The lock of this object.
+    fn lock_id(self) -> LockId;
 }
 
-impl<S: Strategy> Drop for Held<'_, S> {
+impl Guarded for ThreadId {
+    #[inline(always)]
+    fn lock_id(self) -> LockId {
+        LockId::Tcb(self)
+    }
+}
+
+impl Guarded for EndpointId {
+    #[inline(always)]
+    fn lock_id(self) -> LockId {
+        LockId::Endpoint(self)
+    }
+}
+
+impl Guarded for NotificationId {
+    #[inline(always)]
+    fn lock_id(self) -> LockId {
+        LockId::Notification(self)
+    }
+}
+
+impl Guarded for IrqId {
+    #[inline(always)]
+    fn lock_id(self) -> LockId {
+        LockId::Irq(self)
+    }
+}
+
+/// A core's run queue and current thread, as a [`Guarded`] key.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) struct RunQueue(pub CpuId);
+
+impl Guarded for RunQueue {
+    #[inline(always)]
+    fn lock_id(self) -> LockId {
+        LockId::RunQueue(self.0)
+    }
+}
+
+/// Proof that a section may touch one object's lock-guarded state: the object's lock is held
+/// (released on drop), or the section is exclusive (nothing was taken). The accessors of that
+/// state ([`Kernel::ipc`], [`Kernel::ep`], [`Kernel::ntfn`], [`Kernel::irq`], [`Kernel::sched`],
+/// [`Kernel::current_on`]) take the token instead of the object's id, so the fine-grained
+/// discipline "hold the object's lock in shared sections" is checked by the compiler: the state
+/// of an object cannot be reached without a guard of that very object, in release builds too.
+pub(crate) struct Held<'k, S: Strategy, K: Guarded> {
+    strategy: &'k S,
+    cpu: CpuId,
+    key: K,
+    locked: bool,
+}
+
+impl<S: Strategy, K: Guarded> Held<'_, S, K> {
+    /// The object this token guards.
+    #[inline(always)]
+    pub fn key(&self) -> K {
+        self.key
+    }
+}
+
+impl<S: Strategy, K: Guarded> Drop for Held<'_, S, K> {
     #[inline(always)]
     fn drop(&mut self) {
-        if let Some(id) = self.id {
-            // SAFETY: `id` was locked by `cpu` in `Kernel::hold` and is released once, here.
-            unsafe { self.strategy.unlock(self.cpu, id) }
+        if self.locked {
+            // SAFETY: `key`'s lock was taken by `cpu` in `Kernel::hold` and is released once,
+            // here.
+            unsafe { self.strategy.unlock(self.cpu, self.key.lock_id()) }
+        }
+    }
+}
+
+/// The tokens of two TCBs taken in index order ([`Kernel::hold2`]); one if both are the same.
+pub(crate) struct Tcbs<'k, S: Strategy> {
+    lo: Held<'k, S, ThreadId>,
+    hi: Option<Held<'k, S, ThreadId>>,
+}
+
+impl<'k, S: Strategy> Tcbs<'k, S> {
+    /// The token of `t`, one of the two. Naming another thread is a kernel bug, reported even
+    /// in release builds (a compare per access, off any loop).
+    #[inline(always)]
+    pub fn of(&self, t: ThreadId) -> &Held<'k, S, ThreadId> {
+        match &self.hi {
+            Some(h) if h.key == t => h,
+            _ => {
+                assert!(self.lo.key == t, "TCB {t:?} accessed without its lock");
+                &self.lo
+            }
         }
     }
 }
@@ -461,30 +543,26 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
     /// a jump-table dispatch on the [`LockId`] kind that inlining folds into the call site
     /// (measured on the hosted ping-pong: about 80 of ~575 cycles per round trip).
     #[inline(always)]
-    pub(crate) fn hold(&self, ctx: Ctx, id: LockId) -> Held<'_, S> {
-        let id = (!ctx.excl).then(|| {
-            self.strategy.lock(ctx.cpu, id);
-            id
-        });
+    pub(crate) fn hold<K: Guarded>(&self, ctx: Ctx, key: K) -> Held<'_, S, K> {
+        let locked = !ctx.excl;
+        if locked {
+            self.strategy.lock(ctx.cpu, key.lock_id());
+        }
         Held {
             strategy: &self.strategy,
             cpu: ctx.cpu,
-            id,
+            key,
+            locked,
         }
     }
 
     /// Locks two TCBs in index order (one if equal).
     #[inline(always)]
-    pub(crate) fn hold2(
-        &self,
-        ctx: Ctx,
-        a: ThreadId,
-        b: ThreadId,
-    ) -> (Held<'_, S>, Option<Held<'_, S>>) {
+    pub(crate) fn hold2(&self, ctx: Ctx, a: ThreadId, b: ThreadId) -> Tcbs<'_, S> {
         let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
-        let first = self.hold(ctx, LockId::Tcb(lo));
-        let second = (lo != hi).then(|| self.hold(ctx, LockId::Tcb(hi)));
-        (first, second)
+        let lo = self.hold(ctx, lo);
+        let hi = (lo.key != hi).then(|| self.hold(ctx, hi));
+        Tcbs { lo, hi }
     }
 
     /// TCB configuration (copy). Written only in exclusive sections, so a shared section reads
@@ -502,17 +580,16 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         t: ThreadId,
         f: impl FnOnce(&mut TcbConf) -> R,
     ) -> R {
-        debug_assert!(ctx.excl, "TCB configuration written in a shared section");
+        assert!(ctx.excl, "TCB configuration written in a shared section");
         // SAFETY: exclusive section (common argument).
         unsafe { cell_mut(&self.conf[t.index()], f) }
     }
 
     /// TCB IPC state: needs the TCB lock in shared sections.
-    pub(crate) fn ipc<R>(&self, ctx: Ctx, t: ThreadId, f: impl FnOnce(&mut TcbIpc) -> R) -> R {
-        debug_assert!(ctx.excl || self.strategy.is_held(LockId::Tcb(t)));
-        // SAFETY: exclusive section, or the caller holds the TCB lock of `t`, which every
-        // accessor of this cell in a shared section holds.
-        unsafe { cell_mut(&self.ipc[t.index()], f) }
+    pub(crate) fn ipc<R>(&self, g: &Held<'_, S, ThreadId>, f: impl FnOnce(&mut TcbIpc) -> R) -> R {
+        // SAFETY: the token proves an exclusive section, or that the caller holds the TCB lock
+        // of `g.key`, which every accessor of this cell in a shared section holds.
+        unsafe { cell_mut(&self.ipc[g.key.index()], f) }
     }
 
     /// A capability of `t`'s CSpace (copy). CSpaces are written only in exclusive sections.
@@ -539,7 +616,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         t: ThreadId,
         f: impl FnOnce(&mut CSpace) -> R,
     ) -> R {
-        debug_assert!(ctx.excl, "CSpace written in a shared section");
+        assert!(ctx.excl, "CSpace written in a shared section");
         // SAFETY: exclusive section (common argument).
         unsafe { cell_mut(&self.cspaces[t.index()], f) }
     }
@@ -552,7 +629,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
 
     /// Changes allocation data and reference counts (exclusive sections only).
     pub(crate) fn meta_mut<R>(&self, ctx: Ctx, f: impl FnOnce(&mut Meta) -> R) -> R {
-        debug_assert!(ctx.excl, "metadata written in a shared section");
+        assert!(ctx.excl, "metadata written in a shared section");
         // SAFETY: exclusive section (common argument).
         unsafe { cell_mut(&self.meta, f) }
     }
@@ -572,29 +649,29 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
     }
 
     /// An endpoint: needs the endpoint lock in shared sections.
-    pub(crate) fn ep<R>(&self, ctx: Ctx, e: EndpointId, f: impl FnOnce(&mut Endpoint) -> R) -> R {
-        debug_assert!(ctx.excl || self.strategy.is_held(LockId::Endpoint(e)));
-        // SAFETY: exclusive section, or the caller holds the endpoint lock.
-        unsafe { cell_mut(&self.eps[e.index()], f) }
+    pub(crate) fn ep<R>(
+        &self,
+        g: &Held<'_, S, EndpointId>,
+        f: impl FnOnce(&mut Endpoint) -> R,
+    ) -> R {
+        // SAFETY: the token proves an exclusive section, or that the caller holds the lock.
+        unsafe { cell_mut(&self.eps[g.key.index()], f) }
     }
 
     /// A notification: needs the notification lock in shared sections.
     pub(crate) fn ntfn<R>(
         &self,
-        ctx: Ctx,
-        n: NotificationId,
+        g: &Held<'_, S, NotificationId>,
         f: impl FnOnce(&mut Notification) -> R,
     ) -> R {
-        debug_assert!(ctx.excl || self.strategy.is_held(LockId::Notification(n)));
-        // SAFETY: exclusive section, or the caller holds the notification lock.
-        unsafe { cell_mut(&self.ntfns[n.index()], f) }
+        // SAFETY: the token proves an exclusive section, or that the caller holds the lock.
+        unsafe { cell_mut(&self.ntfns[g.key.index()], f) }
     }
 
     /// An IRQ: needs the IRQ lock in shared sections (`bound` is only written exclusively).
-    pub(crate) fn irq<R>(&self, ctx: Ctx, i: IrqId, f: impl FnOnce(&mut IrqState) -> R) -> R {
-        debug_assert!(ctx.excl || self.strategy.is_held(LockId::Irq(i)));
-        // SAFETY: exclusive section, or the caller holds the IRQ lock.
-        unsafe { cell_mut(&self.irqs[i.index()], f) }
+    pub(crate) fn irq<R>(&self, g: &Held<'_, S, IrqId>, f: impl FnOnce(&mut IrqState) -> R) -> R {
+        // SAFETY: the token proves an exclusive section, or that the caller holds the lock.
+        unsafe { cell_mut(&self.irqs[g.key.index()], f) }
     }
 
     /// An address space (read; written only in exclusive sections).
@@ -610,16 +687,20 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         a: AsId,
         f: impl FnOnce(&mut AddressSpace) -> R,
     ) -> R {
-        debug_assert!(ctx.excl, "address space written in a shared section");
+        assert!(ctx.excl, "address space written in a shared section");
         // SAFETY: exclusive section (common argument).
         unsafe { cell_mut(&self.aspaces[a.index()], f) }
     }
 
     /// A core's scheduler state: needs that core's run-queue lock in shared sections.
-    pub(crate) fn sched<R>(&self, ctx: Ctx, cpu: CpuId, f: impl FnOnce(&mut CoreSched) -> R) -> R {
-        debug_assert!(ctx.excl || self.strategy.is_held(LockId::RunQueue(cpu)));
-        // SAFETY: exclusive section, or the caller holds the run-queue lock of `cpu`.
-        unsafe { cell_mut(&self.sched[cpu], f) }
+    pub(crate) fn sched<R>(
+        &self,
+        g: &Held<'_, S, RunQueue>,
+        f: impl FnOnce(&mut CoreSched) -> R,
+    ) -> R {
+        // SAFETY: the token proves an exclusive section, or that the caller holds the
+        // run-queue lock of core `g.key`.
+        unsafe { cell_mut(&self.sched[g.key.0], f) }
     }
 
     /// The calling core's private state.
@@ -819,8 +900,8 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             // in user mode: drop it now (the other core sent us an IPI for this). A system call
             // it made meanwhile is not executed.
             if matches!(entry, Entry::Syscall(_)) && self.conf(t).life == Life::Alive {
-                let _g = self.hold(ctx, LockId::Tcb(t));
-                self.ipc(ctx, t, |i| i.ret = err_regs(Error::Interrupted));
+                let g = self.hold(ctx, t);
+                self.ipc(&g, |i| i.ret = err_regs(Error::Interrupted));
             }
             cur = self.schedule(ctx, cur, false);
         }
@@ -871,8 +952,8 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
     fn exit_regs(&self, ctx: Ctx, thread: Option<ThreadId>) -> Exit {
         let regs = match thread {
             Some(t) => {
-                let _g = self.hold(ctx, LockId::Tcb(t));
-                self.ipc(ctx, t, |i| i.ret)
+                let g = self.hold(ctx, t);
+                self.ipc(&g, |i| i.ret)
             }
             None => [0; 6],
         };
@@ -881,8 +962,8 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
 
     /// Sets a thread's result registers.
     pub(crate) fn set_ret(&self, ctx: Ctx, t: ThreadId, regs: Regs) {
-        let _g = self.hold(ctx, LockId::Tcb(t));
-        self.ipc(ctx, t, |i| i.ret = regs);
+        let g = self.hold(ctx, t);
+        self.ipc(&g, |i| i.ret = regs);
     }
 
     /// The calling core's current thread, read without the run-queue lock: only the core itself
@@ -897,21 +978,21 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
 
     /// The current thread of core `cpu`: needs that core's run-queue lock in shared sections
     /// (its owner writes it only while holding the lock).
-    pub(crate) fn current_on(&self, ctx: Ctx, cpu: CpuId) -> Option<ThreadId> {
-        debug_assert!(ctx.excl || self.strategy.is_held(LockId::RunQueue(cpu)));
-        // SAFETY: exclusive section (common argument), or the caller holds the run-queue lock
-        // of `cpu`, which `set_current`, the only writer, holds too; other readers only read.
-        unsafe { cell_ref(&self.current[cpu], |c| *c) }
+    pub(crate) fn current_on(&self, g: &Held<'_, S, RunQueue>) -> Option<ThreadId> {
+        // SAFETY: the token proves an exclusive section (common argument), or that the caller
+        // holds the run-queue lock of core `g.key`, which `set_current`, the only writer, holds
+        // too; other readers only read.
+        unsafe { cell_ref(&self.current[g.key.0], |c| *c) }
     }
 
     /// Sets the calling core's current thread (caller holds its run-queue lock in shared
     /// sections).
-    pub(crate) fn set_current(&self, ctx: Ctx, t: Option<ThreadId>) {
-        debug_assert!(ctx.excl || self.strategy.is_held(LockId::RunQueue(ctx.cpu)));
-        // SAFETY: other cores read this cell only holding the run-queue lock of `ctx.cpu`
-        // (`current_on`), which we hold (or the section is exclusive); this core's own
-        // lock-free reads (`current`) are not concurrent with its own write.
-        unsafe { cell_mut(&self.current[ctx.cpu], |c| *c = t) }
+    pub(crate) fn set_current(&self, g: &Held<'_, S, RunQueue>, t: Option<ThreadId>) {
+        assert_eq!(g.key.0, g.cpu, "a core set another core's current thread");
+        // SAFETY: other cores read this cell only holding the run-queue lock of `g.cpu`
+        // (`current_on`), which the token proves held (or the section is exclusive); this
+        // core's own lock-free reads (`current`) are not concurrent with its own write.
+        unsafe { cell_mut(&self.current[g.cpu], |c| *c = t) }
     }
 
     /// Whether `t` may keep running on the calling core.
@@ -920,8 +1001,8 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         if conf.life != Life::Alive || conf.core != ctx.cpu {
             return false;
         }
-        let _g = self.hold(ctx, LockId::Tcb(t));
-        self.ipc(ctx, t, |i| i.state == ThreadState::Runnable)
+        let g = self.hold(ctx, t);
+        self.ipc(&g, |i| i.state == ThreadState::Runnable)
     }
 
     /// Whether `t` is the current thread of some core (sections with no other core in the
@@ -931,7 +1012,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             ctx.global,
             "other cores' scheduling state read concurrently"
         );
-        (0..self.cores).find(|&c| self.current_on(ctx, c) == Some(t))
+        (0..self.cores).find(|&c| self.current_on(&self.hold(ctx, RunQueue(c))) == Some(t))
     }
 
     // ---------------------------------------------------------------------------------------
@@ -1143,7 +1224,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
                 pager: None,
             }
         });
-        self.ipc(ctx, t, |i| *i = TcbIpc::INIT);
+        self.ipc(&self.hold(ctx, t), |i| *i = TcbIpc::INIT);
         self.link(&self.qlinks, t, |l| *l = Link::default());
         self.link(&self.slinks, t, |l| *l = Link::default());
         self.cspace_mut(ctx, t, |c| *c = CSpace::new());

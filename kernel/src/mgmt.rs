@@ -49,14 +49,14 @@ use crate::config::*;
 use crate::error::Error;
 use crate::hal::{Hal, IpiKind, SweepAction};
 use crate::ids::*;
-use crate::kernel::{AsLife, Ctx, Kernel, Life, ThreadState};
+use crate::kernel::{AsLife, Ctx, Kernel, Life, RunQueue, ThreadState};
 use crate::strategy::Strategy;
 use crate::syscall::err_regs;
 
 impl<S: Strategy, H: Hal> Kernel<S, H> {
     /// Whether `t` is in its core's run queue (runnable and no core's current).
     fn queued(&self, ctx: Ctx, t: ThreadId) -> bool {
-        self.ipc(ctx, t, |i| i.state) == ThreadState::Runnable
+        self.ipc(&self.hold(ctx, t), |i| i.state) == ThreadState::Runnable
             && self.current_anywhere(ctx, t).is_none()
     }
 
@@ -71,41 +71,46 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
 
     /// Makes an inactive thread runnable.
     pub(crate) fn resume(&self, ctx: Ctx, t: ThreadId) {
-        if self.ipc(ctx, t, |i| i.state) == ThreadState::Inactive {
-            self.ipc(ctx, t, |i| i.state = ThreadState::Runnable);
+        let g = self.hold(ctx, t);
+        if self.ipc(&g, |i| i.state) == ThreadState::Inactive {
+            self.ipc(&g, |i| i.state = ThreadState::Runnable);
+            drop(g);
             self.wake(ctx, t);
         }
     }
 
     /// Takes `t` out of whatever it waits in; a blocked call ends with `Interrupted`.
     fn detach(&self, ctx: Ctx, t: ThreadId) {
-        let state = self.ipc(ctx, t, |i| i.state);
+        let state = self.ipc(&self.hold(ctx, t), |i| i.state);
         match state {
             ThreadState::Inactive => return,
             ThreadState::Runnable => {
                 if self.queued(ctx, t) {
-                    self.rq_remove(ctx, self.conf(t).core, t);
+                    self.rq_remove(&self.hold(ctx, RunQueue(self.conf(t).core)), t);
                 }
-                self.ipc(ctx, t, |i| i.state = ThreadState::Inactive);
+                self.ipc(&self.hold(ctx, t), |i| i.state = ThreadState::Inactive);
                 return;
             }
             ThreadState::BlockedSend(e) | ThreadState::BlockedRecv(e) => {
-                let mut q = self.ep(ctx, e, |x| x.queue);
+                let g = self.hold(ctx, e);
+                let mut q = self.ep(&g, |x| x.queue);
                 self.q_remove(&self.qlinks, &mut q, t);
-                self.ep(ctx, e, |x| x.queue = q);
+                self.ep(&g, |x| x.queue = q);
             }
             ThreadState::BlockedNotification(n) => {
-                let mut q = self.ntfn(ctx, n, |x| x.waiters);
+                let g = self.hold(ctx, n);
+                let mut q = self.ntfn(&g, |x| x.waiters);
                 self.q_remove(&self.qlinks, &mut q, t);
-                self.ntfn(ctx, n, |x| x.waiters = q);
+                self.ntfn(&g, |x| x.waiters = q);
             }
             ThreadState::BlockedReply => {
-                if let Some(server) = self.ipc(ctx, t, |i| i.server) {
-                    self.ipc(ctx, server, |i| i.reply_to = None);
+                let server = self.ipc(&self.hold(ctx, t), |i| i.server);
+                if let Some(server) = server {
+                    self.ipc(&self.hold(ctx, server), |i| i.reply_to = None);
                 }
             }
         }
-        self.ipc(ctx, t, |i| {
+        self.ipc(&self.hold(ctx, t), |i| {
             if !i.fault {
                 i.ret = err_regs(Error::Interrupted);
             }
@@ -125,7 +130,8 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
     /// capability to it and empty its CSpace; zombie until its core drops it.
     pub(crate) fn delete(&self, ctx: Ctx, t: ThreadId) {
         self.detach(ctx, t);
-        if let Some(c) = self.ipc(ctx, t, |i| i.reply_to) {
+        let caller = self.ipc(&self.hold(ctx, t), |i| i.reply_to);
+        if let Some(c) = caller {
             self.answer(ctx, t, c, Err(Error::ReplyDropped));
         }
         self.drop_caps_to(ctx, |obj| obj == ObjRef::Thread(t));
@@ -148,9 +154,9 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         let priority = priority % NUM_PRIOS;
         let core = self.conf(t).core;
         if self.queued(ctx, t) {
-            self.rq_remove(ctx, core, t);
+            self.rq_remove(&self.hold(ctx, RunQueue(core)), t);
             self.conf_mut(ctx, t, |c| c.priority = priority);
-            self.rq_push(ctx, core, t);
+            self.rq_push(&self.hold(ctx, RunQueue(core)), t);
             if core != ctx.cpu {
                 self.act(ctx, |a| a.ipi(core, IpiKind::Reschedule));
             }
@@ -163,9 +169,9 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
     pub(crate) fn set_affinity(&self, ctx: Ctx, t: ThreadId, core: CpuId) {
         let old = self.conf(t).core;
         if self.queued(ctx, t) {
-            self.rq_remove(ctx, old, t);
+            self.rq_remove(&self.hold(ctx, RunQueue(old)), t);
             self.conf_mut(ctx, t, |c| c.core = core);
-            self.rq_push(ctx, core, t);
+            self.rq_push(&self.hold(ctx, RunQueue(core)), t);
             if core != ctx.cpu {
                 self.act(ctx, |a| a.ipi(core, IpiKind::Reschedule));
             }

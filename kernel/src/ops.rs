@@ -15,7 +15,7 @@ use crate::error::Error;
 use crate::hal::{Hal, IrqOp, MapPrepError, MapTag, PageAttrs, PhysAddr};
 use crate::ids::*;
 use crate::kernel::{Ctx, IrqState, Kernel, ThreadState};
-use crate::strategy::{LockId, Strategy};
+use crate::strategy::Strategy;
 use crate::syscall::{err_regs, ok_regs, MintTarget, Msg, Syscall};
 
 /// A decoded, fully validated operation.
@@ -231,8 +231,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
                 reply: Some(msg),
             },
             Syscall::Reply { msg } => {
-                let _g = self.hold(ctx, LockId::Tcb(t));
-                if self.ipc(ctx, t, |i| i.reply_to).is_none() {
+                if self.ipc(&self.hold(ctx, t), |i| i.reply_to).is_none() {
                     return Err(Error::NoReply);
                 }
                 Op::Reply { msg }
@@ -400,7 +399,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
                 if self.cap(t, dest).is_ok() {
                     return Err(Error::SlotOccupied);
                 }
-                if self.irq(ctx, irq, |s| s.issued) {
+                if self.irq(&self.hold(ctx, irq), |s| s.issued) {
                     return Err(Error::InUse);
                 }
                 Op::IssueIrqHandler { irq, dest }
@@ -413,7 +412,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
                 let irq = self.lookup_irq(t, handler, Rights::MANAGE)?;
                 let (ntfn, badge) = self.lookup_ntfn(t, ntfn, Rights::WRITE)?;
                 let core = self.check_core(core)?;
-                if self.irq(ctx, irq, |s| s.bound).is_some() {
+                if self.irq(&self.hold(ctx, irq), |s| s.bound).is_some() {
                     return Err(Error::AlreadyBound);
                 }
                 Op::BindIrq {
@@ -491,7 +490,8 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
                 arg,
             } => {
                 let target = self.lookup_thread(t, thread)?;
-                let inactive = self.ipc(ctx, target, |i| i.state) == ThreadState::Inactive;
+                let inactive =
+                    self.ipc(&self.hold(ctx, target), |i| i.state) == ThreadState::Inactive;
                 if !inactive || self.current_anywhere(ctx, target).is_some() {
                     return Err(Error::InUse);
                 }
@@ -544,8 +544,8 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             }
             Op::AckIrq { irq } => {
                 {
-                    let _g = self.hold(ctx, LockId::Irq(irq));
-                    if self.irq(ctx, irq, |s| core::mem::replace(&mut s.masked, false)) {
+                    let g = self.hold(ctx, irq);
+                    if self.irq(&g, |s| core::mem::replace(&mut s.masked, false)) {
                         self.act(ctx, |a| a.irq = Some(IrqOp::Unmask(irq)));
                     }
                 }
@@ -645,7 +645,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
                 self.set_ret(ctx, t, ok_regs(v, [0; MSG_WORDS]));
             }
             Op::IssueIrqHandler { irq, dest } => {
-                self.irq(ctx, irq, |s| s.issued = true);
+                self.irq(&self.hold(ctx, irq), |s| s.issued = true);
                 self.put_cap(ctx, t, dest, Self::full_cap(ObjRef::IrqHandler(irq)));
                 self.set_ret(ctx, t, ok);
             }
@@ -655,7 +655,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
                 badge,
                 core,
             } => {
-                self.irq(ctx, irq, |s| {
+                self.irq(&self.hold(ctx, irq), |s| {
                     s.bound = Some((ntfn, badge));
                     s.masked = false;
                 });
@@ -694,7 +694,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
                 arg,
             } => {
                 self.hal.set_entry(target, pc, sp, arg);
-                self.ipc(ctx, target, |i| i.ret = [0; 6]);
+                self.ipc(&self.hold(ctx, target), |i| i.ret = [0; 6]);
                 self.set_ret(ctx, t, ok);
             }
             Op::CreateAddressSpace { new, dest } => {
@@ -733,21 +733,21 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         block: bool,
         fault: bool,
     ) {
-        let _ge = self.hold(ctx, LockId::Endpoint(ep));
-        let (mut q, receivers) = self.ep(ctx, ep, |e| (e.queue, e.receivers));
+        let ge = self.hold(ctx, ep);
+        let (mut q, receivers) = self.ep(&ge, |e| (e.queue, e.receivers));
         match q.head {
             Some(r) if receivers => {
-                let _gt = self.hold2(ctx, s, r);
+                let gt = self.hold2(ctx, s, r);
                 self.q_remove(&self.qlinks, &mut q, r);
-                self.ep(ctx, ep, |e| e.queue = q);
-                self.ipc(ctx, r, |i| {
+                self.ep(&ge, |e| e.queue = q);
+                self.ipc(gt.of(r), |i| {
                     i.ret = ok_regs(badge, msg);
                     i.state = ThreadState::Runnable;
                     if call {
                         i.reply_to = Some(s);
                     }
                 });
-                self.ipc(ctx, s, |i| {
+                self.ipc(gt.of(s), |i| {
                     if call {
                         i.state = ThreadState::BlockedReply;
                         i.server = Some(r);
@@ -759,8 +759,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
                 self.wake(ctx, r);
             }
             _ if block => {
-                let _gt = self.hold(ctx, LockId::Tcb(s));
-                self.ipc(ctx, s, |i| {
+                self.ipc(&self.hold(ctx, s), |i| {
                     i.state = ThreadState::BlockedSend(ep);
                     i.msg = msg;
                     i.badge = badge;
@@ -768,14 +767,13 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
                     i.fault = fault;
                 });
                 self.q_push(&self.qlinks, &mut q, s);
-                self.ep(ctx, ep, |e| {
+                self.ep(&ge, |e| {
                     e.queue = q;
                     e.receivers = false;
                 });
             }
             _ => {
-                let _gt = self.hold(ctx, LockId::Tcb(s));
-                self.ipc(ctx, s, |i| i.ret = ok_regs(0, [0; MSG_WORDS]));
+                self.ipc(&self.hold(ctx, s), |i| i.ret = ok_regs(0, [0; MSG_WORDS]));
             }
         }
     }
@@ -784,27 +782,27 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
     /// else fills it while `r` runs (only a transfer to `r` as a blocked receiver does), so
     /// it is still empty here.
     fn recv(&self, ctx: Ctx, r: ThreadId, ep: EndpointId) {
-        let _ge = self.hold(ctx, LockId::Endpoint(ep));
-        let (mut q, receivers) = self.ep(ctx, ep, |e| (e.queue, e.receivers));
+        let ge = self.hold(ctx, ep);
+        let (mut q, receivers) = self.ep(&ge, |e| (e.queue, e.receivers));
         match q.head {
             Some(s) if !receivers => {
-                let _gt = self.hold2(ctx, r, s);
+                let gt = self.hold2(ctx, r, s);
                 self.q_remove(&self.qlinks, &mut q, s);
-                self.ep(ctx, ep, |e| e.queue = q);
-                let (msg, badge, call) = self.ipc(ctx, s, |i| (i.msg, i.badge, i.is_call));
-                self.ipc(ctx, r, |i| {
+                self.ep(&ge, |e| e.queue = q);
+                let (msg, badge, call) = self.ipc(gt.of(s), |i| (i.msg, i.badge, i.is_call));
+                self.ipc(gt.of(r), |i| {
                     i.ret = ok_regs(badge, msg);
                     if call {
                         i.reply_to = Some(s);
                     }
                 });
                 if call {
-                    self.ipc(ctx, s, |i| {
+                    self.ipc(gt.of(s), |i| {
                         i.state = ThreadState::BlockedReply;
                         i.server = Some(r);
                     });
                 } else {
-                    self.ipc(ctx, s, |i| {
+                    self.ipc(gt.of(s), |i| {
                         i.state = ThreadState::Runnable;
                         i.ret = ok_regs(0, [0; MSG_WORDS]);
                     });
@@ -812,10 +810,11 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
                 }
             }
             _ => {
-                let _gt = self.hold(ctx, LockId::Tcb(r));
-                self.ipc(ctx, r, |i| i.state = ThreadState::BlockedRecv(ep));
+                self.ipc(&self.hold(ctx, r), |i| {
+                    i.state = ThreadState::BlockedRecv(ep)
+                });
                 self.q_push(&self.qlinks, &mut q, r);
-                self.ep(ctx, ep, |e| {
+                self.ep(&ge, |e| {
                     e.queue = q;
                     e.receivers = true;
                 });
@@ -826,10 +825,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
     /// Consumes `r`'s reply capability (if any) and answers its caller with `result` (a
     /// message, or the error of a dropped reply).
     fn reply(&self, ctx: Ctx, r: ThreadId, result: Result<Msg, Error>) {
-        let caller = {
-            let _g = self.hold(ctx, LockId::Tcb(r));
-            self.ipc(ctx, r, |i| i.reply_to)
-        };
+        let caller = { self.ipc(&self.hold(ctx, r), |i| i.reply_to) };
         if let Some(c) = caller {
             self.answer(ctx, r, c, result);
         }
@@ -838,13 +834,13 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
     /// Clears `r`'s reply slot (naming `c`) and resumes `c` with `result` if it still waits for
     /// `r`. A page-fault caller resumes with its registers untouched.
     pub(crate) fn answer(&self, ctx: Ctx, r: ThreadId, c: ThreadId, result: Result<Msg, Error>) {
-        let _gt = self.hold2(ctx, r, c);
-        self.ipc(ctx, r, |i| i.reply_to = None);
-        let waiting = self.ipc(ctx, c, |i| {
+        let gt = self.hold2(ctx, r, c);
+        self.ipc(gt.of(r), |i| i.reply_to = None);
+        let waiting = self.ipc(gt.of(c), |i| {
             i.state == ThreadState::BlockedReply && i.server == Some(r)
         });
         if waiting {
-            self.ipc(ctx, c, |i| {
+            self.ipc(gt.of(c), |i| {
                 if !i.fault {
                     i.ret = match result {
                         Ok(msg) => ok_regs(0, msg),
@@ -862,45 +858,44 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
     /// ORs `badge` (1 if 0) into the notification, or hands the word to the first waiter.
     pub(crate) fn signal(&self, ctx: Ctx, n: NotificationId, badge: usize) {
         let bits = if badge == 0 { 1 } else { badge };
-        let _gn = self.hold(ctx, LockId::Notification(n));
-        let (mut q, word) = self.ntfn(ctx, n, |x| (x.waiters, x.word));
+        let gn = self.hold(ctx, n);
+        let (mut q, word) = self.ntfn(&gn, |x| (x.waiters, x.word));
         match q.head {
             Some(w) => {
-                let _gt = self.hold(ctx, LockId::Tcb(w));
+                let gt = self.hold(ctx, w);
                 self.q_remove(&self.qlinks, &mut q, w);
-                self.ntfn(ctx, n, |x| {
+                self.ntfn(&gn, |x| {
                     x.waiters = q;
                     x.word = 0;
                 });
-                self.ipc(ctx, w, |i| {
+                self.ipc(&gt, |i| {
                     i.ret = ok_regs(word | bits, [0; MSG_WORDS]);
                     i.state = ThreadState::Runnable;
                 });
                 self.wake(ctx, w);
             }
-            None => self.ntfn(ctx, n, |x| x.word |= bits),
+            None => self.ntfn(&gn, |x| x.word |= bits),
         }
     }
 
     fn wait(&self, ctx: Ctx, w: ThreadId, n: NotificationId) {
-        let _gn = self.hold(ctx, LockId::Notification(n));
-        let _gt = self.hold(ctx, LockId::Tcb(w));
-        let (mut q, word) = self.ntfn(ctx, n, |x| (x.waiters, x.word));
+        let gn = self.hold(ctx, n);
+        let gt = self.hold(ctx, w);
+        let (mut q, word) = self.ntfn(&gn, |x| (x.waiters, x.word));
         if word != 0 {
-            self.ntfn(ctx, n, |x| x.word = 0);
-            self.ipc(ctx, w, |i| i.ret = ok_regs(word, [0; MSG_WORDS]));
+            self.ntfn(&gn, |x| x.word = 0);
+            self.ipc(&gt, |i| i.ret = ok_regs(word, [0; MSG_WORDS]));
         } else {
-            self.ipc(ctx, w, |i| i.state = ThreadState::BlockedNotification(n));
+            self.ipc(&gt, |i| i.state = ThreadState::BlockedNotification(n));
             self.q_push(&self.qlinks, &mut q, w);
-            self.ntfn(ctx, n, |x| x.waiters = q);
+            self.ntfn(&gn, |x| x.waiters = q);
         }
     }
 
     /// Interrupt: mask the line until acknowledged, signal the bound notification.
     pub(crate) fn handle_irq(&self, ctx: Ctx, irq: IrqId) {
         let bound = {
-            let _g = self.hold(ctx, LockId::Irq(irq));
-            self.irq(ctx, irq, |s| {
+            self.irq(&self.hold(ctx, irq), |s| {
                 s.masked = true;
                 s.bound
             })
@@ -917,7 +912,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         if self.meta(|m| m.refs.irqs[irq.index()] != 0) {
             return;
         }
-        self.irq(ctx, irq, |s| *s = IrqState::default());
+        self.irq(&self.hold(ctx, irq), |s| *s = IrqState::default());
         self.act(ctx, |a| a.irq = Some(IrqOp::Mask(irq)));
     }
 
@@ -929,8 +924,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
                 self.send(ctx, t, ep, badge, msg, true, true, true);
             }
             None => {
-                let _g = self.hold(ctx, LockId::Tcb(t));
-                self.ipc(ctx, t, |i| i.state = ThreadState::Inactive);
+                self.ipc(&self.hold(ctx, t), |i| i.state = ThreadState::Inactive);
             }
         }
     }

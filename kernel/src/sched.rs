@@ -6,32 +6,30 @@
 //! core (here, at the end of each entry); other cores that suspend, delete or move it only
 //! change the thread and send an IPI, and the core drops the thread at its next entry.
 
-use sync::CpuId;
-
 use crate::config::NUM_PRIOS;
 use crate::hal::{Hal, IpiKind};
 use crate::ids::ThreadId;
-use crate::kernel::{Ctx, Kernel, Life, ThreadState};
-use crate::strategy::{LockId, Strategy};
+use crate::kernel::{Ctx, Held, Kernel, Life, RunQueue, ThreadState};
+use crate::strategy::Strategy;
 
 impl<S: Strategy, H: Hal> Kernel<S, H> {
-    /// Appends `t` to its priority queue on `cpu` (caller holds that run-queue lock).
-    pub(crate) fn rq_push(&self, ctx: Ctx, cpu: CpuId, t: ThreadId) {
+    /// Appends `t` to its priority queue in the run queue `rq` guards.
+    pub(crate) fn rq_push(&self, rq: &Held<'_, S, RunQueue>, t: ThreadId) {
         let p = self.conf(t).priority % NUM_PRIOS;
-        let mut q = self.sched(ctx, cpu, |s| s.queues[p]);
+        let mut q = self.sched(rq, |s| s.queues[p]);
         self.q_push(&self.slinks, &mut q, t);
-        self.sched(ctx, cpu, |s| {
+        self.sched(rq, |s| {
             s.queues[p] = q;
             s.bitmap |= 1 << p;
         });
     }
 
-    /// Removes `t` from its priority queue on `cpu` (caller holds that run-queue lock).
-    pub(crate) fn rq_remove(&self, ctx: Ctx, cpu: CpuId, t: ThreadId) {
+    /// Removes `t` from its priority queue in the run queue `rq` guards.
+    pub(crate) fn rq_remove(&self, rq: &Held<'_, S, RunQueue>, t: ThreadId) {
         let p = self.conf(t).priority % NUM_PRIOS;
-        let mut q = self.sched(ctx, cpu, |s| s.queues[p]);
+        let mut q = self.sched(rq, |s| s.queues[p]);
         self.q_remove(&self.slinks, &mut q, t);
-        self.sched(ctx, cpu, |s| {
+        self.sched(rq, |s| {
             s.queues[p] = q;
             if q.head.is_none() {
                 s.bitmap &= !(1 << p);
@@ -40,8 +38,8 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
     }
 
     /// Highest non-empty priority of `cpu`'s run queue.
-    fn rq_best(&self, ctx: Ctx, cpu: CpuId) -> Option<usize> {
-        let bitmap = self.sched(ctx, cpu, |s| s.bitmap);
+    fn rq_best(&self, rq: &Held<'_, S, RunQueue>) -> Option<usize> {
+        let bitmap = self.sched(rq, |s| s.bitmap);
         (bitmap != 0).then(|| 31 - bitmap.leading_zeros() as usize)
     }
 
@@ -83,18 +81,17 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
                 None => return,
                 Some(first) => {
                     // A second wake in this entry: the first thread is queued first.
-                    let _g = self.hold(ctx, LockId::RunQueue(core));
-                    self.rq_push(ctx, core, first);
+                    self.rq_push(&self.hold(ctx, RunQueue(core)), first);
                     return;
                 }
             }
         }
-        let _g = self.hold(ctx, LockId::RunQueue(core));
-        let current = self.current_on(ctx, core);
+        let rq = self.hold(ctx, RunQueue(core));
+        let current = self.current_on(&rq);
         if current == Some(t) {
             return;
         }
-        self.rq_push(ctx, core, t);
+        self.rq_push(&rq, t);
         let preempts = current.is_none_or(|c| self.conf(t).priority > self.conf(c).priority);
         if core != ctx.cpu && preempts {
             self.act(ctx, |a| a.ipi(core, IpiKind::Reschedule));
@@ -119,14 +116,16 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         // A thread `wake` put aside in this entry (see there): it stands for the tail of its
         // priority queue.
         let direct = self.local(ctx, |l| l.direct.take());
-        let tcb_guard = cur.map(|t| self.hold(ctx, LockId::Tcb(t)));
-        let cur_state = cur.map(|t| (t, self.conf(t), self.ipc(ctx, t, |i| i.state)));
+        let tcb_guard = cur.map(|t| self.hold(ctx, t));
+        let cur_state = tcb_guard
+            .as_ref()
+            .map(|g| (g.key(), self.conf(g.key()), self.ipc(g, |i| i.state)));
         let keep = cur_state.filter(|(_, c, s)| {
             c.life == Life::Alive && c.core == cpu && *s == ThreadState::Runnable
         });
         let next = {
-            let _rq = self.hold(ctx, LockId::RunQueue(cpu));
-            let mut best = self.rq_best(ctx, cpu);
+            let rq = self.hold(ctx, RunQueue(cpu));
+            let mut best = self.rq_best(&rq);
             // Had `wake` queued `d`, it would be the tail of queue `p`, and so also its head
             // iff that queue is empty, i.e. iff `p` is above every non-empty priority: then
             // `d` is what popping the best priority returns, and it stays out of the queue
@@ -140,7 +139,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
                     best = Some(p);
                     Some(d)
                 } else {
-                    self.rq_push(ctx, cpu, d);
+                    self.rq_push(&rq, d);
                     None
                 }
             });
@@ -149,34 +148,33 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
                 if direct.is_some() {
                     return direct;
                 }
-                let head = self.sched(ctx, cpu, |s| s.queues[p].head);
+                let head = self.sched(&rq, |s| s.queues[p].head);
                 if let Some(h) = head {
-                    self.rq_remove(ctx, cpu, h);
+                    self.rq_remove(&rq, h);
                 }
                 head
             };
             let next = match (keep, best) {
                 (Some((t, c, _)), Some(b)) if b > c.priority || (rotate && b == c.priority) => {
-                    self.rq_push(ctx, cpu, t);
+                    self.rq_push(&rq, t);
                     pop(b)
                 }
                 (Some((t, _, _)), _) => {
                     if let Some(d) = direct {
-                        self.rq_push(ctx, cpu, d);
+                        self.rq_push(&rq, d);
                     }
                     Some(t)
                 }
                 (None, Some(b)) => pop(b),
                 (None, None) => None,
             };
-            self.set_current(ctx, next);
+            self.set_current(&rq, next);
             next
         };
         // A runnable current thread that was moved to another core goes there.
         if let Some((t, c, ThreadState::Runnable)) = cur_state {
             if c.life == Life::Alive && c.core != cpu && c.core < self.cores {
-                let _rq = self.hold(ctx, LockId::RunQueue(c.core));
-                self.rq_push(ctx, c.core, t);
+                self.rq_push(&self.hold(ctx, RunQueue(c.core)), t);
                 self.act(ctx, |a| a.ipi(c.core, IpiKind::Reschedule));
             }
         }
