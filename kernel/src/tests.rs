@@ -1108,7 +1108,10 @@ fn exceptions_go_to_the_pager_or_stop_the_thread() {
         global: true,
         entry: false,
     };
-    assert_eq!(k.ipc(&k.hold(ctx, lone), |i| i.state), ThreadState::Inactive);
+    assert_eq!(
+        k.ipc(&k.hold(ctx, lone), |i| i.state),
+        ThreadState::Inactive
+    );
     k.check_invariants().unwrap();
 }
 
