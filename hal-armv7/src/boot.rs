@@ -459,7 +459,13 @@ extern "C" fn primary_entry(entry_psr: u32) -> ! {
         Machine::Sabrelite => (periphbase + a9::GICD, periphbase + a9::GICC),
         Machine::Virt => (VIRT_GICD, VIRT_GICC),
     };
-    let gic_info = gic::init_distributor(gicd, gicc);
+    let gic_info = gic::init_distributor(gicd, gicc, machine.kernel_spis());
+    if gic_info.readback_errors > 0 {
+        crate::println!(
+            "hal-armv7: GIC distributor: {} setting(s) read back wrong",
+            gic_info.readback_errors
+        );
+    }
     gic::init_cpu();
 
     let psci = match machine {
@@ -484,6 +490,8 @@ extern "C" fn primary_entry(entry_psr: u32) -> ! {
         gicc,
         gic_lines: gic_info.lines,
         gic_cpus: gic_info.cpus,
+        gic_available_spis: gic_info.available_spis,
+        gic_readback_errors: gic_info.readback_errors,
         psci,
         psci_version,
         cmdline: cmdline.unwrap_or(""),

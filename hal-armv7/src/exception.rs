@@ -5,8 +5,9 @@
 //! in the kernel's own modes.
 //!
 //! - IRQ: `irq_entry` acknowledges interrupts from the GIC until none is pending: the tick
-//!   timer counts a tick, SGIs count as IPIs (a `Halt` IPI stops the core); on a core in the
-//!   user-mode idle loop each one enters the kernel.
+//!   timer counts a tick, SGIs count as IPIs (a `Halt` IPI stops the core), a device SPI is
+//!   disabled before its end of interrupt; on a core in the user-mode idle loop each one enters
+//!   the kernel.
 //! - SVC: the only SVC the kernel makes itself is semihosting (`svc #0x123456`), which QEMU
 //!   intercepts with `-semihosting`; if the exception is taken anyway, `svc_entry` returns
 //!   -1 to the caller. Any other SVC from a kernel mode is reported like a fault.

@@ -120,6 +120,10 @@ mod target {
         pub gic_lines: u32,
         /// CPU interfaces the GIC implements (GICD_TYPER.CPUNumber + 1): the cores present.
         pub gic_cpus: u32,
+        /// Shared peripheral interrupts user drivers may have (`kernel::Hal::irq_line_available`).
+        pub gic_available_spis: u32,
+        /// Distributor settings that read back wrong at boot (0 on a working machine).
+        pub gic_readback_errors: u32,
         /// PSCI conduit (virt), if any.
         pub psci: Option<Conduit>,
         /// PSCI version (major << 16 | minor), if PSCI is present.
@@ -344,11 +348,17 @@ mod target {
             // inactive and no core's current thread, as `usermode::set_entry` requires.
             unsafe { crate::usermode::set_entry(thread, pc as u32, sp as u32, arg as u32) }
         }
-        fn mask_irq(&self, _cpu: kernel::CpuId, _irq: kernel::IrqId) {
-            // No device interrupt is routed to user level yet: nothing to mask.
+        fn irq_line_available(&self, irq: kernel::IrqId) -> bool {
+            crate::gic::spi_available(irq.index() as u32)
         }
-        fn unmask_irq(&self, _cpu: kernel::CpuId, _irq: kernel::IrqId) {
-            // See `mask_irq`.
+        fn mask_irq(&self, _cpu: kernel::CpuId, irq: kernel::IrqId) {
+            crate::gic::mask_spi(irq.index() as u32);
+        }
+        fn unmask_irq(&self, _cpu: kernel::CpuId, irq: kernel::IrqId) {
+            crate::gic::unmask_spi(irq.index() as u32);
+        }
+        fn route_irq(&self, _cpu: kernel::CpuId, irq: kernel::IrqId, target: kernel::CpuId) {
+            crate::gic::route_spi(irq.index() as u32, target);
         }
         fn cycles(&self) -> u64 {
             crate::timer::cycles()

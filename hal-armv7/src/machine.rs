@@ -124,6 +124,16 @@ impl Machine {
         }
     }
 
+    /// The shared peripheral interrupts (SPI numbers, interrupt ID - 32) of the devices the
+    /// kernel keeps: the console UART (i.MX6 UART1 is SPI 26, virt's PL011 SPI 1). Never
+    /// offered to user drivers.
+    pub const fn kernel_spis(self) -> &'static [u32] {
+        match self {
+            Machine::Sabrelite => &[26],
+            Machine::Virt => &[1],
+        }
+    }
+
     /// Physical address of the console UART.
     pub const fn uart_base(self) -> usize {
         match self {

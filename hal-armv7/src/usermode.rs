@@ -1,7 +1,7 @@
 //! User mode on ARMv7-A: per-thread contexts, SVC system-call entry from USR mode, user
 //! exceptions (data/prefetch abort, undefined instruction) handed to the kernel, IRQs (tick
-//! timer, SGIs) from user mode or the idle loop entering the kernel, and the return to the
-//! thread the kernel chose. Mirrors `hal_x86::usermode`.
+//! timer, SGIs, device SPIs) from user mode or the idle loop entering the kernel, and the
+//! return to the thread the kernel chose. Mirrors `hal_x86::usermode`.
 //!
 //! # System-call convention
 //! `svc #0` in USR mode; number and arguments in `r0..r5` (the kernel's six `Regs`); results
@@ -65,6 +65,8 @@ pub trait KernelEntry: Sync {
     fn ipi(&self, cpu: CpuIndex, kind: kernel::IpiKind) -> Exit;
     /// A tick.
     fn timer_tick(&self, cpu: CpuIndex) -> Exit;
+    /// A device interrupt (SPI number).
+    fn interrupt(&self, cpu: CpuIndex, irq: usize) -> Exit;
     /// A user page fault.
     fn page_fault(&self, cpu: CpuIndex, vaddr: usize, write: bool) -> Exit;
     /// Another user exception.
@@ -80,6 +82,9 @@ impl<S: Strategy> KernelEntry for kernel::Kernel<S, ArmHal> {
     }
     fn timer_tick(&self, cpu: CpuIndex) -> Exit {
         kernel::Kernel::timer_tick(self, cpu)
+    }
+    fn interrupt(&self, cpu: CpuIndex, irq: usize) -> Exit {
+        kernel::Kernel::interrupt(self, cpu, irq)
     }
     fn page_fault(&self, cpu: CpuIndex, vaddr: usize, write: bool) -> Exit {
         kernel::Kernel::page_fault(self, cpu, vaddr, write)
@@ -158,6 +163,12 @@ static HAS_CONTEXT: [AtomicBool; MAX_THREADS] = [const { AtomicBool::new(false) 
 const NO_THREAD: usize = usize::MAX;
 static CURRENT: [AtomicUsize; MAX_CPUS] = [const { AtomicUsize::new(NO_THREAD) }; MAX_CPUS];
 static IDLE: [AtomicBool; MAX_CPUS] = [const { AtomicBool::new(false) }; MAX_CPUS];
+/// Device interrupts (bit = SPI) that arrived on a core with a kernel installed but while it
+/// could not enter it (kernel code with IRQs unmasked that is not the idle loop: a secondary
+/// core waiting to be released). Their SPIs are disabled; [`run`] hands them to the kernel at
+/// the core's first entry, so none is lost. Only the core itself touches its entry (IRQ
+/// handler, then `run` with IRQs masked).
+static PENDING: [[AtomicU32; 4]; MAX_CPUS] = [const { [const { AtomicU32::new(0) }; 4] }; MAX_CPUS];
 
 /// The last user exception of a thread, for tests and reports.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -324,6 +335,17 @@ pub fn run() -> ! {
     let cpu = crate::percpu::cpu_id();
     let k = installed().kernel;
     crate::cpu::disable_interrupts();
+    // Device interrupts that arrived before this core could enter the kernel. Each entry's
+    // `Exit` only says which thread the core runs now, and the kernel keeps every thread's
+    // result registers itself: the last entry's `Exit` is the one to follow.
+    for (word, pending) in PENDING[cpu].iter().enumerate() {
+        let mut bits = pending.swap(0, Ordering::Relaxed);
+        while bits != 0 {
+            let irq = word * 32 + bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            let _ = k.interrupt(cpu, irq);
+        }
+    }
     let exit = k.ipi(cpu, kernel::IpiKind::Reschedule);
     resume(cpu, exit)
 }
@@ -440,6 +462,8 @@ pub(crate) enum Event {
     Timer,
     /// An SGI.
     Ipi(IpiKind),
+    /// A device interrupt (SPI number), already disabled at the distributor.
+    Device(usize),
     /// Nothing for the kernel (spurious or unknown, already reported).
     None,
 }
@@ -464,6 +488,13 @@ pub(crate) fn take_interrupt() -> Option<Event> {
     } else if id == crate::timer::irq_id() {
         crate::timer::on_interrupt();
         Event::Timer
+    } else if id >= 32 {
+        // A device: disabled before the EOI below (whose `dsb` completes the disable first,
+        // see `gic`), kept disabled until its driver acknowledges it through the kernel.
+        let spi = id - 32;
+        gic::count_spi(spi);
+        gic::mask_spi(spi);
+        Event::Device(spi as usize)
     } else {
         crate::console::emergency_print(format_args!(
             "hal-armv7: cpu {}: unexpected interrupt {id}\n",
@@ -479,17 +510,25 @@ fn enter_kernel(inst: &Installed, cpu: CpuIndex, ev: &Event) -> Option<Exit> {
     match ev {
         Event::Timer => Some(inst.kernel.timer_tick(cpu)),
         Event::Ipi(k) => Some(inst.kernel.ipi(cpu, kernel_ipi_kind(*k))),
+        Event::Device(irq) => Some(inst.kernel.interrupt(cpu, *irq)),
         Event::None => None,
     }
 }
 
 /// An interrupt taken in a kernel mode: if the core idles in [`idle`] with a kernel
 /// installed, enters the kernel and may leave for user mode (does not return then); otherwise
-/// (boot code, no kernel yet) it only returns.
+/// (boot code, no kernel yet) it only returns. A device interrupt's SPI stays disabled then:
+/// with no kernel it is dropped (no driver can have bound it), with a kernel it is kept for
+/// the core's first entry ([`run`]).
 pub(crate) fn idle_interrupt(ev: &Event) {
     let Some(inst) = INSTALLED.get() else { return };
     let cpu = crate::percpu::cpu_id();
     if !IDLE[cpu].load(Ordering::Relaxed) {
+        if let Event::Device(irq) = *ev {
+            if let Some(w) = PENDING[cpu].get(irq / 32) {
+                w.fetch_or(1 << (irq % 32), Ordering::Relaxed);
+            }
+        }
         return;
     }
     if let Some(exit) = enter_kernel(inst, cpu, ev) {

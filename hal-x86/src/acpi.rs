@@ -1,5 +1,5 @@
-//! A small ACPI table reader: RSDP -> RSDT/XSDT -> MADT (CPUs, local APIC address), FADT (PM
-//! timer), HPET.
+//! A small ACPI table reader: RSDP -> RSDT/XSDT -> MADT (CPUs, local APIC address, I/O APICs,
+//! interrupt source overrides), FADT (PM timer), HPET.
 //!
 //! Hand-written instead of the `acpi` crate: the HAL needs four fixed-layout tables and no AML,
 //! this stays allocation-free, and it is pure code over a [`PhysMemory`] view, so the host unit
@@ -18,6 +18,73 @@ pub trait PhysMemory {
 pub const MAX_ACPI_CPUS: usize = 64;
 /// Most root-table entries kept.
 pub const MAX_TABLES: usize = 32;
+/// Most I/O APIC entries kept from the MADT (`-M microvm` has two, PCs one).
+pub const MAX_IOAPICS: usize = 8;
+/// Most interrupt source overrides kept from the MADT (at most one per ISA IRQ).
+pub const MAX_OVERRIDES: usize = 16;
+
+/// An I/O APIC listed in the MADT.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct IoApicEntry {
+    /// I/O APIC id.
+    pub id: u8,
+    /// Physical address of its register window (index at +0, data at +0x10).
+    pub address: u32,
+    /// Global system interrupt of its input 0.
+    pub gsi_base: u32,
+}
+
+/// Polarity of an interrupt input.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Polarity {
+    /// Asserted high.
+    ActiveHigh,
+    /// Asserted low.
+    ActiveLow,
+}
+
+/// Trigger mode of an interrupt input.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Trigger {
+    /// Edge-triggered.
+    Edge,
+    /// Level-triggered.
+    Level,
+}
+
+/// An interrupt source override: ISA IRQ `source` arrives on `gsi`, with the MPS INTI flags
+/// `flags` (bits 0-1 polarity, 2-3 trigger mode; 0 = conforms to the bus: ISA is edge, high).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct InterruptOverride {
+    /// Bus (0 = ISA).
+    pub bus: u8,
+    /// Bus-relative IRQ.
+    pub source: u8,
+    /// The global system interrupt it is wired to.
+    pub gsi: u32,
+    /// MPS INTI flags.
+    pub flags: u16,
+}
+
+impl InterruptOverride {
+    /// The polarity the flags give, `None` if they say "conforms to the bus".
+    pub fn polarity(&self) -> Option<Polarity> {
+        match self.flags & 3 {
+            1 => Some(Polarity::ActiveHigh),
+            3 => Some(Polarity::ActiveLow),
+            _ => None,
+        }
+    }
+
+    /// The trigger mode the flags give, `None` if they say "conforms to the bus".
+    pub fn trigger(&self) -> Option<Trigger> {
+        match (self.flags >> 2) & 3 {
+            1 => Some(Trigger::Edge),
+            3 => Some(Trigger::Level),
+            _ => None,
+        }
+    }
+}
 
 /// A processor listed in the MADT.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -63,8 +130,14 @@ pub struct AcpiInfo {
     pub cpus: [LocalApic; MAX_ACPI_CPUS],
     /// How many entries of `cpus` are valid.
     pub cpu_count: usize,
-    /// I/O APICs listed in the MADT.
+    /// I/O APICs listed in the MADT (may exceed [`MAX_IOAPICS`]; see [`AcpiInfo::ioapics`]).
     pub ioapic_count: usize,
+    /// The first [`MAX_IOAPICS`] I/O APICs, in table order.
+    pub ioapic_entries: [IoApicEntry; MAX_IOAPICS],
+    /// Interrupt source overrides, in table order.
+    pub override_entries: [InterruptOverride; MAX_OVERRIDES],
+    /// How many entries of `override_entries` are valid.
+    pub override_count: usize,
     /// MADT flag PCAT_COMPAT: a legacy 8259 PIC pair is present.
     pub has_8259: bool,
     /// Whether a MADT was found.
@@ -78,7 +151,8 @@ pub struct AcpiInfo {
 }
 
 impl AcpiInfo {
-    const EMPTY: Self = Self {
+    /// Nothing found (the start of [`parse`]; unit tests build on it).
+    pub(crate) const EMPTY: Self = Self {
         revision: 0,
         oem_id: [0; 6],
         signatures: [[0; 4]; MAX_TABLES],
@@ -93,6 +167,18 @@ impl AcpiInfo {
         }; MAX_ACPI_CPUS],
         cpu_count: 0,
         ioapic_count: 0,
+        ioapic_entries: [IoApicEntry {
+            id: 0,
+            address: 0,
+            gsi_base: 0,
+        }; MAX_IOAPICS],
+        override_entries: [InterruptOverride {
+            bus: 0,
+            source: 0,
+            gsi: 0,
+            flags: 0,
+        }; MAX_OVERRIDES],
+        override_count: 0,
         has_8259: false,
         has_madt: false,
         pm_timer: None,
@@ -108,6 +194,39 @@ impl AcpiInfo {
     /// Processors that are enabled (usable now).
     pub fn enabled_cpus(&self) -> impl Iterator<Item = &LocalApic> {
         self.cpus().iter().filter(|c| c.enabled)
+    }
+
+    /// The I/O APICs the MADT lists (at most [`MAX_IOAPICS`]).
+    pub fn ioapics(&self) -> &[IoApicEntry] {
+        &self.ioapic_entries[..self.ioapic_count.min(MAX_IOAPICS)]
+    }
+
+    /// The interrupt source overrides the MADT lists.
+    pub fn overrides(&self) -> &[InterruptOverride] {
+        &self.override_entries[..self.override_count]
+    }
+
+    /// Where ISA IRQ `irq` arrives and how: its override, or by default GSI `irq`, edge,
+    /// active high (the ISA bus convention). Polarity or trigger an override leaves to the bus
+    /// ("conforms") stay the ISA default.
+    pub fn isa_irq(&self, irq: u8) -> (u32, Polarity, Trigger) {
+        match self
+            .overrides()
+            .iter()
+            .find(|o| o.bus == 0 && o.source == irq)
+        {
+            Some(o) => (
+                o.gsi,
+                o.polarity().unwrap_or(Polarity::ActiveHigh),
+                o.trigger().unwrap_or(Trigger::Edge),
+            ),
+            None => (u32::from(irq), Polarity::ActiveHigh, Trigger::Edge),
+        }
+    }
+
+    /// The ISA IRQ whose override names `gsi`, if any.
+    pub fn isa_source_of(&self, gsi: u32) -> Option<&InterruptOverride> {
+        self.overrides().iter().find(|o| o.bus == 0 && o.gsi == gsi)
     }
 
     /// Signatures of the tables found, as strings.
@@ -225,8 +344,27 @@ fn parse_madt(t: &[u8], info: &mut AcpiInfo) {
         match kind {
             // Processor local APIC.
             0 if len >= 8 => push_cpu(info, u32::from(e[3]), u32::from(e[2]), u32_at(e, 4)),
-            // I/O APIC.
-            1 => info.ioapic_count += 1,
+            // I/O APIC: id, reserved, address, GSI base.
+            1 if len >= 12 => {
+                if info.ioapic_count < MAX_IOAPICS {
+                    info.ioapic_entries[info.ioapic_count] = IoApicEntry {
+                        id: e[2],
+                        address: u32_at(e, 4),
+                        gsi_base: u32_at(e, 8),
+                    };
+                }
+                info.ioapic_count += 1;
+            }
+            // Interrupt source override: bus, source, GSI, flags.
+            2 if len >= 10 && info.override_count < MAX_OVERRIDES => {
+                info.override_entries[info.override_count] = InterruptOverride {
+                    bus: e[2],
+                    source: e[3],
+                    gsi: u32_at(e, 4),
+                    flags: u16::from_le_bytes([e[8], e[9]]),
+                };
+                info.override_count += 1;
+            }
             // Local APIC address override.
             5 if len >= 12 => info.lapic_address = u64_at(e, 4),
             // Processor local x2APIC.
@@ -426,6 +564,58 @@ mod tests {
         mem.bytes[0] = b'X';
         assert_eq!(parse(&mem, rsdp).unwrap_err(), AcpiError::BadRsdpSignature);
         assert_eq!(parse(&mem, 0x10).unwrap_err(), AcpiError::Unreadable(0x10));
+    }
+
+    #[test]
+    fn ioapics_and_overrides() {
+        let mut b = Vec::new();
+        b.extend_from_slice(&0xFEE0_0000u32.to_le_bytes());
+        b.extend_from_slice(&0u32.to_le_bytes());
+        // Two I/O APICs as on `-M microvm`: id 0 at 0xFEC00000 (GSI 0..), id 1 at 0xFEC10000
+        // (GSI 24..).
+        b.extend_from_slice(&[1, 12, 0, 0]);
+        b.extend_from_slice(&0xFEC0_0000u32.to_le_bytes());
+        b.extend_from_slice(&0u32.to_le_bytes());
+        b.extend_from_slice(&[1, 12, 1, 0]);
+        b.extend_from_slice(&0xFEC1_0000u32.to_le_bytes());
+        b.extend_from_slice(&24u32.to_le_bytes());
+        // ISA IRQ 0 -> GSI 2 (flags 0: conforms), IRQ 9 -> GSI 9 level, active high (0xD).
+        b.extend_from_slice(&[2, 10, 0, 0]);
+        b.extend_from_slice(&2u32.to_le_bytes());
+        b.extend_from_slice(&0u16.to_le_bytes());
+        b.extend_from_slice(&[2, 10, 0, 9]);
+        b.extend_from_slice(&9u32.to_le_bytes());
+        b.extend_from_slice(&0xDu16.to_le_bytes());
+        let (mem, rsdp) = build(&[sdt(b"APIC", &b)], true);
+        let info = parse(&mem, rsdp).unwrap();
+        assert_eq!(info.ioapic_count, 2);
+        assert_eq!(
+            info.ioapics(),
+            [
+                IoApicEntry {
+                    id: 0,
+                    address: 0xFEC0_0000,
+                    gsi_base: 0
+                },
+                IoApicEntry {
+                    id: 1,
+                    address: 0xFEC1_0000,
+                    gsi_base: 24
+                }
+            ]
+        );
+        assert_eq!(info.overrides().len(), 2);
+        assert_eq!(info.isa_irq(0), (2, Polarity::ActiveHigh, Trigger::Edge));
+        assert_eq!(info.isa_irq(9), (9, Polarity::ActiveHigh, Trigger::Level));
+        assert_eq!(info.isa_irq(4), (4, Polarity::ActiveHigh, Trigger::Edge));
+        assert_eq!(info.isa_source_of(2).map(|o| o.source), Some(0));
+        assert!(info.isa_source_of(0).is_none());
+        let low = InterruptOverride {
+            flags: 0b1111,
+            ..Default::default()
+        };
+        assert_eq!(low.polarity(), Some(Polarity::ActiveLow));
+        assert_eq!(low.trigger(), Some(Trigger::Level));
     }
 
     #[test]

@@ -21,7 +21,7 @@
 //! ([`paging::init_kernel_space`]: text read-only and executable, everything else
 //! non-executable, stack guard pages unmapped), then sets up the console, GDT/TSS/IDT, the
 //! local APIC,
-//! reads ACPI, calibrates the clocks and calls the kernel's main function, named with
+//! reads ACPI, masks every I/O APIC line ([`ioapic::init`]), calibrates the clocks and calls the kernel's main function, named with
 //! [`entry_point!`](crate::entry_point).
 
 use core::arch::global_asm;
@@ -32,7 +32,7 @@ use crate::cpu::{outb, CpuFeatures};
 use crate::paging::{self, phys_to_virt, PHYS_MAP_SIZE};
 use crate::percpu::{self, BOOT_STACK_TOP_OFFSET, KERNEL_STACKS, PERCPU};
 use crate::pvh::BootInfo;
-use crate::{apic, console, gdt, interrupts, time, Platform, PLATFORM};
+use crate::{apic, console, gdt, interrupts, ioapic, time, Platform, PLATFORM};
 
 global_asm!(
     r#"
@@ -233,12 +233,14 @@ extern "C" fn bsp_entry(start_info_phys: u32) -> ! {
     let bsp_apic_id = apic::init_local();
     percpu::register(0, bsp_apic_id);
     PERCPU[0].online.store(true, Ordering::Release);
+    let ioapic = ioapic::init(acpi.as_ref().ok(), bsp_apic_id);
     let clock = time::calibrate(acpi.as_ref().ok(), boot.cmdline_value("clock"));
     let platform = PLATFORM.set(Platform {
         boot,
         cpu,
         acpi,
         bsp_apic_id,
+        ioapic,
         clock,
         stack_top: KERNEL_STACKS.top(0),
     });

@@ -14,6 +14,10 @@
 //! reported and handed to the kernel (pager or stop), a timer tick or IPI enters the kernel,
 //! which may switch threads. A timer tick or IPI that wakes an idle core does the same.
 //!
+//! Device interrupts (I/O APIC lines, vectors [`DEVICE_VECTOR_BASE`]`+ GSI`, see
+//! [`ioapic`](crate::ioapic)) are masked at their I/O APIC, then acknowledged at the local
+//! APIC, then handed to the kernel (`kernel::Kernel::interrupt`) the same way.
+//!
 //! Exceptions (vectors 0..32) in kernel mode are fatal: the handler prints vector, name, error code,
 //! RIP, CS (and so whether user or kernel code faulted), RFLAGS, RSP, CR2 and the core index,
 //! then exits QEMU with [`ExitCode::Failure`](crate::exit::ExitCode) (or halts on hardware).
@@ -24,6 +28,7 @@ use core::cell::UnsafeCell;
 use core::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::gdt::{DOUBLE_FAULT_IST, KERNEL_CODE};
+pub use crate::ioapic::DEVICE_VECTOR_BASE;
 
 /// Vector of the local APIC timer.
 pub const TIMER_VECTOR: u8 = 0x20;
@@ -331,6 +336,17 @@ extern "C" fn trap_dispatch(frame: &mut TrapFrame) {
             }
         }
         SPURIOUS_VECTOR => {}
+        x if crate::ioapic::gsi_of_vector(u64::from(x)).is_some() => {
+            let gsi = (v - u64::from(DEVICE_VECTOR_BASE)) as u32;
+            crate::ioapic::count(gsi);
+            // Mask before the EOI: the EOI broadcast clears a level-triggered line's Remote
+            // IRR, and a line the device still asserts would be delivered again at once. Both
+            // are uncached stores, performed in program order. The kernel (or, before there
+            // is one, nobody) unmasks the line when its driver acknowledges it.
+            crate::ioapic::mask(gsi);
+            crate::apic::eoi();
+            crate::usermode::interrupt(frame, crate::usermode::Event::Device(gsi as usize));
+        }
         _ => {
             crate::console::emergency_print(format_args!(
                 "hal-x86: cpu {}: unexpected interrupt vector {:#x} at rip {:#x}\n",

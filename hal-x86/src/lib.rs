@@ -1,5 +1,6 @@
 //! The x86_64 hardware abstraction layer: PVH boot under QEMU without a bootloader crate, per-core
-//! GDT/TSS/IDT, COM1 console, ACPI MADT, xAPIC SMP bring-up, timer and IPIs, TSC, QEMU exit.
+//! GDT/TSS/IDT, COM1 console, ACPI MADT, xAPIC SMP bring-up, timer and IPIs, I/O APIC device
+//! interrupts, TSC, QEMU exit.
 //!
 //! # Boot flow
 //! QEMU (`-kernel kernel.elf`) finds the PVH note and enters [`boot`]'s 32-bit code, which builds
@@ -11,7 +12,8 @@
 //! # For the kernel's `Hal` trait
 //! [`X86Hal`] gathers the operations the kernel needs (core index, IPIs, address-space switch,
 //! TLB flushes, page-table writes, cycle counter, console) as inherent functions and implements
-//! `kernel::Hal` with a thin forwarding `impl`. [`usermode`] runs user threads: `syscall` entry,
+//! `kernel::Hal` with a thin forwarding `impl`; device interrupt lines are I/O APIC inputs
+//! ([`ioapic`]). [`usermode`] runs user threads: `syscall` entry,
 //! per-thread contexts, user exceptions, the idle loop; [`paging`] makes user address spaces
 //! (kernel half shared, user half per space) and hands out frames.
 //!
@@ -27,11 +29,12 @@
 //! Exit status 33 means success (see [`exit`]); `-M q35` and `-M pc` work with the same flags.
 //!
 //! # Host builds
-//! Only the pure parts ([`acpi`]) build for the host, so that `cargo test -p hal-x86 --lib`
+//! Only the pure parts ([`acpi`], the encodings of [`ioapic`]) build for the host, so that `cargo test -p hal-x86 --lib`
 //! runs their unit tests; everything else needs `--target x86_64-unknown-none`.
 #![no_std]
 
 pub mod acpi;
+pub mod ioapic;
 
 #[cfg(target_os = "none")]
 pub mod apic;
@@ -90,6 +93,8 @@ mod target {
         pub acpi: Result<AcpiInfo, AcpiError>,
         /// Local APIC id of the bootstrap processor.
         pub bsp_apic_id: u32,
+        /// The I/O APICs programmed at boot (every line masked).
+        pub ioapic: crate::ioapic::IoApicReport,
         /// The reference the TSC and APIC timer were calibrated against.
         pub clock: ClockSource,
         /// Top of the bootstrap processor's kernel stack.
@@ -298,11 +303,24 @@ mod target {
             // inactive and no core's current thread, as `usermode::set_entry` requires.
             unsafe { crate::usermode::set_entry(thread, pc as u64, sp as u64, arg as u64) }
         }
-        fn mask_irq(&self, _cpu: kernel::CpuId, _irq: kernel::IrqId) {
-            // No device interrupt is routed (I/O APIC not programmed yet): nothing to mask.
+        fn irq_line_available(&self, irq: kernel::IrqId) -> bool {
+            crate::ioapic::is_available(irq.index() as u32)
         }
-        fn unmask_irq(&self, _cpu: kernel::CpuId, _irq: kernel::IrqId) {
-            // See `mask_irq`.
+        fn mask_irq(&self, _cpu: kernel::CpuId, irq: kernel::IrqId) {
+            crate::ioapic::mask(irq.index() as u32);
+        }
+        fn unmask_irq(&self, _cpu: kernel::CpuId, irq: kernel::IrqId) {
+            crate::ioapic::unmask(irq.index() as u32);
+        }
+        fn route_irq(&self, _cpu: kernel::CpuId, irq: kernel::IrqId, target: kernel::CpuId) {
+            // Physical destination: the target core's local APIC id (the bootstrap processor's
+            // for a core the HAL does not know, which the kernel never names).
+            let apic_id = crate::percpu::PERCPU
+                .get(target)
+                .map(|p| p.apic_id())
+                .filter(|&id| id != u32::MAX)
+                .unwrap_or_else(|| crate::percpu::PERCPU[0].apic_id());
+            crate::ioapic::route(irq.index() as u32, apic_id);
         }
         fn cycles(&self) -> u64 {
             crate::time::cycles()

@@ -85,6 +85,8 @@ pub trait KernelEntry: Sync {
     fn ipi(&self, cpu: CpuIndex, kind: kernel::IpiKind) -> Exit;
     /// [`kernel::Kernel::timer_tick`].
     fn timer_tick(&self, cpu: CpuIndex) -> Exit;
+    /// [`kernel::Kernel::interrupt`].
+    fn interrupt(&self, cpu: CpuIndex, irq: usize) -> Exit;
     /// [`kernel::Kernel::page_fault`].
     fn page_fault(&self, cpu: CpuIndex, vaddr: usize, write: bool) -> Exit;
     /// [`kernel::Kernel::exception`].
@@ -100,6 +102,9 @@ impl<S: Strategy> KernelEntry for kernel::Kernel<S, X86Hal> {
     }
     fn timer_tick(&self, cpu: CpuIndex) -> Exit {
         kernel::Kernel::timer_tick(self, cpu)
+    }
+    fn interrupt(&self, cpu: CpuIndex, irq: usize) -> Exit {
+        kernel::Kernel::interrupt(self, cpu, irq)
     }
     fn page_fault(&self, cpu: CpuIndex, vaddr: usize, write: bool) -> Exit {
         kernel::Kernel::page_fault(self, cpu, vaddr, write)
@@ -187,6 +192,12 @@ const NO_THREAD: usize = usize::MAX;
 static CURRENT: [AtomicUsize; MAX_CPUS] = [const { AtomicUsize::new(NO_THREAD) }; MAX_CPUS];
 /// Whether the core waits in the idle loop (an interrupt then enters the kernel).
 static IDLE: [AtomicBool; MAX_CPUS] = [const { AtomicBool::new(false) }; MAX_CPUS];
+/// Device interrupts (bit = line) that arrived on a core with a kernel installed but while it
+/// could not enter it (kernel-mode code with interrupts on that is not the idle loop: an
+/// application processor waiting to be released). Their lines are masked; [`run`] hands them
+/// to the kernel at the core's first entry, so none is lost. Only the core itself touches its
+/// entry (interrupt handler, then `run` with interrupts off).
+static PENDING: [[AtomicU64; 2]; MAX_CPUS] = [const { [const { AtomicU64::new(0) }; 2] }; MAX_CPUS];
 
 /// The last user exception of a thread, as recorded by the HAL.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -479,6 +490,17 @@ pub fn run() -> ! {
     let cpu = crate::percpu::cpu_id();
     let k = installed().kernel;
     crate::cpu::disable_interrupts();
+    // Device interrupts that arrived before this core could enter the kernel. Each entry's
+    // `Exit` only says which thread the core runs now, and the kernel keeps every thread's
+    // result registers itself: the last entry's `Exit` is the one to follow.
+    for (word, pending) in PENDING[cpu].iter().enumerate() {
+        let mut bits = pending.swap(0, Ordering::Relaxed);
+        while bits != 0 {
+            let irq = word * 64 + bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            let _ = k.interrupt(cpu, irq);
+        }
+    }
     let exit = k.ipi(cpu, kernel::IpiKind::Reschedule);
     resume(cpu, exit)
 }
@@ -620,13 +642,15 @@ extern "C" fn syscall_dispatch(frame: &mut TrapFrame) -> ! {
     resume(cpu, exit)
 }
 
-/// What interrupted: the local timer or an IPI.
+/// What interrupted: the local timer, an IPI or a device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Event {
     /// The local APIC timer.
     Timer,
     /// An inter-processor interrupt.
     Ipi(IpiKind),
+    /// A device interrupt line (GSI), already masked at its I/O APIC.
+    Device(usize),
 }
 
 fn kernel_ipi_kind(kind: IpiKind) -> kernel::IpiKind {
@@ -638,14 +662,21 @@ fn kernel_ipi_kind(kind: IpiKind) -> kernel::IpiKind {
     }
 }
 
-/// A timer tick or IPI (already acknowledged): from user mode or on an idle core it enters the
-/// kernel and continues with the thread the kernel picks (does not return); otherwise (boot,
-/// no kernel installed) it returns to the interrupted code.
+/// A timer tick, IPI or device interrupt (already acknowledged): from user mode or on an idle
+/// core it enters the kernel and continues with the thread the kernel picks (does not return);
+/// otherwise (boot, no kernel installed) it returns to the interrupted code. A device
+/// interrupt's line stays masked then: with no kernel it is dropped (no driver can have bound
+/// it), with a kernel it is kept for the core's first entry ([`run`]).
 pub(crate) fn interrupt(frame: &mut TrapFrame, event: Event) {
     let Some(inst) = INSTALLED.get() else { return };
     let cpu = crate::percpu::cpu_id();
     let from_user = frame.cs & 3 == 3;
     if !from_user && !IDLE[cpu].load(Ordering::Relaxed) {
+        if let Event::Device(irq) = event {
+            if let Some(w) = PENDING[cpu].get(irq / 64) {
+                w.fetch_or(1 << (irq % 64), Ordering::Relaxed);
+            }
+        }
         return;
     }
     if from_user {
@@ -654,6 +685,7 @@ pub(crate) fn interrupt(frame: &mut TrapFrame, event: Event) {
     let exit = match event {
         Event::Timer => inst.kernel.timer_tick(cpu),
         Event::Ipi(kind) => inst.kernel.ipi(cpu, kernel_ipi_kind(kind)),
+        Event::Device(irq) => inst.kernel.interrupt(cpu, irq),
     };
     if from_user || exit.thread.is_some() {
         resume(cpu, exit);

@@ -22,7 +22,7 @@ mod demo {
 
     use hal_armv7::exit::ExitCode;
     use hal_armv7::fault::Mode;
-    use hal_armv7::gic::IpiKind;
+    use hal_armv7::gic::{self, IpiKind};
     use hal_armv7::machine::{cpu_name, Machine};
     use hal_armv7::percpu::{CpuIndex, MAX_CPUS, PERCPU};
     use hal_armv7::timer::{self, wait_until};
@@ -194,6 +194,24 @@ mod demo {
             report.online, report.expected, smp_us
         );
         println!("cpus online: {}", report.online);
+
+        println!(
+            "gic: {} spis for drivers, {} distributor read-back errors",
+            p.gic_available_spis, p.gic_readback_errors
+        );
+        if p.gic_readback_errors > 0 {
+            fail(format_args!("GIC distributor settings read back wrong"));
+        }
+        // The highest SPI a driver could have: no device of either board drives it, so only
+        // the software pend raises it.
+        let spi = (p.gic_lines - 32).min(gic::DEVICE_LINES as u32) - 1;
+        match gic::spi_self_test(spi, 10_000_000) {
+            Ok(n) => println!(
+                "gic: software-pended spi {spi} taken {n} time(s) on cpu 0, disabled by the \
+                 irq path"
+            ),
+            Err(e) => fail(format_args!("gic: spi {spi} self-test: {e}")),
+        }
 
         let ticks = take_ticks(wanted_ticks());
         println!("cpu 0: {ticks} timer ticks");

@@ -203,6 +203,21 @@ mod demo {
         );
         println!("cpus online: {}", report.online);
 
+        let io = p.ioapic;
+        println!(
+            "ioapic: {} chip(s), {} lines, {} for drivers, {} skipped, {} read-back errors",
+            io.chips, io.lines, io.available, io.skipped, io.readback_errors
+        );
+        if io.readback_errors > 0 {
+            fail(format_args!("I/O APIC entries read back wrong"));
+        }
+        match hal_x86::ioapic::pit_self_test(acpi, 500) {
+            Ok((gsi, n)) => println!(
+                "ioapic: PIT on gsi {gsi} delivered {n} interrupt(s), masked by the handler"
+            ),
+            Err(e) => fail(format_args!("ioapic: PIT self-test: {e}")),
+        }
+
         let ticks = take_ticks(wanted_ticks());
         println!("cpu 0: {ticks} timer ticks");
         if ticks < wanted_ticks() {
@@ -257,6 +272,18 @@ mod demo {
             Opt(acpi.pm_timer.map(|t| u64::from(t.port))),
             Opt(acpi.hpet)
         );
+        for io in acpi.ioapics() {
+            println!(
+                "boot: madt io-apic id {} at {:#x}, gsi base {}",
+                io.id, io.address, io.gsi_base
+            );
+        }
+        for o in acpi.overrides() {
+            println!(
+                "boot: madt override: bus {} irq {} -> gsi {}, flags {:#x}",
+                o.bus, o.source, o.gsi, o.flags
+            );
+        }
         hal_x86::print!("boot: madt enabled local apic ids:");
         for c in acpi.enabled_cpus() {
             hal_x86::print!(" {}", c.apic_id);
