@@ -25,7 +25,8 @@
 //! tables with the kernel sections copied in, user pages ASID-tagged; TLB maintenance by ASID
 //! and MVA; shoot-downs are SGIs the kernel sends), and [`usermode`] runs user threads: SVC
 //! system calls from USR mode, user aborts and undefined instructions handed to the kernel,
-//! IRQs from user mode or the idle loop entering the kernel.
+//! IRQs from user mode or the idle loop entering the kernel. Device interrupt lines for user
+//! drivers are the GIC's shared peripheral interrupts ([`gic`]).
 //!
 //! # Running
 //! `hal-armv7/scripts/qemu-boot-demo.sh [sabrelite|virt] [smp] [cmdline]` builds the `boot-demo`

@@ -5,6 +5,16 @@
 //! this stays allocation-free, and it is pure code over a [`PhysMemory`] view, so the host unit
 //! tests below run it on synthetic tables (`cargo test -p hal-x86 --lib`).
 //!
+//! The crate was checked again for device interrupts (I/O APICs, overrides) and NUMA: `acpi`
+//! 5.2.0, the newest release, builds with `default-features = false` on
+//! `x86_64-unknown-none` and iterates MADT entries without an allocator (its `PlatformInfo`
+//! needs `alloc`), but it has no SRAT parser (only the signature); 7.0.0-pre1, a pre-release,
+//! also builds without `alloc` and parses the SRAT (`sdt::srat::Srat::entries`, memory and
+//! processor affinity). Switching would keep the same amount of glue here (an `AcpiHandler`
+//! over the physical window, and one over the test buffers) and change the skipping of bad
+//! tables, so the reader stays hand-written until the pager needs the SRAT; then 7.x (once
+//! released) is the version to take.
+//!
 //! Every table's checksum is verified; the RSDP and the root table must be valid, other tables
 //! with a bad checksum are skipped (and counted in [`AcpiInfo::bad_tables`]).
 

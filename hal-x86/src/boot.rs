@@ -21,7 +21,7 @@
 //! ([`paging::init_kernel_space`]: text read-only and executable, everything else
 //! non-executable, stack guard pages unmapped), then sets up the console, GDT/TSS/IDT, the
 //! local APIC,
-//! reads ACPI, masks every I/O APIC line ([`ioapic::init`]), calibrates the clocks and calls the kernel's main function, named with
+//! reads ACPI, masks every I/O APIC line (`ioapic::init`), calibrates the clocks and calls the kernel's main function, named with
 //! [`entry_point!`](crate::entry_point).
 
 use core::arch::global_asm;

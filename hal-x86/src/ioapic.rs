@@ -7,7 +7,7 @@
 //! `gsi_base` the ACPI MADT gives it). `-M microvm` has two I/O APICs (GSI 0-23 at
 //! 0xFEC0_0000, 24-47 at 0xFEC1_0000), `q35`/`pc` one.
 //!
-//! * At boot ([`init`], bootstrap processor) every redirection entry of every I/O APIC is
+//! * At boot (`init`, bootstrap processor) every redirection entry of every I/O APIC is
 //!   written fully configured and **masked**: vector [`DEVICE_VECTOR_BASE`]` + GSI`, fixed
 //!   delivery, physical destination (the bootstrap processor), and the line's trigger mode and
 //!   polarity ([`line_config`]). From then on only the mask bit and the destination change.
@@ -190,7 +190,7 @@ pub fn reserved_lines(acpi: &AcpiInfo) -> u128 {
         .fold(0, |m, g| m | 1 << g)
 }
 
-/// What [`init`] found and did.
+/// What `init` found and did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct IoApicReport {
     /// I/O APICs programmed.
@@ -287,7 +287,7 @@ mod hw {
         low: [0; DEVICE_LINES],
     });
 
-    /// Lines user space may have: written once by [`init`], then only read (lock-free: the
+    /// Lines user space may have: written once by `init`, then only read (lock-free: the
     /// kernel asks inside its critical section, where a lock word would join a transaction's
     /// write set).
     static AVAILABLE: [AtomicU64; 2] = [const { AtomicU64::new(0) }; 2];
@@ -373,7 +373,7 @@ mod hw {
         *REPORT.set(report)
     }
 
-    /// What [`init`] found (all zero before it ran).
+    /// What `init` found (all zero before it ran).
     pub fn report() -> IoApicReport {
         REPORT.get().copied().unwrap_or_default()
     }
