@@ -24,7 +24,7 @@
 //! them here.
 
 use core::cell::UnsafeCell;
-use core::fmt::{Arguments, Debug};
+use core::fmt::{Arguments, Debug, Write as _};
 use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use kernel::config::{MAX_CPUS, MAX_THREADS};
@@ -116,34 +116,36 @@ pub struct Run {
 const LINE: usize = 200;
 const LOCKS: [&str; 5] = ["clh", "ticket", "fine", "rtm", "none"];
 
-/// A user thread's console line being assembled from `PUT` calls.
+/// A user thread's console line being assembled from `PUT` calls (a `heapless::Vec`: fixed
+/// capacity, no allocator). A complete line stays readable until the next byte starts a new one.
 struct Line {
-    buf: [u8; LINE],
-    len: usize,
+    buf: heapless::Vec<u8, LINE>,
+    complete: bool,
 }
 
 impl Line {
     const fn new() -> Self {
         Line {
-            buf: [0; LINE],
-            len: 0,
+            buf: heapless::Vec::new(),
+            complete: false,
         }
     }
 
     /// Adds `b`; returns the complete line at a newline or when the buffer is full (the next
     /// byte starts a new line).
     fn push(&mut self, b: u8) -> Option<&str> {
+        if core::mem::take(&mut self.complete) {
+            self.buf.clear();
+        }
         if b != b'\n' {
-            if self.len < LINE {
-                self.buf[self.len] = b;
-                self.len += 1;
-            }
-            if self.len < LINE {
+            // Cannot fail: a full buffer was completed and cleared above.
+            let _ = self.buf.push(b);
+            if !self.buf.is_full() {
                 return None;
             }
         }
-        let len = core::mem::take(&mut self.len);
-        Some(match core::str::from_utf8(&self.buf[..len]) {
+        self.complete = true;
+        Some(match core::str::from_utf8(&self.buf) {
             Ok(s) => s,
             Err(e) => core::str::from_utf8(&self.buf[..e.valid_up_to()]).unwrap_or(""),
         })
@@ -411,6 +413,11 @@ impl DebugCalls {
                 info::COUNTER => ok_regs(A::counter().kind),
                 info::COUNTER_HZ => ok_regs(A::counter().hz as usize),
                 info::RUNS => ok_regs(self.runs.load(Ordering::Relaxed)),
+                info::IRQ_CORE => {
+                    let none = LOCKS[self.lock.load(Ordering::Relaxed) % LOCKS.len()] == "none";
+                    let cores = self.cores.load(Ordering::Relaxed);
+                    ok_regs(if none { 0 } else { cores.saturating_sub(1) })
+                }
                 _ => err(Error::InvalidArgument),
             },
             debug_nr::COUNTER => {
@@ -544,11 +551,8 @@ impl DebugCalls {
             if let Some(r) = facts {
                 last_fault_tsc = last_fault_tsc.max(r.tsc);
             }
-            let mut name = Name::new("user:fault_");
-            name.push(what);
-            name.push("_reported_and_stopped");
             self.report::<A>(
-                name.as_str(),
+                &fault_test_name(what),
                 ok,
                 format_args!("want vector {vector}, record {rec:?}"),
             );
@@ -624,29 +628,12 @@ pub fn skip<A: DebugArch>(name: &str, reason: Arguments<'_>) {
     DEBUG_CALLS.skip::<A>(name, reason);
 }
 
-/// A short string built in place.
-struct Name {
-    buf: [u8; 64],
-    len: usize,
-}
-
-impl Name {
-    fn new(s: &str) -> Self {
-        let mut n = Self {
-            buf: [0; 64],
-            len: 0,
-        };
-        n.push(s);
-        n
-    }
-    fn push(&mut self, s: &str) {
-        let k = s.len().min(self.buf.len() - self.len);
-        self.buf[self.len..self.len + k].copy_from_slice(&s.as_bytes()[..k]);
-        self.len += k;
-    }
-    fn as_str(&self) -> &str {
-        core::str::from_utf8(&self.buf[..self.len]).unwrap_or("?")
-    }
+/// The `TEST` name of fault program `what` (built in place: the names are short, static words
+/// that fit).
+fn fault_test_name(what: &str) -> heapless::String<64> {
+    let mut n = heapless::String::new();
+    let _ = write!(n, "user:fault_{what}_reported_and_stopped");
+    n
 }
 
 #[cfg(test)]
@@ -804,12 +791,11 @@ mod tests {
     }
 
     #[test]
-    fn names_are_built_in_place_and_truncated() {
-        let mut n = Name::new("user:fault_");
-        n.push("page_fault");
-        assert_eq!(n.as_str(), "user:fault_page_fault");
-        n.push(&"x".repeat(100));
-        assert_eq!(n.as_str().len(), 64);
+    fn fault_test_names_are_built_in_place() {
+        assert_eq!(
+            fault_test_name("page_fault").as_str(),
+            "user:fault_page_fault_reported_and_stopped"
+        );
     }
 
     #[test]

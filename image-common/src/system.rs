@@ -150,9 +150,8 @@ struct Builder<'a, S: Strategy, A: Arch> {
     spaces: usize,
     /// Each core's park notification.
     parks: [Option<NotificationId>; MAX_CPUS],
-    /// The threads the root task resumes, in order (the first `started_len`).
-    started: [Option<ThreadId>; CSPACE_SLOTS],
-    started_len: usize,
+    /// The threads the root task resumes, in order.
+    started: heapless::Vec<ThreadId, CSPACE_SLOTS>,
 }
 
 impl<'a, S: Strategy, A: Arch> Builder<'a, S, A> {
@@ -166,8 +165,7 @@ impl<'a, S: Strategy, A: Arch> Builder<'a, S, A> {
             arch,
             spaces: 0,
             parks: [None; MAX_CPUS],
-            started: [None; CSPACE_SLOTS],
-            started_len: 0,
+            started: heapless::Vec::new(),
         };
         for c in 0..cores.min(MAX_CPUS) {
             b.parks[c] = Some(b.notification());
@@ -179,12 +177,12 @@ impl<'a, S: Strategy, A: Arch> Builder<'a, S, A> {
 
     /// Adds `t` to the threads the root task resumes.
     fn push(&mut self, t: ThreadId) {
-        if slot::ROOT_FIRST_THREAD + self.started_len >= slot::ROOT_SCRATCH {
+        if slot::ROOT_FIRST_THREAD + self.started.len() >= slot::ROOT_SCRATCH
+            || self.started.push(t).is_err()
+        {
             self.arch
                 .fail(format_args!("too many threads for the root task's CSpace"));
         }
-        self.started[self.started_len] = Some(t);
-        self.started_len += 1;
     }
 
     fn space(&mut self) -> Space {
@@ -325,9 +323,11 @@ pub fn build<S: Strategy, A: Arch>(
     // The pager test is planned in every test run; without it (lock `none`) it is reported
     // skipped, below.
     plan.user_tests += usize::from(cfg.test);
-    // The root task's memory tests (`servers::memtest`).
+    // The root task's memory and device-interrupt tests (`servers::memtest`,
+    // `servers::devtest`); the root reports DONE after the latter.
     if cfg.test {
-        plan.user_tests += servers::memtest::TESTS;
+        plan.user_tests += servers::memtest::TESTS + servers::devtest::TESTS;
+        plan.finite += 1;
     }
 
     // Separate address spaces for client and server while the kernel has enough of them.
@@ -393,9 +393,9 @@ pub fn build<S: Strategy, A: Arch>(
 fn finish_root<S: Strategy, A: Arch>(b: &mut Builder<'_, S, A>, root: ThreadId, pager_for: usize) {
     let arch = b.arch;
     give_memory(b, root);
-    let n = b.started_len;
-    let started = b.started;
-    for (i, t) in started[..n].iter().flatten().enumerate() {
+    let started = b.started.clone();
+    let n = started.len();
+    for (i, t) in started.iter().enumerate() {
         b.cap(
             root,
             slot::ROOT_FIRST_THREAD + i,

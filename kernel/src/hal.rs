@@ -208,9 +208,9 @@ pub trait Hal: Sync {
     fn unmask_irq(&self, cpu: CpuId, irq: IrqId);
     /// Delivers line `irq` to core `target` from now on and unmasks it (`BindIrq`). Runs after
     /// the critical section. The HAL masks a line when its interrupt arrives, before it ends
-    /// the interrupt at the controller, then calls [`Kernel::interrupt`](crate::Kernel::interrupt);
-    /// the line stays masked until the driver's `AckIrq`. The default unmasks only (a machine
-    /// with one core or fixed routing).
+    /// the interrupt at the controller, then calls [`Kernel::interrupt`](crate::Kernel::interrupt)
+    /// (which queues no mask of its own); the line stays masked until the driver's `AckIrq`.
+    /// The default unmasks only (a machine with one core or fixed routing).
     fn route_irq(&self, cpu: CpuId, irq: IrqId, target: CpuId) {
         let _ = target;
         self.unmask_irq(cpu, irq);

@@ -892,7 +892,13 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         }
     }
 
-    /// Interrupt: mask the line until acknowledged, signal the bound notification.
+    /// Interrupt: the line is masked until acknowledged, the bound notification signalled.
+    ///
+    /// The HAL masked the line at the controller before it entered the kernel, so no mask is
+    /// queued here: queued, it would run after this section, and a driver on another core woken
+    /// by the signal could acknowledge (unmask) first, leaving the line masked for good. A
+    /// duplicate (an interrupt already in flight when the line was masked) signals again,
+    /// which a driver sees as an interrupt with no work.
     pub(crate) fn handle_irq(&self, ctx: Ctx, irq: IrqId) {
         let bound = {
             self.irq(&self.hold(ctx, irq), |s| {
@@ -900,7 +906,6 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
                 s.bound
             })
         };
-        self.act(ctx, |a| a.irq = Some(IrqOp::Mask(irq)));
         if let Some((n, badge)) = bound {
             self.signal(ctx, n, badge);
         }

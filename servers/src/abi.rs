@@ -149,6 +149,9 @@ pub mod info {
     /// Benchmark mode: samples per record (`runs=`, 1 to
     /// [`bench::MAX_RUNS`](super::bench::MAX_RUNS)).
     pub const RUNS: usize = 6;
+    /// The core the root task's device test routes its interrupt to: the last core, or the
+    /// root's own core 0 under `lock=none` (whose objects must stay per core).
+    pub const IRQ_CORE: usize = 7;
 }
 
 /// [`info::COUNTER`] values: how a user program reads time.

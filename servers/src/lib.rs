@@ -9,6 +9,8 @@
 //!   user memory layout, debug call numbers.
 //! * [`programs`]: the root task, the IPC ping-pong client and server, the fault and error
 //!   tests, the pager test.
+//! * [`memtest`], [`devtest`]: the root task's tests of memory capabilities and of a device
+//!   interrupt, in test mode; [`virtio`]: a user-level virtio-mmio transport and queue.
 //! * [`bench`](mod@bench): the kernel IPC benchmark programs (one-way IPC, round trips, throughput).
 //!
 //! # How programs are built and started
@@ -24,6 +26,8 @@
 pub mod abi;
 pub mod bench;
 pub mod debug;
+pub mod devtest;
 pub mod memtest;
 pub mod programs;
 pub mod sys;
+pub mod virtio;

@@ -1,5 +1,7 @@
 //! The programs of the user ELF, selected by role (see [`abi::role`](crate::abi::role)).
 
+use core::fmt::Write as _;
+
 use kernel::{Error, EXCEPTION_LABEL, FAULT_LABEL};
 
 use crate::abi::{fault, role, slot, PAGER_TEST_ADDR};
@@ -32,7 +34,9 @@ pub fn run(role: u64, a: u64, b: u64) -> ! {
 
 /// The root task: starts every other thread (capabilities in slots `ROOT_FIRST_THREAD ..
 /// ROOT_FIRST_THREAD + threads`), binds the pager of the pager test (thread slot `pager_for`, 0
-/// for none) and lets the other cores run. It starts them all before any other core enters the
+/// for none) and lets the other cores run. In test mode it first runs the memory tests and
+/// sets up the device-interrupt test, whose rounds it runs after the release (then it reports
+/// DONE like the other finite programs). It starts them all before any other core enters the
 /// kernel, so even the lock-free `none` strategy sees no concurrent management call.
 fn root(threads: usize, pager_for: usize) -> ! {
     uprintln!(
@@ -45,9 +49,11 @@ fn root(threads: usize, pager_for: usize) -> ! {
             Err(e) => uprintln!("root: BindPager failed: {e:?}"),
         }
     }
-    if debug::info(crate::abi::info::TEST_MODE) == 1 {
+    let test_mode = debug::info(crate::abi::info::TEST_MODE) == 1;
+    let device = test_mode.then(|| {
         crate::memtest::run();
-    }
+        crate::devtest::prepare()
+    });
     let mut started = 0;
     for i in 0..threads {
         match sys::resume(s(slot::ROOT_FIRST_THREAD + i)) {
@@ -60,6 +66,10 @@ fn root(threads: usize, pager_for: usize) -> ! {
     }
     uprintln!("root: started {started} threads; releasing the other cores");
     debug::release_cores();
+    if let Some(device) = device {
+        crate::devtest::run(device);
+        debug::done();
+    }
     sys::park()
 }
 
@@ -113,52 +123,11 @@ fn client(core: usize, rounds: usize) -> ! {
 }
 
 /// `user:ipc_pingpong_cpu<N>` without an allocator.
-fn pingpong_name(core: usize) -> TestName {
-    let mut n = TestName::new("user:ipc_pingpong_cpu");
-    n.push_num(core);
+fn pingpong_name(core: usize) -> heapless::String<48> {
+    let mut n = heapless::String::new();
+    // Cannot overflow: 21 characters and at most 20 digits.
+    let _ = write!(n, "user:ipc_pingpong_cpu{core}");
     n
-}
-
-/// A short string built in place.
-struct TestName {
-    buf: [u8; 48],
-    len: usize,
-}
-
-impl TestName {
-    fn new(s: &str) -> Self {
-        let mut n = Self {
-            buf: [0; 48],
-            len: 0,
-        };
-        n.push(s.as_bytes());
-        n
-    }
-    fn push(&mut self, b: &[u8]) {
-        let k = b.len().min(self.buf.len() - self.len);
-        self.buf[self.len..self.len + k].copy_from_slice(&b[..k]);
-        self.len += k;
-    }
-    fn push_num(&mut self, mut v: usize) {
-        let mut digits = [0u8; 20];
-        let mut i = digits.len();
-        loop {
-            i -= 1;
-            digits[i] = b'0' + (v % 10) as u8;
-            v /= 10;
-            if v == 0 {
-                break;
-            }
-        }
-        self.push(&digits[i..]);
-    }
-}
-
-impl core::ops::Deref for TestName {
-    type Target = str;
-    fn deref(&self) -> &str {
-        core::str::from_utf8(&self.buf[..self.len]).unwrap_or("?")
-    }
 }
 
 /// Ping-pong server: answers every Call with the first two words incremented, the third kept and

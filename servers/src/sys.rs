@@ -187,6 +187,33 @@ pub fn create_endpoint(control: CapSlot, dest: CapSlot) -> Result<usize, Error> 
     invoke(Syscall::CreateEndpoint { control, dest }).map(|(i, _)| i)
 }
 
+/// Creates a notification (needs the control capability in `control`) in `dest`.
+pub fn create_notification(control: CapSlot, dest: CapSlot) -> Result<usize, Error> {
+    invoke(Syscall::CreateNotification { control, dest }).map(|(i, _)| i)
+}
+
+/// Makes the handler of device interrupt line `irq` (needs the control capability in
+/// `control`) in `dest`.
+pub fn issue_irq_handler(control: CapSlot, irq: usize, dest: CapSlot) -> Result<(), Error> {
+    invoke(Syscall::IssueIrqHandler { control, irq, dest }).map(|_| ())
+}
+
+/// Delivers the interrupt of the handler in `handler` to the notification in `ntfn` on core
+/// `core`, and unmasks the line.
+pub fn bind_irq(handler: CapSlot, ntfn: CapSlot, core: usize) -> Result<(), Error> {
+    invoke(Syscall::BindIrq {
+        handler,
+        ntfn,
+        core,
+    })
+    .map(|_| ())
+}
+
+/// Acknowledges (unmasks) the interrupt of the handler in `handler`.
+pub fn ack_irq(handler: CapSlot) -> Result<(), Error> {
+    invoke(Syscall::AckIrq { handler }).map(|_| ())
+}
+
 /// A kernel statistic (keys in [`kernel::syscall::info`]).
 pub fn kernel_info(key: usize) -> Result<usize, Error> {
     invoke(Syscall::KernelInfo { key }).map(|(v, _)| v)
