@@ -9,49 +9,51 @@
 
 use core::fmt::{self, Write};
 
-use crate::cpu::{inb, outb, without_interrupts};
+use uart_16550::SerialPort;
+
+use crate::cpu::{outb, without_interrupts};
 
 /// I/O base of COM1.
 pub const COM1: u16 = 0x3F8;
 
-/// A 16550-compatible UART driven through port I/O.
+/// A 16550-compatible UART driven through port I/O: the `uart_16550` crate's driver, with two
+/// things of the console's own. The wait for room in the transmitter is bounded (the crate's
+/// `send` waits forever, and a missing UART must not hang the kernel), and the receive
+/// interrupt the crate's `init` enables is switched off again (the console polls; the kernel
+/// keeps COM1's line masked).
 pub struct Uart {
     base: u16,
+    port: SerialPort,
 }
 
 impl Uart {
     /// A UART at I/O base `base` (not yet initialised).
-    pub const fn new(base: u16) -> Self {
-        Self { base }
-    }
-
-    /// Programs 115200 baud, 8N1, FIFOs on, interrupts off.
-    pub fn init(&mut self) {
-        let b = self.base;
-        // SAFETY: standard 16550 register programming of the UART this struct owns.
-        unsafe {
-            outb(b + 1, 0x00); // IER: no interrupts
-            outb(b + 3, 0x80); // LCR: DLAB on
-            outb(b, 0x01); // DLL: divisor 1 = 115200 baud
-            outb(b + 1, 0x00); // DLM
-            outb(b + 3, 0x03); // LCR: 8N1, DLAB off
-            outb(b + 2, 0xC7); // FCR: enable + clear FIFOs
-            outb(b + 4, 0x03); // MCR: DTR + RTS (OUT2 off: no IRQ line)
+    ///
+    /// # Safety
+    /// `base` must be a 16550's I/O base that nothing else drives.
+    pub const unsafe fn new(base: u16) -> Self {
+        Self {
+            base,
+            // SAFETY: forwarded contract.
+            port: unsafe { SerialPort::new(base) },
         }
     }
 
-    /// Sends one byte, waiting for room in the transmitter.
+    /// Programs 38400 baud, 8N1, FIFOs on (the crate's defaults), interrupts off.
+    pub fn init(&mut self) {
+        self.port.init();
+        // SAFETY: IER of the UART this struct owns: no interrupts.
+        unsafe { outb(self.base + 1, 0x00) };
+    }
+
+    /// Sends one byte, waiting a bounded time for room in the transmitter (the byte is dropped
+    /// if the UART never becomes ready).
     pub fn write_byte(&mut self, byte: u8) {
-        let b = self.base;
-        let mut spins = 0u32;
-        // SAFETY: LSR read and THR write of the UART this struct owns.
-        unsafe {
-            // Bounded wait: a missing UART must not hang the kernel.
-            while inb(b + 5) & 0x20 == 0 && spins < 100_000 {
-                spins += 1;
-                core::hint::spin_loop();
+        for _ in 0..100_000u32 {
+            if self.port.try_send_raw(byte).is_ok() {
+                return;
             }
-            outb(b, byte);
+            core::hint::spin_loop();
         }
     }
 }
@@ -68,7 +70,8 @@ impl Write for Uart {
     }
 }
 
-static CONSOLE: spin::Mutex<Uart> = spin::Mutex::new(Uart::new(COM1));
+// SAFETY: COM1 is the PC's first serial port; this console is its only driver.
+static CONSOLE: spin::Mutex<Uart> = spin::Mutex::new(unsafe { Uart::new(COM1) });
 
 /// Initialises COM1. Called once by the boot code before anything prints.
 pub fn init() {
