@@ -24,6 +24,9 @@ pub fn run(role: u64, a: u64, b: u64) -> ! {
         role::BENCH_TP_CLIENT => crate::bench::tp_client(a as usize, b),
         role::BENCH_TP_SERVER => crate::bench::tp_server(),
         role::STACK_OVERFLOW => stack_overflow(),
+        role::FUZZ => crate::fuzz::run(a as usize, b, false),
+        role::FUZZ_COMMON_ONLY => crate::fuzz::run(a as usize, b, true),
+        role::FUZZ_DRAIN => crate::fuzz::drain(),
         other => {
             uprintln!("unknown role {other}");
             debug::panicked();
