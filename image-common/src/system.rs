@@ -7,7 +7,9 @@
 //!   even the `none` strategy sees no object shared between cores).
 //!
 //! Core 0 also runs the root task (priority 31, so it runs first), holding a MANAGE capability to
-//! every other thread. Test mode adds: three faulting threads on the last core (priority 20, so
+//! every other thread. Test mode adds: one faulting thread per `servers::abi::fault::ALL` kind
+//! (bad pointer, invalid opcode, division, write to a read-only page, execution of a data page,
+//! a jump into kernel memory) on the last core (priority 20, so
 //! they fault before that core's pair runs), the system-call error test on core 0 (priority
 //! 5), and, if [`Setup::pager_test`], the pager test on core 1 (or 0): a pager thread holding the
 //! faulting thread's address space and a frame, bound as its pager by the root task.
@@ -73,9 +75,9 @@ pub trait Arch {
     fn set_client(&self, core: usize, t: ThreadId) {
         crate::debugcalls::DEBUG_CALLS.set_client(core, t);
     }
-    /// Records the three faulting threads on core `core` for the debug calls (by default in
-    /// [`DEBUG_CALLS`](crate::debugcalls::DEBUG_CALLS)).
-    fn set_faulters(&self, core: usize, faulters: [Option<ThreadId>; 3]) {
+    /// Records the faulting threads on core `core` (one per `servers::abi::fault::ALL` kind)
+    /// for the debug calls (by default in [`DEBUG_CALLS`](crate::debugcalls::DEBUG_CALLS)).
+    fn set_faulters(&self, core: usize, faulters: [Option<ThreadId>; crate::debugcalls::FAULTERS]) {
         crate::debugcalls::DEBUG_CALLS.set_faulters(core, faulters);
     }
 }
@@ -401,15 +403,8 @@ pub fn build<S: Strategy, A: Arch>(
     if cfg.test {
         let fcore = cores - 1;
         let mut fs = b.space();
-        let mut faulters = [None; 3];
-        for (i, kind) in [
-            fault::BAD_POINTER,
-            fault::INVALID_OPCODE,
-            fault::DIVIDE_BY_ZERO,
-        ]
-        .into_iter()
-        .enumerate()
-        {
+        let mut faulters = [None; crate::debugcalls::FAULTERS];
+        for (i, kind) in fault::ALL.into_iter().enumerate() {
             let t = b.thread(&mut fs, 20, fcore, [role::FAULT, kind, 0]);
             b.push(t);
             faulters[i] = Some(t);
