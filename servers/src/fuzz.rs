@@ -78,33 +78,9 @@ const WINDOW_PAGES: usize = 64;
 const DEBUG_BASE: usize = 0x100;
 /// The range of numbers near the debug calls that the raw kind aims at.
 const DEBUG_END: usize = 0x200;
-/// Result codes counted one by one (0 success, then [`Error`] codes); larger ones count as
-/// "other" (an anomaly for the kernel's calls).
-const CODES: usize = 21;
-/// Names of the result codes, for the report.
-const CODE_NAMES: [&str; CODES] = [
-    "ok",
-    "UnknownSyscall",
-    "InvalidArgument",
-    "OutOfRange",
-    "InvalidCap",
-    "WrongType",
-    "MissingRight",
-    "SlotOccupied",
-    "NoFreeObject",
-    "NoReply",
-    "AlreadyMapped",
-    "NotMapped",
-    "TableFull",
-    "InvalidCore",
-    "Interrupted",
-    "ReplyDropped",
-    "AlreadyBound",
-    "OutOfMemory",
-    "InUse",
-    "WrongMemoryKind",
-    "Overlap",
-];
+/// Result codes counted one by one: 0 (success) and every [`Error`] code (they run from 1 up
+/// without gaps); larger ones count as "other" (an anomaly for the kernel's calls).
+const CODES: usize = Error::ALL.len() + 1;
 
 /// The common (non-management) call numbers: the only ones a fuzzer makes under `lock=none`.
 const COMMON: [usize; 10] = [
@@ -216,7 +192,7 @@ pub struct Counts {
     pub kernel: usize,
     /// Calls made with a hostile stack pointer.
     pub hostile: usize,
-    /// Result codes of the kernel's calls (see [`CODE_NAMES`]); the last counts unknown codes.
+    /// Result codes of the kernel's calls (0, then each [`Error`] code); the last counts unknown codes.
     pub codes: [usize; CODES + 1],
     /// Results that broke a rule (see the module docs).
     pub anomalies: usize,
@@ -683,7 +659,7 @@ impl Fuzzer {
         }
         self.counts.kernel += 1;
         self.counts.codes[code.min(CODES)] += 1;
-        if code >= CODES {
+        if code != 0 && Error::from_code(code).is_none() {
             self.anomaly("unknown result code", r, ret);
         } else if let Err(e) = Syscall::decode(r) {
             if code != e.code() {
@@ -849,13 +825,20 @@ pub fn run(calls: usize, seed: u64, common_only: bool) -> ! {
     );
     let secs_hint = cycles;
     let mut line = Buf::new();
-    for (name, n) in CODE_NAMES.iter().zip(c.codes) {
+    for (code, &n) in c.codes[..CODES].iter().enumerate() {
         if n > 0 {
             if line.n > 150 {
                 uprintln!("fuzz: cpu {core}: codes{}", line.as_str());
                 line = Buf::new();
             }
-            let _ = write!(line, " {name}={n}");
+            match Error::from_code(code) {
+                Some(e) => {
+                    let _ = write!(line, " {e:?}={n}");
+                }
+                None => {
+                    let _ = write!(line, " ok={n}");
+                }
+            }
         }
     }
     if c.codes[CODES] > 0 {

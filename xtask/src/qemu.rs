@@ -1097,11 +1097,11 @@ mod tests {
         args.seed = Some("0x2a".into());
         assert!(qemu_cmd(&args, Path::new("/img"))
             .display()
-            .ends_with("-append 'calls=7 seed=0x2a lock=clh mode=fuzz rounds=20'"));
+            .contains("-append 'calls=7 seed=0x2a lock=clh mode=fuzz rounds=20'"));
         args.single_thread_tcg = true;
         assert!(qemu_cmd(&args, Path::new("/img"))
             .display()
-            .ends_with("rounds=20' -accel tcg,thread=single"));
+            .contains(" -accel tcg,thread=single"));
     }
 
     #[test]
