@@ -19,10 +19,15 @@ use crate::system::Armv7;
 impl DebugArch for Armv7 {
     type Fault = usermode::FaultInfo;
     /// Data abort, undefined instruction, prefetch abort (`bkpt`: ARMv7-A has no division
-    /// trap, see `servers::programs::trigger`).
-    const FAULT_VECTORS: [u64; 3] = [
+    /// trap, see `servers::programs::trigger`); a write to a read-only page is a data abort
+    /// (permission), the execution of a data page (XN) and a jump into the kernel's
+    /// privileged-only sections are prefetch aborts.
+    const FAULT_VECTORS: [u64; debugcalls::FAULTERS] = [
         usermode::vector::DATA_ABORT as u64,
         usermode::vector::UNDEFINED as u64,
+        usermode::vector::PREFETCH_ABORT as u64,
+        usermode::vector::DATA_ABORT as u64,
+        usermode::vector::PREFETCH_ABORT as u64,
         usermode::vector::PREFETCH_ABORT as u64,
     ];
 
@@ -87,6 +92,7 @@ impl DebugArch for Armv7 {
     fn fault_facts(f: &usermode::FaultInfo) -> FaultFacts {
         FaultFacts {
             vector: u64::from(f.vector),
+            addr: u64::from(f.addr),
             count: f.count,
             resumed: f.resumed,
             tsc: f.tsc,

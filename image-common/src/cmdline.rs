@@ -1,5 +1,5 @@
-//! The kernel command line both images read (`lock=`, `mode=`, the benchmark words, `rounds=`)
-//! and the configuration it gives, with the same messages for a bad value on either
+//! The kernel command line both images read (`lock=`, `mode=`, the benchmark words, `rounds=`,
+//! the fuzzer's `calls=` and `seed=`) and the configuration it gives, with the same messages for a bad value on either
 //! architecture.
 //!
 //! # Why here
@@ -86,6 +86,23 @@ pub struct Cmdline {
     /// `mode=stackoverflow`: one program asks for a kernel stack overflow (debug call
     /// `KERNEL_STACK_OVERFLOW`), which the HAL must catch and report.
     pub stack_overflow: bool,
+    /// `mode=fuzz`: the in-guest system-call fuzzer on every core (see `servers::fuzz`).
+    pub fuzz: Option<Fuzz>,
+}
+
+/// What `mode=fuzz` runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fuzz {
+    /// Calls each fuzzer makes (`calls=`, default [`Fuzz::DEFAULT_CALLS`]).
+    pub calls: usize,
+    /// The seed (`seed=`, decimal or `0x` hex); `None`: taken from the cycle counter at boot
+    /// (each fuzzer prints the seed it used, so a run can be replayed).
+    pub seed: Option<u64>,
+}
+
+impl Fuzz {
+    /// Calls per fuzzer unless `calls=` says otherwise: the issue's 10^5 per core.
+    pub const DEFAULT_CALLS: usize = 100_000;
 }
 
 /// A bad value on the command line; its `Display` is the boot failure message.
@@ -99,6 +116,10 @@ pub enum CmdlineError<'a> {
     Bench(SpecError<'a>),
     /// A `rounds=` value that is not a positive number.
     Rounds(&'a str),
+    /// A `calls=` value that is not a positive number.
+    Calls(&'a str),
+    /// A `seed=` value that is not a number.
+    Seed(&'a str),
     /// The shared client-server benchmark on several cores with `lock=none`.
     SharedWithoutLock {
         /// The cores it would run on.
@@ -116,13 +137,21 @@ impl fmt::Display for CmdlineError<'_> {
             ),
             CmdlineError::Mode(v) => write!(
                 f,
-                "unknown mode \"{v}\" on the kernel command line; expected demo, test, bench or \
-                 stackoverflow"
+                "unknown mode \"{v}\" on the kernel command line; expected demo, test, bench, \
+                 fuzz or stackoverflow"
             ),
             CmdlineError::Bench(e) => write!(f, "{e}"),
             CmdlineError::Rounds(v) => write!(
                 f,
                 "rounds=\"{v}\" on the kernel command line is not a positive number"
+            ),
+            CmdlineError::Calls(v) => write!(
+                f,
+                "calls=\"{v}\" on the kernel command line is not a positive number"
+            ),
+            CmdlineError::Seed(v) => write!(
+                f,
+                "seed=\"{v}\" on the kernel command line is not a number (decimal or 0x hex)"
             ),
             CmdlineError::SharedWithoutLock { cores } => write!(
                 f,
@@ -136,13 +165,13 @@ impl fmt::Display for CmdlineError<'_> {
 
 impl Cmdline {
     /// Parses the command line through `value`, which looks a key up; the first bad value (in
-    /// the order lock, mode and benchmark, runs, rounds) is the error.
+    /// the order lock, mode and benchmark, runs, rounds, calls, seed) is the error.
     pub fn parse<'a>(value: impl Fn(&str) -> Option<&'a str>) -> Result<Cmdline, CmdlineError<'a>> {
         let lock_name = value("lock").unwrap_or("clh");
         let lock = LockChoice::parse(lock_name).ok_or(CmdlineError::Lock(lock_name))?;
         let mode = value("mode").unwrap_or("demo");
         let (test, bench) = match mode {
-            "demo" | "stackoverflow" => (false, None),
+            "demo" | "stackoverflow" | "fuzz" => (false, None),
             "test" => (true, None),
             "bench" => (
                 false,
@@ -162,6 +191,22 @@ impl Cmdline {
                 _ => return Err(CmdlineError::Rounds(v)),
             },
         };
+        let fuzz = if mode == "fuzz" {
+            let calls = match value("calls") {
+                None => Fuzz::DEFAULT_CALLS,
+                Some(v) => match v.parse::<usize>() {
+                    Ok(n) if n > 0 => n,
+                    _ => return Err(CmdlineError::Calls(v)),
+                },
+            };
+            let seed = match value("seed") {
+                None => None,
+                Some(v) => Some(parse_u64(v).ok_or(CmdlineError::Seed(v))?),
+            };
+            Some(Fuzz { calls, seed })
+        } else {
+            None
+        };
         Ok(Cmdline {
             lock,
             test,
@@ -169,6 +214,7 @@ impl Cmdline {
             runs,
             rounds,
             stack_overflow,
+            fuzz,
         })
     }
 
@@ -188,7 +234,16 @@ impl Cmdline {
             bench: self.bench,
             runs: self.runs,
             stack_overflow: self.stack_overflow,
+            fuzz: self.fuzz,
         })
+    }
+}
+
+/// A decimal or `0x` hexadecimal number.
+fn parse_u64(v: &str) -> Option<u64> {
+    match v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16).ok(),
+        None => v.parse().ok(),
     }
 }
 
@@ -209,6 +264,8 @@ pub struct Config {
     pub runs: usize,
     /// `mode=stackoverflow` (see [`Cmdline::stack_overflow`]).
     pub stack_overflow: bool,
+    /// `mode=fuzz` (see [`Cmdline::fuzz`]).
+    pub fuzz: Option<Fuzz>,
 }
 
 impl Config {
@@ -229,6 +286,12 @@ impl Config {
             user_error_tests,
             bench: self.bench.map(|kind| (kind, interval_ticks(counter_hz))),
             stack_overflow: self.stack_overflow,
+            fuzz: self.fuzz.map(|f| crate::system::FuzzSetup {
+                calls: f.calls,
+                seed: f.seed,
+                // `NoLock` allows no management call while other cores run.
+                common_only: self.lock == LockChoice::None,
+            }),
         }
     }
 
@@ -275,6 +338,7 @@ mod tests {
                 runs: servers::abi::bench::DEFAULT_RUNS,
                 rounds: 1000,
                 stack_overflow: false,
+                fuzz: None,
             })
         );
         let so = Cmdline::parse(words("mode=stackoverflow")).unwrap();
@@ -313,8 +377,16 @@ mod tests {
         );
         assert_eq!(
             msg("mode=nope"),
-            "unknown mode \"nope\" on the kernel command line; expected demo, test, bench or \
-             stackoverflow"
+            "unknown mode \"nope\" on the kernel command line; expected demo, test, bench, \
+             fuzz or stackoverflow"
+        );
+        assert_eq!(
+            msg("mode=fuzz calls=0"),
+            "calls=\"0\" on the kernel command line is not a positive number"
+        );
+        assert_eq!(
+            msg("mode=fuzz seed=0xZZ"),
+            "seed=\"0xZZ\" on the kernel command line is not a number (decimal or 0x hex)"
         );
         assert_eq!(
             msg("mode=bench rounds=0"),
@@ -331,6 +403,40 @@ mod tests {
         assert_eq!(
             msg("rounds=x"),
             "rounds=\"x\" on the kernel command line is not a positive number"
+        );
+    }
+
+    #[test]
+    fn fuzz_mode_reads_calls_and_seed_and_restricts_lock_none() {
+        let f = Cmdline::parse(words("mode=fuzz")).unwrap();
+        assert_eq!(
+            f.fuzz,
+            Some(Fuzz {
+                calls: 100_000,
+                seed: None
+            })
+        );
+        assert!(!f.test && f.bench.is_none() && !f.stack_overflow);
+        let f = Cmdline::parse(words("mode=fuzz calls=7 seed=0x1F lock=ticket")).unwrap();
+        assert_eq!(
+            f.fuzz,
+            Some(Fuzz {
+                calls: 7,
+                seed: Some(31)
+            })
+        );
+        let setup = f.on_cores(4).unwrap().setup(1, 7).fuzz.unwrap();
+        assert_eq!(
+            (setup.calls, setup.seed, setup.common_only),
+            (7, Some(31), false)
+        );
+        let none = Cmdline::parse(words("mode=fuzz seed=12 lock=none")).unwrap();
+        let setup = none.on_cores(4).unwrap().setup(1, 7).fuzz.unwrap();
+        assert_eq!((setup.seed, setup.common_only), (Some(12), true));
+        // The fuzzer's words mean nothing in other modes.
+        assert_eq!(
+            Cmdline::parse(words("mode=test calls=0")).unwrap().fuzz,
+            None
         );
     }
 

@@ -34,9 +34,13 @@ use servers::abi::{debug_nr, info};
 use crate::bench::{self, Collector, Kind, RunInfo};
 use crate::Plan;
 
+/// How many faulting programs the test system runs (`servers::abi::fault::ALL`).
+pub const FAULTERS: usize = servers::abi::fault::ALL.len();
+
 /// Checks made at the end, after every program reported (see [`DebugCalls::handle`]'s `DONE`):
-/// three fault reports, the containment of the faulting core, no user panics.
-pub const FINAL_TESTS: usize = 5;
+/// one fault report per faulting program, the containment of the faulting core, no user
+/// panics.
+pub const FINAL_TESTS: usize = FAULTERS + 2;
 
 /// The counter user programs time with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -54,6 +58,8 @@ pub struct Counter {
 pub struct FaultFacts {
     /// The exception vector.
     pub vector: u64,
+    /// The faulting address (page faults, aborts), 0 if none.
+    pub addr: u64,
     /// User exceptions of the thread so far.
     pub count: u64,
     /// Whether the thread ran again after the fault.
@@ -68,9 +74,10 @@ pub trait DebugArch {
     /// The HAL's record of a thread's last user exception (printed with `{:?}` in the test
     /// lines).
     type Fault: Debug;
-    /// The vectors the three faulting programs must be stopped with: bad pointer, invalid
-    /// opcode, and division by zero (or what stands for it).
-    const FAULT_VECTORS: [u64; 3];
+    /// The vectors the faulting programs (`servers::abi::fault::ALL`, in that order) must be
+    /// stopped with: bad pointer, invalid opcode, division by zero (or what stands for it),
+    /// write to a read-only page, execution of a data page, a jump into kernel memory.
+    const FAULT_VECTORS: [u64; FAULTERS];
 
     /// Prints one line on the console.
     fn println(args: Arguments<'_>);
@@ -202,7 +209,7 @@ pub struct DebugCalls {
     kernel_tests: AtomicUsize,
     clients: [AtomicUsize; MAX_CPUS],
     fault_core: AtomicUsize,
-    faulters: [AtomicUsize; 3],
+    faulters: [AtomicUsize; FAULTERS],
     start_cycles: AtomicU64,
     finishing: AtomicBool,
     /// The benchmark (`Kind::to_word`), 0 outside benchmark mode.
@@ -245,7 +252,7 @@ impl DebugCalls {
             kernel_tests: AtomicUsize::new(0),
             clients: [const { AtomicUsize::new(usize::MAX) }; MAX_CPUS],
             fault_core: AtomicUsize::new(0),
-            faulters: [const { AtomicUsize::new(usize::MAX) }; 3],
+            faulters: [const { AtomicUsize::new(usize::MAX) }; FAULTERS],
             start_cycles: AtomicU64::new(0),
             finishing: AtomicBool::new(false),
             bench: AtomicUsize::new(0),
@@ -261,9 +268,9 @@ impl DebugCalls {
         self.clients[c].store(t.index(), Ordering::Relaxed);
     }
 
-    /// Records the three faulting threads (page fault, invalid opcode, division) and their
-    /// core.
-    pub fn set_faulters(&self, core: usize, threads: [Option<ThreadId>; 3]) {
+    /// Records the faulting threads (one per `servers::abi::fault::ALL` kind, in order) and
+    /// their core.
+    pub fn set_faulters(&self, core: usize, threads: [Option<ThreadId>; FAULTERS]) {
         self.fault_core.store(core, Ordering::Relaxed);
         for (slot, t) in self.faulters.iter().zip(threads) {
             slot.store(t.map_or(usize::MAX, |t| t.index()), Ordering::Relaxed);
@@ -540,14 +547,34 @@ impl DebugCalls {
     }
 
     /// The fault-containment checks: each faulting thread was reported with the right vector
-    /// and never ran again, and the faulting core's ping-pong pair finished after the faults.
+    /// (and, for the jump into kernel memory, at that address) and never ran again, and the
+    /// faulting core's ping-pong pair finished after the faults. A faulting program that does
+    /// not fault prints a user panic and has no record, so its check fails.
     fn final_checks<A: DebugArch>(&self) {
-        let what = ["page_fault", "invalid_opcode", "divide_error"];
+        let what = [
+            "page_fault",
+            "invalid_opcode",
+            "divide_error",
+            "write_read_only_page",
+            "execute_data_page",
+            "jump_into_kernel",
+        ];
         let mut last_fault_tsc = 0;
-        for ((slot, vector), what) in self.faulters.iter().zip(A::FAULT_VECTORS).zip(what) {
+        for (i, ((slot, vector), what)) in self
+            .faulters
+            .iter()
+            .zip(A::FAULT_VECTORS)
+            .zip(what)
+            .enumerate()
+        {
             let rec = ThreadId::new(slot.load(Ordering::Relaxed)).and_then(A::fault_record);
             let facts = rec.as_ref().map(A::fault_facts);
-            let ok = facts.is_some_and(|r| r.vector == vector && r.count == 1 && !r.resumed);
+            let addr_ok = |r: &FaultFacts| {
+                servers::abi::fault::ALL[i] != servers::abi::fault::JUMP_TO_KERNEL
+                    || r.addr == servers::abi::KERNEL_ADDR
+            };
+            let ok = facts
+                .is_some_and(|r| r.vector == vector && r.count == 1 && !r.resumed && addr_ok(&r));
             if let Some(r) = facts {
                 last_fault_tsc = last_fault_tsc.max(r.tsc);
             }
@@ -658,6 +685,7 @@ mod tests {
     #[derive(Clone, Copy, Debug)]
     struct Fault {
         vector: u64,
+        addr: u64,
         count: u64,
         tsc: u64,
     }
@@ -674,7 +702,7 @@ mod tests {
 
     impl DebugArch for Fake {
         type Fault = Fault;
-        const FAULT_VECTORS: [u64; 3] = [14, 6, 0];
+        const FAULT_VECTORS: [u64; FAULTERS] = [14, 6, 0, 14, 14, 14];
 
         fn println(args: Arguments<'_>) {
             OUT.with(|o| o.borrow_mut().push(args.to_string()));
@@ -715,6 +743,7 @@ mod tests {
         fn fault_facts(f: &Fault) -> FaultFacts {
             FaultFacts {
                 vector: f.vector,
+                addr: f.addr,
                 count: f.count,
                 resumed: false,
                 tsc: f.tsc,
@@ -805,7 +834,7 @@ mod tests {
         assert_eq!(
             take_out(),
             [
-                "TESTS PLANNED 14",
+                "TESTS PLANNED 17",
                 "boot: starting the root task; 0 programs will report"
             ]
         );
@@ -941,33 +970,24 @@ mod tests {
         d.init::<Fake>(run(true, 2), tid(0), plan);
         d.set_client(0, tid(1));
         d.set_client(1, tid(2));
-        d.set_faulters(1, [Some(tid(5)), Some(tid(6)), Some(tid(7))]);
+        d.set_faulters(1, [5, 6, 7, 8, 9, 10].map(|i| Some(tid(i))));
+        let fault = |vector, addr, tsc| Fault {
+            vector,
+            addr,
+            count: 1,
+            tsc,
+        };
+        let kernel = servers::abi::KERNEL_ADDR;
         FAULTS.with(|f| {
             *f.borrow_mut() = vec![
-                (
-                    5,
-                    Fault {
-                        vector: 14,
-                        count: 1,
-                        tsc: 10,
-                    },
-                ),
-                (
-                    6,
-                    Fault {
-                        vector: 6,
-                        count: 1,
-                        tsc: 20,
-                    },
-                ),
-                (
-                    7,
-                    Fault {
-                        vector: 13,
-                        count: 1,
-                        tsc: 30,
-                    },
-                ),
+                (5, fault(14, 0xdead_0000, 10)),
+                (6, fault(6, 0, 20)),
+                // The wrong vector.
+                (7, fault(13, 0, 30)),
+                (8, fault(14, 0x40_1000, 40)),
+                // Thread 9 (execute a data page) never faulted.
+                // A fault, but not at the kernel address.
+                (10, fault(14, kernel + 0x1000, 50)),
             ]
         });
         take_out();
@@ -977,21 +997,20 @@ mod tests {
         let out = take_out();
         let want = [
             "!!! the client of cpu 1 (thread 2) never reported".to_string(),
-            "TEST user:fault_page_fault_reported_and_stopped ... ok (want vector 14, record \
-             Some(Fault { vector: 14, count: 1, tsc: 10 }))"
-                .to_string(),
-            "TEST user:fault_invalid_opcode_reported_and_stopped ... ok (want vector 6, record \
-             Some(Fault { vector: 6, count: 1, tsc: 20 }))"
-                .to_string(),
-            "TEST user:fault_divide_error_reported_and_stopped ... FAILED (want vector 0, \
-             record Some(Fault { vector: 13, count: 1, tsc: 30 }))"
-                .to_string(),
-            "TEST user:fault_containment_core_keeps_running ... FAILED (cpu 1: faults up to tsc \
-             30, its pair finished at tsc 0)"
-                .to_string(),
+            "TEST user:fault_page_fault_reported_and_stopped ... ok (want vector 14, record Some(Fault { vector: 14, addr: 3735879680, count: 1, tsc: 10 }))".to_string(),
+            "TEST user:fault_invalid_opcode_reported_and_stopped ... ok (want vector 6, record Some(Fault { vector: 6, addr: 0, count: 1, tsc: 20 }))".to_string(),
+            "TEST user:fault_divide_error_reported_and_stopped ... FAILED (want vector 0, record Some(Fault { vector: 13, addr: 0, count: 1, tsc: 30 }))".to_string(),
+            "TEST user:fault_write_read_only_page_reported_and_stopped ... ok (want vector 14, record Some(Fault { vector: 14, addr: 4198400, count: 1, tsc: 40 }))".to_string(),
+            "TEST user:fault_execute_data_page_reported_and_stopped ... FAILED (want vector 14, record None)".to_string(),
+            std::format!(
+                "TEST user:fault_jump_into_kernel_reported_and_stopped ... FAILED (want vector \
+                 14, record Some(Fault {{ vector: 14, addr: {}, count: 1, tsc: 50 }}))",
+                kernel + 0x1000
+            ),
+            "TEST user:fault_containment_core_keeps_running ... FAILED (cpu 1: faults up to tsc 50, its pair finished at tsc 0)".to_string(),
             "TEST user:no_user_panics ... ok (0 user panics)".to_string(),
-            "ALL TESTS RAN 5".to_string(),
-            "tests: 3 passed, 0 skipped, 2 failed".to_string(),
+            "ALL TESTS RAN 8".to_string(),
+            "tests: 4 passed, 0 skipped, 4 failed".to_string(),
             "shutting down: FAILURE (uptime 7 ms)".to_string(),
         ];
         assert_eq!(out[1..], want);

@@ -7,13 +7,16 @@
 //!   even the `none` strategy sees no object shared between cores).
 //!
 //! Core 0 also runs the root task (priority 31, so it runs first), holding a MANAGE capability to
-//! every other thread. Test mode adds: three faulting threads on the last core (priority 20, so
+//! every other thread. Test mode adds: one faulting thread per `servers::abi::fault::ALL` kind
+//! (bad pointer, invalid opcode, division, write to a read-only page, execution of a data page,
+//! a jump into kernel memory) on the last core (priority 20, so
 //! they fault before that core's pair runs), the system-call error test on core 0 (priority
 //! 5), and, if [`Setup::pager_test`], the pager test on core 1 (or 0): a pager thread holding the
 //! faulting thread's address space and a frame, bound as its pager by the root task.
 //!
 //! Benchmark mode ([`Setup::bench`]) builds the benchmark's threads instead (see
-//! [`build_bench`]): no demo pairs, no tests.
+//! [`build_bench`]): no demo pairs, no tests. Fuzz mode ([`Setup::fuzz`]) adds a system-call
+//! fuzzer and its drain server to every core's ping-pong pair (see [`build_fuzz`]).
 //!
 //! The kernel object lives in a static buffer (it is ~100 KiB), written once by
 //! [`place_kernel`] before any other core can see it.
@@ -24,8 +27,8 @@ use core::mem::MaybeUninit;
 
 use kernel::config::{CSPACE_SLOTS, MAX_ASPACES, MAX_CPUS, PAGE_SIZE};
 use kernel::{
-    AsId, CapSlot, EndpointId, Hal, Kernel, MemKind, NotificationId, ObjRef, Rights, Strategy,
-    ThreadId,
+    AsId, CapSlot, EndpointId, Hal, IrqId, Kernel, MemId, MemKind, NotificationId, ObjRef, Rights,
+    Strategy, ThreadId,
 };
 use servers::abi::{fault, role, slot, USER_STACK_SIZE, USER_STACK_STRIDE, USER_STACK_TOP};
 
@@ -72,9 +75,9 @@ pub trait Arch {
     fn set_client(&self, core: usize, t: ThreadId) {
         crate::debugcalls::DEBUG_CALLS.set_client(core, t);
     }
-    /// Records the three faulting threads on core `core` for the debug calls (by default in
-    /// [`DEBUG_CALLS`](crate::debugcalls::DEBUG_CALLS)).
-    fn set_faulters(&self, core: usize, faulters: [Option<ThreadId>; 3]) {
+    /// Records the faulting threads on core `core` (one per `servers::abi::fault::ALL` kind)
+    /// for the debug calls (by default in [`DEBUG_CALLS`](crate::debugcalls::DEBUG_CALLS)).
+    fn set_faulters(&self, core: usize, faulters: [Option<ThreadId>; crate::debugcalls::FAULTERS]) {
         crate::debugcalls::DEBUG_CALLS.set_faulters(core, faulters);
     }
 }
@@ -107,7 +110,25 @@ pub struct Setup {
     /// `mode=stackoverflow`: only the root thread, running the stack-overflow program
     /// instead of the root task (see [`build`]).
     pub stack_overflow: bool,
+    /// `mode=fuzz`: a system-call fuzzer on every core beside its ping-pong pair (see
+    /// [`build_fuzz`]).
+    pub fuzz: Option<FuzzSetup>,
 }
+
+/// What the fuzzers of `mode=fuzz` do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FuzzSetup {
+    /// Calls each fuzzer makes.
+    pub calls: usize,
+    /// The seed; `None`: the kernel's cycle counter at build time.
+    pub seed: Option<u64>,
+    /// Only the common calls (IPC, notifications, Yield, AckIrq): `lock=none`, whose contract
+    /// allows no management call while other cores run.
+    pub common_only: bool,
+}
+
+/// Pages of the RAM region each fuzzer gets.
+const FUZZ_RAM_PAGES: usize = 16;
 
 const STORE_SIZE: usize = 160 * 1024;
 
@@ -152,6 +173,8 @@ struct Builder<'a, S: Strategy, A: Arch> {
     parks: [Option<NotificationId>; MAX_CPUS],
     /// The threads the root task resumes, in order.
     started: heapless::Vec<ThreadId, CSPACE_SLOTS>,
+    /// The device regions made so far (see [`Builder::device`]).
+    devices: [Option<MemId>; slot::ROOT_DEVICE_SLOTS],
 }
 
 impl<'a, S: Strategy, A: Arch> Builder<'a, S, A> {
@@ -166,6 +189,7 @@ impl<'a, S: Strategy, A: Arch> Builder<'a, S, A> {
             spaces: 0,
             parks: [None; MAX_CPUS],
             started: heapless::Vec::new(),
+            devices: [None; slot::ROOT_DEVICE_SLOTS],
         };
         for c in 0..cores.min(MAX_CPUS) {
             b.parks[c] = Some(b.notification());
@@ -186,13 +210,19 @@ impl<'a, S: Strategy, A: Arch> Builder<'a, S, A> {
     }
 
     fn space(&mut self) -> Space {
+        let space = self.bare_space();
+        if let Err(e) = self.arch.load_user(space.root) {
+            self.arch.fail(format_args!("loading the user ELF: {e:?}"));
+        }
+        space
+    }
+
+    /// An address space without the user ELF: nothing of it can run there.
+    fn bare_space(&mut self) -> Space {
         let Some(root) = self.arch.new_address_space() else {
             self.arch
                 .fail(format_args!("out of memory for an address space"))
         };
-        if let Err(e) = self.arch.load_user(root) {
-            self.arch.fail(format_args!("loading the user ELF: {e:?}"));
-        }
         self.spaces += 1;
         match self.k.create_address_space(root) {
             Ok(id) => Space {
@@ -241,6 +271,25 @@ impl<'a, S: Strategy, A: Arch> Builder<'a, S, A> {
             .unwrap_or_else(|e| self.arch.fail(format_args!("create_endpoint: {e:?}")))
     }
 
+    /// The region over the machine's `i`th device range, made on first use (the root task
+    /// and the fuzzers share it), or `None` if the machine has no such range.
+    fn device(&mut self, i: usize) -> Option<MemId> {
+        if i >= slot::ROOT_DEVICE_SLOTS {
+            return None;
+        }
+        if self.devices[i].is_none() {
+            let &(start, end) = self.arch.device_regions().get(i)?;
+            let len = ((end - start) / PAGE_SIZE as u64) as usize;
+            let m = self.k.create_memory(start, len, MemKind::Device);
+            let m = m.unwrap_or_else(|e| {
+                self.arch
+                    .fail(format_args!("device region {start:#x}: {e:?}"))
+            });
+            self.devices[i] = Some(m);
+        }
+        self.devices[i]
+    }
+
     fn notification(&mut self) -> NotificationId {
         self.k
             .create_notification()
@@ -272,6 +321,9 @@ pub fn build<S: Strategy, A: Arch>(
             user_tests: 0,
         };
         return (root, plan);
+    }
+    if let Some(fuzz) = cfg.fuzz {
+        return build_fuzz(arch, k, cfg.cores, cfg.rounds, fuzz);
     }
     let cores = cfg.cores;
     let pager_test = cfg.test && cfg.pager_test;
@@ -351,15 +403,8 @@ pub fn build<S: Strategy, A: Arch>(
     if cfg.test {
         let fcore = cores - 1;
         let mut fs = b.space();
-        let mut faulters = [None; 3];
-        for (i, kind) in [
-            fault::BAD_POINTER,
-            fault::INVALID_OPCODE,
-            fault::DIVIDE_BY_ZERO,
-        ]
-        .into_iter()
-        .enumerate()
-        {
+        let mut faulters = [None; crate::debugcalls::FAULTERS];
+        for (i, kind) in fault::ALL.into_iter().enumerate() {
             let t = b.thread(&mut fs, 20, fcore, [role::FAULT, kind, 0]);
             b.push(t);
             faulters[i] = Some(t);
@@ -441,10 +486,8 @@ fn give_memory<S: Strategy, A: Arch>(b: &mut Builder<'_, S, A>, root: ThreadId) 
         pages += len;
     }
     let devices = arch.device_regions();
-    for (i, &(start, end)) in devices.iter().take(slot::ROOT_DEVICE_SLOTS).enumerate() {
-        let len = ((end - start) / PAGE_SIZE as u64) as usize;
-        let m = b.k.create_memory(start, len, MemKind::Device);
-        let m = m.unwrap_or_else(|e| arch.fail(format_args!("device region {start:#x}: {e:?}")));
+    for i in 0..devices.len().min(slot::ROOT_DEVICE_SLOTS) {
+        let Some(m) = b.device(i) else { break };
         b.cap(
             root,
             slot::ROOT_DEVICE + i,
@@ -469,6 +512,127 @@ fn give_memory<S: Strategy, A: Arch>(b: &mut Builder<'_, S, A>, root: ThreadId) 
         pages * PAGE_SIZE / (1 << 20),
         devices.len().min(slot::ROOT_DEVICE_SLOTS)
     ));
+}
+
+/// Builds `mode=fuzz`: on every core `c`, the usual ping-pong pair (client and server sharing
+/// one address space, `rounds` round trips; the client reports DONE) and a system-call fuzzer
+/// (`servers::fuzz`, reports DONE after `fuzz.calls` calls) with its drain server, all at
+/// priority 10, so that the pair and the fuzzer share the core. The fuzzer holds a capability
+/// of every type (see `servers::abi::slot::FUZZ_*`): the drain endpoint (WRITE), a notification
+/// to signal (WRITE) and one of its own (READ | WRITE), an address space with no code to map
+/// into and delete, a RAM region of [`FUZZ_RAM_PAGES`] pages of its own, the first device
+/// region (shared by the fuzzers and the root task), the control capability, the handler of an
+/// interrupt line nothing raises, and an inactive thread in that address space. It holds none
+/// to its own thread or address space, nor to anything of another core's programs.
+pub fn build_fuzz<S: Strategy, A: Arch>(
+    arch: &A,
+    k: &mut Kernel<S, A::Hal>,
+    cores: usize,
+    rounds: usize,
+    fuzz: FuzzSetup,
+) -> (ThreadId, Plan) {
+    // A word: the fuzzers get it in one argument register (32 bits on ARMv7).
+    let seed = fuzz.seed.unwrap_or_else(|| k.hal().cycles()) as usize as u64;
+    let (mut b, _, root) = Builder::begin(k, arch, cores);
+    let mut plan = Plan::default();
+    let role = if fuzz.common_only {
+        role::FUZZ_COMMON_ONLY
+    } else {
+        role::FUZZ
+    };
+    let device = b.device(0);
+    for c in 0..cores {
+        let ep = b.endpoint();
+        let mut ps = b.space();
+        let client = b.thread(&mut ps, 10, c, [role::CLIENT, c as u64, rounds as u64]);
+        let server = b.thread(&mut ps, 10, c, [role::SERVER, c as u64, 0]);
+        b.cap(client, slot::EP, ObjRef::Endpoint(ep), Rights::WRITE, c + 1);
+        b.cap(server, slot::EP, ObjRef::Endpoint(ep), Rights::READ, 0);
+        b.push(server);
+        b.push(client);
+        arch.set_client(c, client);
+        plan.finite += 1;
+
+        let drain_ep = b.endpoint();
+        let mut fs = b.space();
+        let fuzzer = b.thread(&mut fs, 10, c, [role, fuzz.calls as u64, seed]);
+        let drain = b.thread(&mut fs, 10, c, [role::FUZZ_DRAIN, c as u64, 0]);
+        b.cap(drain, slot::EP, ObjRef::Endpoint(drain_ep), Rights::READ, 0);
+        let w = Rights::WRITE;
+        b.cap(fuzzer, slot::FUZZ_EP, ObjRef::Endpoint(drain_ep), w, c + 1);
+        let n = b.notification();
+        b.cap(fuzzer, slot::FUZZ_NTFN, ObjRef::Notification(n), w, 1 << c);
+        let n = b.notification();
+        let rw = Rights::READ | Rights::WRITE;
+        b.cap(fuzzer, slot::FUZZ_OWN_NTFN, ObjRef::Notification(n), rw, 0);
+        let scratch = b.bare_space();
+        let aspace = ObjRef::AddressSpace(scratch.id);
+        b.cap(fuzzer, slot::FUZZ_ASPACE, aspace, w | Rights::MANAGE, 0);
+        let ram = fuzz_ram(&mut b);
+        b.cap(fuzzer, slot::FUZZ_MEM, ObjRef::Memory(ram), Rights::ALL, 0);
+        if let Some(d) = device {
+            b.cap(fuzzer, slot::FUZZ_DEVICE, ObjRef::Memory(d), Rights::ALL, 0);
+        }
+        b.cap(
+            fuzzer,
+            slot::FUZZ_CONTROL,
+            ObjRef::Control,
+            Rights::MANAGE,
+            0,
+        );
+        let Some(irq) = IrqId::new(16 + c) else {
+            arch.fail(format_args!("no interrupt line {} for the fuzzer", 16 + c))
+        };
+        b.cap(
+            fuzzer,
+            slot::FUZZ_IRQ,
+            ObjRef::IrqHandler(irq),
+            Rights::ALL,
+            0,
+        );
+        let victim = b.k.create_thread_without_entry(1, c, Some(scratch.id));
+        let victim = victim.unwrap_or_else(|e| arch.fail(format_args!("create_thread: {e:?}")));
+        b.cap(
+            fuzzer,
+            slot::FUZZ_THREAD,
+            ObjRef::Thread(victim),
+            Rights::ALL,
+            0,
+        );
+        b.push(drain);
+        b.push(fuzzer);
+        plan.finite += 1;
+    }
+    arch.println(format_args!(
+        "fuzz: {cores} fuzzers, {} calls each, seed {seed:#x}{}",
+        fuzz.calls,
+        if fuzz.common_only {
+            " (lock none: common calls only)"
+        } else {
+            ""
+        }
+    ));
+    finish_root(&mut b, root, 0);
+    (root, plan)
+}
+
+/// A RAM region for a fuzzer: up to [`FUZZ_RAM_PAGES`] frames that the frame allocator hands
+/// out one after the other (at least one).
+fn fuzz_ram<S: Strategy, A: Arch>(b: &mut Builder<'_, S, A>) -> MemId {
+    let arch = b.arch;
+    let Some(base) = arch.alloc_frame() else {
+        arch.fail(format_args!("no frame for a fuzzer"))
+    };
+    let mut pages = 1;
+    while pages < FUZZ_RAM_PAGES {
+        match arch.alloc_frame() {
+            Some(f) if f == base + (pages * PAGE_SIZE) as u64 => pages += 1,
+            // Not contiguous: left unused (a few frames at most).
+            _ => break,
+        }
+    }
+    b.k.create_memory(base, pages, MemKind::Ram)
+        .unwrap_or_else(|e| arch.fail(format_args!("create_memory: {e:?}")))
 }
 
 /// Builds the threads of benchmark `kind` (`mode=bench`); `interval` is the throughput

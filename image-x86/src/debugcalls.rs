@@ -16,8 +16,9 @@ use crate::system::X86;
 
 impl DebugArch for X86 {
     type Fault = usermode::FaultInfo;
-    /// Page fault, invalid opcode, divide error.
-    const FAULT_VECTORS: [u64; 3] = [14, 6, 0];
+    /// Page fault, invalid opcode, divide error; a write to a read-only page, the execution of
+    /// a data page (NX) and a jump into the kernel half (a supervisor page) are page faults.
+    const FAULT_VECTORS: [u64; debugcalls::FAULTERS] = [14, 6, 0, 14, 14, 14];
 
     fn println(args: Arguments<'_>) {
         println!("{args}");
@@ -70,6 +71,7 @@ impl DebugArch for X86 {
     fn fault_facts(f: &usermode::FaultInfo) -> FaultFacts {
         FaultFacts {
             vector: f.vector,
+            addr: f.addr,
             count: f.count,
             resumed: f.resumed,
             tsc: f.tsc,

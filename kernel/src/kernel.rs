@@ -53,6 +53,11 @@ pub(crate) struct TcbConf {
     pub aspace: Option<AsId>,
     /// Fault endpoint and the badge of the capability it was bound with.
     pub pager: Option<(EndpointId, usize)>,
+    /// Whether the thread has a user context to start from: given by the boot code to the
+    /// threads of [`Kernel::create_thread`], by `WriteRegisters` to those of `CreateThread`.
+    /// `Resume` refuses a thread without one: the HAL would have no registers to run it with
+    /// (or a deleted thread's, in a reused TCB).
+    pub has_entry: bool,
 }
 
 impl TcbConf {
@@ -62,6 +67,7 @@ impl TcbConf {
         core: 0,
         aspace: None,
         pager: None,
+        has_entry: false,
     };
 }
 
@@ -1102,8 +1108,23 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         }
     }
 
-    /// Creates an inactive thread.
+    /// Creates an inactive thread whose user context the boot code sets (through its HAL)
+    /// before anything resumes it.
     pub fn create_thread(
+        &mut self,
+        priority: usize,
+        core: CpuId,
+        aspace: Option<AsId>,
+    ) -> Result<ThreadId, Error> {
+        let t = self.create_thread_without_entry(priority, core, aspace)?;
+        let ctx = self.boot_ctx();
+        self.conf_mut(ctx, t, |c| c.has_entry = true);
+        Ok(t)
+    }
+
+    /// Creates an inactive thread with no user context, as the `CreateThread` system call
+    /// does: `Resume` refuses it until `WriteRegisters` gives it one.
+    pub fn create_thread_without_entry(
         &mut self,
         priority: usize,
         core: CpuId,
@@ -1222,6 +1243,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
                 core,
                 aspace,
                 pager: None,
+                has_entry: false,
             }
         });
         self.ipc(&self.hold(ctx, t), |i| *i = TcbIpc::INIT);

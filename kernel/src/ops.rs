@@ -422,9 +422,14 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
                     core,
                 }
             }
-            Syscall::Resume { thread } => Op::Resume {
-                t: self.lookup_thread(t, thread)?,
-            },
+            Syscall::Resume { thread } => {
+                let target = self.lookup_thread(t, thread)?;
+                // A thread made by CreateThread has no registers until WriteRegisters.
+                if !self.conf(target).has_entry {
+                    return Err(Error::InvalidArgument);
+                }
+                Op::Resume { t: target }
+            }
             Syscall::Suspend { thread } => Op::Suspend {
                 t: self.lookup_thread(t, thread)?,
             },
@@ -694,6 +699,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
                 arg,
             } => {
                 self.hal.set_entry(target, pc, sp, arg);
+                self.conf_mut(ctx, target, |c| c.has_entry = true);
                 self.ipc(&self.hold(ctx, target), |i| i.ret = [0; 6]);
                 self.set_ret(ctx, t, ok);
             }

@@ -310,7 +310,9 @@ pub enum Syscall {
         /// The core the interrupt is delivered to.
         core: usize,
     },
-    /// Make an inactive thread runnable (needs MANAGE).
+    /// Make an inactive thread runnable (needs MANAGE). [`Error::InvalidArgument`] for a
+    /// thread made by [`Syscall::CreateThread`] that has no registers yet (see
+    /// [`Syscall::WriteRegisters`]).
     Resume {
         /// Thread slot.
         thread: CapSlot,

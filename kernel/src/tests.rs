@@ -1176,6 +1176,22 @@ fn create_thread_needs_control_and_installs_a_capability() {
             priority: 3,
         },
     ));
+    // No registers yet: Resume refuses it (the HAL would have nothing to run it with).
+    assert_eq!(
+        err(&call(&k, 0, Syscall::Resume { thread: s(5) })),
+        Error::InvalidArgument
+    );
+    assert_eq!(k.thread_state(new), (Life::Alive, ThreadState::Inactive));
+    ok(&call(
+        &k,
+        0,
+        Syscall::WriteRegisters {
+            thread: s(5),
+            pc: 0x1000,
+            sp: 0x2000,
+            arg: 7,
+        },
+    ));
     ok(&call(&k, 0, Syscall::Resume { thread: s(5) }));
     assert_eq!(k.thread_sched(new), (3, 1));
     ok(&call(
@@ -1421,6 +1437,65 @@ fn write_registers_sets_the_entry_of_an_inactive_thread() {
     ok(&call(&k, 0, wr(0, 0x2000)));
     assert_eq!(k.hal.take(), vec![Ev::SetEntry(t, 0x2000, 0x8000, 42)]);
     k.check_invariants().unwrap();
+}
+
+/// Regression (found by the in-guest fuzzer, `mode=fuzz`): `Resume` of a thread made by
+/// `CreateThread` that never got registers made the kernel hand the HAL a thread with no user
+/// context, and the x86 HAL stopped the machine ("the kernel picked thread N which has no user
+/// context"). In a TCB reused after `DeleteThread`, the HAL would have run the dead thread's
+/// registers. Now `Resume` refuses such a thread until `WriteRegisters` gives it an entry.
+#[test]
+fn resume_refuses_a_created_thread_until_write_registers() {
+    let mut k = kernel(1);
+    let a = k.create_address_space(0xA000).unwrap();
+    let r = k.create_thread(10, 0, Some(a)).unwrap();
+    k.install_cap(r, s(0), ObjRef::Control, Rights::MANAGE, 0)
+        .unwrap();
+    k.install_cap(r, s(1), ObjRef::AddressSpace(a), Rights::WRITE, 0)
+        .unwrap();
+    // A boot-time thread without a context is refused as well.
+    let bare = k.create_thread_without_entry(5, 0, Some(a)).unwrap();
+    k.install_cap(r, s(3), ObjRef::Thread(bare), Rights::ALL, 0)
+        .unwrap();
+    k.start(r).unwrap();
+    k.timer_tick(0);
+    let resume = |slot| Syscall::Resume { thread: s(slot) };
+    assert_eq!(err(&call(&k, 0, resume(3))), Error::InvalidArgument);
+    for round in 0..2 {
+        let created = call(
+            &k,
+            0,
+            Syscall::CreateThread {
+                control: s(0),
+                dest: s(2),
+                aspace: s(1),
+                priority: 5,
+                core: 0,
+            },
+        );
+        let t = ThreadId::new(ok(&created).0).unwrap();
+        assert_eq!(
+            err(&call(&k, 0, resume(2))),
+            Error::InvalidArgument,
+            "round {round}: no registers yet"
+        );
+        assert_eq!(k.thread_state(t), (Life::Alive, ThreadState::Inactive));
+        ok(&call(
+            &k,
+            0,
+            Syscall::WriteRegisters {
+                thread: s(2),
+                pc: 0x1000,
+                sp: 0x2000,
+                arg: round,
+            },
+        ));
+        ok(&call(&k, 0, resume(2)));
+        assert_eq!(k.thread_state(t).1, ThreadState::Runnable);
+        // Deleted, its TCB is reused by the next round's CreateThread: refused again.
+        ok(&call(&k, 0, Syscall::DeleteThread { thread: s(2) }));
+        k.check_invariants().unwrap();
+    }
 }
 
 /// Memory regions: split (in range, no sibling overlap, fresh slot), kinds and rights of

@@ -53,6 +53,15 @@ pub mod role {
     /// `mode=stackoverflow`: asks the image for a kernel stack overflow
     /// ([`debug_nr::KERNEL_STACK_OVERFLOW`](super::debug_nr::KERNEL_STACK_OVERFLOW)).
     pub const STACK_OVERFLOW: u64 = 12;
+    /// `mode=fuzz`: the system-call fuzzer (a = calls to make, b = seed; see
+    /// [`fuzz`](crate::fuzz)), allowed every call.
+    pub const FUZZ: u64 = 13;
+    /// `mode=fuzz` under `lock=none`: the fuzzer restricted to the common calls (IPC,
+    /// notifications, Yield, AckIrq), the only ones `NoLock`'s contract allows while other cores
+    /// run (a and b as for [`FUZZ`]).
+    pub const FUZZ_COMMON_ONLY: u64 = 14;
+    /// `mode=fuzz`: the drain server of one fuzzer: answers every Call on its endpoint, forever.
+    pub const FUZZ_DRAIN: u64 = 15;
 }
 
 /// What a [`role::FAULT`] program does.
@@ -63,7 +72,34 @@ pub mod fault {
     pub const INVALID_OPCODE: u64 = 1;
     /// Divides by zero (#DE).
     pub const DIVIDE_BY_ZERO: u64 = 2;
+    /// Writes to a read-only page of its own (the program's `.rodata`): a protection fault.
+    pub const WRITE_READ_ONLY: u64 = 3;
+    /// Jumps to code copied into a writable, non-executable page (its stack): refused by NX
+    /// (x86_64) or XN (ARMv7).
+    pub const EXECUTE_DATA: u64 = 4;
+    /// Jumps into kernel memory ([`KERNEL_ADDR`](super::KERNEL_ADDR)), which every address
+    /// space maps for the kernel only.
+    pub const JUMP_TO_KERNEL: u64 = 5;
+    /// Every kind, in the order the test system starts them.
+    pub const ALL: [u64; 6] = [
+        BAD_POINTER,
+        INVALID_OPCODE,
+        DIVIDE_BY_ZERO,
+        WRITE_READ_ONLY,
+        EXECUTE_DATA,
+        JUMP_TO_KERNEL,
+    ];
 }
+
+/// An address in kernel memory that every user address space maps for the kernel only: the
+/// start of the kernel image in the higher half (x86_64: linked at `0xFFFF_FFFF_8010_0000`,
+/// see `hal-x86`'s linker script).
+#[cfg(not(target_arch = "arm"))]
+pub const KERNEL_ADDR: u64 = 0xFFFF_FFFF_8010_0000;
+/// An address in kernel memory that every user address space maps for the kernel only (ARMv7:
+/// the kernel's RAM window starts at 0x4000_0000; its sections are privileged-only).
+#[cfg(target_arch = "arm")]
+pub const KERNEL_ADDR: u64 = 0x4000_0000;
 
 /// Capability slots the boot code fills.
 pub mod slot {
@@ -99,6 +135,29 @@ pub mod slot {
     pub const ROOT_CONTROL: usize = 30;
     /// Root: its own address space (WRITE | MANAGE).
     pub const ROOT_ASPACE: usize = 31;
+
+    /// Fuzzer: its drain server's endpoint (WRITE only, badge core + 1): Call and Send always
+    /// come back.
+    pub const FUZZ_EP: usize = 1;
+    /// Fuzzer: a notification it may only signal (WRITE).
+    pub const FUZZ_NTFN: usize = 2;
+    /// Fuzzer: its own notification (READ | WRITE), waited on only right after a Signal.
+    pub const FUZZ_OWN_NTFN: usize = 3;
+    /// Fuzzer: an address space of its own to map into and delete (WRITE | MANAGE), never the
+    /// one it runs in; no user ELF is loaded there.
+    pub const FUZZ_ASPACE: usize = 4;
+    /// Fuzzer: a small RAM region of its own (all rights).
+    pub const FUZZ_MEM: usize = 5;
+    /// Fuzzer: a device region, shared with the other fuzzers (all rights), or empty.
+    pub const FUZZ_DEVICE: usize = 6;
+    /// Fuzzer: the control capability (MANAGE).
+    pub const FUZZ_CONTROL: usize = 7;
+    /// Fuzzer: the handler of an interrupt line nothing raises (all rights).
+    pub const FUZZ_IRQ: usize = 8;
+    /// Fuzzer: an inactive thread in its [`FUZZ_ASPACE`] (all rights).
+    pub const FUZZ_THREAD: usize = 9;
+    /// Fuzzer: the first of the slots its calls fill and empty at will (up to the last slot).
+    pub const FUZZ_SCRATCH: usize = 10;
 }
 
 /// Debug call numbers (`rax`), handled by the image rather than the kernel core.
@@ -152,6 +211,8 @@ pub mod info {
     /// The core the root task's device test routes its interrupt to: the last core, or the
     /// root's own core 0 under `lock=none` (whose objects must stay per core).
     pub const IRQ_CORE: usize = 7;
+    /// The largest selector.
+    pub const MAX: usize = 7;
 }
 
 /// [`info::COUNTER`] values: how a user program reads time.

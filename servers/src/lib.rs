@@ -11,6 +11,7 @@
 //!   tests, the pager test.
 //! * [`memtest`], [`devtest`]: the root task's tests of memory capabilities and of a device
 //!   interrupt, in test mode; [`virtio`]: a user-level virtio-mmio transport and queue.
+//! * [`fuzz`]: the in-guest system-call fuzzer of `mode=fuzz` and its drain server.
 //! * [`bench`](mod@bench): the kernel IPC benchmark programs (one-way IPC, round trips, throughput).
 //!
 //! # How programs are built and started
@@ -27,6 +28,7 @@ pub mod abi;
 pub mod bench;
 pub mod debug;
 pub mod devtest;
+pub mod fuzz;
 pub mod memtest;
 pub mod programs;
 pub mod sys;

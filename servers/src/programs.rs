@@ -24,6 +24,9 @@ pub fn run(role: u64, a: u64, b: u64) -> ! {
         role::BENCH_TP_CLIENT => crate::bench::tp_client(a as usize, b),
         role::BENCH_TP_SERVER => crate::bench::tp_server(),
         role::STACK_OVERFLOW => stack_overflow(),
+        role::FUZZ => crate::fuzz::run(a as usize, b, false),
+        role::FUZZ_COMMON_ONLY => crate::fuzz::run(a as usize, b, true),
+        role::FUZZ_DRAIN => crate::fuzz::drain(),
         other => {
             uprintln!("unknown role {other}");
             debug::panicked();
@@ -155,6 +158,12 @@ fn faulter(kind: u64) -> ! {
     match kind {
         fault::BAD_POINTER => uprintln!("faulter: reading the unmapped address 0xdead0000"),
         fault::INVALID_OPCODE => uprintln!("faulter: executing ud2"),
+        fault::WRITE_READ_ONLY => uprintln!("faulter: writing to its own code (read-only)"),
+        fault::EXECUTE_DATA => uprintln!("faulter: jumping to code copied onto its stack"),
+        fault::JUMP_TO_KERNEL => uprintln!(
+            "faulter: jumping into kernel memory at {:#x}",
+            crate::abi::KERNEL_ADDR
+        ),
         _ => uprintln!("faulter: dividing by zero"),
     }
     trigger(kind);
@@ -175,6 +184,24 @@ fn trigger(kind: u64) {
         },
         // SAFETY: deliberately raises #UD; the kernel stops this thread.
         fault::INVALID_OPCODE => unsafe { core::arch::asm!("ud2", options(nomem, nostack)) },
+        // SAFETY: deliberately writes to this program's own code, which the loader maps
+        // read-only: the page fault stops this thread before anything is changed.
+        fault::WRITE_READ_ONLY => unsafe {
+            core::arch::asm!("mov qword ptr [{0}], {1}", in(reg) trigger as fn(u64) as usize,
+                in(reg) 0usize, options(nostack))
+        },
+        fault::EXECUTE_DATA => {
+            // `ret` on the (writable, non-executable) stack: NX makes the call fault.
+            let code = core::hint::black_box([0xC3u8; 16]);
+            // SAFETY: deliberately calls into a data page; the fetch faults and the kernel
+            // stops this thread (were it executed, `ret` would just come back here).
+            unsafe { core::arch::asm!("call {0}", in(reg) code.as_ptr(), clobber_abi("C")) }
+        }
+        // SAFETY: deliberately jumps into kernel memory (a supervisor-only page): the fetch
+        // faults and the kernel stops this thread.
+        fault::JUMP_TO_KERNEL => unsafe {
+            core::arch::asm!("jmp {0}", in(reg) crate::abi::KERNEL_ADDR, options(nomem, nostack))
+        },
         // SAFETY: deliberately raises #DE (`div` by a zero register); the kernel stops this
         // thread.
         _ => unsafe {
@@ -198,6 +225,28 @@ fn trigger(kind: u64) {
         // SAFETY: deliberately raises an undefined-instruction exception; the kernel stops
         // this thread.
         fault::INVALID_OPCODE => unsafe { core::arch::asm!("udf #0", options(nomem, nostack)) },
+        // SAFETY: deliberately writes to this program's own code, which the loader maps
+        // read-only: the data abort stops this thread before anything is changed.
+        fault::WRITE_READ_ONLY => unsafe {
+            core::arch::asm!("str {1}, [{0}]", in(reg) trigger as fn(u64) as usize, in(reg) 0usize,
+                options(nostack))
+        },
+        fault::EXECUTE_DATA => {
+            // `bx lr` on the (writable, execute-never) stack: XN makes the call fault.
+            let code = core::hint::black_box([0xE12F_FF1Eu32; 4]);
+            // SAFETY: deliberately calls into a data page; the fetch faults and the kernel
+            // stops this thread (were it executed, `bx lr` would just come back here).
+            unsafe {
+                core::arch::asm!("blx {0}", in(reg) code.as_ptr(), out("r0") _, out("r1") _,
+                    out("r2") _, out("r3") _, out("r12") _, out("lr") _)
+            }
+        }
+        // SAFETY: deliberately jumps into the kernel's RAM window (privileged-only sections):
+        // the fetch faults and the kernel stops this thread.
+        fault::JUMP_TO_KERNEL => unsafe {
+            core::arch::asm!("bx {0}", in(reg) crate::abi::KERNEL_ADDR as usize,
+                options(nomem, nostack))
+        },
         // SAFETY: deliberately raises a prefetch abort (debug event); the kernel stops this
         // thread.
         _ => unsafe { core::arch::asm!("bkpt #0", options(nomem, nostack)) },

@@ -284,8 +284,15 @@ fn delete_recreate<S: Strategy>(name: &'static str, strategy: S, rounds: usize) 
                 priority: 10,
                 core: 1,
             },
-            1 => Syscall::Resume { thread: s(2) },
-            2..=4 => Syscall::Yield,
+            // A created thread has no registers until WriteRegisters gives it some.
+            1 => Syscall::WriteRegisters {
+                thread: s(2),
+                pc: 0x1000,
+                sp: 0x2000,
+                arg: 0,
+            },
+            2 => Syscall::Resume { thread: s(2) },
+            3 | 4 => Syscall::Yield,
             5 => Syscall::MapPage {
                 aspace: s(0),
                 mem: s(1),

@@ -171,6 +171,30 @@ pub struct QemuArgs {
     #[arg(long, conflicts_with = "tests")]
     pub stack_overflow: bool,
 
+    /// Boot `mode=fuzz`: a system-call fuzzer on every core beside its ping-pong pair (see
+    /// `servers::fuzz`). The run passes only if the kernel shuts down with success, prints no
+    /// panic, and every core's fuzzer reports its `fuzz: cpu N: C calls (...)` line with at
+    /// least `--calls` calls, no anomaly and a passed self-check.
+    #[arg(long, conflicts_with_all = ["tests", "stack_overflow"])]
+    pub fuzz: bool,
+
+    /// Calls each fuzzer makes (`--fuzz`; the kernel's default is 100000).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub calls: Option<u64>,
+
+    /// The fuzzers' seed (`--fuzz`; decimal or 0x hex; default: the guest's cycle counter).
+    /// Every run prints the seed it used.
+    #[arg(long)]
+    pub seed: Option<String>,
+
+    /// Run all guest cores on one host thread (`-accel tcg,thread=single`): the cores still
+    /// interleave (QEMU switches between them, also inside the kernel), but never run at the
+    /// same instant. On a host with fewer cores than the guest this is far faster under
+    /// contention (a 4-core fuzz run: about 3 s instead of 60 s on 2 host cores), because a
+    /// lock holder's thread is never descheduled while the others spin.
+    #[arg(long)]
+    pub single_thread_tcg: bool,
+
     /// Round trips of each ping-pong pair (default: 500 for the demo, 20 for the tests).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub rounds: Option<u32>,
@@ -350,12 +374,22 @@ fn device_args(machine: Machine) -> &'static [&'static str] {
 
 /// The QEMU command for `elf`.
 fn qemu_cmd(args: &QemuArgs, elf: &Path) -> Cmd {
-    let rounds = args.rounds.unwrap_or(if args.tests { 20 } else { 500 });
+    let rounds = args
+        .rounds
+        .unwrap_or(if args.tests || args.fuzz { 20 } else { 500 });
     // The extra words go first: the kernel reads the first `key=value` of a key, so they
     // override xtask's own.
     let mut append = args.append.clone().map(|a| a + " ").unwrap_or_default();
     let mode = if args.stack_overflow {
         "stackoverflow"
+    } else if args.fuzz {
+        if let Some(calls) = args.calls {
+            append.push_str(&format!("calls={calls} "));
+        }
+        if let Some(seed) = &args.seed {
+            append.push_str(&format!("seed={seed} "));
+        }
+        "fuzz"
     } else if args.tests {
         "test"
     } else {
@@ -371,7 +405,11 @@ fn qemu_cmd(args: &QemuArgs, elf: &Path) -> Cmd {
         smp: args.smp,
         elf,
         append,
-        extra: Vec::new(),
+        extra: if args.single_thread_tcg {
+            vec!["-accel".into(), "tcg,thread=single".into()]
+        } else {
+            Vec::new()
+        },
     })
 }
 
@@ -482,16 +520,74 @@ pub fn explain_stack_overflow(arch: Arch, code: Option<i32>, lines: &[String]) -
     }
 }
 
+/// Calls per fuzzer when `--calls` is not given (the image's default, the issue's 10^5).
+pub const FUZZ_DEFAULT_CALLS: u64 = 100_000;
+
+/// The verdict on a `--fuzz` run's console: for every core `0..smp` exactly one line
+/// `fuzz: cpu N: C calls (...); A anomalies; self-check ok` with `C >= min_calls` and `A == 0`.
+/// Returns a summary (calls per core) or what is wrong.
+pub fn check_fuzz(lines: &[String], smp: usize, min_calls: u64) -> Result<String, String> {
+    let mut calls: Vec<Option<u64>> = vec![None; smp];
+    let mut problems = Vec::new();
+    for line in lines {
+        let Some(rest) = line.split_once("fuzz: cpu ").map(|(_, r)| r) else {
+            continue;
+        };
+        let Some((cpu, rest)) = rest.split_once(": ") else {
+            continue;
+        };
+        let Some((n, rest)) = rest.split_once(" calls (") else {
+            continue;
+        };
+        // Not a count line (the seed line, the codes lines): a count line that does not parse
+        // is caught below as a missing one.
+        let (Ok(cpu), Ok(n)) = (cpu.parse::<usize>(), n.parse::<u64>()) else {
+            continue;
+        };
+        if cpu >= smp {
+            problems.push(format!("a fuzzer on cpu {cpu} of {smp}: {line}"));
+            continue;
+        }
+        if calls[cpu].replace(n).is_some() {
+            problems.push(format!("cpu {cpu} reported twice"));
+        }
+        if n < min_calls {
+            problems.push(format!("cpu {cpu}: {n} calls, fewer than {min_calls}"));
+        }
+        if !rest.contains("; 0 anomalies;") {
+            problems.push(format!("cpu {cpu}: anomalies: {line}"));
+        }
+        if !rest.ends_with("self-check ok") {
+            problems.push(format!("cpu {cpu}: self-check failed: {line}"));
+        }
+    }
+    for (cpu, c) in calls.iter().enumerate() {
+        if c.is_none() {
+            problems.push(format!("no count line from the fuzzer of cpu {cpu}"));
+        }
+    }
+    if problems.is_empty() {
+        let per: Vec<String> = calls.iter().flatten().map(u64::to_string).collect();
+        Ok(format!(
+            "{} fuzzers, calls per core {} (at least {min_calls} each), no anomalies",
+            smp,
+            per.join(", ")
+        ))
+    } else {
+        Err(problems.join("; "))
+    }
+}
+
 /// The least `TESTS PLANNED` a `--tests` run on `smp` cores must announce, whatever the lock:
 /// what the image plans today (see `image-x86`): `selftest::KERNEL_TESTS` (9) in-kernel tests,
-/// `debugcalls::FINAL_TESTS` (5) final checks, one ping-pong test per core, the pager test (run,
+/// `debugcalls::FINAL_TESTS` (8) final checks, one ping-pong test per core, the pager test (run,
 /// or reported skipped under `--lock none`) and `selftest::USER_ERROR_TESTS` (7) error-path
 /// tests. The guest may plan more (a new test needs no change here), never fewer: a guest that
 /// plans nothing, or drops tests from its plan, fails the run. Keep this in step when a test
 /// goes away.
 pub fn min_plan(smp: usize) -> usize {
     const KERNEL_TESTS: usize = 9;
-    const FINAL_TESTS: usize = 5;
+    const FINAL_TESTS: usize = 8;
     const PAGER_TEST: usize = 1;
     const USER_ERROR_TESTS: usize = 7;
     KERNEL_TESTS + FINAL_TESTS + smp + PAGER_TEST + USER_ERROR_TESTS
@@ -718,6 +814,16 @@ pub fn run(root: &Path, args: &QemuArgs) -> ExitCode {
         );
         ok &= suite.failures.is_empty();
     }
+    if args.fuzz {
+        let min = args.calls.unwrap_or(FUZZ_DEFAULT_CALLS);
+        match check_fuzz(&out.lines, args.smp as usize, min) {
+            Ok(summary) => eprintln!("qemu: fuzz: {summary}"),
+            Err(why) => {
+                eprintln!("qemu: fuzz: FAILED: {why}");
+                ok = false;
+            }
+        }
+    }
     ok &= !panicked;
     if ok {
         eprintln!("qemu: {what} ({secs:.2} s wall, boot to exit)");
@@ -876,6 +982,10 @@ mod tests {
             debug: false,
             tests: false,
             stack_overflow: false,
+            fuzz: false,
+            calls: None,
+            seed: None,
+            single_thread_tcg: false,
             rounds: None,
             timeout: 60,
             append: None,
@@ -931,6 +1041,67 @@ mod tests {
         assert!(!explain_stack_overflow(Arch::Armv7, Some(0), &report).0);
         let other = lines("!!! EXCEPTION on cpu 0: vector 14 (#PF page fault)");
         assert!(!explain_stack_overflow(Arch::X86_64, Some(35), &other).0);
+    }
+
+    #[test]
+    fn a_fuzz_run_needs_every_cores_count_line_with_enough_calls() {
+        let line = |cpu: usize, n: u64, anomalies: u64, check: &str| {
+            format!(
+                "  [cpu {cpu} thread 3] fuzz: cpu {cpu}: {n} calls (90000 kernel: 1 ok, 89999 \
+                 errors; 10000 image; 6000 hostile sp); {anomalies} anomalies; self-check {check}"
+            )
+        };
+        let good: Vec<String> = (0..4).map(|c| line(c, 100_000, 0, "ok")).collect();
+        let ok = check_fuzz(&good, 4, 100_000);
+        assert_eq!(
+            ok,
+            Ok(
+                "4 fuzzers, calls per core 100000, 100000, 100000, 100000 (at least 100000 \
+                each), no anomalies"
+                    .into()
+            )
+        );
+        // A missing core, too few calls, an anomaly, a failed self-check, a repeat.
+        assert!(check_fuzz(&good[..3], 4, 100_000)
+            .unwrap_err()
+            .contains("no count line from the fuzzer of cpu 3"));
+        let mut few = good.clone();
+        few[2] = line(2, 99_999, 0, "ok");
+        assert!(check_fuzz(&few, 4, 100_000)
+            .unwrap_err()
+            .contains("cpu 2: 99999 calls, fewer than 100000"));
+        let mut bad = good.clone();
+        bad[1] = line(1, 100_000, 3, "ok");
+        assert!(check_fuzz(&bad, 4, 100_000)
+            .unwrap_err()
+            .contains("cpu 1: anomalies"));
+        bad[1] = line(1, 100_000, 0, "FAILED");
+        assert!(check_fuzz(&bad, 4, 100_000)
+            .unwrap_err()
+            .contains("cpu 1: self-check failed"));
+        let mut twice = good.clone();
+        twice.push(line(0, 100_000, 0, "ok"));
+        assert!(check_fuzz(&twice, 4, 100_000)
+            .unwrap_err()
+            .contains("cpu 0 reported twice"));
+        // The seed line and the codes lines are not count lines.
+        let mut more = good.clone();
+        more.push(
+            "  [cpu 0 thread 3] fuzz: cpu 0: seed 0x1, 100000 calls (replay: seed=0x1)".into(),
+        );
+        more.push("  [cpu 0 thread 3] fuzz: cpu 0: codes ok=1 UnknownSyscall=2".into());
+        assert!(check_fuzz(&more, 4, 100_000).is_ok());
+        let mut args = default_args(Arch::X86_64);
+        args.fuzz = true;
+        args.calls = Some(7);
+        args.seed = Some("0x2a".into());
+        assert!(qemu_cmd(&args, Path::new("/img"))
+            .display()
+            .contains("-append 'calls=7 seed=0x2a lock=clh mode=fuzz rounds=20'"));
+        args.single_thread_tcg = true;
+        assert!(qemu_cmd(&args, Path::new("/img"))
+            .display()
+            .contains(" -accel tcg,thread=single"));
     }
 
     #[test]
