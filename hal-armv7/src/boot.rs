@@ -479,7 +479,7 @@ extern "C" fn primary_entry(entry_psr: u32) -> ! {
     let buf = unsafe { &mut *CMDLINE.0.get() };
     let cmdline = crate::exit::cmdline(buf);
 
-    PERCPU[0].online.store(true, Ordering::Release);
+    PERCPU[0].set_online();
     let platform = PLATFORM.set(Platform {
         machine,
         midr,
@@ -514,6 +514,6 @@ extern "C" fn secondary_entry(cpu_index: u32, entry_psr: u32) -> ! {
     gic::init_cpu();
     PERCPU[cpu].entry_psr.store(entry_psr, Ordering::Relaxed);
     PERCPU[cpu].mpidr.store(cpu::mpidr(), Ordering::Relaxed);
-    PERCPU[cpu].online.store(true, Ordering::Release);
+    PERCPU[cpu].set_online();
     crate::smp::run_ap_main(cpu)
 }

@@ -1,27 +1,25 @@
 //! Serial console: the i.MX6 UART (sabrelite UART1) or the PL011 (virt), and the
 //! [`print!`](crate::print) / [`println!`](crate::println) macros.
 //!
-//! One spin lock serialises whole `println!` calls, so lines from different cores never
-//! interleave. The lock is taken with IRQs masked on the calling core, so an interrupt handler
-//! that prints can never find the lock held by the code it interrupted on the same core.
-//!
-//! The lock uses LDREX/STREX, which need the MMU and caches on (see [`boot`](crate::boot)):
-//! until core 0 has enabled them, [`print`] writes without the lock (only core 0 runs then).
-//! Fault reports use [`emergency_print`], which waits a bounded time for the lock and then
-//! takes it by force, so a core that died while printing cannot silence the others.
+//! The locking, line handling and fault-path printing are [`hal_common::console`], shared with
+//! x86-64: one spin lock serialises whole `println!` calls, taken with IRQs masked, and
+//! [`emergency_print`] breaks a lock held too long. The lock uses LDREX/STREX, which need the
+//! MMU and caches on (see [`boot`](crate::boot)): until core 0 has enabled them, [`print`]
+//! writes without the lock (only core 0 runs then).
 //!
 //! Writes wait (boundedly) for room in the transmit FIFO; a UART write is a store to Device
 //! memory, which the CPU keeps in program order with other Device accesses, so no barrier is
 //! needed between the status read and the data write.
 
-use core::fmt::{self, Write};
-use core::sync::atomic::{AtomicBool, Ordering};
+use core::fmt;
+
+use hal_common::console::{Console, SerialOut};
 
 use tock_registers::interfaces::{Readable, Writeable};
 use tock_registers::registers::{ReadOnly, ReadWrite, WriteOnly};
 use tock_registers::{register_bitfields, register_structs};
 
-use crate::cpu::without_interrupts;
+use crate::cpu::Irqs;
 use crate::machine::Machine;
 
 register_bitfields![u32,
@@ -211,34 +209,22 @@ impl Uart {
     }
 }
 
-impl Write for Uart {
-    fn write_str(&mut self, s: &str) -> fmt::Result {
-        for byte in s.bytes() {
-            if byte == b'\n' {
-                self.write_byte(b'\r');
-            }
-            self.write_byte(byte);
-        }
-        Ok(())
+impl SerialOut for Uart {
+    fn write_byte(&mut self, byte: u8) {
+        Uart::write_byte(self, byte);
     }
 }
 
-static CONSOLE: spin::Mutex<Uart> = spin::Mutex::new(Uart::None);
-
-/// Set once the MMU and caches are on: from then on the console lock may be used.
-static LOCKS_READY: AtomicBool = AtomicBool::new(false);
-
-/// A UART handle for core 0's early output, before the lock may be used.
-static mut EARLY: Uart = Uart::None;
+static CONSOLE: Console<Uart, Irqs> = Console::new(Uart::None);
 
 /// Initialises the console UART of `machine`. Called once by core 0, before the MMU is on.
 ///
 /// # Safety
-/// Core 0 only, once, while no other core runs (the early UART handle is unsynchronised).
+/// Core 0 only, once, while no other core runs, with IRQs masked.
 pub(crate) unsafe fn init_early(machine: Machine) {
     // SAFETY: the UART of the detected machine; the MMU is off, so it is accessed as
-    // Strongly-ordered memory. No other core runs, so the static is not shared yet.
-    unsafe { *core::ptr::addr_of_mut!(EARLY) = Uart::new(machine) };
+    // Strongly-ordered memory. Only core 0 runs, IRQs masked, locking not enabled yet.
+    unsafe { CONSOLE.with_unlocked(|u| *u = Uart::new(machine)) };
 }
 
 /// Switches the console to the locked UART: called by core 0 once its MMU and caches are on
@@ -247,57 +233,23 @@ pub(crate) unsafe fn init_early(machine: Machine) {
 /// # Safety
 /// Core 0 only, once, before any other core runs.
 pub(crate) unsafe fn enable_locking() {
-    // SAFETY: no other core runs yet; the early handle is moved into the lock exactly once.
-    let uart = unsafe { core::ptr::replace(core::ptr::addr_of_mut!(EARLY), Uart::None) };
-    *CONSOLE.lock() = uart;
-    LOCKS_READY.store(true, Ordering::Release);
-}
-
-fn with_uart(f: impl FnOnce(&mut Uart)) {
-    if LOCKS_READY.load(Ordering::Acquire) {
-        without_interrupts(|| f(&mut CONSOLE.lock()));
-    } else {
-        // SAFETY: before `enable_locking` only core 0 runs, with IRQs masked (the vector table
-        // may not even be installed yet), so nothing else touches the early handle.
-        f(unsafe { &mut *core::ptr::addr_of_mut!(EARLY) });
-    }
+    CONSOLE.enable_locking();
 }
 
 /// Prints formatted text to the console; used by [`print!`](crate::print).
 pub fn print(args: fmt::Arguments<'_>) {
-    with_uart(|u| {
-        let _ = u.write_fmt(args);
-    });
+    CONSOLE.print(args);
 }
 
 /// Writes a string to the console (the `Hal` console operation).
 pub fn write_str(s: &str) {
-    with_uart(|u| {
-        let _ = u.write_str(s);
-    });
+    CONSOLE.write_str(s);
 }
 
 /// Prints from a fault or panic path: waits a bounded time for the console lock, then takes it
 /// anyway (its holder may be the faulting code itself or a dead core).
 pub fn emergency_print(args: fmt::Arguments<'_>) {
-    if !LOCKS_READY.load(Ordering::Acquire) {
-        print(args);
-        return;
-    }
-    without_interrupts(|| {
-        for _ in 0..5_000_000u32 {
-            if let Some(mut uart) = CONSOLE.try_lock() {
-                let _ = uart.write_fmt(args);
-                return;
-            }
-            core::hint::spin_loop();
-        }
-        // SAFETY: the holder has not released the lock in a long time: it is this core (fault
-        // inside a print) or a stopped core. Breaking the lock may interleave output, which is
-        // acceptable for a last report; the UART itself has no state a torn line can corrupt.
-        unsafe { CONSOLE.force_unlock() };
-        let _ = CONSOLE.lock().write_fmt(args);
-    });
+    CONSOLE.emergency_print(args);
 }
 
 /// Prints to the serial console, like `std::print!`; safe to call from any core.

@@ -59,6 +59,15 @@ pub fn without_interrupts<R>(f: impl FnOnce() -> R) -> R {
     r
 }
 
+/// [`without_interrupts`] for the shared HAL code ([`hal_common`]'s console and table pool).
+pub struct Irqs;
+
+impl hal_common::console::IrqMask for Irqs {
+    fn without_interrupts<R>(f: impl FnOnce() -> R) -> R {
+        without_interrupts(f)
+    }
+}
+
 /// Waits for an interrupt. A pending (even masked) interrupt ends the wait, so this is safe to
 /// call with IRQs masked as a "sleep until something happens".
 #[inline]

@@ -53,7 +53,7 @@ pub struct SvcFrame {
 /// loop, each one enters the kernel, which may switch to a user thread (never returning here).
 pub(crate) extern "C" fn irq_entry() {
     while let Some(ev) = crate::usermode::take_interrupt() {
-        crate::usermode::idle_interrupt(&ev);
+        crate::usermode::idle_interrupt(ev);
     }
 }
 

@@ -121,36 +121,17 @@ register_structs! {
     }
 }
 
-/// The IPI kinds and the SGI number each is delivered on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u32)]
-pub enum IpiKind {
-    /// Ask the target to reschedule.
-    Reschedule = 0,
-    /// Ask the target to flush its TLB.
-    TlbShootdown = 1,
-    /// Ask the target to stop.
-    Halt = 2,
-    /// Test IPI (boot self-test).
-    Test = 3,
+/// The IPI kinds: the kernel's own, each on its own SGI here.
+pub use kernel::IpiKind;
+
+/// The SGI number (interrupt ID) `kind` is delivered on.
+pub const fn sgi_of(kind: IpiKind) -> u32 {
+    kind as u32
 }
 
-impl IpiKind {
-    /// The SGI number (interrupt ID) this kind is delivered on.
-    pub const fn sgi(self) -> u32 {
-        self as u32
-    }
-
-    /// The kind delivered on SGI `id`, if any.
-    pub const fn from_sgi(id: u32) -> Option<IpiKind> {
-        match id {
-            0 => Some(IpiKind::Reschedule),
-            1 => Some(IpiKind::TlbShootdown),
-            2 => Some(IpiKind::Halt),
-            3 => Some(IpiKind::Test),
-            _ => None,
-        }
-    }
+/// The kind delivered on SGI `id`, if any.
+pub fn ipi_of_sgi(id: u32) -> Option<IpiKind> {
+    IpiKind::ALL.get(id as usize).copied()
 }
 
 /// Priority given to every interrupt the HAL enables (lower is more urgent).

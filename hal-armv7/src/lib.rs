@@ -90,9 +90,7 @@ pub use target::*;
 
 #[cfg(all(target_arch = "arm", target_os = "none"))]
 mod target {
-    use core::cell::UnsafeCell;
-    use core::mem::MaybeUninit;
-    use core::sync::atomic::{AtomicBool, Ordering};
+    pub(crate) use hal_common::InitOnce;
 
     use crate::fault::Mode;
     use crate::gic::IpiKind;
@@ -146,58 +144,6 @@ mod target {
         }
     }
 
-    /// A value set once during boot, read-only afterwards.
-    pub(crate) struct InitOnce<T> {
-        set: AtomicBool,
-        value: UnsafeCell<MaybeUninit<T>>,
-    }
-
-    // SAFETY: the value is written once, before `set` is published with Release; readers only
-    // read it after observing `set` with Acquire, and never mutate it.
-    unsafe impl<T: Sync> Sync for InitOnce<T> {}
-
-    impl<T> InitOnce<T> {
-        pub(crate) const fn new() -> Self {
-            Self {
-                set: AtomicBool::new(false),
-                value: UnsafeCell::new(MaybeUninit::uninit()),
-            }
-        }
-
-        /// Stores the value; panics if called twice.
-        pub(crate) fn set(&self, value: T) -> &T {
-            assert!(!self.set.load(Ordering::Acquire), "InitOnce set twice");
-            // SAFETY: only core 0 calls this, once, before publishing.
-            let r = unsafe { (*self.value.get()).write(value) };
-            self.set.store(true, Ordering::Release);
-            r
-        }
-
-        /// The value, for a caller whose core already observed it set through [`get`](Self::get)
-        /// (Acquire) earlier in program order: that load made the initialisation
-        /// happen-before everything this core does afterwards, so this read needs no Acquire
-        /// of its own (on ARMv7 an Acquire load is a `dmb ish`; this is for the per-trap paths).
-        ///
-        /// # Safety
-        /// The calling core received `Some` from [`get`](Self::get) on this `InitOnce` before.
-        pub(crate) unsafe fn get_observed(&self) -> &T {
-            debug_assert!(self.set.load(Ordering::Relaxed), "InitOnce read before set");
-            // SAFETY: the caller's earlier Acquire load of `set` saw `true`, so the write of
-            // the value happens-before this read; it is never written again.
-            unsafe { (*self.value.get()).assume_init_ref() }
-        }
-
-        /// The value, once set.
-        pub(crate) fn get(&self) -> Option<&T> {
-            if self.set.load(Ordering::Acquire) {
-                // SAFETY: initialised before `set` became true, never written again.
-                Some(unsafe { (*self.value.get()).assume_init_ref() })
-            } else {
-                None
-            }
-        }
-    }
-
     pub(crate) static PLATFORM: InitOnce<Platform> = InitOnce::new();
 
     /// The platform description, once core 0 has built it (before the kernel's main runs).
@@ -223,7 +169,7 @@ mod target {
 
         /// Sends a software-generated interrupt of `kind` to core `cpu`.
         pub fn send_ipi(cpu: CpuIndex, kind: IpiKind) {
-            crate::gic::send_sgi(cpu, kind.sgi());
+            crate::gic::send_sgi(cpu, crate::gic::sgi_of(kind));
         }
 
         /// The cycle counter: the A9 global timer (sabrelite) or the generic counter (virt).
@@ -269,6 +215,55 @@ mod target {
         }
     }
 
+    /// The boot demos' shared checks ([`hal_common::demo`]) on this HAL.
+    impl hal_common::demo::DemoHal for ArmHal {
+        fn println(args: core::fmt::Arguments<'_>) {
+            crate::println!("{args}");
+        }
+        fn cycles() -> u64 {
+            crate::timer::cycles()
+        }
+        fn cycles_hz() -> u64 {
+            crate::timer::cycles_hz()
+        }
+        fn since_boot_ns() -> u64 {
+            crate::timer::since_boot_ns()
+        }
+        fn timer_start(hz: u32) {
+            Self::timer_start(hz);
+        }
+        fn timer_ticks() -> u64 {
+            Self::timer_ticks()
+        }
+        fn enable_interrupts() {
+            crate::cpu::enable_interrupts();
+        }
+        fn wait_for_interrupt() {
+            crate::cpu::wfi();
+        }
+        fn cpu_count() -> usize {
+            crate::smp::cpu_count()
+        }
+        fn is_online(cpu: CpuIndex) -> bool {
+            crate::percpu::PERCPU
+                .get(cpu)
+                .is_some_and(|p| p.is_online())
+        }
+        fn ipis(cpu: CpuIndex) -> u64 {
+            crate::percpu::PERCPU.get(cpu).map_or(0, |p| p.ipis())
+        }
+        fn send_test_ipi(cpu: CpuIndex) {
+            Self::send_ipi(cpu, IpiKind::Test);
+        }
+        fn exit(success: bool) -> ! {
+            crate::exit::exit_qemu(if success {
+                crate::exit::ExitCode::Success
+            } else {
+                crate::exit::ExitCode::Failure
+            })
+        }
+    }
+
     /// The kernel core's view of this HAL. Every operation concerns the calling core (the
     /// kernel passes `cpu` for hosted HALs' logs; here it is always the caller).
     impl kernel::Hal for ArmHal {
@@ -279,15 +274,9 @@ mod target {
             crate::smp::online_count()
         }
         fn send_ipi(&self, _cpu: kernel::CpuId, target: kernel::CpuId, kind: kernel::IpiKind) {
-            let kind = match kind {
-                kernel::IpiKind::Reschedule => IpiKind::Reschedule,
-                kernel::IpiKind::TlbShootdown => IpiKind::TlbShootdown,
-                kernel::IpiKind::Halt => IpiKind::Halt,
-                kernel::IpiKind::Test => IpiKind::Test,
-            };
             // `send_sgi` starts with a `dsb`: the page-table stores and the kernel state the
             // IPI announces are complete before the target can take it.
-            crate::gic::send_sgi(target, kind.sgi());
+            crate::gic::send_sgi(target, crate::gic::sgi_of(kind));
         }
         unsafe fn switch_address_space(&self, _cpu: kernel::CpuId, root: kernel::PhysAddr) {
             // Also drops this core's TLB entries of the address space it leaves (its ASID), so
@@ -346,8 +335,8 @@ mod target {
         }
         fn set_entry(&self, thread: kernel::ThreadId, pc: usize, sp: usize, arg: usize) {
             // SAFETY: the kernel calls this in its critical section for a thread that is
-            // inactive and no core's current thread, as `usermode::set_entry` requires.
-            unsafe { crate::usermode::set_entry(thread, pc as u32, sp as u32, arg as u32) }
+            // inactive and no core's current thread, as `set_initial_context` requires.
+            unsafe { crate::usermode::USER.set_initial_context(thread, pc, sp, [arg, 0, 0]) }
         }
         fn irq_line_available(&self, irq: kernel::IrqId) -> bool {
             crate::gic::spi_available(irq.index() as u32)

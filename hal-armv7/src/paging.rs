@@ -29,6 +29,7 @@
 use core::arch::asm;
 use core::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 
+use hal_common::table_pool::{FrameWindow, TablePool};
 use kernel::config::USER_TOP;
 use kernel::MapPrepError;
 
@@ -103,11 +104,7 @@ pub fn init(machine: Machine) {
     // frame one second-level table (1 KiB) and its tag shadow.
     let frames = ((FRAME_POOL_END - start) / PAGE_SIZE / 64).max(256);
     if let Some(base) = alloc_aligned(frames, PAGE_SIZE) {
-        let mut p = POOL.lock();
-        p.next = base as usize;
-        p.end = base as usize + frames * PAGE_SIZE;
-        p.n_free = frames;
-        p.total = frames;
+        POOL.reserve(base, base + (frames * PAGE_SIZE) as PhysAddr);
     }
 }
 
@@ -483,77 +480,37 @@ pub fn sweep(
     removed
 }
 
-/// Free page-table frames, linked through their first word; retired ones per core likewise,
-/// until that core's TLB shoot-down completed ([`reclaim_tables`]).
-struct TablePool {
-    next: usize,
-    end: usize,
-    free: usize,
-    n_free: usize,
-    total: usize,
-    retired: [usize; crate::percpu::MAX_CPUS],
+/// Frames reached by their physical address: the kernel maps RAM one to one.
+struct Identity;
+
+impl FrameWindow for Identity {
+    fn frame_ptr(phys: PhysAddr) -> *mut u8 {
+        phys as usize as *mut u8
+    }
 }
 
-static POOL: spin::Mutex<TablePool> = spin::Mutex::new(TablePool {
-    next: 0,
-    end: 0,
-    free: 0,
-    n_free: 0,
-    total: 0,
-    retired: [0; crate::percpu::MAX_CPUS],
-});
+/// The pool of second-level tables (see [`hal_common::table_pool`] for the retire-then-reclaim
+/// rule). Each frame holds one table (1 KiB) and its tag shadow.
+static POOL: TablePool<Identity, crate::cpu::Irqs, { crate::percpu::MAX_CPUS }> = TablePool::new();
 
 /// A zeroed frame for a second-level table and its tags (`None`: the pool is exhausted).
 fn alloc_table() -> Option<PhysAddr> {
-    let f = {
-        let mut p = POOL.lock();
-        let f = if p.free != 0 {
-            let f = p.free;
-            // SAFETY: a free frame holds the next link in its first word.
-            p.free = unsafe { (f as *const usize).read_volatile() };
-            f
-        } else if p.next < p.end {
-            p.next += PAGE_SIZE;
-            p.next - PAGE_SIZE
-        } else {
-            return None;
-        };
-        p.n_free -= 1;
-        f
-    };
-    // SAFETY: the frame was just taken from the pool; nobody else uses it.
-    unsafe { core::ptr::write_bytes(f as *mut u8, 0, PAGE_SIZE) };
-    Some(f as PhysAddr)
+    POOL.alloc()
 }
 
 /// Puts an unlinked table frame on core `cpu`'s retired list.
 fn retire_table(cpu: usize, f: usize) {
-    let cpu = cpu.min(crate::percpu::MAX_CPUS - 1);
-    let mut p = POOL.lock();
-    // SAFETY: no entry points at `f` any more; its first word links the list.
-    unsafe { (f as *mut usize).write_volatile(p.retired[cpu]) };
-    p.retired[cpu] = f;
+    POOL.retire(cpu, f as PhysAddr);
 }
 
 /// Returns core `cpu`'s retired tables to the free list (after its TLB shoot-down).
 pub fn reclaim_tables(cpu: usize) {
-    let cpu = cpu.min(crate::percpu::MAX_CPUS - 1);
-    let mut p = POOL.lock();
-    while p.retired[cpu] != 0 {
-        let f = p.retired[cpu];
-        // SAFETY: retired frames link through their first word.
-        p.retired[cpu] = unsafe { (f as *const usize).read_volatile() };
-        // SAFETY: now on the free list.
-        unsafe { (f as *mut usize).write_volatile(p.free) };
-        p.free = f;
-        p.n_free += 1;
-    }
+    POOL.reclaim(cpu);
 }
 
 /// `(free, total)` frames of the page-table pool.
 pub fn table_frames() -> (usize, usize) {
-    let p = POOL.lock();
-    (p.n_free, p.total)
+    POOL.counts()
 }
 
 /// Why a page-table write was refused.

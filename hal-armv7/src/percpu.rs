@@ -5,23 +5,19 @@
 //! MPIDR is one `mrc`, cheap enough that no per-core pointer register is needed yet (TPIDRPRW
 //! stays free for the kernel).
 
-use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicU32, Ordering};
 
 /// Most cores the HAL supports (static arrays and stacks are sized by it).
 pub const MAX_CPUS: usize = 8;
 
-/// Index of a core, `0..MAX_CPUS`, 0 being the boot core. Same meaning as `sync::CpuId`.
-pub type CpuIndex = usize;
+pub use hal_common::percpu::{CoreStats, CpuIndex};
 
 /// State of one core. Every field is atomic: other cores read it (online flags, counters).
 pub struct PerCpu {
     index: CpuIndex,
-    /// Set by the core once it runs Rust code with its MMU, caches and GIC interface on.
-    pub(crate) online: AtomicBool,
-    /// Timer interrupts taken.
-    pub(crate) ticks: AtomicU64,
-    /// Software-generated interrupts (IPIs) received.
-    pub(crate) ipis: AtomicU64,
+    /// Online (set once the core runs Rust code with its MMU, caches and GIC interface on),
+    /// timer ticks and IPIs (SGIs); reached through `Deref`.
+    stats: CoreStats,
     /// CPSR value at this core's entry (mode it was started in).
     pub(crate) entry_psr: AtomicU32,
     /// MPIDR of this core.
@@ -32,9 +28,7 @@ impl PerCpu {
     const fn new(index: CpuIndex) -> Self {
         Self {
             index,
-            online: AtomicBool::new(false),
-            ticks: AtomicU64::new(0),
-            ipis: AtomicU64::new(0),
+            stats: CoreStats::new(),
             entry_psr: AtomicU32::new(0),
             mpidr: AtomicU32::new(0),
         }
@@ -45,21 +39,6 @@ impl PerCpu {
         self.index
     }
 
-    /// Whether the core is up.
-    pub fn is_online(&self) -> bool {
-        self.online.load(Ordering::Acquire)
-    }
-
-    /// Timer interrupts taken.
-    pub fn ticks(&self) -> u64 {
-        self.ticks.load(Ordering::Relaxed)
-    }
-
-    /// IPIs (SGIs) received.
-    pub fn ipis(&self) -> u64 {
-        self.ipis.load(Ordering::Acquire)
-    }
-
     /// CPSR at entry.
     pub fn entry_psr(&self) -> u32 {
         self.entry_psr.load(Ordering::Relaxed)
@@ -68,6 +47,13 @@ impl PerCpu {
     /// MPIDR of the core.
     pub fn mpidr(&self) -> u32 {
         self.mpidr.load(Ordering::Relaxed)
+    }
+}
+
+impl core::ops::Deref for PerCpu {
+    type Target = CoreStats;
+    fn deref(&self) -> &CoreStats {
+        &self.stats
     }
 }
 

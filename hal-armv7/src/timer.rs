@@ -160,18 +160,8 @@ pub fn delay_us(us: u64) {
 }
 
 /// Polls `cond` until it holds or `us` microseconds passed; returns whether it held.
-pub fn wait_until(us: u64, mut cond: impl FnMut() -> bool) -> bool {
-    let start = cycles();
-    let budget = us.saturating_mul(cycles_hz()) / 1_000_000;
-    loop {
-        if cond() {
-            return true;
-        }
-        if cycles().wrapping_sub(start) >= budget {
-            return cond();
-        }
-        core::hint::spin_loop();
-    }
+pub fn wait_until(us: u64, cond: impl FnMut() -> bool) -> bool {
+    hal_common::demo::wait_until(us, cycles_hz(), cycles, cond)
 }
 
 /// Interrupt ID of the tick timer.
@@ -231,7 +221,5 @@ pub(crate) fn on_interrupt() {
             .max(1);
         CntvTval::write(CntvTval(period));
     }
-    crate::percpu::this_cpu()
-        .ticks
-        .fetch_add(1, Ordering::Relaxed);
+    crate::percpu::this_cpu().count_tick();
 }

@@ -86,39 +86,21 @@ pub fn eoi() {
     write(REG_EOI, 0);
 }
 
-/// Kinds of inter-processor interrupts, each with its own vector.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u8)]
-pub enum IpiKind {
-    /// Ask the target to reschedule.
-    Reschedule = 0,
-    /// Ask the target to flush its TLB.
-    TlbShootdown = 1,
-    /// Ask the target to stop.
-    Halt = 2,
-    /// Test IPI (boot self-test).
-    Test = 3,
+/// Kinds of inter-processor interrupts: the kernel's own, each on its own vector here.
+pub use kernel::IpiKind;
+
+/// The vector `kind` is delivered on.
+pub const fn ipi_vector(kind: IpiKind) -> u8 {
+    IPI_VECTOR_BASE + kind as u8
 }
 
-impl IpiKind {
-    /// The vector this kind is delivered on.
-    pub const fn vector(self) -> u8 {
-        IPI_VECTOR_BASE + self as u8
-    }
-
-    /// The kind delivered on `vector`, if any.
-    pub fn from_vector(vector: u64) -> Option<Self> {
-        match vector.checked_sub(u64::from(IPI_VECTOR_BASE))? {
-            0 => Some(Self::Reschedule),
-            1 => Some(Self::TlbShootdown),
-            2 => Some(Self::Halt),
-            3 => Some(Self::Test),
-            _ => None,
-        }
-    }
+/// The kind delivered on `vector`, if any.
+pub fn ipi_of_vector(vector: u64) -> Option<IpiKind> {
+    let i = vector.checked_sub(u64::from(IPI_VECTOR_BASE))?;
+    IpiKind::ALL.get(usize::try_from(i).ok()?).copied()
 }
 
-const _: () = assert!(IpiKind::Test as u8 + 1 == IPI_VECTORS);
+const _: () = assert!(IpiKind::ALL.len() == IPI_VECTORS as usize);
 
 fn wait_icr_idle() {
     let mut spins = 0u32;
@@ -149,7 +131,7 @@ pub fn send_ipi(cpu: CpuIndex, kind: IpiKind) {
     let apic_id = PERCPU[cpu].apic_id();
     assert!(apic_id != u32::MAX, "send_ipi: cpu {cpu} has no APIC id");
     // SAFETY: a fixed-delivery interrupt on one of the HAL's IPI vectors only runs the handler.
-    unsafe { send_icr(apic_id, ICR_ASSERT | u32::from(kind.vector())) }
+    unsafe { send_icr(apic_id, ICR_ASSERT | u32::from(ipi_vector(kind))) }
 }
 
 /// Sends an INIT IPI.

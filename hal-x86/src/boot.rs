@@ -25,7 +25,6 @@
 //! [`entry_point!`](crate::entry_point).
 
 use core::arch::global_asm;
-use core::sync::atomic::Ordering;
 
 use crate::acpi::{self, PhysMemory};
 use crate::cpu::{outb, CpuFeatures};
@@ -232,7 +231,7 @@ extern "C" fn bsp_entry(start_info_phys: u32) -> ! {
     };
     let bsp_apic_id = apic::init_local();
     percpu::register(0, bsp_apic_id);
-    PERCPU[0].online.store(true, Ordering::Release);
+    PERCPU[0].set_online();
     let ioapic = ioapic::init(acpi.as_ref().ok(), bsp_apic_id);
     let clock = time::calibrate(acpi.as_ref().ok(), boot.cmdline_value("clock"));
     let platform = PLATFORM.set(Platform {

@@ -1,17 +1,16 @@
 //! COM1 serial console (16550 UART at I/O port 0x3F8) and the [`print!`](crate::print) /
 //! [`println!`](crate::println) macros.
 //!
-//! One spin lock serialises whole `println!` calls, so lines from different cores never
-//! interleave. The lock is taken with interrupts disabled on the calling core: an interrupt
-//! handler that prints on the same core can then never find the lock held by the code it
-//! interrupted. Fault reports use [`emergency_print`], which waits a bounded time for the lock
-//! and then takes it by force, so a core that died while printing cannot silence the others.
+//! The locking, line handling and fault-path printing are [`hal_common::console`], shared with
+//! ARMv7: one spin lock serialises whole `println!` calls, taken with interrupts disabled, and
+//! [`emergency_print`] breaks a lock held too long.
 
-use core::fmt::{self, Write};
+use core::fmt;
 
+use hal_common::console::{Console, SerialOut};
 use uart_16550::SerialPort;
 
-use crate::cpu::{outb, without_interrupts};
+use crate::cpu::{outb, Irqs};
 
 /// I/O base of COM1.
 pub const COM1: u16 = 0x3F8;
@@ -58,57 +57,38 @@ impl Uart {
     }
 }
 
-impl Write for Uart {
-    fn write_str(&mut self, s: &str) -> fmt::Result {
-        for byte in s.bytes() {
-            if byte == b'\n' {
-                self.write_byte(b'\r');
-            }
-            self.write_byte(byte);
-        }
-        Ok(())
+impl SerialOut for Uart {
+    fn write_byte(&mut self, byte: u8) {
+        Uart::write_byte(self, byte);
     }
 }
 
 // SAFETY: COM1 is the PC's first serial port; this console is its only driver.
-static CONSOLE: spin::Mutex<Uart> = spin::Mutex::new(unsafe { Uart::new(COM1) });
+static CONSOLE: Console<Uart, Irqs> = Console::new(unsafe { Uart::new(COM1) });
 
-/// Initialises COM1. Called once by the boot code before anything prints.
+/// Initialises COM1. Called once by the boot code before anything prints; from then on every
+/// print takes the console lock.
 pub fn init() {
-    CONSOLE.lock().init();
+    // SAFETY: the boot code calls this once on the bootstrap processor, with interrupts off,
+    // before any other core runs.
+    unsafe { CONSOLE.with_unlocked(Uart::init) };
+    CONSOLE.enable_locking();
 }
 
 /// Prints formatted text to the console; used by [`print!`](crate::print).
 pub fn print(args: fmt::Arguments<'_>) {
-    without_interrupts(|| {
-        let _ = CONSOLE.lock().write_fmt(args);
-    });
+    CONSOLE.print(args);
 }
 
 /// Writes a string to the console (the `Hal` console operation).
 pub fn write_str(s: &str) {
-    without_interrupts(|| {
-        let _ = CONSOLE.lock().write_str(s);
-    });
+    CONSOLE.write_str(s);
 }
 
 /// Prints from a fault or panic path: waits a bounded time for the console lock, then takes it
 /// anyway (its holder may be the faulting code itself or a dead core).
 pub fn emergency_print(args: fmt::Arguments<'_>) {
-    without_interrupts(|| {
-        for _ in 0..5_000_000u32 {
-            if let Some(mut uart) = CONSOLE.try_lock() {
-                let _ = uart.write_fmt(args);
-                return;
-            }
-            core::hint::spin_loop();
-        }
-        // SAFETY: the holder has not released the lock in a long time: it is this core (fault
-        // inside a print) or a stopped core. Breaking the lock may interleave output, which is
-        // acceptable for a last report; the UART itself has no state a torn line can corrupt.
-        unsafe { CONSOLE.force_unlock() };
-        let _ = CONSOLE.lock().write_fmt(args);
-    });
+    CONSOLE.emergency_print(args);
 }
 
 /// Prints to the serial console, like `std::print!`; safe to call from any core.

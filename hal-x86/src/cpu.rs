@@ -243,6 +243,15 @@ pub fn without_interrupts<R>(f: impl FnOnce() -> R) -> R {
     r
 }
 
+/// [`without_interrupts`] for the shared HAL code ([`hal_common`]'s console and table pool).
+pub struct Irqs;
+
+impl hal_common::console::IrqMask for Irqs {
+    fn without_interrupts<R>(f: impl FnOnce() -> R) -> R {
+        without_interrupts(f)
+    }
+}
+
 /// Disables interrupts and halts this core forever.
 pub fn halt_forever() -> ! {
     disable_interrupts();

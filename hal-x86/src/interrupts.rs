@@ -89,12 +89,63 @@ pub struct TrapFrame {
     pub ss: u64,
 }
 
+/// The 15 general-purpose register pushes that build a [`TrapFrame`] below the vector and
+/// error code (AT&T syntax; `rax` first, so `r15` ends at the lowest address). Shared by the
+/// interrupt stubs and the `syscall` entry, whose frames must be the same.
+macro_rules! push_gprs {
+    () => {
+        "
+    pushq %rax
+    pushq %rbx
+    pushq %rcx
+    pushq %rdx
+    pushq %rsi
+    pushq %rdi
+    pushq %rbp
+    pushq %r8
+    pushq %r9
+    pushq %r10
+    pushq %r11
+    pushq %r12
+    pushq %r13
+    pushq %r14
+    pushq %r15
+"
+    };
+}
+pub(crate) use push_gprs;
+
+/// The register pops that undo [`push_gprs`], leaving the vector at the stack pointer.
+macro_rules! pop_gprs {
+    () => {
+        "
+    popq %r15
+    popq %r14
+    popq %r13
+    popq %r12
+    popq %r11
+    popq %r10
+    popq %r9
+    popq %r8
+    popq %rbp
+    popq %rdi
+    popq %rsi
+    popq %rdx
+    popq %rcx
+    popq %rbx
+    popq %rax
+"
+    };
+}
+pub(crate) use pop_gprs;
+
 // The per-vector stubs and the common path. Vectors 8, 10-14, 17, 21, 29 and 30 get an error
 // code from the CPU; the others push a zero so that every frame has the same layout. Each stub's
 // address goes into `hal_isr_table` (read by `init_idt`). The frame on entry to the common path
 // is 7 quadwords (5 CPU + error + vector); with the 15 register pushes it is 22 quadwords, so RSP
 // stays 16-byte aligned (the CPU aligns it before pushing) and the `call` follows the ABI.
 global_asm!(
+    concat!(
     r#"
     .section .rodata.hal_isr_table, "a"
     .balign 8
@@ -123,38 +174,14 @@ hal_isr_common:
     jz 7f
     swapgs
 7:
-    pushq %rax
-    pushq %rbx
-    pushq %rcx
-    pushq %rdx
-    pushq %rsi
-    pushq %rdi
-    pushq %rbp
-    pushq %r8
-    pushq %r9
-    pushq %r10
-    pushq %r11
-    pushq %r12
-    pushq %r13
-    pushq %r14
-    pushq %r15
+"#,
+    push_gprs!(),
+    r#"
     movq %rsp, %rdi
     call {dispatch}
-    popq %r15
-    popq %r14
-    popq %r13
-    popq %r12
-    popq %r11
-    popq %r10
-    popq %r9
-    popq %r8
-    popq %rbp
-    popq %rdi
-    popq %rsi
-    popq %rdx
-    popq %rcx
-    popq %rbx
-    popq %rax
+"#,
+    pop_gprs!(),
+    r#"
     addq $16, %rsp
     testb $3, 8(%rsp)
     jz 8f
@@ -162,7 +189,7 @@ hal_isr_common:
 8:
     iretq
     .text
-"#,
+"#),
     dispatch = sym trap_dispatch,
     options(att_syntax),
 );
@@ -294,7 +321,7 @@ pub fn set_timer_hook(hook: InterruptHook) {
 }
 
 /// Installs the function called on every IPI (on the receiving core); `frame.vector` tells the
-/// kind (see [`IpiKind::from_vector`](crate::apic::IpiKind::from_vector)).
+/// kind (see [`ipi_of_vector`](crate::apic::ipi_of_vector)).
 pub fn set_ipi_hook(hook: InterruptHook) {
     IPI_HOOK.store(hook as usize, Ordering::Release);
 }
@@ -320,19 +347,19 @@ extern "C" fn trap_dispatch(frame: &mut TrapFrame) {
     let cpu = crate::percpu::this_cpu();
     match v as u8 {
         TIMER_VECTOR => {
-            cpu.ticks.fetch_add(1, Ordering::Relaxed);
+            cpu.count_tick();
             call_hook(&TIMER_HOOK, frame);
             // Acknowledged before the kernel runs: the kernel entry below may not return here
             // (it can switch to another thread), and interrupts stay off until user mode.
             crate::apic::eoi();
-            crate::usermode::interrupt(frame, crate::usermode::Event::Timer);
+            crate::usermode::interrupt(frame, hal_common::usermode::Event::Timer);
         }
         x if (IPI_VECTOR_BASE..IPI_VECTOR_BASE + IPI_VECTORS).contains(&x) => {
-            cpu.ipis.fetch_add(1, Ordering::AcqRel);
+            cpu.count_ipi();
             call_hook(&IPI_HOOK, frame);
             crate::apic::eoi();
-            if let Some(kind) = crate::apic::IpiKind::from_vector(v) {
-                crate::usermode::interrupt(frame, crate::usermode::Event::Ipi(kind));
+            if let Some(kind) = crate::apic::ipi_of_vector(v) {
+                crate::usermode::interrupt(frame, hal_common::usermode::Event::Ipi(kind));
             }
         }
         SPURIOUS_VECTOR => {}
@@ -345,7 +372,7 @@ extern "C" fn trap_dispatch(frame: &mut TrapFrame) {
             // is one, nobody) unmasks the line when its driver acknowledges it.
             crate::ioapic::mask(gsi);
             crate::apic::eoi();
-            crate::usermode::interrupt(frame, crate::usermode::Event::Device(gsi as usize));
+            crate::usermode::interrupt(frame, hal_common::usermode::Event::Device(gsi as usize));
         }
         _ => {
             crate::console::emergency_print(format_args!(

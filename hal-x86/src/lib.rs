@@ -70,9 +70,7 @@ pub use target::*;
 
 #[cfg(target_os = "none")]
 mod target {
-    use core::cell::UnsafeCell;
-    use core::mem::MaybeUninit;
-    use core::sync::atomic::{AtomicBool, Ordering};
+    pub(crate) use hal_common::InitOnce;
 
     use crate::acpi::{AcpiError, AcpiInfo};
     use crate::apic::IpiKind;
@@ -99,44 +97,6 @@ mod target {
         pub clock: ClockSource,
         /// Top of the bootstrap processor's kernel stack.
         pub stack_top: u64,
-    }
-
-    /// A value set once during boot, read-only afterwards.
-    pub(crate) struct InitOnce<T> {
-        set: AtomicBool,
-        value: UnsafeCell<MaybeUninit<T>>,
-    }
-
-    // SAFETY: the value is written once, before `set` is published with Release; readers only
-    // read it after observing `set` with Acquire, and never mutate it.
-    unsafe impl<T: Sync> Sync for InitOnce<T> {}
-
-    impl<T> InitOnce<T> {
-        pub(crate) const fn new() -> Self {
-            Self {
-                set: AtomicBool::new(false),
-                value: UnsafeCell::new(MaybeUninit::uninit()),
-            }
-        }
-
-        /// Stores the value; panics if called twice.
-        pub(crate) fn set(&self, value: T) -> &T {
-            assert!(!self.set.load(Ordering::Acquire), "InitOnce set twice");
-            // SAFETY: only the bootstrap processor calls this, once, before publishing.
-            let r = unsafe { (*self.value.get()).write(value) };
-            self.set.store(true, Ordering::Release);
-            r
-        }
-
-        /// The value, once set.
-        pub(crate) fn get(&self) -> Option<&T> {
-            if self.set.load(Ordering::Acquire) {
-                // SAFETY: initialised before `set` became true, never written again.
-                Some(unsafe { (*self.value.get()).assume_init_ref() })
-            } else {
-                None
-            }
-        }
     }
 
     pub(crate) static PLATFORM: InitOnce<Platform> = InitOnce::new();
@@ -220,6 +180,55 @@ mod target {
         }
     }
 
+    /// The boot demos' shared checks ([`hal_common::demo`]) on this HAL.
+    impl hal_common::demo::DemoHal for X86Hal {
+        fn println(args: core::fmt::Arguments<'_>) {
+            crate::println!("{args}");
+        }
+        fn cycles() -> u64 {
+            crate::time::cycles()
+        }
+        fn cycles_hz() -> u64 {
+            crate::time::tsc_hz()
+        }
+        fn since_boot_ns() -> u64 {
+            crate::time::since_boot_ns()
+        }
+        fn timer_start(hz: u32) {
+            Self::timer_start(hz);
+        }
+        fn timer_ticks() -> u64 {
+            Self::timer_ticks()
+        }
+        fn enable_interrupts() {
+            crate::cpu::enable_interrupts();
+        }
+        fn wait_for_interrupt() {
+            crate::cpu::hlt();
+        }
+        fn cpu_count() -> usize {
+            crate::smp::cpu_count()
+        }
+        fn is_online(cpu: CpuIndex) -> bool {
+            crate::percpu::PERCPU
+                .get(cpu)
+                .is_some_and(|p| p.is_online())
+        }
+        fn ipis(cpu: CpuIndex) -> u64 {
+            crate::percpu::PERCPU.get(cpu).map_or(0, |p| p.ipis())
+        }
+        fn send_test_ipi(cpu: CpuIndex) {
+            Self::send_ipi(cpu, IpiKind::Test);
+        }
+        fn exit(success: bool) -> ! {
+            crate::exit::exit_qemu(if success {
+                crate::exit::ExitCode::Success
+            } else {
+                crate::exit::ExitCode::Failure
+            })
+        }
+    }
+
     /// The kernel core's view of this HAL. Every operation concerns the calling core (the
     /// kernel passes `cpu` for hosted HALs' logs; here it is always the caller).
     impl kernel::Hal for X86Hal {
@@ -230,12 +239,6 @@ mod target {
             crate::smp::online_count()
         }
         fn send_ipi(&self, _cpu: kernel::CpuId, target: kernel::CpuId, kind: kernel::IpiKind) {
-            let kind = match kind {
-                kernel::IpiKind::Reschedule => IpiKind::Reschedule,
-                kernel::IpiKind::TlbShootdown => IpiKind::TlbShootdown,
-                kernel::IpiKind::Halt => IpiKind::Halt,
-                kernel::IpiKind::Test => IpiKind::Test,
-            };
             crate::apic::send_ipi(target, kind);
         }
         unsafe fn switch_address_space(&self, _cpu: kernel::CpuId, root: kernel::PhysAddr) {
@@ -300,8 +303,8 @@ mod target {
         }
         fn set_entry(&self, thread: kernel::ThreadId, pc: usize, sp: usize, arg: usize) {
             // SAFETY: the kernel calls this in its critical section for a thread that is
-            // inactive and no core's current thread, as `usermode::set_entry` requires.
-            unsafe { crate::usermode::set_entry(thread, pc as u64, sp as u64, arg as u64) }
+            // inactive and no core's current thread, as `set_initial_context` requires.
+            unsafe { crate::usermode::USER.set_initial_context(thread, pc, sp, [arg, 0, 0]) }
         }
         fn irq_line_available(&self, irq: kernel::IrqId) -> bool {
             crate::ioapic::is_available(irq.index() as u32)

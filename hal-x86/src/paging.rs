@@ -98,6 +98,7 @@ pub unsafe fn switch_address_space(root: PhysAddr) {
 // Physical frames and user address spaces.
 // -------------------------------------------------------------------------------------------
 
+use hal_common::table_pool::{FrameWindow, TablePool};
 use x86_64::structures::paging::page_table::PageTableEntry;
 use x86_64::structures::paging::PageTableFlags;
 use x86_64::VirtAddr;
@@ -522,29 +523,17 @@ fn sweep_table(
 // The page-table pool: frames for user page tables, reserved at boot, recycled.
 // -------------------------------------------------------------------------------------------
 
-/// Free frames are linked through their first word; retired ones per core likewise, until the
-/// core's shoot-down completed ([`reclaim_tables`]).
-struct TablePool {
-    /// Unused part of the reserved range: `[next, end)`.
-    next: u64,
-    end: u64,
-    /// Head of the free list (0: empty).
-    free: u64,
-    n_free: usize,
-    total: usize,
-    retired: [u64; crate::percpu::MAX_CPUS],
-    n_retired: [usize; crate::percpu::MAX_CPUS],
+/// Frames reached through the physical window.
+struct Window;
+
+impl FrameWindow for Window {
+    fn frame_ptr(phys: PhysAddr) -> *mut u8 {
+        phys_to_virt(phys)
+    }
 }
 
-static POOL: spin::Mutex<TablePool> = spin::Mutex::new(TablePool {
-    next: 0,
-    end: 0,
-    free: 0,
-    n_free: 0,
-    total: 0,
-    retired: [0; crate::percpu::MAX_CPUS],
-    n_retired: [0; crate::percpu::MAX_CPUS],
-});
+/// The pool (see [`hal_common::table_pool`] for the retire-then-reclaim rule).
+static POOL: TablePool<Window, crate::cpu::Irqs, { crate::percpu::MAX_CPUS }> = TablePool::new();
 
 /// Reserves `frames` frames from the frame allocator for page tables (fewer if RAM is short).
 fn reserve_table_pool(frames: u64) {
@@ -560,71 +549,27 @@ fn reserve_table_pool(frames: u64) {
         end = f + PAGE_SIZE;
         got += 1;
     }
-    let mut p = POOL.lock();
-    p.next = start;
-    p.end = end;
-    p.n_free = got as usize;
-    p.total = got as usize;
+    POOL.reserve(start, end);
 }
 
 /// A zeroed page-table frame from the pool (`None`: exhausted).
 fn alloc_table() -> Option<PhysAddr> {
-    let f = crate::cpu::without_interrupts(|| {
-        let mut p = POOL.lock();
-        let f = if p.free != 0 {
-            let f = p.free;
-            // SAFETY: a free-list frame holds the next link in its first word.
-            p.free = unsafe { table(f).read_volatile() };
-            f
-        } else if p.next < p.end {
-            let f = p.next;
-            p.next += PAGE_SIZE;
-            f
-        } else {
-            return None;
-        };
-        p.n_free -= 1;
-        Some(f)
-    })?;
-    // SAFETY: the frame was just taken from the pool; nobody else has it.
-    unsafe { core::ptr::write_bytes(phys_to_virt(f), 0, PAGE_SIZE as usize) };
-    Some(f)
+    POOL.alloc()
 }
 
 /// Puts an unlinked table on core `cpu`'s retired list.
 fn retire_table(cpu: usize, f: PhysAddr) {
-    let cpu = cpu.min(crate::percpu::MAX_CPUS - 1);
-    crate::cpu::without_interrupts(|| {
-        let mut p = POOL.lock();
-        // SAFETY: `f` is a page-table frame no entry points at any more; its first word links.
-        unsafe { table(f).write_volatile(p.retired[cpu]) };
-        p.retired[cpu] = f;
-        p.n_retired[cpu] += 1;
-    });
+    POOL.retire(cpu, f);
 }
 
 /// Returns core `cpu`'s retired tables to the free list (after its TLB shoot-down).
 pub fn reclaim_tables(cpu: usize) {
-    let cpu = cpu.min(crate::percpu::MAX_CPUS - 1);
-    crate::cpu::without_interrupts(|| {
-        let mut p = POOL.lock();
-        while p.retired[cpu] != 0 {
-            let f = p.retired[cpu];
-            // SAFETY: retired frames link through their first word.
-            p.retired[cpu] = unsafe { table(f).read_volatile() };
-            // SAFETY: as above, now on the free list.
-            unsafe { table(f).write_volatile(p.free) };
-            p.free = f;
-            p.n_free += 1;
-        }
-        p.n_retired[cpu] = 0;
-    });
+    POOL.reclaim(cpu);
 }
 
 /// `(free, total)` frames of the page-table pool.
 pub fn table_frames() -> (usize, usize) {
-    let p = POOL.lock();
-    (p.n_free, p.total)
+    POOL.counts()
 }
 
 /// Creates the page tables that mapping the user page `vaddr` in `root` needs, without mapping

@@ -13,16 +13,14 @@
 //! (see [`usermode`](crate::usermode)).
 
 use core::cell::UnsafeCell;
-use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
+use core::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
 
 use crate::gdt::{Gdt, Tss};
 
 /// Most cores the HAL supports (static arrays are sized by it).
 pub const MAX_CPUS: usize = 16;
 
-/// Index of a core, `0..MAX_CPUS`, 0 being the bootstrap processor. Same meaning as
-/// `sync::CpuId`.
-pub type CpuIndex = usize;
+pub use hal_common::percpu::{CoreStats, CpuIndex};
 
 /// Size of each core's kernel stack. Large enough for the bootstrap processor to build the
 /// kernel object (about 100 KiB, returned by value) on it, even in debug builds.
@@ -47,12 +45,9 @@ pub struct PerCpu {
     pub(crate) scratch: AtomicU64,
     /// Local APIC id of this core.
     pub(crate) apic_id: AtomicU32,
-    /// Set by the core once it runs Rust code with its GDT, IDT and LAPIC set up.
-    pub(crate) online: AtomicBool,
-    /// Timer interrupts taken.
-    pub(crate) ticks: AtomicU64,
-    /// IPIs received.
-    pub(crate) ipis: AtomicU64,
+    /// Online (set once the core runs Rust code with its GDT, IDT and LAPIC set up), timer
+    /// ticks and IPIs; reached through `Deref`.
+    stats: CoreStats,
     /// This core's GDT (written once by the owning core before `lgdt`).
     pub(crate) gdt: UnsafeCell<Gdt>,
     /// This core's TSS (written once by the owning core before `ltr`).
@@ -70,9 +65,7 @@ impl PerCpu {
             kstack_top: AtomicU64::new(0),
             scratch: AtomicU64::new(0),
             apic_id: AtomicU32::new(u32::MAX),
-            online: AtomicBool::new(false),
-            ticks: AtomicU64::new(0),
-            ipis: AtomicU64::new(0),
+            stats: CoreStats::new(),
             gdt: UnsafeCell::new(Gdt::new()),
             tss: UnsafeCell::new(Tss::new()),
         }
@@ -87,20 +80,12 @@ impl PerCpu {
     pub fn apic_id(&self) -> u32 {
         self.apic_id.load(Ordering::Relaxed)
     }
+}
 
-    /// Whether the core has finished bring-up.
-    pub fn is_online(&self) -> bool {
-        self.online.load(Ordering::Acquire)
-    }
-
-    /// Timer interrupts this core has taken.
-    pub fn ticks(&self) -> u64 {
-        self.ticks.load(Ordering::Relaxed)
-    }
-
-    /// IPIs this core has received.
-    pub fn ipis(&self) -> u64 {
-        self.ipis.load(Ordering::Acquire)
+impl core::ops::Deref for PerCpu {
+    type Target = CoreStats;
+    fn deref(&self) -> &CoreStats {
+        &self.stats
     }
 }
 

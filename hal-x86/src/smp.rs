@@ -289,7 +289,7 @@ extern "C" fn ap_entry(cpu: CpuIndex) -> ! {
     unsafe { gdt::init(cpu) };
     interrupts::load_idt();
     apic::init_local();
-    PERCPU[cpu].online.store(true, Ordering::Release);
+    PERCPU[cpu].set_online();
     let f = AP_MAIN.load(Ordering::Acquire);
     // SAFETY: `start_aps` stored a `fn(CpuIndex) -> !` before starting any AP.
     let f: fn(CpuIndex) -> ! = unsafe { core::mem::transmute::<usize, fn(CpuIndex) -> !>(f) };

@@ -112,18 +112,8 @@ pub fn delay_us(us: u64) {
 }
 
 /// Waits until `cond` holds or `us` microseconds passed; returns whether `cond` held.
-pub fn wait_until(us: u64, mut cond: impl FnMut() -> bool) -> bool {
-    let start = rdtsc();
-    let ticks = (u128::from(us) * u128::from(tsc_hz()) / 1_000_000) as u64;
-    loop {
-        if cond() {
-            return true;
-        }
-        if rdtsc().wrapping_sub(start) >= ticks {
-            return cond();
-        }
-        core::hint::spin_loop();
-    }
+pub fn wait_until(us: u64, cond: impl FnMut() -> bool) -> bool {
+    hal_common::demo::wait_until(us, tsc_hz(), rdtsc, cond)
 }
 
 /// Measures TSC and APIC timer ticks while `elapsed()` (reference ticks since its first call)

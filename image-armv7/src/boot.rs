@@ -125,7 +125,7 @@ fn ap_main(cpu: CpuIndex) -> ! {
     } else {
         ArmHal::timer_start(TIMER_HZ);
     }
-    usermode::run()
+    usermode::USER.run()
 }
 
 #[panic_handler]

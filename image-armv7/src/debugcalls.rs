@@ -86,17 +86,11 @@ impl DebugArch for Armv7 {
     }
 
     fn fault_record(t: ThreadId) -> Option<usermode::FaultInfo> {
-        usermode::fault_record(t)
+        usermode::USER.fault_record(t)
     }
 
     fn fault_facts(f: &usermode::FaultInfo) -> FaultFacts {
-        FaultFacts {
-            vector: u64::from(f.vector),
-            addr: u64::from(f.addr),
-            count: f.count,
-            resumed: f.resumed,
-            tsc: f.tsc,
-        }
+        f.into()
     }
 }
 

@@ -41,11 +41,11 @@ impl Arch for Armv7 {
         // pointer the builder passes is 8-byte aligned, as AAPCS wants at a call; user
         // addresses and arguments fit the 32-bit registers.
         unsafe {
-            usermode::set_initial_context(
+            usermode::USER.set_initial_context(
                 t,
-                self.elf.entry as u32,
-                sp as u32,
-                args.map(|a| a as u32),
+                self.elf.entry as usize,
+                sp as usize,
+                args.map(|a| a as usize),
             )
         };
     }
@@ -105,9 +105,9 @@ pub fn boot<S: Strategy + 'static>(strategy: S, cfg: Config) -> ! {
     calls::init::<Armv7>(cfg.run(crate::selftest::KERNEL_TESTS), root, plan);
     calls::skip_pager_test_if_left_out::<Armv7>(&cfg);
     let k: &'static Kernel<S, ArmHal> = k;
-    usermode::install(k, calls::handle::<Armv7>);
+    usermode::USER.install(k, calls::handle::<Armv7>);
     if cfg.bench.is_none() {
         ArmHal::timer_start(TIMER_HZ);
     }
-    usermode::run()
+    usermode::USER.run()
 }

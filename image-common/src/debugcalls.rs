@@ -68,6 +68,18 @@ pub struct FaultFacts {
     pub tsc: u64,
 }
 
+impl From<&hal_common::usermode::FaultInfo> for FaultFacts {
+    fn from(f: &hal_common::usermode::FaultInfo) -> Self {
+        Self {
+            vector: f.fault.vector as u64,
+            addr: f.fault.addr as u64,
+            count: f.count,
+            resumed: f.resumed,
+            tsc: f.cycles,
+        }
+    }
+}
+
 /// What the debug calls need from the architecture: associated functions only, because the HAL
 /// calls the handler as a plain function pointer.
 pub trait DebugArch {

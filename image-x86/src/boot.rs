@@ -122,7 +122,7 @@ fn ap_main(cpu: CpuIndex) -> ! {
     if !BENCH_MODE.load(Ordering::Acquire) {
         X86Hal::timer_start(TIMER_HZ);
     }
-    usermode::run()
+    usermode::USER.run()
 }
 
 #[panic_handler]

@@ -65,17 +65,11 @@ impl DebugArch for X86 {
     }
 
     fn fault_record(t: ThreadId) -> Option<usermode::FaultInfo> {
-        usermode::fault_record(t)
+        usermode::USER.fault_record(t)
     }
 
     fn fault_facts(f: &usermode::FaultInfo) -> FaultFacts {
-        FaultFacts {
-            vector: f.vector,
-            addr: f.addr,
-            count: f.count,
-            resumed: f.resumed,
-            tsc: f.tsc,
-        }
+        f.into()
     }
 }
 

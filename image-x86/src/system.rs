@@ -40,7 +40,14 @@ impl Arch for X86 {
         // SAFETY: the caller's contract (`t` has not run; entry and stack mapped). The stack
         // pointer the builder passes is 16-byte aligned minus 8, as at the entry of a called
         // function.
-        unsafe { usermode::set_initial_context(t, self.elf.entry, sp, args) };
+        unsafe {
+            usermode::USER.set_initial_context(
+                t,
+                self.elf.entry as usize,
+                sp as usize,
+                args.map(|a| a as usize),
+            )
+        };
     }
 
     fn alloc_frame(&self) -> Option<u64> {
@@ -102,9 +109,9 @@ pub fn boot<S: Strategy + 'static>(strategy: S, cfg: Config) -> ! {
     calls::init::<X86>(cfg.run(crate::selftest::KERNEL_TESTS), root, plan);
     calls::skip_pager_test_if_left_out::<X86>(&cfg);
     let k: &'static Kernel<S, X86Hal> = k;
-    usermode::install(k, calls::handle::<X86>);
+    usermode::USER.install(k, calls::handle::<X86>);
     if cfg.bench.is_none() {
         X86Hal::timer_start(TIMER_HZ);
     }
-    usermode::run()
+    usermode::USER.run()
 }

@@ -30,6 +30,7 @@ const BARE_METAL: &[(&str, &[&str])] = &[
     // crate        targets
     ("sync", &[X86, ARM]),
     ("kernel", &[X86, ARM]),
+    ("hal-common", &[X86, ARM]),
     ("hal-x86", &[X86]),
     ("hal-armv7", &[ARM]),
     ("pager", &[X86, ARM]),
@@ -250,7 +251,20 @@ fn steps(root: &Path, quick: bool) -> Vec<Step> {
     }
 
     steps.extend(qemu_steps());
-    steps.push(armv7_boot_step(root));
+    steps.push(boot_demo_step(
+        root,
+        "hal-x86",
+        "qemu:x86_64-boot",
+        X86,
+        "install QEMU for x86 (`apt-get install qemu-system-x86`) if it is missing",
+    ));
+    steps.push(boot_demo_step(
+        root,
+        "hal-armv7",
+        "qemu:armv7-boot",
+        ARM,
+        "install QEMU for ARM (`apt-get install qemu-system-arm`) if it is missing",
+    ));
     steps.extend(armv7_qemu_steps());
     steps.extend(fuzz_steps());
     steps.push(bench_tiny_step(root));
@@ -472,20 +486,27 @@ fn bench_tiny_step(root: &Path) -> Step {
         .needs(Needs::Target(ARM))
 }
 
-/// The ARMv7 boot check (issue 5 so far: the HAL, not yet the kernel): `hal-armv7`'s boot demo on
-/// `-M sabrelite` and `-M virt`, with 1 and 4 cores. Its script requires, for every run, exit
-/// status 0 (semihosting), the `boot-demo: all checks passed` line and `cpus online: N`, and
-/// prints the last console lines of a run that fails.
-fn armv7_boot_step(root: &Path) -> Step {
-    let script = root.join("hal-armv7/scripts/qemu-boot-demo.sh");
+/// A HAL's own boot demo (`hal-<arch>/src/bin/boot-demo.rs`: the HAL without the kernel, with
+/// the shared checks of `hal_common::demo` and the interrupt-controller self-tests) on each
+/// machine of the architecture, with 1, 2 or 4 cores, through the HAL's script in matrix mode.
+/// The script requires, for every run, the success exit status and `cpus online: N` (ARMv7 also
+/// the `boot-demo: all checks passed` line), and prints a summary line per run.
+fn boot_demo_step(
+    root: &Path,
+    hal: &str,
+    name: &str,
+    target: &'static str,
+    fix: &'static str,
+) -> Step {
+    let script = root.join(hal).join("scripts/qemu-boot-demo.sh");
     let cmd = if script.is_file() {
         Ok(Cmd::new("bash").arg(script).env("MATRIX", "1"))
     } else {
         Err(format!("{} does not exist", display_rel(root, &script)))
     };
-    Step::from_result("qemu:armv7-boot", cmd, Judge::ExitStatus)
-        .needs(Needs::Target(ARM))
-        .fix("install QEMU for ARM (`apt-get install qemu-system-arm`) if it is missing")
+    Step::from_result(name, cmd, Judge::ExitStatus)
+        .needs(Needs::Target(target))
+        .fix(fix)
 }
 
 /// The loom step: every `sync/tests/loom_*.rs` target, under `--cfg loom`, in release mode, in

@@ -18,21 +18,18 @@ fn main() {
 
 #[cfg(target_os = "none")]
 mod demo {
-    use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-
-    use hal_armv7::exit::ExitCode;
     use hal_armv7::fault::Mode;
-    use hal_armv7::gic::{self, IpiKind};
+    use hal_armv7::gic;
     use hal_armv7::machine::{cpu_name, Machine};
     use hal_armv7::percpu::{CpuIndex, MAX_CPUS, PERCPU};
-    use hal_armv7::timer::{self, wait_until};
-    use hal_armv7::{cache, cpu, mmu, println, smp, ArmHal, Platform};
+    use hal_armv7::timer;
+    use hal_armv7::{cache, mmu, println, smp, ArmHal, Platform};
+    use hal_common::demo::Demo;
 
     hal_armv7::entry_point!(kernel_main);
 
-    const TIMER_HZ: u32 = 100;
-    static TICKS_DONE: AtomicUsize = AtomicUsize::new(0);
-    static IPI_ACK: [AtomicBool; MAX_CPUS] = [const { AtomicBool::new(false) }; MAX_CPUS];
+    /// The shared checks (ticks on every core, IPI round trips, the verdict).
+    static DEMO: Demo<MAX_CPUS> = Demo::new();
 
     fn fault_flag() -> &'static str {
         let given = hal_armv7::platform().and_then(|p| p.cmdline_value("fault"));
@@ -83,23 +80,7 @@ mod demo {
     }
 
     fn fail(msg: core::fmt::Arguments<'_>) -> ! {
-        println!("boot-demo: FAILED: {msg}");
-        ArmHal::exit(ExitCode::Failure)
-    }
-
-    /// Enables the timer and interrupts, sleeps (`wfi`) until `n` ticks arrived or a timeout
-    /// passed; returns the ticks seen. Sleeping rather than spinning matters under TCG, where a
-    /// spinning vCPU takes a host core from the others.
-    fn take_ticks(n: u64) -> u64 {
-        ArmHal::timer_start(TIMER_HZ);
-        cpu::enable_interrupts();
-        let budget_ns = (1_000 + n * 4_000 / u64::from(TIMER_HZ)) * 1_000_000;
-        let start = timer::cycles();
-        while ArmHal::timer_ticks() < n && timer::cycles_to_ns(timer::cycles() - start) < budget_ns
-        {
-            cpu::wfi();
-        }
-        ArmHal::timer_ticks()
+        DEMO.fail::<ArmHal>(msg)
     }
 
     fn kernel_main(p: &'static Platform) -> ! {
@@ -213,45 +194,7 @@ mod demo {
             Err(e) => fail(format_args!("gic: spi {spi} self-test: {e}")),
         }
 
-        let ticks = take_ticks(wanted_ticks());
-        println!("cpu 0: {ticks} timer ticks");
-        if ticks < wanted_ticks() {
-            fail(format_args!("cpu 0 took only {ticks} timer ticks"));
-        }
-        let aps = report.online - 1;
-        if !wait_until(2_000_000, || TICKS_DONE.load(Ordering::Acquire) >= aps) {
-            fail(format_args!(
-                "only {} of {aps} secondary cpus took their timer ticks",
-                TICKS_DONE.load(Ordering::Acquire)
-            ));
-        }
-        for cpu in 1..smp::cpu_count() {
-            if !PERCPU[cpu].is_online() {
-                continue;
-            }
-            let before = PERCPU[cpu].ipis();
-            let t = timer::cycles();
-            ArmHal::send_ipi(cpu, IpiKind::Test);
-            let got = wait_until(500_000, || {
-                PERCPU[cpu].ipis() > before && IPI_ACK[cpu].load(Ordering::Acquire)
-            });
-            let us = timer::cycles_to_ns(timer::cycles() - t) / 1_000;
-            if !got {
-                fail(format_args!("test sgi to cpu {cpu} not received"));
-            }
-            println!("ipi: cpu 0 -> cpu {cpu} received ({us} us round trip)");
-        }
-        if report.failure_count > 0 {
-            fail(format_args!(
-                "{} cpu(s) did not start",
-                report.failure_count
-            ));
-        }
-        println!(
-            "boot-demo: all checks passed in {} ms since kernel entry",
-            timer::since_boot_ns() / 1_000_000
-        );
-        ArmHal::exit(ExitCode::Success)
+        DEMO.finish::<ArmHal>(wanted_ticks(), report.online, report.failure_count)
     }
 
     fn yes(b: bool) -> &'static str {
@@ -280,19 +223,7 @@ mod demo {
             yes(ArmHal::has_rtm())
         );
         maybe_fault(cpu);
-        let ticks = take_ticks(wanted_ticks());
-        println!("cpu {cpu}: {ticks} timer ticks");
-        TICKS_DONE.fetch_add(1, Ordering::AcqRel);
-        let mut seen = 0;
-        loop {
-            cpu::wfi();
-            let n = PERCPU[cpu].ipis();
-            if n > seen {
-                seen = n;
-                println!("cpu {cpu}: test ipi received (total {n})");
-                IPI_ACK[cpu].store(true, Ordering::Release);
-            }
-        }
+        DEMO.secondary::<ArmHal>(cpu, wanted_ticks())
     }
 
     #[panic_handler]

@@ -20,19 +20,15 @@ fn main() {
 
 #[cfg(target_os = "none")]
 mod demo {
-    use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-
-    use hal_x86::apic::IpiKind;
-    use hal_x86::exit::ExitCode;
+    use hal_common::demo::Demo;
     use hal_x86::percpu::{CpuIndex, MAX_CPUS, PERCPU};
-    use hal_x86::time::{self, wait_until};
+    use hal_x86::time;
     use hal_x86::{cpu, println, smp, Platform, X86Hal};
 
     hal_x86::entry_point!(kernel_main);
 
-    const TIMER_HZ: u32 = 100;
-    static TICKS_DONE: AtomicUsize = AtomicUsize::new(0);
-    static IPI_ACK: [AtomicBool; MAX_CPUS] = [const { AtomicBool::new(false) }; MAX_CPUS];
+    /// The shared checks (ticks on every core, IPI round trips, the verdict).
+    static DEMO: Demo<MAX_CPUS> = Demo::new();
 
     fn fault_flag() -> &'static str {
         hal_x86::platform()
@@ -83,22 +79,7 @@ mod demo {
     }
 
     fn fail(msg: core::fmt::Arguments<'_>) -> ! {
-        println!("boot-demo: FAILED: {msg}");
-        X86Hal::exit(ExitCode::Failure)
-    }
-
-    /// Enables the timer and interrupts, sleeps (`hlt`) until `n` ticks arrived or a timeout
-    /// passed; returns the ticks seen. Sleeping rather than spinning matters under TCG, where a
-    /// spinning vCPU takes a host core from the others.
-    fn take_ticks(n: u64) -> u64 {
-        X86Hal::timer_start(TIMER_HZ);
-        cpu::enable_interrupts();
-        let budget_ns = (1_000 + n * 4_000 / u64::from(TIMER_HZ)) * 1_000_000;
-        let start = time::cycles();
-        while X86Hal::timer_ticks() < n && time::tsc_to_ns(time::cycles() - start) < budget_ns {
-            cpu::hlt();
-        }
-        X86Hal::timer_ticks()
+        DEMO.fail::<X86Hal>(msg)
     }
 
     fn kernel_main(p: &'static Platform) -> ! {
@@ -218,45 +199,7 @@ mod demo {
             Err(e) => fail(format_args!("ioapic: PIT self-test: {e}")),
         }
 
-        let ticks = take_ticks(wanted_ticks());
-        println!("cpu 0: {ticks} timer ticks");
-        if ticks < wanted_ticks() {
-            fail(format_args!("cpu 0 took only {ticks} timer ticks"));
-        }
-        let aps = report.online - 1;
-        if !wait_until(2_000_000, || TICKS_DONE.load(Ordering::Acquire) >= aps) {
-            fail(format_args!(
-                "only {} of {aps} APs took their timer ticks",
-                TICKS_DONE.load(Ordering::Acquire)
-            ));
-        }
-        for cpu in 1..smp::cpu_count() {
-            if !PERCPU[cpu].is_online() {
-                continue;
-            }
-            let before = PERCPU[cpu].ipis();
-            let t = time::cycles();
-            X86Hal::send_ipi(cpu, IpiKind::Test);
-            let got = wait_until(500_000, || {
-                PERCPU[cpu].ipis() > before && IPI_ACK[cpu].load(Ordering::Acquire)
-            });
-            let us = time::tsc_to_ns(time::cycles() - t) / 1_000;
-            if !got {
-                fail(format_args!("test IPI to cpu {cpu} not received"));
-            }
-            println!("ipi: cpu 0 -> cpu {cpu} received ({us} us round trip)");
-        }
-        if report.failure_count > 0 {
-            fail(format_args!(
-                "{} cpu(s) did not start",
-                report.failure_count
-            ));
-        }
-        println!(
-            "boot-demo: all checks passed in {} ms since kernel entry",
-            time::since_boot_ns() / 1_000_000
-        );
-        X86Hal::exit(ExitCode::Success)
+        DEMO.finish::<X86Hal>(wanted_ticks(), report.online, report.failure_count)
     }
 
     fn print_acpi(p: &Platform, acpi: &hal_x86::acpi::AcpiInfo) {
@@ -331,19 +274,7 @@ mod demo {
             yes(X86Hal::has_rtm())
         );
         maybe_fault(cpu);
-        let ticks = take_ticks(wanted_ticks());
-        println!("cpu {cpu}: {ticks} timer ticks");
-        TICKS_DONE.fetch_add(1, Ordering::AcqRel);
-        let mut seen = 0;
-        loop {
-            cpu::hlt();
-            let n = PERCPU[cpu].ipis();
-            if n > seen {
-                seen = n;
-                println!("cpu {cpu}: test ipi received (total {n})");
-                IPI_ACK[cpu].store(true, Ordering::Release);
-            }
-        }
+        DEMO.secondary::<X86Hal>(cpu, wanted_ticks())
     }
 
     #[panic_handler]

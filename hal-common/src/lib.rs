@@ -1,0 +1,24 @@
+//! The architecture-neutral half of the two hardware layers (`hal-x86`, `hal-armv7`).
+//!
+//! # Why a crate of its own
+//! Both HALs do the same things around their architecture-specific cores: they keep every
+//! thread's saved user context and return to the thread the kernel chose, record user faults,
+//! hand interrupts that arrive before a core can enter the kernel to its first entry, print
+//! whole lines to a serial port under one lock, recycle page-table frames after TLB
+//! shoot-downs, count ticks and IPIs per core, and check all of that in a boot demo. Written
+//! twice, the copies drifted (an `Acquire` here, a `Relaxed` there, a fault record with other
+//! field names). Here each is written once, generic over a small trait that names the few
+//! things only the architecture knows (the register frame, how to enter user mode, how to
+//! sleep). The HALs keep the assembly, the interrupt controllers and the page-table formats.
+//!
+//! Nothing here uses inline assembly, so the crate builds and its unit tests run on the host.
+#![cfg_attr(not(test), no_std)]
+
+pub mod console;
+pub mod demo;
+pub mod init_once;
+pub mod percpu;
+pub mod table_pool;
+pub mod usermode;
+
+pub use init_once::InitOnce;

@@ -1,0 +1,585 @@
+//! User mode, the architecture-neutral part: every thread's saved user context, the return to
+//! the thread the kernel chose, system-call and interrupt entry into the kernel, the idle
+//! state, interrupts kept for a core's first entry, and the record of user faults.
+//!
+//! # Why it looks like this
+//! The kernel core ([`kernel::Kernel`]) knows threads by index and hands back, at the end of
+//! every entry, the thread that runs next on the core and that thread's result registers
+//! ([`kernel::Exit`]). It keeps no machine state: the HAL saves each thread's full user
+//! register set here when the thread enters the kernel, and restores it (with the result
+//! registers of a system call) when the kernel picks the thread again, on this core or, after
+//! a migration, another one. The kernel's lock orders the save on the old core before the
+//! restore on the new one.
+//!
+//! Every kernel entry from user mode starts at the top of the core's kernel stack and never
+//! returns along the call chain: it ends by entering user mode or the idle loop. So nothing
+//! lives on a kernel stack between two entries, and a thread switch is just "restore another
+//! context". The kernel runs with interrupts masked, so entries never nest.
+//!
+//! The architecture ([`UserArch`]) supplies the register frame its entry stubs save, how a
+//! system call's arguments and results map onto it, what must be checked and forced before a
+//! frame may return to user mode, the return itself, and the idle wait. [`UserMode`] is one
+//! static per HAL.
+
+use core::cell::UnsafeCell;
+use core::fmt;
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+
+use kernel::config::{MAX_IRQS, MAX_THREADS};
+use kernel::{Exit, Regs, Strategy, ThreadId};
+
+use crate::percpu::CpuIndex;
+use crate::InitOnce;
+
+/// First debug system-call number: calls from here up are the image's (console, test reports,
+/// shutdown), handled by its [`DebugHandler`] without entering the kernel core.
+pub const DEBUG_BASE: usize = 0x100;
+
+/// The kernel entry points the trap code calls, type-erased so that the trap code need not
+/// know which locking strategy the kernel was built with (one image can hold one kernel
+/// instance per strategy). Implemented for every [`kernel::Kernel`].
+pub trait KernelEntry: Sync {
+    /// [`kernel::Kernel::syscall`].
+    fn syscall(&self, cpu: CpuIndex, regs: Regs) -> Exit;
+    /// [`kernel::Kernel::ipi`].
+    fn ipi(&self, cpu: CpuIndex, kind: kernel::IpiKind) -> Exit;
+    /// [`kernel::Kernel::timer_tick`].
+    fn timer_tick(&self, cpu: CpuIndex) -> Exit;
+    /// [`kernel::Kernel::interrupt`].
+    fn interrupt(&self, cpu: CpuIndex, irq: usize) -> Exit;
+    /// [`kernel::Kernel::page_fault`].
+    fn page_fault(&self, cpu: CpuIndex, vaddr: usize, write: bool) -> Exit;
+    /// [`kernel::Kernel::exception`].
+    fn exception(&self, cpu: CpuIndex, vector: usize, addr: usize) -> Exit;
+}
+
+impl<S: Strategy, H: kernel::Hal> KernelEntry for kernel::Kernel<S, H> {
+    fn syscall(&self, cpu: CpuIndex, regs: Regs) -> Exit {
+        kernel::Kernel::syscall(self, cpu, regs)
+    }
+    fn ipi(&self, cpu: CpuIndex, kind: kernel::IpiKind) -> Exit {
+        kernel::Kernel::ipi(self, cpu, kind)
+    }
+    fn timer_tick(&self, cpu: CpuIndex) -> Exit {
+        kernel::Kernel::timer_tick(self, cpu)
+    }
+    fn interrupt(&self, cpu: CpuIndex, irq: usize) -> Exit {
+        kernel::Kernel::interrupt(self, cpu, irq)
+    }
+    fn page_fault(&self, cpu: CpuIndex, vaddr: usize, write: bool) -> Exit {
+        kernel::Kernel::page_fault(self, cpu, vaddr, write)
+    }
+    fn exception(&self, cpu: CpuIndex, vector: usize, addr: usize) -> Exit {
+        kernel::Kernel::exception(self, cpu, vector, addr)
+    }
+}
+
+/// Handles a debug system call (`regs[0] >= DEBUG_BASE`) of `thread` on `cpu`; returns the
+/// thread's result registers (it continues at once, the kernel core is not entered).
+pub type DebugHandler = fn(cpu: CpuIndex, thread: ThreadId, regs: &Regs) -> Regs;
+
+/// What the architecture supplies.
+pub trait UserArch: 'static {
+    /// A user context as the entry stubs save it.
+    type Frame: Copy + Send;
+    /// The frame of a thread that never ran: user mode, interrupts on, every register zero.
+    const EMPTY_FRAME: Self::Frame;
+
+    /// The calling core's index.
+    fn cpu_id() -> CpuIndex;
+    /// Masks the calling core's interrupts.
+    fn disable_interrupts();
+    /// The cycle counter (fault records).
+    fn cycles() -> u64;
+    /// Prints a line of the user-fault report (the console).
+    fn print(args: fmt::Arguments<'_>);
+    /// Reports a HAL invariant broken on this path and stops the machine with failure.
+    fn fatal(args: fmt::Arguments<'_>) -> !;
+
+    /// A fresh frame: entry `pc`, stack `sp`, the first three argument registers `args`.
+    fn initial_frame(pc: usize, sp: usize, args: [usize; 3]) -> Self::Frame;
+    /// The frame's instruction pointer (reports).
+    fn pc(frame: &Self::Frame) -> usize;
+    /// A system call's number and arguments from the frame the system-call entry saved.
+    fn syscall_args(frame: &Self::Frame) -> Regs;
+    /// Loads a system call's result registers into the frame.
+    fn set_syscall_results(frame: &mut Self::Frame, regs: &Regs);
+    /// Forces the frame to return to user mode with user-safe flags, and checks what the
+    /// return path cannot survive (`Err`: the fault the thread gets instead, as `(vector,
+    /// address)`: x86's system-call return to a non-canonical address).
+    fn prepare_return(frame: &mut Self::Frame, from_syscall: bool) -> Result<(), (usize, usize)>;
+    /// Copies `frame` to the top of this core's kernel stack and returns to user mode.
+    ///
+    /// # Safety
+    /// `frame` passed [`prepare_return`](Self::prepare_return); nothing on the kernel stack is
+    /// needed any more (every entry ends here or in the idle loop).
+    unsafe fn enter_user(cpu: CpuIndex, frame: &Self::Frame, from_syscall: bool) -> !;
+    /// Enables interrupts and waits for one, then masks them again (one round of the idle
+    /// loop; an interrupt may leave the loop for user mode through [`UserMode::interrupt`]).
+    fn wait_for_interrupt();
+
+    /// Saves a frame into a context slot. The default is a plain copy; ARMv7 overrides it to
+    /// keep the compiler from calling `memcpy` on every trap.
+    ///
+    /// # Safety
+    /// `dst` is valid for a write of a frame, and nothing else accesses it meanwhile.
+    #[inline(always)]
+    unsafe fn save_frame(dst: *mut Self::Frame, src: &Self::Frame) {
+        // SAFETY: forwarded contract.
+        unsafe { dst.write(*src) }
+    }
+}
+
+/// What interrupted a core, as the kernel sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// The tick timer.
+    Timer,
+    /// An inter-processor interrupt.
+    Ipi(kernel::IpiKind),
+    /// A device interrupt line, already masked at its controller until the driver acknowledges
+    /// it through the kernel.
+    Device(usize),
+}
+
+/// A user exception, as recorded for [`UserMode::fault_record`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fault {
+    /// The architecture's vector number (x86: 14 = #PF, 13 = #GP ...; ARMv7: 4 = data abort,
+    /// 3 = prefetch abort, 1 = undefined instruction).
+    pub vector: usize,
+    /// The faulting instruction.
+    pub pc: usize,
+    /// The faulting address (x86 CR2; ARMv7 DFAR/IFAR), 0 if none.
+    pub addr: usize,
+    /// The status the CPU gave (x86 error code; ARMv7 DFSR/IFSR), 0 if none.
+    pub code: usize,
+}
+
+/// What the kernel is told about a user exception.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KernelFault {
+    /// A page fault the thread's pager may resolve.
+    Page {
+        /// The address.
+        addr: usize,
+        /// Whether it was a write.
+        write: bool,
+    },
+    /// Another exception (the kernel gives it to the pager or stops the thread).
+    Exception {
+        /// The vector.
+        vector: usize,
+        /// The address reported with it (the faulting instruction).
+        addr: usize,
+    },
+}
+
+/// The last user exception of a thread, for tests and reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FaultInfo {
+    /// What happened.
+    pub fault: Fault,
+    /// Core it happened on.
+    pub cpu: CpuIndex,
+    /// Cycle counter when it happened.
+    pub cycles: u64,
+    /// User exceptions of this thread so far.
+    pub count: u64,
+    /// Whether the thread ran again after its last exception (a pager resolved it).
+    pub resumed: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Saved {
+    /// Never ran: the frame holds the initial registers.
+    Fresh,
+    /// Through the system-call entry: the result registers of the kernel's [`Exit`] are
+    /// loaded on return.
+    Syscall,
+    /// Through an interrupt or exception: restored exactly.
+    Trap,
+}
+
+struct Context<F> {
+    frame: F,
+    saved: Saved,
+}
+
+struct FaultSlot {
+    count: AtomicU64,
+    vector: AtomicUsize,
+    pc: AtomicUsize,
+    addr: AtomicUsize,
+    code: AtomicUsize,
+    cpu: AtomicUsize,
+    cycles: AtomicU64,
+    stopped: AtomicBool,
+    resumed: AtomicBool,
+}
+
+impl FaultSlot {
+    const fn new() -> Self {
+        Self {
+            count: AtomicU64::new(0),
+            vector: AtomicUsize::new(0),
+            pc: AtomicUsize::new(0),
+            addr: AtomicUsize::new(0),
+            code: AtomicUsize::new(0),
+            cpu: AtomicUsize::new(0),
+            cycles: AtomicU64::new(0),
+            stopped: AtomicBool::new(false),
+            resumed: AtomicBool::new(false),
+        }
+    }
+}
+
+struct Installed {
+    kernel: &'static dyn KernelEntry,
+    debug: DebugHandler,
+}
+
+const NO_THREAD: usize = usize::MAX;
+/// Words of a core's kept-interrupt bitmap.
+const PENDING_WORDS: usize = MAX_IRQS.div_ceil(32);
+
+/// The user-mode state of a machine with `CPUS` cores.
+pub struct UserMode<A: UserArch, const CPUS: usize> {
+    installed: InitOnce<Installed>,
+    /// Per-thread saved contexts. A context is only accessed by the core that runs (or last
+    /// ran, and saved) its thread, or by the kernel's `WriteRegisters` of a thread no core
+    /// runs; the kernel hands a thread to another core only through its own synchronisation
+    /// (lock release / acquire), which orders the save before the load.
+    contexts: [UnsafeCell<Context<A::Frame>>; MAX_THREADS],
+    /// Whether a thread has a context ([`UserMode::set_initial_context`], `set_entry`).
+    has_context: [AtomicBool; MAX_THREADS],
+    /// The thread each core runs (index), or `NO_THREAD` while idle.
+    current: [AtomicUsize; CPUS],
+    /// Whether the core waits in the idle loop (an interrupt then enters the kernel).
+    idle: [AtomicBool; CPUS],
+    /// Device interrupts (bit = line) that arrived on a core with a kernel installed but
+    /// while it could not enter it (kernel code with interrupts on that is not the idle loop:
+    /// a secondary core waiting to be released). Their lines are masked; [`UserMode::run`]
+    /// hands them to the kernel at the core's first entry, so none is lost. Only the core
+    /// itself touches its entry (interrupt handler, then `run` with interrupts masked).
+    pending: [[AtomicU32; PENDING_WORDS]; CPUS],
+    faults: [FaultSlot; MAX_THREADS],
+}
+
+// SAFETY: the contexts are the only non-`Sync` part; see the field's documentation for why
+// every access to one is made by one core at a time, ordered by the kernel's synchronisation.
+unsafe impl<A: UserArch, const CPUS: usize> Sync for UserMode<A, CPUS> {}
+
+impl<A: UserArch, const CPUS: usize> UserMode<A, CPUS> {
+    /// No kernel installed, no thread with a context.
+    pub const fn new() -> Self {
+        Self {
+            installed: InitOnce::new(),
+            contexts: [const {
+                UnsafeCell::new(Context {
+                    frame: A::EMPTY_FRAME,
+                    saved: Saved::Fresh,
+                })
+            }; MAX_THREADS],
+            has_context: [const { AtomicBool::new(false) }; MAX_THREADS],
+            current: [const { AtomicUsize::new(NO_THREAD) }; CPUS],
+            idle: [const { AtomicBool::new(false) }; CPUS],
+            pending: [const { [const { AtomicU32::new(0) }; PENDING_WORDS] }; CPUS],
+            faults: [const { FaultSlot::new() }; MAX_THREADS],
+        }
+    }
+
+    /// Publishes the kernel the trap code enters and the image's debug-call handler. Once,
+    /// before any core calls [`run`](Self::run).
+    pub fn install(&self, kernel: &'static dyn KernelEntry, debug: DebugHandler) {
+        self.installed.set(Installed { kernel, debug });
+    }
+
+    /// Whether [`install`](Self::install) happened.
+    pub fn is_installed(&self) -> bool {
+        self.installed.get().is_some()
+    }
+
+    fn installed(&self) -> &Installed {
+        match self.installed.get() {
+            Some(i) => i,
+            None => A::fatal(format_args!("user mode used before usermode::install")),
+        }
+    }
+
+    /// [`installed`](Self::installed) for entries from user mode, without the Acquire load
+    /// (a `dmb ish` per trap on ARMv7): a core reaches user mode only through `resume`, first
+    /// called from [`run`](Self::run) on that core, whose `installed` saw the value set
+    /// (Acquire) earlier in program order.
+    fn installed_from_user(&self) -> &Installed {
+        // SAFETY: see above: this core's `run` got `Some` from `installed.get()` before it
+        // first entered user mode, so before any entry from user mode on this core.
+        unsafe { self.installed.get_observed() }
+    }
+
+    /// The thread core `cpu` runs, if any.
+    pub fn current_thread(&self, cpu: CpuIndex) -> Option<ThreadId> {
+        ThreadId::new(self.current.get(cpu)?.load(Ordering::Relaxed))
+    }
+
+    /// Sets the registers `t` starts with: `pc`, `sp` and the first three argument registers.
+    ///
+    /// # Safety
+    /// No core runs `t` or saves its context now, and the core that runs it next does so
+    /// after this call in a way that orders it: before any core runs user threads (boot), or
+    /// inside the kernel's critical section for an inactive thread that no core has as its
+    /// current thread (`WriteRegisters`), which orders it before the section that picks `t`.
+    pub unsafe fn set_initial_context(&self, t: ThreadId, pc: usize, sp: usize, args: [usize; 3]) {
+        let frame = A::initial_frame(pc, sp, args);
+        // SAFETY: the caller guarantees no core runs `t` or touches its context now.
+        unsafe {
+            self.contexts[t.index()].get().write(Context {
+                frame,
+                saved: Saved::Fresh,
+            })
+        };
+        self.has_context[t.index()].store(true, Ordering::Release);
+    }
+
+    /// The last user exception of `t`, if it had one.
+    pub fn fault_record(&self, t: ThreadId) -> Option<FaultInfo> {
+        let s = self.faults.get(t.index())?;
+        let count = s.count.load(Ordering::Acquire);
+        (count > 0).then(|| FaultInfo {
+            fault: Fault {
+                vector: s.vector.load(Ordering::Relaxed),
+                pc: s.pc.load(Ordering::Relaxed),
+                addr: s.addr.load(Ordering::Relaxed),
+                code: s.code.load(Ordering::Relaxed),
+            },
+            cpu: s.cpu.load(Ordering::Relaxed),
+            cycles: s.cycles.load(Ordering::Relaxed),
+            count,
+            resumed: s.resumed.load(Ordering::Acquire),
+        })
+    }
+
+    /// Starts scheduling on the calling core: hands it the device interrupts kept for its
+    /// first entry, enters the kernel once (as for a Reschedule IPI) and runs the thread it
+    /// picks, or idles. Never returns.
+    pub fn run(&self) -> ! {
+        let cpu = A::cpu_id();
+        let k = self.installed().kernel;
+        A::disable_interrupts();
+        // Each entry's `Exit` only says which thread the core runs now, and the kernel keeps
+        // every thread's result registers itself: the last entry's `Exit` is the one to follow.
+        if let Some(words) = self.pending.get(cpu) {
+            for (word, pending) in words.iter().enumerate() {
+                let mut bits = pending.swap(0, Ordering::Relaxed);
+                while bits != 0 {
+                    let irq = word * 32 + bits.trailing_zeros() as usize;
+                    bits &= bits - 1;
+                    let _ = k.interrupt(cpu, irq);
+                }
+            }
+        }
+        let exit = k.ipi(cpu, kernel::IpiKind::Reschedule);
+        self.resume(cpu, exit)
+    }
+
+    /// Saves the interrupted user context of the calling core's current thread.
+    fn save(&self, cpu: CpuIndex, frame: &A::Frame, saved: Saved) -> ThreadId {
+        let Some(t) = self.current_thread(cpu) else {
+            A::fatal(format_args!(
+                "entry from user mode (pc {:#x}) with no current thread",
+                A::pc(frame)
+            ))
+        };
+        let ctx = self.contexts[t.index()].get();
+        // SAFETY: `t` is this core's current thread (see `contexts`), so nothing else
+        // accesses its context; `addr_of_mut!` makes no reference.
+        unsafe {
+            A::save_frame(core::ptr::addr_of_mut!((*ctx).frame), frame);
+            core::ptr::addr_of_mut!((*ctx).saved).write(saved);
+        }
+        t
+    }
+
+    /// Returns to the thread the kernel chose (or idles). Never returns.
+    fn resume(&self, cpu: CpuIndex, mut exit: Exit) -> ! {
+        loop {
+            let Some(t) = exit.thread else {
+                self.current[cpu].store(NO_THREAD, Ordering::Relaxed);
+                self.idle(cpu)
+            };
+            // Relaxed (an Acquire load is a `dmb ish` per return to user mode on ARMv7): this
+            // is a check of the kernel's choice, not what publishes the context. The context
+            // of `t` was written either before any core ran (`set_initial_context`, published
+            // by the secondary cores' start) or in a kernel section (`set_entry`) that the
+            // strategy orders before the section that made `t` runnable and before the one
+            // that just picked `t` here, which read `t`'s state under the same ordering. That
+            // chain makes the context write (and the flag's store) happen-before this load
+            // and the frame accesses below; coherence then rules out reading the old `false`.
+            if !self.has_context[t.index()].load(Ordering::Relaxed) {
+                A::fatal(format_args!(
+                    "the kernel picked thread {} which has no user context",
+                    t.index()
+                ));
+            }
+            self.current[cpu].store(t.index(), Ordering::Relaxed);
+            self.idle[cpu].store(false, Ordering::Relaxed);
+            let f = &self.faults[t.index()];
+            // Load first, swap only when set: the common case (no fault recorded) then makes
+            // no atomic read-modify-write (a locked `xchg` on x86, `ldrex`/`strex` on ARMv7).
+            // The flag is set by `record_fault` on the core where `t` faulted, in the fault's
+            // entry, which the kernel's sections order before the one that picked `t` again
+            // here; the only other writer is this clear, by the core resuming `t` (one at a
+            // time). So a `false` read here is not a set that the swap would have seen.
+            if f.stopped.load(Ordering::Relaxed) && f.stopped.swap(false, Ordering::Relaxed) {
+                f.resumed.store(true, Ordering::Release);
+            }
+            // SAFETY: `t` is now this core's current thread (see `contexts`).
+            let ctx = unsafe { &mut *self.contexts[t.index()].get() };
+            let from_syscall = ctx.saved == Saved::Syscall;
+            if from_syscall {
+                A::set_syscall_results(&mut ctx.frame, &exit.regs);
+            }
+            match A::prepare_return(&mut ctx.frame, from_syscall) {
+                // SAFETY: the frame passed `prepare_return`; every entry ends here or in
+                // `idle`, so nothing on the kernel stack is needed any more.
+                Ok(()) => unsafe { A::enter_user(cpu, &ctx.frame, from_syscall) },
+                Err((vector, addr)) => {
+                    let fault = Fault {
+                        vector,
+                        pc: addr,
+                        addr: 0,
+                        code: 0,
+                    };
+                    self.record_fault(cpu, t, fault);
+                    A::print(format_args!(
+                        "user fault: cpu {cpu} thread {}: cannot return to pc {addr:#x} \
+                         (vector {vector}): handed to the kernel (pager, or the thread stops)\n",
+                        t.index()
+                    ));
+                    exit = self.installed().kernel.exception(cpu, vector, addr);
+                }
+            }
+        }
+    }
+
+    /// Records a user exception of thread `t` for [`fault_record`](Self::fault_record).
+    fn record_fault(&self, cpu: CpuIndex, t: ThreadId, fault: Fault) {
+        let s = &self.faults[t.index()];
+        s.vector.store(fault.vector, Ordering::Relaxed);
+        s.pc.store(fault.pc, Ordering::Relaxed);
+        s.addr.store(fault.addr, Ordering::Relaxed);
+        s.code.store(fault.code, Ordering::Relaxed);
+        s.cpu.store(cpu, Ordering::Relaxed);
+        s.cycles.store(A::cycles(), Ordering::Relaxed);
+        s.resumed.store(false, Ordering::Relaxed);
+        s.stopped.store(true, Ordering::Relaxed);
+        s.count.fetch_add(1, Ordering::Release);
+    }
+
+    /// Waits for interrupts with no thread to run; an interrupt enters the kernel (see
+    /// [`interrupt`](Self::interrupt)), which may pick a thread and leave this loop for good.
+    fn idle(&self, cpu: CpuIndex) -> ! {
+        self.idle[cpu].store(true, Ordering::Relaxed);
+        loop {
+            A::wait_for_interrupt();
+        }
+    }
+
+    /// A system call from user mode (`frame` as the system-call entry saved it, on the top of
+    /// this core's kernel stack): a debug call goes to the image's handler, every other one to
+    /// the kernel; continues with the thread the kernel picks.
+    pub fn syscall(&self, frame: &A::Frame) -> ! {
+        let cpu = A::cpu_id();
+        let inst = self.installed_from_user();
+        let t = self.save(cpu, frame, Saved::Syscall);
+        let regs = A::syscall_args(frame);
+        let exit = if regs[0] >= DEBUG_BASE {
+            Exit {
+                thread: Some(t),
+                regs: (inst.debug)(cpu, t, &regs),
+            }
+        } else {
+            inst.kernel.syscall(cpu, regs)
+        };
+        self.resume(cpu, exit)
+    }
+
+    /// An acknowledged interrupt (`event`; `None` for one with nothing for the kernel, such as
+    /// a spurious one). `user` is the interrupted user frame when it came from user mode.
+    ///
+    /// From user mode, or on a core in the idle loop, it enters the kernel and continues with
+    /// the thread the kernel picks (does not return; an idle core whose kernel entry picks no
+    /// thread returns to its idle loop). Otherwise (boot code, no kernel installed, a core
+    /// not yet released) it returns to the interrupted code; a device interrupt's line stays
+    /// masked then: with no kernel it is dropped (no driver can have bound it), with a kernel
+    /// it is kept for the core's first entry ([`run`](Self::run)).
+    pub fn interrupt(&self, user: Option<&A::Frame>, event: Option<Event>) {
+        let Some(inst) = (match user {
+            Some(_) => Some(self.installed_from_user()),
+            None => self.installed.get(),
+        }) else {
+            return;
+        };
+        let cpu = A::cpu_id();
+        if user.is_none()
+            && !self
+                .idle
+                .get(cpu)
+                .is_some_and(|i| i.load(Ordering::Relaxed))
+        {
+            if let (Some(Event::Device(irq)), Some(words)) = (event, self.pending.get(cpu)) {
+                if let Some(w) = words.get(irq / 32) {
+                    w.fetch_or(1 << (irq % 32), Ordering::Relaxed);
+                }
+            }
+            return;
+        }
+        if let Some(frame) = user {
+            self.save(cpu, frame, Saved::Trap);
+        }
+        let exit = match event {
+            Some(Event::Timer) => inst.kernel.timer_tick(cpu),
+            Some(Event::Ipi(kind)) => inst.kernel.ipi(cpu, kind),
+            Some(Event::Device(irq)) => inst.kernel.interrupt(cpu, irq),
+            None => Exit {
+                thread: self.current_thread(cpu),
+                regs: [0; 6],
+            },
+        };
+        if user.is_some() || exit.thread.is_some() {
+            self.resume(cpu, exit);
+        }
+    }
+
+    /// An exception in user mode (`frame` as the entry saved it): records it for
+    /// [`fault_record`](Self::fault_record), prints the report line (`what` describes it),
+    /// hands it to the kernel as `to_kernel` and continues with the thread the kernel picks.
+    pub fn user_exception(
+        &self,
+        frame: &A::Frame,
+        fault: Fault,
+        to_kernel: KernelFault,
+        what: fmt::Arguments<'_>,
+    ) -> ! {
+        let cpu = A::cpu_id();
+        let inst = self.installed_from_user();
+        let t = self.save(cpu, frame, Saved::Trap);
+        self.record_fault(cpu, t, fault);
+        A::print(format_args!(
+            "user fault: cpu {cpu} thread {}: {what}: handed to the kernel (pager, or the \
+             thread stops)\n",
+            t.index()
+        ));
+        let exit = match to_kernel {
+            KernelFault::Page { addr, write } => inst.kernel.page_fault(cpu, addr, write),
+            KernelFault::Exception { vector, addr } => inst.kernel.exception(cpu, vector, addr),
+        };
+        self.resume(cpu, exit)
+    }
+}
+
+impl<A: UserArch, const CPUS: usize> Default for UserMode<A, CPUS> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
