@@ -4,7 +4,8 @@
 #   hal-armv7/scripts/qemu-boot-demo.sh [sabrelite|virt] [smp] [cmdline...]
 #   e.g. qemu-boot-demo.sh sabrelite 4          # default: sabrelite, 4 cores, empty cmdline
 #        qemu-boot-demo.sh virt 2 fault=dabt    # expect the data abort report and status 1
-#        MATRIX=1 qemu-boot-demo.sh             # sabrelite/virt x smp 1/4, summary only
+#        MATRIX=1 qemu-boot-demo.sh             # sabrelite/virt x smp 1/4, summary only, and
+#                                               # the abort-stack overflow report on both
 #
 # The kernel exits through semihosting (SYS_EXIT_EXTENDED): status 0 = success, 1 = failure
 # reported by the kernel, 124 = timeout. QEMU itself also exits 0 on a guest reset under
@@ -56,6 +57,20 @@ if [ -n "${MATRIX:-}" ]; then
                 printf '%s\n' "$out" | tail -n 20 | sed 's/^/    | /'
             fi
         done
+    done
+    # An overflow of the abort stack itself (recursion in ABT mode) must be reported as a kernel
+    # stack overflow with the kernel's failure status, not hang in nested aborts.
+    for m in sabrelite virt; do
+        set +e
+        out=$(run "$m" 1 "fault=abtstack" 2>&1)
+        status=$?
+        set -e
+        report=$(grep -c 'kernel stack overflow on CPU 0 (stack guard at 0x[0-9a-f]*: the ABT/IRQ stack' <<<"$out" || true)
+        printf '%-9s smp 1 fault=abtstack: status %s, overflow reported: %s\n' "$m" "$status" "$report"
+        if [ "$status" -ne 1 ] || [ "$report" -lt 1 ]; then
+            fails=$((fails + 1))
+            printf '%s\n' "$out" | tail -n 20 | sed 's/^/    | /'
+        fi
     done
     echo "matrix: $fails failure(s)"
     [ "$fails" -eq 0 ]

@@ -69,6 +69,12 @@ pub const GUARD_SIZE: usize = 4096;
 const UND_TOP: usize = 12 * 1024;
 /// Top of the abort (and unused IRQ-mode) stack, from the area's base.
 const ABT_TOP: usize = 24 * 1024;
+/// Lowest abort-stack pointer (from the area's base) the abort vectors accept: 1 KiB above
+/// the abort stack's guard page. Below it the abort stack counts as overflowed and restarts
+/// at its top (see `HAL_ABT_STACK_CHECK`); the abort stubs and the fault path need far less
+/// than 1 KiB to report.
+const ABT_FLOOR: usize = UND_TOP + GUARD_SIZE + 1024;
+const _: () = assert!(ABT_FLOOR < ABT_TOP && (ABT_FLOOR << 14) >> 14 == ABT_FLOOR);
 /// The guard pages' offsets in a core's stack area, with the stack each protects.
 const GUARDS: [(usize, &str); 3] = [(0, "UND/FIQ"), (UND_TOP, "ABT/IRQ"), (ABT_TOP, "SVC")];
 const _: () = assert!(
@@ -86,6 +92,33 @@ unsafe impl Sync for Stacks {}
 
 #[link_section = ".stacks"]
 static STACKS: Stacks = Stacks(UnsafeCell::new([[0; STACK_SIZE]; MAX_CPUS]));
+
+/// Test support (`mode=stackoverflow stack=abort`): switches the calling core to ABT mode and
+/// recurses on the abort stack until it hits its guard page. Never returns: the abort handler
+/// must report the overflow (`kernel stack overflow ... the ABT/IRQ stack`) and stop.
+pub fn overflow_abort_stack() -> ! {
+    // SAFETY: deliberately runs Rust code in ABT mode on the (empty) abort stack with IRQs
+    // masked as they are in the kernel; the recursion never returns, and the data abort it
+    // ends in is fatal by design.
+    unsafe {
+        core::arch::asm!(
+            "cps #0x17",
+            "mov r0, #0",
+            "bl {recurse}",
+            recurse = sym recurse_on_stack,
+            options(noreturn)
+        )
+    }
+}
+
+/// Recurses with a 256-byte frame until the stack runs out.
+#[inline(never)]
+#[allow(unconditional_recursion)] // the point: only the guard page ends it
+extern "C" fn recurse_on_stack(depth: usize) -> usize {
+    let frame = core::hint::black_box([depth; 64]);
+    let below = recurse_on_stack(core::hint::black_box(depth + 1));
+    core::hint::black_box(frame)[depth % 64].wrapping_add(below)
+}
 
 /// Top of core `cpu`'s SVC stack.
 pub fn stack_top(cpu: CpuIndex) -> usize {
@@ -278,10 +311,41 @@ hal_armv7_user_\name:
         HAL_USER_STUB \vector
     .endm
 
+    @ The abort vectors run in ABT mode, whose stack may be the one that overflowed (an
+    @ abort taken while the abort handler ran out of stack). A push onto its guard page would
+    @ abort again with SP_abt unchanged (ARMv7 restores the base register of an aborted
+    @ `stm`), for ever. So before anything touches the stack: if SP_abt lies below ABT_FLOOR
+    @ in this core's area, restart the abort stack at its top (its contents are lost; the
+    @ fault report that follows names the guard page). r0 is parked in TPIDRPRW meanwhile (no
+    @ stack needed; the kernel does not use TPIDRPRW); `mrc` leaves the flags alone.
+    .macro HAL_ABT_STACK_CHECK
+        mcr     p15, 0, r0, c13, c0, 4
+        ldr     r0, ={stacks}
+        sub     r0, sp, r0
+        lsl     r0, r0, #14                 @ offset in the core's 256 KiB area, << 14
+        cmp     r0, #({abt_floor} << 14)
+        lsrlo   r0, r0, #14
+        sublo   sp, sp, r0                  @ the area's base
+        addlo   sp, sp, #{abt_top}          @ the abort stack's top
+        mrc     p15, 0, r0, c13, c0, 4
+    .endm
+
+    .macro HAL_ABORT_STUB name, vector, offset
+hal_armv7_vec_\name:
+        HAL_ABT_STACK_CHECK
+        sub     lr, lr, #\offset
+        HAL_IF_USER hal_armv7_user_\name
+        stmfd   sp!, {{r0-r12, lr}}
+        mov     r0, #\vector
+        b       hal_armv7_fault_common
+hal_armv7_user_\name:
+        HAL_USER_STUB \vector
+    .endm
+
     HAL_FAULT_STUB reset, 0, 4
     HAL_FAULT_STUB und, 1, 4
-    HAL_FAULT_STUB pabt, 3, 4
-    HAL_FAULT_STUB dabt, 4, 8
+    HAL_ABORT_STUB pabt, 3, 4
+    HAL_ABORT_STUB dabt, 4, 8
     HAL_FAULT_STUB unused, 5, 4
     HAL_FAULT_STUB fiq, 7, 4
 
@@ -349,6 +413,7 @@ hal_armv7_user_irq:
     stacks = sym STACKS,
     und_top = const UND_TOP,
     abt_top = const ABT_TOP,
+    abt_floor = const ABT_FLOOR,
     stack_size = const STACK_SIZE,
     max_cpus = const MAX_CPUS,
     primary = sym primary_entry,

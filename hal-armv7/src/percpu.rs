@@ -3,7 +3,7 @@
 //! The core index is MPIDR.Aff0: QEMU's sabrelite (one Cortex-A9 cluster) and virt (clusters
 //! of 8 for GICv2) number the cores 0, 1, 2, ... in Aff0, and so does the real i.MX6Q. Reading
 //! MPIDR is one `mrc`, cheap enough that no per-core pointer register is needed yet (TPIDRPRW
-//! stays free for the kernel).
+//! is only a scratch register of the abort vectors, see `boot`).
 
 use core::sync::atomic::{AtomicU32, Ordering};
 

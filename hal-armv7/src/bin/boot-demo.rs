@@ -5,7 +5,8 @@
 //! then exits QEMU through semihosting with status 0. Any failure exits with status 1; an
 //! exception prints a report first.
 //!
-//! Command line (`-append`, read through semihosting): `fault=und|dabt|pabt|svc|panic` triggers
+//! Command line (`-append`, read through semihosting): `fault=und|dabt|pabt|svc|panic|abtstack`
+//! (`abtstack`: recursion in ABT mode until the abort stack overflows) triggers
 //! that fault on purpose on core 0 (`ap-und`, `ap-dabt`, ... on core 1) to check the exception
 //! report; `ticks=N` sets how many timer ticks each core waits for (default 3). Built with
 //! `--features fault-demo`, the demo takes a data abort on core 0 when no `fault=` is given.
@@ -75,6 +76,9 @@ mod demo {
             // SAFETY: deliberately makes a supervisor call there is no syscall for: reported.
             "svc" => unsafe { core::arch::asm!("svc #1", out("lr") _) },
             "panic" => panic!("panic requested on the command line"),
+            // The abort stack runs into its guard page while in ABT mode: the abort vectors
+            // must notice the exhausted stack, restart it and report the overflow.
+            "abtstack" => hal_armv7::boot::overflow_abort_stack(),
             other => println!("cpu {cpu}: unknown fault kind '{other}', ignored"),
         }
     }
