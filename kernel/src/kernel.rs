@@ -248,15 +248,7 @@ pub struct Exit {
     pub regs: Regs,
 }
 
-/// Label (message word 0) of the page-fault message a faulting thread sends to its pager;
-/// words 1..4 are the address, 1 for a write access, and the thread index.
-pub const FAULT_LABEL: usize = 0xFA17;
-
-/// Label (message word 0) of the message a thread that raised another processor exception
-/// (invalid instruction, division by zero, protection fault...) sends to its pager; words 1..4
-/// are the architecture's exception number, the faulting instruction address, and the thread
-/// index.
-pub const EXCEPTION_LABEL: usize = 0xE7C9;
+pub use abi::syscall::{EXCEPTION_LABEL, FAULT_LABEL};
 
 /// Context of one kernel entry.
 #[derive(Clone, Copy, Debug)]

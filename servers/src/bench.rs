@@ -30,7 +30,7 @@
 //! the loop; its cost is reported, not subtracted). The first [`WARMUP_INTERVALS`] are not
 //! recorded.
 
-use kernel::syscall::nr;
+use abi::syscall::nr;
 
 use crate::abi::bench::{
     param, record, BATCH, MAX_RUNS, OVERHEAD_TRIES, WARMUP, WARMUP_BATCHES, WARMUP_INTERVALS,

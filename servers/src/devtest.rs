@@ -18,7 +18,7 @@
 //! other cores; the rounds ([`run`]) use only `Wait` and `AckIrq` and run after the release, so
 //! that the interrupt can be routed to another core ([`abi::info::IRQ_CORE`]).
 
-use kernel::PageAttrs;
+use abi::PageAttrs;
 
 use crate::abi::{info, slot};
 use crate::debug::{self, test};

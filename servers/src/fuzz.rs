@@ -20,7 +20,7 @@
 //! # What it must not do (and why each rule keeps the test meaningful)
 //! The fuzzer must end, and must not stop the machine or the other programs, or the run would
 //! say nothing. So every call passes [`Fuzzer::sanitize`], which decodes it exactly as the
-//! kernel will ([`kernel::Syscall::decode`]) and rewrites only the calls that could do that:
+//! kernel will ([`abi::Syscall::decode`]) and rewrites only the calls that could do that:
 //! * **blocking for good**: `Call`/`Send` only on the drain server's endpoint
 //!   ([`slot::FUZZ_EP`], answered forever) or on fixed slots that hold no endpoint; `Recv`,
 //!   `ReplyRecv` and `Wait` only on fixed slots where they fail (no READ right, wrong type).
@@ -47,7 +47,7 @@
 //!
 //! # What it checks
 //! * every call the kernel decoder rejects comes back with exactly the decoder's error (the
-//!   same [`kernel::Syscall::decode`] runs in the fuzzer);
+//!   same [`abi::Syscall::decode`] runs in the fuzzer);
 //! * every kernel result is success or a known error code;
 //! * the debug calls a non-root thread may not make are refused (`MissingRight`), unknown ones
 //!   answered `UnknownSyscall`;
@@ -58,11 +58,11 @@
 //! It prints `fuzz: cpu N: seed 0x...` first and `fuzz: cpu N: C calls (...)` at the end, then
 //! the result codes, and reports DONE (after a user panic report if anything was wrong).
 
+use abi::limits::{CSPACE_SLOTS, NUM_PRIOS, PAGE_SIZE, USER_TOP};
+use abi::syscall::{nr, MINT_SELF};
 use core::fmt::Write;
-use kernel::config::{CSPACE_SLOTS, NUM_PRIOS, PAGE_SIZE, USER_TOP};
-use kernel::syscall::{nr, MINT_SELF};
 
-use kernel::{Error, Regs, Syscall};
+use abi::{Error, Regs, Syscall};
 
 use crate::abi::{debug_nr, info, slot, USER_BASE, USER_STACK_TOP};
 use crate::debug;
@@ -596,7 +596,7 @@ impl Fuzzer {
                     r[2] = self.scratch();
                 }
                 Syscall::Mint {
-                    target: kernel::syscall::MintTarget::Own,
+                    target: abi::syscall::MintTarget::Own,
                     dest,
                     ..
                 } if fixed(dest.index()) => r[3] = self.scratch(),

@@ -1,8 +1,8 @@
 //! User-level programs run by the kernel, and the small typed library they call the kernel with.
 //!
 //! * [`sys`]: the system calls as functions over typed arguments (capability slots, messages,
-//!   rights), built on the kernel's own [`kernel::Syscall`] encoding so the two cannot drift
-//!   apart; results come back as `Result<_, kernel::Error>`.
+//!   rights), built on the kernel's own [`abi::Syscall`] encoding so the two cannot drift
+//!   apart; results come back as `Result<_, abi::Error>`.
 //! * [`debug`]: the image's debug calls (console output, "done" reports, shutdown), which the
 //!   x86 HAL hands to the image instead of the kernel core.
 //! * [`abi`]: what the image and the programs agree on: program roles, capability slot layout,

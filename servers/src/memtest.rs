@@ -3,8 +3,8 @@
 //! revoked with the page-table pool back at its start count; a page mapped twice; and the
 //! mappings the kernel must refuse.
 
-use kernel::syscall::{info, nr};
-use kernel::{Error, PageAttrs};
+use abi::syscall::{info, nr};
+use abi::{Error, PageAttrs};
 
 use crate::abi::slot;
 use crate::debug::test;
@@ -65,7 +65,7 @@ pub fn run() {
     );
 
     // What the kernel must refuse, each without effect.
-    let wx = kernel::syscall::result(&sys::raw([
+    let wx = abi::syscall::result(&sys::raw([
         nr::MAP_PAGE,
         slot::ROOT_ASPACE,
         slot::ROOT_SCRATCH,

@@ -2,7 +2,7 @@
 
 use core::fmt::Write as _;
 
-use kernel::{Error, EXCEPTION_LABEL, FAULT_LABEL};
+use abi::{Error, EXCEPTION_LABEL, FAULT_LABEL};
 
 use crate::abi::{fault, role, slot, PAGER_TEST_ADDR};
 use crate::debug::{self, test};
@@ -286,17 +286,17 @@ fn errors() -> ! {
     );
     check(
         "user:err_unknown_syscall",
-        kernel::syscall::result(&sys::raw([99, 0, 0, 0, 0, 0])),
+        abi::syscall::result(&sys::raw([99, 0, 0, 0, 0, 0])),
         Error::UnknownSyscall,
     );
     check(
         "user:err_reply_without_caller",
-        sys::invoke(kernel::Syscall::Reply { msg: [0; 4] }),
+        sys::invoke(abi::Syscall::Reply { msg: [0; 4] }),
         Error::NoReply,
     );
     check(
         "user:err_nonzero_unused_register",
-        kernel::syscall::result(&sys::raw([kernel::syscall::nr::YIELD, 1, 0, 0, 0, 0])),
+        abi::syscall::result(&sys::raw([abi::syscall::nr::YIELD, 1, 0, 0, 0, 0])),
         Error::InvalidArgument,
     );
     // A notification round trip on the calling core.
@@ -323,7 +323,7 @@ fn pager() -> ! {
                 s(slot::PAGER_FRAME),
                 0,
                 page,
-                kernel::PageAttrs::WRITE,
+                abi::PageAttrs::WRITE,
             );
             uprintln!(
                 "pager: thread {thread} faulted at {addr:#x} (write {write}); mapping a frame: \

@@ -1,10 +1,10 @@
-//! Typed system calls. Each function builds a [`kernel::Syscall`], encodes it with the kernel's
-//! own encoder, traps, and decodes the result registers with [`kernel::syscall::result`].
+//! Typed system calls. Each function builds a [`abi::Syscall`], encodes it with the kernel's
+//! own encoder, traps, and decodes the result registers with [`abi::syscall::result`].
 //!
 //! x86_64 convention (see `hal-x86`'s `usermode`): number in `rax`, arguments in `rdi, rsi,
 //! rdx, r10, r8`, results in the same six registers; `rcx` and `r11` are clobbered.
 
-pub use kernel::{CapSlot, Error, Msg, PageAttrs, Regs, Rights, Syscall};
+pub use abi::{CapSlot, Error, Msg, PageAttrs, Regs, Rights, Syscall};
 
 /// Result of a call: `(word, message)` (badge or notification word, received message).
 pub type Reply = Result<(usize, Msg), Error>;
@@ -67,7 +67,7 @@ pub fn raw(_regs: Regs) -> Regs {
 
 /// Performs `call` and decodes the result.
 pub fn invoke(call: Syscall) -> Reply {
-    kernel::syscall::result(&raw(call.encode()))
+    abi::syscall::result(&raw(call.encode()))
 }
 
 /// A capability slot; panics on an index outside the CSpace (a program bug).
@@ -127,7 +127,7 @@ pub fn bind_pager(thread: CapSlot, ep: CapSlot) -> Result<(), Error> {
 }
 
 /// Maps page `offset` of the memory region in `mem` at `vaddr` of the address space in
-/// `aspace`, with `attrs` (see [`kernel::Syscall::MapPage`]).
+/// `aspace`, with `attrs` (see [`abi::Syscall::MapPage`]).
 pub fn map_page(
     aspace: CapSlot,
     mem: CapSlot,
@@ -214,7 +214,7 @@ pub fn ack_irq(handler: CapSlot) -> Result<(), Error> {
     invoke(Syscall::AckIrq { handler }).map(|_| ())
 }
 
-/// A kernel statistic (keys in [`kernel::syscall::info`]).
+/// A kernel statistic (keys in [`abi::syscall::info`]).
 pub fn kernel_info(key: usize) -> Result<usize, Error> {
     invoke(Syscall::KernelInfo { key }).map(|(v, _)| v)
 }

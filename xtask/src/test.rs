@@ -28,6 +28,7 @@ const ARM: &str = "armv7a-none-eabi";
 /// target adds a row here.
 const BARE_METAL: &[(&str, &[&str])] = &[
     // crate        targets
+    ("abi", &[X86, ARM]),
     ("sync", &[X86, ARM]),
     ("kernel", &[X86, ARM]),
     ("hal-common", &[X86, ARM]),
