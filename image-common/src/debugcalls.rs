@@ -214,6 +214,14 @@ pub struct DebugCalls {
     done: AtomicUsize,
     /// Per thread: the cycle counter at its first DONE (0: not yet).
     done_tsc: [AtomicU64; MAX_THREADS],
+    /// Per thread: the role of its program (0: not made by the image's builder).
+    roles: [AtomicU64; MAX_THREADS],
+    /// Per thread: its core.
+    thread_cores: [AtomicUsize; MAX_THREADS],
+    /// Per thread: whether it must report DONE (see [`Plan`]).
+    must_report: [AtomicBool; MAX_THREADS],
+    /// DONE reports of threads that were not expected to report (a failure).
+    unexpected: AtomicUsize,
     panics: AtomicUsize,
     tests_ok: AtomicUsize,
     tests_failed: AtomicUsize,
@@ -234,6 +242,27 @@ pub struct DebugCalls {
     lock: AtomicUsize,
     /// The benchmark samples the user programs report.
     collector: Collector,
+}
+
+/// A thread as the reports name it: `thread 5 (hello, cpu 2)`.
+struct Who {
+    thread: usize,
+    name: Option<&'static str>,
+    core: Option<usize>,
+}
+
+impl core::fmt::Display for Who {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "thread {} (", self.thread)?;
+        match self.name {
+            Some(n) => f.write_str(n)?,
+            None => f.write_str("not made by the image's builder")?,
+        }
+        match self.core {
+            Some(c) => write!(f, ", cpu {c})"),
+            None => f.write_str(")"),
+        }
+    }
 }
 
 /// The image's debug-call state, used by the free functions of this module.
@@ -257,6 +286,10 @@ impl DebugCalls {
             expected_done: AtomicUsize::new(usize::MAX),
             done: AtomicUsize::new(0),
             done_tsc: [const { AtomicU64::new(0) }; MAX_THREADS],
+            roles: [const { AtomicU64::new(0) }; MAX_THREADS],
+            thread_cores: [const { AtomicUsize::new(0) }; MAX_THREADS],
+            must_report: [const { AtomicBool::new(false) }; MAX_THREADS],
+            unexpected: AtomicUsize::new(0),
             panics: AtomicUsize::new(0),
             tests_ok: AtomicUsize::new(0),
             tests_failed: AtomicUsize::new(0),
@@ -296,7 +329,13 @@ impl DebugCalls {
         self.root.store(root.index(), Ordering::Relaxed);
         self.stack_overflow
             .store(run.stack_overflow, Ordering::Relaxed);
-        self.expected_done.store(plan.finite, Ordering::Release);
+        for t in 0..MAX_THREADS {
+            let (role, core) = plan.thread(t).unwrap_or((0, 0));
+            self.roles[t].store(role, Ordering::Relaxed);
+            self.thread_cores[t].store(core, Ordering::Relaxed);
+            self.must_report[t].store(plan.must_report(t), Ordering::Relaxed);
+        }
+        self.expected_done.store(plan.finite(), Ordering::Release);
         self.bench
             .store(Kind::to_word(run.bench), Ordering::Relaxed);
         self.runs.store(run.runs, Ordering::Relaxed);
@@ -332,8 +371,23 @@ impl DebugCalls {
         }
         A::println(format_args!(
             "boot: starting the root task; {} programs will report",
-            plan.finite
+            plan.finite()
         ));
+        for t in (0..MAX_THREADS).filter(|&t| plan.must_report(t)) {
+            A::println(format_args!("plan: {} reports DONE", self.who(t)));
+        }
+    }
+
+    /// `thread T (program, cpu C)` for the reports.
+    fn who(&self, t: usize) -> Who {
+        let role = self.roles.get(t).map_or(0, |r| r.load(Ordering::Relaxed));
+        Who {
+            thread: t,
+            name: servers::programs::find(role).map(|p| p.name),
+            core: (role != 0)
+                .then(|| self.thread_cores.get(t).map(|c| c.load(Ordering::Relaxed)))
+                .flatten(),
+        }
     }
 
     /// Prints one test line and counts it.
@@ -375,6 +429,17 @@ impl DebugCalls {
                 ok_regs(0)
             }
             debug_nr::DONE => {
+                // Only the threads the plan expects count: a report from another one is a
+                // program whose declaration (servers::programs::PROGRAMS) says otherwise.
+                if !self.must_report[t.index()].load(Ordering::Relaxed) {
+                    self.unexpected.fetch_add(1, Ordering::AcqRel);
+                    A::println(format_args!(
+                        "!!! {} reported DONE, which the system did not expect: its entry in \
+                         servers::programs::PROGRAMS does not say `Reports::Done` (not counted)",
+                        self.who(t.index())
+                    ));
+                    return ok_regs(self.done.load(Ordering::Acquire));
+                }
                 // Each thread counts once: a repeated DONE must not stand in for a program that
                 // has not reported yet.
                 let now = A::cycles().max(1);
@@ -389,6 +454,7 @@ impl DebugCalls {
                     return ok_regs(self.done.load(Ordering::Acquire));
                 }
                 let n = self.done.fetch_add(1, Ordering::AcqRel) + 1;
+                A::println(format_args!("done: {}", self.who(t.index())));
                 if n == self.expected_done.load(Ordering::Acquire) {
                     self.finish::<A>();
                 }
@@ -542,7 +608,11 @@ impl DebugCalls {
             });
         }
         let panics = self.panics.load(Ordering::Acquire);
-        let failed = self.tests_failed.load(Ordering::Acquire) + panics + missing + incomplete;
+        let failed = self.tests_failed.load(Ordering::Acquire)
+            + panics
+            + missing
+            + incomplete
+            + self.unexpected.load(Ordering::Acquire);
         A::println(format_args!(
             "shutting down: {} (uptime {} ms)",
             if failed == 0 { "success" } else { "FAILURE" },
@@ -944,10 +1014,10 @@ mod tests {
     #[test]
     fn a_demo_run_shuts_down_with_success_once_every_program_reported() {
         let d = DebugCalls::new();
-        let plan = Plan {
-            finite: 2,
-            user_tests: 0,
-        };
+        let mut plan = Plan::default();
+        plan.add(tid(1), 0, servers::abi::role::CLIENT, true);
+        plan.add(tid(3), 1, servers::abi::role::CLIENT, true);
+        plan.add(tid(4), 1, servers::abi::role::SERVER, false);
         d.init::<Fake>(run(false, 2), tid(0), plan);
         d.set_client(0, tid(1));
         d.set_client(1, tid(3));
@@ -961,7 +1031,9 @@ mod tests {
         assert_eq!(
             take_out(),
             [
+                "done: thread 1 (ping-pong client, cpu 0)",
                 "thread 1 (cpu 0) reported DONE again: ignored",
+                "done: thread 3 (ping-pong client, cpu 1)",
                 "all 2 programs reported after 5000 ms (2 cores, every core ran its ping-pong \
                  pair)",
                 "shutting down: success (uptime 7 ms)",
@@ -969,16 +1041,18 @@ mod tests {
         );
         // A finish that is already under way (another core's) halts this core.
         d.expected_done.store(3, Ordering::Relaxed);
+        d.must_report[2].store(true, Ordering::Relaxed);
         assert_eq!(call(&d, 0, 2, done), Err(Stop::Halt));
     }
 
     #[test]
     fn a_test_run_checks_fault_containment_and_fails_on_a_missing_client() {
         let d = DebugCalls::new();
-        let plan = Plan {
-            finite: 1,
-            user_tests: 1,
-        };
+        // A plan that forgot the client of cpu 1 (the builder cannot make one now; the check
+        // of every core's client stays as a second line of defence).
+        let mut plan = Plan::default();
+        plan.add(tid(1), 0, servers::abi::role::CLIENT, true);
+        plan.user_tests = 1;
         d.init::<Fake>(run(true, 2), tid(0), plan);
         d.set_client(0, tid(1));
         d.set_client(1, tid(2));
@@ -1025,6 +1099,42 @@ mod tests {
             "tests: 4 passed, 0 skipped, 4 failed".to_string(),
             "shutting down: FAILURE (uptime 7 ms)".to_string(),
         ];
-        assert_eq!(out[1..], want);
+        assert_eq!(out[2..], want);
+    }
+
+    #[test]
+    fn the_plan_names_its_programs_and_an_unexpected_done_fails_the_run() {
+        let d = DebugCalls::new();
+        let mut plan = Plan::default();
+        plan.add(tid(1), 0, servers::abi::role::HELLO, true);
+        plan.add(tid(2), 1, servers::abi::role::SERVER, false);
+        d.init::<Fake>(run(false, 2), tid(0), plan);
+        d.set_client(0, tid(1));
+        d.set_client(1, tid(1));
+        let out = take_out();
+        assert!(out.contains(&"plan: thread 1 (hello, cpu 0) reports DONE".to_string()));
+        assert!(
+            !out.iter().any(|l| l.contains("thread 2")),
+            "servers are not planned"
+        );
+        let done = [debug_nr::DONE, 0, 0, 0, 0, 0];
+        // A server that reports, and a thread the builder never made: named, not counted.
+        assert_eq!(call(&d, 1, 2, done), Ok(ok_regs(0)));
+        assert_eq!(call(&d, 1, 9, done), Ok(ok_regs(0)));
+        assert_eq!(call(&d, 0, 1, done), Err(Stop::Exit(false)));
+        let out = take_out();
+        assert_eq!(
+            out[..3],
+            [
+                "!!! thread 2 (ping-pong server, cpu 1) reported DONE, which the system did not \
+                 expect: its entry in servers::programs::PROGRAMS does not say `Reports::Done` \
+                 (not counted)",
+                "!!! thread 9 (not made by the image's builder) reported DONE, which the system \
+                 did not expect: its entry in servers::programs::PROGRAMS does not say \
+                 `Reports::Done` (not counted)",
+                "done: thread 1 (hello, cpu 0)",
+            ]
+        );
+        assert_eq!(out.last().unwrap(), "shutting down: FAILURE (uptime 7 ms)");
     }
 }

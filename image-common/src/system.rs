@@ -25,7 +25,7 @@ use core::cell::UnsafeCell;
 use core::fmt::{Arguments, Debug};
 use core::mem::MaybeUninit;
 
-use kernel::config::{CSPACE_SLOTS, MAX_ASPACES, MAX_CPUS, PAGE_SIZE};
+use kernel::config::{CSPACE_SLOTS, MAX_ASPACES, MAX_CPUS, MAX_THREADS, PAGE_SIZE};
 use kernel::{
     AsId, CapSlot, EndpointId, Hal, IrqId, Kernel, MemId, MemKind, NotificationId, ObjRef, Rights,
     Strategy, ThreadId,
@@ -82,13 +82,60 @@ pub trait Arch {
     }
 }
 
-/// What the run is expected to report.
-#[derive(Clone, Copy, Debug, Default)]
+/// What the run is expected to report: which threads must report DONE (each with the program
+/// it runs and its core, for the reports), and how many `TEST` lines the user programs print.
+///
+/// The builder fills in the threads from each program's declaration in
+/// `servers::programs::PROGRAMS` ([`Reports`](servers::programs::Reports)), so a new program
+/// cannot be left out of the count.
+#[derive(Clone, Copy, Debug)]
 pub struct Plan {
-    /// Programs that report DONE.
-    pub finite: usize,
+    /// Per thread index: the role of the program it runs, 0 if it need not report.
+    must_report: [u64; MAX_THREADS],
+    /// Per thread index: the role of the program it runs (0: no such thread).
+    roles: [u64; MAX_THREADS],
+    /// Per thread index: its core.
+    cores: [u8; MAX_THREADS],
     /// `TEST` lines the user programs print.
     pub user_tests: usize,
+}
+
+impl Default for Plan {
+    fn default() -> Self {
+        Plan {
+            must_report: [0; MAX_THREADS],
+            roles: [0; MAX_THREADS],
+            cores: [0; MAX_THREADS],
+            user_tests: 0,
+        }
+    }
+}
+
+impl Plan {
+    /// Records thread `t` on `core` running program `role`, which must report DONE if
+    /// `must_report`.
+    pub fn add(&mut self, t: ThreadId, core: usize, role: u64, must_report: bool) {
+        let i = t.index();
+        self.roles[i] = role;
+        self.cores[i] = core as u8;
+        self.must_report[i] = if must_report { role } else { 0 };
+    }
+
+    /// Threads that must report DONE.
+    pub fn finite(&self) -> usize {
+        self.must_report.iter().filter(|&&r| r != 0).count()
+    }
+
+    /// Whether thread index `t` must report DONE.
+    pub fn must_report(&self, t: usize) -> bool {
+        self.must_report.get(t).is_some_and(|&r| r != 0)
+    }
+
+    /// The role and core of thread index `t`, if the builder made it.
+    pub fn thread(&self, t: usize) -> Option<(u64, usize)> {
+        let role = *self.roles.get(t)?;
+        (role != 0).then(|| (role, usize::from(self.cores[t])))
+    }
 }
 
 /// The shape of the initial system.
@@ -175,6 +222,10 @@ struct Builder<'a, S: Strategy, A: Arch> {
     started: heapless::Vec<ThreadId, CSPACE_SLOTS>,
     /// The device regions made so far (see [`Builder::device`]).
     devices: [Option<MemId>; slot::ROOT_DEVICE_SLOTS],
+    /// Test mode (programs that report only in tests, such as the root task, must then).
+    test: bool,
+    /// Every thread made, and which must report DONE (see [`Plan`]).
+    plan: Plan,
 }
 
 impl<'a, S: Strategy, A: Arch> Builder<'a, S, A> {
@@ -182,7 +233,12 @@ impl<'a, S: Strategy, A: Arch> Builder<'a, S, A> {
     /// do: a park notification per core, then the root task (priority 31 on core 0) in an
     /// address space of its own, returned with the root. The root task gets its real
     /// arguments in [`finish_root`], once its thread list is known.
-    fn begin(k: &'a mut Kernel<S, A::Hal>, arch: &'a A, cores: usize) -> (Self, Space, ThreadId) {
+    fn begin(
+        k: &'a mut Kernel<S, A::Hal>,
+        arch: &'a A,
+        cores: usize,
+        test: bool,
+    ) -> (Self, Space, ThreadId) {
         let mut b = Builder {
             k,
             arch,
@@ -190,6 +246,8 @@ impl<'a, S: Strategy, A: Arch> Builder<'a, S, A> {
             parks: [None; MAX_CPUS],
             started: heapless::Vec::new(),
             devices: [None; slot::ROOT_DEVICE_SLOTS],
+            test,
+            plan: Plan::default(),
         };
         for c in 0..cores.min(MAX_CPUS) {
             b.parks[c] = Some(b.notification());
@@ -235,9 +293,17 @@ impl<'a, S: Strategy, A: Arch> Builder<'a, S, A> {
     }
 
     /// A thread running `role(a, b)` in `space` on `core`, with `core`'s park notification.
+    /// A thread on `core` running the program of role `args[0]` (its two arguments after),
+    /// recorded in the plan as its declaration says (`servers::programs::PROGRAMS`).
     fn thread(&mut self, space: &mut Space, prio: usize, core: usize, args: [u64; 3]) -> ThreadId {
         let Some(park) = self.parks[core] else {
             self.arch.fail(format_args!("no park for {core}"))
+        };
+        let Some(program) = servers::programs::find(args[0]) else {
+            self.arch.fail(format_args!(
+                "role {} is not declared in servers::programs::PROGRAMS",
+                args[0]
+            ))
         };
         let t = match self.k.create_thread(prio, core, Some(space.id)) {
             Ok(t) => t,
@@ -251,6 +317,8 @@ impl<'a, S: Strategy, A: Arch> Builder<'a, S, A> {
         // SAFETY: `t` has not run; entry and stack are mapped user-accessible in its space.
         unsafe { self.arch.set_initial_context(t, top - 8, args) };
         self.cap(t, slot::PARK, ObjRef::Notification(park), Rights::READ, 0);
+        let must_report = program.must_report(self.test);
+        self.plan.add(t, core, program.role, must_report);
         t
     }
 
@@ -310,16 +378,15 @@ pub fn build<S: Strategy, A: Arch>(
     if cfg.stack_overflow {
         // One thread: the root thread, started as `role::STACK_OVERFLOW`, which asks for a
         // kernel stack overflow (the run ends with the HAL's overflow report).
-        let (b, _, root) = Builder::begin(k, arch, 1);
+        let (b, _, root) = Builder::begin(k, arch, 1, false);
         // SAFETY: the root thread has not run; same entry and stack as set by `thread`.
         unsafe { arch.set_initial_context(root, USER_STACK_TOP - 8, [role::STACK_OVERFLOW, 0, 0]) };
         if let Err(e) = b.k.start(root) {
             arch.fail(format_args!("starting the stack-overflow program: {e:?}"));
         }
-        let plan = Plan {
-            finite: 1,
-            user_tests: 0,
-        };
+        // The root thread runs the stack-overflow program, which never reports.
+        let mut plan = b.plan;
+        plan.add(root, 0, role::STACK_OVERFLOW, false);
         return (root, plan);
     }
     if let Some(fuzz) = cfg.fuzz {
@@ -327,8 +394,8 @@ pub fn build<S: Strategy, A: Arch>(
     }
     let cores = cfg.cores;
     let pager_test = cfg.test && cfg.pager_test;
-    let (mut b, _, root) = Builder::begin(k, arch, cores);
-    let mut plan = Plan::default();
+    let (mut b, _, root) = Builder::begin(k, arch, cores, cfg.test);
+    let mut user_tests = 0;
 
     // Pager test first, so that the faulting thread is the root's first thread capability.
     let mut pager_for = 0;
@@ -370,16 +437,14 @@ pub fn build<S: Strategy, A: Arch>(
         pager_for = slot::ROOT_FIRST_THREAD;
         b.push(paged);
         b.push(pager);
-        plan.finite += 1;
     }
     // The pager test is planned in every test run; without it (lock `none`) it is reported
     // skipped, below.
-    plan.user_tests += usize::from(cfg.test);
+    user_tests += usize::from(cfg.test);
     // The root task's memory and device-interrupt tests (`servers::memtest`,
     // `servers::devtest`); the root reports DONE after the latter.
     if cfg.test {
-        plan.user_tests += servers::memtest::TESTS + servers::devtest::TESTS;
-        plan.finite += 1;
+        user_tests += servers::memtest::TESTS + servers::devtest::TESTS;
     }
 
     // Separate address spaces for client and server while the kernel has enough of them.
@@ -396,8 +461,7 @@ pub fn build<S: Strategy, A: Arch>(
         b.push(server);
         b.push(client);
         arch.set_client(c, client);
-        plan.finite += 1;
-        plan.user_tests += usize::from(cfg.test);
+        user_tests += usize::from(cfg.test);
     }
 
     if cfg.test {
@@ -424,11 +488,23 @@ pub fn build<S: Strategy, A: Arch>(
             0,
         );
         b.push(errors);
-        plan.finite += 1;
-        plan.user_tests += cfg.user_error_tests;
+        user_tests += cfg.user_error_tests;
+
+        // The example program (`docs/programs.md`): a greeting from every core. Started here
+        // rather than by the root task, whose CSpace has no slots left for them on 4 cores;
+        // they make no management call, so even `lock=none` allows them to run beside it.
+        let mut hs = b.space();
+        for c in 0..cores {
+            let hello = b.thread(&mut hs, 5, c, [role::HELLO, c as u64, 0]);
+            if let Err(e) = b.k.start(hello) {
+                arch.fail(format_args!("starting hello on cpu {c}: {e:?}"));
+            }
+        }
     }
 
     finish_root(&mut b, root, pager_for);
+    let mut plan = b.plan;
+    plan.user_tests = user_tests;
     (root, plan)
 }
 
@@ -533,8 +609,7 @@ pub fn build_fuzz<S: Strategy, A: Arch>(
 ) -> (ThreadId, Plan) {
     // A word: the fuzzers get it in one argument register (32 bits on ARMv7).
     let seed = fuzz.seed.unwrap_or_else(|| k.hal().cycles()) as usize as u64;
-    let (mut b, _, root) = Builder::begin(k, arch, cores);
-    let mut plan = Plan::default();
+    let (mut b, _, root) = Builder::begin(k, arch, cores, false);
     let role = if fuzz.common_only {
         role::FUZZ_COMMON_ONLY
     } else {
@@ -551,7 +626,6 @@ pub fn build_fuzz<S: Strategy, A: Arch>(
         b.push(server);
         b.push(client);
         arch.set_client(c, client);
-        plan.finite += 1;
 
         let drain_ep = b.endpoint();
         let mut fs = b.space();
@@ -601,7 +675,6 @@ pub fn build_fuzz<S: Strategy, A: Arch>(
         );
         b.push(drain);
         b.push(fuzzer);
-        plan.finite += 1;
     }
     arch.println(format_args!(
         "fuzz: {cores} fuzzers, {} calls each, seed {seed:#x}{}",
@@ -613,7 +686,7 @@ pub fn build_fuzz<S: Strategy, A: Arch>(
         }
     ));
     finish_root(&mut b, root, 0);
-    (root, plan)
+    (root, b.plan)
 }
 
 /// A RAM region for a fuzzer: up to [`FUZZ_RAM_PAGES`] frames that the frame allocator hands
@@ -659,8 +732,7 @@ pub fn build_bench<S: Strategy, A: Arch>(
     use crate::bench::{Kind, Variant};
     use servers::abi::bench::{record, VARIANT_CROSS_AS, VARIANT_SAME_AS};
 
-    let (mut b, root_space, root) = Builder::begin(k, arch, cores);
-    let mut plan = Plan::default();
+    let (mut b, root_space, root) = Builder::begin(k, arch, cores, false);
     // The root's space hosts the first throughput client.
     let mut spare_root_space = Some(root_space);
 
@@ -681,7 +753,6 @@ pub fn build_bench<S: Strategy, A: Arch>(
                 b.cap(server, slot::EP, ObjRef::Endpoint(ep), Rights::READ, 0);
                 b.push(server);
                 b.push(client);
-                plan.finite += 1;
             }
         }
         Kind::Multicore | Kind::ClientServer { .. } => {
@@ -726,10 +797,9 @@ pub fn build_bench<S: Strategy, A: Arch>(
                 );
                 b.cap(client, slot::EP, ObjRef::Endpoint(ep), Rights::WRITE, i + 1);
                 b.push(client);
-                plan.finite += 1;
             }
         }
     }
     finish_root(&mut b, root, 0);
-    (root, plan)
+    (root, b.plan)
 }

@@ -62,6 +62,9 @@ pub mod role {
     pub const FUZZ_COMMON_ONLY: u64 = 14;
     /// `mode=fuzz`: the drain server of one fuzzer: answers every Call on its endpoint, forever.
     pub const FUZZ_DRAIN: u64 = 15;
+    /// The example program: prints a greeting from its core, then reports DONE (a = core). See
+    /// `docs/programs.md`.
+    pub const HELLO: u64 = 16;
 }
 
 /// What a [`role::FAULT`] program does.

@@ -29,6 +29,7 @@ pub mod bench;
 pub mod debug;
 pub mod devtest;
 pub mod fuzz;
+pub mod hello;
 pub mod memtest;
 pub mod programs;
 pub mod sys;

@@ -1,4 +1,5 @@
-//! The programs of the user ELF, selected by role (see [`abi::role`](crate::abi::role)).
+//! The programs of the user ELF, declared in [`PROGRAMS`] and selected by role (see
+//! [`abi::role`](crate::abi::role)).
 
 use core::fmt::Write as _;
 
@@ -9,26 +10,156 @@ use crate::debug::{self, test};
 use crate::sys::{self, slot as s};
 use crate::uprintln;
 
+/// How a program tells the system that it finished: the image's builder reads this to know
+/// which threads must report `DONE` before the run can end (and names a program that reports
+/// when none was expected of it, or never does).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reports {
+    /// Calls `debug::done()` once when it finished.
+    Done,
+    /// Calls `debug::done()` in test mode only (the root task, after its device test).
+    DoneInTests,
+    /// Never reports (servers, pagers, faulting programs, the fuzzer's drain).
+    Never,
+}
+
+/// One program of the user ELF: everything the system needs to know to run it. Adding a
+/// program is one entry in [`PROGRAMS`] (and its role number in [`abi::role`](crate::abi::role)),
+/// plus the threads the image's builder starts with it (`docs/programs.md`).
+#[derive(Clone, Copy, Debug)]
+pub struct Program {
+    /// Its role number (`_start`'s first argument).
+    pub role: u64,
+    /// Its name in reports (`... never reported`).
+    pub name: &'static str,
+    /// Whether and when it reports `DONE`.
+    pub reports: Reports,
+    /// Its code, with `_start`'s other two arguments.
+    pub main: fn(u64, u64) -> !,
+}
+
+impl Program {
+    /// Whether a thread running it must report `DONE` in a run (`test`: test mode).
+    pub const fn must_report(&self, test: bool) -> bool {
+        match self.reports {
+            Reports::Done => true,
+            Reports::DoneInTests => test,
+            Reports::Never => false,
+        }
+    }
+}
+
+/// Every program, by role.
+pub const PROGRAMS: &[Program] = &[
+    Program {
+        role: role::ROOT,
+        name: "root",
+        reports: Reports::DoneInTests,
+        main: |threads, pager_for| root(threads as usize, pager_for as usize),
+    },
+    Program {
+        role: role::CLIENT,
+        name: "ping-pong client",
+        reports: Reports::Done,
+        main: |core, rounds| client(core as usize, rounds as usize),
+    },
+    Program {
+        role: role::SERVER,
+        name: "ping-pong server",
+        reports: Reports::Never,
+        main: |core, _| server(core as usize),
+    },
+    Program {
+        role: role::FAULT,
+        name: "faulter",
+        reports: Reports::Never,
+        main: |kind, _| faulter(kind),
+    },
+    Program {
+        role: role::ERRORS,
+        name: "system-call error checks",
+        reports: Reports::Done,
+        main: |_, _| errors(),
+    },
+    Program {
+        role: role::PAGER,
+        name: "pager",
+        reports: Reports::Never,
+        main: |_, _| pager(),
+    },
+    Program {
+        role: role::PAGED,
+        name: "paged program",
+        reports: Reports::Done,
+        main: |_, _| paged(),
+    },
+    Program {
+        role: role::BENCH_IPC_CLIENT,
+        name: "one-way IPC benchmark client",
+        reports: Reports::Done,
+        main: |variant, _| crate::bench::ipc_client(variant),
+    },
+    Program {
+        role: role::BENCH_IPC_SERVER,
+        name: "one-way IPC benchmark server",
+        reports: Reports::Never,
+        main: |_, _| crate::bench::ipc_server(),
+    },
+    Program {
+        role: role::BENCH_TP_CLIENT,
+        name: "throughput benchmark client",
+        reports: Reports::Done,
+        main: |rec, interval| crate::bench::tp_client(rec as usize, interval),
+    },
+    Program {
+        role: role::BENCH_TP_SERVER,
+        name: "throughput benchmark server",
+        reports: Reports::Never,
+        main: |_, _| crate::bench::tp_server(),
+    },
+    Program {
+        role: role::STACK_OVERFLOW,
+        name: "stack overflow",
+        reports: Reports::Never,
+        main: |_, _| stack_overflow(),
+    },
+    Program {
+        role: role::FUZZ,
+        name: "fuzzer",
+        reports: Reports::Done,
+        main: |calls, seed| crate::fuzz::run(calls as usize, seed, false),
+    },
+    Program {
+        role: role::FUZZ_COMMON_ONLY,
+        name: "fuzzer (common calls)",
+        reports: Reports::Done,
+        main: |calls, seed| crate::fuzz::run(calls as usize, seed, true),
+    },
+    Program {
+        role: role::FUZZ_DRAIN,
+        name: "fuzzer's drain server",
+        reports: Reports::Never,
+        main: |_, _| crate::fuzz::drain(),
+    },
+    Program {
+        role: role::HELLO,
+        name: "hello",
+        reports: Reports::Done,
+        main: |core, _| crate::hello::run(core as usize),
+    },
+];
+
+/// The program of `role`, if one is declared.
+pub fn find(role: u64) -> Option<&'static Program> {
+    PROGRAMS.iter().find(|p| p.role == role)
+}
+
 /// Runs the program `role` with arguments `a` and `b`; never returns (finished programs park).
 pub fn run(role: u64, a: u64, b: u64) -> ! {
-    match role {
-        role::ROOT => root(a as usize, b as usize),
-        role::CLIENT => client(a as usize, b as usize),
-        role::SERVER => server(a as usize),
-        role::FAULT => faulter(a),
-        role::ERRORS => errors(),
-        role::PAGER => pager(),
-        role::PAGED => paged(),
-        role::BENCH_IPC_CLIENT => crate::bench::ipc_client(a),
-        role::BENCH_IPC_SERVER => crate::bench::ipc_server(),
-        role::BENCH_TP_CLIENT => crate::bench::tp_client(a as usize, b),
-        role::BENCH_TP_SERVER => crate::bench::tp_server(),
-        role::STACK_OVERFLOW => stack_overflow(),
-        role::FUZZ => crate::fuzz::run(a as usize, b, false),
-        role::FUZZ_COMMON_ONLY => crate::fuzz::run(a as usize, b, true),
-        role::FUZZ_DRAIN => crate::fuzz::drain(),
-        other => {
-            uprintln!("unknown role {other}");
+    match find(role) {
+        Some(p) => (p.main)(a, b),
+        None => {
+            uprintln!("unknown role {role}: not declared in servers::programs::PROGRAMS");
             debug::panicked();
             sys::park()
         }

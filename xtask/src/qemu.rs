@@ -483,6 +483,22 @@ pub fn explain_armv7(code: Option<i32>, lines: &[String], smp: u32, lock: Lock) 
     }
 }
 
+/// The programs the image planned to report DONE (`plan: thread T (name, cpu C) reports
+/// DONE`) that have no `done: thread T (...)` line: what a run that hangs is waiting for.
+pub fn never_reported(lines: &[String]) -> Vec<String> {
+    let done: Vec<&str> = lines
+        .iter()
+        .filter_map(|l| l.trim().strip_prefix("done: "))
+        .collect();
+    lines
+        .iter()
+        .filter_map(|l| l.trim().strip_prefix("plan: "))
+        .filter_map(|l| l.strip_suffix(" reports DONE"))
+        .filter(|who| !done.contains(who))
+        .map(str::to_string)
+        .collect()
+}
+
 /// The verdict on a `--stack-overflow` run: the kernel must have printed its overflow report
 /// (`kernel stack overflow on CPU n (stack guard at 0x...`) and stopped with its failure status
 /// (x86_64 `isa-debug-exit` 35, ARMv7 semihosting 1), as for any other kernel panic.
@@ -708,6 +724,10 @@ pub fn parse_suite(lines: &[String], min_plan: usize) -> Suite {
 
 /// Runs `cargo xtask qemu`.
 pub fn run(root: &Path, args: &QemuArgs) -> ExitCode {
+    if let Err(why) = crate::deps::ensure("cargo xtask qemu", crate::deps::QEMU) {
+        eprintln!("{why}");
+        return ExitCode::FAILURE;
+    }
     if let Some(m) = args.machine {
         if m.arch() != args.arch {
             eprintln!(
@@ -784,6 +804,9 @@ pub fn run(root: &Path, args: &QemuArgs) -> ExitCode {
             args.lock.name()
         );
         tail();
+        for who in never_reported(&out.lines) {
+            eprintln!("qemu: never reported DONE: {who}");
+        }
         return ExitCode::FAILURE;
     }
     let (mut ok, what) = match args.arch {
@@ -1025,6 +1048,23 @@ mod tests {
             "qemu-system-arm -M sabrelite -m 1G -smp 1 -display none -serial stdio -semihosting \
              -no-reboot -kernel /img -append lock=none -icount shift=0"
         );
+    }
+
+    #[test]
+    fn a_hang_names_the_programs_that_never_reported() {
+        let lines: Vec<String> = [
+            "plan: thread 0 (root, cpu 0) reports DONE",
+            "plan: thread 18 (hello, cpu 0) reports DONE",
+            "plan: thread 19 (hello, cpu 1) reports DONE",
+            "  [cpu 0 thread 18] hello from cpu 0",
+            "done: thread 18 (hello, cpu 0)",
+            "done: thread 0 (root, cpu 0)",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert_eq!(never_reported(&lines), ["thread 19 (hello, cpu 1)"]);
+        assert!(never_reported(&lines[..1]).len() == 1);
+        assert!(never_reported(&[]).is_empty());
     }
 
     #[test]

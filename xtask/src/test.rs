@@ -608,6 +608,17 @@ pub fn run(root: &Path, args: &TestArgs) -> ExitCode {
             .collect()
     };
 
+    // The Debian packages the selected steps need (QEMU), installed if missing.
+    if selected.iter().any(|s| {
+        s.name.starts_with("qemu") || s.name.starts_with("fuzz") || s.name.starts_with("bench")
+    }) {
+        if let Err(why) = crate::deps::ensure("cargo xtask test", crate::deps::QEMU) {
+            eprintln!("{why}");
+            println!("test: 0 passed, 1 failed");
+            return ExitCode::FAILURE;
+        }
+    }
+
     let mut checker = Preconditions::new(root);
     let mut total = Outcome::default();
     let count = selected.len();

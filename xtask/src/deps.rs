@@ -1,0 +1,178 @@
+//! The Debian packages the commands need, installed when they are missing.
+//!
+//! `cargo xtask test` and `cargo xtask qemu` are all the set-up a fresh Debian machine needs:
+//! before they start, [`ensure`] looks for each tool they use (a program on `PATH` or a file
+//! such as a firmware image) and installs the Debian package that provides a missing one, with
+//! `apt-get` when running as root or through `sudo -n` when that works without a password.
+//! Elsewhere (another distribution, no privileges) it prints the one command to run and the
+//! caller stops, instead of failing later with a less clear error. `XTASK_NO_INSTALL=1` turns
+//! installing off (the command is printed instead).
+
+use std::path::Path;
+use std::process::Command;
+
+/// Something a command needs and the Debian package that provides it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tool {
+    /// A program looked up on `PATH`, or an absolute file path.
+    pub what: &'static str,
+    /// The Debian package.
+    pub package: &'static str,
+}
+
+/// QEMU for both architectures: every QEMU step and `cargo xtask qemu`.
+pub const QEMU: &[Tool] = &[
+    Tool {
+        what: "qemu-system-x86_64",
+        package: "qemu-system-x86",
+    },
+    Tool {
+        what: "qemu-system-arm",
+        package: "qemu-system-arm",
+    },
+];
+
+/// Whether `tool` is present: an absolute path exists, or a program is on `PATH`.
+fn present(tool: &Tool, path_var: Option<&std::ffi::OsStr>) -> bool {
+    if tool.what.starts_with('/') {
+        return Path::new(tool.what).exists();
+    }
+    path_var.is_some_and(|p| std::env::split_paths(p).any(|d| d.join(tool.what).is_file()))
+}
+
+/// The packages of the tools missing from `tools` (each once, in order).
+pub fn missing(tools: &[Tool], path_var: Option<&std::ffi::OsStr>) -> Vec<&'static str> {
+    let mut out: Vec<&'static str> = Vec::new();
+    for t in tools.iter().filter(|t| !present(t, path_var)) {
+        if !out.contains(&t.package) {
+            out.push(t.package);
+        }
+    }
+    out
+}
+
+/// The command that installs `packages`.
+pub fn install_command(packages: &[&str]) -> String {
+    format!(
+        "sudo apt-get install -y --no-install-recommends {}",
+        packages.join(" ")
+    )
+}
+
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
+
+fn works(cmd: &mut Command) -> bool {
+    cmd.stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Makes sure every tool in `tools` is there, installing the missing packages when it may.
+/// `Err` says what to run (and why it could not be done here); the caller stops.
+pub fn ensure(who: &str, tools: &[Tool]) -> Result<(), String> {
+    let path_var = std::env::var_os("PATH");
+    let need = missing(tools, path_var.as_deref());
+    if need.is_empty() {
+        return Ok(());
+    }
+    let command = install_command(&need);
+    let apt = Path::new("/usr/bin/apt-get").exists();
+    let allowed = std::env::var_os("XTASK_NO_INSTALL").is_none();
+    let sudo = if is_root() {
+        Some(false)
+    } else if works(Command::new("sudo").args(["-n", "true"])) {
+        Some(true)
+    } else {
+        None
+    };
+    let (Some(sudo), true, true) = (sudo, apt, allowed) else {
+        return Err(format!(
+            "{who} needs {} (missing); install with:\n    {command}{}",
+            need.join(", "),
+            if !apt {
+                "\n(no apt-get here: install the equivalent packages of your distribution)"
+            } else {
+                ""
+            }
+        ));
+    };
+    eprintln!("{who}: installing {} (apt-get)", need.join(", "));
+    let apt_get = |args: &[&str]| {
+        let mut c = if sudo {
+            let mut c = Command::new("sudo");
+            c.args(["-n", "apt-get"]);
+            c
+        } else {
+            Command::new("apt-get")
+        };
+        c.env("DEBIAN_FRONTEND", "noninteractive").args(args);
+        c.status().is_ok_and(|s| s.success())
+    };
+    let mut args = vec!["install", "-y", "-qq", "--no-install-recommends"];
+    args.extend(need.iter().copied());
+    // The package lists of a fresh machine may be empty: update once and retry on failure.
+    if apt_get(&args) || (apt_get(&["update", "-qq"]) && apt_get(&args)) {
+        let still = missing(tools, std::env::var_os("PATH").as_deref());
+        if still.is_empty() {
+            return Ok(());
+        }
+        return Err(format!(
+            "{who}: installed, but still missing {}; try:\n    {}",
+            still.join(", "),
+            install_command(&still)
+        ));
+    }
+    Err(format!(
+        "{who}: `apt-get install` failed for {}; run it yourself:\n    {command}",
+        need.join(", ")
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_programs_on_the_path_and_absolute_files() {
+        let dir = std::env::temp_dir().join(format!("xtask-deps-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("present-tool"), "").unwrap();
+        let path = std::env::join_paths([&dir]).unwrap();
+        let tools = [
+            Tool {
+                what: "present-tool",
+                package: "pkg-a",
+            },
+            Tool {
+                what: "absent-tool",
+                package: "pkg-b",
+            },
+            Tool {
+                what: "other-absent-tool",
+                package: "pkg-b",
+            },
+            Tool {
+                what: "/definitely/not/here.fd",
+                package: "pkg-c",
+            },
+        ];
+        assert_eq!(missing(&tools, Some(&path)), ["pkg-b", "pkg-c"]);
+        assert_eq!(missing(&tools[..1], Some(&path)), Vec::<&str>::new());
+        assert_eq!(missing(&tools[..1], None), ["pkg-a"]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_install_command_names_every_package() {
+        assert_eq!(
+            install_command(&["qemu-system-x86", "ovmf"]),
+            "sudo apt-get install -y --no-install-recommends qemu-system-x86 ovmf"
+        );
+    }
+}
