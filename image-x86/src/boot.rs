@@ -33,7 +33,8 @@ pub fn fail(args: core::fmt::Arguments<'_>) -> ! {
 fn kernel_main(p: &'static Platform) -> ! {
     println!();
     println!(
-        "locked-in x86_64 image: PVH boot ok, cmdline \"{}\", {} MiB RAM, HAL ready after {} ms",
+        "locked-in x86_64 image: {} boot ok, cmdline \"{}\", {} MiB RAM, HAL ready after {} ms",
+        p.boot.protocol.name(),
         p.boot.cmdline,
         p.boot.usable_ram() >> 20,
         hal_x86::time::since_boot_ns() / 1_000_000
