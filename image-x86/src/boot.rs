@@ -85,9 +85,12 @@ fn kernel_main(p: &'static Platform) -> ! {
             report.failure_count
         ));
     }
-    let cores = report.online.min(MAX_CPUS);
+    let cores = cmdline.cores(report.online, MAX_CPUS);
     if report.online > MAX_CPUS {
         println!("boot: the kernel is built for {MAX_CPUS} cores; cores {MAX_CPUS}.. stay parked");
+    }
+    if cores < report.online.min(MAX_CPUS) {
+        println!("boot: cpus={cores} on the command line: cores {cores}.. stay parked");
     }
     KERNEL_CORES.store(cores, Ordering::Release);
     println!("lock: {} ({})", lock.name(), lock.describe());
