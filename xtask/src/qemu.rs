@@ -266,14 +266,33 @@ pub fn ensure_qemu(arch: Arch) -> Result<(), String> {
     }
 }
 
+/// The package and bare-metal target of `arch`'s image.
+fn image_crate(arch: Arch) -> (&'static str, &'static str) {
+    match arch {
+        Arch::X86_64 => ("image-x86", "x86_64-unknown-none"),
+        Arch::Armv7 => ("image-armv7", "armv7a-none-eabi"),
+    }
+}
+
+/// The package name and bare-metal target of `arch`'s image.
+pub fn image_package(arch: Arch) -> (&'static str, &'static str) {
+    image_crate(arch)
+}
+
+/// Where [`build_image`] leaves the image for `arch`.
+pub fn image_path(root: &Path, arch: Arch, debug: bool) -> PathBuf {
+    let (package, target) = image_crate(arch);
+    crate::target_dir(root)
+        .join(target)
+        .join(if debug { "debug" } else { "release" })
+        .join(package)
+}
+
 /// Builds the image for `arch` (release unless `debug`); returns its path. Cargo's output goes
 /// to the terminal; `who` prefixes the message (`qemu`, `bench`).
 pub fn build_image(root: &Path, arch: Arch, debug: bool, who: &str) -> Result<PathBuf, String> {
     let profile = if debug { "debug" } else { "release" };
-    let (package, target) = match arch {
-        Arch::X86_64 => ("image-x86", "x86_64-unknown-none"),
-        Arch::Armv7 => ("image-armv7", "armv7a-none-eabi"),
-    };
+    let (package, target) = image_crate(arch);
     let mut cmd = Cmd::cargo().args(["build", "-p", package, "--target", target]);
     if !debug {
         cmd = cmd.arg("--release");
@@ -285,10 +304,7 @@ pub fn build_image(root: &Path, arch: Arch, debug: bool, who: &str) -> Result<Pa
     if !status.success() {
         return Err(format!("building the image failed ({status})"));
     }
-    Ok(crate::target_dir(root)
-        .join(target)
-        .join(profile)
-        .join(package))
+    Ok(image_path(root, arch, debug))
 }
 
 /// One guest boot: what [`guest_cmd`] turns into a QEMU command line.
