@@ -106,7 +106,9 @@ enum Command {
     /// unless `--yes`; `--dry-run` prints every step and writes nothing. The medium is written
     /// with progress output, synced, read back and compared by SHA-256. A missing tool is
     /// named with its Debian package (grub-common, grub-pc-bin, grub-efi-amd64-bin, xorriso,
-    /// mtools, fdisk, u-boot-tools). Example: `cargo xtask flash --board pc --lock ticket
+    /// mtools, fdisk, u-boot-tools). `--check` verifies the written medium: the pc image is
+    /// booted from it in QEMU under SeaBIOS and UEFI, the SD image read back and (with
+    /// `--firmware uboot-virt`) booted through U-Boot on QEMU virt. Example: `cargo xtask flash --board pc --lock ticket
     /// --smp 2 --device /dev/sdb`. See README.md, "Running on hardware".
     Flash(flash::FlashArgs),
 }

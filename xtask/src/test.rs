@@ -362,7 +362,11 @@ fn flash_steps(root: &Path) -> Vec<Step> {
         &'static str,
         Option<&'static str>,
     );
-    let runs: [(Run, Vec<Tool>); 4] = [
+    let uboot: &[Tool] = &[
+        (crate::flash::UBOOT_VIRT, "u-boot-qemu"),
+        ("qemu-system-arm", "qemu-system-arm"),
+    ];
+    let runs: [(Run, Vec<Tool>); 5] = [
         (
             ("pc-seabios-pc", "pc", "2", "ticket", Some("seabios-pc")),
             [PC_TOOLS, qemu_x86].concat(),
@@ -378,6 +382,16 @@ fn flash_steps(root: &Path) -> Vec<Step> {
         (
             ("sabrelite-sd", "sabrelite", "4", "clh", None),
             SD_TOOLS.to_vec(),
+        ),
+        (
+            (
+                "sabrelite-uboot-virt",
+                "sabrelite",
+                "4",
+                "clh",
+                Some("uboot-virt"),
+            ),
+            [SD_TOOLS, uboot].concat(),
         ),
     ];
     runs.into_iter()

@@ -38,6 +38,9 @@ use safety::{Intent, SysRoots, Target};
 /// OVMF, the UEFI firmware for QEMU (Debian package `ovmf`).
 pub const OVMF: &str = "/usr/share/ovmf/OVMF.fd";
 
+/// U-Boot for QEMU's 32-bit ARM virt machine (Debian package `u-boot-qemu`).
+pub const UBOOT_VIRT: &str = "/usr/lib/u-boot/qemu_arm/u-boot.bin";
+
 /// A tool a medium needs and the Debian package that provides it. A name with a `/` is a file
 /// or directory that must exist.
 pub type Tool = (&'static str, &'static str);
@@ -69,6 +72,11 @@ pub enum Firmware {
     SeabiosQ35,
     /// UEFI: OVMF (`/usr/share/ovmf/OVMF.fd`) on `-M q35`.
     OvmfQ35,
+    /// The SD image: Debian's U-Boot for QEMU's ARM virt machine (`u-boot-qemu`,
+    /// [`UBOOT_VIRT`]) on `-M virt -cpu cortex-a15` with the card as a virtio disk: its distro
+    /// boot runs `boot.scr`, which loads `uImage` and starts it with `bootm` (the image runs on
+    /// virt too: same load address, the HAL picks the machine from the CPU).
+    UbootVirt,
 }
 
 impl Firmware {
@@ -77,6 +85,7 @@ impl Firmware {
             Firmware::SeabiosPc => "seabios-pc",
             Firmware::SeabiosQ35 => "seabios-q35",
             Firmware::OvmfQ35 => "ovmf-q35",
+            Firmware::UbootVirt => "uboot-virt",
         }
     }
 }
@@ -132,7 +141,9 @@ pub struct FlashArgs {
     #[arg(long)]
     pub check: bool,
 
-    /// Firmware for `--check` boots of the pc image (repeatable; default: all three).
+    /// Firmware for `--check` boots (repeatable): for the pc image seabios-pc, seabios-q35,
+    /// ovmf-q35 (default: all three); for the SD image uboot-virt (default: none, only the
+    /// contents are checked).
     #[arg(long, value_enum)]
     pub firmware: Vec<Firmware>,
 
@@ -269,10 +280,38 @@ fn flash(root: &Path, args: &FlashArgs) -> Result<(), String> {
             missing.join(", ")
         ));
     }
-    if args.check && medium == "grub-disk" && args.firmware.contains(&Firmware::OvmfQ35) {
-        let m = missing_tools(&[(OVMF, "ovmf")]);
-        if !m.is_empty() {
-            return Err(format!("--check under UEFI needs {}", m.join(", ")));
+    for fw in &args.firmware {
+        let (fits, needs): (bool, Tool) = match fw {
+            Firmware::SeabiosPc | Firmware::SeabiosQ35 => (
+                medium == "grub-disk",
+                ("qemu-system-x86_64", "qemu-system-x86"),
+            ),
+            Firmware::OvmfQ35 => (medium == "grub-disk", (OVMF, "ovmf")),
+            Firmware::UbootVirt => (medium == "uboot-sd", (UBOOT_VIRT, "u-boot-qemu")),
+        };
+        if !fits {
+            return Err(format!(
+                "--firmware {} does not boot the {} medium of board {}",
+                fw.name(),
+                medium,
+                board.name
+            ));
+        }
+        let m = missing_tools(&[needs]);
+        if args.check && !m.is_empty() {
+            return Err(format!(
+                "--check under {} needs {}",
+                fw.name(),
+                m.join(", ")
+            ));
+        }
+        if *fw == Firmware::UbootVirt && args.lock != Lock::Clh {
+            return Err(
+                "--firmware uboot-virt boots with the kernel's default lock (clh): the ARMv7 \
+                 kernel reads its command line through semihosting, not U-Boot's bootargs; \
+                 use --lock clh"
+                    .into(),
+            );
         }
     }
 
@@ -365,7 +404,12 @@ fn flash(root: &Path, args: &FlashArgs) -> Result<(), String> {
                     check_pc_boot(root, &path, fw, smp, args.lock, args.timeout)?;
                 }
             }
-            _ => check_sd(&path, &elf, &cmdline, &board)?,
+            _ => {
+                check_sd(&path, &elf, &cmdline, &board)?;
+                if args.firmware.contains(&Firmware::UbootVirt) {
+                    check_uboot_boot(root, &path, args.smp.unwrap_or(board.cores), args.timeout)?;
+                }
+            }
         }
     }
     Ok(())
@@ -448,9 +492,11 @@ pub fn boot_cmd(cmdline: &str, loadaddr: u64) -> String {
          setenv li_dev \"mmc 0:1\"\n\
          if test -n \"${{devtype}}\"; then setenv li_dev \"${{devtype}} ${{devnum}}:${{distro_bootpart}}\"; fi\n\
          if test -n \"${{dtype}}\"; then setenv li_dev \"${{dtype}} ${{disk}}:1\"; fi\n\
-         echo \"locked-in: loading uImage from ${{li_dev}}\"\n\
-         load ${{li_dev}} {loadaddr:#x} uImage\n\
-         bootm {loadaddr:#x}\n"
+         setenv li_addr {loadaddr:#x}\n\
+         if test -n \"${{kernel_addr_r}}\"; then setenv li_addr ${{kernel_addr_r}}; fi\n\
+         echo \"locked-in: loading uImage from ${{li_dev}} to ${{li_addr}}\"\n\
+         load ${{li_dev}} ${{li_addr}} uImage\n\
+         if test -n \"${{fdtcontroladdr}}\"; then bootm ${{li_addr}} - ${{fdtcontroladdr}}; else bootm ${{li_addr}}; fi\n"
     )
 }
 
@@ -864,6 +910,74 @@ pub fn judge_pc_boot(
     ))
 }
 
+/// Boots the written SD image with Debian's U-Boot for QEMU virt ([`Firmware::UbootVirt`]) and
+/// requires U-Boot to run the card's script and `bootm` the uImage, and the kernel to bring up
+/// `smp` cores and shut down with success (semihosting status 0 with its success lines).
+fn check_uboot_boot(root: &Path, card: &Path, smp: u32, timeout: u64) -> Result<(), String> {
+    qemu::ensure_qemu(Arch::Armv7)?;
+    let cmd = Cmd::new(qemu::qemu_binary(Arch::Armv7))
+        .args(["-M", "virt", "-cpu", "cortex-a15", "-m", "256M", "-smp"])
+        .arg(smp.to_string())
+        .args(["-bios", UBOOT_VIRT])
+        .arg("-drive")
+        .arg(format!(
+            "if=none,file={},format=raw,id=card,snapshot=on",
+            card.display()
+        ))
+        .args([
+            "-device",
+            "virtio-blk-device,drive=card",
+            "-nic",
+            "none",
+            "-semihosting",
+            "-display",
+            "none",
+            "-serial",
+            "stdio",
+            "-no-reboot",
+        ]);
+    eprintln!("flash: check (uboot-virt): {}", cmd.display());
+    let out = cmd
+        .run_captured(root, false, Duration::from_secs(timeout))
+        .map_err(|e| format!("could not run QEMU: {e}"))?;
+    let has = |needle: &str| out.lines.iter().any(|l| l.contains(needle));
+    let mut missing: Vec<&str> = [
+        "Found U-Boot script /boot.scr",
+        "locked-in: loading uImage from virtio 0:1",
+        "Image Name:   locked-in",
+        "Starting kernel ...",
+    ]
+    .into_iter()
+    .filter(|n| !has(n))
+    .collect();
+    let (ok, what) = qemu::explain_armv7(out.status.code(), &out.lines, smp, Lock::Clh);
+    if out.timed_out {
+        missing.push("an exit before the timeout");
+    }
+    if ok && missing.is_empty() && !has("!!! PANIC") {
+        eprintln!(
+            "flash: check (uboot-virt): ok: U-Boot ran boot.scr, bootm started uImage; cpus \
+             online: {smp}; {what} ({:.1} s)",
+            out.elapsed.as_secs_f64()
+        );
+        return Ok(());
+    }
+    let start = out.lines.len().saturating_sub(qemu::TAIL);
+    Err(format!(
+        "the card did not boot through U-Boot: {what}{}\n{}",
+        if missing.is_empty() {
+            String::new()
+        } else {
+            format!("; missing: {}", missing.join(", "))
+        },
+        out.lines[start..]
+            .iter()
+            .map(|l| format!("    | {l}"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    ))
+}
+
 fn output(cmd: Cmd) -> Result<String, String> {
     let out = cmd
         .run_captured(Path::new("/"), false, Duration::from_secs(60))
@@ -1006,14 +1120,15 @@ fn check_sd(img: &Path, elf: &Path, cmdline: &str, board: &Board) -> Result<(), 
     }
     for needle in [
         format!("setenv bootargs \"{cmdline}\""),
-        format!("{loadaddr:#x} uImage"),
-        format!("bootm {loadaddr:#x}"),
+        format!("setenv li_addr {loadaddr:#x}"),
+        "load ${li_dev} ${li_addr} uImage".to_owned(),
+        "bootm ${li_addr}".to_owned(),
     ] {
         if !text.contains(&needle) {
             return Err(format!("the boot script lacks `{needle}`"));
         }
     }
-    eprintln!("flash: check: boot.scr: U-Boot script image with `{}`, loads uImage at {loadaddr:#x} and runs bootm", cmdline);
+    eprintln!("flash: check: boot.scr: U-Boot script image with `{}`, loads uImage to ${{kernel_addr_r}} or {loadaddr:#x} and runs bootm", cmdline);
     let _ = fs::remove_dir_all(&work);
     Ok(())
 }
@@ -1059,7 +1174,9 @@ mod tests {
         assert!(cfg.contains("multiboot2 /boot/locked-in lock=clh cpus=4\n"));
         assert!(cfg.contains("serial --unit=0 --speed=115200"));
         let scr = boot_cmd("lock=clh", 0x1200_0000);
-        assert!(scr.contains("load ${li_dev} 0x12000000 uImage\nbootm 0x12000000\n"));
+        assert!(scr.contains("setenv li_addr 0x12000000\n"));
+        assert!(scr.contains("load ${li_dev} ${li_addr} uImage\n"));
+        assert!(scr.contains("else bootm ${li_addr}; fi\n"));
     }
 
     #[test]
