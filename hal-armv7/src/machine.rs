@@ -156,6 +156,26 @@ impl Machine {
     }
 }
 
+/// The A9 global timer's frequency (see `timer.rs`) from two bracketed samples: at each end the GPT count and the
+/// global timer read just before and just after it. Rounded to whole MHz; `None` unless the GPT
+/// advanced and the result is a plausible PERIPHCLK (10 MHz to 2 GHz).
+pub fn hz_from_gpt_samples(
+    start: (u32, u64, u64),
+    end: (u32, u64, u64),
+    gpt_hz: u64,
+) -> Option<u64> {
+    let gpt_ticks = u64::from(end.0.wrapping_sub(start.0));
+    if gpt_ticks == 0 {
+        return None;
+    }
+    // The midpoints of the brackets (their width is the read's uncertainty).
+    let mid = |(_, a, b): (u32, u64, u64)| a + b.wrapping_sub(a) / 2;
+    let cycles = mid(end).wrapping_sub(mid(start));
+    let hz = (u128::from(cycles) * u128::from(gpt_hz) / u128::from(gpt_ticks)) as u64;
+    let mhz = (hz + 500_000) / 1_000_000;
+    (10..=2000).contains(&mhz).then_some(mhz * 1_000_000)
+}
+
 /// MIDR bits \[15:4\], the primary part number.
 pub const fn part_number(midr: u32) -> u32 {
     (midr >> 4) & 0xFFF
@@ -267,5 +287,37 @@ mod tests {
             0x0210_0000 | 0x416
         );
         assert_eq!(section_descriptor(0x1234_5678, SectionKind::Fault), 0);
+    }
+
+    #[test]
+    fn frequency_from_bracketed_samples() {
+        // 15000 GPT ticks at 3 MHz = 5 ms: 500000 cycles at 100 MHz, 1980000 at 396 MHz.
+        let at = |gpt: u32, cycles: u64, width: u64| (gpt, cycles - width / 2, cycles + width / 2);
+        assert_eq!(
+            hz_from_gpt_samples(at(10, 1000, 40), at(15_010, 501_000, 60), 3_000_000),
+            Some(100_000_000)
+        );
+        assert_eq!(
+            hz_from_gpt_samples(at(0, 7_000, 0), at(15_000, 1_987_000, 0), 3_000_000),
+            Some(396_000_000)
+        );
+        // Small errors round away; the GPT counter may wrap.
+        assert_eq!(
+            hz_from_gpt_samples(
+                at(u32::MAX - 5, 50, 20),
+                at(14_994, 500_900 + 50, 20),
+                3_000_000
+            ),
+            Some(100_000_000)
+        );
+        // A GPT that did not move, or an implausible result, is no calibration.
+        assert_eq!(
+            hz_from_gpt_samples(at(5, 1000, 0), at(5, 900_000, 0), 3_000_000),
+            None
+        );
+        assert_eq!(
+            hz_from_gpt_samples(at(0, 1000, 0), at(15_000, 1_100, 0), 3_000_000),
+            None
+        );
     }
 }

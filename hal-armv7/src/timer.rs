@@ -8,8 +8,11 @@
 //! QEMU's Cortex-A9 has neither a working PMU cycle counter nor a generic timer, hence the
 //! global timer. Both A9 timers count PERIPHCLK; QEMU clocks them at 100 MHz (10 ns per tick
 //! with prescaler 0). The real i.MX6Q runs PERIPHCLK at half the ARM clock (396 MHz at
-//! 792 MHz): calibrating it against the 24 MHz GPT is still to do, so on hardware the
-//! frequency below is wrong by that factor.
+//! 792 MHz), so [`init`] calibrates it at boot against the i.MX6 General Purpose Timer clocked
+//! by the 24 MHz crystal divided by 8 (3 MHz, as Linux's `timer-imx-gpt` does on the i.MX6Q):
+//! it counts global-timer ticks over 15000 GPT ticks (5 ms), each end bracketed by two
+//! global-timer reads, and rounds to whole MHz ([`hz_from_gpt_samples`](crate::machine::hz_from_gpt_samples)). If the GPT does not count
+//! the frequency stays QEMU's 100 MHz and [`calibration`] says so.
 //!
 //! The global timer counter is shared by all cores (one time base); the private timers and
 //! the generic timer's compare registers are per core.
@@ -77,6 +80,87 @@ pub const A9_PRIVATE_TIMER_IRQ: u32 = 29;
 /// Interrupt ID of the generic virtual timer (PPI 11).
 pub const VIRTUAL_TIMER_IRQ: u32 = 27;
 
+/// The i.MX6 General Purpose Timer (GPT).
+pub const IMX_GPT: usize = 0x0209_8000;
+/// GPT_CR, GPT_PR and GPT_CNT offsets.
+const GPT_CR: usize = 0x00;
+const GPT_PR: usize = 0x04;
+const GPT_CNT: usize = 0x24;
+/// GPT_CR: CLKSRC = 5 (24 MHz crystal / 8), FRR (free run), ENMOD (reset on enable).
+const GPT_CR_OSC_DIV8_FREE_RUN: u32 = (5 << 6) | (1 << 9) | (1 << 1);
+/// GPT_CR enable bit.
+const GPT_CR_EN: u32 = 1;
+/// The GPT's count rate with [`GPT_CR_OSC_DIV8_FREE_RUN`].
+pub const GPT_HZ: u64 = 3_000_000;
+/// GPT ticks the calibration spans (5 ms).
+const CALIBRATION_GPT_TICKS: u32 = 15_000;
+
+/// How the A9 timer frequency was found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Calibration {
+    /// Not an A9 (the generic timer's CNTFRQ is used) or not yet initialised.
+    NotNeeded,
+    /// Measured against the GPT: this many Hz.
+    Measured(u64),
+    /// The GPT did not count; QEMU's 100 MHz is assumed.
+    Failed,
+}
+
+static CALIBRATION: AtomicU64 = AtomicU64::new(0);
+
+/// How [`init`] found the cycle counter's frequency.
+pub fn calibration() -> Calibration {
+    match CALIBRATION.load(Ordering::Relaxed) {
+        0 => Calibration::NotNeeded,
+        1 => Calibration::Failed,
+        hz => Calibration::Measured(hz),
+    }
+}
+
+fn gpt(offset: usize) -> *mut u32 {
+    (IMX_GPT + offset) as *mut u32
+}
+
+/// One bracketed sample: (GPT count, global timer before, global timer after), the tightest
+/// of a few tries (a vCPU or an interrupt may stall between the reads).
+fn bracketed_sample() -> (u32, u64, u64) {
+    let mut best = (0, 0, u64::MAX);
+    for _ in 0..8 {
+        let a = cycles();
+        // SAFETY: GPT_CNT of the i.MX6 GPT, mapped as Device memory (the device window).
+        let g = unsafe { gpt(GPT_CNT).read_volatile() };
+        let b = cycles();
+        if b.wrapping_sub(a) < best.2.wrapping_sub(best.1) {
+            best = (g, a, b);
+        }
+    }
+    best
+}
+
+/// Measures the A9 global timer against the GPT (see the module docs).
+fn calibrate_a9() -> Option<u64> {
+    // SAFETY: the GPT's control and prescaler registers, Device memory in the identity map;
+    // nothing else in the kernel uses the GPT.
+    unsafe {
+        gpt(GPT_CR).write_volatile(0);
+        gpt(GPT_PR).write_volatile(0);
+        gpt(GPT_CR).write_volatile(GPT_CR_OSC_DIV8_FREE_RUN);
+        gpt(GPT_CR).write_volatile(GPT_CR_OSC_DIV8_FREE_RUN | GPT_CR_EN);
+    }
+    let start = bracketed_sample();
+    // Give up after 2^28 global-timer ticks (0.13 s at 2 GHz, 2.7 s at QEMU's 100 MHz).
+    let mut end = start;
+    while end.0.wrapping_sub(start.0) < CALIBRATION_GPT_TICKS {
+        if cycles().wrapping_sub(start.1) > 1 << 28 {
+            break;
+        }
+        end = bracketed_sample();
+    }
+    // SAFETY: as above: stop the GPT again.
+    unsafe { gpt(GPT_CR).write_volatile(0) };
+    crate::machine::hz_from_gpt_samples(start, end, GPT_HZ)
+}
+
 /// PERIPHBASE on the A9, 0 on virt (selects the time source).
 static PERIPHBASE: AtomicUsize = AtomicUsize::new(0);
 static HZ: AtomicU64 = AtomicU64::new(1);
@@ -112,7 +196,9 @@ pub fn init(machine: Machine, periphbase: usize) {
                 gt.control
                     .write(GT_CONTROL::TIMER_ENABLE::SET + GT_CONTROL::PRESCALER.val(0));
             }
-            HZ.store(QEMU_A9_PERIPHCLK_HZ, Ordering::Relaxed);
+            let hz = calibrate_a9();
+            CALIBRATION.store(hz.unwrap_or(1), Ordering::Relaxed);
+            HZ.store(hz.unwrap_or(QEMU_A9_PERIPHCLK_HZ), Ordering::Relaxed);
         }
         Machine::Virt => {
             HZ.store(u64::from(Cntfrq::read().0.max(1)), Ordering::Relaxed);

@@ -30,7 +30,6 @@ use crate::acpi::{self, PhysMemory};
 use crate::cpu::{outb, CpuFeatures};
 use crate::paging::{self, phys_to_virt, PHYS_MAP_SIZE};
 use crate::percpu::{self, BOOT_STACK_TOP_OFFSET, KERNEL_STACKS, PERCPU};
-use crate::pvh::BootInfo;
 use crate::{apic, console, gdt, interrupts, ioapic, time, Platform, PLATFORM};
 
 global_asm!(
@@ -217,11 +216,12 @@ extern "C" fn bsp_entry(start_info_phys: u32) -> ! {
     interrupts::load_idt();
     mask_pic();
 
-    // SAFETY: once, on the bootstrap processor, with the loader's `ebx`.
-    let boot = match unsafe { BootInfo::from_start_info(u64::from(start_info_phys)) } {
+    // SAFETY: once, on the bootstrap processor, with the loader's `ebx` (bit 0 set by the
+    // multiboot2 entry).
+    let boot = match unsafe { crate::multiboot2::boot_info(start_info_phys) } {
         Ok(b) => b,
         Err(e) => {
-            crate::println!("hal-x86: not started through PVH: {e:?}");
+            crate::println!("hal-x86: no usable boot information (PVH or multiboot2): {e:?}");
             crate::exit::exit_qemu(crate::exit::ExitCode::Failure);
         }
     };

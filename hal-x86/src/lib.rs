@@ -35,6 +35,7 @@
 
 pub mod acpi;
 pub mod ioapic;
+pub mod multiboot2;
 
 #[cfg(target_os = "none")]
 pub mod apic;

@@ -92,10 +92,12 @@ pub struct BootInfo {
     pub memory_map: &'static [MemoryRegion],
     /// Physical address of the ACPI RSDP, if the loader gave one.
     pub rsdp: Option<u64>,
-    /// `hvm_start_info.version`.
+    /// `hvm_start_info.version` (0 under multiboot2).
     pub start_info_version: u32,
-    /// Physical address of the start info.
+    /// Physical address of the start info (under multiboot2: of the boot information).
     pub start_info_phys: u64,
+    /// The protocol that started the kernel (PVH or multiboot2, see [`crate::multiboot2`]).
+    pub protocol: crate::multiboot2::BootProtocol,
 }
 
 impl BootInfo {
@@ -219,6 +221,7 @@ impl BootInfo {
             rsdp: (si.rsdp_paddr != 0).then_some(si.rsdp_paddr),
             start_info_version: si.version,
             start_info_phys: phys,
+            protocol: crate::multiboot2::BootProtocol::Pvh,
         })
     }
 }

@@ -40,6 +40,17 @@ fn kernel_main(p: &'static Platform) -> ! {
         p.cmdline,
         hal_armv7::timer::since_boot_ns() / 1_000_000
     );
+    match hal_armv7::timer::calibration() {
+        hal_armv7::timer::Calibration::Measured(hz) => println!(
+            "timer: A9 global timer at {} MHz (calibrated against the i.MX6 GPT, 24 MHz / 8)",
+            hz / 1_000_000
+        ),
+        hal_armv7::timer::Calibration::Failed => println!(
+            "timer: the i.MX6 GPT did not count; assuming QEMU's {} MHz for the A9 global timer",
+            hal_armv7::timer::QEMU_A9_PERIPHCLK_HZ / 1_000_000
+        ),
+        hal_armv7::timer::Calibration::NotNeeded => {}
+    }
     if !p.semihosting {
         println!("boot: semihosting unavailable: no command line, and no exit status for QEMU");
     }
@@ -69,9 +80,12 @@ fn kernel_main(p: &'static Platform) -> ! {
             report.failure_count
         ));
     }
-    let cores = report.online.min(MAX_CPUS);
+    let cores = cmdline.cores(report.online, MAX_CPUS);
     if report.online > MAX_CPUS {
         println!("boot: the kernel is built for {MAX_CPUS} cores; cores {MAX_CPUS}.. stay parked");
+    }
+    if cores < report.online.min(MAX_CPUS) {
+        println!("boot: cpus={cores} on the command line: cores {cores}.. stay parked");
     }
     KERNEL_CORES.store(cores, Ordering::Release);
     if lock == LockChoice::Rtm {

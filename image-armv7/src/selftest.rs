@@ -10,12 +10,13 @@ use image_common::cmdline::Config;
 use image_common::cmdline::LockChoice;
 
 /// In-kernel tests ([`before_smp`] + [`after_smp`]).
-pub const KERNEL_TESTS: usize = 12;
+pub const KERNEL_TESTS: usize = 13;
 /// `TEST` lines of the user errors program (`servers::programs::errors`).
 pub const USER_ERROR_TESTS: usize = 7;
 
 /// Tests that need only core 0.
 pub fn before_smp(lock: LockChoice) {
+    timer_frequency();
     let a = paging::alloc_frame();
     let b = paging::alloc_frame();
     let zeroed = a.is_some_and(|f| {
@@ -172,6 +173,23 @@ fn aarch32_vbar() -> u32 {
         core::arch::asm!("mrc p15, 0, {}, c12, c0, 0", out(reg) v, options(nomem, nostack, preserves_flags))
     };
     v
+}
+
+/// The cycle counter's frequency: on the A9 (sabrelite) calibrated against the GPT at boot,
+/// which under QEMU must give QEMU's 100 MHz; on virt the generic timer's CNTFRQ.
+fn timer_frequency() {
+    use hal_armv7::timer::{self, Calibration};
+    let hz = timer::cycles_hz();
+    let ok = match timer::calibration() {
+        Calibration::Measured(m) => m == hz && m == timer::QEMU_A9_PERIPHCLK_HZ,
+        Calibration::Failed => false,
+        Calibration::NotNeeded => hz > 0,
+    };
+    report(
+        "kernel:timer_frequency",
+        ok,
+        format_args!("{hz} Hz ({:?})", timer::calibration()),
+    );
 }
 
 /// Tests that need the other cores started.

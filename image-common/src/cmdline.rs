@@ -88,6 +88,10 @@ pub struct Cmdline {
     pub stack_overflow: bool,
     /// `mode=fuzz`: the in-guest system-call fuzzer on every core (see `servers::fuzz`).
     pub fuzz: Option<Fuzz>,
+    /// `cpus=N`: use at most N cores (the others are started and stay parked), so that a
+    /// machine's core count can be chosen where there is no QEMU `-smp` (`cargo xtask flash
+    /// --smp N` puts it on the command line).
+    pub cpus: Option<usize>,
 }
 
 /// What `mode=fuzz` runs.
@@ -120,6 +124,8 @@ pub enum CmdlineError<'a> {
     Calls(&'a str),
     /// A `seed=` value that is not a number.
     Seed(&'a str),
+    /// A `cpus=` value that is not a positive number.
+    Cpus(&'a str),
     /// The shared client-server benchmark on several cores with `lock=none`.
     SharedWithoutLock {
         /// The cores it would run on.
@@ -148,6 +154,10 @@ impl fmt::Display for CmdlineError<'_> {
             CmdlineError::Calls(v) => write!(
                 f,
                 "calls=\"{v}\" on the kernel command line is not a positive number"
+            ),
+            CmdlineError::Cpus(v) => write!(
+                f,
+                "cpus=\"{v}\" on the kernel command line is not a positive number"
             ),
             CmdlineError::Seed(v) => write!(
                 f,
@@ -207,6 +217,13 @@ impl Cmdline {
         } else {
             None
         };
+        let cpus = match value("cpus") {
+            None => None,
+            Some(v) => match v.parse::<usize>() {
+                Ok(n) if n > 0 => Some(n),
+                _ => return Err(CmdlineError::Cpus(v)),
+            },
+        };
         Ok(Cmdline {
             lock,
             test,
@@ -215,7 +232,14 @@ impl Cmdline {
             rounds,
             stack_overflow,
             fuzz,
+            cpus,
         })
+    }
+
+    /// The cores the kernel uses when `online` cores started and it is built for `max`: the
+    /// least of the three (`cpus=` absent: no limit).
+    pub fn cores(&self, online: usize, max: usize) -> usize {
+        online.min(max).min(self.cpus.unwrap_or(usize::MAX))
     }
 
     /// The configuration on `cores` cores, or the error if the benchmark asked for cannot run
@@ -339,6 +363,7 @@ mod tests {
                 rounds: 1000,
                 stack_overflow: false,
                 fuzz: None,
+                cpus: None,
             })
         );
         let so = Cmdline::parse(words("mode=stackoverflow")).unwrap();
@@ -490,5 +515,25 @@ mod tests {
             Some((Kind::Multicore, 2_500_000))
         );
         assert_eq!(interval_ticks(3), 1);
+    }
+
+    #[test]
+    fn cpus_limits_the_cores() {
+        let c = Cmdline::parse(words("lock=ticket cpus=2")).unwrap();
+        assert_eq!(c.cpus, Some(2));
+        assert_eq!(c.cores(4, 8), 2);
+        assert_eq!(c.cores(1, 8), 1);
+        let all = Cmdline::parse(words("")).unwrap();
+        assert_eq!(all.cores(4, 8), 4);
+        assert_eq!(all.cores(16, 8), 8);
+        assert_eq!(
+            Cmdline::parse(words("cpus=0")),
+            Err(CmdlineError::Cpus("0"))
+        );
+        assert_eq!(
+            Cmdline::parse(words("cpus=many")),
+            Err(CmdlineError::Cpus("many"))
+        );
+        assert!(CmdlineError::Cpus("x").to_string().contains("cpus=\"x\""));
     }
 }

@@ -33,7 +33,8 @@ pub fn fail(args: core::fmt::Arguments<'_>) -> ! {
 fn kernel_main(p: &'static Platform) -> ! {
     println!();
     println!(
-        "locked-in x86_64 image: PVH boot ok, cmdline \"{}\", {} MiB RAM, HAL ready after {} ms",
+        "locked-in x86_64 image: {} boot ok, cmdline \"{}\", {} MiB RAM, HAL ready after {} ms",
+        p.boot.protocol.name(),
         p.boot.cmdline,
         p.boot.usable_ram() >> 20,
         hal_x86::time::since_boot_ns() / 1_000_000
@@ -84,9 +85,12 @@ fn kernel_main(p: &'static Platform) -> ! {
             report.failure_count
         ));
     }
-    let cores = report.online.min(MAX_CPUS);
+    let cores = cmdline.cores(report.online, MAX_CPUS);
     if report.online > MAX_CPUS {
         println!("boot: the kernel is built for {MAX_CPUS} cores; cores {MAX_CPUS}.. stay parked");
+    }
+    if cores < report.online.min(MAX_CPUS) {
+        println!("boot: cpus={cores} on the command line: cores {cores}.. stay parked");
     }
     KERNEL_CORES.store(cores, Ordering::Release);
     println!("lock: {} ({})", lock.name(), lock.describe());

@@ -32,6 +32,48 @@ pub const QEMU: &[Tool] = &[
     },
 ];
 
+/// The boot-media tools of `cargo xtask flash` and its `flash:*` test steps: GRUB for BIOS and
+/// UEFI, xorriso and mtools (`grub-mkrescue`), OVMF (UEFI for QEMU), sfdisk, mkimage, and
+/// Debian's U-Boot for QEMU virt (the SD image's boot test).
+pub const FLASH: &[Tool] = &[
+    Tool {
+        what: "grub-mkrescue",
+        package: "grub-common",
+    },
+    Tool {
+        what: "/usr/lib/grub/i386-pc/modinfo.sh",
+        package: "grub-pc-bin",
+    },
+    Tool {
+        what: "/usr/lib/grub/x86_64-efi/modinfo.sh",
+        package: "grub-efi-amd64-bin",
+    },
+    Tool {
+        what: "xorriso",
+        package: "xorriso",
+    },
+    Tool {
+        what: "mcopy",
+        package: "mtools",
+    },
+    Tool {
+        what: "/usr/share/ovmf/OVMF.fd",
+        package: "ovmf",
+    },
+    Tool {
+        what: "sfdisk",
+        package: "fdisk",
+    },
+    Tool {
+        what: "mkimage",
+        package: "u-boot-tools",
+    },
+    Tool {
+        what: "/usr/lib/u-boot/qemu_arm/u-boot.bin",
+        package: "u-boot-qemu",
+    },
+];
+
 /// Whether `tool` is present: an absolute path exists, or a program is on `PATH`.
 fn present(tool: &Tool, path_var: Option<&std::ffi::OsStr>) -> bool {
     if tool.what.starts_with('/') {

@@ -12,7 +12,9 @@
 //! The commands only drive `cargo`, `rustc` and `rustup`; nothing is downloaded by hand.
 
 mod bench;
+mod board;
 mod deps;
+mod flash;
 mod libtest;
 mod proc;
 mod qemu;
@@ -90,6 +92,26 @@ enum Command {
     /// on x86_64 (the traces, 0.1-1 GB each, are written under target/trace and deleted after
     /// counting).
     Trace(trace::TraceArgs),
+
+    /// Make a board's boot medium and write it to a disk or a file, safely.
+    ///
+    /// `--board pc`: a disk image (GRUB, BIOS and UEFI) that starts the x86_64 kernel through
+    /// its multiboot2 entry, kernel console on COM1 (115200 8N1). `--board sabrelite`: an SD
+    /// card image (MBR, FAT32 boot partition) with the ARMv7 kernel as a U-Boot image and a
+    /// boot script for the board's stock U-Boot. The kernel command line gets `--lock`,
+    /// `--mode` and `cpus=` from `--smp` (default: the board file's cores).
+    ///
+    /// The target is either `--device /dev/sdX` (a whole disk: refused if it or a partition
+    /// of it is mounted or swapping, if it holds `/`, if it is a partition, or if it is not a
+    /// block device) or `--image FILE`. Its model and size are shown and `yes` must be typed
+    /// unless `--yes`; `--dry-run` prints every step and writes nothing. The medium is written
+    /// with progress output, synced, read back and compared by SHA-256. A missing tool is
+    /// named with its Debian package (grub-common, grub-pc-bin, grub-efi-amd64-bin, xorriso,
+    /// mtools, fdisk, u-boot-tools). `--check` verifies the written medium: the pc image is
+    /// booted from it in QEMU under SeaBIOS and UEFI, the SD image read back and (with
+    /// `--firmware uboot-virt`) booted through U-Boot on QEMU virt. Example: `cargo xtask flash --board pc --lock ticket
+    /// --smp 2 --device /dev/sdb`. See README.md, "Running on hardware".
+    Flash(flash::FlashArgs),
 }
 
 fn main() -> ExitCode {
@@ -100,6 +122,7 @@ fn main() -> ExitCode {
         Command::Bench(args) => bench::run(&root, &args),
         Command::Qemu(args) => qemu::run(&root, &args),
         Command::Trace(args) => trace::run(&root, &args),
+        Command::Flash(args) => flash::run(&root, &args),
     }
 }
 

@@ -266,14 +266,33 @@ pub fn ensure_qemu(arch: Arch) -> Result<(), String> {
     }
 }
 
+/// The package and bare-metal target of `arch`'s image.
+fn image_crate(arch: Arch) -> (&'static str, &'static str) {
+    match arch {
+        Arch::X86_64 => ("image-x86", "x86_64-unknown-none"),
+        Arch::Armv7 => ("image-armv7", "armv7a-none-eabi"),
+    }
+}
+
+/// The package name and bare-metal target of `arch`'s image.
+pub fn image_package(arch: Arch) -> (&'static str, &'static str) {
+    image_crate(arch)
+}
+
+/// Where [`build_image`] leaves the image for `arch`.
+pub fn image_path(root: &Path, arch: Arch, debug: bool) -> PathBuf {
+    let (package, target) = image_crate(arch);
+    crate::target_dir(root)
+        .join(target)
+        .join(if debug { "debug" } else { "release" })
+        .join(package)
+}
+
 /// Builds the image for `arch` (release unless `debug`); returns its path. Cargo's output goes
 /// to the terminal; `who` prefixes the message (`qemu`, `bench`).
 pub fn build_image(root: &Path, arch: Arch, debug: bool, who: &str) -> Result<PathBuf, String> {
     let profile = if debug { "debug" } else { "release" };
-    let (package, target) = match arch {
-        Arch::X86_64 => ("image-x86", "x86_64-unknown-none"),
-        Arch::Armv7 => ("image-armv7", "armv7a-none-eabi"),
-    };
+    let (package, target) = image_crate(arch);
     let mut cmd = Cmd::cargo().args(["build", "-p", package, "--target", target]);
     if !debug {
         cmd = cmd.arg("--release");
@@ -285,10 +304,7 @@ pub fn build_image(root: &Path, arch: Arch, debug: bool, who: &str) -> Result<Pa
     if !status.success() {
         return Err(format!("building the image failed ({status})"));
     }
-    Ok(crate::target_dir(root)
-        .join(target)
-        .join(profile)
-        .join(package))
+    Ok(image_path(root, arch, debug))
 }
 
 /// One guest boot: what [`guest_cmd`] turns into a QEMU command line.
@@ -311,15 +327,15 @@ pub struct Guest<'a> {
 /// The QEMU command that boots `guest`: console on stdio, no display, no reboot, and the exit
 /// device (x86 `isa-debug-exit`) or semihosting (ARMv7) through which the kernel ends the run.
 pub fn guest_cmd(guest: &Guest) -> Cmd {
+    // The machine's board file (boards/*.toml) says the CPU model, memory and extra devices.
+    let board = crate::board::for_qemu_machine_or_exit(guest.machine.name());
+    let q = &board.qemu;
+    let cpu: Vec<&str> = q.cpu.iter().flat_map(|c| ["-cpu", c.as_str()]).collect();
     let cmd = if guest.arch == Arch::Armv7 {
-        let machine_args: &[&str] = match guest.machine {
-            Machine::Virt => &["-M", "virt", "-cpu", "cortex-a15", "-m", "256M"],
-            // The board's 1 GiB (the image's frame pool is the common window up to 0x5000_0000).
-            _ => &["-M", "sabrelite", "-m", "1G"],
-        };
         Cmd::new(qemu_binary(guest.arch))
-            .args(machine_args.iter().copied())
-            .arg("-smp")
+            .args(["-M", guest.machine.name()])
+            .args(cpu)
+            .args(["-m", &q.memory, "-smp"])
             .arg(guest.smp.to_string())
             .args([
                 "-display",
@@ -332,14 +348,16 @@ pub fn guest_cmd(guest: &Guest) -> Cmd {
             ])
             .arg(guest.elf)
             .args(["-append", &guest.append])
-            .args(device_args(guest.machine))
+            .args(&q.devices)
     } else {
         Cmd::new(qemu_binary(guest.arch))
-            .args(["-M", guest.machine.name(), "-cpu", "max", "-smp"])
+            .args(["-M", guest.machine.name()])
+            .args(cpu)
+            .arg("-smp")
             .arg(guest.smp.to_string())
             .args([
                 "-m",
-                "256M",
+                &q.memory,
                 "-display",
                 "none",
                 "-serial",
@@ -351,25 +369,9 @@ pub fn guest_cmd(guest: &Guest) -> Cmd {
             ])
             .arg(guest.elf)
             .args(["-append", &guest.append])
-            .args(device_args(guest.machine))
+            .args(&q.devices)
     };
     cmd.args(&guest.extra)
-}
-
-/// The devices user drivers get on `machine` besides the board's own: a virtio-rng device on
-/// the virtio-mmio transports of microvm and virt (the device-interrupt test's device), with the
-/// transports in virtio 1.x mode (QEMU presents the legacy version 1 unless told otherwise;
-/// `servers::virtio` drives version 2 only).
-fn device_args(machine: Machine) -> &'static [&'static str] {
-    match machine {
-        Machine::Microvm | Machine::Virt => &[
-            "-global",
-            "virtio-mmio.force-legacy=false",
-            "-device",
-            "virtio-rng-device",
-        ],
-        _ => &[],
-    }
 }
 
 /// The QEMU command for `elf`.

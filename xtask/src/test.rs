@@ -131,6 +131,9 @@ struct Step {
     needs: Vec<Needs>,
     /// What to do when the step fails, if there is something better than reading the output.
     fix: Option<&'static str>,
+    /// Host tools (and the Debian packages providing them) without which the step is skipped
+    /// (counted apart, neither passed nor failed) rather than failed; `.ci/run` installs them.
+    tools: Vec<crate::flash::Tool>,
 }
 
 impl Step {
@@ -146,7 +149,13 @@ impl Step {
             judge,
             needs: Vec::new(),
             fix: None,
+            tools: Vec::new(),
         }
+    }
+
+    fn tools(mut self, tools: &[crate::flash::Tool]) -> Self {
+        self.tools.extend_from_slice(tools);
+        self
     }
 
     fn needs(mut self, need: Needs) -> Self {
@@ -269,6 +278,7 @@ fn steps(root: &Path, quick: bool) -> Vec<Step> {
     steps.extend(armv7_qemu_steps());
     steps.extend(fuzz_steps());
     steps.push(bench_tiny_step(root));
+    steps.extend(flash_steps(root));
 
     for (example, package, features) in EXAMPLES {
         let name = format!("example:{example}");
@@ -345,6 +355,78 @@ fn qemu_steps() -> Vec<Step> {
         Judge::ExitStatus,
     ));
     steps
+}
+
+/// The boot media of `cargo xtask flash`, written to files under `<target>/flash-test` and
+/// checked (`--check`): the pc image booted from the written file as a disk through GRUB and
+/// multiboot2 under SeaBIOS on `-M pc` and `-M q35` and under UEFI (OVMF) on `-M q35`, each with
+/// another core count and lock (`cpus online: N`, `lock: NAME` and the demo's success exit are
+/// required); the Sabre Lite SD image's partition table, files, U-Boot header, boot script and
+/// kernel. Skipped, not failed, when a tool is missing (`.ci/run` installs them).
+fn flash_steps(root: &Path) -> Vec<Step> {
+    use crate::flash::{Tool, OVMF, PC_TOOLS, SD_TOOLS};
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find the xtask binary: {e}"));
+    let dir = crate::target_dir(root).join("flash-test");
+    let ovmf: &[Tool] = &[(OVMF, "ovmf")];
+    let qemu_x86: &[Tool] = &[("qemu-system-x86_64", "qemu-system-x86")];
+    // (step, board, cores, lock, firmware, tools)
+    type Run = (
+        &'static str,
+        &'static str,
+        &'static str,
+        &'static str,
+        Option<&'static str>,
+    );
+    let uboot: &[Tool] = &[
+        (crate::flash::UBOOT_VIRT, "u-boot-qemu"),
+        ("qemu-system-arm", "qemu-system-arm"),
+    ];
+    let runs: [(Run, Vec<Tool>); 5] = [
+        (
+            ("pc-seabios-pc", "pc", "2", "ticket", Some("seabios-pc")),
+            [PC_TOOLS, qemu_x86].concat(),
+        ),
+        (
+            ("pc-seabios-q35", "pc", "4", "clh", Some("seabios-q35")),
+            [PC_TOOLS, qemu_x86].concat(),
+        ),
+        (
+            ("pc-uefi", "pc", "2", "fine", Some("ovmf-q35")),
+            [PC_TOOLS, qemu_x86, ovmf].concat(),
+        ),
+        (
+            ("sabrelite-sd", "sabrelite", "4", "clh", None),
+            SD_TOOLS.to_vec(),
+        ),
+        (
+            (
+                "sabrelite-uboot-virt",
+                "sabrelite",
+                "4",
+                "clh",
+                Some("uboot-virt"),
+            ),
+            [SD_TOOLS, uboot].concat(),
+        ),
+    ];
+    runs.into_iter()
+        .map(|((name, board, smp, lock, firmware), tools)| {
+            let file = dir.join(format!("{name}.img"));
+            let cmd = exe.clone().and_then(|exe| {
+                fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+                let mut cmd = Cmd::new(exe)
+                    .args(["flash", "--board", board, "--smp", smp, "--lock", lock])
+                    .arg("--image")
+                    .arg(&file)
+                    .args(["--yes", "--check", "--timeout", "120"]);
+                if let Some(fw) = firmware {
+                    cmd = cmd.args(["--firmware", fw]);
+                }
+                Ok(cmd)
+            });
+            Step::from_result(format!("flash:{name}"), cmd, Judge::ExitStatus).tools(&tools)
+        })
+        .collect()
 }
 
 /// The ARMv7 image steps: the demo on each machine of [`crate::qemu::Machine::ARMV7`] (4
@@ -608,15 +690,23 @@ pub fn run(root: &Path, args: &TestArgs) -> ExitCode {
             .collect()
     };
 
-    // The Debian packages the selected steps need (QEMU), installed if missing.
-    if selected.iter().any(|s| {
-        s.name.starts_with("qemu") || s.name.starts_with("fuzz") || s.name.starts_with("bench")
-    }) {
-        if let Err(why) = crate::deps::ensure("cargo xtask test", crate::deps::QEMU) {
-            eprintln!("{why}");
-            println!("test: 0 passed, 1 failed");
-            return ExitCode::FAILURE;
-        }
+    // The Debian packages the selected steps need, installed if missing (see `deps`).
+    let needs = |prefixes: &[&str]| {
+        selected
+            .iter()
+            .any(|s| prefixes.iter().any(|p| s.name.starts_with(p)))
+    };
+    let mut tools: Vec<crate::deps::Tool> = Vec::new();
+    if needs(&["qemu", "fuzz", "bench", "flash"]) {
+        tools.extend_from_slice(crate::deps::QEMU);
+    }
+    if needs(&["flash"]) {
+        tools.extend_from_slice(crate::deps::FLASH);
+    }
+    if let Err(why) = crate::deps::ensure("cargo xtask test", &tools) {
+        eprintln!("{why}");
+        println!("test: 0 passed, 1 failed");
+        return ExitCode::FAILURE;
     }
 
     let mut checker = Preconditions::new(root);
@@ -690,6 +780,19 @@ fn run_step(
         Ok(cmd) => cmd,
         Err(why) => return failed_to_run(why.clone()),
     };
+    let missing: Vec<String> = step
+        .tools
+        .iter()
+        .filter(|t| !crate::flash::missing_tools(std::slice::from_ref(t)).is_empty())
+        .map(|(tool, pkg)| format!("{tool} missing (apt-get install {pkg})"))
+        .collect();
+    if !missing.is_empty() {
+        finish(&format!("skipped: {}", missing.join("; ")));
+        return Outcome {
+            skipped: 1,
+            ..Outcome::default()
+        };
+    }
     for need in &step.needs {
         if let Err(why) = checker.check(need) {
             return failed_to_run(why);
@@ -1010,6 +1113,21 @@ mod tests {
             assert!(shown.contains("loom "), "{shown}");
             assert!(shown.contains("--release"), "{shown}");
         }
+    }
+
+    #[test]
+    fn a_step_whose_tool_is_missing_is_skipped_not_failed() {
+        let root = crate::workspace_root();
+        let step = Step::new("flash:x", Cmd::new("false"), Judge::ExitStatus)
+            .tools(&[("no-such-tool-xyz", "xyz-pkg")]);
+        let mut checker = Preconditions::new(&root);
+        let out = run_step(&root, &step, "[1/1] flash:x", &mut checker, false);
+        assert_eq!((out.passed, out.skipped, out.failed), (0, 1, 0));
+        // With the tool present the command runs (and `false` fails).
+        let step =
+            Step::new("flash:y", Cmd::new("false"), Judge::ExitStatus).tools(&[("sh", "dash")]);
+        let out = run_step(&root, &step, "[1/1] flash:y", &mut checker, false);
+        assert_eq!((out.passed, out.skipped, out.failed), (0, 0, 1));
     }
 
     #[test]
