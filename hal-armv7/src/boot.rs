@@ -219,6 +219,7 @@ core::arch::global_asm!(
     .global _start
     .type _start, %function
 _start:
+    mov     r8, r2                          @ a boot loader's device tree (U-Boot bootm)
     mrs     r4, cpsr
     HAL_LEAVE_HYP
     cpsid   aif
@@ -234,12 +235,14 @@ _start:
     strlo   r2, [r0], #4
     blo     1b
     mov     r0, r4
+    mov     r1, r8
     bl      {primary}
     b       hal_armv7_park
 
     .global hal_armv7_secondary_start
     .type hal_armv7_secondary_start, %function
 hal_armv7_secondary_start:
+    mov     r8, r2                          @ a boot loader's device tree (U-Boot bootm)
     mrs     r4, cpsr
     HAL_LEAVE_HYP
     cpsid   aif
@@ -466,14 +469,43 @@ unsafe fn enable_caches_and_mmu(a9: bool, ttbr0: u32) {
     unsafe { mmu::enable(ttbr0) };
 }
 
-/// Command line buffer (semihosting).
+/// Command line buffer (semihosting or the device tree's `/chosen/bootargs`).
 struct CmdlineBuf(UnsafeCell<[u8; 256]>);
 // SAFETY: written once by core 0 during boot, read-only afterwards.
 unsafe impl Sync for CmdlineBuf {}
 static CMDLINE: CmdlineBuf = CmdlineBuf(UnsafeCell::new([0; 256]));
 
+/// Where the kernel command line came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CmdlineSource {
+    /// QEMU's `-append`, through semihosting (which also gives QEMU's exit status).
+    Semihosting,
+    /// `/chosen/bootargs` of the device tree a boot loader passed (no semihosting).
+    DeviceTree,
+    /// Neither: the defaults.
+    None,
+}
+
+impl CmdlineSource {
+    /// For the boot log.
+    pub fn name(self) -> &'static str {
+        match self {
+            CmdlineSource::Semihosting => "semihosting",
+            CmdlineSource::DeviceTree => "device tree",
+            CmdlineSource::None => "none",
+        }
+    }
+}
+
+/// The value of `key=value` in `cmdline`, if present (the first one).
+pub(crate) fn cmdline_value<'a>(cmdline: &'a str, key: &str) -> Option<&'a str> {
+    cmdline
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix(key).and_then(|rest| rest.strip_prefix('=')))
+}
+
 /// First Rust code on core 0 (IRQs masked, MMU off, `.bss` zeroed).
-extern "C" fn primary_entry(entry_psr: u32) -> ! {
+extern "C" fn primary_entry(entry_psr: u32, boot_r2: usize) -> ! {
     let midr = cpu::midr();
     let Some(machine) = Machine::from_midr(midr) else {
         // No known UART to report on: the exit status is all we can give.
@@ -515,6 +547,31 @@ extern "C" fn primary_entry(entry_psr: u32) -> ! {
 
     // SAFETY: core 0, once, before any other core runs; LDREX/STREX now work.
     unsafe { console::enable_locking() };
+
+    // The command line: QEMU's `-append` through semihosting, else the device tree a boot
+    // loader passed (its memory is still untouched: nothing is allocated yet). It may move the
+    // console (`console=uart2` on the Sabre Lite) before the GIC keeps the console's line.
+    // SAFETY: core 0, once; the buffer is not read before this returns.
+    let buf = unsafe { &mut *CMDLINE.0.get() };
+    let from_semihosting = crate::exit::cmdline(buf);
+    let semihosting = from_semihosting.is_some();
+    let (cmdline, source) = match from_semihosting {
+        Some(c) if !c.trim().is_empty() => (c, CmdlineSource::Semihosting),
+        _ => {
+            // SAFETY: as above; the semihosting answer (empty) is not used any more.
+            let buf = unsafe { &mut *CMDLINE.0.get() };
+            match crate::bootargs::from_device_tree(machine, boot_r2, buf) {
+                Some(c) => (c, CmdlineSource::DeviceTree),
+                None if semihosting => ("", CmdlineSource::Semihosting),
+                None => ("", CmdlineSource::None),
+            }
+        }
+    };
+    if machine == Machine::Sabrelite && cmdline_value(cmdline, "console") == Some("uart2") {
+        crate::machine::use_uart2_console();
+        // SAFETY: core 0, during boot, no other core runs.
+        unsafe { console::reselect(machine) };
+    }
     PERCPU[0].entry_psr.store(entry_psr, Ordering::Relaxed);
     PERCPU[0].mpidr.store(cpu::mpidr(), Ordering::Relaxed);
 
@@ -540,10 +597,6 @@ extern "C" fn primary_entry(entry_psr: u32) -> ! {
     };
     let psci_version = psci.map(psci::version);
 
-    // SAFETY: core 0, once; the buffer is not read before this returns.
-    let buf = unsafe { &mut *CMDLINE.0.get() };
-    let cmdline = crate::exit::cmdline(buf);
-
     PERCPU[0].set_online();
     let platform = PLATFORM.set(Platform {
         machine,
@@ -559,8 +612,9 @@ extern "C" fn primary_entry(entry_psr: u32) -> ! {
         gic_readback_errors: gic_info.readback_errors,
         psci,
         psci_version,
-        cmdline: cmdline.unwrap_or(""),
-        semihosting: cmdline.is_some(),
+        cmdline,
+        semihosting,
+        cmdline_source: source,
         stack_top: stack_top(0),
     });
     hal_armv7_kernel_main(platform)

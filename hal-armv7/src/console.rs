@@ -227,6 +227,19 @@ pub(crate) unsafe fn init_early(machine: Machine) {
     unsafe { CONSOLE.with_unlocked(|u| *u = Uart::new(machine)) };
 }
 
+/// Moves the console to the UART [`Machine::uart_base`] names now (after
+/// [`use_uart2_console`](crate::machine::use_uart2_console)): sets it up and prints through it
+/// from then on.
+///
+/// # Safety
+/// Core 0 only, during boot, before any other core runs.
+pub(crate) unsafe fn reselect(machine: Machine) {
+    // SAFETY: the machine's (new) console UART, in the device window the MMU maps as Device
+    // memory; only core 0 runs.
+    let uart = unsafe { Uart::new(machine) };
+    CONSOLE.replace(uart);
+}
+
 /// Switches the console to the locked UART: called by core 0 once its MMU and caches are on
 /// (LDREX/STREX then work on the lock word).
 ///

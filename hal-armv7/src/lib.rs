@@ -57,6 +57,8 @@ pub mod machine;
 #[cfg(all(target_arch = "arm", target_os = "none"))]
 pub mod boot;
 #[cfg(all(target_arch = "arm", target_os = "none"))]
+pub mod bootargs;
+#[cfg(all(target_arch = "arm", target_os = "none"))]
 pub mod cache;
 #[cfg(all(target_arch = "arm", target_os = "none"))]
 pub mod console;
@@ -127,10 +129,13 @@ mod target {
         pub psci: Option<Conduit>,
         /// PSCI version (major << 16 | minor), if PSCI is present.
         pub psci_version: Option<u32>,
-        /// The semihosting command line (`-append`), or "" when unavailable.
+        /// The kernel command line (see `cmdline_source`), or "".
         pub cmdline: &'static str,
         /// Whether semihosting answered (it must, to exit QEMU with a status).
         pub semihosting: bool,
+        /// Where the command line came from: QEMU's `-append` through semihosting, or the
+        /// device tree a boot loader passed (`/chosen/bootargs`).
+        pub cmdline_source: crate::boot::CmdlineSource,
         /// Top of core 0's SVC stack.
         pub stack_top: usize,
     }
@@ -138,9 +143,7 @@ mod target {
     impl Platform {
         /// The value of `key=value` on the command line, if present.
         pub fn cmdline_value(&self, key: &str) -> Option<&'static str> {
-            self.cmdline
-                .split_whitespace()
-                .find_map(|w| w.strip_prefix(key).and_then(|rest| rest.strip_prefix('=')))
+            crate::boot::cmdline_value(self.cmdline, key)
         }
     }
 

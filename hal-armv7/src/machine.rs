@@ -46,6 +46,25 @@ pub const L1_ENTRIES: usize = 4096;
 pub const IMX6_PERIPHBASE: usize = 0x00A0_0000;
 /// i.MX6 UART1, where QEMU's sabrelite connects `serial0` (so `-serial stdio`).
 pub const IMX_UART1: usize = 0x0202_0000;
+/// i.MX6 UART2: the Sabre Lite's console connector (`serial1` in QEMU's model).
+pub const IMX_UART2: usize = 0x021E_8000;
+
+/// Which UART the kernel keeps as its console; the other one of the Sabre Lite is a user
+/// driver's. UART1 by default (QEMU's `serial0`); `console=uart2` on the command line picks
+/// UART2, the real board's console connector (the boot script `cargo xtask flash` writes says
+/// so). Set once by core 0 before the GIC and the user devices are set up.
+static SABRELITE_UART2_CONSOLE: core::sync::atomic::AtomicBool =
+    core::sync::atomic::AtomicBool::new(false);
+
+/// Makes UART2 the Sabre Lite's console (see [`Machine::uart_base`]). Core 0, during boot,
+/// before the GIC distributor is set up and the user devices are handed out.
+pub fn use_uart2_console() {
+    SABRELITE_UART2_CONSOLE.store(true, core::sync::atomic::Ordering::Release);
+}
+
+fn uart2_console() -> bool {
+    SABRELITE_UART2_CONSOLE.load(core::sync::atomic::Ordering::Acquire)
+}
 /// i.MX6 System Reset Controller (secondary core release, SRC_GPRn entry registers).
 pub const IMX_SRC: usize = 0x020D_8000;
 /// virt: PL011 UART (`serial0`).
@@ -114,29 +133,33 @@ impl Machine {
     }
 
     /// The device-memory ranges `(start, end)` user drivers may own: on the Sabre Lite the
-    /// second UART and the ENET (FEC) Ethernet controller, on virt the 32 virtio-mmio
-    /// transports and the PL031 real-time clock. Never the kernel's console UART, the GIC or
-    /// the timers.
-    pub const fn user_devices(self) -> &'static [(u64, u64)] {
+    /// UART that is not the console and the ENET (FEC) Ethernet controller, on virt the 32
+    /// virtio-mmio transports and the PL031 real-time clock. Never the kernel's console UART,
+    /// the GIC or the timers.
+    pub fn user_devices(self) -> &'static [(u64, u64)] {
+        const ENET: (u64, u64) = (0x0218_8000, 0x0218_C000);
         match self {
-            Machine::Sabrelite => &[(0x021E_8000, 0x021E_C000), (0x0218_8000, 0x0218_C000)],
+            Machine::Sabrelite if uart2_console() => &[(0x0202_0000, 0x0202_4000), ENET],
+            Machine::Sabrelite => &[(0x021E_8000, 0x021E_C000), ENET],
             Machine::Virt => &[(0x0A00_0000, 0x0A00_4000), (0x0901_0000, 0x0901_1000)],
         }
     }
 
     /// The shared peripheral interrupts (SPI numbers, interrupt ID - 32) of the devices the
-    /// kernel keeps: the console UART (i.MX6 UART1 is SPI 26, virt's PL011 SPI 1). Never
-    /// offered to user drivers.
-    pub const fn kernel_spis(self) -> &'static [u32] {
+    /// kernel keeps: the console UART (i.MX6 UART1 is SPI 26, UART2 SPI 27, virt's PL011 SPI
+    /// 1). Never offered to user drivers.
+    pub fn kernel_spis(self) -> &'static [u32] {
         match self {
+            Machine::Sabrelite if uart2_console() => &[27],
             Machine::Sabrelite => &[26],
             Machine::Virt => &[1],
         }
     }
 
     /// Physical address of the console UART.
-    pub const fn uart_base(self) -> usize {
+    pub fn uart_base(self) -> usize {
         match self {
+            Machine::Sabrelite if uart2_console() => IMX_UART2,
             Machine::Sabrelite => IMX_UART1,
             Machine::Virt => VIRT_PL011,
         }

@@ -83,6 +83,11 @@ impl<U: SerialOut, I: IrqMask> Console<U, I> {
         self.locking.store(true, Ordering::Release);
     }
 
+    /// Replaces the UART (a console moved to another port during boot).
+    pub fn replace(&self, uart: U) {
+        self.with_uart(|u| *u = uart);
+    }
+
     fn with_uart<R>(&self, f: impl FnOnce(&mut U) -> R) -> R {
         if self.locking.load(Ordering::Acquire) {
             I::without_interrupts(|| f(&mut self.uart.lock()))

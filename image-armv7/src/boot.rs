@@ -33,11 +33,14 @@ pub fn fail(args: core::fmt::Arguments<'_>) -> ! {
 fn kernel_main(p: &'static Platform) -> ! {
     println!();
     println!(
-        "locked-in armv7 image: {} ({}, {}), cmdline \"{}\", HAL ready after {} ms",
+        "locked-in armv7 image: {} ({}, {}), cmdline \"{}\" (from {}), console at {:#x}, HAL \
+         ready after {} ms",
         p.machine.name(),
         p.machine.description(),
         hal_armv7::machine::cpu_name(p.midr),
         p.cmdline,
+        p.cmdline_source.name(),
+        p.machine.uart_base(),
         hal_armv7::timer::since_boot_ns() / 1_000_000
     );
     match hal_armv7::timer::calibration() {
@@ -52,7 +55,9 @@ fn kernel_main(p: &'static Platform) -> ! {
         hal_armv7::timer::Calibration::NotNeeded => {}
     }
     if !p.semihosting {
-        println!("boot: semihosting unavailable: no command line, and no exit status for QEMU");
+        println!(
+            "boot: semihosting unavailable: no exit status for QEMU (the machine halts at the end)"
+        );
     }
     let cmdline = match Cmdline::parse(|k| p.cmdline_value(k)) {
         Ok(c) => c,

@@ -78,6 +78,8 @@ fn board(base: usize) -> Option<Board> {
             irq_base: 16,
         }),
         0x021E_8000 => Some(Board::ImxUart { irq: 27 }),
+        // UART1, when the kernel's console is UART2 (`console=uart2`, the real board's).
+        0x0202_0000 => Some(Board::ImxUart { irq: 26 }),
         _ => None,
     }
 }
@@ -171,7 +173,11 @@ fn setup(what: &mut &'static str) -> Result<(Device, usize, usize), &'static str
             (Device::Rng(t, q), irq_base + i)
         }
         Board::ImxUart { irq } => {
-            *what = "i.MX6 UART2";
+            *what = if irq == 26 {
+                "i.MX6 UART1"
+            } else {
+                "i.MX6 UART2"
+            };
             // Transmitter-ready interrupt off until a round enables it.
             mmio_write(DEV_VA + IMX_UCR1, IMX_UARTEN);
             (Device::Uart(DEV_VA), irq)

@@ -195,6 +195,12 @@ pub struct QemuArgs {
     #[arg(long)]
     pub single_thread_tcg: bool,
 
+    /// Sabre Lite only: the console on UART2, as on the real board (its console connector),
+    /// instead of UART1: `console=uart2` on the kernel command line and QEMU's `serial1` on
+    /// stdio. UART1 then becomes the user driver's test device.
+    #[arg(long)]
+    pub console_uart2: bool,
+
     /// Round trips of each ping-pong pair (default: 500 for the demo, 20 for the tests).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub rounds: Option<u32>,
@@ -322,6 +328,19 @@ pub struct Guest<'a> {
     pub append: String,
     /// More QEMU arguments, after the standard ones (e.g. `-icount shift=0`).
     pub extra: Vec<String>,
+    /// The serial port on stdio (0: `serial0`; the Sabre Lite's real console UART2 is
+    /// QEMU's `serial1`).
+    pub console_port: u8,
+}
+
+/// `-serial` options that put serial port `port` on stdio (the ones before it on nothing).
+fn serial_args(port: u8) -> Vec<&'static str> {
+    let mut a = Vec::new();
+    for _ in 0..port {
+        a.extend(["-serial", "null"]);
+    }
+    a.extend(["-serial", "stdio"]);
+    a
 }
 
 /// The QEMU command that boots `guest`: console on stdio, no display, no reboot, and the exit
@@ -337,15 +356,9 @@ pub fn guest_cmd(guest: &Guest) -> Cmd {
             .args(cpu)
             .args(["-m", &q.memory, "-smp"])
             .arg(guest.smp.to_string())
-            .args([
-                "-display",
-                "none",
-                "-serial",
-                "stdio",
-                "-semihosting",
-                "-no-reboot",
-                "-kernel",
-            ])
+            .args(["-display", "none"])
+            .args(serial_args(guest.console_port))
+            .args(["-semihosting", "-no-reboot", "-kernel"])
             .arg(guest.elf)
             .args(["-append", &guest.append])
             .args(&q.devices)
@@ -355,13 +368,9 @@ pub fn guest_cmd(guest: &Guest) -> Cmd {
             .args(cpu)
             .arg("-smp")
             .arg(guest.smp.to_string())
+            .args(["-m", &q.memory, "-display", "none"])
+            .args(serial_args(guest.console_port))
             .args([
-                "-m",
-                &q.memory,
-                "-display",
-                "none",
-                "-serial",
-                "stdio",
                 "-no-reboot",
                 "-device",
                 "isa-debug-exit,iobase=0xf4,iosize=0x04",
@@ -397,6 +406,9 @@ fn qemu_cmd(args: &QemuArgs, elf: &Path) -> Cmd {
     } else {
         "demo"
     };
+    if args.console_uart2 {
+        append.push_str("console=uart2 ");
+    }
     append.push_str(&format!(
         "lock={} mode={mode} rounds={rounds}",
         args.lock.name()
@@ -412,6 +424,7 @@ fn qemu_cmd(args: &QemuArgs, elf: &Path) -> Cmd {
         } else {
             Vec::new()
         },
+        console_port: u8::from(args.console_uart2),
     })
 }
 
@@ -741,6 +754,12 @@ pub fn run(root: &Path, args: &QemuArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     }
+    if args.console_uart2 && args.machine != Some(Machine::Sabrelite) {
+        eprintln!(
+            "qemu: --console-uart2 is for --arch armv7 --machine sabrelite (the i.MX6's UART2)"
+        );
+        return ExitCode::FAILURE;
+    }
     if let Err(e) = ensure_qemu(args.arch) {
         eprintln!("qemu: {e}");
         return ExitCode::FAILURE;
@@ -1011,6 +1030,7 @@ mod tests {
             calls: None,
             seed: None,
             single_thread_tcg: false,
+            console_uart2: false,
             rounds: None,
             timeout: 60,
             append: None,
@@ -1044,6 +1064,7 @@ mod tests {
             elf,
             append: "lock=none".into(),
             extra: vec!["-icount".into(), "shift=0".into()],
+            console_port: 0,
         };
         assert_eq!(
             guest_cmd(&guest).display(),

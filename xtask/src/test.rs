@@ -402,8 +402,8 @@ fn flash_steps(root: &Path) -> Vec<Step> {
             (
                 "sabrelite-uboot-virt",
                 "sabrelite",
-                "4",
-                "clh",
+                "2",
+                "ticket",
                 Some("uboot-virt"),
             ),
             [SD_TOOLS, uboot].concat(),
@@ -484,6 +484,21 @@ fn armv7_qemu_steps() -> Vec<Step> {
             )
             .needs(Needs::Target(ARM)),
         );
+        // The Sabre Lite's real console is UART2: the suite with the console moved there
+        // (QEMU's serial1) and UART1 as the user driver's device.
+        if machine == crate::qemu::Machine::Sabrelite {
+            let args = base(&["--tests", "--smp", "4", "--lock", "fine", "--console-uart2"]);
+            steps.push(
+                Step::from_result(
+                    "qemu:armv7-sabrelite-console-uart2",
+                    cmd(args),
+                    Judge::QemuSuite {
+                        min_plan: crate::qemu::min_plan(4),
+                    },
+                )
+                .needs(Needs::Target(ARM)),
+            );
+        }
     }
     steps
 }
@@ -1078,6 +1093,7 @@ mod tests {
             "qemu:x86_64-stack-overflow",
             "qemu:armv7-sabrelite-stack-overflow",
             "qemu:armv7-virt-stack-overflow",
+            "qemu:armv7-sabrelite-console-uart2",
             "bench:tiny",
         ] {
             assert!(

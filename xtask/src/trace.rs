@@ -419,6 +419,7 @@ pub fn measure(
             elf,
             append: format!("lock={} mode=demo rounds={n}", lock.name()),
             extra: Vec::new(),
+            console_port: 0,
         };
         let log = dir.join(format!("{}-{}-{n}.log", machine.name(), lock.name()));
         traced_run(root, &guest, lock, &image.dfilter(), &log)

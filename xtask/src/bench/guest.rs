@@ -186,6 +186,7 @@ impl GuestRun {
             elf,
             append: self.append(),
             extra,
+            console_port: 0,
         })
     }
 

@@ -239,6 +239,12 @@ pub fn missing_tools(tools: &[Tool]) -> Vec<String> {
 pub fn kernel_cmdline(args: &FlashArgs, board: &Board) -> String {
     let cpus = args.smp.unwrap_or(board.cores);
     let mut line = args.append.clone().map(|a| a + " ").unwrap_or_default();
+    // A board whose console is another UART than QEMU's model uses (the Sabre Lite's UART2)
+    // tells the kernel so: `console=uart2`.
+    let c = &board.console;
+    if c.qemu_uart.as_ref().is_some_and(|q| *q != c.uart) {
+        line.push_str(&format!("console={} ", c.uart.to_lowercase()));
+    }
     line.push_str(&format!(
         "lock={} mode={} rounds={} cpus={cpus}",
         args.lock.name(),
@@ -304,14 +310,6 @@ fn flash(root: &Path, args: &FlashArgs) -> Result<(), String> {
                 fw.name(),
                 m.join(", ")
             ));
-        }
-        if *fw == Firmware::UbootVirt && args.lock != Lock::Clh {
-            return Err(
-                "--firmware uboot-virt boots with the kernel's default lock (clh): the ARMv7 \
-                 kernel reads its command line through semihosting, not U-Boot's bootargs; \
-                 use --lock clh"
-                    .into(),
-            );
         }
     }
 
@@ -407,7 +405,13 @@ fn flash(root: &Path, args: &FlashArgs) -> Result<(), String> {
             _ => {
                 check_sd(&path, &elf, &cmdline, &board)?;
                 if args.firmware.contains(&Firmware::UbootVirt) {
-                    check_uboot_boot(root, &path, args.smp.unwrap_or(board.cores), args.timeout)?;
+                    check_uboot_boot(
+                        root,
+                        &path,
+                        args.smp.unwrap_or(board.cores),
+                        args.lock,
+                        args.timeout,
+                    )?;
                 }
             }
         }
@@ -912,8 +916,15 @@ pub fn judge_pc_boot(
 
 /// Boots the written SD image with Debian's U-Boot for QEMU virt ([`Firmware::UbootVirt`]) and
 /// requires U-Boot to run the card's script and `bootm` the uImage, and the kernel to bring up
-/// `smp` cores and shut down with success (semihosting status 0 with its success lines).
-fn check_uboot_boot(root: &Path, card: &Path, smp: u32, timeout: u64) -> Result<(), String> {
+/// `smp` cores with `lock`, both read from U-Boot's `bootargs` in the device tree, and shut
+/// down with success (semihosting status 0 with its success lines).
+fn check_uboot_boot(
+    root: &Path,
+    card: &Path,
+    smp: u32,
+    lock: Lock,
+    timeout: u64,
+) -> Result<(), String> {
     qemu::ensure_qemu(Arch::Armv7)?;
     let cmd = Cmd::new(qemu::qemu_binary(Arch::Armv7))
         .args(["-M", "virt", "-cpu", "cortex-a15", "-m", "256M", "-smp"])
@@ -946,18 +957,21 @@ fn check_uboot_boot(root: &Path, card: &Path, smp: u32, timeout: u64) -> Result<
         "locked-in: loading uImage from virtio 0:1",
         "Image Name:   locked-in",
         "Starting kernel ...",
+        "(from device tree)",
     ]
     .into_iter()
     .filter(|n| !has(n))
     .collect();
-    let (ok, what) = qemu::explain_armv7(out.status.code(), &out.lines, smp, Lock::Clh);
+    let (ok, what) = qemu::explain_armv7(out.status.code(), &out.lines, smp, lock);
     if out.timed_out {
         missing.push("an exit before the timeout");
     }
     if ok && missing.is_empty() && !has("!!! PANIC") {
         eprintln!(
-            "flash: check (uboot-virt): ok: U-Boot ran boot.scr, bootm started uImage; cpus \
-             online: {smp}; {what} ({:.1} s)",
+            "flash: check (uboot-virt): ok: U-Boot ran boot.scr, bootm started uImage, the \
+             kernel read its command line from the device tree; cpus online: {smp}, lock {}; \
+             {what} ({:.1} s)",
+            lock.name(),
             out.elapsed.as_secs_f64()
         );
         return Ok(());
