@@ -717,16 +717,15 @@ impl Fuzzer {
 /// the flags without trusting either.
 #[cfg(target_arch = "x86_64")]
 fn raw_hostile(regs: Regs, sp: usize) -> Regs {
-    let (r0, r1, r2, r3, r4, r5): (usize, usize, usize, usize, usize, usize);
     // SAFETY: the block saves the stack pointer in r12 (declared clobbered), sets DF and AC,
     // loads `sp` (not dereferenced by this code), traps, and restores the stack pointer before
     // any memory access; then it clears DF and AC again, which Rust code requires. Between
     // the `popfq` and the restore, only register moves and the trap run, so AC cannot make an
     // access of this program fault. The kernel preserves every register but the six result
-    // registers and rcx/r11 (declared clobbered). The pushes use the program's own stack,
-    // which has no red zone on this target.
+    // registers and rcx/r11 (declared clobbered by `trap_asm!`). The pushes use the program's
+    // own stack, which has no red zone on this target.
     unsafe {
-        core::arch::asm!(
+        crate::trap_asm!(regs, {
             "pushfq",
             "or qword ptr [rsp], 0x40400",
             "popfq",
@@ -738,45 +737,28 @@ fn raw_hostile(regs: Regs, sp: usize) -> Regs {
             "and qword ptr [rsp], ~0x40400",
             "popfq",
             sp = in(reg) sp,
-            inlateout("rax") regs[0] => r0,
-            inlateout("rdi") regs[1] => r1,
-            inlateout("rsi") regs[2] => r2,
-            inlateout("rdx") regs[3] => r3,
-            inlateout("r10") regs[4] => r4,
-            inlateout("r8") regs[5] => r5,
-            out("r12") _,
-            out("rcx") _,
-            out("r11") _,
-        );
+            out("r12") _
+        })
     }
-    [r0, r1, r2, r3, r4, r5]
 }
 
 /// Traps with the stack pointer set to `sp`, restoring it right after: the kernel must use its
 /// own banked stack and never the user's.
 #[cfg(target_arch = "arm")]
 fn raw_hostile(regs: Regs, sp: usize) -> Regs {
-    let (r0, r1, r2, r3, r4, r5): (usize, usize, usize, usize, usize, usize);
     // SAFETY: the block saves the stack pointer in r8 (declared clobbered), loads `sp` (not
     // dereferenced by this code), traps, and restores it before any memory access. The kernel
     // preserves every register but the six result registers.
     unsafe {
-        core::arch::asm!(
+        crate::trap_asm!(regs, {
             "mov r8, sp",
             "mov sp, {sp}",
             "svc #0",
             "mov sp, r8",
             sp = in(reg) sp,
-            inlateout("r0") regs[0] => r0,
-            inlateout("r1") regs[1] => r1,
-            inlateout("r2") regs[2] => r2,
-            inlateout("r3") regs[3] => r3,
-            inlateout("r4") regs[4] => r4,
-            inlateout("r5") regs[5] => r5,
-            out("r8") _,
-        );
+            out("r8") _
+        })
     }
-    [r0, r1, r2, r3, r4, r5]
 }
 
 /// No hostile variant where there is no user-mode ABI: the plain trap.

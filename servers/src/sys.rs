@@ -9,16 +9,19 @@ pub use abi::{CapSlot, Error, Msg, PageAttrs, Regs, Rights, Syscall};
 /// Result of a call: `(word, message)` (badge or notification word, received message).
 pub type Reply = Result<(usize, Msg), Error>;
 
-/// Traps into the kernel with raw registers and returns the raw result registers.
+/// `asm!` with the six system-call registers bound: `regs` in, the result registers out, and
+/// the registers the trap clobbers. The instructions and any further operands come in braces,
+/// the `options` after them. Written once for the plain trap ([`raw`]) and the fuzzer's
+/// hostile one (`fuzz::raw_hostile`), which differ only in what surrounds the trap
+/// instruction. Must be used inside `unsafe`.
 #[cfg(target_arch = "x86_64")]
-#[inline(always)]
-pub fn raw(regs: Regs) -> Regs {
-    let (r0, r1, r2, r3, r4, r5): (usize, usize, usize, usize, usize, usize);
-    // SAFETY: `syscall` enters the kernel, which preserves every register but the six result
-    // registers and rcx/r11 (declared clobbered); it touches no memory of this program.
-    unsafe {
+#[macro_export]
+macro_rules! trap_asm {
+    ($regs:expr, { $($asm:tt)* } $(, $opt:ident)*) => {{
+        let regs: $crate::sys::Regs = $regs;
+        let (r0, r1, r2, r3, r4, r5): (usize, usize, usize, usize, usize, usize);
         core::arch::asm!(
-            "syscall",
+            $($asm)*,
             inlateout("rax") regs[0] => r0,
             inlateout("rdi") regs[1] => r1,
             inlateout("rsi") regs[2] => r2,
@@ -27,35 +30,50 @@ pub fn raw(regs: Regs) -> Regs {
             inlateout("r8") regs[5] => r5,
             out("rcx") _,
             out("r11") _,
-            options(nostack),
+            options($($opt),*),
         );
-    }
-    [r0, r1, r2, r3, r4, r5]
+        [r0, r1, r2, r3, r4, r5]
+    }};
 }
 
-/// Traps into the kernel with raw registers and returns the raw result registers.
-///
-/// ARMv7 convention (see `hal-armv7`'s `usermode`): `svc #0` with number and arguments in
-/// `r0..r5`, results in the same registers; everything else is preserved.
+/// ARMv7: as on x86_64, with the registers `r0..r5` (nothing else is clobbered).
 #[cfg(target_arch = "arm")]
-#[inline(always)]
-pub fn raw(regs: Regs) -> Regs {
-    let (r0, r1, r2, r3, r4, r5): (usize, usize, usize, usize, usize, usize);
-    // SAFETY: `svc #0` enters the kernel, which preserves every register but the six result
-    // registers; it touches no memory of this program.
-    unsafe {
+#[macro_export]
+macro_rules! trap_asm {
+    ($regs:expr, { $($asm:tt)* } $(, $opt:ident)*) => {{
+        let regs: $crate::sys::Regs = $regs;
+        let (r0, r1, r2, r3, r4, r5): (usize, usize, usize, usize, usize, usize);
         core::arch::asm!(
-            "svc #0",
+            $($asm)*,
             inlateout("r0") regs[0] => r0,
             inlateout("r1") regs[1] => r1,
             inlateout("r2") regs[2] => r2,
             inlateout("r3") regs[3] => r3,
             inlateout("r4") regs[4] => r4,
             inlateout("r5") regs[5] => r5,
-            options(nostack),
+            options($($opt),*),
         );
-    }
-    [r0, r1, r2, r3, r4, r5]
+        [r0, r1, r2, r3, r4, r5]
+    }};
+}
+
+/// Traps into the kernel with raw registers and returns the raw result registers.
+///
+/// x86_64: `syscall`, `rcx` and `r11` clobbered. ARMv7 (see `hal-armv7`'s `usermode`): `svc
+/// #0` with number and arguments in `r0..r5`, results in the same registers; everything else
+/// is preserved.
+#[cfg(any(target_arch = "x86_64", target_arch = "arm"))]
+#[inline(always)]
+pub fn raw(regs: Regs) -> Regs {
+    // SAFETY: the trap enters the kernel, which preserves every register but the six result
+    // registers (and, on x86_64, rcx/r11, declared clobbered); it touches no memory of this
+    // program.
+    #[cfg(target_arch = "x86_64")]
+    let r = unsafe { trap_asm!(regs, { "syscall" }, nostack) };
+    // SAFETY: as above.
+    #[cfg(target_arch = "arm")]
+    let r = unsafe { trap_asm!(regs, { "svc #0" }, nostack) };
+    r
 }
 
 /// Traps into the kernel: no user-mode ABI exists for this architecture, so every call fails
