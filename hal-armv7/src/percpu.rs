@@ -10,7 +10,7 @@ use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 /// Most cores the HAL supports (static arrays and stacks are sized by it).
 pub const MAX_CPUS: usize = 8;
 
-/// Index of a core, `0..MAX_CPUS`, 0 being the boot core. Same meaning as `sync::CpuId`.
+/// Index of a core, `0..MAX_CPUS`, 0 being the boot core. Same meaning as `kernel_locks::CpuId`.
 pub type CpuIndex = usize;
 
 /// State of one core. Every field is atomic: other cores read it (online flags, counters).

@@ -21,7 +21,7 @@ use crate::gdt::{Gdt, Tss};
 pub const MAX_CPUS: usize = 16;
 
 /// Index of a core, `0..MAX_CPUS`, 0 being the bootstrap processor. Same meaning as
-/// `sync::CpuId`.
+/// `kernel_locks::CpuId`.
 pub type CpuIndex = usize;
 
 /// Size of each core's kernel stack. Large enough for the bootstrap processor to build the

@@ -28,7 +28,7 @@ const ARM: &str = "armv7a-none-eabi";
 /// target adds a row here.
 const BARE_METAL: &[(&str, &[&str])] = &[
     // crate        targets
-    ("sync", &[X86, ARM]),
+    ("kernel-locks", &[X86, ARM]),
     ("kernel", &[X86, ARM]),
     ("hal-x86", &[X86]),
     ("hal-armv7", &[ARM]),
@@ -57,8 +57,14 @@ const FUZZ_SMP: &str = "4";
 /// run still going after this has hung (the overflow went unnoticed).
 const STACK_OVERFLOW_TIMEOUT_SECS: &str = "20";
 
+/// The lock crate: publishable on its own, checked with its MSRV, embedded by an outside crate.
+const LOCK_CRATE: &str = "kernel-locks";
+
+/// The lock crate's minimum supported Rust version (`rust-version` in its manifest).
+const LOCK_CRATE_MSRV: &str = "1.85";
+
 /// The examples that must run (example name, package, features).
-const EXAMPLES: &[(&str, &str, &str)] = &[("embed", "sync", "lock_api")];
+const EXAMPLES: &[(&str, &str, &str)] = &[("embed", "kernel-locks", "lock_api")];
 
 /// How many lines of a failing step's output are shown.
 const TAIL_LINES: usize = 60;
@@ -101,6 +107,12 @@ enum Judge {
     QemuSuite {
         /// The least plan the guest must announce ([`crate::qemu::min_plan`]).
         min_plan: usize,
+    },
+    /// One check: passed if the command exits with status 0 and prints no `warning:` line other
+    /// than the ones listed (cargo's own notes that are not problems, such as a dry run's).
+    NoWarnings {
+        /// Warning lines (after `warning: `) that do not count.
+        allowed: &'static [&'static str],
     },
 }
 
@@ -248,6 +260,7 @@ fn steps(root: &Path, quick: bool) -> Vec<Step> {
     if !quick {
         steps.push(loom_step(root));
     }
+    steps.extend(lock_crate_steps(root));
 
     steps.extend(qemu_steps());
     steps.push(armv7_boot_step(root));
@@ -277,6 +290,53 @@ fn steps(root: &Path, quick: bool) -> Vec<Step> {
         steps.push(Step::from_result(name, cmd, Judge::ExitStatus));
     }
     steps
+}
+
+/// The steps that keep the lock crate usable outside this workspace:
+/// * `lock-crate:msrv`: `cargo check` of the crate (every feature, host and both bare-metal
+///   targets) with its minimum supported Rust version, installed by rustup if missing (a minimal
+///   profile with the two targets takes a few seconds from the Rust distribution server; a
+///   machine that cannot reach it fails here, with the command to run). Its own target directory.
+/// * `lock-crate:publish`: `cargo publish --dry-run`: packages the crate alone and builds the
+///   package against crates.io, as publishing would; any cargo warning fails it.
+fn lock_crate_steps(root: &Path) -> Vec<Step> {
+    let target_dir = crate::target_dir(root);
+    let checks: Vec<String> = ["", X86, ARM]
+        .iter()
+        .map(|target| {
+            let target = if target.is_empty() {
+                String::new()
+            } else {
+                format!(" --target {target}")
+            };
+            format!(
+                "rustup run {LOCK_CRATE_MSRV} cargo check -p {LOCK_CRATE} --all-features --lib{target}"
+            )
+        })
+        .collect();
+    let script = format!(
+        "rustup toolchain install {LOCK_CRATE_MSRV} --profile minimal --target {X86} \
+         --target {ARM} >/dev/null && {}",
+        checks.join(" && ")
+    );
+    let msrv = Step::new(
+        "lock-crate:msrv",
+        Cmd::new("bash")
+            .args(["-c", &script])
+            .env("CARGO_TARGET_DIR", target_dir.join("msrv")),
+        Judge::NoWarnings { allowed: &[] },
+    )
+    .fix("the crate uses something newer than its rust-version, or rustup could not install the toolchain");
+    let publish = Step::new(
+        "lock-crate:publish",
+        Cmd::cargo()
+            .args(["publish", "--dry-run", "--allow-dirty", "-p", LOCK_CRATE])
+            .env("CARGO_TARGET_DIR", target_dir.join("publish")),
+        Judge::NoWarnings {
+            allowed: &["aborting upload due to dry run"],
+        },
+    );
+    vec![msrv, publish]
 }
 
 /// The QEMU steps: the demo once (4 cores, CLH), then the test suite with every core count of
@@ -488,11 +548,11 @@ fn armv7_boot_step(root: &Path) -> Step {
         .fix("install QEMU for ARM (`apt-get install qemu-system-arm`) if it is missing")
 }
 
-/// The loom step: every `sync/tests/loom_*.rs` target, under `--cfg loom`, in release mode, in
+/// The loom step: every `kernel-locks/tests/loom_*.rs` target, under `--cfg loom`, in release mode, in
 /// its own target directory (changing `RUSTFLAGS` would otherwise rebuild everything in the main
 /// one, back and forth).
 fn loom_step(root: &Path) -> Step {
-    let tests_dir = root.join("sync").join("tests");
+    let tests_dir = root.join("kernel-locks").join("tests");
     let mut targets: Vec<String> = fs::read_dir(&tests_dir)
         .into_iter()
         .flatten()
@@ -516,7 +576,7 @@ fn loom_step(root: &Path) -> Step {
         Ok(flags) if !flags.trim().is_empty() => format!("{flags} --cfg loom"),
         _ => "--cfg loom".to_owned(),
     };
-    let mut cmd = Cmd::cargo().args(["test", "-p", "sync", "--release", "--no-fail-fast"]);
+    let mut cmd = Cmd::cargo().args(["test", "-p", "kernel-locks", "--release", "--no-fail-fast"]);
     for target in &targets {
         cmd = cmd.args(["--test", target]);
     }
@@ -696,6 +756,33 @@ fn run_step(
                 outcome.failed = 1;
                 outcome.failures.push(step.name.clone());
                 finish(&format!("FAILED ({}, {secs:.1} s)", out.status));
+            }
+        }
+        Judge::NoWarnings { allowed } => {
+            let warnings: Vec<&String> = out
+                .lines
+                .iter()
+                .filter(|line| {
+                    line.trim_start()
+                        .strip_prefix("warning: ")
+                        .is_some_and(|w| !allowed.iter().any(|a| w.trim() == *a))
+                })
+                .collect();
+            if out.status.success() && warnings.is_empty() {
+                outcome.passed = 1;
+                finish(&format!("ok ({secs:.1} s)"));
+            } else {
+                outcome.failed = 1;
+                outcome.failures.push(step.name.clone());
+                if out.status.success() {
+                    finish(&format!(
+                        "FAILED: {} warning(s), first: {} ({secs:.1} s)",
+                        warnings.len(),
+                        warnings[0].trim()
+                    ));
+                } else {
+                    finish(&format!("FAILED ({}, {secs:.1} s)", out.status));
+                }
             }
         }
         Judge::QemuSuite { min_plan } => {

@@ -5,8 +5,8 @@
 //! Then, for example:
 //!
 //! ```
-//! use sync::lock_api_adapter::{CurrentCpu, Mutex};
-//! use sync::{CpuId, TicketLock};
+//! use kernel_locks::lock_api_adapter::{CurrentCpu, Mutex};
+//! use kernel_locks::{CpuId, TicketLock};
 //!
 //! struct ThisCpu;
 //! impl CurrentCpu for ThisCpu {

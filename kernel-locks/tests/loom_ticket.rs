@@ -1,14 +1,14 @@
 //! loom models of the ticket lock: every interleaving of two CPUs (and a bounded three-CPU run).
 //!
-//! Run: `RUSTFLAGS="--cfg loom" cargo test -p sync --release --test loom_ticket`.
+//! Run: `RUSTFLAGS="--cfg loom" cargo test -p kernel-locks --release --test loom_ticket`.
 #![cfg(loom)]
 
 #[path = "common/loom_model.rs"]
 mod loom_model;
 
+use kernel_locks::{KernelLock, Spin, TicketBackoffLock, TicketLock};
 use loom::cell::UnsafeCell;
 use loom::sync::Arc;
-use sync::{KernelLock, Spin, TicketBackoffLock, TicketLock};
 
 #[test]
 fn ticket_lock_two_cpus() {

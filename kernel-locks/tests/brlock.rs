@@ -9,9 +9,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Barrier;
 use std::time::Duration;
 
-use sync::pad::{Align32, Align64};
-use sync::raw::ConstInit;
-use sync::{Backoff, BrLock, KernelLock, KernelRwLock, Spin, Wfe};
+use kernel_locks::pad::{Align32, Align64};
+use kernel_locks::raw::ConstInit;
+use kernel_locks::{Backoff, BrLock, KernelLock, KernelRwLock, Spin, Wfe};
 
 use common::Yield;
 

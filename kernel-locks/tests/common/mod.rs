@@ -56,7 +56,7 @@ pub fn on_cpus(threads: usize, iters: usize, body: impl Fn(usize) + Sync) {
 
 /// Stress-tests a mutual-exclusion lock: every CPU increments the racy counter `iters` times under
 /// the lock; the total must be exact.
-pub fn hammer<L: sync::KernelLock>(lock: &L, threads: usize, iters: usize) {
+pub fn hammer<L: kernel_locks::KernelLock>(lock: &L, threads: usize, iters: usize) {
     let counter = RacyCounter::new();
     on_cpus(threads, iters, |cpu| {
         lock.lock(cpu);
@@ -83,7 +83,7 @@ pub fn hammer<L: sync::KernelLock>(lock: &L, threads: usize, iters: usize) {
 }
 
 /// Like [`hammer`] but through `try_lock`, retrying until it succeeds.
-pub fn hammer_try<L: sync::KernelLock>(lock: &L, threads: usize, iters: usize) {
+pub fn hammer_try<L: kernel_locks::KernelLock>(lock: &L, threads: usize, iters: usize) {
     let counter = RacyCounter::new();
     on_cpus(threads, iters, |cpu| {
         while !lock.try_lock(cpu) {
@@ -119,7 +119,7 @@ pub struct Yield {
     polls: u32,
 }
 
-impl sync::Relax for Yield {
+impl kernel_locks::Relax for Yield {
     fn relax(&mut self, _cpu: usize) {
         self.polls += 1;
         if self.polls % 16 == 0 {

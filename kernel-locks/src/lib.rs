@@ -26,6 +26,16 @@
 //! * With the `lock_api` feature, `lock_api_adapter` turns any lock that implements
 //!   `raw::ConstInit` into a `lock_api::Mutex` / `RwLock`; the embedding kernel says how to find
 //!   the current CPU (see `examples/embed.rs`).
+//!
+//! # Cargo features
+//!
+//! | feature | default | what it adds |
+//! |---------|---------|--------------|
+//! | `lock_api` | no | `lock_api_adapter`: `lock_api` 0.4 `Mutex` / `RwLock` over any lock that implements `raw::ConstInit` |
+//!
+//! # Minimum supported Rust version
+//!
+//! Rust 1.85, checked by the workspace's `cargo xtask test` (step `msrv`).
 #![no_std]
 #![warn(missing_docs)]
 
@@ -56,3 +66,8 @@ pub use raw::{CpuId, KernelLock, KernelRwLock};
 pub use relax::{Backoff, Relax, Spin, Wfe};
 pub use rtm::{AbortCause, AbortStatus, DeferFull, Rtm, RtmLock, RtmPolicy, RtmStats, TxEngine};
 pub use ticket::{TicketBackoffLock, TicketLock};
+
+/// The examples of the crate's `README.md`, compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

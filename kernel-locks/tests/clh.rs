@@ -2,8 +2,8 @@
 
 mod common;
 
-use sync::pad::Align32;
-use sync::{Backoff, ClhLock, KernelLock, Spin, Wfe};
+use kernel_locks::pad::Align32;
+use kernel_locks::{Backoff, ClhLock, KernelLock, Spin, Wfe};
 
 #[test]
 fn clh_exact_count_under_contention() {

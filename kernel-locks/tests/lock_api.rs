@@ -5,11 +5,11 @@ mod common;
 
 use std::cell::Cell;
 
-use sync::lock_api_adapter::{
+use kernel_locks::lock_api_adapter::{
     CurrentCpu, Mutex, MutexGuard, RawKernelMutex, RawKernelRwLock, RwLock,
 };
-use sync::raw::ConstInit;
-use sync::{BrLock, CpuId, KernelLock, TicketLock};
+use kernel_locks::raw::ConstInit;
+use kernel_locks::{BrLock, CpuId, KernelLock, TicketLock};
 
 use common::Yield;
 

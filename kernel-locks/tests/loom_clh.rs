@@ -1,5 +1,5 @@
 //! loom models of the CLH lock: every interleaving (and the weak-memory behaviours loom models) of
-//! two and three CPUs. Run with `RUSTFLAGS="--cfg loom" cargo test -p sync --release --test loom_clh`.
+//! two and three CPUs. Run with `RUSTFLAGS="--cfg loom" cargo test -p kernel-locks --release --test loom_clh`.
 //!
 //! These models have teeth: weakening the release store of `GRANTED` to `Relaxed` fails
 //! `clh_two_cpus_lock`, and weakening the enqueue swap from `AcqRel` to `Acquire` (seL4's
@@ -10,7 +10,7 @@
 #[path = "common/loom_model.rs"]
 mod loom_model;
 
-use sync::ClhLock;
+use kernel_locks::ClhLock;
 
 #[test]
 fn clh_two_cpus_lock() {
@@ -30,9 +30,9 @@ fn clh_three_cpus_lock() {
 #[test]
 fn clh_slots_migrate_and_are_reused() {
     // Two acquisitions per CPU, so a CPU re-enqueues a slot it took over from its predecessor.
+    use kernel_locks::KernelLock;
     use loom::cell::UnsafeCell;
     use loom::sync::Arc;
-    use sync::KernelLock;
     loom::model(|| {
         let lock = Arc::new(ClhLock::<2>::new());
         let data = Arc::new(UnsafeCell::new(0usize));

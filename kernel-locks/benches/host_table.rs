@@ -2,7 +2,7 @@
 //! implementations and reference points, measured on the host, written as JSON.
 //!
 //! Run it through `cargo xtask bench --host`, which prints the table and writes
-//! `target/bench/host-locks.json`. Directly: `cargo bench -p sync --bench host_table -- [--json
+//! `target/bench/host-locks.json`. Directly: `cargo bench -p kernel-locks --bench host_table -- [--json
 //! FILE] [--threads 1,2,4] [--quick]` (JSON on stdout without `--json`; progress on stderr).
 //!
 //! Method:
@@ -29,8 +29,8 @@ use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
 use common::{Info, Subject, Visitor};
+use kernel_locks::CachePadded;
 use serde_json::{json, Value};
-use sync::CachePadded;
 
 /// Acquire+release pairs per timed batch.
 const BATCH_OPS: usize = 1000;

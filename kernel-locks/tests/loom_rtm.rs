@@ -8,17 +8,17 @@
 //!   `htm_model_elision_against_a_fallback_holder` fails with "Concurrent write accesses to
 //!   `UnsafeCell`"; it also caught a Relaxed `is_locked` in the model, which must be Acquire).
 //!
-//! Run: `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target-loom-r cargo test -p sync --release --test loom_rtm`
+//! Run: `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target-loom-r cargo test -p kernel-locks --release --test loom_rtm`
 #![cfg(loom)]
 
 #[path = "common/loom_model.rs"]
 mod loom_model;
 
+use kernel_locks::rtm::testing::{self, HtmModel, ScriptedEngine, CAPACITY, CONFLICT};
+use kernel_locks::{KernelLock, RtmLock, RtmPolicy, Spin, TxEngine};
 use loom::cell::UnsafeCell;
 use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering::*};
 use loom::sync::Arc;
-use sync::rtm::testing::{self, HtmModel, ScriptedEngine, CAPACITY, CONFLICT};
-use sync::{KernelLock, RtmLock, RtmPolicy, Spin, TxEngine};
 
 /// A tiny test-and-set fallback lock.
 struct Tas(AtomicBool);

@@ -10,11 +10,11 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use sync::rtm::testing::{
+use kernel_locks::rtm::testing::{
     self, HtmModel, ScriptedEngine, Step, CAPACITY, CONFLICT, RETRY, UNNAMED,
 };
-use sync::rtm::DEFER_CAPACITY;
-use sync::{
+use kernel_locks::rtm::DEFER_CAPACITY;
+use kernel_locks::{
     AbortCause, AbortStatus, ClhLock, DeferFull, KernelLock, Rtm, RtmLock, RtmPolicy, RtmStats,
     TicketLock, TxEngine,
 };

@@ -7,9 +7,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use sync::raw::ConstInit;
-use sync::ticket::{DEFAULT_BACKOFF, MAX_BACKOFF_HINTS};
-use sync::{Backoff, KernelLock, Spin, TicketBackoffLock, TicketLock, Wfe};
+use kernel_locks::raw::ConstInit;
+use kernel_locks::ticket::{DEFAULT_BACKOFF, MAX_BACKOFF_HINTS};
+use kernel_locks::{Backoff, KernelLock, Spin, TicketBackoffLock, TicketLock, Wfe};
 
 use common::Yield;
 

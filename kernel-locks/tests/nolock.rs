@@ -6,7 +6,7 @@ mod common;
 
 use std::mem::{align_of, size_of};
 
-use sync::{KernelLock, KernelRwLock, NoLock, Padded};
+use kernel_locks::{KernelLock, KernelRwLock, NoLock, Padded};
 
 // SAFETY: no critical section runs under this lock in this file other than on per-CPU data.
 static STATIC: NoLock = unsafe { NoLock::new() };

@@ -1,16 +1,16 @@
-//! Embedding the `sync` crate in another kernel, through `lock_api`.
+//! Embedding the `kernel-locks` crate in another kernel, through `lock_api`.
 //!
 //! A kernel provides two things: the index of the CPU it runs on ([`CurrentCpu`]; here a
 //! thread-local set when each "CPU" thread starts, in a kernel a per-core register such as
 //! `TPIDRPRW` on ARMv7 or `GS`-based per-CPU data on x86_64), and a choice of lock per use. Then it
 //! gets `lock_api`'s `Mutex` / `RwLock` with guards that must be dropped on the CPU that took them.
 //!
-//! Run with `cargo run -p sync --features lock_api --example embed`.
+//! Run with `cargo run -p kernel-locks --features lock_api --example embed`.
 
 use std::cell::Cell;
 
-use sync::lock_api_adapter::{CurrentCpu, Mutex, RwLock};
-use sync::{BrLock, CpuId, KernelLock, Relax, TicketLock};
+use kernel_locks::lock_api_adapter::{CurrentCpu, Mutex, RwLock};
+use kernel_locks::{BrLock, CpuId, KernelLock, Relax, TicketLock};
 
 /// How many CPUs this "machine" has.
 const CPUS: usize = 4;

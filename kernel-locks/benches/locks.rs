@@ -1,5 +1,5 @@
 //! Criterion benchmarks of every lock of this crate beside peer implementations:
-//! `cargo bench -p sync --bench locks [-- FILTER]`.
+//! `cargo bench -p kernel-locks --bench locks [-- FILTER]`.
 //!
 //! * `uncontended/<lock>`: one acquire+release with an empty critical section, one thread.
 //! * `contended/<lock>/<T>`: T threads (1, 2, 4, ... up to the CPUs, at least 2), thread i acting
@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use common::{Info, Subject, Visitor};
 use criterion::{BenchmarkId, Criterion, Throughput};
-use sync::CachePadded;
+use kernel_locks::CachePadded;
 
 /// Runs every subject through criterion.
 struct Bench<'c> {

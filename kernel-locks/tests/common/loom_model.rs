@@ -1,9 +1,9 @@
 //! loom models shared by the per-lock model tests (compiled only with `--cfg loom`).
 #![allow(dead_code)]
 
+use kernel_locks::KernelLock;
 use loom::cell::UnsafeCell;
 use loom::sync::Arc;
-use sync::KernelLock;
 
 /// `threads` loom threads (CPUs 0..threads) each take the lock once and increment a loom
 /// `UnsafeCell`, which loom checks for unsynchronised access; then the total is checked.

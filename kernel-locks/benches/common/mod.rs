@@ -8,7 +8,7 @@
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use sync::{
+use kernel_locks::{
     BrLock, ClhLock, KernelLock, KernelRwLock, NoLock, Rtm, RtmLock, TicketBackoffLock, TicketLock,
     TxEngine,
 };
@@ -40,7 +40,7 @@ impl Origin {
     /// The word used in reports.
     pub fn as_str(self) -> &'static str {
         match self {
-            Origin::Ours => "sync",
+            Origin::Ours => "kernel-locks",
             Origin::Peer => "peer",
             Origin::Reference => "reference",
         }
@@ -126,33 +126,37 @@ fn subjects<const N: usize>(v: &mut impl Visitor) {
     };
 
     v.visit(
-        ours("clh", "sync::ClhLock<N> (CLH queue lock, seL4's BKL)", true),
+        ours(
+            "clh",
+            "kernel_locks::ClhLock<N> (CLH queue lock, seL4's BKL)",
+            true,
+        ),
         &|| Exclusive(ClhLock::<N>::new()),
     );
-    v.visit(ours("ticket", "sync::TicketLock", true), &|| {
-        Exclusive(TicketLock::<sync::Spin>::new())
+    v.visit(ours("ticket", "kernel_locks::TicketLock", true), &|| {
+        Exclusive(TicketLock::<kernel_locks::Spin>::new())
     });
     v.visit(
         ours(
             "ticket-backoff",
-            "sync::TicketBackoffLock (proportional back-off)",
+            "kernel_locks::TicketBackoffLock (proportional back-off)",
             true,
         ),
-        &|| Exclusive(TicketBackoffLock::<sync::Spin>::new()),
+        &|| Exclusive(TicketBackoffLock::<kernel_locks::Spin>::new()),
     );
     v.visit(
-        ours("brlock-read", "sync::BrLock<N> read side", false),
+        ours("brlock-read", "kernel_locks::BrLock<N> read side", false),
         &|| Shared(BrLock::<N>::new()),
     );
     v.visit(
-        ours("brlock-write", "sync::BrLock<N> write side", true),
+        ours("brlock-write", "kernel_locks::BrLock<N> write side", true),
         &|| Exclusive(BrLock::<N>::new()),
     );
     rtm_subjects::<N>(v, &ours, &reference);
     v.visit(
         ours(
             "none",
-            "sync::NoLock (no exclusion: the baseline; the counter loses updates)",
+            "kernel_locks::NoLock (no exclusion: the baseline; the counter loses updates)",
             false,
         ),
         // SAFETY: the only thing the benchmarks do under a lock is a relaxed load and store of an
@@ -206,7 +210,7 @@ fn rtm_subjects<const N: usize>(
     v.visit(
         ours(
             "rtm-ticket",
-            "sync::RtmLock<TicketLock, N> (RTM elision; without RTM always the fallback)",
+            "kernel_locks::RtmLock<TicketLock, N> (RTM elision; without RTM always the fallback)",
             true,
         ),
         &|| Exclusive(RtmLock::<TicketLock, N>::new(TicketLock::new())),
@@ -215,7 +219,7 @@ fn rtm_subjects<const N: usize>(
         v.visit(
             reference(
                 "xbegin-xend",
-                "an empty RTM transaction (XBEGIN; XEND) via sync::Rtm",
+                "an empty RTM transaction (XBEGIN; XEND) via kernel_locks::Rtm",
             ),
             &|| EmptyTransaction(Rtm),
         );
