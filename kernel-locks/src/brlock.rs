@@ -176,7 +176,7 @@ impl<const N: usize, R: Relax, A: Alignment> fmt::Debug for BrLock<N, R, A> {
     }
 }
 
-#[cfg(not(loom))]
+#[cfg(not(kernel_locks_loom))]
 impl<const N: usize, R: Relax, A: Alignment> crate::raw::ConstInit for BrLock<N, R, A> {
     const INIT: Self = Self::new();
 }

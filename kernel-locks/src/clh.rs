@@ -246,7 +246,7 @@ unsafe impl<const N: usize, R: Relax, A: Alignment> KernelLock for ClhLock<N, R,
     }
 }
 
-#[cfg(not(loom))]
+#[cfg(not(kernel_locks_loom))]
 impl<const N: usize, R: Relax, A: Alignment> crate::raw::ConstInit for ClhLock<N, R, A> {
     const INIT: Self = Self::new();
 }
@@ -260,7 +260,7 @@ impl<const N: usize, R: Relax, A: Alignment> core::fmt::Debug for ClhLock<N, R, 
     }
 }
 
-#[cfg(all(test, not(loom)))]
+#[cfg(all(test, not(kernel_locks_loom)))]
 mod tests {
     use super::*;
     use crate::pad::Align128;

@@ -22,7 +22,8 @@
 //!   or the kernel's own, which can service cross-core requests while spinning, as seL4 does.
 //! * Interrupt masking is the caller's job: a kernel enters its lock with interrupts off.
 //! * Every atomic ordering is explained where it is used, and the ARMv7 barrier it becomes.
-//! * Under `--cfg loom` the atomics come from loom so the model tests explore every interleaving.
+//! * Under `--cfg kernel_locks_loom` the atomics come from loom so the model tests explore every
+//!   interleaving.
 //! * With the `lock_api` feature, `lock_api_adapter` turns any lock that implements
 //!   `raw::ConstInit` into a `lock_api::Mutex` / `RwLock`; the embedding kernel says how to find
 //!   the current CPU (see `examples/embed.rs`).
@@ -32,6 +33,11 @@
 //! | feature | default | what it adds |
 //! |---------|---------|--------------|
 //! | `lock_api` | no | `lock_api_adapter`: `lock_api` 0.4 `Mutex` / `RwLock` over any lock that implements `raw::ConstInit` |
+//! | `testing` | no | `rtm::testing`: simulated transaction engines for tests of `RtmLock` and of code built on it (test scaffolding) |
+//!
+//! Loom model checking is not a feature but a cfg of this crate's own,
+//! `RUSTFLAGS="--cfg kernel_locks_loom"`, so that a kernel running its own loom tests with
+//! `--cfg loom` gets this crate unchanged.
 //!
 //! # Minimum supported Rust version
 //!
@@ -39,7 +45,7 @@
 #![no_std]
 #![warn(missing_docs)]
 
-#[cfg(any(test, loom))]
+#[cfg(any(test, kernel_locks_loom))]
 extern crate std;
 
 #[macro_use]
@@ -47,7 +53,7 @@ mod shim;
 
 pub mod brlock;
 pub mod clh;
-#[cfg(all(feature = "lock_api", not(loom)))]
+#[cfg(all(feature = "lock_api", not(kernel_locks_loom)))]
 pub mod lock_api_adapter;
 pub mod nolock;
 pub mod pad;
@@ -60,7 +66,7 @@ pub use brlock::BrLock;
 pub use clh::ClhLock;
 pub use nolock::NoLock;
 pub use pad::{CacheLine, CachePadded, Erg, Padded};
-#[cfg(not(loom))]
+#[cfg(not(kernel_locks_loom))]
 pub use raw::ConstInit;
 pub use raw::{CpuId, KernelLock, KernelRwLock};
 pub use relax::{Backoff, Relax, Spin, Wfe};

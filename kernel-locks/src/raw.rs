@@ -75,7 +75,7 @@ pub unsafe trait KernelRwLock: KernelLock {
 
 /// Locks that can be built in a constant (needed by `lock_api`'s `const INIT`).
 /// Not available under loom, whose atomics have no `const` constructor.
-#[cfg(not(loom))]
+#[cfg(not(kernel_locks_loom))]
 pub trait ConstInit {
     /// An unlocked lock.
     const INIT: Self;

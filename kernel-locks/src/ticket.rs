@@ -149,7 +149,7 @@ impl<R: Relax, const BACKOFF: usize> fmt::Debug for TicketLock<R, BACKOFF> {
     }
 }
 
-#[cfg(not(loom))]
+#[cfg(not(kernel_locks_loom))]
 impl<R: Relax, const BACKOFF: usize> crate::raw::ConstInit for TicketLock<R, BACKOFF> {
     const INIT: Self = Self::new();
 }

@@ -1,5 +1,5 @@
 //! Big-reader lock: writer exclusion, reader/writer mixes on real threads, and misuse checks.
-#![cfg(not(loom))]
+#![cfg(not(kernel_locks_loom))]
 
 mod common;
 

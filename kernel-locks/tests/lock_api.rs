@@ -1,5 +1,5 @@
 //! The `lock_api` adapters over the ticket and big-reader locks (needs `--features lock_api`).
-#![cfg(all(feature = "lock_api", not(loom)))]
+#![cfg(all(feature = "lock_api", not(kernel_locks_loom)))]
 
 mod common;
 

@@ -1,12 +1,12 @@
 //! loom models of the big-reader lock with two CPUs: writer against writer, writer against
 //! reader (a reader never observes a write in progress), reader against reader (they overlap).
 //!
-//! Run: `RUSTFLAGS="--cfg loom" cargo test -p kernel-locks --release --test loom_brlock`.
+//! Run: `RUSTFLAGS="--cfg kernel_locks_loom" cargo test -p kernel-locks --release --test loom_brlock`.
 //!
 //! Note that loom treats a `SeqCst` fence as at least as strong as the C++ model does (it joins
 //! every thread's view at each such fence), so these models check the algorithm's logic; the
 //! argument that the fences suffice under C++/ARM rules is in `kernel-locks/src/brlock.rs`.
-#![cfg(loom)]
+#![cfg(kernel_locks_loom)]
 
 #[path = "common/loom_model.rs"]
 mod loom_model;

@@ -1,11 +1,11 @@
 //! loom models of the CLH lock: every interleaving (and the weak-memory behaviours loom models) of
-//! two and three CPUs. Run with `RUSTFLAGS="--cfg loom" cargo test -p kernel-locks --release --test loom_clh`.
+//! two and three CPUs. Run with `RUSTFLAGS="--cfg kernel_locks_loom" cargo test -p kernel-locks --release --test loom_clh`.
 //!
 //! These models have teeth: weakening the release store of `GRANTED` to `Relaxed` fails
 //! `clh_two_cpus_lock`, and weakening the enqueue swap from `AcqRel` to `Acquire` (seL4's
 //! pre-PR #199 bug: the successor may read the reused slot's stale `GRANTED`) fails three of the
 //! four models (checked by hand on 2026-11-22).
-#![cfg(loom)]
+#![cfg(kernel_locks_loom)]
 
 #[path = "common/loom_model.rs"]
 mod loom_model;

@@ -8,8 +8,8 @@
 //!   `htm_model_elision_against_a_fallback_holder` fails with "Concurrent write accesses to
 //!   `UnsafeCell`"; it also caught a Relaxed `is_locked` in the model, which must be Acquire).
 //!
-//! Run: `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target-loom-r cargo test -p kernel-locks --release --test loom_rtm`
-#![cfg(loom)]
+//! Run: `RUSTFLAGS="--cfg kernel_locks_loom" CARGO_TARGET_DIR=target-loom-r cargo test -p kernel-locks --release --test loom_rtm`
+#![cfg(kernel_locks_loom)]
 
 #[path = "common/loom_model.rs"]
 mod loom_model;

@@ -1,7 +1,7 @@
 //! loom models of the ticket lock: every interleaving of two CPUs (and a bounded three-CPU run).
 //!
-//! Run: `RUSTFLAGS="--cfg loom" cargo test -p kernel-locks --release --test loom_ticket`.
-#![cfg(loom)]
+//! Run: `RUSTFLAGS="--cfg kernel_locks_loom" cargo test -p kernel-locks --release --test loom_ticket`.
+#![cfg(kernel_locks_loom)]
 
 #[path = "common/loom_model.rs"]
 mod loom_model;

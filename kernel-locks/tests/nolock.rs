@@ -1,6 +1,6 @@
 //! `NoLock`: it builds, costs nothing, and works for what it is meant for (disjoint per-CPU
 //! data). It deliberately excludes nothing, so there is no exclusion test.
-#![cfg(not(loom))]
+#![cfg(not(kernel_locks_loom))]
 
 mod common;
 

@@ -2,7 +2,7 @@
 //! word in the read set, deferred work, misuse, stress on real threads with the real engine (the
 //! fallback path where RTM is absent) and with the simulated HTM, and real-RTM tests that skip
 //! themselves on CPUs without RTM.
-#![cfg(not(loom))]
+#![cfg(not(kernel_locks_loom))]
 
 mod common;
 

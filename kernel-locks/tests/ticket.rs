@@ -1,5 +1,5 @@
 //! Ticket lock: stress tests on real threads, FIFO order, and debug misuse checks.
-#![cfg(not(loom))]
+#![cfg(not(kernel_locks_loom))]
 
 mod common;
 

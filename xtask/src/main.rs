@@ -40,7 +40,7 @@ enum Command {
     /// build of the bare-metal crates for each bare-metal target [clippy:<target>,
     /// build:<target>]; `cargo test --workspace --all-features --no-fail-fast` [test], where
     /// every libtest test counts as one check; the loom models kernel-locks/tests/loom_*.rs under
-    /// `--cfg loom` in release mode, built in target/loom so the main build is kept [loom]; the
+    /// `--cfg kernel_locks_loom` in release mode, built in target/loom so the main build is kept [loom]; the
     /// QEMU demo [qemu:demo] and the QEMU test suite with 1 and 4 cores and every lock
     /// [qemu:smp<N>-<lock>], where every `TEST` line of the guest counts as one check (a
     /// missing test, sentinel, panic, triple fault or hang is a failed check); the benchmark

@@ -60,6 +60,9 @@ const STACK_OVERFLOW_TIMEOUT_SECS: &str = "20";
 /// The lock crate: publishable on its own, checked with its MSRV, embedded by an outside crate.
 const LOCK_CRATE: &str = "kernel-locks";
 
+/// The lock crate's own cfg for its loom build (a kernel's `--cfg loom` leaves the crate alone).
+const LOOM_CFG: &str = "kernel_locks_loom";
+
 /// The lock crate's minimum supported Rust version (`rust-version` in its manifest).
 const LOCK_CRATE_MSRV: &str = "1.85";
 
@@ -548,7 +551,8 @@ fn armv7_boot_step(root: &Path) -> Step {
         .fix("install QEMU for ARM (`apt-get install qemu-system-arm`) if it is missing")
 }
 
-/// The loom step: every `kernel-locks/tests/loom_*.rs` target, under `--cfg loom`, in release mode, in
+/// The loom step: every `kernel-locks/tests/loom_*.rs` target, under `--cfg kernel_locks_loom`
+/// (the crate's own loom cfg), in release mode, in
 /// its own target directory (changing `RUSTFLAGS` would otherwise rebuild everything in the main
 /// one, back and forth).
 fn loom_step(root: &Path) -> Step {
@@ -573,10 +577,19 @@ fn loom_step(root: &Path) -> Step {
     // Setting RUSTFLAGS replaces `build.rustflags` from .cargo/config.toml, so keep whatever the
     // environment already had and add the cfg.
     let rustflags = match std::env::var("RUSTFLAGS") {
-        Ok(flags) if !flags.trim().is_empty() => format!("{flags} --cfg loom"),
-        _ => "--cfg loom".to_owned(),
+        Ok(flags) if !flags.trim().is_empty() => format!("{flags} --cfg {LOOM_CFG}"),
+        _ => format!("--cfg {LOOM_CFG}"),
     };
-    let mut cmd = Cmd::cargo().args(["test", "-p", "kernel-locks", "--release", "--no-fail-fast"]);
+    let mut cmd = Cmd::cargo().args([
+        "test",
+        "-p",
+        LOCK_CRATE,
+        "--release",
+        "--no-fail-fast",
+        // The RTM models use the simulated engines of `rtm::testing`.
+        "--features",
+        "testing",
+    ]);
     for target in &targets {
         cmd = cmd.args(["--test", target]);
     }
@@ -1060,7 +1073,7 @@ mod tests {
         let step = loom_step(&root);
         if let Ok(cmd) = step.cmd {
             let shown = cmd.display();
-            assert!(shown.contains("--cfg loom"), "{shown}");
+            assert!(shown.contains("--cfg kernel_locks_loom"), "{shown}");
             assert!(shown.contains("loom "), "{shown}");
             assert!(shown.contains("--release"), "{shown}");
         }

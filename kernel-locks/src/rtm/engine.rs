@@ -190,7 +190,8 @@ pub enum AbortCause {
 ///   and a committed transaction is ordered with the code around it at least like an `AcqRel`
 ///   read-modify-write; **or**
 /// * provides an equivalent guarantee by other means (a simulation may serialise transactions
-///   and make the fallback lock wait for them, see [`testing`](super::testing)).
+///   and make the fallback lock wait for them, see the `testing` module, behind
+///   the `testing` feature).
 ///
 /// An engine whose `begin` returns `Ok(())` without such isolation (a scripted fake) must make its
 /// *construction* `unsafe`, and its users promise not to run elided sections concurrently.

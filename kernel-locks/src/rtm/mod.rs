@@ -117,6 +117,7 @@ mod deferred;
 mod engine;
 mod policy;
 mod stats;
+#[cfg(feature = "testing")]
 pub mod testing;
 
 pub use deferred::{DeferFull, DEFER_CAPACITY};
@@ -128,9 +129,9 @@ use deferred::DeferQueue;
 use stats::{cause_index, idx, CpuCounters};
 
 // Atomic types the crate shim does not export.
-#[cfg(not(loom))]
+#[cfg(not(kernel_locks_loom))]
 use core::sync::atomic::{AtomicPtr, AtomicU64};
-#[cfg(loom)]
+#[cfg(kernel_locks_loom)]
 use loom::sync::atomic::{AtomicPtr, AtomicU64};
 
 /// Per-CPU `mode`: this CPU does not hold the lock.
@@ -504,7 +505,7 @@ unsafe impl<L: KernelLock, const N: usize, E: TxEngine, R: Relax> KernelLock
     }
 }
 
-#[cfg(not(loom))]
+#[cfg(not(kernel_locks_loom))]
 impl<L: KernelLock + crate::raw::ConstInit, const N: usize, R: Relax> crate::raw::ConstInit
     for RtmLock<L, N, Rtm, R>
 {

@@ -197,9 +197,9 @@ pub trait ModelRef: sealed::Sealed + Deref<Target = HtmModel> + Clone + Sync {}
 
 impl sealed::Sealed for &HtmModel {}
 impl ModelRef for &HtmModel {}
-#[cfg(loom)]
+#[cfg(kernel_locks_loom)]
 impl sealed::Sealed for loom::sync::Arc<HtmModel> {}
-#[cfg(loom)]
+#[cfg(kernel_locks_loom)]
 impl ModelRef for loom::sync::Arc<HtmModel> {}
 
 /// The engine half of an [`HtmModel`]; obtained only through [`model_lock`].

@@ -1,4 +1,4 @@
-//! loom models shared by the per-lock model tests (compiled only with `--cfg loom`).
+//! loom models shared by the per-lock model tests (compiled only with `--cfg kernel_locks_loom`).
 #![allow(dead_code)]
 
 use kernel_locks::KernelLock;
