@@ -12,6 +12,10 @@
 //! | [`RtmLock`] | Intel RTM lock elision over any fallback lock | as the fallback | statistics, deferred work |
 //! | [`NoLock`] | nothing: the unsafe baseline for disjoint data | - | none |
 //!
+//! [`Mutex<L, T>`](Mutex) and [`RwLock<L, T>`](RwLock) wrap data in any of these locks: they are
+//! locked with an explicit CPU id and hand out guards that release the lock on drop, on the CPU
+//! that took it (guards are `!Send`).
+//!
 //! # Design
 //! * Every lock operation names the CPU that performs it ([`CpuId`]). Queue locks and the
 //!   big-reader lock own per-CPU state, so the caller (a kernel, which always knows its core and
@@ -55,15 +59,18 @@ pub mod brlock;
 pub mod clh;
 #[cfg(all(feature = "lock_api", not(kernel_locks_loom)))]
 pub mod lock_api_adapter;
+pub mod mutex;
 pub mod nolock;
 pub mod pad;
 pub mod raw;
 pub mod relax;
 pub mod rtm;
+pub mod rwlock;
 pub mod ticket;
 
 pub use brlock::BrLock;
 pub use clh::ClhLock;
+pub use mutex::{Mutex, MutexGuard};
 pub use nolock::NoLock;
 pub use pad::{CacheLine, CachePadded, Erg, Padded};
 #[cfg(not(kernel_locks_loom))]
@@ -71,6 +78,7 @@ pub use raw::ConstInit;
 pub use raw::{CpuId, KernelLock, KernelRwLock};
 pub use relax::{Backoff, Relax, Spin, Wfe};
 pub use rtm::{AbortCause, AbortStatus, DeferFull, Rtm, RtmLock, RtmPolicy, RtmStats, TxEngine};
+pub use rwlock::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 pub use ticket::{TicketBackoffLock, TicketLock};
 
 /// The examples of the crate's `README.md`, compiled and run as doc tests.
