@@ -64,7 +64,11 @@
 //!
 //! # Rules
 //! Neither side is reentrant: a CPU must not read-lock twice, nor write-lock while it reads (the
-//! writer would wait for its own slot) or the reverse. Debug builds detect these and panic.
+//! writer would wait for its own slot) or the reverse. Every build detects, at no cost on the
+//! fast path (each check loads a line the operation writes next anyway): a read lock or write
+//! lock by a CPU that already holds the lock shared, a read unlock by a CPU that holds no shared
+//! hold (another CPU's, or a double unlock), and a write unlock by a CPU other than the writer
+//! (the writer word names it). Debug builds also detect a lock by the CPU holding the write side.
 //!
 //! `try_lock` and `try_read_lock` fail whenever they meet the other side's flag, even one raised
 //! only for an attempt, so two CPUs retrying them against each other in lockstep can livelock
@@ -117,20 +121,21 @@ impl<const N: usize, R: Relax, A: Alignment> BrLock<N, R, A> {
             .any(|slot| slot.load(Ordering::Relaxed) != 0)
     }
 
-    /// Debug builds: panics if `cpu` already holds the lock in any mode, which would deadlock
-    /// (write side) or corrupt its slot (read side).
+    /// Panics if `cpu` already holds the lock in any mode, which would deadlock (write side) or
+    /// corrupt its slot (read side). The reader-slot check runs in every build: the slot is
+    /// `cpu`'s own line, which the read side writes next anyway. The writer-word check is
+    /// debug-only: loading the shared writer word before claiming it would cost a writer an
+    /// extra coherence transaction.
     #[inline(always)]
     #[track_caller]
-    fn debug_check_not_held(&self, cpu: CpuId, side: &str) {
-        if cfg!(debug_assertions) {
-            // Relaxed: only `cpu` writes its own slot, and the writer word is `cpu + 1` only if
-            // `cpu` wrote it; our own earlier stores are visible to us.
-            if self.readers[cpu].load(Ordering::Relaxed) != 0 {
-                panic!("BrLock: CPU {cpu} {side}-locked a lock it already holds shared");
-            }
-            if self.writer.load(Ordering::Relaxed) == cpu + 1 {
-                panic!("BrLock: CPU {cpu} {side}-locked a lock it already holds for writing");
-            }
+    fn check_not_held(&self, cpu: CpuId, side: &str) {
+        // Relaxed: only `cpu` writes its own slot, and the writer word is `cpu + 1` only if `cpu`
+        // wrote it; our own earlier stores are visible to us.
+        if self.readers[cpu].load(Ordering::Relaxed) != 0 {
+            already_reading(cpu, side);
+        }
+        if cfg!(debug_assertions) && self.writer.load(Ordering::Relaxed) == cpu + 1 {
+            panic!("BrLock: CPU {cpu} {side}-locked a lock it already holds for writing");
         }
     }
 
@@ -152,6 +157,35 @@ impl<const N: usize, R: Relax, A: Alignment> BrLock<N, R, A> {
         R::after_release();
         false
     }
+}
+
+/// The panic of a lock call by a CPU that already holds the lock shared, out of line.
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn already_reading(cpu: CpuId, side: &str) -> ! {
+    panic!("BrLock: CPU {cpu} {side}-locked a lock it already holds shared");
+}
+
+/// The panic of a write unlock by a CPU that does not hold the write lock, out of line.
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn not_writer(cpu: CpuId, owner: usize) -> ! {
+    match owner.checked_sub(1) {
+        None => panic!("BrLock: unlock by CPU {cpu} of a lock that is not write-held"),
+        Some(owner) => {
+            panic!("BrLock: unlock by CPU {cpu}, but CPU {owner} holds the write lock")
+        }
+    }
+}
+
+/// The panic of a read unlock by a CPU that holds no shared hold, out of line.
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn not_reader(cpu: CpuId) -> ! {
+    panic!("BrLock: read_unlock by CPU {cpu}, which does not hold the lock shared");
 }
 
 impl<const N: usize, R: Relax, A: Alignment> Default for BrLock<N, R, A> {
@@ -196,7 +230,7 @@ unsafe impl<const N: usize, R: Relax, A: Alignment> KernelLock for BrLock<N, R, 
 
     fn lock(&self, cpu: CpuId) {
         check_cpu("BrLock", cpu, N);
-        self.debug_check_not_held(cpu, "write");
+        self.check_not_held(cpu, "write");
         let mut relax = R::default();
         // Acquire on success: synchronises with the previous write unlock. Polling is relaxed.
         while self
@@ -247,16 +281,12 @@ unsafe impl<const N: usize, R: Relax, A: Alignment> KernelLock for BrLock<N, R, 
 
     unsafe fn unlock(&self, cpu: CpuId) {
         check_cpu("BrLock", cpu, N);
-        if cfg!(debug_assertions) {
-            // Relaxed: if `cpu` holds the lock, it wrote this value itself.
-            match self.writer.load(Ordering::Relaxed) {
-                0 => panic!("BrLock: unlock of a lock that is not write-held"),
-                owner if owner != cpu + 1 => panic!(
-                    "BrLock: unlock by CPU {cpu}, but CPU {} holds the write lock",
-                    owner - 1
-                ),
-                _ => {}
-            }
+        // Checked in every build: the writer word already names its owner, and the holder has
+        // its line (it is about to store to it), so this is one cached load and a branch.
+        // Relaxed: if `cpu` holds the lock, it wrote this value itself.
+        let owner = self.writer.load(Ordering::Relaxed);
+        if owner != cpu + 1 {
+            not_writer(cpu, owner);
         }
         // Release: publishes the critical section to the next writer and to readers.
         self.writer.store(0, Ordering::Release);
@@ -277,7 +307,7 @@ unsafe impl<const N: usize, R: Relax, A: Alignment> KernelLock for BrLock<N, R, 
 unsafe impl<const N: usize, R: Relax, A: Alignment> KernelRwLock for BrLock<N, R, A> {
     fn read_lock(&self, cpu: CpuId) {
         check_cpu("BrLock", cpu, N);
-        self.debug_check_not_held(cpu, "read");
+        self.check_not_held(cpu, "read");
         let slot = &self.readers[cpu];
         let mut relax = R::default();
         while !self.read_attempt(slot) {
@@ -291,16 +321,17 @@ unsafe impl<const N: usize, R: Relax, A: Alignment> KernelRwLock for BrLock<N, R
 
     fn try_read_lock(&self, cpu: CpuId) -> bool {
         check_cpu("BrLock", cpu, N);
-        self.debug_check_not_held(cpu, "read");
+        self.check_not_held(cpu, "read");
         self.read_attempt(&self.readers[cpu])
     }
 
     unsafe fn read_unlock(&self, cpu: CpuId) {
         check_cpu("BrLock", cpu, N);
         let slot = &self.readers[cpu];
-        // Relaxed: only `cpu` writes its slot.
-        if cfg!(debug_assertions) && slot.load(Ordering::Relaxed) == 0 {
-            panic!("BrLock: read_unlock by CPU {cpu}, which does not hold the lock shared");
+        // Relaxed: only `cpu` writes its slot. Checked in every build (its own line, written
+        // next): catches a read unlock by a CPU other than the reader, and a double unlock.
+        if slot.load(Ordering::Relaxed) == 0 {
+            not_reader(cpu);
         }
         // Release: our critical section's reads are done before a writer that sees 0 writes.
         slot.store(0, Ordering::Release);

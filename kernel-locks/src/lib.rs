@@ -24,6 +24,10 @@
 //! * Wait loops call a [`Relax`] strategy chosen as a type parameter of the lock: [`Spin`] (pause /
 //!   yield), [`Backoff`] (exponential), [`Wfe`] (ARM wait-for-event; unlock then signals with SEV),
 //!   or the kernel's own, which can service cross-core requests while spinning, as seL4 does.
+//! * Type parameters come in one order in every lock: what the lock is made of and its size
+//!   (`ClhLock<N, ..>`, `BrLock<N, ..>`, `RtmLock<L, N, ..>`), then the wait strategy `R`, then
+//!   the lock's own tuning with a default (the alignment `A`, the ticket `BACKOFF`, the RTM
+//!   engine `E`). Choosing a wait strategy never means naming an unrelated parameter.
 //! * Interrupt masking is the caller's job: a kernel enters its lock with interrupts off.
 //! * Every atomic ordering is explained where it is used, and the ARMv7 barrier it becomes.
 //! * Under `--cfg kernel_locks_loom` the atomics come from loom so the model tests explore every

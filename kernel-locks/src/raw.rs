@@ -23,6 +23,7 @@ pub type CpuId = usize;
 ///
 /// # Rules for callers
 /// * A CPU passes its own index, in `0..max_cpus()`; out of range panics (in every build).
+///   Every operation is `#[track_caller]`: a panic names the caller's line, not this crate's.
 /// * The CPU that locked is the CPU that unlocks: do not migrate a holder between CPUs (kernel code
 ///   runs lock holders with preemption disabled; the `lock_api` adapter's guards are `!Send`).
 /// * A CPU does not lock a lock it already holds (none of these locks is reentrant; it deadlocks).
@@ -34,16 +35,20 @@ pub unsafe trait KernelLock: Sync {
     fn max_cpus(&self) -> usize;
 
     /// Acquires the lock for `cpu`, waiting as long as needed.
+    #[track_caller]
     fn lock(&self, cpu: CpuId);
 
     /// Acquires the lock for `cpu` if that is possible without waiting; returns whether it did.
+    #[track_caller]
     fn try_lock(&self, cpu: CpuId) -> bool;
 
     /// Releases the lock held by `cpu`.
     ///
     /// # Safety
     /// `cpu` must hold the lock, acquired by `lock` or a successful `try_lock` on this same `cpu`
-    /// and not released since. Debug builds detect many violations and panic.
+    /// and not released since. Every build detects the violations that cost nothing on the fast
+    /// path (each lock documents which) and panics; debug builds detect more.
+    #[track_caller]
     unsafe fn unlock(&self, cpu: CpuId);
 
     /// Whether some CPU holds (or is in the middle of acquiring) the lock.
@@ -61,15 +66,18 @@ pub unsafe trait KernelLock: Sync {
 /// the reverse; shared acquisitions may overlap each other. Orderings as for [`KernelLock`].
 pub unsafe trait KernelRwLock: KernelLock {
     /// Acquires the lock shared for `cpu`, waiting as long as needed.
+    #[track_caller]
     fn read_lock(&self, cpu: CpuId);
 
     /// Acquires the lock shared for `cpu` if possible without waiting; returns whether it did.
+    #[track_caller]
     fn try_read_lock(&self, cpu: CpuId) -> bool;
 
     /// Releases a shared hold of `cpu`.
     ///
     /// # Safety
     /// `cpu` must hold the lock shared (and not have released that hold).
+    #[track_caller]
     unsafe fn read_unlock(&self, cpu: CpuId);
 }
 

@@ -84,19 +84,40 @@ pub type TicketBackoffLock<R = Spin> = TicketLock<R, DEFAULT_BACKOFF>;
 
 impl<R: Relax, const BACKOFF: usize> TicketLock<R, BACKOFF> {
     maybe_const_fn! {
-        /// An unlocked lock that accepts any CPU id (`max_cpus() == usize::MAX`).
+        /// An unlocked lock that accepts any CPU id (`max_cpus() == usize::MAX`): the ticket lock
+        /// keeps no per-CPU state, so no id can corrupt it. Use [`with_cpus`](Self::with_cpus)
+        /// to have ids out of the machine's range panic.
         pub fn new() -> Self {
             Self::with_max_cpus(usize::MAX)
         }
     }
 
     maybe_const_fn! {
-        /// An unlocked lock that accepts CPU ids `0..max_cpus` (others panic, in every build).
-        pub fn with_max_cpus(max_cpus: usize) -> Self {
+        /// An unlocked lock that accepts CPU ids `0..cpus` (others panic, in every build); the
+        /// same constructor as [`with_cpus`](Self::with_cpus) under its older name.
+        ///
+        /// # Panics
+        /// If `cpus` is 0.
+        #[track_caller]
+        pub fn with_max_cpus(cpus: usize) -> Self {
+            Self::with_cpus(cpus)
+        }
+    }
+
+    maybe_const_fn! {
+        /// An unlocked lock that accepts CPU ids `0..cpus` (others panic, in every build): the
+        /// run-time core count a kernel learns at boot. The lock has no per-CPU state, so any
+        /// count costs the same memory.
+        ///
+        /// # Panics
+        /// If `cpus` is 0.
+        #[track_caller]
+        pub fn with_cpus(cpus: usize) -> Self {
+            assert!(cpus > 0, "TicketLock: a lock for 0 CPUs (with_cpus(0))");
             Self {
                 next: AtomicUsize::new(0),
                 serving: AtomicUsize::new(0),
-                max_cpus,
+                max_cpus: cpus,
                 _relax: PhantomData,
             }
         }
@@ -154,6 +175,14 @@ impl<R: Relax, const BACKOFF: usize> crate::raw::ConstInit for TicketLock<R, BAC
     const INIT: Self = Self::new();
 }
 
+/// The panic of an unlock of a free ticket lock, out of line so the unlock stays small.
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn stray_unlock() -> ! {
+    panic!("TicketLock: unlock of a lock that is not held (a stray or double unlock)");
+}
+
 // SAFETY: mutual exclusion: tickets are unique (atomic `fetch_add` / CAS on `next`) and only the
 // holder of ticket `t` may store `serving = t + 1`, so exactly one ticket is served at a time.
 // Acquire (the `serving` loads that end a wait or precede the `try_lock` CAS) and release (the
@@ -205,9 +234,12 @@ unsafe impl<R: Relax, const BACKOFF: usize> KernelLock for TicketLock<R, BACKOFF
         // acquire load when it entered, so this reads its own ticket.
         let serving = self.serving.load(Ordering::Relaxed);
         // While the lock is held `next` is ahead of `serving` (our own `fetch_add` or CAS is
-        // visible to us), so equality means nobody holds it.
-        if cfg!(debug_assertions) && self.next.load(Ordering::Relaxed) == serving {
-            panic!("TicketLock: unlock of a lock that is not held");
+        // visible to us), so equality means nobody holds it. Checked in every build: `next` is
+        // on the line we are about to write anyway, so this costs one cached load and a
+        // predictable branch. Without it a stray unlock wedges the lock forever (`serving`
+        // ahead of `next`: every later ticket waits for a turn that never comes).
+        if self.next.load(Ordering::Relaxed) == serving {
+            stray_unlock();
         }
         // Release: publishes our critical section to the next ticket holder (ARMv7 `dmb ish; str`).
         self.serving

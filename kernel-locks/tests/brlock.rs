@@ -292,45 +292,40 @@ fn statics_layout_and_names() {
 }
 
 #[test]
-#[cfg(debug_assertions)]
 #[should_panic(expected = "BrLock: read_unlock by CPU 0, which does not hold the lock shared")]
 fn read_unlock_not_held_panics() {
     let lock = BrLock::<2>::new();
-    // SAFETY: deliberately wrong; debug builds must panic before any damage.
+    // SAFETY: deliberately wrong; every build must panic before any damage.
     unsafe { lock.read_unlock(0) };
 }
 
 #[test]
-#[cfg(debug_assertions)]
 #[should_panic(expected = "BrLock: read_unlock by CPU 1, which does not hold the lock shared")]
 fn read_unlock_on_other_cpu_panics() {
     let lock = BrLock::<2>::new();
     lock.read_lock(0);
-    // SAFETY: deliberately wrong (CPU 0 holds it, not CPU 1); debug builds must panic.
+    // SAFETY: deliberately wrong (CPU 0 holds it, not CPU 1); every build must panic.
     unsafe { lock.read_unlock(1) };
 }
 
 #[test]
-#[cfg(debug_assertions)]
-#[should_panic(expected = "BrLock: unlock of a lock that is not write-held")]
+#[should_panic(expected = "BrLock: unlock by CPU 0 of a lock that is not write-held")]
 fn unlock_not_held_panics() {
     let lock = BrLock::<2>::new();
-    // SAFETY: deliberately wrong; debug builds must panic before any damage.
+    // SAFETY: deliberately wrong; every build must panic before any damage.
     unsafe { lock.unlock(0) };
 }
 
 #[test]
-#[cfg(debug_assertions)]
 #[should_panic(expected = "BrLock: unlock by CPU 1, but CPU 0 holds the write lock")]
 fn unlock_on_other_cpu_panics() {
     let lock = BrLock::<2>::new();
     lock.lock(0);
-    // SAFETY: deliberately wrong (CPU 0 holds it); debug builds must panic.
+    // SAFETY: deliberately wrong (CPU 0 holds it); every build must panic.
     unsafe { lock.unlock(1) };
 }
 
 #[test]
-#[cfg(debug_assertions)]
 #[should_panic(expected = "BrLock: CPU 0 read-locked a lock it already holds shared")]
 fn recursive_read_lock_panics() {
     let lock = BrLock::<2>::new();
@@ -339,7 +334,6 @@ fn recursive_read_lock_panics() {
 }
 
 #[test]
-#[cfg(debug_assertions)]
 #[should_panic(expected = "BrLock: CPU 1 write-locked a lock it already holds shared")]
 fn write_lock_while_reading_panics() {
     let lock = BrLock::<2>::new();

@@ -58,7 +58,7 @@ unsafe impl KernelLock for Tas {
     }
 }
 
-type Unavailable = RtmLock<Tas, 2, ScriptedEngine<'static>>;
+type Unavailable = RtmLock<Tas, 2, Spin, ScriptedEngine<'static>>;
 
 fn unavailable() -> Unavailable {
     RtmLock::with_engine(Tas::new(), ScriptedEngine::unavailable())
@@ -76,7 +76,7 @@ fn unavailable_engine_try_lock() {
 
 /// CPUs 0 and 1 each take `lock` once, increment loom-checked data and defer one call; checks the
 /// data, that each deferred call ran once, and that the statistics count both acquisitions.
-fn two_cpus_with_deferred_calls<L, E>(lock: RtmLock<L, 2, E>) -> Arc<RtmLock<L, 2, E>>
+fn two_cpus_with_deferred_calls<L, E>(lock: RtmLock<L, 2, Spin, E>) -> Arc<RtmLock<L, 2, Spin, E>>
 where
     L: KernelLock + Send + 'static,
     E: TxEngine + Send + 'static,
@@ -88,7 +88,7 @@ where
         deferred.fetch_add(1, Relaxed);
     }
     fn run<L: KernelLock, E: TxEngine>(
-        lock: &RtmLock<L, 2, E>,
+        lock: &RtmLock<L, 2, Spin, E>,
         data: &UnsafeCell<usize>,
         deferred: &AtomicUsize,
         cpu: usize,
@@ -151,7 +151,7 @@ fn htm_model_with_deferred_calls() {
 }
 
 fn htm_model(
-) -> RtmLock<testing::ModelFallback<Arc<HtmModel>>, 2, testing::ModelEngine<Arc<HtmModel>>> {
+) -> RtmLock<testing::ModelFallback<Arc<HtmModel>>, 2, Spin, testing::ModelEngine<Arc<HtmModel>>> {
     testing::model_lock::<_, 2, Spin>(
         Arc::new(HtmModel::new()),
         RtmPolicy::DEFAULT.with_max_attempts(2),

@@ -22,7 +22,7 @@ use kernel_locks::{
 use common::Yield;
 
 /// The lock under scripted tests: 4 CPUs over a ticket lock.
-type Scripted = RtmLock<TicketLock, 4, ScriptedEngine<'static>>;
+type Scripted = RtmLock<TicketLock, 4, kernel_locks::Spin, ScriptedEngine<'static>>;
 
 const COMMIT: Step = Ok(());
 
@@ -268,7 +268,7 @@ fn unnamed_debug_and_nested_aborts_fall_back_and_skip() {
 
 #[test]
 fn rtm_unavailable_always_falls_back_and_stats_say_so() {
-    let lock: RtmLock<TicketLock, 4, ScriptedEngine> =
+    let lock: RtmLock<TicketLock, 4, kernel_locks::Spin, ScriptedEngine> =
         RtmLock::with_engine(TicketLock::new(), ScriptedEngine::unavailable());
     for cpu in 0..4 {
         assert!(lock.try_lock(cpu));
@@ -606,7 +606,6 @@ fn deferred_call_may_take_the_lock_again() {
 // Misuse.
 
 #[test]
-#[cfg(debug_assertions)]
 #[should_panic(expected = "rtm: unlock by CPU 2, which does not hold the lock")]
 fn unlock_without_lock_panics_in_debug() {
     let lock = scripted(&[], RtmPolicy::DEFAULT);
@@ -615,7 +614,6 @@ fn unlock_without_lock_panics_in_debug() {
 }
 
 #[test]
-#[cfg(debug_assertions)]
 #[should_panic(expected = "rtm: unlock by CPU 1, which does not hold the lock")]
 fn unlock_by_another_cpu_panics_in_debug() {
     let lock = scripted(&[], RtmPolicy::DEFAULT);
@@ -625,7 +623,6 @@ fn unlock_by_another_cpu_panics_in_debug() {
 }
 
 #[test]
-#[cfg(debug_assertions)]
 #[should_panic(expected = "rtm: CPU 0 locks a lock it already holds")]
 fn relock_panics_in_debug() {
     let lock = scripted(&[], RtmPolicy::DEFAULT);
@@ -664,7 +661,7 @@ const ITERS: usize = 5_000;
 
 /// Like `common::hammer` without the `is_locked` check (an elided holder is invisible to it);
 /// every section also defers one call, which must run exactly once per acquisition.
-fn hammer_elided<L: KernelLock, E: TxEngine>(lock: &RtmLock<L, 64, E, Yield>, threads: usize) {
+fn hammer_elided<L: KernelLock, E: TxEngine>(lock: &RtmLock<L, 64, Yield, E>, threads: usize) {
     /// `arg` is the address of the test's `deferred` counter.
     fn op(arg: usize) {
         // SAFETY: `arg` points to `deferred` below, which outlives every critical section
@@ -702,7 +699,7 @@ fn hammer_elided<L: KernelLock, E: TxEngine>(lock: &RtmLock<L, 64, E, Yield>, th
 #[test]
 fn stress_real_engine_over_ticket_lock() {
     let threads = common::stress_threads();
-    let lock: RtmLock<TicketLock<Yield>, 64, Rtm, Yield> = RtmLock::new(TicketLock::new());
+    let lock: RtmLock<TicketLock<Yield>, 64, Yield, Rtm> = RtmLock::new(TicketLock::new());
     if Rtm.available() {
         hammer_elided(&lock, threads);
     } else {
@@ -725,7 +722,7 @@ fn stress_real_engine_over_ticket_lock() {
 #[test]
 fn stress_real_engine_over_clh_lock() {
     let threads = common::stress_threads().min(64);
-    let lock: RtmLock<ClhLock<64, Yield>, 64, Rtm, Yield> = RtmLock::new(ClhLock::new());
+    let lock: RtmLock<ClhLock<64, Yield>, 64, Yield, Rtm> = RtmLock::new(ClhLock::new());
     if Rtm.available() {
         hammer_elided(&lock, threads);
     } else {
@@ -759,7 +756,7 @@ fn stress_scripted_aborts_over_ticket_lock() {
     // Every attempt aborts (no transaction ever starts), so all paths end on the fallback while
     // CPUs race on the skip counter and the wait-before-retry loop.
     let engine = ScriptedEngine::aborting(&[Err(CONFLICT), Err(CAPACITY)], CONFLICT);
-    let lock: RtmLock<TicketLock<Yield>, 64, ScriptedEngine, Yield> =
+    let lock: RtmLock<TicketLock<Yield>, 64, Yield, ScriptedEngine> =
         RtmLock::with_engine(TicketLock::new(), engine);
     let threads = common::stress_threads();
     hammer_elided(&lock, threads);

@@ -171,23 +171,21 @@ fn waiter_blocks_until_release() {
 }
 
 #[test]
-#[cfg(debug_assertions)]
 #[should_panic(expected = "TicketLock: unlock of a lock that is not held")]
 fn unlock_not_held_panics() {
     let lock = TicketLock::<Spin>::new();
-    // SAFETY: deliberately wrong (nothing is held); debug builds must panic before any damage.
+    // SAFETY: deliberately wrong (nothing is held); every build must panic before any damage.
     unsafe { lock.unlock(0) };
 }
 
 #[test]
-#[cfg(debug_assertions)]
 #[should_panic(expected = "TicketLock: unlock of a lock that is not held")]
 fn double_unlock_panics() {
     let lock = TicketLock::<Spin>::new();
     lock.lock(0);
     // SAFETY: CPU 0 holds the lock.
     unsafe { lock.unlock(0) };
-    // SAFETY: deliberately wrong (released already); debug builds must panic.
+    // SAFETY: deliberately wrong (released already); every build must panic.
     unsafe { lock.unlock(0) };
 }
 

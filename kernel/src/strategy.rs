@@ -263,7 +263,7 @@ unsafe impl<R: Relax> Strategy for FineGrained<R> {
 /// `L`). Hardware actions are recorded in the kernel's per-core action record, which is
 /// written inside the transaction (and so rolled back with it) and run after the commit.
 pub struct Rtm<L, E = kernel_locks::Rtm, R = Spin> {
-    lock: RtmLock<L, MAX_CPUS, E, R>,
+    lock: RtmLock<L, MAX_CPUS, R, E>,
 }
 
 impl<L: KernelLock, R: Relax> Rtm<L, kernel_locks::Rtm, R> {
@@ -277,12 +277,12 @@ impl<L: KernelLock, R: Relax> Rtm<L, kernel_locks::Rtm, R> {
 
 impl<L: KernelLock, E: TxEngine, R: Relax> Rtm<L, E, R> {
     /// Elision over an already built lock (for instance with a simulated engine).
-    pub fn from_lock(lock: RtmLock<L, MAX_CPUS, E, R>) -> Self {
+    pub fn from_lock(lock: RtmLock<L, MAX_CPUS, R, E>) -> Self {
         Self { lock }
     }
 
     /// The elided lock (statistics, deferred work).
-    pub fn inner(&self) -> &RtmLock<L, MAX_CPUS, E, R> {
+    pub fn inner(&self) -> &RtmLock<L, MAX_CPUS, R, E> {
         &self.lock
     }
 }

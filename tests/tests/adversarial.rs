@@ -111,7 +111,7 @@ fn adversarial_fine_grained() {
 #[test]
 fn adversarial_rtm_with_aborts() {
     static SCRIPT: [kernel_locks::rtm::testing::Step; 2] = [Err(CONFLICT), Err(CONFLICT)];
-    let lock: RtmLock<_, MAX_CPUS, _, HostRelax> = RtmLock::with_engine(
+    let lock: RtmLock<_, MAX_CPUS, HostRelax, _> = RtmLock::with_engine(
         TicketLock::<HostRelax>::new(),
         ScriptedEngine::aborting(&SCRIPT, CONFLICT),
     );

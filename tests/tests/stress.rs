@@ -138,7 +138,7 @@ fn rtm_with_scripted_aborts() {
         Err(UNNAMED),
         Err(CONFLICT),
     ];
-    let lock: RtmLock<_, MAX_CPUS, _, HostRelax> = RtmLock::with_engine(
+    let lock: RtmLock<_, MAX_CPUS, HostRelax, _> = RtmLock::with_engine(
         TicketLock::<HostRelax>::new(),
         ScriptedEngine::aborting(&SCRIPT, CONFLICT),
     );

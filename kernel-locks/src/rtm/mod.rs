@@ -180,14 +180,16 @@ enum Next {
     Fallback(u32),
 }
 
-/// Lock elision over the fallback lock `L`, for CPUs `0..N`, with transaction engine `E`
-/// (default: the real [`Rtm`]) and wait strategy `R` for the wait-before-retry loop.
+/// Lock elision over the fallback lock `L`, for CPUs `0..N`, with wait strategy `R` for the
+/// wait-before-retry loop and transaction engine `E` (default: the real [`Rtm`]; the others are
+/// test engines). The parameters follow the crate's order: what the lock is made of (`L`, `N`),
+/// the wait strategy, then the rest, so choosing `R` never means naming `E`.
 ///
 /// See the [module docs](self) for the algorithm. Typical kernel use:
 /// `RtmLock<TicketLock, MAX_CPUS>` or `RtmLock<ClhLock<MAX_CPUS>, MAX_CPUS>`.
 ///
 /// Without RTM (AMD, QEMU, TSX disabled) it behaves as `L` (plus statistics and deferred work).
-pub struct RtmLock<L, const N: usize, E = Rtm, R = Spin> {
+pub struct RtmLock<L, const N: usize, R = Spin, E = Rtm> {
     fallback: L,
     engine: E,
     policy: RtmPolicy,
@@ -197,7 +199,7 @@ pub struct RtmLock<L, const N: usize, E = Rtm, R = Spin> {
     _relax: PhantomData<fn() -> R>,
 }
 
-impl<L: KernelLock, const N: usize, R: Relax> RtmLock<L, N, Rtm, R> {
+impl<L: KernelLock, const N: usize, R: Relax> RtmLock<L, N, R, Rtm> {
     maybe_const_fn! {
         /// Elision with the real RTM engine over `fallback`, with the default [`RtmPolicy`].
         /// RTM is detected on first use.
@@ -214,7 +216,7 @@ impl<L: KernelLock, const N: usize, R: Relax> RtmLock<L, N, Rtm, R> {
     }
 }
 
-impl<L: KernelLock, const N: usize, E: TxEngine, R: Relax> RtmLock<L, N, E, R> {
+impl<L: KernelLock, const N: usize, E: TxEngine, R: Relax> RtmLock<L, N, R, E> {
     maybe_const_fn! {
         /// Elision with `engine` over `fallback`, with the default [`RtmPolicy`].
         pub fn with_engine(fallback: L, engine: E) -> Self {
@@ -384,7 +386,8 @@ impl<L: KernelLock, const N: usize, E: TxEngine, R: Relax> RtmLock<L, N, E, R> {
     #[track_caller]
     fn check_not_holding(&self, cpu: CpuId) {
         check_cpu("rtm", cpu, self.max_cpus());
-        debug_assert!(
+        // Every build: this CPU's own padded slot, read before any transaction starts.
+        assert!(
             self.cpus[cpu].state.mode.load(Relaxed) == FREE,
             "rtm: CPU {cpu} locks a lock it already holds (locks are not reentrant)"
         );
@@ -397,7 +400,7 @@ impl<L: KernelLock, const N: usize, E: TxEngine, R: Relax> RtmLock<L, N, E, R> {
 // transaction is atomic, so it is equivalent to a section run under the fallback (module docs).
 // Orderings: the fallback's, and the engine's for transactions. `is_locked` only reads.
 unsafe impl<L: KernelLock, const N: usize, E: TxEngine, R: Relax> KernelLock
-    for RtmLock<L, N, E, R>
+    for RtmLock<L, N, R, E>
 {
     fn name(&self) -> &'static str {
         "rtm"
@@ -461,7 +464,8 @@ unsafe impl<L: KernelLock, const N: usize, E: TxEngine, R: Relax> KernelLock
         check_cpu("rtm", cpu, self.max_cpus());
         let slot = &self.cpus[cpu];
         let mode = slot.state.mode.load(Relaxed);
-        debug_assert!(
+        // Every build: the mode is loaded anyway to know how the lock was taken.
+        assert!(
             mode != FREE,
             "rtm: unlock by CPU {cpu}, which does not hold the lock"
         );
@@ -507,12 +511,12 @@ unsafe impl<L: KernelLock, const N: usize, E: TxEngine, R: Relax> KernelLock
 
 #[cfg(not(kernel_locks_loom))]
 impl<L: KernelLock + crate::raw::ConstInit, const N: usize, R: Relax> crate::raw::ConstInit
-    for RtmLock<L, N, Rtm, R>
+    for RtmLock<L, N, R, Rtm>
 {
     const INIT: Self = Self::new(L::INIT);
 }
 
-impl<L: KernelLock, const N: usize, E: TxEngine, R: Relax> fmt::Debug for RtmLock<L, N, E, R> {
+impl<L: KernelLock, const N: usize, E: TxEngine, R: Relax> fmt::Debug for RtmLock<L, N, R, E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RtmLock")
             .field("fallback", &self.fallback.name())

@@ -219,7 +219,7 @@ pub struct ModelFallback<P> {
 pub fn model_lock<P: ModelRef, const N: usize, R: Relax>(
     model: P,
     policy: RtmPolicy,
-) -> RtmLock<ModelFallback<P>, N, ModelEngine<P>, R> {
+) -> RtmLock<ModelFallback<P>, N, R, ModelEngine<P>> {
     RtmLock::with_engine_and_policy(
         ModelFallback {
             model: model.clone(),
