@@ -74,6 +74,21 @@
 //! only for an attempt, so two CPUs retrying them against each other in lockstep can livelock
 //! (loom finds such schedules). Wait with `lock` / `read_lock`, or bound the retries.
 
+//!
+//! # Memory
+//! A `BrLock<N>` has `N + 1` lines of its padding unit `A` (the writer line and `N` reader
+//! slots): `size = (N + 1) x A`, 128 bytes per CPU on x86_64 and 32 on ARMv7 (Cortex-A9 lines).
+//! [`BrLock::with_cpus`] narrows the CPUs in use, and the writer drains only their slots; the
+//! memory stays that of `N`.
+//!
+//! | `N` | x86_64 (`A` = 128 B) | ARMv7 (`A` = 32 B) |
+//! |-----|----------------------|--------------------|
+//! | 4   | 640 B                | 160 B              |
+//! | 16  | 2,176 B              | 544 B              |
+//! | 64  | 8,320 B              | 2,080 B            |
+//!
+//! Checked at compile time on every target (the formula) and by a host test (x86_64).
+
 use core::fmt;
 use core::marker::PhantomData;
 
@@ -87,12 +102,23 @@ use crate::shim::{fence, AtomicUsize, Ordering};
 /// The [`KernelLock`] operations are the write (exclusive) side, the [`KernelRwLock`] ones the
 /// read side. `R` is the wait strategy of both sides, `A` the padding unit of every slot.
 pub struct BrLock<const N: usize, R: Relax = Spin, A: Alignment = CacheLine> {
-    /// 0 when no writer holds or claims the lock, else the writer's CPU id + 1.
-    writer: Padded<AtomicUsize, A>,
-    /// Slot `c` is 1 while CPU `c` holds the lock shared (or is trying to get it).
+    /// The writer word and the CPU count, on one line.
+    writer: Padded<WriterLine, A>,
+    /// Slot `c` is 1 while CPU `c` holds the lock shared (or is trying to get it). Only slots
+    /// `0..cpus` are ever used.
     readers: [Padded<AtomicUsize, A>; N],
     /// The wait strategy is only a type; `fn() -> R` keeps the lock `Send + Sync` whatever `R` is.
     _relax: PhantomData<fn() -> R>,
+}
+
+/// The line every operation reads: the writer word, and the CPU count that the range check of
+/// every operation and the writer's drain loop need. Readers read this line anyway (the writer
+/// check), writers claim it, so the count costs no extra line.
+struct WriterLine {
+    /// 0 when no writer holds or claims the lock, else the writer's CPU id + 1.
+    word: AtomicUsize,
+    /// CPUs `0..cpus` may use the lock (`with_cpus`); never written after construction.
+    cpus: usize,
 }
 
 impl<const N: usize, R: Relax, A: Alignment> BrLock<N, R, A> {
@@ -100,23 +126,57 @@ impl<const N: usize, R: Relax, A: Alignment> BrLock<N, R, A> {
         /// An unlocked lock for CPUs `0..N` (`N` must be at least 1).
         pub fn new() -> Self {
             const { assert!(N > 0, "BrLock needs at least one CPU") };
+            Self::build(N)
+        }
+    }
+
+    maybe_const_fn! {
+        /// An unlocked lock for CPUs `0..cpus`, a core count learnt at boot, up to the
+        /// compile-time bound `N`. Ids from `cpus` on panic, and the writer drains only the slots
+        /// of CPUs `0..cpus`. The memory is still that of `N` CPUs (see the
+        /// [module docs](self#memory)).
+        ///
+        /// # Panics
+        /// Unless `1 <= cpus <= N`.
+        #[track_caller]
+        pub fn with_cpus(cpus: usize) -> Self {
+            assert!(
+                cpus >= 1 && cpus <= N,
+                "BrLock::with_cpus: the CPU count must be in 1..=N (the lock's compile-time bound)"
+            );
+            Self::build(cpus)
+        }
+    }
+
+    maybe_const_fn! {
+        /// An unlocked lock for CPUs `0..cpus` (`1 <= cpus <= N`, checked by the callers).
+        fn build(cpus: usize) -> Self {
             Self {
-                writer: Padded::new(AtomicUsize::new(0)),
+                writer: Padded::new(WriterLine {
+                    word: AtomicUsize::new(0),
+                    cpus,
+                }),
                 readers: array_init!(N, Padded::new(AtomicUsize::new(0))),
                 _relax: PhantomData,
             }
         }
     }
 
+    /// The reader slots of the CPUs in use (`0..cpus`).
+    #[inline(always)]
+    fn slots(&self) -> &[Padded<AtomicUsize, A>] {
+        &self.readers[..self.writer.cpus]
+    }
+
     /// Whether a writer holds the lock or has claimed it and waits for readers to drain.
     /// A racy snapshot.
     pub fn is_write_locked(&self) -> bool {
-        self.writer.load(Ordering::Relaxed) != 0
+        self.writer.word.load(Ordering::Relaxed) != 0
     }
 
     /// Whether some CPU holds the lock shared (or is trying to get it). A racy snapshot.
     pub fn is_read_locked(&self) -> bool {
-        self.readers
+        self.slots()
             .iter()
             .any(|slot| slot.load(Ordering::Relaxed) != 0)
     }
@@ -134,7 +194,7 @@ impl<const N: usize, R: Relax, A: Alignment> BrLock<N, R, A> {
         if self.readers[cpu].load(Ordering::Relaxed) != 0 {
             already_reading(cpu, side);
         }
-        if cfg!(debug_assertions) && self.writer.load(Ordering::Relaxed) == cpu + 1 {
+        if cfg!(debug_assertions) && self.writer.word.load(Ordering::Relaxed) == cpu + 1 {
             panic!("BrLock: CPU {cpu} {side}-locked a lock it already holds for writing");
         }
     }
@@ -148,7 +208,7 @@ impl<const N: usize, R: Relax, A: Alignment> BrLock<N, R, A> {
         // The store-load barrier (see the module documentation): ARMv7 `dmb ish`, x86 `mfence`.
         fence(Ordering::SeqCst);
         // Acquire: synchronises with the last write unlock; keeps our critical section after it.
-        if self.writer.load(Ordering::Acquire) == 0 {
+        if self.writer.word.load(Ordering::Acquire) == 0 {
             return true;
         }
         // A writer holds or claims the lock: back off. Release (the fence above would already do),
@@ -196,14 +256,14 @@ impl<const N: usize, R: Relax, A: Alignment> Default for BrLock<N, R, A> {
 
 impl<const N: usize, R: Relax, A: Alignment> fmt::Debug for BrLock<N, R, A> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let writer = self.writer.load(Ordering::Relaxed);
+        let writer = self.writer.word.load(Ordering::Relaxed);
         let readers = self
-            .readers
+            .slots()
             .iter()
             .filter(|s| s.load(Ordering::Relaxed) != 0)
             .count();
         f.debug_struct("BrLock")
-            .field("cpus", &N)
+            .field("cpus", &self.writer.cpus)
             .field("writer", &writer.checked_sub(1))
             .field("readers", &readers)
             .finish()
@@ -225,27 +285,28 @@ unsafe impl<const N: usize, R: Relax, A: Alignment> KernelLock for BrLock<N, R, 
     }
 
     fn max_cpus(&self) -> usize {
-        N
+        self.writer.cpus
     }
 
     fn lock(&self, cpu: CpuId) {
-        check_cpu("BrLock", cpu, N);
+        check_cpu("BrLock", cpu, self.writer.cpus);
         self.check_not_held(cpu, "write");
         let mut relax = R::default();
         // Acquire on success: synchronises with the previous write unlock. Polling is relaxed.
         while self
             .writer
+            .word
             .compare_exchange_weak(0, cpu + 1, Ordering::Acquire, Ordering::Relaxed)
             .is_err()
         {
-            while self.writer.load(Ordering::Relaxed) != 0 {
+            while self.writer.word.load(Ordering::Relaxed) != 0 {
                 crate::shim::wait_hint();
                 relax.relax(cpu);
             }
         }
         // The writer's store-load barrier: our claim is visible before we read the slots.
         fence(Ordering::SeqCst);
-        for slot in &self.readers {
+        for slot in self.slots() {
             // Acquire: synchronises with the reader's release lowering.
             while slot.load(Ordering::Acquire) != 0 {
                 crate::shim::wait_hint();
@@ -255,10 +316,11 @@ unsafe impl<const N: usize, R: Relax, A: Alignment> KernelLock for BrLock<N, R, 
     }
 
     fn try_lock(&self, cpu: CpuId) -> bool {
-        check_cpu("BrLock", cpu, N);
+        check_cpu("BrLock", cpu, self.writer.cpus);
         // Strong CAS: a free writer word is never reported busy spuriously.
         if self
             .writer
+            .word
             .compare_exchange(0, cpu + 1, Ordering::Acquire, Ordering::Relaxed)
             .is_err()
         {
@@ -266,7 +328,7 @@ unsafe impl<const N: usize, R: Relax, A: Alignment> KernelLock for BrLock<N, R, 
         }
         fence(Ordering::SeqCst);
         if self
-            .readers
+            .slots()
             .iter()
             .all(|slot| slot.load(Ordering::Acquire) == 0)
         {
@@ -274,22 +336,22 @@ unsafe impl<const N: usize, R: Relax, A: Alignment> KernelLock for BrLock<N, R, 
         }
         // Readers are in: give the word back. Release passes on the previous writer's ordering
         // (see the module documentation).
-        self.writer.store(0, Ordering::Release);
+        self.writer.word.store(0, Ordering::Release);
         R::after_release();
         false
     }
 
     unsafe fn unlock(&self, cpu: CpuId) {
-        check_cpu("BrLock", cpu, N);
+        check_cpu("BrLock", cpu, self.writer.cpus);
         // Checked in every build: the writer word already names its owner, and the holder has
         // its line (it is about to store to it), so this is one cached load and a branch.
         // Relaxed: if `cpu` holds the lock, it wrote this value itself.
-        let owner = self.writer.load(Ordering::Relaxed);
+        let owner = self.writer.word.load(Ordering::Relaxed);
         if owner != cpu + 1 {
             not_writer(cpu, owner);
         }
         // Release: publishes the critical section to the next writer and to readers.
-        self.writer.store(0, Ordering::Release);
+        self.writer.word.store(0, Ordering::Release);
         R::after_release();
     }
 
@@ -306,13 +368,13 @@ unsafe impl<const N: usize, R: Relax, A: Alignment> KernelLock for BrLock<N, R, 
 // SAFETY: see the `KernelLock` impl: readers and writers exclude each other; readers may overlap.
 unsafe impl<const N: usize, R: Relax, A: Alignment> KernelRwLock for BrLock<N, R, A> {
     fn read_lock(&self, cpu: CpuId) {
-        check_cpu("BrLock", cpu, N);
+        check_cpu("BrLock", cpu, self.writer.cpus);
         self.check_not_held(cpu, "read");
         let slot = &self.readers[cpu];
         let mut relax = R::default();
         while !self.read_attempt(slot) {
             // Relaxed polling; the next attempt's acquire load does the synchronising.
-            while self.writer.load(Ordering::Relaxed) != 0 {
+            while self.writer.word.load(Ordering::Relaxed) != 0 {
                 crate::shim::wait_hint();
                 relax.relax(cpu);
             }
@@ -320,13 +382,13 @@ unsafe impl<const N: usize, R: Relax, A: Alignment> KernelRwLock for BrLock<N, R
     }
 
     fn try_read_lock(&self, cpu: CpuId) -> bool {
-        check_cpu("BrLock", cpu, N);
+        check_cpu("BrLock", cpu, self.writer.cpus);
         self.check_not_held(cpu, "read");
         self.read_attempt(&self.readers[cpu])
     }
 
     unsafe fn read_unlock(&self, cpu: CpuId) {
-        check_cpu("BrLock", cpu, N);
+        check_cpu("BrLock", cpu, self.writer.cpus);
         let slot = &self.readers[cpu];
         // Relaxed: only `cpu` writes its slot. Checked in every build (its own line, written
         // next): catches a read unlock by a CPU other than the reader, and a double unlock.
@@ -338,3 +400,12 @@ unsafe impl<const N: usize, R: Relax, A: Alignment> KernelRwLock for BrLock<N, R
         R::after_release();
     }
 }
+
+/// The documented memory formula (module docs), checked at compile time on every target.
+#[cfg(not(kernel_locks_loom))]
+const _: () = {
+    use core::mem::size_of;
+    assert!(size_of::<BrLock<4>>() == 5 * CacheLine::BYTES);
+    assert!(size_of::<BrLock<16>>() == 17 * CacheLine::BYTES);
+    assert!(size_of::<BrLock<64>>() == 65 * CacheLine::BYTES);
+};

@@ -51,10 +51,26 @@
 //! reservation granule on ARM, a cache line on x86, as seL4 aligns its lock) so that unrelated
 //! data never shares the granule of `tail`; every slot and per-CPU node is on its own cache line.
 
+//!
+//! # Memory
+//! A `ClhLock<N>` has `2N + 2` cache lines (tail, spare slot, `N` slots, `N` per-CPU nodes),
+//! rounded up to its alignment `A`: `size = round_up(2 (N + 1) x line, A)`. The bound `N` fixes
+//! the memory; [`ClhLock::with_cpus`] only narrows which ids are accepted.
+//!
+//! | `N` | x86_64 (128-byte lines, `A` = 128 B) | ARMv7 (32-byte lines, `A` = 2 KiB ERG) |
+//! |-----|--------------------------------------|----------------------------------------|
+//! | 1   | 512 B                                | 2 KiB                                  |
+//! | 4   | 1,280 B                              | 2 KiB                                  |
+//! | 16  | 4,352 B                              | 2 KiB                                  |
+//! | 64  | 16,640 B                             | 6 KiB                                  |
+//!
+//! These sizes are checked at compile time on every target (the formula) and by a host test
+//! (the x86_64 column).
+
 use core::marker::PhantomData;
 
 use crate::pad::{Alignment, CachePadded, Erg};
-use crate::raw::{check_cpu, CpuId, KernelLock};
+use crate::raw::{CpuId, KernelLock};
 use crate::relax::{Relax, Spin};
 use crate::shim::{fence, wait_hint, AtomicUsize, Ordering};
 
@@ -69,6 +85,10 @@ struct Node {
     watch: AtomicUsize,
     /// Counts this CPU's enqueues; part of the tail tag.
     gen: AtomicUsize,
+    /// How many CPUs the lock serves (`with_cpus`), the same in every node: a copy on each CPU's
+    /// own line, so that the range check on every operation reads only that line. Never written
+    /// after construction.
+    cpus: usize,
 }
 
 /// A CLH queue lock for up to `N` CPUs; see the [module docs](self) for the algorithm.
@@ -108,10 +128,45 @@ impl<const N: usize, R: Relax, A: Alignment> ClhLock<N, R, A> {
                         myreq: AtomicUsize::new(usize::MAX),
                         watch: AtomicUsize::new(usize::MAX),
                         gen: AtomicUsize::new(0),
+                        cpus: N,
                     })
                 ),
                 _relax: PhantomData,
             }
+        }
+    }
+
+    maybe_const_fn! {
+        /// A new, unlocked lock for CPUs `0..cpus`, a core count learnt at boot, up to the
+        /// compile-time bound `N`. Ids from `cpus` on panic like ids beyond `N`. The memory is
+        /// still that of `N` CPUs (see the [module docs](self#memory)).
+        ///
+        /// # Panics
+        /// Unless `1 <= cpus <= N`.
+        #[track_caller]
+        pub fn with_cpus(cpus: usize) -> Self {
+            assert!(
+                cpus >= 1 && cpus <= N,
+                "ClhLock::with_cpus: the CPU count must be in 1..=N (the lock's compile-time bound)"
+            );
+            let mut lock = Self::new();
+            let mut i = 0;
+            while i < N {
+                lock.nodes[i].get_mut().cpus = cpus;
+                i += 1;
+            }
+            lock
+        }
+    }
+
+    /// The node of `cpu`, after the range check every operation makes (against the run-time
+    /// count, which this CPU's own node line holds).
+    #[inline(always)]
+    #[track_caller]
+    fn node(&self, cpu: CpuId) -> &Node {
+        match self.nodes.get(cpu) {
+            Some(node) if cpu < node.cpus => node,
+            _ => crate::raw::cpu_out_of_range("ClhLock", cpu, self.max_cpus()),
         }
     }
 
@@ -182,12 +237,12 @@ unsafe impl<const N: usize, R: Relax, A: Alignment> KernelLock for ClhLock<N, R,
     }
 
     fn max_cpus(&self) -> usize {
-        N
+        self.nodes[0].cpus
     }
 
     #[inline]
     fn lock(&self, cpu: CpuId) {
-        check_cpu("ClhLock", cpu, N);
+        self.node(cpu);
         let (_, tagged) = self.prepare(cpu);
         // AcqRel: Release publishes our PENDING slot; Acquire orders the polls below after it.
         let prev = self.tail.swap(tagged, Ordering::AcqRel);
@@ -205,7 +260,7 @@ unsafe impl<const N: usize, R: Relax, A: Alignment> KernelLock for ClhLock<N, R,
 
     #[inline]
     fn try_lock(&self, cpu: CpuId) -> bool {
-        check_cpu("ClhLock", cpu, N);
+        self.node(cpu);
         let (tail, granted) = self.tail_state();
         if !granted {
             return false;
@@ -233,7 +288,7 @@ unsafe impl<const N: usize, R: Relax, A: Alignment> KernelLock for ClhLock<N, R,
 
     #[inline]
     unsafe fn unlock(&self, cpu: CpuId) {
-        check_cpu("ClhLock", cpu, N);
+        self.node(cpu);
         let node = &self.nodes[cpu];
         let my = self.my_slot(cpu);
         let slot = self.slot(my);
@@ -266,11 +321,26 @@ impl<const N: usize, R: Relax, A: Alignment> crate::raw::ConstInit for ClhLock<N
 impl<const N: usize, R: Relax, A: Alignment> core::fmt::Debug for ClhLock<N, R, A> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("ClhLock")
-            .field("cpus", &N)
+            .field("cpus", &self.max_cpus())
             .field("locked", &self.is_locked())
             .finish()
     }
 }
+
+/// The documented memory formula (module docs), checked at compile time on every target.
+#[cfg(not(kernel_locks_loom))]
+const _: () = {
+    use crate::pad::CacheLine;
+    use core::mem::size_of;
+    const fn documented(n: usize) -> usize {
+        let bytes = 2 * (n + 1) * CacheLine::BYTES;
+        bytes.div_ceil(Erg::BYTES) * Erg::BYTES
+    }
+    assert!(size_of::<ClhLock<1>>() == documented(1));
+    assert!(size_of::<ClhLock<4>>() == documented(4));
+    assert!(size_of::<ClhLock<16>>() == documented(16));
+    assert!(size_of::<ClhLock<64>>() == documented(64));
+};
 
 #[cfg(all(test, not(kernel_locks_loom)))]
 mod tests {
@@ -312,6 +382,49 @@ mod tests {
         LOCK.lock(7);
         // SAFETY: CPU 7 holds it.
         unsafe { LOCK.unlock(7) };
+    }
+
+    #[test]
+    #[cfg(target_arch = "x86_64")]
+    fn memory_per_n_on_x86_64_is_as_documented() {
+        use core::mem::size_of;
+        assert_eq!(size_of::<ClhLock<1>>(), 512);
+        assert_eq!(size_of::<ClhLock<4>>(), 1280);
+        assert_eq!(size_of::<ClhLock<16>>(), 4352);
+        assert_eq!(size_of::<ClhLock<64>>(), 16640);
+    }
+
+    #[test]
+    fn with_cpus_narrows_the_ids_and_keeps_working() {
+        let lock = ClhLock::<8>::with_cpus(3);
+        assert_eq!(lock.max_cpus(), 3);
+        for round in 0..30 {
+            let cpu = round % 3;
+            lock.lock(cpu);
+            assert!(!lock.try_lock((cpu + 1) % 3));
+            // SAFETY: `cpu` holds it.
+            unsafe { lock.unlock(cpu) };
+        }
+        static AT_BOOT: ClhLock<8> = ClhLock::with_cpus(2);
+        assert_eq!(AT_BOOT.max_cpus(), 2);
+    }
+
+    #[test]
+    #[should_panic(expected = "ClhLock: CPU id 3 out of range (this lock supports CPUs 0..3)")]
+    fn with_cpus_rejects_ids_beyond_the_count() {
+        ClhLock::<8>::with_cpus(3).lock(3);
+    }
+
+    #[test]
+    #[should_panic(expected = "ClhLock::with_cpus: the CPU count must be in 1..=N")]
+    fn with_cpus_beyond_n_panics() {
+        let _ = ClhLock::<4>::with_cpus(5);
+    }
+
+    #[test]
+    #[should_panic(expected = "ClhLock::with_cpus: the CPU count must be in 1..=N")]
+    fn with_cpus_zero_panics() {
+        let _ = ClhLock::<4>::with_cpus(0);
     }
 
     #[test]

@@ -84,6 +84,11 @@ impl<T, A: Alignment> Padded<T, A> {
         Self { _align: [], value }
     }
 
+    /// The value, mutably, in a `const fn` (where `DerefMut` cannot be called).
+    pub(crate) const fn get_mut(&mut self) -> &mut T {
+        &mut self.value
+    }
+
     /// Unwraps the value.
     pub fn into_inner(self) -> T {
         self.value

@@ -93,8 +93,15 @@ pub trait ConstInit {
 #[inline(always)]
 #[track_caller]
 pub(crate) fn check_cpu(lock: &'static str, cpu: CpuId, max: usize) {
-    assert!(
-        cpu < max,
-        "{lock}: CPU id {cpu} out of range (this lock supports CPUs 0..{max})"
-    );
+    if cpu >= max {
+        cpu_out_of_range(lock, cpu, max);
+    }
+}
+
+/// The panic of [`check_cpu`], out of line so that the check stays one compare and branch.
+#[cold]
+#[inline(never)]
+#[track_caller]
+pub(crate) fn cpu_out_of_range(lock: &'static str, cpu: CpuId, max: usize) -> ! {
+    panic!("{lock}: CPU id {cpu} out of range (this lock supports CPUs 0..{max})");
 }

@@ -375,3 +375,39 @@ fn read_unlock_cpu_out_of_range_panics() {
     // SAFETY: deliberately wrong; the range check panics in every build before anything else.
     unsafe { lock.read_unlock(2) };
 }
+
+#[test]
+fn with_cpus_narrows_the_ids_and_keeps_exclusion() {
+    // A kernel that learns at boot that it has 2 of up to 64 cores.
+    let lock = BrLock::<64, common::Yield>::with_cpus(2);
+    assert_eq!(lock.max_cpus(), 2);
+    common::hammer(&lock, 2, 5_000);
+    lock.read_lock(1);
+    assert!(
+        !lock.try_lock(0),
+        "the writer ignored a reader of a CPU in use"
+    );
+    // SAFETY: CPU 1 holds it shared.
+    unsafe { lock.read_unlock(1) };
+    assert!(format!("{lock:?}").contains("cpus: 2"));
+}
+
+#[test]
+#[should_panic(expected = "BrLock: CPU id 2 out of range (this lock supports CPUs 0..2)")]
+fn with_cpus_rejects_ids_beyond_the_count() {
+    BrLock::<64>::with_cpus(2).read_lock(2);
+}
+
+#[test]
+#[should_panic(expected = "BrLock::with_cpus: the CPU count must be in 1..=N")]
+fn with_cpus_beyond_n_panics() {
+    let _ = BrLock::<4>::with_cpus(5);
+}
+
+#[test]
+#[cfg(target_arch = "x86_64")]
+fn memory_per_n_on_x86_64_is_as_documented() {
+    assert_eq!(std::mem::size_of::<BrLock<4>>(), 640);
+    assert_eq!(std::mem::size_of::<BrLock<16>>(), 2176);
+    assert_eq!(std::mem::size_of::<BrLock<64>>(), 8320);
+}
