@@ -101,6 +101,24 @@ use crate::shim::{fence, AtomicUsize, Ordering};
 ///
 /// The [`KernelLock`] operations are the write (exclusive) side, the [`KernelRwLock`] ones the
 /// read side. `R` is the wait strategy of both sides, `A` the padding unit of every slot.
+///
+/// ```
+/// use kernel_locks::{BrLock, KernelLock, KernelRwLock};
+///
+/// let lock = BrLock::<4>::new();
+/// lock.read_lock(0); // readers touch only their own slot...
+/// lock.read_lock(1); // ...so they never wait for each other
+/// assert!(!lock.try_lock(2), "a writer must wait for the readers to drain");
+/// // SAFETY: CPUs 0 and 1 hold the lock shared.
+/// unsafe {
+///     lock.read_unlock(0);
+///     lock.read_unlock(1);
+/// }
+/// lock.lock(2); // the write side: KernelLock's operations
+/// assert!(lock.is_write_locked() && !lock.try_read_lock(3));
+/// // SAFETY: CPU 2 holds the write side.
+/// unsafe { lock.unlock(2) };
+/// ```
 pub struct BrLock<const N: usize, R: Relax = Spin, A: Alignment = CacheLine> {
     /// The writer word and the CPU count, on one line.
     writer: Padded<WriterLine, A>,

@@ -94,6 +94,22 @@ struct Node {
 /// A CLH queue lock for up to `N` CPUs; see the [module docs](self) for the algorithm.
 ///
 /// `R` is the wait strategy, `A` the alignment of the whole lock (see [`Erg`]).
+///
+/// ```
+/// use kernel_locks::{Backoff, ClhLock, KernelLock};
+///
+/// // Up to 8 CPUs at compile time; this machine booted with 4.
+/// let lock: ClhLock<8, Backoff> = ClhLock::with_cpus(4);
+/// lock.lock(3);
+/// assert!(lock.is_locked());
+/// assert!(!lock.try_lock(0), "FIFO queue lock: CPU 0 must wait for CPU 3");
+/// // SAFETY: CPU 3 holds the lock.
+/// unsafe { lock.unlock(3) };
+/// assert!(lock.try_lock(0));
+/// // SAFETY: CPU 0 holds the lock.
+/// unsafe { lock.unlock(0) };
+/// assert_eq!((lock.name(), lock.max_cpus()), ("clh", 4));
+/// ```
 #[repr(C)]
 pub struct ClhLock<const N: usize, R: Relax = Spin, A: Alignment = Erg> {
     _align: [A; 0],

@@ -17,6 +17,16 @@ use crate::raw::{CpuId, KernelLock, KernelRwLock};
 /// A lock that does not lock; see the [module documentation](self).
 ///
 /// Zero-sized. It accepts any CPU id and does not even check it, so that it costs nothing.
+///
+/// ```
+/// use kernel_locks::{KernelLock, Mutex, NoLock};
+///
+/// // SAFETY: only CPU 0 ever touches this counter (a per-CPU benchmark baseline).
+/// let per_cpu = Mutex::new(unsafe { NoLock::new() }, 0u64);
+/// *per_cpu.lock(0) += 1;
+/// assert_eq!(per_cpu.into_inner(), 1);
+/// assert_eq!(core::mem::size_of::<NoLock>(), 0);
+/// ```
 #[derive(Debug)]
 pub struct NoLock {
     /// Private, so that [`NoLock::new`] is the only way to build one.

@@ -7,6 +7,26 @@
 //! A kernel plugs its own strategy in to service cross-core requests while it spins (seL4 checks
 //! for pending IPIs in its CLH wait loop): a core that waits for the big lock with interrupts off
 //! would otherwise deadlock with a core that holds the lock and waits for it to answer an IPI.
+//!
+//! ```
+//! use kernel_locks::{ClhLock, CpuId, KernelLock, Relax};
+//!
+//! /// A kernel's wait hook: service cross-core requests while waiting for a lock.
+//! #[derive(Default)]
+//! struct ServiceIpis;
+//!
+//! impl Relax for ServiceIpis {
+//!     fn relax(&mut self, cpu: CpuId) {
+//!         let _ = cpu; // a kernel would handle `cpu`'s pending IPIs here
+//!         core::hint::spin_loop();
+//!     }
+//! }
+//!
+//! static BKL: ClhLock<4, ServiceIpis> = ClhLock::new();
+//! BKL.lock(1);
+//! // SAFETY: CPU 1 holds the lock.
+//! unsafe { BKL.unlock(1) };
+//! ```
 
 use crate::raw::CpuId;
 

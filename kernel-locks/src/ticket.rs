@@ -68,6 +68,25 @@ pub const DEFAULT_BACKOFF: usize = 16;
 ///
 /// `R` is the wait strategy; `BACKOFF` is the proportional back-off base in spin-loop hints per
 /// ticket ahead (0, the default, disables it).
+///
+/// ```
+/// use kernel_locks::{KernelLock, TicketBackoffLock, TicketLock};
+///
+/// let lock = TicketLock::<kernel_locks::Spin>::with_cpus(2); // ids 0 and 1
+/// lock.lock(1);
+/// assert_eq!(lock.queue_len(), 1);
+/// assert!(!lock.try_lock(0));
+/// // SAFETY: CPU 1 holds the lock.
+/// unsafe { lock.unlock(1) };
+/// assert!(!lock.is_locked());
+///
+/// // With proportional back-off (16 spin hints per ticket ahead), in a static:
+/// static RUN_QUEUE: TicketBackoffLock = TicketBackoffLock::new();
+/// RUN_QUEUE.lock(0);
+/// // SAFETY: CPU 0 holds the lock.
+/// unsafe { RUN_QUEUE.unlock(0) };
+/// assert_eq!(RUN_QUEUE.name(), "ticket-backoff");
+/// ```
 pub struct TicketLock<R: Relax = Spin, const BACKOFF: usize = 0> {
     /// The next ticket to hand out.
     next: AtomicUsize,

@@ -254,6 +254,8 @@ fn steps(root: &Path, quick: bool) -> Vec<Step> {
         );
     }
 
+    // Plain `cargo test` of every member, so doc tests run too (the lock crate's README and
+    // per-lock examples among them: `Doc-tests kernel_locks`).
     steps.push(Step::new(
         "test",
         Cmd::cargo().args(["test", "--workspace", "--all-features", "--no-fail-fast"]),

@@ -189,6 +189,23 @@ enum Next {
 /// `RtmLock<TicketLock, MAX_CPUS>` or `RtmLock<ClhLock<MAX_CPUS>, MAX_CPUS>`.
 ///
 /// Without RTM (AMD, QEMU, TSX disabled) it behaves as `L` (plus statistics and deferred work).
+///
+/// ```
+/// use kernel_locks::{ClhLock, KernelLock, RtmLock};
+///
+/// // Elision over a CLH fallback. On a machine without RTM every acquisition takes the CLH lock.
+/// let lock: RtmLock<ClhLock<4>, 4> = RtmLock::new(ClhLock::new());
+/// fn flush_tlb(_: usize) { /* work that would abort a transaction: runs after the release */ }
+/// lock.lock(2);
+/// lock.defer(2, flush_tlb, 0).expect("room in the deferred queue");
+/// // SAFETY: CPU 2 holds the lock.
+/// unsafe { lock.unlock(2) };
+/// let stats = lock.stats();
+/// assert_eq!(stats.total(), 1);
+/// if !stats.rtm_available {
+///     assert_eq!(stats.fallback, 1, "without RTM the lock is its fallback");
+/// }
+/// ```
 pub struct RtmLock<L, const N: usize, R = Spin, E = Rtm> {
     fallback: L,
     engine: E,
