@@ -266,6 +266,7 @@ fn steps(root: &Path, quick: bool) -> Vec<Step> {
         steps.push(loom_step(root));
     }
     steps.extend(lock_crate_steps(root));
+    steps.extend(embed_steps(root));
 
     steps.extend(qemu_steps());
     steps.push(armv7_boot_step(root));
@@ -342,6 +343,62 @@ fn lock_crate_steps(root: &Path) -> Vec<Step> {
         },
     );
     vec![msrv, publish]
+}
+
+/// The outside-embedding check (issue 16): `tests-external/embed`, a crate with a `[workspace]`
+/// of its own that depends on the lock crate by path as another kernel would. Built for both
+/// bare-metal targets; its host tests (threads as CPUs, exact totals) run twice, once as they
+/// are and once with the global `--cfg loom` that such a kernel uses for its own loom tests,
+/// which must leave the lock crate unchanged. Target directories under `target/` of their own.
+fn embed_steps(root: &Path) -> Vec<Step> {
+    let manifest = root.join("tests-external/embed/Cargo.toml");
+    if !manifest.is_file() {
+        let why = format!("{} does not exist", display_rel(root, &manifest));
+        return vec![Step::from_result("embed", Err(why), Judge::ExitStatus)];
+    }
+    let target_dir = crate::target_dir(root);
+    let cargo = |args: &[&str], dir: &str| {
+        Cmd::cargo()
+            .args(args)
+            .arg("--manifest-path")
+            .arg(&manifest)
+            .env("CARGO_TARGET_DIR", target_dir.join(dir))
+    };
+    let mut steps: Vec<Step> = [X86, ARM]
+        .into_iter()
+        .map(|target| {
+            Step::new(
+                format!("embed:{target}"),
+                cargo(&["build", "--lib", "--target", target], "embed"),
+                Judge::NoWarnings { allowed: &[] },
+            )
+            .needs(Needs::Target(target))
+        })
+        .collect();
+    steps.push(
+        Step::new(
+            "embed:clippy",
+            cargo(&["clippy", "--all-targets"], "embed").args(["--", "-D", "warnings"]),
+            Judge::ExitStatus,
+        )
+        .needs(CLIPPY),
+    );
+    steps.push(Step::new(
+        "embed:host",
+        cargo(&["test"], "embed"),
+        Judge::Libtest,
+    ));
+    // Setting RUSTFLAGS replaces `build.rustflags`; keep what the environment had.
+    let rustflags = match std::env::var("RUSTFLAGS") {
+        Ok(flags) if !flags.trim().is_empty() => format!("{flags} --cfg loom"),
+        _ => "--cfg loom".to_owned(),
+    };
+    steps.push(Step::new(
+        "embed:host-cfg-loom",
+        cargo(&["test"], "embed-cfg-loom").env("RUSTFLAGS", rustflags),
+        Judge::Libtest,
+    ));
+    steps
 }
 
 /// The QEMU steps: the demo once (4 cores, CLH), then the test suite with every core count of
