@@ -133,7 +133,7 @@ impl<const N: usize, R: Relax, A: Alignment> ClhLock<N, R, A> {
         pub fn new() -> Self {
             #[allow(clippy::let_unit_value)]
             let () = Self::VALID;
-            Self {
+            let mut lock = Self {
                 _align: [],
                 tail: CachePadded::new(AtomicUsize::new(N)),
                 slots: array_init!(N, CachePadded::new(AtomicUsize::new(GRANTED))),
@@ -141,14 +141,21 @@ impl<const N: usize, R: Relax, A: Alignment> ClhLock<N, R, A> {
                 nodes: array_init!(
                     N,
                     CachePadded::new(Node {
-                        myreq: AtomicUsize::new(usize::MAX),
+                        myreq: AtomicUsize::new(0),
                         watch: AtomicUsize::new(usize::MAX),
                         gen: AtomicUsize::new(0),
                         cpus: N,
                     })
                 ),
                 _relax: PhantomData,
+            };
+            // CPU `i` starts owning slot `i` (a loop: `array_init!` builds equal elements).
+            let mut i = 0;
+            while i < N {
+                lock.nodes[i].get_mut().myreq = AtomicUsize::new(i);
+                i += 1;
             }
+            lock
         }
     }
 
@@ -195,21 +202,11 @@ impl<const N: usize, R: Relax, A: Alignment> ClhLock<N, R, A> {
         }
     }
 
-    /// The slot `cpu` owns. Nodes start with `usize::MAX`, meaning "slot `cpu`", so that `new`
-    /// can build every node from one constant expression.
+    /// Marks the slot of the CPU owning `node` pending and returns (slot, tail value that
+    /// enqueues it).
     #[inline(always)]
-    fn my_slot(&self, cpu: CpuId) -> usize {
-        match self.nodes[cpu].myreq.load(Ordering::Relaxed) {
-            usize::MAX => cpu,
-            index => index,
-        }
-    }
-
-    /// Marks `cpu`'s slot pending and returns the tail value that enqueues it.
-    #[inline(always)]
-    fn prepare(&self, cpu: CpuId) -> (usize, usize) {
-        let node = &self.nodes[cpu];
-        let my = self.my_slot(cpu);
+    fn prepare(&self, node: &Node) -> (usize, usize) {
+        let my = node.myreq.load(Ordering::Relaxed);
         // Relaxed: published by the Release half of the swap/compare-exchange that follows.
         self.slot(my).store(PENDING, Ordering::Relaxed);
         let gen = node.gen.load(Ordering::Relaxed).wrapping_add(1);
@@ -258,12 +255,12 @@ unsafe impl<const N: usize, R: Relax, A: Alignment> KernelLock for ClhLock<N, R,
 
     #[inline]
     fn lock(&self, cpu: CpuId) {
-        self.node(cpu);
-        let (_, tagged) = self.prepare(cpu);
+        let node = self.node(cpu);
+        let (_, tagged) = self.prepare(node);
         // AcqRel: Release publishes our PENDING slot; Acquire orders the polls below after it.
         let prev = self.tail.swap(tagged, Ordering::AcqRel);
         let watch = prev & Self::INDEX_MASK;
-        self.nodes[cpu].watch.store(watch, Ordering::Relaxed);
+        node.watch.store(watch, Ordering::Relaxed);
         let watched = self.slot(watch);
         let mut relax = R::default();
         while watched.load(Ordering::Relaxed) != GRANTED {
@@ -276,12 +273,12 @@ unsafe impl<const N: usize, R: Relax, A: Alignment> KernelLock for ClhLock<N, R,
 
     #[inline]
     fn try_lock(&self, cpu: CpuId) -> bool {
-        self.node(cpu);
+        let node = self.node(cpu);
         let (tail, granted) = self.tail_state();
         if !granted {
             return false;
         }
-        let (my, tagged) = self.prepare(cpu);
+        let (my, tagged) = self.prepare(node);
         // AcqRel on success: publish our PENDING slot and acquire the tail's history. Relaxed on
         // failure: we leave without touching shared state.
         match self
@@ -289,9 +286,7 @@ unsafe impl<const N: usize, R: Relax, A: Alignment> KernelLock for ClhLock<N, R,
             .compare_exchange(tail, tagged, Ordering::AcqRel, Ordering::Relaxed)
         {
             Ok(_) => {
-                self.nodes[cpu]
-                    .watch
-                    .store(tail & Self::INDEX_MASK, Ordering::Relaxed);
+                node.watch.store(tail & Self::INDEX_MASK, Ordering::Relaxed);
                 true
             }
             Err(_) => {
@@ -304,10 +299,8 @@ unsafe impl<const N: usize, R: Relax, A: Alignment> KernelLock for ClhLock<N, R,
 
     #[inline]
     unsafe fn unlock(&self, cpu: CpuId) {
-        self.node(cpu);
-        let node = &self.nodes[cpu];
-        let my = self.my_slot(cpu);
-        let slot = self.slot(my);
+        let node = self.node(cpu);
+        let slot = self.slot(node.myreq.load(Ordering::Relaxed));
         // Checked in every build: the slot is this CPU's own line, which the store below writes
         // anyway (one cached load and a predictable branch). A CPU that does not hold the lock
         // has its slot GRANTED, so a stray unlock, a double unlock, or an unlock naming another
