@@ -37,7 +37,7 @@ pub fn build_image(image: &str, hal: &str, target: &str) {
     }
     for dep in [
         "kernel/src".to_owned(),
-        "sync/src".to_owned(),
+        "kernel-locks/src".to_owned(),
         format!("{hal}/link.ld"),
     ] {
         println!("cargo:rerun-if-changed={}", root.join(dep).display());

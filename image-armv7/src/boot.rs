@@ -94,7 +94,7 @@ fn kernel_main(p: &'static Platform) -> ! {
     }
     KERNEL_CORES.store(cores, Ordering::Release);
     if lock == LockChoice::Rtm {
-        // ARMv7-A has no transactional memory: `sync::Rtm` detects that at run time and always
+        // ARMv7-A has no transactional memory: `kernel_locks::Rtm` detects that at run time and always
         // takes its fallback lock.
         println!(
             "lock: {} ({}; no RTM on ARMv7-A: every critical section falls back to the CLH lock)",

@@ -4,8 +4,8 @@
 
 use kernel::config::MAX_CPUS;
 use kernel::{BigLock, FineGrained, NoLock, Rtm, Strategy};
-use sync::ticket::TicketLock;
-use sync::ClhLock;
+use kernel_locks::ticket::TicketLock;
+use kernel_locks::ClhLock;
 
 use crate::cmdline::{Config, LockChoice};
 
@@ -20,14 +20,14 @@ pub fn boot_with<B: Boot>(lock: LockChoice, cfg: Config, image: B) -> ! {
     match lock {
         LockChoice::Clh => image.boot(BigLock::new(ClhLock::<MAX_CPUS>::new()), cfg),
         LockChoice::Ticket => image.boot(
-            BigLock::new(TicketLock::<sync::Spin>::with_max_cpus(MAX_CPUS)),
+            BigLock::new(TicketLock::<kernel_locks::Spin>::with_max_cpus(MAX_CPUS)),
             cfg,
         ),
-        LockChoice::Fine => image.boot(FineGrained::<sync::Spin>::new(), cfg),
-        // Without RTM (AMD, QEMU TCG, ARMv7-A) `sync::Rtm` detects that at run time and always
+        LockChoice::Fine => image.boot(FineGrained::<kernel_locks::Spin>::new(), cfg),
+        // Without RTM (AMD, QEMU TCG, ARMv7-A) `kernel_locks::Rtm` detects that at run time and always
         // takes its fallback CLH lock.
         LockChoice::Rtm => image.boot(
-            Rtm::<_, sync::Rtm, sync::Spin>::new(ClhLock::<MAX_CPUS>::new()),
+            Rtm::<_, kernel_locks::Rtm, kernel_locks::Spin>::new(ClhLock::<MAX_CPUS>::new()),
             cfg,
         ),
         LockChoice::None => {

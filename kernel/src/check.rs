@@ -1,7 +1,7 @@
 //! Whole-kernel invariant checks and inspection, for tests and debugging. They take
 //! `&mut self`: the kernel must be quiescent (no core inside), which the borrow guarantees.
 
-use sync::CpuId;
+use kernel_locks::CpuId;
 
 use crate::cap::{Cap, ObjRef};
 use crate::config::*;

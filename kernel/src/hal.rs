@@ -27,7 +27,7 @@
 
 use crate::config::MAX_CPUS;
 use crate::ids::{IrqId, ThreadId};
-use sync::CpuId;
+use kernel_locks::CpuId;
 
 /// A physical address.
 pub type PhysAddr = u64;

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::vec::Vec;
 
-use sync::CpuId;
+use kernel_locks::CpuId;
 
 use crate::config::MAX_CPUS;
 use crate::hal::{Leaf, MapPrepError, MapTag, PageAttrs, PhysAddr, SweepAction};

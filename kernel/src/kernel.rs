@@ -4,7 +4,7 @@
 use core::cell::UnsafeCell;
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use sync::{CachePadded, CpuId};
+use kernel_locks::{CachePadded, CpuId};
 
 use crate::cap::{CSpace, Cap, ObjKind, ObjRef, Rights};
 use crate::config::*;

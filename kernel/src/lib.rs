@@ -1,6 +1,6 @@
 //! The architecture-neutral microkernel core: seL4-style capabilities, synchronous IPC,
 //! notifications and scheduling, generic over the locking strategy that synchronises its cores
-//! (big kernel lock over any `sync::KernelLock`, fine-grained, RTM elision, none).
+//! (big kernel lock over any `kernel_locks::KernelLock`, fine-grained, RTM elision, none).
 //!
 //! `no_std` and allocation-free: every object lives in a fixed-capacity table of [`Kernel`]
 //! (capacities in [`config`]), named by typed indices ([`ThreadId`], [`EndpointId`], ...).
@@ -81,7 +81,7 @@ pub use error::Error;
 pub use hal::{Hal, IpiKind, Leaf, MapPrepError, MapTag, PageAttrs, PhysAddr, SweepAction};
 pub use ids::*;
 pub use kernel::{Exit, Kernel, Life, ThreadState, EXCEPTION_LABEL, FAULT_LABEL};
+pub use kernel_locks::CpuId;
 pub use mem::MemKind;
 pub use strategy::{BigLock, FineGrained, NoLock, Rtm, Strategy};
-pub use sync::CpuId;
 pub use syscall::{MintTarget, Msg, Regs, Syscall};

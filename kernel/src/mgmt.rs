@@ -42,7 +42,7 @@
 //! a core that still has the root loaded (idle) flushed after the tables were cleared, and
 //! cleared tables add nothing to a TLB.
 
-use sync::CpuId;
+use kernel_locks::CpuId;
 
 use crate::cap::ObjRef;
 use crate::config::*;

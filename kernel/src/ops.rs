@@ -7,7 +7,7 @@
 //! existence, CSpaces, configuration and mapping tables only change in exclusive sections, and
 //! the caller's own reply slot only changes through the caller itself.
 
-use sync::CpuId;
+use kernel_locks::CpuId;
 
 use crate::cap::{Cap, ObjKind, ObjRef, Rights};
 use crate::config::*;

@@ -46,8 +46,10 @@
 
 use core::fmt;
 
-use sync::ticket::TicketLock;
-use sync::{BrLock, CachePadded, CpuId, KernelLock, KernelRwLock, Relax, RtmLock, Spin, TxEngine};
+use kernel_locks::ticket::TicketLock;
+use kernel_locks::{
+    BrLock, CachePadded, CpuId, KernelLock, KernelRwLock, Relax, RtmLock, Spin, TxEngine,
+};
 
 use crate::config::*;
 use crate::ids::*;
@@ -260,11 +262,11 @@ unsafe impl<R: Relax> Strategy for FineGrained<R> {
 /// fallback lock `L`, with transaction engine `E` (the real RTM by default; without RTM it is
 /// `L`). Hardware actions are recorded in the kernel's per-core action record, which is
 /// written inside the transaction (and so rolled back with it) and run after the commit.
-pub struct Rtm<L, E = sync::Rtm, R = Spin> {
-    lock: RtmLock<L, MAX_CPUS, E, R>,
+pub struct Rtm<L, E = kernel_locks::Rtm, R = Spin> {
+    lock: RtmLock<L, MAX_CPUS, R, E>,
 }
 
-impl<L: KernelLock, R: Relax> Rtm<L, sync::Rtm, R> {
+impl<L: KernelLock, R: Relax> Rtm<L, kernel_locks::Rtm, R> {
     /// Elision with the real RTM over `fallback`.
     pub fn new(fallback: L) -> Self {
         Self {
@@ -275,12 +277,12 @@ impl<L: KernelLock, R: Relax> Rtm<L, sync::Rtm, R> {
 
 impl<L: KernelLock, E: TxEngine, R: Relax> Rtm<L, E, R> {
     /// Elision over an already built lock (for instance with a simulated engine).
-    pub fn from_lock(lock: RtmLock<L, MAX_CPUS, E, R>) -> Self {
+    pub fn from_lock(lock: RtmLock<L, MAX_CPUS, R, E>) -> Self {
         Self { lock }
     }
 
     /// The elided lock (statistics, deferred work).
-    pub fn inner(&self) -> &RtmLock<L, MAX_CPUS, E, R> {
+    pub fn inner(&self) -> &RtmLock<L, MAX_CPUS, R, E> {
         &self.lock
     }
 }

@@ -4,7 +4,7 @@
 use std::sync::Mutex;
 use std::vec::Vec;
 
-use sync::TicketLock;
+use kernel_locks::TicketLock;
 
 use crate::cap::{ObjRef, Rights};
 use crate::config::*;
@@ -16,7 +16,7 @@ use crate::kernel::{Exit, Kernel, Life, ThreadState, EXCEPTION_LABEL, FAULT_LABE
 use crate::mem::MemKind;
 use crate::strategy::{BigLock, FineGrained};
 use crate::syscall::{self, nr, MintTarget, Syscall};
-use sync::CpuId;
+use kernel_locks::CpuId;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Ev {
@@ -483,7 +483,7 @@ fn no_lock_shared_sections_only_touch_their_own_core() {
     let nl = unsafe { NoLock::new() };
     assert!(!nl.serialises());
     assert!(kernel(1).strategy().serialises());
-    assert!(!FineGrained::<sync::Spin>::new().serialises());
+    assert!(!FineGrained::<kernel_locks::Spin>::new().serialises());
     let mut k = Box::new(Kernel::new(nl, RecHal::default(), 2));
     let ep = k.create_endpoint().unwrap();
     let rw = Rights::READ | Rights::WRITE | Rights::GRANT;
@@ -1233,7 +1233,7 @@ fn create_thread_needs_control_and_installs_a_capability() {
 #[test]
 fn fine_grained_strategy_runs_the_same_state_machine() {
     let mut k = Box::new(Kernel::new(
-        FineGrained::<sync::Spin>::new(),
+        FineGrained::<kernel_locks::Spin>::new(),
         RecHal::default(),
         2,
     ));

@@ -118,7 +118,7 @@ fn summary(recs: &[Record]) -> String {
         .filter(|r| r.bench == "ipc-roundtrip" && r.variant == "same-as")
         .collect();
     let cpu = tests::bench::cpu_model().replace('"', "'");
-    let rtm = sync::Rtm::supported();
+    let rtm = kernel_locks::Rtm::supported();
     let base = rt
         .iter()
         .find(|r| r.lock == "none")

@@ -35,7 +35,7 @@ use kernel::{CpuId, IrqId, Kernel, Regs, Strategy, Syscall, ThreadId};
 #[derive(Default, Debug)]
 pub struct HostRelax(u32);
 
-impl sync::Relax for HostRelax {
+impl kernel_locks::Relax for HostRelax {
     fn relax(&mut self, _cpu: CpuId) {
         self.0 += 1;
         if self.0 % 64 == 0 {

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use kernel::config::MAX_CPUS;
 use kernel::{BigLock, Error, FineGrained, Kernel, Rtm, Strategy};
-use sync::rtm::testing::{ScriptedEngine, CONFLICT};
-use sync::{ClhLock, RtmLock, TicketLock};
+use kernel_locks::rtm::testing::{ScriptedEngine, CONFLICT};
+use kernel_locks::{ClhLock, RtmLock, TicketLock};
 use tests::{run, workload, FakeHal, HostRelax, Programs, RunConfig};
 
 const CORES: usize = 3;
@@ -110,8 +110,8 @@ fn adversarial_fine_grained() {
 
 #[test]
 fn adversarial_rtm_with_aborts() {
-    static SCRIPT: [sync::rtm::testing::Step; 2] = [Err(CONFLICT), Err(CONFLICT)];
-    let lock: RtmLock<_, MAX_CPUS, _, HostRelax> = RtmLock::with_engine(
+    static SCRIPT: [kernel_locks::rtm::testing::Step; 2] = [Err(CONFLICT), Err(CONFLICT)];
+    let lock: RtmLock<_, MAX_CPUS, HostRelax, _> = RtmLock::with_engine(
         TicketLock::<HostRelax>::new(),
         ScriptedEngine::aborting(&SCRIPT, CONFLICT),
     );

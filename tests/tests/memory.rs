@@ -10,8 +10,8 @@ use std::collections::BTreeMap;
 use kernel::config::MAX_CPUS;
 use kernel::syscall::result;
 use kernel::{BigLock, CapSlot, Kernel, MemKind, ObjRef, PageAttrs, Rights, Syscall};
+use kernel_locks::TicketLock;
 use proptest::prelude::*;
-use sync::TicketLock;
 use tests::{FakeHal, HalEvent, HostRelax};
 
 type K = Kernel<BigLock<TicketLock<HostRelax>>, FakeHal>;

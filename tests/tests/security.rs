@@ -8,7 +8,7 @@ use kernel::syscall::{nr, result};
 use kernel::{
     BigLock, CapSlot, Error, Kernel, Life, MapPrepError, ObjRef, Rights, Syscall, ThreadState,
 };
-use sync::TicketLock;
+use kernel_locks::TicketLock;
 use tests::{FakeHal, HostRelax};
 
 fn slot(i: usize) -> CapSlot {

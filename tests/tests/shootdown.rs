@@ -17,7 +17,7 @@ use kernel::config::MAX_CPUS;
 use kernel::{
     BigLock, CapSlot, CpuId, FineGrained, Kernel, ObjRef, Regs, Rights, Rtm, Strategy, Syscall,
 };
-use sync::TicketLock;
+use kernel_locks::TicketLock;
 use tests::{run, FakeHal, HalEvent, HostRelax, Programs, RunConfig};
 
 type Order = Arc<Mutex<Vec<(CpuId, HalEvent)>>>;
@@ -199,7 +199,7 @@ fn mutual_shootdown_fine_grained() {
 fn mutual_shootdown_rtm() {
     mutual(
         "rtm-ticket",
-        Rtm::<_, sync::Rtm, HostRelax>::new(TicketLock::<HostRelax>::new()),
+        Rtm::<_, kernel_locks::Rtm, HostRelax>::new(TicketLock::<HostRelax>::new()),
         2,
         300,
     );

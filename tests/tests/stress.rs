@@ -6,10 +6,10 @@ use std::time::Duration;
 
 use kernel::config::MAX_CPUS;
 use kernel::{BigLock, FineGrained, Kernel, NoLock, Rtm, Strategy};
-use sync::rtm::testing::{
+use kernel_locks::rtm::testing::{
     model_lock, HtmModel, ScriptedEngine, CAPACITY, CONFLICT, RETRY, UNNAMED,
 };
-use sync::{ClhLock, RtmLock, RtmPolicy, TicketLock};
+use kernel_locks::{ClhLock, RtmLock, RtmPolicy, TicketLock};
 use tests::{run, workload, FakeHal, HostRelax, Programs, RunConfig};
 
 const CORES: usize = 3;
@@ -122,7 +122,7 @@ fn rtm_over_ticket() {
     // Real RTM if the CPU has it, else the fallback ticket lock.
     stress(
         "rtm-ticket",
-        &Rtm::<_, sync::Rtm, HostRelax>::new(TicketLock::<HostRelax>::new()),
+        &Rtm::<_, kernel_locks::Rtm, HostRelax>::new(TicketLock::<HostRelax>::new()),
         CORES,
         true,
         &[8],
@@ -131,14 +131,14 @@ fn rtm_over_ticket() {
 
 #[test]
 fn rtm_with_scripted_aborts() {
-    static SCRIPT: [sync::rtm::testing::Step; 5] = [
+    static SCRIPT: [kernel_locks::rtm::testing::Step; 5] = [
         Err(CONFLICT),
         Err(CAPACITY),
         Err(RETRY),
         Err(UNNAMED),
         Err(CONFLICT),
     ];
-    let lock: RtmLock<_, MAX_CPUS, _, HostRelax> = RtmLock::with_engine(
+    let lock: RtmLock<_, MAX_CPUS, HostRelax, _> = RtmLock::with_engine(
         TicketLock::<HostRelax>::new(),
         ScriptedEngine::aborting(&SCRIPT, CONFLICT),
     );

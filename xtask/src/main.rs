@@ -5,7 +5,7 @@
 //!   closing with one line `test: N passed, M failed`.
 //! * `cargo xtask bench`: the kernel IPC benchmarks (hosted, QEMU `-icount`, QEMU
 //!   multi-threaded), written as JSON, CSV, plots and a report; `--host`: the lock
-//!   micro-benchmarks (`sync/benches/host_table.rs`).
+//!   micro-benchmarks (`kernel-locks/benches/host_table.rs`).
 //! * `cargo xtask qemu`: build the x86_64 image and boot it under QEMU (demo or `--tests`),
 //!   streaming the console; QEMU's exit status decides success (see [`qemu`]).
 //!
@@ -42,8 +42,8 @@ enum Command {
     /// on the host for the whole workspace, all targets and features [clippy:host]; clippy and
     /// build of the bare-metal crates for each bare-metal target [clippy:<target>,
     /// build:<target>]; `cargo test --workspace --all-features --no-fail-fast` [test], where
-    /// every libtest test counts as one check; the loom models sync/tests/loom_*.rs under
-    /// `--cfg loom` in release mode, built in target/loom so the main build is kept [loom]; the
+    /// every libtest test counts as one check; the loom models kernel-locks/tests/loom_*.rs under
+    /// `--cfg kernel_locks_loom` in release mode, built in target/loom so the main build is kept [loom]; the
     /// QEMU demo [qemu:demo] and the QEMU test suite with 1 and 4 cores and every lock
     /// [qemu:smp<N>-<lock>], where every `TEST` line of the guest counts as one check (a
     /// missing test, sentinel, panic, triple fault or hang is a failed check); the benchmark
@@ -62,7 +62,7 @@ enum Command {
     /// fig1-roundtrip.{svg,png}, fig2-throughput.{svg,png} and report.md (our figures next to
     /// the seed papers', targets judged from the data) into --out (default target/bench).
     /// `cargo xtask bench --lock=clh` measures CLH against the `none` baseline everywhere in a
-    /// few minutes. `--host` runs the sync crate's lock micro-benchmarks instead. `--help` says
+    /// few minutes. `--host` runs the kernel-locks crate's lock micro-benchmarks instead. `--help` says
     /// more.
     Bench(bench::BenchArgs),
 

@@ -262,11 +262,11 @@ mod tests {
     #[test]
     fn display_quotes_only_when_needed() {
         let cmd = Cmd::new("cargo")
-            .args(["test", "-p", "sync", "a b"])
+            .args(["test", "-p", "kernel-locks", "a b"])
             .env("RUSTFLAGS", "--cfg loom");
         assert_eq!(
             cmd.display(),
-            "RUSTFLAGS='--cfg loom' cargo test -p sync 'a b'"
+            "RUSTFLAGS='--cfg loom' cargo test -p kernel-locks 'a b'"
         );
     }
 

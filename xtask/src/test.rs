@@ -29,7 +29,7 @@ const ARM: &str = "armv7a-none-eabi";
 const BARE_METAL: &[(&str, &[&str])] = &[
     // crate        targets
     ("abi", &[X86, ARM]),
-    ("sync", &[X86, ARM]),
+    ("kernel-locks", &[X86, ARM]),
     ("kernel", &[X86, ARM]),
     ("hal-common", &[X86, ARM]),
     ("hal-x86", &[X86]),
@@ -59,8 +59,17 @@ const FUZZ_SMP: &str = "4";
 /// run still going after this has hung (the overflow went unnoticed).
 const STACK_OVERFLOW_TIMEOUT_SECS: &str = "20";
 
+/// The lock crate: publishable on its own, checked with its MSRV, embedded by an outside crate.
+const LOCK_CRATE: &str = "kernel-locks";
+
+/// The lock crate's own cfg for its loom build (a kernel's `--cfg loom` leaves the crate alone).
+const LOOM_CFG: &str = "kernel_locks_loom";
+
+/// The lock crate's minimum supported Rust version (`rust-version` in its manifest).
+const LOCK_CRATE_MSRV: &str = "1.85";
+
 /// The examples that must run (example name, package, features).
-const EXAMPLES: &[(&str, &str, &str)] = &[("embed", "sync", "lock_api")];
+const EXAMPLES: &[(&str, &str, &str)] = &[("embed", "kernel-locks", "lock_api")];
 
 /// How many lines of a failing step's output are shown.
 const TAIL_LINES: usize = 60;
@@ -103,6 +112,12 @@ enum Judge {
     QemuSuite {
         /// The least plan the guest must announce ([`crate::qemu::min_plan`]).
         min_plan: usize,
+    },
+    /// One check: passed if the command exits with status 0 and prints no `warning:` line other
+    /// than the ones listed (cargo's own notes that are not problems, such as a dry run's).
+    NoWarnings {
+        /// Warning lines (after `warning: `) that do not count.
+        allowed: &'static [&'static str],
     },
 }
 
@@ -250,6 +265,8 @@ fn steps(root: &Path, quick: bool) -> Vec<Step> {
         );
     }
 
+    // Plain `cargo test` of every member, so doc tests run too (the lock crate's README and
+    // per-lock examples among them: `Doc-tests kernel_locks`).
     steps.push(Step::new(
         "test",
         Cmd::cargo().args(["test", "--workspace", "--all-features", "--no-fail-fast"]),
@@ -259,6 +276,8 @@ fn steps(root: &Path, quick: bool) -> Vec<Step> {
     if !quick {
         steps.push(loom_step(root));
     }
+    steps.extend(lock_crate_steps(root));
+    steps.extend(embed_steps(root));
 
     steps.extend(qemu_steps());
     steps.push(boot_demo_step(
@@ -301,6 +320,109 @@ fn steps(root: &Path, quick: bool) -> Vec<Step> {
         };
         steps.push(Step::from_result(name, cmd, Judge::ExitStatus));
     }
+    steps
+}
+
+/// The steps that keep the lock crate usable outside this workspace:
+/// * `lock-crate:msrv`: `cargo check` of the crate (every feature, host and both bare-metal
+///   targets) with its minimum supported Rust version, installed by rustup if missing (a minimal
+///   profile with the two targets takes a few seconds from the Rust distribution server; a
+///   machine that cannot reach it fails here, with the command to run). Its own target directory.
+/// * `lock-crate:publish`: `cargo publish --dry-run`: packages the crate alone and builds the
+///   package against crates.io, as publishing would; any cargo warning fails it.
+fn lock_crate_steps(root: &Path) -> Vec<Step> {
+    let target_dir = crate::target_dir(root);
+    let checks: Vec<String> = ["", X86, ARM]
+        .iter()
+        .map(|target| {
+            let target = if target.is_empty() {
+                String::new()
+            } else {
+                format!(" --target {target}")
+            };
+            format!(
+                "rustup run {LOCK_CRATE_MSRV} cargo check -p {LOCK_CRATE} --all-features --lib{target}"
+            )
+        })
+        .collect();
+    let script = format!(
+        "rustup toolchain install {LOCK_CRATE_MSRV} --profile minimal --target {X86} \
+         --target {ARM} >/dev/null && {}",
+        checks.join(" && ")
+    );
+    let msrv = Step::new(
+        "lock-crate:msrv",
+        Cmd::new("bash")
+            .args(["-c", &script])
+            .env("CARGO_TARGET_DIR", target_dir.join("msrv")),
+        Judge::NoWarnings { allowed: &[] },
+    )
+    .fix("the crate uses something newer than its rust-version, or rustup could not install the toolchain");
+    let publish = Step::new(
+        "lock-crate:publish",
+        Cmd::cargo()
+            .args(["publish", "--dry-run", "--allow-dirty", "-p", LOCK_CRATE])
+            .env("CARGO_TARGET_DIR", target_dir.join("publish")),
+        Judge::NoWarnings {
+            allowed: &["aborting upload due to dry run"],
+        },
+    );
+    vec![msrv, publish]
+}
+
+/// The outside-embedding check (issue 16): `tests-external/embed`, a crate with a `[workspace]`
+/// of its own that depends on the lock crate by path as another kernel would. Built for both
+/// bare-metal targets; its host tests (threads as CPUs, exact totals) run twice, once as they
+/// are and once with the global `--cfg loom` that such a kernel uses for its own loom tests,
+/// which must leave the lock crate unchanged. Target directories under `target/` of their own.
+fn embed_steps(root: &Path) -> Vec<Step> {
+    let manifest = root.join("tests-external/embed/Cargo.toml");
+    if !manifest.is_file() {
+        let why = format!("{} does not exist", display_rel(root, &manifest));
+        return vec![Step::from_result("embed", Err(why), Judge::ExitStatus)];
+    }
+    let target_dir = crate::target_dir(root);
+    let cargo = |args: &[&str], dir: &str| {
+        Cmd::cargo()
+            .args(args)
+            .arg("--manifest-path")
+            .arg(&manifest)
+            .env("CARGO_TARGET_DIR", target_dir.join(dir))
+    };
+    let mut steps: Vec<Step> = [X86, ARM]
+        .into_iter()
+        .map(|target| {
+            Step::new(
+                format!("embed:{target}"),
+                cargo(&["build", "--lib", "--target", target], "embed"),
+                Judge::NoWarnings { allowed: &[] },
+            )
+            .needs(Needs::Target(target))
+        })
+        .collect();
+    steps.push(
+        Step::new(
+            "embed:clippy",
+            cargo(&["clippy", "--all-targets"], "embed").args(["--", "-D", "warnings"]),
+            Judge::ExitStatus,
+        )
+        .needs(CLIPPY),
+    );
+    steps.push(Step::new(
+        "embed:host",
+        cargo(&["test"], "embed"),
+        Judge::Libtest,
+    ));
+    // Setting RUSTFLAGS replaces `build.rustflags`; keep what the environment had.
+    let rustflags = match std::env::var("RUSTFLAGS") {
+        Ok(flags) if !flags.trim().is_empty() => format!("{flags} --cfg loom"),
+        _ => "--cfg loom".to_owned(),
+    };
+    steps.push(Step::new(
+        "embed:host-cfg-loom",
+        cargo(&["test"], "embed-cfg-loom").env("RUSTFLAGS", rustflags),
+        Judge::Libtest,
+    ));
     steps
 }
 
@@ -607,11 +729,12 @@ fn boot_demo_step(
         .fix(fix)
 }
 
-/// The loom step: every `sync/tests/loom_*.rs` target, under `--cfg loom`, in release mode, in
+/// The loom step: every `kernel-locks/tests/loom_*.rs` target, under `--cfg kernel_locks_loom`
+/// (the crate's own loom cfg), in release mode, in
 /// its own target directory (changing `RUSTFLAGS` would otherwise rebuild everything in the main
 /// one, back and forth).
 fn loom_step(root: &Path) -> Step {
-    let tests_dir = root.join("sync").join("tests");
+    let tests_dir = root.join("kernel-locks").join("tests");
     let mut targets: Vec<String> = fs::read_dir(&tests_dir)
         .into_iter()
         .flatten()
@@ -632,10 +755,19 @@ fn loom_step(root: &Path) -> Step {
     // Setting RUSTFLAGS replaces `build.rustflags` from .cargo/config.toml, so keep whatever the
     // environment already had and add the cfg.
     let rustflags = match std::env::var("RUSTFLAGS") {
-        Ok(flags) if !flags.trim().is_empty() => format!("{flags} --cfg loom"),
-        _ => "--cfg loom".to_owned(),
+        Ok(flags) if !flags.trim().is_empty() => format!("{flags} --cfg {LOOM_CFG}"),
+        _ => format!("--cfg {LOOM_CFG}"),
     };
-    let mut cmd = Cmd::cargo().args(["test", "-p", "sync", "--release", "--no-fail-fast"]);
+    let mut cmd = Cmd::cargo().args([
+        "test",
+        "-p",
+        LOCK_CRATE,
+        "--release",
+        "--no-fail-fast",
+        // The RTM models use the simulated engines of `rtm::testing`.
+        "--features",
+        "testing",
+    ]);
     for target in &targets {
         cmd = cmd.args(["--test", target]);
     }
@@ -847,6 +979,33 @@ fn run_step(
                 outcome.failed = 1;
                 outcome.failures.push(step.name.clone());
                 finish(&format!("FAILED ({}, {secs:.1} s)", out.status));
+            }
+        }
+        Judge::NoWarnings { allowed } => {
+            let warnings: Vec<&String> = out
+                .lines
+                .iter()
+                .filter(|line| {
+                    line.trim_start()
+                        .strip_prefix("warning: ")
+                        .is_some_and(|w| !allowed.iter().any(|a| w.trim() == *a))
+                })
+                .collect();
+            if out.status.success() && warnings.is_empty() {
+                outcome.passed = 1;
+                finish(&format!("ok ({secs:.1} s)"));
+            } else {
+                outcome.failed = 1;
+                outcome.failures.push(step.name.clone());
+                if out.status.success() {
+                    finish(&format!(
+                        "FAILED: {} warning(s), first: {} ({secs:.1} s)",
+                        warnings.len(),
+                        warnings[0].trim()
+                    ));
+                } else {
+                    finish(&format!("FAILED ({}, {secs:.1} s)", out.status));
+                }
             }
         }
         Judge::QemuSuite { min_plan } => {
@@ -1125,7 +1284,7 @@ mod tests {
         let step = loom_step(&root);
         if let Ok(cmd) = step.cmd {
             let shown = cmd.display();
-            assert!(shown.contains("--cfg loom"), "{shown}");
+            assert!(shown.contains("--cfg kernel_locks_loom"), "{shown}");
             assert!(shown.contains("loom "), "{shown}");
             assert!(shown.contains("--release"), "{shown}");
         }

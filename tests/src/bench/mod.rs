@@ -40,7 +40,7 @@
 //!   `none` is not run: cores share the server's objects.
 //! * Multi-threaded runs wait in locks with [`HostRelax`] (spin, yield every 64 rounds) so that
 //!   oversubscribed runs make progress.
-//! * **`rtm-aborts`**: the [`RtmLock`](sync::RtmLock) statistics of every `rtm` kernel above,
+//! * **`rtm-aborts`**: the [`RtmLock`](kernel_locks::RtmLock) statistics of every `rtm` kernel above,
 //!   summed, in `extra`; no samples.
 
 pub mod record;
@@ -56,7 +56,7 @@ use kernel::{
     NoLock, ObjRef, PageAttrs, PhysAddr, Regs, Rights, Rtm, Strategy, SweepAction, Syscall,
     ThreadId,
 };
-use sync::{CachePadded, ClhLock, KernelLock, Relax, RtmStats, Spin, TicketLock};
+use kernel_locks::{CachePadded, ClhLock, KernelLock, Relax, RtmStats, Spin, TicketLock};
 
 pub use record::{stats, to_json_array, Json, Record};
 
@@ -269,7 +269,9 @@ pub trait BenchStrategy: Strategy + Send + 'static {
 impl BenchStrategy for NoLock {}
 impl<L: KernelLock + Send + 'static> BenchStrategy for BigLock<L> {}
 impl<R: Relax + 'static> BenchStrategy for FineGrained<R> {}
-impl<L: KernelLock + Send + 'static, R: Relax + 'static> BenchStrategy for Rtm<L, sync::Rtm, R> {
+impl<L: KernelLock + Send + 'static, R: Relax + 'static> BenchStrategy
+    for Rtm<L, kernel_locks::Rtm, R>
+{
     fn rtm_stats(&self) -> Option<RtmStats> {
         Some(self.inner().stats())
     }
@@ -651,7 +653,7 @@ fn single_case(lock: Lock, cross_as: bool) -> (Box<dyn Case>, (f64, f64)) {
             )
         }
         Lock::Rtm => {
-            let s = || Rtm::<_, sync::Rtm, Spin>::new(ClhLock::<1, Spin>::new());
+            let s = || Rtm::<_, kernel_locks::Rtm, Spin>::new(ClhLock::<1, Spin>::new());
             (
                 Box::new(PingPong::new(s(), cross_as)),
                 locks_per_round_trip(s(), cross_as),
@@ -1002,7 +1004,7 @@ fn run_load_for(lock: Lock, load: Load, p: Params, runs: usize, hz: u64) -> Opti
         ),
         Lock::Fine => run_load(FineGrained::<HostRelax>::new(), load, p, runs, hz),
         Lock::Rtm => run_load(
-            Rtm::<_, sync::Rtm, HostRelax>::new(ClhLock::<MAX_CPUS, HostRelax>::new()),
+            Rtm::<_, kernel_locks::Rtm, HostRelax>::new(ClhLock::<MAX_CPUS, HostRelax>::new()),
             load,
             p,
             runs,
@@ -1051,7 +1053,7 @@ pub fn run(opts: &Options, log: &mut dyn FnMut(&str)) -> Vec<Record> {
         cpus: host_cpus(),
         hz: tsc_hz(p.calibrate),
         overhead: tsc_overhead(),
-        rtm: sync::Rtm::supported(),
+        rtm: kernel_locks::Rtm::supported(),
     };
     log(&format!(
         "machine: {}, {} CPUs, TSC {:.3} GHz, counter read {} cycles, RTM {}",

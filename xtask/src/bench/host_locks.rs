@@ -1,6 +1,6 @@
 //! `cargo xtask bench --host`: the host lock benchmarks.
 //!
-//! Runs `sync/benches/host_table.rs` (`cargo bench -p sync --bench host_table`), which measures
+//! Runs `kernel-locks/benches/host_table.rs` (`cargo bench -p kernel-locks --bench host_table`), which measures
 //! and writes raw JSON; this command adds what only the build side knows (the rustc version),
 //! writes `<out>/host-locks.json` and prints the table.
 
@@ -31,7 +31,7 @@ pub fn run(root: &Path, out_dir: &Path, threads: &[usize], quick: bool) -> ExitC
         .args([
             "bench",
             "-p",
-            "sync",
+            "kernel-locks",
             "--bench",
             "host_table",
             "--",
@@ -179,7 +179,7 @@ fn render(report: &Value) -> String {
         let name = lock["name"].as_str().unwrap_or("?");
         let origin = lock["origin"].as_str().unwrap_or("");
         let mut row = vec![match origin {
-            "sync" => name.to_owned(),
+            "kernel-locks" => name.to_owned(),
             other => format!("{name} ({other})"),
         }];
         let un = &lock["uncontended"];
@@ -265,7 +265,7 @@ mod tests {
             "machine": {"cpu_model": "Test CPU", "logical_cpus": 2, "rtm": {"summary": "no"}},
             "method": {"uncontended": "u", "contended": "c", "threads": [1, 4], "repeats": 3},
             "locks": [
-                {"name": "clh", "origin": "sync",
+                {"name": "clh", "origin": "kernel-locks",
                  "uncontended": {"ns_per_op": {"median": 5.0, "min": 4.0, "max": 6.0},
                                  "ticks_per_op": {"median": 15.0, "min": 14.0, "max": 16.0}},
                  "contended": [{"threads": 1, "ops_per_s": {"median": 1e8, "min": 9e7, "max": 1.1e8}}]},

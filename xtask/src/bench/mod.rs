@@ -86,14 +86,14 @@ built, a few more for a first build. Every lock (the default) takes 2-4 minutes.
 --cores 1 takes well under a minute once built (`cargo xtask test --only bench:tiny`: ~10 s).
 
 HOST LOCKS: `cargo xtask bench --host [--threads 1,2] [--quick] [--out DIR]` runs the lock
-micro-benchmarks of the sync crate instead (sync/benches/host_table.rs): uncontended ns and TSC
+micro-benchmarks of the kernel-locks crate instead (kernel-locks/benches/host_table.rs): uncontended ns and TSC
 ticks per acquire+release, contended ops/s per thread count; writes DIR/host-locks.json.";
 
 /// Options of `cargo xtask bench`.
 #[derive(Debug, Args)]
 #[command(after_long_help = AFTER_HELP)]
 pub struct BenchArgs {
-    /// Run the host lock micro-benchmarks of the sync crate instead (DIR/host-locks.json).
+    /// Run the host lock micro-benchmarks of the kernel-locks crate instead (DIR/host-locks.json).
     #[arg(long, conflicts_with_all = ["lock", "arch", "platform", "cores", "runs", "check"])]
     host: bool,
 

@@ -1,0 +1,406 @@
+//! The numbers behind `cargo xtask bench --host`: every lock of this crate beside peer
+//! implementations and reference points, measured on the host, written as JSON.
+//!
+//! Run it through `cargo xtask bench --host`, which prints the table and writes
+//! `target/bench/host-locks.json`. Directly: `cargo bench -p kernel-locks --bench host_table -- [--json
+//! FILE] [--threads 1,2,4] [--quick]` (JSON on stdout without `--json`; progress on stderr).
+//!
+//! Method:
+//! * Uncontended: one thread (pinned to the first CPU when possible) runs batches of
+//!   [`BATCH_OPS`] acquire+release pairs with an empty critical section; each batch is timed with
+//!   the TSC (x86_64 `rdtsc`, each read fenced by `lfence` on both sides so it neither runs early
+//!   nor lets later work start before it) and with `Instant`. Every call reaches the lock through
+//!   `black_box`, so the compiler cannot hoist work out of the loop as it may for a lock it sees
+//!   whole (the 1-thread contended loop can therefore be faster per operation). Reported: per-operation median, min
+//!   and max over the batches, in ns and TSC ticks. Nothing is subtracted (the loop overhead is
+//!   part of every number; the `none` row shows it).
+//! * Contended: T threads, thread i acting as CPU i (pinned to CPU i when T does not exceed the
+//!   CPUs), start together and for a fixed time acquire, increment a shared counter (relaxed load
+//!   and store), release. Reported: total operations per second, median, min and max of
+//!   [`REPEATS`] runs. For exclusive locks the counter must equal the operation count; a
+//!   difference means broken mutual exclusion and the benchmark panics.
+
+#[path = "common/mod.rs"]
+mod common;
+
+use std::hint::black_box;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Barrier;
+use std::time::{Duration, Instant};
+
+use common::{Info, Subject, Visitor};
+use kernel_locks::CachePadded;
+use serde_json::{json, Value};
+
+/// Acquire+release pairs per timed batch.
+const BATCH_OPS: usize = 1000;
+/// Timed batches per lock (after a warm-up).
+const BATCHES: usize = 301;
+/// Timed batches per lock with `--quick`.
+const QUICK_BATCHES: usize = 61;
+/// Length of one contended run.
+const DURATION: Duration = Duration::from_millis(200);
+/// Length of one contended run with `--quick`.
+const QUICK_DURATION: Duration = Duration::from_millis(50);
+/// Contended runs per lock and thread count.
+const REPEATS: usize = 3;
+
+/// Command-line options (cargo bench adds `--bench`, which is ignored).
+struct Options {
+    json: Option<std::path::PathBuf>,
+    threads: Vec<usize>,
+    quick: bool,
+}
+
+fn options() -> Options {
+    let mut opts = Options {
+        json: None,
+        threads: Vec::new(),
+        quick: false,
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--json" => opts.json = args.next().map(Into::into),
+            "--threads" => {
+                let list = args.next().unwrap_or_default();
+                opts.threads = list
+                    .split(',')
+                    .filter(|s| !s.trim().is_empty())
+                    .map(|s| {
+                        s.trim()
+                            .parse()
+                            .ok()
+                            .filter(|&n: &usize| n > 0)
+                            .unwrap_or_else(|| usage(&format!("bad thread count {s:?}")))
+                    })
+                    .collect();
+            }
+            "--quick" => opts.quick = true,
+            "--bench" => {}
+            "-h" | "--help" => usage(""),
+            other => usage(&format!("unknown argument {other:?}")),
+        }
+    }
+    opts
+}
+
+fn usage(problem: &str) -> ! {
+    if !problem.is_empty() {
+        eprintln!("host_table: {problem}");
+    }
+    eprintln!("usage: host_table [--json FILE] [--threads 1,2,4] [--quick]");
+    std::process::exit(if problem.is_empty() { 0 } else { 2 })
+}
+
+/// Median, min and max.
+fn stats(values: &mut [f64]) -> Value {
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    if n == 0 {
+        return Value::Null;
+    }
+    let median = if n % 2 == 1 {
+        values[n / 2]
+    } else {
+        (values[n / 2 - 1] + values[n / 2]) / 2.0
+    };
+    json!({ "median": median, "min": values[0], "max": values[n - 1] })
+}
+
+/// A serialised TSC read, or `None` where there is no TSC.
+#[inline(always)]
+fn ticks() -> Option<u64> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_lfence, _rdtsc};
+        // SAFETY: LFENCE (SSE2, part of the x86_64 baseline) and RDTSC only order instructions
+        // and read the time-stamp counter; no memory is touched. The first LFENCE keeps RDTSC
+        // from running before earlier instructions complete, the second keeps later ones from
+        // starting before it.
+        unsafe {
+            _mm_lfence();
+            let t = _rdtsc();
+            _mm_lfence();
+            Some(t)
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        None
+    }
+}
+
+/// Pins the calling thread to CPU `index` of the affinity list, if there is such a CPU.
+fn pin(cores: &[core_affinity::CoreId], index: usize) -> bool {
+    cores
+        .get(index)
+        .is_some_and(|core| core_affinity::set_for_current(*core))
+}
+
+struct Runner {
+    threads: Vec<usize>,
+    batches: usize,
+    duration: Duration,
+    cores: Vec<core_affinity::CoreId>,
+    locks: Vec<Value>,
+    /// (ticks, ns) summed over all uncontended batches, for the TSC frequency estimate.
+    tsc: (f64, f64),
+}
+
+impl Runner {
+    /// Median/min/max per-op ns and ticks over the batches.
+    fn uncontended<S: Subject>(&mut self, make: &(dyn Fn() -> S + Sync)) -> Value {
+        let batches = self.batches;
+        let cores = &self.cores;
+        let (mut ns, mut tk) = std::thread::scope(|s| {
+            s.spawn(|| {
+                pin(cores, 0);
+                let lock = make();
+                let mut local = lock.local(0);
+                for _ in 0..BATCH_OPS * 20 {
+                    black_box(&lock).critical(&mut local, || ());
+                }
+                let mut ns = Vec::with_capacity(batches);
+                let mut tk = Vec::with_capacity(batches);
+                for _ in 0..batches {
+                    let t0 = Instant::now();
+                    let c0 = ticks();
+                    for _ in 0..BATCH_OPS {
+                        black_box(&lock).critical(&mut local, || ());
+                    }
+                    let c1 = ticks();
+                    let elapsed = t0.elapsed();
+                    ns.push(elapsed.as_nanos() as f64 / BATCH_OPS as f64);
+                    if let (Some(c0), Some(c1)) = (c0, c1) {
+                        tk.push(c1.wrapping_sub(c0) as f64 / BATCH_OPS as f64);
+                    }
+                }
+                (ns, tk)
+            })
+            .join()
+            .expect("uncontended run panicked")
+        });
+        if tk.len() == ns.len() {
+            self.tsc.0 += tk.iter().sum::<f64>();
+            self.tsc.1 += ns.iter().sum::<f64>();
+        }
+        json!({
+            "ns_per_op": stats(&mut ns),
+            "ticks_per_op": if tk.is_empty() { Value::Null } else { stats(&mut tk) },
+        })
+    }
+
+    /// Total ops/s of `threads` threads hammering one lock for `self.duration`.
+    fn contended_once<S: Subject>(
+        &self,
+        info: &Info,
+        make: &(dyn Fn() -> S + Sync),
+        threads: usize,
+    ) -> f64 {
+        let lock = make();
+        let counter = CachePadded::new(AtomicUsize::new(0));
+        let stop = CachePadded::new(AtomicBool::new(false));
+        let barrier = Barrier::new(threads + 1);
+        let do_pin = threads <= self.cores.len();
+        let (total, elapsed) = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..threads)
+                .map(|cpu| {
+                    let (lock, counter, stop, barrier) = (&lock, &counter, &stop, &barrier);
+                    let cores = &self.cores;
+                    s.spawn(move || {
+                        if do_pin {
+                            pin(cores, cpu);
+                        }
+                        let mut local = lock.local(cpu);
+                        let mut ops = 0usize;
+                        barrier.wait();
+                        while !stop.load(Ordering::Relaxed) {
+                            lock.critical(&mut local, || common::bump(counter));
+                            ops += 1;
+                        }
+                        ops
+                    })
+                })
+                .collect();
+            barrier.wait();
+            let start = Instant::now();
+            std::thread::sleep(self.duration);
+            stop.store(true, Ordering::Relaxed);
+            let total: usize = handles
+                .into_iter()
+                .map(|h| h.join().expect("benchmark thread panicked"))
+                .sum();
+            (total, start.elapsed())
+        });
+        if info.exclusive {
+            let counted = counter.load(Ordering::Relaxed);
+            assert_eq!(
+                counted, total,
+                "{}: the counter says {counted} but {total} critical sections ran: mutual \
+                 exclusion is broken",
+                info.name
+            );
+        }
+        total as f64 / elapsed.as_secs_f64()
+    }
+}
+
+impl Visitor for Runner {
+    fn visit<S: Subject>(&mut self, info: Info, make: &(dyn Fn() -> S + Sync)) {
+        eprint!("host_table: {:<14}", info.name);
+        let uncontended = self.uncontended(make);
+        eprint!(
+            " {:>7.2} ns",
+            uncontended["ns_per_op"]["median"]
+                .as_f64()
+                .unwrap_or(f64::NAN)
+        );
+        let mut contended = Vec::new();
+        if info.contended {
+            for &threads in &self.threads {
+                let mut runs: Vec<f64> = (0..REPEATS)
+                    .map(|_| self.contended_once(&info, make, threads))
+                    .collect();
+                let raw = runs.clone();
+                let ops = stats(&mut runs);
+                eprint!(
+                    " | {threads} thr {:>6.1} Mops/s",
+                    ops["median"].as_f64().unwrap_or(0.0) / 1e6
+                );
+                contended.push(json!({
+                    "threads": threads,
+                    "pinned": threads <= self.cores.len(),
+                    "ops_per_s": ops,
+                    "runs": raw,
+                }));
+            }
+        }
+        eprintln!();
+        self.locks.push(json!({
+            "name": info.name,
+            "origin": info.origin.as_str(),
+            "about": info.about,
+            "exclusive": info.exclusive,
+            "uncontended": uncontended,
+            "contended": contended,
+        }));
+    }
+}
+
+/// `model name` from /proc/cpuinfo (Linux), else the architecture.
+fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|text| {
+            text.lines()
+                .find(|l| l.starts_with("model name") || l.starts_with("Model"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, v)| v.trim().to_owned())
+        })
+        .unwrap_or_else(|| std::env::consts::ARCH.to_owned())
+}
+
+/// CPUs listed in /proc/cpuinfo (`processor` lines), if readable.
+fn online_cpus() -> Option<usize> {
+    let text = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+    Some(text.lines().filter(|l| l.starts_with("processor")).count()).filter(|&n| n > 0)
+}
+
+fn rtm_info() -> Value {
+    #[cfg(target_arch = "x86_64")]
+    let cpuid = std::is_x86_feature_detected!("rtm");
+    #[cfg(not(target_arch = "x86_64"))]
+    let cpuid = false;
+    let usable = common::rtm_usable();
+    let summary = match (cpuid, usable) {
+        (_, true) => "yes",
+        (true, false) => "advertised but disabled (RTM_ALWAYS_ABORT)",
+        (false, false) => "no",
+    };
+    json!({ "cpuid_rtm": cpuid, "usable": usable, "summary": summary })
+}
+
+fn main() {
+    let opts = options();
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = if opts.threads.is_empty() {
+        common::default_threads(cpus)
+    } else {
+        opts.threads.clone()
+    };
+    let cores = core_affinity::get_core_ids().unwrap_or_default();
+    let mut runner = Runner {
+        threads: threads.clone(),
+        batches: if opts.quick { QUICK_BATCHES } else { BATCHES },
+        duration: if opts.quick { QUICK_DURATION } else { DURATION },
+        cores,
+        locks: Vec::new(),
+        tsc: (0.0, 0.0),
+    };
+    let max_threads = threads.iter().copied().max().unwrap_or(1).max(2);
+    let lock_cpus = common::visit_subjects(max_threads, &mut runner);
+
+    let mut notes = Vec::new();
+    if threads.iter().any(|&t| t > cpus) {
+        notes.push(format!(
+            "thread counts above {cpus} (the CPUs available) oversubscribe the machine: those \
+             runs are not pinned, and spinning FIFO locks (clh, ticket, mcslock, clhlock) stall \
+             whenever the next owner in the queue is preempted."
+        ));
+    }
+    if !common::rtm_usable() {
+        notes.push(
+            "no RTM on this CPU: the rtm lock always takes its fallback ticket lock, and the \
+             empty-transaction reference point is not measured."
+                .to_owned(),
+        );
+    }
+    let tsc_ghz = (runner.tsc.1 > 0.0 && ticks().is_some()).then(|| runner.tsc.0 / runner.tsc.1);
+
+    let report = json!({
+        "schema": "locked-in/host-locks/1",
+        "machine": {
+            "cpu_model": cpu_model(),
+            "logical_cpus": cpus,
+            "online_cpus": online_cpus(),
+            "arch": std::env::consts::ARCH,
+            "os": std::env::consts::OS,
+            "rtm": rtm_info(),
+            "tsc_ghz": tsc_ghz,
+        },
+        "method": {
+            "uncontended": format!(
+                "1 thread, empty critical section, lock reached through black_box on every call \
+                 (no hoisting across calls), {} batches of {BATCH_OPS} acquire+release timed \
+                 with lfence;rdtsc;lfence and Instant, per-op median",
+                runner.batches
+            ),
+            "contended": format!(
+                "T threads (pinned when T <= CPUs) acquire, increment a shared counter, release \
+                 for {} ms; total ops/s over {REPEATS} runs",
+                runner.duration.as_millis()
+            ),
+            "batch_ops": BATCH_OPS,
+            "batches": runner.batches,
+            "duration_ms": runner.duration.as_millis() as u64,
+            "repeats": REPEATS,
+            "threads": threads,
+            "lock_cpus": lock_cpus,
+            "quick": opts.quick,
+            "profile": "bench (release with debug info)",
+        },
+        "locks": runner.locks,
+        "notes": notes,
+    });
+    let text = serde_json::to_string_pretty(&report).expect("JSON serialisation") + "\n";
+    match &opts.json {
+        Some(path) => {
+            if let Err(err) = std::fs::write(path, text) {
+                eprintln!("host_table: cannot write {}: {err}", path.display());
+                std::process::exit(1);
+            }
+        }
+        None => print!("{text}"),
+    }
+}

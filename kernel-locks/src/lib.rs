@@ -1,0 +1,91 @@
+//! Kernel locks for small multicore kernels, behind one [`KernelLock`] trait.
+//!
+//! This crate is the synchronisation foundation of the project: the kernel is generic over a
+//! [`KernelLock`], and so can be any other kernel that embeds this crate. It needs no allocator and
+//! builds for `x86_64-unknown-none`, `armv7a-none-eabi` and hosted targets.
+//!
+//! | lock | algorithm | fair | per-CPU state |
+//! |------|-----------|------|---------------|
+//! | [`ClhLock`] | CLH queue lock, as seL4's big kernel lock | FIFO | queue node per CPU |
+//! | [`TicketLock`] | ticket lock, optional proportional back-off | FIFO | none |
+//! | [`BrLock`] | big-reader lock (reader slot per CPU) | writer-preferring | reader slot per CPU |
+//! | [`RtmLock`] | Intel RTM lock elision over any fallback lock | as the fallback | statistics, deferred work |
+//! | [`NoLock`] | nothing: the unsafe baseline for disjoint data | - | none |
+//!
+//! [`Mutex<L, T>`](Mutex) and [`RwLock<L, T>`](RwLock) wrap data in any of these locks: they are
+//! locked with an explicit CPU id and hand out guards that release the lock on drop, on the CPU
+//! that took it (guards are `!Send`).
+//!
+//! # Design
+//! * Every lock operation names the CPU that performs it ([`CpuId`]). Queue locks and the
+//!   big-reader lock own per-CPU state, so the caller (a kernel, which always knows its core and
+//!   runs its lock holders with preemption disabled) passes its index. An index out of range panics
+//!   with a clear message in every build: it is a kernel bug, never silent corruption.
+//! * Wait loops call a [`Relax`] strategy chosen as a type parameter of the lock: [`Spin`] (pause /
+//!   yield), [`Backoff`] (exponential), [`Wfe`] (ARM wait-for-event; unlock then signals with SEV),
+//!   or the kernel's own, which can service cross-core requests while spinning, as seL4 does.
+//! * Type parameters come in one order in every lock: what the lock is made of and its size
+//!   (`ClhLock<N, ..>`, `BrLock<N, ..>`, `RtmLock<L, N, ..>`), then the wait strategy `R`, then
+//!   the lock's own tuning with a default (the alignment `A`, the ticket `BACKOFF`, the RTM
+//!   engine `E`). Choosing a wait strategy never means naming an unrelated parameter.
+//! * Interrupt masking is the caller's job: a kernel enters its lock with interrupts off.
+//! * Every atomic ordering is explained where it is used, and the ARMv7 barrier it becomes.
+//! * Under `--cfg kernel_locks_loom` the atomics come from loom so the model tests explore every
+//!   interleaving.
+//! * With the `lock_api` feature, `lock_api_adapter` turns any lock that implements
+//!   `raw::ConstInit` into a `lock_api::Mutex` / `RwLock`; the embedding kernel says how to find
+//!   the current CPU (see `examples/embed.rs`).
+//!
+//! # Cargo features
+//!
+//! | feature | default | what it adds |
+//! |---------|---------|--------------|
+//! | `lock_api` | no | `lock_api_adapter`: `lock_api` 0.4 `Mutex` / `RwLock` over any lock that implements `raw::ConstInit` |
+//! | `testing` | no | `rtm::testing`: simulated transaction engines for tests of `RtmLock` and of code built on it (test scaffolding) |
+//!
+//! Loom model checking is not a feature but a cfg of this crate's own,
+//! `RUSTFLAGS="--cfg kernel_locks_loom"`, so that a kernel running its own loom tests with
+//! `--cfg loom` gets this crate unchanged.
+//!
+//! # Minimum supported Rust version
+//!
+//! Rust 1.85, checked by the workspace's `cargo xtask test` (step `msrv`).
+#![no_std]
+#![warn(missing_docs)]
+
+#[cfg(any(test, kernel_locks_loom))]
+extern crate std;
+
+#[macro_use]
+mod shim;
+
+pub mod brlock;
+pub mod clh;
+#[cfg(all(feature = "lock_api", not(kernel_locks_loom)))]
+pub mod lock_api_adapter;
+pub mod mutex;
+pub mod nolock;
+pub mod pad;
+pub mod raw;
+pub mod relax;
+pub mod rtm;
+pub mod rwlock;
+pub mod ticket;
+
+pub use brlock::BrLock;
+pub use clh::ClhLock;
+pub use mutex::{Mutex, MutexGuard};
+pub use nolock::NoLock;
+pub use pad::{CacheLine, CachePadded, Erg, Padded};
+#[cfg(not(kernel_locks_loom))]
+pub use raw::ConstInit;
+pub use raw::{CpuId, KernelLock, KernelRwLock};
+pub use relax::{Backoff, Relax, Spin, Wfe};
+pub use rtm::{AbortCause, AbortStatus, DeferFull, Rtm, RtmLock, RtmPolicy, RtmStats, TxEngine};
+pub use rwlock::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+pub use ticket::{TicketBackoffLock, TicketLock};
+
+/// The examples of the crate's `README.md`, compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -1,0 +1,107 @@
+//! The lock traits every implementation in this crate provides.
+//!
+//! [`KernelLock`] is a raw lock in the sense of `lock_api::RawMutex`: it protects no data itself
+//! and is released explicitly. It differs in two ways that a kernel needs:
+//!
+//! * every operation names the CPU performing it, because queue locks own a node per CPU and the
+//!   big-reader lock a slot per CPU;
+//! * [`KernelLock::is_locked`] is a pure read of the lock state, so that a transaction can put the
+//!   lock in its read set (lock elision, see `RtmLock`).
+
+/// Index of a CPU (core or hardware thread), `0..max_cpus`.
+pub type CpuId = usize;
+
+/// A mutual-exclusion lock for kernel code running on several CPUs.
+///
+/// # Safety
+/// For implementors:
+/// * Mutual exclusion: between a successful [`lock`](Self::lock) or [`try_lock`](Self::try_lock)
+///   and the matching [`unlock`](Self::unlock), no other acquisition may succeed.
+/// * Acquiring has at least `Acquire` and releasing at least `Release` semantics, so everything the
+///   previous holder wrote in its critical section is visible to the next holder.
+/// * [`is_locked`](Self::is_locked) only reads memory.
+///
+/// # Rules for callers
+/// * A CPU passes its own index, in `0..max_cpus()`; out of range panics (in every build).
+///   Every operation is `#[track_caller]`: a panic names the caller's line, not this crate's.
+/// * The CPU that locked is the CPU that unlocks: do not migrate a holder between CPUs (kernel code
+///   runs lock holders with preemption disabled; the `lock_api` adapter's guards are `!Send`).
+/// * A CPU does not lock a lock it already holds (none of these locks is reentrant; it deadlocks).
+pub unsafe trait KernelLock: Sync {
+    /// A short name for reports and boot logs, such as `"clh"`.
+    fn name(&self) -> &'static str;
+
+    /// How many CPUs this instance supports: valid [`CpuId`]s are `0..max_cpus()`.
+    fn max_cpus(&self) -> usize;
+
+    /// Acquires the lock for `cpu`, waiting as long as needed.
+    #[track_caller]
+    fn lock(&self, cpu: CpuId);
+
+    /// Acquires the lock for `cpu` if that is possible without waiting; returns whether it did.
+    #[track_caller]
+    fn try_lock(&self, cpu: CpuId) -> bool;
+
+    /// Releases the lock held by `cpu`.
+    ///
+    /// # Safety
+    /// `cpu` must hold the lock, acquired by `lock` or a successful `try_lock` on this same `cpu`
+    /// and not released since. Every build detects the violations that cost nothing on the fast
+    /// path (each lock documents which) and panics; debug builds detect more.
+    #[track_caller]
+    unsafe fn unlock(&self, cpu: CpuId);
+
+    /// Whether some CPU holds (or is in the middle of acquiring) the lock.
+    ///
+    /// A racy snapshot, meant for heuristics and for lock elision, where it is read inside a
+    /// transaction so that any later acquisition by another CPU aborts the transaction.
+    fn is_locked(&self) -> bool;
+}
+
+/// A reader-writer extension: [`KernelLock`]'s operations are the exclusive (write) side.
+///
+/// # Safety
+/// For implementors:
+/// Between a successful shared acquisition and its release, no exclusive acquisition succeeds, and
+/// the reverse; shared acquisitions may overlap each other. Orderings as for [`KernelLock`].
+pub unsafe trait KernelRwLock: KernelLock {
+    /// Acquires the lock shared for `cpu`, waiting as long as needed.
+    #[track_caller]
+    fn read_lock(&self, cpu: CpuId);
+
+    /// Acquires the lock shared for `cpu` if possible without waiting; returns whether it did.
+    #[track_caller]
+    fn try_read_lock(&self, cpu: CpuId) -> bool;
+
+    /// Releases a shared hold of `cpu`.
+    ///
+    /// # Safety
+    /// `cpu` must hold the lock shared (and not have released that hold).
+    #[track_caller]
+    unsafe fn read_unlock(&self, cpu: CpuId);
+}
+
+/// Locks that can be built in a constant (needed by `lock_api`'s `const INIT`).
+/// Not available under loom, whose atomics have no `const` constructor.
+#[cfg(not(kernel_locks_loom))]
+pub trait ConstInit {
+    /// An unlocked lock.
+    const INIT: Self;
+}
+
+/// Panics with a clear message when `cpu` is not a valid index for a lock of `max` CPUs.
+#[inline(always)]
+#[track_caller]
+pub(crate) fn check_cpu(lock: &'static str, cpu: CpuId, max: usize) {
+    if cpu >= max {
+        cpu_out_of_range(lock, cpu, max);
+    }
+}
+
+/// The panic of [`check_cpu`], out of line so that the check stays one compare and branch.
+#[cold]
+#[inline(never)]
+#[track_caller]
+pub(crate) fn cpu_out_of_range(lock: &'static str, cpu: CpuId, max: usize) -> ! {
+    panic!("{lock}: CPU id {cpu} out of range (this lock supports CPUs 0..{max})");
+}

@@ -1,0 +1,275 @@
+//! A FIFO ticket lock, with optional proportional back-off.
+//!
+//! # Algorithm
+//! Two counters, as at a bakery counter: `next` is the next ticket to hand out, `serving` the
+//! ticket now allowed in. To lock, a CPU takes a ticket (`my = next.fetch_add(1)`) and waits until
+//! `serving == my`; to unlock, the holder advances `serving` to `my + 1`, which lets exactly the
+//! next ticket holder in. CPUs enter in the order they took tickets (FIFO), so no CPU starves.
+//! The lock needs no per-CPU state, so the [`CpuId`] is only validated, never used.
+//!
+//! The lock is free exactly when `next == serving`; while some CPU holds it, `next - serving` is
+//! the number of CPUs holding or waiting for it. Both counters wrap around (`usize` arithmetic
+//! modulo 2^BITS), which is harmless as long as fewer than 2^BITS CPUs wait at once.
+//!
+//! # Layout: both counters on one cache line
+//! This is the classic layout (Linux's ARM32 ticket spinlock keeps both halves in one word). The
+//! alternative, `next` and `serving` on separate lines, would spare the waiters the invalidation
+//! that every newcomer's `fetch_add` on `next` causes on the line they poll; but it costs an
+//! uncontended lock-unlock pair two line misses instead of one, and makes
+//! [`is_locked`](KernelLock::is_locked) read two lines (two entries of an RTM transaction's read
+//! set instead of one). Kernel locks are mostly uncontended and with few CPUs, so the single line
+//! wins. Wrap the lock in a [`Padded`](crate::Padded) to keep *other* data off its line.
+//!
+//! # Memory orderings (and what they become on x86_64 / ARMv7)
+//! * Taking a ticket: `next.fetch_add(1, Relaxed)` (x86 `lock xadd`; ARMv7 an `ldrex`/`strex`
+//!   loop, no barrier). It only has to hand out unique tickets, which atomicity alone guarantees;
+//!   ordering the critical section is the job of the acquire load below.
+//! * Waiting: `serving.load(Acquire)` (x86 plain `mov`; ARMv7 `ldr; dmb ish`). Reading `my` from
+//!   the previous holder's release store synchronises with it, so everything the previous holders
+//!   wrote in their critical sections is visible, and no access of ours moves above the load.
+//! * Unlock: `serving.store(my + 1, Release)` (x86 plain `mov`; ARMv7 `dmb ish; str`). Only the
+//!   holder ever writes `serving` (it is the only CPU whose ticket is being served), so a plain
+//!   load + store is enough, and cheaper than a `fetch_add` (x86 `lock xadd` is a full barrier,
+//!   ARMv7 a retry loop). The holder's own relaxed load of `serving` reads `my`: it observed `my`
+//!   with its acquire load, and nobody else may write `serving` before the holder does.
+//!   After the store, [`Relax::after_release`] wakes `WFE` sleepers (ARM `dsb ish; sev`).
+//! * `try_lock`: `serving.load(Acquire)` then `next.compare_exchange(s, s + 1, Relaxed, Relaxed)`.
+//!   The CAS succeeds only if no ticket beyond `s` was handed out, so the lock was free and we hold
+//!   ticket `s`; the acquire *load* is what synchronises with the release store of ticket `s - 1`
+//!   (the CAS on `next` cannot: unlock never writes `next`). Accesses of the critical section
+//!   cannot move above that acquire load, and cannot read a later holder's writes since those
+//!   happen after our own release.
+//! * `is_locked`: `serving.load(Acquire)` then `next.load(Relaxed)`. Only reads. Reading `serving`
+//!   first (and keeping the second load after it, which is what `Acquire` buys on ARM; x86 never
+//!   reorders loads) makes "free" answers sound: `serving` only grows and never exceeds `next`, so
+//!   `serving_then == next_later` implies the lock was free at the first read.
+//!
+//! # Proportional back-off
+//! With `BACKOFF > 0` a waiter that sees it is `d` tickets away from being served also executes
+//! `d * BACKOFF` spin-loop hints (capped at [`MAX_BACKOFF_HINTS`]) between polls, on top of its
+//! [`Relax`] strategy: CPUs far back in the queue poll less, so the line carrying `serving` is
+//! handed over with less coherence traffic. `BACKOFF` should be well below one critical section's
+//! length in spin-loop hints. [`TicketBackoffLock`] picks [`DEFAULT_BACKOFF`].
+
+use core::fmt;
+use core::marker::PhantomData;
+
+use crate::raw::{check_cpu, CpuId, KernelLock};
+use crate::relax::{Relax, Spin};
+use crate::shim::{AtomicUsize, Ordering};
+
+/// Upper bound on the spin-loop hints of one proportional back-off pause.
+pub const MAX_BACKOFF_HINTS: usize = 1 << 12;
+
+/// The back-off base (spin-loop hints per ticket ahead) of [`TicketBackoffLock`].
+pub const DEFAULT_BACKOFF: usize = 16;
+
+/// A FIFO ticket lock; see the [module documentation](self) for the algorithm and orderings.
+///
+/// `R` is the wait strategy; `BACKOFF` is the proportional back-off base in spin-loop hints per
+/// ticket ahead (0, the default, disables it).
+///
+/// ```
+/// use kernel_locks::{KernelLock, TicketBackoffLock, TicketLock};
+///
+/// let lock = TicketLock::<kernel_locks::Spin>::with_cpus(2); // ids 0 and 1
+/// lock.lock(1);
+/// assert_eq!(lock.queue_len(), 1);
+/// assert!(!lock.try_lock(0));
+/// // SAFETY: CPU 1 holds the lock.
+/// unsafe { lock.unlock(1) };
+/// assert!(!lock.is_locked());
+///
+/// // With proportional back-off (16 spin hints per ticket ahead), in a static:
+/// static RUN_QUEUE: TicketBackoffLock = TicketBackoffLock::new();
+/// RUN_QUEUE.lock(0);
+/// // SAFETY: CPU 0 holds the lock.
+/// unsafe { RUN_QUEUE.unlock(0) };
+/// assert_eq!(RUN_QUEUE.name(), "ticket-backoff");
+/// ```
+pub struct TicketLock<R: Relax = Spin, const BACKOFF: usize = 0> {
+    /// The next ticket to hand out.
+    next: AtomicUsize,
+    /// The ticket allowed into the critical section; written only by the holder.
+    serving: AtomicUsize,
+    /// Valid CPU ids are `0..max_cpus`.
+    max_cpus: usize,
+    /// The wait strategy is only a type; `fn() -> R` keeps the lock `Send + Sync` whatever `R` is.
+    _relax: PhantomData<fn() -> R>,
+}
+
+/// A ticket lock with proportional back-off of [`DEFAULT_BACKOFF`] hints per ticket ahead.
+pub type TicketBackoffLock<R = Spin> = TicketLock<R, DEFAULT_BACKOFF>;
+
+impl<R: Relax, const BACKOFF: usize> TicketLock<R, BACKOFF> {
+    maybe_const_fn! {
+        /// An unlocked lock that accepts any CPU id (`max_cpus() == usize::MAX`): the ticket lock
+        /// keeps no per-CPU state, so no id can corrupt it. Use [`with_cpus`](Self::with_cpus)
+        /// to have ids out of the machine's range panic.
+        pub fn new() -> Self {
+            Self::with_max_cpus(usize::MAX)
+        }
+    }
+
+    maybe_const_fn! {
+        /// An unlocked lock that accepts CPU ids `0..cpus` (others panic, in every build); the
+        /// same constructor as [`with_cpus`](Self::with_cpus) under its older name.
+        ///
+        /// # Panics
+        /// If `cpus` is 0.
+        #[track_caller]
+        pub fn with_max_cpus(cpus: usize) -> Self {
+            Self::with_cpus(cpus)
+        }
+    }
+
+    maybe_const_fn! {
+        /// An unlocked lock that accepts CPU ids `0..cpus` (others panic, in every build): the
+        /// run-time core count a kernel learns at boot. The lock has no per-CPU state, so any
+        /// count costs the same memory.
+        ///
+        /// # Panics
+        /// If `cpus` is 0.
+        #[track_caller]
+        pub fn with_cpus(cpus: usize) -> Self {
+            assert!(cpus > 0, "TicketLock: a lock for 0 CPUs (with_cpus(0))");
+            Self {
+                next: AtomicUsize::new(0),
+                serving: AtomicUsize::new(0),
+                max_cpus: cpus,
+                _relax: PhantomData,
+            }
+        }
+    }
+
+    /// How many CPUs hold or wait for the lock (0 when free). A racy snapshot, like
+    /// [`is_locked`](KernelLock::is_locked) and with the same orderings.
+    pub fn queue_len(&self) -> usize {
+        let serving = self.serving.load(Ordering::Acquire);
+        self.next.load(Ordering::Relaxed).wrapping_sub(serving)
+    }
+
+    /// Waits until ticket `my` is served. The final acquire load synchronises with the release
+    /// store of the previous holder (see the module documentation).
+    #[inline]
+    fn wait_for_turn(&self, my: usize, cpu: CpuId) {
+        let mut relax = R::default();
+        loop {
+            let serving = self.serving.load(Ordering::Acquire);
+            if serving == my {
+                return;
+            }
+            crate::shim::wait_hint();
+            relax.relax(cpu);
+            if BACKOFF != 0 {
+                // `serving <= my` for a waiter, so this is the number of tickets ahead of us.
+                let ahead = my.wrapping_sub(serving);
+                let hints = ahead.saturating_mul(BACKOFF).min(MAX_BACKOFF_HINTS);
+                for _ in 0..hints {
+                    core::hint::spin_loop();
+                }
+            }
+        }
+    }
+}
+
+impl<R: Relax, const BACKOFF: usize> Default for TicketLock<R, BACKOFF> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<R: Relax, const BACKOFF: usize> fmt::Debug for TicketLock<R, BACKOFF> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TicketLock")
+            .field("next", &self.next.load(Ordering::Relaxed))
+            .field("serving", &self.serving.load(Ordering::Relaxed))
+            .field("backoff", &BACKOFF)
+            .finish()
+    }
+}
+
+#[cfg(not(kernel_locks_loom))]
+impl<R: Relax, const BACKOFF: usize> crate::raw::ConstInit for TicketLock<R, BACKOFF> {
+    const INIT: Self = Self::new();
+}
+
+/// The panic of an unlock of a free ticket lock, out of line so the unlock stays small.
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn stray_unlock() -> ! {
+    panic!("TicketLock: unlock of a lock that is not held (a stray or double unlock)");
+}
+
+// SAFETY: mutual exclusion: tickets are unique (atomic `fetch_add` / CAS on `next`) and only the
+// holder of ticket `t` may store `serving = t + 1`, so exactly one ticket is served at a time.
+// Acquire (the `serving` loads that end a wait or precede the `try_lock` CAS) and release (the
+// unlock store) as explained in the module documentation. `is_locked` only loads.
+unsafe impl<R: Relax, const BACKOFF: usize> KernelLock for TicketLock<R, BACKOFF> {
+    fn name(&self) -> &'static str {
+        if BACKOFF == 0 {
+            "ticket"
+        } else {
+            "ticket-backoff"
+        }
+    }
+
+    fn max_cpus(&self) -> usize {
+        self.max_cpus
+    }
+
+    #[inline]
+    fn lock(&self, cpu: CpuId) {
+        check_cpu("TicketLock", cpu, self.max_cpus);
+        // Relaxed: a unique ticket is all we need here; the acquire load in the wait orders the
+        // critical section.
+        let my = self.next.fetch_add(1, Ordering::Relaxed);
+        self.wait_for_turn(my, cpu);
+    }
+
+    #[inline]
+    fn try_lock(&self, cpu: CpuId) -> bool {
+        check_cpu("TicketLock", cpu, self.max_cpus);
+        // Acquire: if the CAS below succeeds, this load read the release store of the previous
+        // holder, which is what orders its critical section before ours.
+        let serving = self.serving.load(Ordering::Acquire);
+        // Relaxed: succeeds only if `next == serving`, i.e. the lock is free and we take the ticket
+        // being served. A strong CAS, so that a free lock is never reported busy spuriously.
+        self.next
+            .compare_exchange(
+                serving,
+                serving.wrapping_add(1),
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            )
+            .is_ok()
+    }
+
+    #[inline]
+    unsafe fn unlock(&self, cpu: CpuId) {
+        check_cpu("TicketLock", cpu, self.max_cpus);
+        // Relaxed: only the holder writes `serving`, and it read the current value with its
+        // acquire load when it entered, so this reads its own ticket.
+        let serving = self.serving.load(Ordering::Relaxed);
+        // While the lock is held `next` is ahead of `serving` (our own `fetch_add` or CAS is
+        // visible to us), so equality means nobody holds it. Checked in every build: `next` is
+        // on the line we are about to write anyway, so this costs one cached load and a
+        // predictable branch. Without it a stray unlock wedges the lock forever (`serving`
+        // ahead of `next`: every later ticket waits for a turn that never comes).
+        if self.next.load(Ordering::Relaxed) == serving {
+            stray_unlock();
+        }
+        // Release: publishes our critical section to the next ticket holder (ARMv7 `dmb ish; str`).
+        self.serving
+            .store(serving.wrapping_add(1), Ordering::Release);
+        R::after_release();
+    }
+
+    #[inline]
+    fn is_locked(&self) -> bool {
+        // `serving` first, with Acquire so the `next` load stays after it (see module docs).
+        let serving = self.serving.load(Ordering::Acquire);
+        self.next.load(Ordering::Relaxed) != serving
+    }
+}

@@ -1,0 +1,47 @@
+//! loom models shared by the per-lock model tests (compiled only with `--cfg kernel_locks_loom`).
+#![allow(dead_code)]
+
+use kernel_locks::KernelLock;
+use loom::cell::UnsafeCell;
+use loom::sync::Arc;
+
+/// `threads` loom threads (CPUs 0..threads) each take the lock once and increment a loom
+/// `UnsafeCell`, which loom checks for unsynchronised access; then the total is checked.
+/// Pass `use_try` to acquire through `try_lock` in a loop instead of `lock`.
+pub fn mutual_exclusion<L, F>(make: F, threads: usize, use_try: bool)
+where
+    L: KernelLock + Send + 'static,
+    F: Fn() -> L + Sync + Send + 'static,
+{
+    loom::model(move || {
+        let lock = Arc::new(make());
+        let data = Arc::new(UnsafeCell::new(0usize));
+        let handles: Vec<_> = (1..threads)
+            .map(|cpu| {
+                let (lock, data) = (lock.clone(), data.clone());
+                loom::thread::spawn(move || critical(&*lock, &data, cpu, use_try))
+            })
+            .collect();
+        critical(&*lock, &data, 0, use_try);
+        for h in handles {
+            h.join().unwrap();
+        }
+        // SAFETY: every thread has been joined; nobody else touches the cell.
+        assert_eq!(data.with(|v| unsafe { *v }), threads);
+        assert!(!lock.is_locked());
+    });
+}
+
+fn critical<L: KernelLock>(lock: &L, data: &UnsafeCell<usize>, cpu: usize, use_try: bool) {
+    if use_try {
+        while !lock.try_lock(cpu) {
+            loom::thread::yield_now();
+        }
+    } else {
+        lock.lock(cpu);
+    }
+    // SAFETY: loom reports a data race here if the lock does not exclude the other threads.
+    data.with_mut(|v| unsafe { *v += 1 });
+    // SAFETY: `cpu` holds the lock.
+    unsafe { lock.unlock(cpu) };
+}

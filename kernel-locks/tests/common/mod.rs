@@ -1,0 +1,131 @@
+//! Shared helpers for the lock stress tests (real threads) and loom models.
+#![allow(dead_code)]
+
+use std::cell::UnsafeCell;
+use std::sync::Barrier;
+
+/// A plain, non-atomic counter. Incremented with a deliberately wide read-modify-write window, so
+/// that two CPUs inside the critical section at once lose updates and the exact-total check fails.
+pub struct RacyCounter(UnsafeCell<u64>);
+
+// SAFETY: only accessed inside a lock's critical section (that is what the tests check); a broken
+// lock shows up as a wrong total, which is the point.
+unsafe impl Sync for RacyCounter {}
+
+impl RacyCounter {
+    /// A zero counter.
+    pub const fn new() -> Self {
+        Self(UnsafeCell::new(0))
+    }
+
+    /// Read, pause, write back plus one. Call only while holding the lock under test.
+    pub fn increment(&self) {
+        // SAFETY: volatile accesses to our own cell; exclusivity is what the caller's lock provides.
+        unsafe {
+            let v = std::ptr::read_volatile(self.0.get());
+            for _ in 0..4 {
+                std::hint::spin_loop();
+            }
+            std::ptr::write_volatile(self.0.get(), v + 1);
+        }
+    }
+
+    /// The current value (call after all threads joined).
+    pub fn get(&self) -> u64 {
+        // SAFETY: called when no thread increments any more.
+        unsafe { std::ptr::read_volatile(self.0.get()) }
+    }
+}
+
+/// Runs `threads` threads, thread `i` acting as CPU `i`, each calling `body(cpu)` `iters` times after
+/// a common start barrier.
+pub fn on_cpus(threads: usize, iters: usize, body: impl Fn(usize) + Sync) {
+    let barrier = Barrier::new(threads);
+    std::thread::scope(|s| {
+        for cpu in 0..threads {
+            let (barrier, body) = (&barrier, &body);
+            s.spawn(move || {
+                barrier.wait();
+                for _ in 0..iters {
+                    body(cpu);
+                }
+            });
+        }
+    });
+}
+
+/// Stress-tests a mutual-exclusion lock: every CPU increments the racy counter `iters` times under
+/// the lock; the total must be exact.
+pub fn hammer<L: kernel_locks::KernelLock>(lock: &L, threads: usize, iters: usize) {
+    let counter = RacyCounter::new();
+    on_cpus(threads, iters, |cpu| {
+        lock.lock(cpu);
+        assert!(
+            lock.is_locked(),
+            "{}: is_locked() false while held",
+            lock.name()
+        );
+        counter.increment();
+        // SAFETY: `cpu` took the lock just above.
+        unsafe { lock.unlock(cpu) };
+    });
+    assert_eq!(
+        counter.get(),
+        (threads * iters) as u64,
+        "{}: lost updates, so two CPUs were in the critical section at once",
+        lock.name()
+    );
+    assert!(
+        !lock.is_locked(),
+        "{}: still locked after all CPUs released",
+        lock.name()
+    );
+}
+
+/// Like [`hammer`] but through `try_lock`, retrying until it succeeds.
+pub fn hammer_try<L: kernel_locks::KernelLock>(lock: &L, threads: usize, iters: usize) {
+    let counter = RacyCounter::new();
+    on_cpus(threads, iters, |cpu| {
+        while !lock.try_lock(cpu) {
+            std::hint::spin_loop();
+        }
+        counter.increment();
+        // SAFETY: `cpu` took the lock just above.
+        unsafe { lock.unlock(cpu) };
+    });
+    assert_eq!(
+        counter.get(),
+        (threads * iters) as u64,
+        "{}: try_lock lost updates",
+        lock.name()
+    );
+}
+
+/// Number of threads for stress tests: at least 4 (oversubscribed on small machines, which is
+/// what shakes out hand-over bugs), or the machine's parallelism if larger.
+pub fn stress_threads() -> usize {
+    std::thread::available_parallelism()
+        .map_or(4, |n| n.get())
+        .max(4)
+}
+
+/// A wait strategy for oversubscribed stress tests: spin briefly, then yield the host thread.
+///
+/// FIFO locks (CLH, ticket) convoy badly when the next waiter in line is descheduled: with more
+/// threads than cores a pure spin makes a test take minutes. A kernel never has this problem (one
+/// CPU per waiter), so tests use this strategy and keep pure spinning for the benchmarks.
+#[derive(Default)]
+pub struct Yield {
+    polls: u32,
+}
+
+impl kernel_locks::Relax for Yield {
+    fn relax(&mut self, _cpu: usize) {
+        self.polls += 1;
+        if self.polls % 16 == 0 {
+            std::thread::yield_now();
+        } else {
+            std::hint::spin_loop();
+        }
+    }
+}

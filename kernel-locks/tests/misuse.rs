@@ -1,0 +1,196 @@
+//! Misuse that every build detects (release builds included: none of these checks is
+//! `cfg(debug_assertions)`), and where the panics point: every trait method is `#[track_caller]`,
+//! so a misuse panic names the caller's line in this file, not a line inside the crate.
+#![cfg(not(kernel_locks_loom))]
+
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::Mutex as StdMutex;
+
+use kernel_locks::{
+    BrLock, ClhLock, KernelLock, KernelRwLock, Mutex, NoLock, RtmLock, RwLock, Spin, TicketLock,
+};
+
+/// The file and message of the panic raised by `f`, which must panic.
+fn panic_site(f: impl FnOnce()) -> (String, String) {
+    static SITE: StdMutex<Option<(String, String)>> = StdMutex::new(None);
+    // One hook for the whole process: calls of this function serialise on a lock of their own.
+    static HOOK: StdMutex<()> = StdMutex::new(());
+    let _serial = HOOK.lock().unwrap_or_else(|e| e.into_inner());
+    let previous = panic::take_hook();
+    // Other tests of this binary panic on purpose on their own threads: record only ours.
+    let this_thread = std::thread::current().id();
+    panic::set_hook(Box::new(move |info| {
+        if std::thread::current().id() != this_thread {
+            return;
+        }
+        let file = info
+            .location()
+            .map(|l| l.file().to_owned())
+            .unwrap_or_default();
+        let message = info
+            .payload()
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| info.payload().downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_default();
+        *SITE.lock().unwrap_or_else(|e| e.into_inner()) = Some((file, message));
+    }));
+    let result = panic::catch_unwind(AssertUnwindSafe(f));
+    panic::set_hook(previous);
+    assert!(result.is_err(), "no panic");
+    SITE.lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .take()
+        .expect("the hook saw the panic")
+}
+
+/// Asserts that `f` panics with a message containing `expected`, located in this file.
+#[track_caller]
+fn assert_panics_here(expected: &str, f: impl FnOnce()) {
+    let (file, message) = panic_site(f);
+    assert!(
+        message.contains(expected),
+        "message {message:?} lacks {expected:?}"
+    );
+    assert!(
+        file.ends_with("tests/misuse.rs"),
+        "the panic for {expected:?} points into {file}, not at the caller"
+    );
+}
+
+#[test]
+fn every_misuse_panic_names_the_callers_line() {
+    // CPU ids out of range, on every lock that takes one, through every entry point.
+    let clh = ClhLock::<2>::new();
+    assert_panics_here("ClhLock: CPU id 2 out of range", || clh.lock(2));
+    assert_panics_here("ClhLock: CPU id 5 out of range", || {
+        clh.try_lock(5);
+    });
+    let ticket = TicketLock::<Spin>::with_cpus(2);
+    assert_panics_here("TicketLock: CPU id 3 out of range", || ticket.lock(3));
+    let br = BrLock::<2>::new();
+    assert_panics_here("BrLock: CPU id 2 out of range", || br.read_lock(2));
+    assert_panics_here("BrLock: CPU id 2 out of range", || {
+        br.try_read_lock(2);
+    });
+    let rtm = RtmLock::<_, 2>::new(TicketLock::<Spin>::new());
+    assert_panics_here("rtm: CPU id 2 out of range", || rtm.lock(2));
+
+    // Stray unlocks: each one is deliberately wrong, and the lock must panic before any damage.
+    assert_panics_here("TicketLock: unlock of a lock that is not held", || {
+        // SAFETY: deliberately violated (nothing is held); the check must catch it.
+        unsafe { ticket.unlock(0) }
+    });
+    assert_panics_here("ClhLock: unlock by CPU 1, which does not hold", || {
+        // SAFETY: deliberately violated (nothing is held); the check must catch it.
+        unsafe { clh.unlock(1) }
+    });
+    assert_panics_here("BrLock: read_unlock by CPU 1", || {
+        // SAFETY: deliberately violated (no shared hold); the check must catch it.
+        unsafe { br.read_unlock(1) }
+    });
+    assert_panics_here("rtm: unlock by CPU 0, which does not hold", || {
+        // SAFETY: deliberately violated (nothing is held); the check must catch it.
+        unsafe { rtm.unlock(0) }
+    });
+
+    // Through the data-carrying wrappers the location is still the caller's.
+    let mutex = Mutex::new(ClhLock::<2>::new(), 0u8);
+    assert_panics_here("ClhLock: CPU id 9 out of range", || {
+        let _ = mutex.lock(9);
+    });
+    let rw = RwLock::new(BrLock::<2>::new(), 0u8);
+    assert_panics_here("BrLock: CPU id 4 out of range", || {
+        let _ = rw.write(4);
+    });
+    assert_panics_here("BrLock: CPU id 4 out of range", || {
+        let _ = rw.read(4);
+    });
+}
+
+#[test]
+fn ticket_unlock_by_the_wrong_cpu_after_release_is_caught() {
+    // A ticket lock keeps no owner, so an unlock naming the wrong CPU while the lock is held
+    // cannot be told apart from the holder's; but once the holder released, any further unlock
+    // (by whichever CPU) is a stray one, and it is caught instead of wedging the lock.
+    let lock = TicketLock::<Spin>::with_cpus(2);
+    lock.lock(0);
+    // SAFETY: CPU 0 holds it.
+    unsafe { lock.unlock(0) };
+    let stray = panic::catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: deliberately wrong: nobody holds the lock.
+        unsafe { lock.unlock(1) }
+    }));
+    assert!(stray.is_err(), "stray unlock not detected");
+    // The lock is still usable: the check ran before any write.
+    assert!(lock.try_lock(1), "the stray unlock damaged the lock");
+    // SAFETY: CPU 1 holds it.
+    unsafe { lock.unlock(1) };
+    assert_eq!(lock.queue_len(), 0);
+}
+
+#[test]
+fn clh_unlock_by_a_cpu_other_than_the_holder_is_caught_and_harmless() {
+    let lock = ClhLock::<4>::new();
+    lock.lock(2);
+    let wrong = panic::catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: deliberately wrong: CPU 2 holds the lock, not CPU 3.
+        unsafe { lock.unlock(3) }
+    }));
+    assert!(wrong.is_err(), "unlock by a non-holder not detected");
+    assert!(
+        lock.is_locked(),
+        "the wrong unlock released the holder's lock"
+    );
+    // SAFETY: CPU 2 holds it.
+    unsafe { lock.unlock(2) };
+    assert!(!lock.is_locked());
+}
+
+#[test]
+fn brlock_double_read_lock_and_foreign_read_unlock_are_caught() {
+    let lock = BrLock::<4>::new();
+    lock.read_lock(1);
+    assert!(panic::catch_unwind(AssertUnwindSafe(|| lock.read_lock(1))).is_err());
+    assert!(panic::catch_unwind(AssertUnwindSafe(|| lock.lock(1))).is_err());
+    let foreign = panic::catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: deliberately wrong: CPU 2 holds nothing.
+        unsafe { lock.read_unlock(2) }
+    }));
+    assert!(foreign.is_err());
+    // CPU 1's hold is intact: a writer cannot get in beside it.
+    assert!(
+        !lock.try_lock(0),
+        "a writer got in beside a reader after misuse"
+    );
+    // SAFETY: CPU 1 holds it shared.
+    unsafe { lock.read_unlock(1) };
+    assert!(lock.try_lock(0));
+    let foreign = panic::catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: deliberately wrong: CPU 0 holds the write side, not CPU 3.
+        unsafe { lock.unlock(3) }
+    }));
+    assert!(foreign.is_err());
+    assert!(
+        lock.is_write_locked(),
+        "a foreign unlock released the writer"
+    );
+    // SAFETY: CPU 0 holds it.
+    unsafe { lock.unlock(0) };
+}
+
+#[test]
+#[should_panic(expected = "TicketLock: a lock for 0 CPUs")]
+fn ticket_lock_for_no_cpus_panics() {
+    let _ = TicketLock::<Spin>::with_cpus(0);
+}
+
+#[test]
+fn nolock_checks_nothing_by_design() {
+    // SAFETY: single-threaded, nothing to exclude.
+    let lock = unsafe { NoLock::new() };
+    lock.lock(usize::MAX);
+    // SAFETY: NoLock's unlock does nothing.
+    unsafe { lock.unlock(7) };
+    assert!(!lock.is_locked());
+}

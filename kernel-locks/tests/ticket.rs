@@ -1,0 +1,202 @@
+//! Ticket lock: stress tests on real threads, FIFO order, and debug misuse checks.
+#![cfg(not(kernel_locks_loom))]
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use kernel_locks::raw::ConstInit;
+use kernel_locks::ticket::{DEFAULT_BACKOFF, MAX_BACKOFF_HINTS};
+use kernel_locks::{Backoff, KernelLock, Spin, TicketBackoffLock, TicketLock, Wfe};
+
+use common::Yield;
+
+/// Iterations per CPU of the stress tests that wait with [`Yield`].
+const ITERS: usize = 2_000;
+/// Iterations per CPU with pure spinning: a FIFO lock on an oversubscribed machine (more threads
+/// than cores) hands over only when the next ticket's thread is scheduled, up to a time slice per
+/// hand-over, so these runs are kept short.
+const SPIN_ITERS: usize = 20;
+
+#[test]
+fn hammer_lock() {
+    common::hammer(&TicketLock::<Yield>::new(), common::stress_threads(), ITERS);
+}
+
+#[test]
+fn hammer_proportional_backoff() {
+    common::hammer(
+        &TicketBackoffLock::<Yield>::new(),
+        common::stress_threads(),
+        ITERS,
+    );
+}
+
+#[test]
+fn hammer_spin_relax_strategies() {
+    let threads = common::stress_threads();
+    common::hammer(&TicketLock::<Spin>::new(), threads, SPIN_ITERS);
+    common::hammer(&TicketLock::<Backoff>::new(), threads, SPIN_ITERS);
+    common::hammer(&TicketLock::<Wfe>::new(), threads, SPIN_ITERS);
+    common::hammer(&TicketBackoffLock::<Spin>::new(), threads, SPIN_ITERS);
+}
+
+#[test]
+fn hammer_try_lock() {
+    common::hammer_try(&TicketLock::<Yield>::new(), common::stress_threads(), ITERS);
+}
+
+#[test]
+fn hammer_mixed_lock_and_try_lock() {
+    let lock = TicketLock::<Yield>::with_max_cpus(64);
+    let counter = common::RacyCounter::new();
+    let threads = common::stress_threads().min(64);
+    common::on_cpus(threads, ITERS, |cpu| {
+        if cpu % 2 == 0 {
+            lock.lock(cpu);
+        } else {
+            while !lock.try_lock(cpu) {
+                std::thread::yield_now();
+            }
+        }
+        counter.increment();
+        // SAFETY: `cpu` took the lock just above.
+        unsafe { lock.unlock(cpu) };
+    });
+    assert_eq!(counter.get(), (threads * ITERS) as u64);
+}
+
+#[test]
+fn names_and_cpus() {
+    assert_eq!(TicketLock::<Spin>::new().name(), "ticket");
+    assert_eq!(TicketBackoffLock::<Spin>::new().name(), "ticket-backoff");
+    assert_eq!(TicketLock::<Spin>::new().max_cpus(), usize::MAX);
+    assert_eq!(TicketLock::<Spin>::with_max_cpus(4).max_cpus(), 4);
+    const { assert!(DEFAULT_BACKOFF > 0 && DEFAULT_BACKOFF < MAX_BACKOFF_HINTS) };
+}
+
+#[test]
+fn try_lock_and_is_locked_single_cpu() {
+    let lock = TicketLock::<Spin>::with_max_cpus(2);
+    assert!(!lock.is_locked());
+    assert_eq!(lock.queue_len(), 0);
+    assert!(lock.try_lock(0));
+    assert!(lock.is_locked());
+    assert_eq!(lock.queue_len(), 1);
+    assert!(!lock.try_lock(1), "try_lock succeeded on a held lock");
+    // SAFETY: CPU 0 holds the lock.
+    unsafe { lock.unlock(0) };
+    assert!(!lock.is_locked());
+    lock.lock(1);
+    assert!(!lock.try_lock(0));
+    // SAFETY: CPU 1 holds the lock.
+    unsafe { lock.unlock(1) };
+    assert!(lock.try_lock(0));
+    // SAFETY: CPU 0 holds the lock.
+    unsafe { lock.unlock(0) };
+    assert!(!lock.is_locked());
+}
+
+static STATIC_LOCK: TicketLock = TicketLock::new();
+static STATIC_INIT: TicketBackoffLock = ConstInit::INIT;
+
+#[test]
+fn usable_in_statics() {
+    STATIC_LOCK.lock(3);
+    // SAFETY: CPU 3 holds the lock.
+    unsafe { STATIC_LOCK.unlock(3) };
+    assert!(STATIC_INIT.try_lock(0));
+    // SAFETY: CPU 0 holds the lock.
+    unsafe { STATIC_INIT.unlock(0) };
+    assert!(format!("{STATIC_LOCK:?}").contains("serving: 1"));
+}
+
+/// Waiters enter in the order they took their tickets. Thread `i` is only started once the
+/// previous one is queued (`queue_len` shows it), so the ticket order is known.
+#[test]
+fn fifo_hand_over() {
+    fn fifo<const B: usize>() {
+        let lock = TicketLock::<Yield, B>::with_max_cpus(8);
+        let order = Mutex::new(Vec::new());
+        lock.lock(0);
+        std::thread::scope(|s| {
+            for cpu in 1..=5 {
+                let (lock, order) = (&lock, &order);
+                s.spawn(move || {
+                    lock.lock(cpu);
+                    order.lock().unwrap().push(cpu);
+                    // SAFETY: `cpu` took the lock just above.
+                    unsafe { lock.unlock(cpu) };
+                });
+                let deadline = Instant::now() + Duration::from_secs(10);
+                while lock.queue_len() != cpu + 1 {
+                    assert!(Instant::now() < deadline, "waiter {cpu} never queued");
+                    std::thread::yield_now();
+                }
+            }
+            // SAFETY: CPU 0 took the lock above.
+            unsafe { lock.unlock(0) };
+        });
+        assert_eq!(*order.lock().unwrap(), [1, 2, 3, 4, 5]);
+        assert_eq!(lock.queue_len(), 0);
+    }
+    fifo::<0>();
+    fifo::<DEFAULT_BACKOFF>();
+}
+
+/// A waiter does not get in while the lock is held, and does once it is released.
+#[test]
+fn waiter_blocks_until_release() {
+    let lock = TicketLock::<Spin>::new();
+    let entered = AtomicBool::new(false);
+    lock.lock(0);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            lock.lock(1);
+            entered.store(true, Ordering::SeqCst);
+            // SAFETY: CPU 1 took the lock just above.
+            unsafe { lock.unlock(1) };
+        });
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(
+            !entered.load(Ordering::SeqCst),
+            "second CPU entered a held lock"
+        );
+        // SAFETY: CPU 0 took the lock above.
+        unsafe { lock.unlock(0) };
+    });
+    assert!(entered.load(Ordering::SeqCst));
+}
+
+#[test]
+#[should_panic(expected = "TicketLock: unlock of a lock that is not held")]
+fn unlock_not_held_panics() {
+    let lock = TicketLock::<Spin>::new();
+    // SAFETY: deliberately wrong (nothing is held); every build must panic before any damage.
+    unsafe { lock.unlock(0) };
+}
+
+#[test]
+#[should_panic(expected = "TicketLock: unlock of a lock that is not held")]
+fn double_unlock_panics() {
+    let lock = TicketLock::<Spin>::new();
+    lock.lock(0);
+    // SAFETY: CPU 0 holds the lock.
+    unsafe { lock.unlock(0) };
+    // SAFETY: deliberately wrong (released already); every build must panic.
+    unsafe { lock.unlock(0) };
+}
+
+#[test]
+#[should_panic(expected = "TicketLock: CPU id 2 out of range (this lock supports CPUs 0..2)")]
+fn lock_cpu_out_of_range_panics() {
+    TicketLock::<Spin>::with_max_cpus(2).lock(2);
+}
+
+#[test]
+#[should_panic(expected = "TicketLock: CPU id 7 out of range")]
+fn try_lock_cpu_out_of_range_panics() {
+    TicketLock::<Spin>::with_max_cpus(4).try_lock(7);
+}
