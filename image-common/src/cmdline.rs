@@ -239,7 +239,7 @@ impl Cmdline {
     /// The cores the kernel uses when `online` cores started and it is built for `max`: the
     /// least of the three (`cpus=` absent: no limit).
     pub fn cores(&self, online: usize, max: usize) -> usize {
-        online.min(max).min(self.cpus.unwrap_or(usize::MAX))
+        cores_for(online, max, self.cpus)
     }
 
     /// The configuration on `cores` cores, or the error if the benchmark asked for cannot run
@@ -259,8 +259,14 @@ impl Cmdline {
             runs: self.runs,
             stack_overflow: self.stack_overflow,
             fuzz: self.fuzz,
+            cpus: self.cpus,
         })
     }
+}
+
+/// The cores a kernel uses: `online` ones started, built for `max`, capped by `cpus=`.
+fn cores_for(online: usize, max: usize, cpus: Option<usize>) -> usize {
+    online.min(max).min(cpus.unwrap_or(usize::MAX))
 }
 
 /// A decimal or `0x` hexadecimal number.
@@ -290,9 +296,18 @@ pub struct Config {
     pub stack_overflow: bool,
     /// `mode=fuzz` (see [`Cmdline::fuzz`]).
     pub fuzz: Option<Fuzz>,
+    /// `cpus=N`: the cap on the cores the kernel uses (see [`Cmdline::cpus`]).
+    pub cpus: Option<usize>,
 }
 
 impl Config {
+    /// The cores the kernel must run on with `online` cores up: every online one the kernel
+    /// supports, up to the `cpus=` cap (what the SMP self-test checks [`cores`](Self::cores)
+    /// against).
+    pub fn expected_cores(&self, online: usize, max: usize) -> usize {
+        cores_for(online, max, self.cpus)
+    }
+
     /// Whether the pager test runs: in test mode, except under `lock=none` (the pager's
     /// MapFrame is a management call made while other cores run, which `NoLock` forbids).
     pub fn pager_test(&self) -> bool {

@@ -191,7 +191,7 @@ pub fn after_smp(cfg: &Config, expected: usize) {
     let online = hal_x86::smp::online_count();
     report(
         "kernel:smp_all_cores_online",
-        online == expected && cfg.cores == online.min(kernel::config::MAX_CPUS),
+        online == expected && cfg.cores == cfg.expected_cores(online, kernel::config::MAX_CPUS),
         format_args!("{online} online of {expected} in the MADT"),
     );
     let elf = crate::loader::parse(include_bytes!(env!("USER_ELF")));

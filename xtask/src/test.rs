@@ -462,6 +462,29 @@ fn qemu_steps() -> Vec<Step> {
             ));
         }
     }
+    // `cpus=2` on a 4-core machine (what `--smp` means on hardware, where `cargo xtask flash`
+    // writes it into the boot command line): the kernel uses two cores, the rest stay parked,
+    // and the suite (its SMP self-test included) must hold.
+    steps.push(Step::from_result(
+        "qemu:smp4-cpus2",
+        cmd([
+            "qemu",
+            "--tests",
+            "--smp",
+            "4",
+            "--lock",
+            "ticket",
+            "--append",
+            "cpus=2",
+            "--timeout",
+            QEMU_TIMEOUT_SECS,
+        ]
+        .map(str::to_owned)
+        .to_vec()),
+        Judge::QemuSuite {
+            min_plan: crate::qemu::min_plan(2),
+        },
+    ));
     // A kernel stack overflow provoked on purpose must be caught by the guard page and
     // reported (`cargo xtask qemu --stack-overflow` judges the console and exit status).
     steps.push(Step::from_result(
