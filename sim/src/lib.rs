@@ -19,3 +19,8 @@
 
 pub mod ring;
 pub mod trace;
+
+#[cfg(feature = "std")]
+pub mod config;
+#[cfg(feature = "std")]
+pub mod simulate;
