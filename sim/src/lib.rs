@@ -21,6 +21,8 @@ pub mod ring;
 pub mod trace;
 
 #[cfg(feature = "std")]
+pub mod analysis;
+#[cfg(feature = "std")]
 pub mod config;
 #[cfg(feature = "std")]
 pub mod simulate;
