@@ -263,6 +263,25 @@ fn steps(root: &Path, quick: bool) -> Vec<Step> {
             )
             .needs(Needs::Target(target)),
         );
+        // The simulator's trace format is what the kernel will write: it must stay `no_std`
+        // (the crate's default `std` feature off).
+        if root.join("sim/Cargo.toml").is_file() {
+            steps.push(
+                Step::new(
+                    format!("build:{target}-sim-no-std"),
+                    Cmd::cargo().args([
+                        "build",
+                        "-p",
+                        "sim",
+                        "--no-default-features",
+                        "--target",
+                        target,
+                    ]),
+                    Judge::ExitStatus,
+                )
+                .needs(Needs::Target(target)),
+            );
+        }
     }
 
     // Plain `cargo test` of every member, so doc tests run too (the lock crate's README and
