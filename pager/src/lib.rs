@@ -1,5 +1,9 @@
 //! User-level pagers: one per core, each owning a partition of physical memory; page faults
 //! arrive as IPC.
-//!
-//! Status: empty. It arrives with the per-core pager work; nothing here runs yet.
 #![no_std]
+
+pub mod alloc;
+pub mod range;
+
+pub use alloc::{Algorithm, AllocError, AvlAllocator, BuddyAllocator, FrameAllocator};
+pub use range::{FrameRange, RangeSet, RangeSetError, PAGE_SIZE};
