@@ -3,7 +3,7 @@
 //! The seed paper lets each pager pick its allocation algorithm through the pager API
 //! (§4.2). The allocator is an enum rather than a trait object because a pager has no heap; both
 //! variants' storage is fixed at compile time. Switching builds the new allocator beside the old
-//! one from the old one's owned and free sets ([`transfer`](crate::alloc::transfer)): outstanding
+//! one from the old one's owned and free sets ([`transfer`]): outstanding
 //! pages stay allocated (and can be freed after the switch), free pages stay free, and if the new
 //! allocator cannot hold the state the switch fails and the old allocator is kept untouched.
 

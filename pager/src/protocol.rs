@@ -1,6 +1,6 @@
 //! The pager protocol: typed messages and their encoding in the kernel's message words.
 //!
-//! An IPC message is [`abi::MSG_WORDS`] (4) words; word 0 is the label, as in the kernel's own
+//! An IPC message is [`abi::limits::MSG_WORDS`] (4) words; word 0 is the label, as in the kernel's own
 //! fault message ([`abi::FAULT_LABEL`]: address, 1 for a write, thread index), which a page
 //! fault request *is*, so the kernel's fault IPC decodes here unchanged. Replies use the same
 //! shape. Decoding checks every word (unknown labels, out-of-range values, unaligned addresses,

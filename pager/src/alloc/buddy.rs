@@ -77,7 +77,10 @@ fn piece_count(range: FrameRange, max_order: usize) -> usize {
 impl<const N: usize, const MAX_ORDER: usize> BuddyAllocator<N, MAX_ORDER> {
     /// An allocator that owns nothing.
     pub fn new() -> Self {
-        assert!(MAX_ORDER < ORDERS, "MAX_ORDER too large");
+        assert!(
+            MAX_ORDER < ORDERS && MAX_ORDER < usize::BITS as usize - 1,
+            "MAX_ORDER too large"
+        );
         assert!(N < NIL as usize, "node pool too large for u32 links");
         let mut nodes = [Node {
             start: 0,
