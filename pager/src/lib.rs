@@ -1,5 +1,32 @@
 //! User-level pagers: one per core, each owning a partition of physical memory; page faults
 //! arrive as IPC.
 //!
-//! Status: empty. It arrives with the per-core pager work; nothing here runs yet.
+//! Why per core: in a microkernel, allocating memory is IPC to a user-level pager, and one global
+//! pager serialises every core's faults behind cross-core IPC (the seed paper,
+//! `per-core-pager-fiasco.txt`: >240% slower at 48 cores, against ~5% with one pager per core).
+//! This crate is the host-testable core of that design (issue 13), `no_std` with no allocator
+//! (every structure has a capacity fixed by const generics, and running out is an error):
+//! - [`alloc`]: frame allocators behind [`FrameAllocator`]: the paper's AVL tree of free extents
+//!   and a buddy allocator;
+//! - [`pager`]: a [`Pager`] that serves protocol requests and switches algorithm at run time
+//!   while pages are outstanding;
+//! - [`partition`]: the loader's policies, an even split and a NUMA-aware one;
+//! - [`balance`]: MEM_LOW / MEM_HIGH load balancing with a donor ledger;
+//! - [`protocol`]: the typed messages and their encoding in the kernel's four message words.
+//!
+//! Not here yet: the pager and loader programs in `servers` (memory capabilities, `MapPage`,
+//! `MemSplit` to hand over ranges), the `pager=percore|global` boot option, the IPC counters,
+//! QEMU tests and `cargo xtask bench --suite memory`. The shared ledger is tested behind
+//! `spin::Mutex`; in the kernel build it will sit behind the `lock=` option's `KernelLock`.
 #![no_std]
+
+pub mod alloc;
+pub mod balance;
+pub mod pager;
+pub mod partition;
+pub mod protocol;
+pub mod range;
+
+pub use alloc::{Algorithm, AllocError, AvlAllocator, BuddyAllocator, FrameAllocator};
+pub use pager::{Allocator, Pager};
+pub use range::{FrameRange, RangeSet, RangeSetError, PAGE_SIZE};
