@@ -418,6 +418,9 @@ pub struct Kernel<S: Strategy, H: Hal> {
     /// run-queue lock; read by that core without the lock, by other cores with it.
     pub(crate) current: [CachePadded<UnsafeCell<Option<ThreadId>>>; MAX_CPUS],
     pub(crate) local: [CachePadded<UnsafeCell<CoreLocal>>; MAX_CPUS],
+    /// Where entries are traced (see [`crate::trace`]); `None`: not traced.
+    #[cfg(feature = "trace")]
+    tracer: Option<&'static dyn crate::trace::TraceSink>,
 }
 
 // SAFETY: all shared mutable state is in `UnsafeCell`s reached only through the accessors
@@ -506,7 +509,15 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
                 left: None,
                 direct: None,
             }),
+            #[cfg(feature = "trace")]
+            tracer: None,
         }
+    }
+
+    /// Traces every later kernel entry into `sink` (the `trace` feature; see [`crate::trace`]).
+    #[cfg(feature = "trace")]
+    pub fn set_tracer(&mut self, sink: &'static dyn crate::trace::TraceSink) {
+        self.tracer = Some(sink);
     }
 
     /// The strategy.
@@ -819,8 +830,14 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         let was = self.in_kernel[cpu].load(Ordering::Relaxed);
         assert!(!was, "kernel re-entered on CPU {cpu} (HAL bug)");
         self.in_kernel[cpu].store(true, Ordering::Relaxed);
+        #[cfg(feature = "trace")]
+        let mut rec = self.tracer.map(|_| self.trace_begin(cpu, &entry));
 
         let excl = self.strategy.enter(cpu, side);
+        #[cfg(feature = "trace")]
+        if let Some(r) = rec.as_mut() {
+            r.lock_acquired = crate::trace::offset(r.entry, self.hal.cycles());
+        }
         let global = excl && (side == Side::Exclusive || self.strategy.serialises());
         let ctx = Ctx {
             cpu,
@@ -840,9 +857,17 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         // on this core, changes it (and under the fine-grained strategy every read costs the
         // run-queue lock).
         let cur = self.current(ctx);
+        #[cfg(feature = "trace")]
+        if let Some(r) = rec.as_mut() {
+            r.thread = cur.map_or(u32::MAX, |t| t.index() as u32);
+        }
         let (rotate, cur) = self.handle(ctx, cur, entry);
         let next = self.schedule(ctx, cur, rotate);
         let exit = self.exit_regs(ctx, next);
+        #[cfg(feature = "trace")]
+        if let Some(r) = rec.as_mut() {
+            r.lock_released = crate::trace::offset(r.entry, self.hal.cycles());
+        }
         // SAFETY: `cpu` entered with `side` above and leaves once.
         unsafe { self.strategy.exit(cpu, side) };
 
@@ -879,9 +904,51 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             // the unmaps emptied any more.
             self.hal.reclaim_tables(cpu);
         }
+        #[cfg(feature = "trace")]
+        if let (Some(mut r), Some(sink)) = (rec, self.tracer) {
+            r.exit = crate::trace::offset(r.entry, self.hal.cycles());
+            sink.record(cpu, &r);
+        }
         // Relaxed: see the swap above.
         self.in_kernel[cpu].store(false, Ordering::Relaxed);
         exit
+    }
+
+    /// The start of an entry's trace record: its timestamp, what entered, the cores in the
+    /// kernel (this one included), and the lock request just after.
+    #[cfg(feature = "trace")]
+    fn trace_begin(&self, cpu: CpuId, entry: &Entry) -> crate::trace::Record {
+        use crate::trace::{EntryKind, Record};
+        let t0 = self.hal.cycles();
+        let (kind, number) = match entry {
+            Entry::Syscall(Ok(sc)) => (EntryKind::Syscall, sc.encode()[0]),
+            Entry::Syscall(Err(_)) => (EntryKind::Syscall, 0),
+            Entry::Interrupt(irq) => (EntryKind::Interrupt, *irq),
+            // IPIs and ticks have no line of their own here: the top of the number range.
+            Entry::Ipi => (EntryKind::Interrupt, 0xFFFF),
+            Entry::Timer => (EntryKind::Interrupt, 0xFFFE),
+            Entry::Fault { .. } => (EntryKind::Fault, 0xFFFF),
+            Entry::Exception { vector, .. } => (EntryKind::Fault, *vector),
+        };
+        // Relaxed: a statistic; the flags of other cores are read as they happen to be.
+        let inside = (0..self.cores)
+            .filter(|&c| self.in_kernel[c].load(Ordering::Relaxed))
+            .count();
+        let mut r = Record {
+            entry: t0,
+            core: cpu as u16,
+            number: number.min(0xFFFF) as u16,
+            kind,
+            in_kernel: inside.min(255) as u8,
+            flags: if inside > 1 {
+                sim::trace::FLAG_CONTENDED
+            } else {
+                0
+            },
+            ..Record::EMPTY
+        };
+        r.lock_requested = crate::trace::offset(t0, self.hal.cycles());
+        r
     }
 
     /// Handles one entry, `cur` being the core's current thread; returns whether the

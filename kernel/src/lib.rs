@@ -71,6 +71,8 @@ mod ops;
 mod sched;
 pub mod strategy;
 pub mod syscall;
+#[cfg(feature = "trace")]
+pub mod trace;
 
 #[cfg(test)]
 mod tests;

@@ -224,8 +224,10 @@ impl Hal for FakeHal {
     fn route_irq(&self, cpu: CpuId, irq: IrqId, target: CpuId) {
         self.push(cpu, HalEvent::Route(irq, target));
     }
+    /// The host's counter (`lfence; rdtsc` on x86_64), so that traced entries have real
+    /// timestamps.
     fn cycles(&self) -> u64 {
-        0
+        crate::bench::cycles()
     }
     fn console_write(&self, s: &str) {
         eprint!("{s}");

@@ -1,0 +1,124 @@
+//! Kernel lock tracing in the hosted harness (the kernel's `trace` feature, issue 12): a
+//! multi-core IPC stress run with a tracer, then checks that the trace is the run. Every entry
+//! is recorded once, on its core, in time order, with the lock timestamps in order and the
+//! system-call numbers the programs made. The trace then goes through the `sim` crate's
+//! file format, its analysis and its replay on the recorded core count.
+#![cfg(feature = "trace")]
+
+use std::time::Duration;
+
+use kernel::trace::{EntryKind, Record, Tracer};
+use kernel::{BigLock, Kernel};
+use kernel_locks::ClhLock;
+use sim::config::{Config, LockStrategy};
+use sim::trace::{Strategy as TraceStrategy, Trace};
+use tests::{run, workload, FakeHal, HostRelax, Programs, RunConfig};
+
+const CORES: usize = 2;
+/// Messages per sender: few enough that every entry fits the rings.
+const PER: usize = 300;
+const RING: usize = 1 << 14;
+
+static TRACER: Tracer<RING> = Tracer::new();
+
+#[test]
+fn a_traced_run_records_every_entry_in_order_and_replays() {
+    let mut k = Box::new(Kernel::new(
+        BigLock::new(ClhLock::<CORES, HostRelax>::new()),
+        FakeHal::new(CORES),
+        CORES,
+    ));
+    k.set_tracer(&TRACER);
+    let programs = Programs::new();
+    let w = workload::ipc(&mut k, &programs, PER, false, 7);
+    let cfg = RunConfig {
+        timeout: Duration::from_secs(60),
+        ..RunConfig::default()
+    };
+    let stats = run(&k, &programs, cfg, || w.ledger.complete()).expect("run");
+    w.verify().expect("every message delivered");
+
+    let mut records: Vec<Record> = Vec::new();
+    let mut syscalls = 0u64;
+    for cpu in 0..CORES {
+        let mut out = vec![Record::EMPTY; RING];
+        let snap = TRACER.ring(cpu).snapshot(&mut out);
+        assert_eq!(snap.lost, 0, "cpu {cpu}: the ring overflowed; lower PER");
+        let mine = &out[..snap.copied];
+        for (i, r) in mine.iter().enumerate() {
+            r.validate()
+                .unwrap_or_else(|e| panic!("cpu {cpu} record {i}: {e}: {r:?}"));
+            assert_eq!(usize::from(r.core), cpu, "record {i} on the wrong ring");
+            assert!(
+                r.in_kernel >= 1 && usize::from(r.in_kernel) <= CORES,
+                "cores in the kernel: {}",
+                r.in_kernel
+            );
+            if r.kind == EntryKind::Syscall {
+                syscalls += 1;
+                assert!(
+                    (1..=kernel::syscall::nr::MAX).contains(&usize::from(r.number)),
+                    "syscall number {} of record {i}",
+                    r.number
+                );
+            }
+            if let Some(next) = mine.get(i + 1) {
+                assert!(
+                    r.exit_at() <= next.entry,
+                    "cpu {cpu}: entries {i} and {} overlap",
+                    i + 1
+                );
+            }
+        }
+        records.extend_from_slice(mine);
+    }
+    assert_eq!(
+        records.len() as u64,
+        stats.entries,
+        "one record per kernel entry"
+    );
+    assert_eq!(
+        syscalls,
+        stats.total_syscalls(),
+        "one syscall record per system call"
+    );
+
+    // Through the file format, the analysis and a replay on the recorded cores.
+    let trace = Trace {
+        cores: CORES as u16,
+        strategy: TraceStrategy::BigLock,
+        frequency_hz: tests::bench::tsc_hz(Duration::from_millis(20)),
+        records,
+    };
+    let back = Trace::from_bytes(&trace.to_bytes()).expect("the trace file reads back");
+    assert_eq!(back, trace);
+    let report = sim::analysis::analyse(&trace);
+    assert_eq!(report.total.entries, stats.entries);
+    assert_eq!(report.total.syscalls, stats.total_syscalls());
+    assert_eq!(
+        report.per_call.iter().map(|c| c.count).sum::<u64>(),
+        stats.entries,
+        "every entry is in one per-call row"
+    );
+    assert!(report.total.lock_held_cycles > 0 && report.total.kernel_fraction > 0.0);
+    let sim = sim::simulate::simulate(&trace, &Config::new(CORES, LockStrategy::BigLock))
+        .expect("replay");
+    assert_eq!(sim.entries, trace.records.len() as u64);
+    // The replay keeps every entry's own times and recomputes only the waits: it cannot be
+    // shorter than the busiest core's kernel time.
+    let busiest: u64 = (0..CORES as u16)
+        .map(|c| {
+            trace
+                .core_records(c)
+                .iter()
+                .map(|r| u64::from(r.exit - r.lock_wait()))
+                .sum::<u64>()
+        })
+        .max()
+        .unwrap();
+    assert!(
+        sim.run_cycles >= busiest,
+        "replay {} cycles, busiest core's kernel time {busiest}",
+        sim.run_cycles
+    );
+}
