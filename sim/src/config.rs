@@ -76,6 +76,27 @@ pub enum LockLatency {
     },
 }
 
+impl LockLatency {
+    /// The latency a trace measured: the median request-to-acquire time of the entries that
+    /// found no other core in the kernel (the lock's own cost, with the counter reads around
+    /// it), and no separate exit latency (the release is inside the recorded time after the
+    /// lock). Replaying a trace on its own core count with it reproduces the recorded run,
+    /// where zero would drop the lock's cost from every entry.
+    pub fn measured(trace: &crate::trace::Trace) -> LockLatency {
+        let mut waits: Vec<u64> = trace
+            .records
+            .iter()
+            .filter(|r| !r.contended())
+            .map(|r| u64::from(r.lock_wait()))
+            .collect();
+        waits.sort_unstable();
+        LockLatency::Fixed {
+            entry: waits.get(waits.len() / 2).copied().unwrap_or(0),
+            exit: 0,
+        }
+    }
+}
+
 impl Default for LockLatency {
     fn default() -> Self {
         LockLatency::Fixed { entry: 0, exit: 0 }

@@ -18,6 +18,7 @@ mod flash;
 mod libtest;
 mod proc;
 mod qemu;
+mod sim;
 mod test;
 mod trace;
 
@@ -93,6 +94,15 @@ enum Command {
     /// counting).
     Trace(trace::TraceArgs),
 
+    /// Replay a kernel lock trace on 1..64 simulated cores (issue 12's simulator).
+    ///
+    /// Reads a trace file (`cargo xtask trace --hosted` records one in the hosted harness),
+    /// prints its analysis (system-call rate, time in the kernel and in the lock, contention),
+    /// replays it on the core count it was recorded on (the simulator's check: it should
+    /// reproduce the run) and sweeps 1..--max-cores simulated cores for the big lock and no
+    /// lock. Writes analysis.json, sweep.json and sweep.svg into --out (default target/sim).
+    Sim(sim::SimArgs),
+
     /// Make a board's boot medium and write it to a disk or a file, safely.
     ///
     /// `--board pc`: a disk image (GRUB, BIOS and UEFI) that starts the x86_64 kernel through
@@ -122,6 +132,7 @@ fn main() -> ExitCode {
         Command::Bench(args) => bench::run(&root, &args),
         Command::Qemu(args) => qemu::run(&root, &args),
         Command::Trace(args) => trace::run(&root, &args),
+        Command::Sim(args) => sim::run(&root, &args),
         Command::Flash(args) => flash::run(&root, &args),
     }
 }

@@ -316,6 +316,7 @@ fn steps(root: &Path, quick: bool) -> Vec<Step> {
     steps.extend(armv7_qemu_steps());
     steps.extend(fuzz_steps());
     steps.push(bench_tiny_step(root));
+    steps.push(trace_hosted_step(root));
     steps.extend(flash_steps(root));
 
     for (example, package, features) in EXAMPLES {
@@ -725,6 +726,23 @@ fn fuzz_steps() -> Vec<Step> {
         steps.push(step);
     }
     steps
+}
+
+/// Kernel lock tracing and the simulator end to end (`trace:hosted`): `cargo xtask trace
+/// --hosted` records the hosted IPC workload on 2 cores with tracing on (the example refuses a
+/// trace that misses an entry), writes the trace file, and `cargo xtask sim`'s analysis, replay
+/// and 1..64-core sweep with its JSON and plots. Output in `<target>/trace-hosted`.
+fn trace_hosted_step(root: &Path) -> Step {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find the xtask binary: {e}"));
+    let out = crate::target_dir(root).join("trace-hosted");
+    let cmd = exe.map(|exe| {
+        Cmd::new(exe)
+            .args([
+                "trace", "--hosted", "--cores", "2", "--lock", "clh", "--out",
+            ])
+            .arg(out)
+    });
+    Step::from_result("trace:hosted", cmd, Judge::ExitStatus)
 }
 
 /// The benchmark driver end to end on a tiny configuration (`bench:tiny`): `cargo xtask bench`
@@ -1296,6 +1314,7 @@ mod tests {
             "qemu:armv7-virt-stack-overflow",
             "qemu:armv7-sabrelite-console-uart2",
             "bench:tiny",
+            "trace:hosted",
         ] {
             assert!(
                 names.contains(&expected),

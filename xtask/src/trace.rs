@@ -448,9 +448,21 @@ pub struct TraceArgs {
     #[arg(long, default_value_t = 12)]
     top: usize,
 
-    /// Where to write trace.json [default: target/bench].
+    /// Where to write trace.json [default: target/bench] (with --hosted: the trace file and
+    /// the simulator's output [default: target/sim]).
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
+
+    /// Kernel lock tracing instead of QEMU exec traces: run the kernel's IPC workload on
+    /// --cores host threads with tracing on (the hosted harness, `--features trace`), write the
+    /// trace file, print its analysis and the simulator's replay and 1..64-core sweep (as
+    /// `cargo xtask sim`). --lock: clh, ticket or fine (the first one given; default clh).
+    #[arg(long)]
+    hosted: bool,
+
+    /// With --hosted: the cores (host threads) to record on.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=8))]
+    cores: u16,
 }
 
 /// `--arch` values.
@@ -476,7 +488,52 @@ pub fn run(root: &Path, args: &TraceArgs) -> ExitCode {
     }
 }
 
+/// `--hosted`: records a kernel lock trace in the hosted harness, then analyses and sweeps it.
+fn run_hosted(root: &Path, args: &TraceArgs) -> Result<(), String> {
+    let lock = args.lock.first().copied().unwrap_or(Lock::Clh);
+    let name = match lock {
+        Lock::Clh | Lock::Ticket | Lock::Fine => lock.name(),
+        other => {
+            return Err(format!(
+                "--hosted records clh, ticket or fine, not {}",
+                other.name()
+            ))
+        }
+    };
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| crate::target_dir(root).join("sim"));
+    let file = out.join(format!("hosted-{name}-{}cores.trace", args.cores));
+    let status =
+        std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+            .current_dir(root)
+            .args([
+                "run",
+                "--release",
+                "-q",
+                "-p",
+                "tests",
+                "--features",
+                "trace",
+                "--example",
+                "trace_hosted",
+                "--",
+            ])
+            .args(["--cores", &args.cores.to_string(), "--lock", name, "--out"])
+            .arg(&file)
+            .status()
+            .map_err(|e| format!("cargo run: {e}"))?;
+    if !status.success() {
+        return Err(format!("recording the hosted trace failed ({status})"));
+    }
+    crate::sim::analyse_and_sweep(&file, None, 64, &out)
+}
+
 fn run_inner(root: &Path, args: &TraceArgs) -> Result<(), String> {
+    if args.hosted {
+        return run_hosted(root, args);
+    }
     let arches: &[Arch] = match args.arch {
         ArchChoice::X86_64 => &[Arch::X86_64],
         ArchChoice::Armv7 => &[Arch::Armv7],

@@ -17,7 +17,7 @@ mod host_locks;
 mod hosted;
 mod machine;
 mod plan;
-mod plot;
+pub(crate) mod plot;
 mod records;
 mod report;
 mod stats;

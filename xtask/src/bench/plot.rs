@@ -26,7 +26,7 @@ const FAMILY: &str = "sans-serif";
 const PANEL: (u32, u32) = (620, 440);
 
 /// Registers the embedded font once.
-fn register_font() -> Result<(), String> {
+pub(crate) fn register_font() -> Result<(), String> {
     static DONE: OnceLock<Result<(), String>> = OnceLock::new();
     DONE.get_or_init(|| {
         plotters::style::register_font(FAMILY, FontStyle::Normal, FONT)
