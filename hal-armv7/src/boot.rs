@@ -303,8 +303,11 @@ hal_armv7_vectors:
 
     @ Fatal exceptions: frame = [r0-r12, faulting pc] on this mode's stack. From USR mode
     @ they go to the kernel (user_trap) instead.
-    .macro HAL_FAULT_STUB name, vector, offset
+    .macro HAL_FAULT_STUB name, vector, offset, abort_stack=0
 hal_armv7_vec_\name:
+        .if \abort_stack
+        HAL_ABT_STACK_CHECK
+        .endif
         sub     lr, lr, #\offset
         HAL_IF_USER hal_armv7_user_\name
         stmfd   sp!, {{r0-r12, lr}}
@@ -333,22 +336,10 @@ hal_armv7_user_\name:
         mrc     p15, 0, r0, c13, c0, 4
     .endm
 
-    .macro HAL_ABORT_STUB name, vector, offset
-hal_armv7_vec_\name:
-        HAL_ABT_STACK_CHECK
-        sub     lr, lr, #\offset
-        HAL_IF_USER hal_armv7_user_\name
-        stmfd   sp!, {{r0-r12, lr}}
-        mov     r0, #\vector
-        b       hal_armv7_fault_common
-hal_armv7_user_\name:
-        HAL_USER_STUB \vector
-    .endm
-
     HAL_FAULT_STUB reset, 0, 4
     HAL_FAULT_STUB und, 1, 4
-    HAL_ABORT_STUB pabt, 3, 4
-    HAL_ABORT_STUB dabt, 4, 8
+    HAL_FAULT_STUB pabt, 3, 4, 1
+    HAL_FAULT_STUB dabt, 4, 8, 1
     HAL_FAULT_STUB unused, 5, 4
     HAL_FAULT_STUB fiq, 7, 4
 
