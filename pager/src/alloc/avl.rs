@@ -12,7 +12,9 @@
 //! paper measured (slower with more outstanding pages) is the tree's depth: outstanding pages cut
 //! the free memory into more extents.
 
-use super::{Algorithm, AllocError, FrameAllocator};
+use super::{
+    checked_free, checked_reserve, checked_withdraw, Algorithm, AllocError, FrameAllocator, FreeSet,
+};
 use crate::range::{FrameRange, RangeSet};
 
 const NIL: u32 = u32::MAX;
@@ -406,6 +408,27 @@ impl<const N: usize> AvlAllocator<N> {
     }
 }
 
+impl<const N: usize> FreeSet for AvlAllocator<N> {
+    fn owned_covers(&self, r: &FrameRange) -> bool {
+        self.owned.covers(r)
+    }
+    fn owned_can_remove(&self, r: &FrameRange) -> Result<(), AllocError> {
+        Ok(self.owned.can_remove(r)?)
+    }
+    fn owned_remove(&mut self, r: FrameRange) {
+        self.owned.remove(r).expect("checked by owned_can_remove");
+    }
+    fn overlaps_free(&self, r: &FrameRange) -> bool {
+        Self::overlaps_free(self, r)
+    }
+    fn insert_free(&mut self, r: FrameRange) -> Result<(), AllocError> {
+        Self::insert_free(self, r)
+    }
+    fn remove_free(&mut self, r: FrameRange) -> Result<(), AllocError> {
+        Self::remove_free(self, r)
+    }
+}
+
 impl<const N: usize> FrameAllocator for AvlAllocator<N> {
     fn algorithm(&self) -> Algorithm {
         Algorithm::Avl
@@ -442,36 +465,15 @@ impl<const N: usize> FrameAllocator for AvlAllocator<N> {
     }
 
     fn free_range(&mut self, range: FrameRange) -> Result<(), AllocError> {
-        if !range.is_valid() {
-            return Err(AllocError::Invalid);
-        }
-        if !self.owned.covers(&range) {
-            return Err(AllocError::NotOwned);
-        }
-        if self.overlaps_free(&range) {
-            return Err(AllocError::DoubleFree);
-        }
-        self.insert_free(range)
+        checked_free(self, range)
     }
 
     fn reserve(&mut self, range: FrameRange) -> Result<(), AllocError> {
-        if !range.is_valid() {
-            return Err(AllocError::Invalid);
-        }
-        if !self.owned.covers(&range) {
-            return Err(AllocError::NotOwned);
-        }
-        self.remove_free(range)
+        checked_reserve(self, range)
     }
 
     fn withdraw(&mut self, range: FrameRange) -> Result<(), AllocError> {
-        if !range.is_valid() {
-            return Err(AllocError::Invalid);
-        }
-        self.owned.can_remove(&range)?;
-        self.remove_free(range)?;
-        self.owned.remove(range).expect("checked by can_remove");
-        Ok(())
+        checked_withdraw(self, range)
     }
 
     fn take_range(&mut self, max: usize) -> Result<FrameRange, AllocError> {

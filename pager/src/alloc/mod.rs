@@ -125,6 +125,61 @@ pub trait FrameAllocator {
     fn check(&self) -> Result<(), &'static str>;
 }
 
+/// The free-set primitives each allocator implements. The checked operations of
+/// [`FrameAllocator`] (free, reserve, withdraw) are written once on top of them
+/// ([`checked_free`], [`checked_reserve`], [`checked_withdraw`]), so both allocators refuse bad
+/// input the same way, in the same order.
+pub(crate) trait FreeSet {
+    /// Whether the allocator owns every frame of `r`.
+    fn owned_covers(&self, r: &FrameRange) -> bool;
+    /// Whether `r` can leave the owned set (whole owned ranges or their ends).
+    fn owned_can_remove(&self, r: &FrameRange) -> Result<(), AllocError>;
+    /// Removes `r` from the owned set (after [`owned_can_remove`](Self::owned_can_remove)).
+    fn owned_remove(&mut self, r: FrameRange);
+    /// Whether any frame of `r` is free.
+    fn overlaps_free(&self, r: &FrameRange) -> bool;
+    /// Makes the allocated frames `r` free.
+    fn insert_free(&mut self, r: FrameRange) -> Result<(), AllocError>;
+    /// Makes the free frames `r` allocated ([`AllocError::Busy`] if one is not free).
+    fn remove_free(&mut self, r: FrameRange) -> Result<(), AllocError>;
+}
+
+/// [`FrameAllocator::free_range`]: owned, allocated, then freed.
+pub(crate) fn checked_free(a: &mut impl FreeSet, range: FrameRange) -> Result<(), AllocError> {
+    if !range.is_valid() {
+        return Err(AllocError::Invalid);
+    }
+    if !a.owned_covers(&range) {
+        return Err(AllocError::NotOwned);
+    }
+    if a.overlaps_free(&range) {
+        return Err(AllocError::DoubleFree);
+    }
+    a.insert_free(range)
+}
+
+/// [`FrameAllocator::reserve`]: owned and free, then allocated.
+pub(crate) fn checked_reserve(a: &mut impl FreeSet, range: FrameRange) -> Result<(), AllocError> {
+    if !range.is_valid() {
+        return Err(AllocError::Invalid);
+    }
+    if !a.owned_covers(&range) {
+        return Err(AllocError::NotOwned);
+    }
+    a.remove_free(range)
+}
+
+/// [`FrameAllocator::withdraw`]: removable from the owned set and free, then given up.
+pub(crate) fn checked_withdraw(a: &mut impl FreeSet, range: FrameRange) -> Result<(), AllocError> {
+    if !range.is_valid() {
+        return Err(AllocError::Invalid);
+    }
+    a.owned_can_remove(&range)?;
+    a.remove_free(range)?;
+    a.owned_remove(range);
+    Ok(())
+}
+
 /// Copies the owned and free sets of `from` into the empty allocator `to`: the free sets and the
 /// outstanding allocations are the same afterwards. On error `to` is partly filled and must be
 /// dropped; `from` is never changed.
