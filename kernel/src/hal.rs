@@ -212,6 +212,12 @@ pub trait Hal: Sync {
     }
     /// The cycle counter.
     fn cycles(&self) -> u64;
+    /// The cycle counter as kernel tracing reads it (the `trace` feature, four reads per
+    /// entry): may skip the serialising fence `cycles` uses (x86 `lfence`), trading exactness at
+    /// the instruction level for a cheaper read. The default is `cycles`.
+    fn trace_cycles(&self) -> u64 {
+        self.cycles()
+    }
     /// Writes to the console.
     fn console_write(&self, s: &str);
 }

@@ -229,6 +229,9 @@ impl Hal for FakeHal {
     fn cycles(&self) -> u64 {
         crate::bench::cycles()
     }
+    fn trace_cycles(&self) -> u64 {
+        crate::bench::cycles_unfenced()
+    }
     fn console_write(&self, s: &str) {
         eprint!("{s}");
     }

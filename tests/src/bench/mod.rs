@@ -84,6 +84,20 @@ pub fn cycles() -> u64 {
     }
 }
 
+/// [`cycles`] without the fence (`rdtsc` alone): cheaper, for the kernel's trace timestamps.
+#[inline(always)]
+pub fn cycles_unfenced() -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: rdtsc only reads the time-stamp counter.
+    unsafe {
+        core::arch::x86_64::_rdtsc()
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        cycles()
+    }
+}
+
 /// The cost of one counter read, in counter ticks: the median difference of 10,000
 /// back-to-back read pairs.
 pub fn tsc_overhead() -> u64 {
@@ -201,6 +215,9 @@ impl Hal for BenchHal {
     fn unmask_irq(&self, _cpu: CpuId, _irq: IrqId) {}
     fn cycles(&self) -> u64 {
         cycles()
+    }
+    fn trace_cycles(&self) -> u64 {
+        cycles_unfenced()
     }
     fn console_write(&self, s: &str) {
         eprint!("{s}");
@@ -588,6 +605,19 @@ impl<S: Strategy> PingPong<S> {
 /// returns the TSC ticks they took.
 pub fn round_trip_timer<S: Strategy>(strategy: S, cross_as: bool) -> impl Fn(u32) -> u64 {
     let p = PingPong::new(strategy, cross_as);
+    move |n| p.round_trips(n)
+}
+
+/// [`round_trip_timer`] with the kernel's entries traced into `sink` (the `trace` feature), for
+/// the tracing overhead (`examples/trace_overhead.rs`).
+#[cfg(feature = "trace")]
+pub fn traced_round_trip_timer<S: Strategy>(
+    strategy: S,
+    cross_as: bool,
+    sink: &'static dyn kernel::trace::TraceSink,
+) -> impl Fn(u32) -> u64 {
+    let mut p = PingPong::new(strategy, cross_as);
+    p.kernel.set_tracer(sink);
     move |n| p.round_trips(n)
 }
 
