@@ -19,10 +19,9 @@
 //! `bsp_entry` first sets up the per-core pointer (GS), then checks that the CPU has the
 //! execute-disable bit, sets EFER.NXE and switches to the W^X kernel page tables
 //! ([`paging::init_kernel_space`]: text read-only and executable, everything else
-//! non-executable, stack guard pages unmapped), then sets up the console, GDT/TSS/IDT, the
-//! local APIC,
-//! reads ACPI, masks every I/O APIC line (`ioapic::init`), calibrates the clocks and calls the kernel's main function, named with
-//! [`entry_point!`](crate::entry_point).
+//! non-executable, stack guard pages unmapped), then sets up the console, GDT/TSS/IDT and the
+//! local APIC, reads ACPI, masks every I/O APIC line (`ioapic::init`), calibrates the clocks
+//! and calls the kernel's main function, named with [`entry_point!`](crate::entry_point).
 
 use core::arch::global_asm;
 
