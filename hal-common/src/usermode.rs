@@ -240,6 +240,8 @@ struct Installed {
 }
 
 const NO_THREAD: usize = usize::MAX;
+/// Faults of one thread that get a console line each (see `user_exception`).
+const PRINTED_FAULTS: u64 = 2;
 /// Words of a core's kept-interrupt bitmap.
 const PENDING_WORDS: usize = MAX_IRQS.div_ceil(32);
 
@@ -450,7 +452,7 @@ impl<A: UserArch, const CPUS: usize> UserMode<A, CPUS> {
                         addr: 0,
                         code: 0,
                     };
-                    self.record_fault(cpu, t, fault);
+                    let _ = self.record_fault(cpu, t, fault);
                     A::print(format_args!(
                         "user fault: cpu {cpu} thread {}: cannot return to pc {addr:#x} \
                          (vector {vector}): handed to the kernel (pager, or the thread stops)\n",
@@ -463,7 +465,8 @@ impl<A: UserArch, const CPUS: usize> UserMode<A, CPUS> {
     }
 
     /// Records a user exception of thread `t` for [`fault_record`](Self::fault_record).
-    fn record_fault(&self, cpu: CpuIndex, t: ThreadId, fault: Fault) {
+    /// Returns how many faults `t` has had, this one included.
+    fn record_fault(&self, cpu: CpuIndex, t: ThreadId, fault: Fault) -> u64 {
         let s = &self.faults[t.index()];
         s.vector.store(fault.vector, Ordering::Relaxed);
         s.pc.store(fault.pc, Ordering::Relaxed);
@@ -473,7 +476,7 @@ impl<A: UserArch, const CPUS: usize> UserMode<A, CPUS> {
         s.cycles.store(A::cycles(), Ordering::Relaxed);
         s.resumed.store(false, Ordering::Relaxed);
         s.stopped.store(true, Ordering::Relaxed);
-        s.count.fetch_add(1, Ordering::Release);
+        s.count.fetch_add(1, Ordering::Release) + 1
     }
 
     /// Waits for interrupts with no thread to run; an interrupt enters the kernel (see
@@ -564,12 +567,23 @@ impl<A: UserArch, const CPUS: usize> UserMode<A, CPUS> {
         let cpu = A::cpu_id();
         let inst = self.installed_from_user();
         let t = self.save(cpu, frame, Saved::Trap);
-        self.record_fault(cpu, t, fault);
-        A::print(format_args!(
-            "user fault: cpu {cpu} thread {}: {what}: handed to the kernel (pager, or the \
-             thread stops)\n",
-            t.index()
-        ));
+        let count = self.record_fault(cpu, t, fault);
+        // The first faults of a thread are reported; a thread whose pager serves its faults
+        // may have thousands (the memory benchmark), whose lines would cost more than the
+        // faults themselves.
+        if count <= PRINTED_FAULTS {
+            A::print(format_args!(
+                "user fault: cpu {cpu} thread {}: {what}: handed to the kernel (pager, or the \
+                 thread stops)\n",
+                t.index()
+            ));
+        } else if count == PRINTED_FAULTS + 1 {
+            A::print(format_args!(
+                "user fault: cpu {cpu} thread {}: {what}: handed to the kernel; its further \
+                 faults are counted, not printed\n",
+                t.index()
+            ));
+        }
         let exit = match to_kernel {
             KernelFault::Page { addr, write } => inst.kernel.page_fault(cpu, addr, write),
             KernelFault::Exception { vector, addr } => inst.kernel.exception(cpu, vector, addr),

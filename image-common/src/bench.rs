@@ -19,9 +19,10 @@ use servers::abi::bench::{
     param, record, BATCH, DEFAULT_RUNS, MAX_RUNS, OVERHEAD_TRIES, WARMUP, WARMUP_BATCHES,
     WARMUP_INTERVALS,
 };
+use servers::abi::memory::{self, Spec};
 
 /// The benchmark kinds `bench=` accepts, for messages.
-pub const KINDS: &str = "ipc, multicore, clientserver";
+pub const KINDS: &str = "ipc, multicore, clientserver, memory";
 /// Client counts `clients=` accepts.
 pub const MAX_CLIENTS: usize = 8;
 
@@ -59,6 +60,9 @@ pub enum Kind {
         /// Shared or dedicated servers.
         variant: Variant,
     },
+    /// The memory system (`servers::memory`): per-core or global pagers, `pages` per task.
+    /// Its `lock` is the kernel's (`lock=`), filled in by the command-line parser.
+    Memory(Spec),
 }
 
 /// A bad benchmark word on the command line.
@@ -74,6 +78,14 @@ pub enum SpecError<'a> {
     Variant(&'a str),
     /// A `runs=` value that is not 1..=64.
     Runs(&'a str),
+    /// A `pager=` value that is not `percore` or `global`.
+    Pager(&'a str),
+    /// An `alloc=` value that is not `avl` or `buddy`.
+    Alloc(&'a str),
+    /// A `nodes=` value that is not 1..=4.
+    Nodes(&'a str),
+    /// A `pages=` value that is not 1..=1024.
+    Pages(&'a str),
 }
 
 impl fmt::Display for SpecError<'_> {
@@ -94,6 +106,24 @@ impl fmt::Display for SpecError<'_> {
             SpecError::Runs(v) => {
                 write!(f, "runs=\"{v}\" is not a sample count from 1 to {MAX_RUNS}")
             }
+            SpecError::Pager(v) => write!(
+                f,
+                "pager=\"{v}\" is not a pager mode; valid ones: percore, global"
+            ),
+            SpecError::Alloc(v) => write!(
+                f,
+                "alloc=\"{v}\" is not an allocator; valid ones: avl, buddy"
+            ),
+            SpecError::Nodes(v) => write!(
+                f,
+                "nodes=\"{v}\" is not a memory-node count from 1 to {}",
+                memory::MAX_NODES
+            ),
+            SpecError::Pages(v) => write!(
+                f,
+                "pages=\"{v}\" is not a page count from 1 to {}",
+                memory::MAX_PAGES
+            ),
         }
     }
 }
@@ -133,6 +163,39 @@ impl Kind {
                 };
                 Ok(Kind::ClientServer { clients, variant })
             }
+            Some("memory") => {
+                let number = |key: &str, max: usize, err: fn(&'a str) -> SpecError<'a>, default| {
+                    match value(key) {
+                        None => Ok(default),
+                        Some(v) => match v.parse::<usize>() {
+                            Ok(n) if (1..=max).contains(&n) => Ok(n),
+                            _ => Err(err(v)),
+                        },
+                    }
+                };
+                let global = match value("pager") {
+                    None | Some("percore") => false,
+                    Some("global") => true,
+                    Some(v) => return Err(SpecError::Pager(v)),
+                };
+                let buddy = match value("alloc") {
+                    None | Some("avl") => false,
+                    Some("buddy") => true,
+                    Some(v) => return Err(SpecError::Alloc(v)),
+                };
+                Ok(Kind::Memory(Spec {
+                    global,
+                    buddy,
+                    nodes: number("nodes", memory::MAX_NODES, SpecError::Nodes, 1)?,
+                    pages: number(
+                        "pages",
+                        memory::MAX_PAGES,
+                        SpecError::Pages,
+                        memory::DEFAULT_PAGES,
+                    )?,
+                    lock: 0,
+                }))
+            }
             Some(other) => Err(SpecError::Unknown(other)),
         }
     }
@@ -147,6 +210,7 @@ impl Kind {
             Some(Kind::ClientServer { clients, variant }) => {
                 16 + 2 * clients + usize::from(variant == Variant::Dedicated)
             }
+            Some(Kind::Memory(spec)) => MEMORY_WORD + spec.to_word(),
         }
     }
 
@@ -155,6 +219,7 @@ impl Kind {
         match w {
             1 => Some(Kind::Ipc),
             2 => Some(Kind::Multicore),
+            w if w >= MEMORY_WORD => Spec::from_word(w - MEMORY_WORD).map(Kind::Memory),
             w if w >= 16 => Some(Kind::ClientServer {
                 clients: (w - 16) / 2,
                 variant: if w % 2 == 1 {
@@ -174,7 +239,8 @@ impl Kind {
     }
 
     /// Whether threads of different cores share a kernel object on `cores` cores (the shared
-    /// server's endpoint), which the `none` strategy's contract forbids.
+    /// server's endpoint; the memory system's address space, which pagers on every core map
+    /// into), which the `none` strategy's contract forbids.
     pub fn shares_objects_across_cores(self, cores: usize) -> bool {
         cores > 1
             && matches!(
@@ -182,10 +248,14 @@ impl Kind {
                 Kind::ClientServer {
                     clients: 2..,
                     variant: Variant::Shared
-                }
+                } | Kind::Memory(_)
             )
     }
 }
+
+/// [`Kind::to_word`] of the memory benchmark: this plus the spec's word (above every other
+/// kind's word, and within 32 bits: the spec's word is below 2^24).
+const MEMORY_WORD: usize = 1 << 24;
 
 /// What the image tells the records about the run.
 #[derive(Clone, Copy, Debug)]
@@ -211,6 +281,7 @@ pub struct Collector {
     reports: [AtomicU32; record::COUNT],
     overhead: [AtomicU64; record::COUNT],
     read_cost: [AtomicU64; record::COUNT],
+    extra: [[AtomicU64; param::EXTRAS]; record::COUNT],
 }
 
 impl Collector {
@@ -221,6 +292,7 @@ impl Collector {
             reports: [const { AtomicU32::new(0) }; record::COUNT],
             overhead: [const { AtomicU64::new(0) }; record::COUNT],
             read_cost: [const { AtomicU64::new(0) }; record::COUNT],
+            extra: [const { [const { AtomicU64::new(0) }; param::EXTRAS] }; record::COUNT],
         }
     }
 
@@ -240,6 +312,9 @@ impl Collector {
             }
             param::READ_COST => {
                 self.read_cost[rec].fetch_max(value, Ordering::Relaxed);
+            }
+            s if (param::EXTRA..param::EXTRA + param::EXTRAS).contains(&s) => {
+                self.extra[rec][s - param::EXTRA].fetch_add(value, Ordering::Relaxed);
             }
             _ => return Err(Error::InvalidArgument),
         }
@@ -386,9 +461,12 @@ pub struct Incomplete {
     pub want: u32,
 }
 
-/// The records of benchmark `kind`, in print order, with the number of sample reports each
-/// needs; `None` past the end.
-fn plan(kind: Kind, info: &RunInfo) -> [Option<(usize, Record)>; 6] {
+/// One planned record: its number, the record, the programs reporting its samples, and
+/// whether its `extra` values are the collector's [`param::EXTRA`] counters (in order).
+type Planned = (usize, Record, u32, bool);
+
+/// The records of benchmark `kind`, in print order; `None` past the end.
+fn plan(kind: Kind, info: &RunInfo) -> [Option<Planned>; 6] {
     let base = Record {
         bench: "",
         variant: "",
@@ -429,6 +507,8 @@ fn plan(kind: Kind, info: &RunInfo) -> [Option<(usize, Record)>; 6] {
                                 ],
                                 ..base
                             },
+                            1,
+                            false,
                         ));
                         n += 1;
                     }
@@ -449,6 +529,8 @@ fn plan(kind: Kind, info: &RunInfo) -> [Option<(usize, Record)>; 6] {
                         ],
                         ..base
                     },
+                    1,
+                    false,
                 ));
                 n += 1;
             }
@@ -465,6 +547,8 @@ fn plan(kind: Kind, info: &RunInfo) -> [Option<(usize, Record)>; 6] {
                     extra: throughput_extra(info.cores),
                     ..base
                 },
+                info.cores as u32,
+                false,
             ));
         }
         Kind::ClientServer { clients, variant } => {
@@ -484,7 +568,70 @@ fn plan(kind: Kind, info: &RunInfo) -> [Option<(usize, Record)>; 6] {
                     extra: throughput_extra(servers),
                     ..base
                 },
+                clients as u32,
+                false,
             ));
+        }
+        Kind::Memory(spec) => {
+            let workers = info.cores as u64;
+            let per_page = Record {
+                variant: spec.variant(),
+                cores: info.cores,
+                clients: info.cores,
+                // Each sample sums every worker's task: the mean per page and core.
+                divisor: spec.pages as u64 * workers,
+                ..base
+            };
+            out[0] = Some((
+                record::MEM_ALLOC,
+                Record {
+                    bench: "memory-alloc",
+                    extra: [
+                        Some(("faults_same_core", 0)),
+                        Some(("faults_cross_core", 0)),
+                        Some(("pages_borrowed", 0)),
+                        Some(("pages_returned", 0)),
+                    ],
+                    ..per_page
+                },
+                info.cores as u32,
+                true,
+            ));
+            out[1] = Some((
+                record::MEM_FREE,
+                Record {
+                    bench: "memory-free",
+                    extra: [
+                        Some(("pages_per_task", spec.pages as u64)),
+                        Some(("pagers", if spec.global { 1 } else { workers })),
+                        Some(("nodes", spec.nodes as u64)),
+                        Some(("buddy", u64::from(spec.buddy))),
+                    ],
+                    ..per_page
+                },
+                info.cores as u32,
+                false,
+            ));
+            if !spec.global && info.cores > 1 {
+                for (n, rec, variant) in [
+                    (2, record::MEM_IPC_SAME, "same-core"),
+                    (3, record::MEM_IPC_CROSS, "cross-core"),
+                ] {
+                    out[n] = Some((
+                        rec,
+                        Record {
+                            bench: "memory-ipc",
+                            variant,
+                            cores: info.cores,
+                            divisor: BATCH as u64,
+                            extra: [Some(("batch", BATCH as u64)), None, None, None],
+                            ..base
+                        },
+                        1,
+                        false,
+                    ));
+                }
+            }
         }
     }
     out
@@ -500,25 +647,16 @@ fn throughput_extra(servers: usize) -> [Option<ExtraField>; 4] {
     ]
 }
 
-/// Clients reporting each record of `kind`.
-fn reporters(kind: Kind, cores: usize) -> u32 {
-    match kind {
-        Kind::Ipc => 1,
-        Kind::Multicore => cores as u32,
-        Kind::ClientServer { clients, .. } => clients as u32,
-    }
-}
-
 /// The records of `kind` filled from `c`, in print order; an incomplete record is an error.
 pub fn records(
     kind: Kind,
     info: &RunInfo,
     c: &Collector,
 ) -> impl Iterator<Item = Result<Record, Incomplete>> {
-    let want = reporters(kind, info.cores) * info.runs as u32;
     let plan = plan(kind, info);
     let rows: [Option<Result<Record, Incomplete>>; 6] = core::array::from_fn(|i| {
-        let (id, mut r) = plan[i]?;
+        let (id, mut r, reporters, extras) = plan[i]?;
+        let want = reporters * info.runs as u32;
         let got = c.reports[id].load(Ordering::Acquire);
         if got != want {
             return Some(Err(Incomplete {
@@ -531,6 +669,13 @@ pub fn records(
         r.samples = c.samples(id);
         let overhead = c.overhead[id].load(Ordering::Relaxed);
         let read_cost = c.read_cost[id].load(Ordering::Relaxed);
+        if extras {
+            for (k, field) in r.extra.iter_mut().enumerate() {
+                if let Some((_, v)) = field {
+                    *v = c.extra[id][k].load(Ordering::Relaxed);
+                }
+            }
+        }
         for (k, v) in r.extra.iter_mut().flatten() {
             match *k {
                 "overhead_per_batch" => *v = overhead,
@@ -604,6 +749,60 @@ mod tests {
         let mut out = Vec::new();
         let bad = print(kind, info, c, |a| out.push(std::format!("{a}")));
         (out, bad)
+    }
+
+    #[test]
+    fn memory_records_average_per_page_and_core_and_carry_the_pager_counters() {
+        let spec = Spec {
+            global: false,
+            buddy: false,
+            nodes: 1,
+            pages: 10,
+            lock: 0,
+        };
+        let info = RunInfo {
+            cores: 2,
+            runs: 2,
+            ..info("tsc")
+        };
+        let c = Collector::new();
+        for _worker in 0..2 {
+            for t in 0..2 {
+                c.report(record::MEM_ALLOC, t, 1000 * (t as u64 + 1))
+                    .unwrap();
+                c.report(record::MEM_FREE, t, 500).unwrap();
+            }
+        }
+        for t in 0..2 {
+            c.report(record::MEM_IPC_SAME, t, 300 * BATCH as u64)
+                .unwrap();
+            c.report(record::MEM_IPC_CROSS, t, 900 * BATCH as u64)
+                .unwrap();
+        }
+        c.report(record::MEM_ALLOC, param::EXTRA, 40).unwrap();
+        c.report(record::MEM_ALLOC, param::EXTRA + 2, 7).unwrap();
+        let (out, bad) = lines(Kind::Memory(spec), &info, &c);
+        assert_eq!(bad, 0, "{out:?}");
+        // Two workers' 1000 and 2000 ticks for 10 pages each: 100 and 200 per page and core.
+        assert!(out[1].starts_with("{\"bench\":\"memory-alloc\",\"variant\":\"percore\""));
+        assert!(out[1].contains("\"samples\":[100.00,200.00]"), "{}", out[1]);
+        assert!(out[1].contains(
+            "\"extra\":{\"faults_same_core\":40,\"faults_cross_core\":0,\"pages_borrowed\":7,\
+             \"pages_returned\":0}"
+        ));
+        assert!(out[2].contains("\"samples\":[50.00,50.00]"), "{}", out[2]);
+        assert!(out[3].contains("same-core") && out[3].contains("[300.00,300.00]"));
+        assert!(out[4].contains("cross-core") && out[4].contains("[900.00,900.00]"));
+        // The global pager has no same/cross comparison; a missing worker is an error.
+        let global = Kind::Memory(Spec {
+            global: true,
+            ..spec
+        });
+        let c = Collector::new();
+        c.report(record::MEM_ALLOC, 0, 1).unwrap();
+        let (out, bad) = lines(global, &info, &c);
+        assert_eq!(bad, 2, "{out:?}");
+        assert!(!out.iter().any(|l| l.contains("memory-ipc")));
     }
 
     #[test]

@@ -131,6 +131,11 @@ pub enum CmdlineError<'a> {
         /// The cores it would run on.
         cores: usize,
     },
+    /// The memory benchmark on several cores with `lock=none`.
+    MemoryWithoutLock {
+        /// The cores it would run on.
+        cores: usize,
+    },
 }
 
 impl fmt::Display for CmdlineError<'_> {
@@ -169,6 +174,12 @@ impl fmt::Display for CmdlineError<'_> {
                  endpoint between cores, which lock=none forbids (use variant=dedicated or \
                  another lock)"
             ),
+            CmdlineError::MemoryWithoutLock { cores } => write!(
+                f,
+                "bench: the memory benchmark on {cores} cores maps pages into one address space \
+                 from every core and lets pagers borrow each other's memory, which lock=none \
+                 forbids (use cpus=1 or another lock)"
+            ),
         }
     }
 }
@@ -185,7 +196,17 @@ impl Cmdline {
             "test" => (true, None),
             "bench" => (
                 false,
-                Some(Kind::parse(&value).map_err(CmdlineError::Bench)?),
+                Some(match Kind::parse(&value).map_err(CmdlineError::Bench)? {
+                    // The pagers share state under the kernel's lock algorithm.
+                    Kind::Memory(spec) => Kind::Memory(servers::abi::memory::Spec {
+                        lock: servers::abi::memory::LOCKS
+                            .iter()
+                            .position(|l| *l == lock.name())
+                            .unwrap_or(0),
+                        ..spec
+                    }),
+                    k => k,
+                }),
             ),
             other => return Err(CmdlineError::Mode(other)),
         };
@@ -247,7 +268,10 @@ impl Cmdline {
     pub fn on_cores(self, cores: usize) -> Result<Config, CmdlineError<'static>> {
         if let Some(kind) = self.bench {
             if self.lock == LockChoice::None && kind.shares_objects_across_cores(cores) {
-                return Err(CmdlineError::SharedWithoutLock { cores });
+                return Err(match kind {
+                    Kind::Memory(_) => CmdlineError::MemoryWithoutLock { cores },
+                    _ => CmdlineError::SharedWithoutLock { cores },
+                });
             }
         }
         Ok(Config {
@@ -408,6 +432,40 @@ mod tests {
     }
 
     #[test]
+    fn the_memory_benchmark_takes_the_kernels_lock_and_needs_one_under_none() {
+        use servers::abi::memory::Spec;
+        let c = Cmdline::parse(words(
+            "lock=ticket mode=bench bench=memory pager=global alloc=buddy nodes=2 pages=100",
+        ))
+        .unwrap();
+        let spec = Spec {
+            global: true,
+            buddy: true,
+            nodes: 2,
+            pages: 100,
+            lock: 1,
+        };
+        assert_eq!(c.bench, Some(Kind::Memory(spec)));
+        assert_eq!(Kind::from_word(Kind::to_word(c.bench)), c.bench);
+        let d = Cmdline::parse(words("mode=bench bench=memory")).unwrap();
+        assert_eq!(
+            d.bench,
+            Some(Kind::Memory(Spec {
+                global: false,
+                buddy: false,
+                nodes: 1,
+                pages: servers::abi::memory::DEFAULT_PAGES,
+                lock: 0,
+            }))
+        );
+        let none = Cmdline::parse(words("lock=none mode=bench bench=memory")).unwrap();
+        assert!(none.on_cores(1).is_ok());
+        let e = none.on_cores(2).unwrap_err();
+        assert_eq!(e, CmdlineError::MemoryWithoutLock { cores: 2 });
+        assert!(e.to_string().contains("use cpus=1 or another lock"));
+    }
+
+    #[test]
     fn names_the_first_bad_value() {
         let msg = |line| Cmdline::parse(words(line)).unwrap_err().to_string();
         assert_eq!(
@@ -430,7 +488,23 @@ mod tests {
         );
         assert_eq!(
             msg("mode=bench rounds=0"),
-            "mode=bench needs bench=<kind>, one of ipc, multicore, clientserver"
+            "mode=bench needs bench=<kind>, one of ipc, multicore, clientserver, memory"
+        );
+        assert_eq!(
+            msg("mode=bench bench=memory pager=sigma0"),
+            "pager=\"sigma0\" is not a pager mode; valid ones: percore, global"
+        );
+        assert_eq!(
+            msg("mode=bench bench=memory pages=1025"),
+            "pages=\"1025\" is not a page count from 1 to 1024"
+        );
+        assert_eq!(
+            msg("mode=bench bench=memory nodes=5"),
+            "nodes=\"5\" is not a memory-node count from 1 to 4"
+        );
+        assert_eq!(
+            msg("mode=bench bench=memory alloc=slab"),
+            "alloc=\"slab\" is not an allocator; valid ones: avl, buddy"
         );
         assert_eq!(
             msg("mode=bench bench=ipc runs=0"),

@@ -736,6 +736,32 @@ pub fn build_bench<S: Strategy, A: Arch>(
     // The root's space hosts the first throughput client.
     let mut spare_root_space = Some(root_space);
 
+    if let Kind::Memory(spec) = kind {
+        // The loader alone, with an address space per worker (user ELF loaded): it creates
+        // the pagers in its own space and the workers in theirs at run time.
+        for w in 0..cores {
+            let space = b.space();
+            let at = slot::ROOT_MEMORY_SPACES + w;
+            b.cap(root, at, ObjRef::AddressSpace(space.id), Rights::ALL, 0);
+        }
+        // Last: the root takes all RAM left.
+        give_memory(&mut b, root);
+        // SAFETY: the root thread has not run; same entry and stack as set by `thread`.
+        unsafe {
+            arch.set_initial_context(
+                root,
+                USER_STACK_TOP - 8,
+                [role::LOADER, spec.to_word() as u64, cores as u64],
+            )
+        };
+        if let Err(e) = b.k.start(root) {
+            arch.fail(format_args!("starting the memory system's loader: {e:?}"));
+        }
+        let mut plan = b.plan;
+        plan.add(root, 0, role::LOADER, true);
+        return (root, plan);
+    }
+
     match kind {
         Kind::Ipc => {
             for (variant, prio) in [(VARIANT_SAME_AS, 20), (VARIANT_CROSS_AS, 10)] {
@@ -755,6 +781,7 @@ pub fn build_bench<S: Strategy, A: Arch>(
                 b.push(client);
             }
         }
+        Kind::Memory(_) => unreachable!("built above"),
         Kind::Multicore | Kind::ClientServer { .. } => {
             let (clients, shared, rec) = match kind {
                 Kind::ClientServer { clients, variant } => {

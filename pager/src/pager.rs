@@ -144,7 +144,8 @@ impl<const N: usize, const MAX_ORDER: usize> Pager<N, MAX_ORDER> {
 
     /// Serves one request from a client: a page fault gets a frame to map, a free releases
     /// pages, set-algorithm switches, statistics reports. Requests between pagers and from the
-    /// loader are the balancing layer's ([`crate::balance`]) and get [`PagerError::Unexpected`].
+    /// loader are the balancing layer's ([`crate::balance`]), freeing by address is the pager
+    /// program's (it knows the mappings); they get [`PagerError::Unexpected`].
     /// A failed request changes nothing.
     pub fn handle(&mut self, request: Request) -> Reply {
         match request {
@@ -172,9 +173,12 @@ impl<const N: usize, const MAX_ORDER: usize> Pager<N, MAX_ORDER> {
                 Err(e) => Reply::Error(e.into()),
             },
             Request::Stats => Reply::Stats(self.stats()),
-            Request::MemoryLow { .. } | Request::MemoryReturn { .. } | Request::Init { .. } => {
-                Reply::Error(PagerError::Unexpected)
-            }
+            // Freeing by address needs the pager's mappings, which its program keeps (see
+            // `servers::memory`); balancing and initialisation are the layers above.
+            Request::FreePages { .. }
+            | Request::MemoryLow { .. }
+            | Request::MemoryReturn { .. }
+            | Request::Init { .. } => Reply::Error(PagerError::Unexpected),
         }
     }
 }

@@ -28,6 +28,8 @@ pub mod label {
     pub const MEMORY_RETURN: usize = 0x9A05;
     /// Initialisation (loader to pager): the pager's core, its node, number of memory regions.
     pub const INIT: usize = 0x9A06;
+    /// Client to pager: unmap and free pages it mapped for the client.
+    pub const FREE_PAGES: usize = 0x9A07;
     /// Reply: success.
     pub const OK: usize = 0;
     /// Reply: map a frame at a page: page address, frame.
@@ -66,6 +68,15 @@ pub enum Request {
         /// First frame.
         frame: usize,
         /// Number of frames (at least 1).
+        pages: usize,
+    },
+    /// Unmap `pages` pages from the page-aligned virtual address `addr` on, which this pager
+    /// mapped for the caller, and free their frames (a client knows its pages by address, not by
+    /// frame).
+    FreePages {
+        /// First page (page-aligned).
+        addr: usize,
+        /// Number of pages (at least 1).
         pages: usize,
     },
     /// Switch the allocation algorithm.
@@ -243,6 +254,7 @@ impl Request {
                 thread,
             } => [FAULT_LABEL, addr, write as usize, thread],
             Request::Free { frame, pages } => [label::FREE, frame, pages, 0],
+            Request::FreePages { addr, pages } => [label::FREE_PAGES, addr, pages, 0],
             Request::SetAlgorithm(a) => [label::SET_ALGORITHM, algorithm_code(a), 0, 0],
             Request::Stats => [label::STATS, 0, 0, 0],
             Request::MemoryLow { from, node, pages } => [label::MEMORY_LOW, from, node, pages],
@@ -271,6 +283,12 @@ impl Request {
                 unused(&[c])?;
                 Ok(Request::Free { frame: a, pages: b })
             }
+            label::FREE_PAGES if a % PAGE_SIZE == 0 => {
+                range_ok(a / PAGE_SIZE, b)?;
+                unused(&[c])?;
+                Ok(Request::FreePages { addr: a, pages: b })
+            }
+            label::FREE_PAGES => Err(DecodeError::BadArgument),
             label::SET_ALGORITHM => {
                 unused(&[b, c])?;
                 Ok(Request::SetAlgorithm(algorithm_from(a)?))

@@ -139,6 +139,10 @@ fn request() -> impl Strategy<Value = Request> {
         }),
         (0usize..1 << 40, 1usize..1 << 20)
             .prop_map(|(frame, pages)| Request::Free { frame, pages }),
+        (0usize..1 << 40, 1usize..1 << 20).prop_map(|(page, pages)| Request::FreePages {
+            addr: page * 4096,
+            pages
+        }),
         algo.prop_map(Request::SetAlgorithm),
         Just(Request::Stats),
         (any::<usize>(), any::<usize>(), 1usize..)
@@ -202,7 +206,7 @@ proptest! {
     /// Arbitrary words never panic, and whatever decodes re-encodes to the same words.
     #[test]
     fn arbitrary_words_decode_or_fail(w in prop::array::uniform4(prop_oneof![0usize..4, any::<usize>(),
-            Just(label::FREE), Just(label::MAP), Just(label::ERROR), Just(abi::FAULT_LABEL)])) {
+            Just(label::FREE), Just(label::FREE_PAGES), Just(label::MAP), Just(label::ERROR), Just(abi::FAULT_LABEL)])) {
         if let Ok(r) = Request::decode(&w) {
             prop_assert_eq!(r.encode(), w);
         }
@@ -223,6 +227,18 @@ fn malformed_messages_are_errors() {
     assert_eq!(Request::decode(&[label::FREE, 5, 0, 0]), Err(bad));
     assert_eq!(Request::decode(&[label::FREE, usize::MAX, 2, 0]), Err(bad));
     assert_eq!(Request::decode(&[label::FREE, 5, 1, 9]), Err(bad));
+    assert_eq!(
+        Request::decode(&[label::FREE_PAGES, 0x1001, 1, 0]),
+        Err(bad)
+    );
+    assert_eq!(
+        Request::decode(&[label::FREE_PAGES, 0x1000, 0, 0]),
+        Err(bad)
+    );
+    assert_eq!(
+        Request::decode(&[label::FREE_PAGES, 0x1000, 1, 1]),
+        Err(bad)
+    );
     assert_eq!(Request::decode(&[label::SET_ALGORITHM, 2, 0, 0]), Err(bad));
     assert_eq!(Request::decode(&[label::STATS, 0, 1, 0]), Err(bad));
     assert_eq!(Request::decode(&[label::MEMORY_LOW, 1, 0, 0]), Err(bad));

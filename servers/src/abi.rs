@@ -65,6 +65,10 @@ pub mod role {
     /// The example program: prints a greeting from its core, then reports DONE (a = core). See
     /// `docs/programs.md`.
     pub const HELLO: u64 = 16;
+    /// `mode=bench bench=memory`: the loader of the memory system (see
+    /// [`memory`](crate::memory)): creates the pagers and the workload's threads at run time
+    /// (a = [`memory::Spec::to_word`](super::memory::Spec::to_word), b = cores).
+    pub const LOADER: u64 = 17;
 }
 
 /// What a [`role::FAULT`] program does.
@@ -122,6 +126,9 @@ pub mod slot {
     pub const PAGER_ASPACE: usize = 2;
     /// Pager: a one-page memory region to map (READ | WRITE).
     pub const PAGER_FRAME: usize = 3;
+    /// Root, `mode=bench bench=memory` only: the first of `cores` address spaces with the user
+    /// ELF loaded (all rights), one per worker of the memory system.
+    pub const ROOT_MEMORY_SPACES: usize = 11;
     /// Root: three empty slots its memory tests use (threads fill the slots below).
     pub const ROOT_SCRATCH: usize = 21;
     /// Root: the first of [`ROOT_MEM_SLOTS`] slots with a RAM region (all rights; the free RAM
@@ -192,6 +199,74 @@ pub mod debug_nr {
     /// until it runs into the guard page, to show that the overflow is caught and reported
     /// (`kernel stack overflow on CPU n ...`); never returns.
     pub const KERNEL_STACK_OVERFLOW: usize = 0x108;
+}
+
+/// What the image and the memory system's loader agree on (`mode=bench bench=memory`).
+pub mod memory {
+    /// Most pages a task of the workload allocates (`pages=`).
+    pub const MAX_PAGES: usize = 1024;
+    /// Pages per task unless `pages=` says otherwise.
+    pub const DEFAULT_PAGES: usize = 64;
+    /// Pages of each per-core partition (the global pager owns `cores` times as many).
+    pub const PARTITION_PAGES: usize = 2048;
+    /// Most memory nodes `nodes=` describes.
+    pub const MAX_NODES: usize = 4;
+    /// The user-level locks the pagers share state under, in the order of [`Spec::lock`]: the
+    /// kernel's `lock=` names (the pagers use the same algorithm as the kernel).
+    pub const LOCKS: [&str; 5] = ["clh", "ticket", "fine", "rtm", "none"];
+
+    /// The memory benchmark's configuration: what the command line asked for.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct Spec {
+        /// One pager on core 0 for every core (`pager=global`) instead of one per core.
+        pub global: bool,
+        /// The pagers start with the buddy allocator (`alloc=buddy`) instead of the AVL tree.
+        pub buddy: bool,
+        /// Memory nodes (`nodes=`, 1..=[`MAX_NODES`]): cores and memory are split into this
+        /// many nodes, in order, and the partitions follow them.
+        pub nodes: usize,
+        /// Pages each task allocates, touches and frees (1..=[`MAX_PAGES`]).
+        pub pages: usize,
+        /// Index of the lock in [`LOCKS`].
+        pub lock: usize,
+    }
+
+    impl Spec {
+        /// The record's `variant`.
+        pub fn variant(&self) -> &'static str {
+            if self.global {
+                "global"
+            } else {
+                "percore"
+            }
+        }
+
+        /// One word (at most 32 bits, for ARMv7 registers): bit 0 global, bit 1 buddy, bits
+        /// 2..4 nodes - 1, bits 5..7 lock, bits 8..23 pages.
+        pub fn to_word(&self) -> usize {
+            usize::from(self.global)
+                | usize::from(self.buddy) << 1
+                | (self.nodes - 1) << 2
+                | self.lock << 5
+                | self.pages << 8
+        }
+
+        /// The spec [`Spec::to_word`] made `w` from, if `w` is one.
+        pub fn from_word(w: usize) -> Option<Spec> {
+            let s = Spec {
+                global: w & 1 != 0,
+                buddy: w & 2 != 0,
+                nodes: (w >> 2 & 7) + 1,
+                lock: w >> 5 & 7,
+                pages: w >> 8 & 0xFFFF,
+            };
+            let ok = s.nodes <= MAX_NODES
+                && s.lock < LOCKS.len()
+                && (1..=MAX_PAGES).contains(&s.pages)
+                && w >> 24 == 0;
+            ok.then_some(s)
+        }
+    }
 }
 
 /// [`debug_nr::INFO`] selectors.
@@ -272,8 +347,16 @@ pub mod bench {
         pub const MULTICORE: usize = 6;
         /// `client-server`.
         pub const CLIENT_SERVER: usize = 7;
+        /// `memory-alloc`: a task's page faults (touching fresh pages), ticks per page.
+        pub const MEM_ALLOC: usize = 8;
+        /// `memory-free`: a task's explicit frees, ticks per page.
+        pub const MEM_FREE: usize = 9;
+        /// `memory-ipc`, variant `same-core`: a null request to the pager of the caller's core.
+        pub const MEM_IPC_SAME: usize = 10;
+        /// `memory-ipc`, variant `cross-core`: a null request to the pager of another core.
+        pub const MEM_IPC_CROSS: usize = 11;
         /// Records in all.
-        pub const COUNT: usize = 8;
+        pub const COUNT: usize = 12;
 
         /// The IPC record `base` (one of the three above) of IPC variant `variant`.
         pub const fn ipc(base: usize, variant: u64) -> usize {
@@ -289,5 +372,10 @@ pub mod bench {
         /// Throughput benchmarks: the measured cost of one counter read (reported in `extra`,
         /// not subtracted: one read per round trip is part of the loop).
         pub const READ_COST: usize = 0x101;
+        /// The first of [`EXTRAS`] counters a record's `extra` reports (added up over the
+        /// reporters): `EXTRA + k` adds to counter `k`.
+        pub const EXTRA: usize = 0x110;
+        /// Counters per record.
+        pub const EXTRAS: usize = 4;
     }
 }

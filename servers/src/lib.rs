@@ -13,6 +13,8 @@
 //!   interrupt, in test mode; [`virtio`]: a user-level virtio-mmio transport and queue.
 //! * [`fuzz`]: the in-guest system-call fuzzer of `mode=fuzz` and its drain server.
 //! * [`bench`](mod@bench): the kernel IPC benchmark programs (one-way IPC, round trips, throughput).
+//! * [`memory`]: the memory system of `mode=bench bench=memory`: a loader that creates per-core
+//!   (or one global) user-level pagers and a workload at run time, and its checks.
 //!
 //! # How programs are built and started
 //! `src/bin/user.rs` is one static user ELF (linked at 4 MiB by `user.ld`) holding every
@@ -30,6 +32,7 @@ pub mod debug;
 pub mod devtest;
 pub mod fuzz;
 pub mod hello;
+pub mod memory;
 pub mod memtest;
 pub mod programs;
 pub mod sys;

@@ -142,6 +142,12 @@ pub const PROGRAMS: &[Program] = &[
         main: |_, _| crate::fuzz::drain(),
     },
     Program {
+        role: role::LOADER,
+        name: "memory-system loader",
+        reports: Reports::Done,
+        main: |spec, cores| crate::memory::loader::run(spec, cores),
+    },
+    Program {
         role: role::HELLO,
         name: "hello",
         reports: Reports::Done,

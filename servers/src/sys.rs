@@ -4,7 +4,7 @@
 //! x86_64 convention (see `hal-x86`'s `usermode`): number in `rax`, arguments in `rdi, rsi,
 //! rdx, r10, r8`, results in the same six registers; `rcx` and `r11` are clobbered.
 
-pub use abi::{CapSlot, Error, Msg, PageAttrs, Regs, Rights, Syscall};
+pub use abi::{CapSlot, Error, MintTarget, Msg, PageAttrs, Regs, Rights, Syscall};
 
 /// Result of a call: `(word, message)` (badge or notification word, received message).
 pub type Reply = Result<(usize, Msg), Error>;
@@ -235,6 +235,55 @@ pub fn ack_irq(handler: CapSlot) -> Result<(), Error> {
 /// A kernel statistic (keys in [`abi::syscall::info`]).
 pub fn kernel_info(key: usize) -> Result<usize, Error> {
     invoke(Syscall::KernelInfo { key }).map(|(v, _)| v)
+}
+
+/// Creates an inactive thread in the address space in `aspace` with `priority` on `core`; its
+/// capability (all rights) goes to the empty slot `dest`. Returns its thread index.
+pub fn create_thread(
+    control: CapSlot,
+    dest: CapSlot,
+    aspace: CapSlot,
+    priority: usize,
+    core: usize,
+) -> Result<usize, Error> {
+    invoke(Syscall::CreateThread {
+        control,
+        dest,
+        aspace,
+        priority,
+        core,
+    })
+    .map(|(v, _)| v)
+}
+
+/// Sets where the inactive thread in `thread` starts: `pc`, `sp` and one argument.
+pub fn write_registers(thread: CapSlot, pc: usize, sp: usize, arg: usize) -> Result<(), Error> {
+    invoke(Syscall::WriteRegisters {
+        thread,
+        pc,
+        sp,
+        arg,
+    })
+    .map(|_| ())
+}
+
+/// Copies the capability in `src` with `rights` and `badge` into slot `dest` of `target`'s
+/// CSpace (see [`abi::Syscall::Mint`]).
+pub fn mint(
+    src: CapSlot,
+    target: MintTarget,
+    dest: CapSlot,
+    rights: Rights,
+    badge: usize,
+) -> Result<(), Error> {
+    invoke(Syscall::Mint {
+        src,
+        target,
+        dest,
+        rights,
+        badge,
+    })
+    .map(|_| ())
 }
 
 /// Blocks for good: waits on the park notification nobody signals.

@@ -178,6 +178,23 @@ pub struct QemuArgs {
     #[arg(long, conflicts_with_all = ["tests", "stack_overflow"])]
     pub fuzz: bool,
 
+    /// Boot the memory system (`mode=bench bench=memory`, see `servers::memory`): a loader
+    /// starts user-level pagers (one per core, or one global pager with `--pager global`) and a
+    /// workload per core; the run passes only if the kernel shuts down with success and every
+    /// `TEST memory:...` check the configuration plans printed `ok` (see `--pages`, `--nodes`).
+    #[arg(long, conflicts_with_all = ["tests", "stack_overflow", "fuzz"])]
+    pub memory: bool,
+
+    /// `--memory`: one pager per core (`percore`, the default) or one on core 0 for all
+    /// (`global`).
+    #[arg(long, value_parser = ["percore", "global"], requires = "memory")]
+    pub pager: Option<String>,
+
+    /// `--memory`: memory nodes the cores and the pool are split into (1..=4; the partitions
+    /// follow them).
+    #[arg(long, value_parser = clap::value_parser!(u8).range(1..=4), requires = "memory")]
+    pub nodes: Option<u8>,
+
     /// Calls each fuzzer makes (`--fuzz`; the kernel's default is 100000).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub calls: Option<u64>,
@@ -403,6 +420,13 @@ fn qemu_cmd(args: &QemuArgs, elf: &Path) -> Cmd {
         "fuzz"
     } else if args.tests {
         "test"
+    } else if args.memory {
+        append.push_str(&format!(
+            "bench=memory runs=2 pages=32 pager={} nodes={} ",
+            args.pager.as_deref().unwrap_or("percore"),
+            args.nodes.unwrap_or(1)
+        ));
+        "bench"
     } else {
         "demo"
     };
@@ -548,6 +572,51 @@ pub fn explain_stack_overflow(arch: Arch, code: Option<i32>, lines: &[String]) -
                  {code:?})"
             ),
         ),
+    }
+}
+
+/// The `TEST memory:...` checks a memory-system run on `cores` cores prints (see
+/// `servers::memory`): per worker the workload, a fault per fresh page and a fault again after
+/// a free; on core 0 the malformed request, the foreign free and the algorithm switch, and
+/// with per-core pagers on several cores the borrowing; the loader's conservation check, and
+/// with several nodes the partitions' placement and (when core 0 borrowed) the loans' node.
+pub fn memory_checks(cores: usize, global: bool, nodes: usize) -> usize {
+    let borrow = !global && cores > 1;
+    3 * cores
+        + 3
+        + usize::from(borrow)
+        + 1
+        + if nodes > 1 {
+            1 + usize::from(borrow)
+        } else {
+            0
+        }
+}
+
+/// The verdict on a `--memory` run's console: exactly `want` distinct `TEST memory:` lines,
+/// all `ok`.
+pub fn check_memory(lines: &[String], want: usize) -> Result<String, String> {
+    let mut names = std::collections::BTreeSet::new();
+    let mut failed = Vec::new();
+    for line in lines {
+        let Some(rest) = line.trim_start().strip_prefix("TEST memory:") else {
+            continue;
+        };
+        let name = rest.split_whitespace().next().unwrap_or("");
+        if !names.insert(name.to_owned()) {
+            failed.push(format!("memory:{name} reported twice"));
+        }
+        if !rest.contains(" ... ok") {
+            failed.push(format!("memory:{name} did not pass"));
+        }
+    }
+    if names.len() != want {
+        failed.push(format!("{} memory checks ran, {want} planned", names.len()));
+    }
+    if failed.is_empty() {
+        Ok(format!("all {want} memory checks passed"))
+    } else {
+        Err(failed.join("; "))
     }
 }
 
@@ -868,6 +937,23 @@ pub fn run(root: &Path, args: &QemuArgs) -> ExitCode {
             }
         }
     }
+    if args.memory {
+        let global = args.pager.as_deref() == Some("global");
+        let cores = args
+            .append
+            .as_deref()
+            .and_then(|a| a.split_whitespace().find_map(|w| w.strip_prefix("cpus=")))
+            .and_then(|n| n.parse::<usize>().ok())
+            .map_or(args.smp as usize, |c| c.min(args.smp as usize));
+        let want = memory_checks(cores, global, args.nodes.unwrap_or(1) as usize);
+        match check_memory(&out.lines, want) {
+            Ok(summary) => eprintln!("qemu: memory: {summary}"),
+            Err(why) => {
+                eprintln!("qemu: memory: FAILED: {why}");
+                ok = false;
+            }
+        }
+    }
     ok &= !panicked;
     if ok {
         eprintln!("qemu: {what} ({secs:.2} s wall, boot to exit)");
@@ -1027,6 +1113,9 @@ mod tests {
             tests: false,
             stack_overflow: false,
             fuzz: false,
+            memory: false,
+            pager: None,
+            nodes: None,
             calls: None,
             seed: None,
             single_thread_tcg: false,
@@ -1104,6 +1193,48 @@ mod tests {
         assert!(!explain_stack_overflow(Arch::Armv7, Some(0), &report).0);
         let other = lines("!!! EXCEPTION on cpu 0: vector 14 (#PF page fault)");
         assert!(!explain_stack_overflow(Arch::X86_64, Some(35), &other).0);
+    }
+
+    #[test]
+    fn a_memory_run_needs_every_planned_check_passed_once() {
+        let want = memory_checks(2, false, 1);
+        assert_eq!(want, 3 * 2 + 3 + 1 + 1);
+        let names = [
+            "workload_cpu0",
+            "workload_cpu1",
+            "fault_per_fresh_page_cpu0",
+            "fault_per_fresh_page_cpu1",
+            "refault_after_free_cpu0",
+            "refault_after_free_cpu1",
+            "malformed_request_refused",
+            "foreign_free_refused",
+            "algorithm_switch_with_pages_outstanding",
+            "borrow_beyond_partition_then_return",
+            "conservation_after_workload",
+        ];
+        let good: Vec<String> = names
+            .iter()
+            .map(|n| format!("TEST memory:{n} ... ok (details)"))
+            .collect();
+        assert_eq!(
+            check_memory(&good, want),
+            Ok("all 11 memory checks passed".into())
+        );
+        assert!(check_memory(&good[1..], want)
+            .unwrap_err()
+            .contains("10 memory checks ran, 11 planned"));
+        let mut bad = good.clone();
+        bad[3] = "TEST memory:fault_per_fresh_page_cpu1 ... FAILED (x)".into();
+        assert!(check_memory(&bad, want)
+            .unwrap_err()
+            .contains("did not pass"));
+        let mut twice = good.clone();
+        twice[0] = twice[1].clone();
+        assert!(check_memory(&twice, want)
+            .unwrap_err()
+            .contains("reported twice"));
+        assert_eq!(memory_checks(4, true, 1), 12 + 3 + 1);
+        assert_eq!(memory_checks(4, false, 2), 12 + 3 + 1 + 1 + 2);
     }
 
     #[test]

@@ -315,6 +315,7 @@ fn steps(root: &Path, quick: bool) -> Vec<Step> {
     ));
     steps.extend(armv7_qemu_steps());
     steps.extend(fuzz_steps());
+    steps.extend(memory_steps());
     steps.push(bench_tiny_step(root));
     steps.push(trace_hosted_step(root));
     steps.extend(flash_steps(root));
@@ -728,6 +729,76 @@ fn fuzz_steps() -> Vec<Step> {
     steps
 }
 
+/// The memory system (`cargo xtask qemu --memory`, `servers::memory`): per-core pagers under
+/// every lock on 4 cores and under `none` on 1 core, the global pager, two memory nodes, and
+/// one and two cores with the CLH lock, on x86_64 (microvm) and ARMv7 (sabrelite; virt with fewer
+/// locks), the guest cores on one host thread (a run takes a few seconds). `qemu` judges each
+/// run: success status, and every check the configuration plans printed `ok` once.
+fn memory_steps() -> Vec<Step> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find the xtask binary: {e}"));
+    let cmd = |args: Vec<String>| exe.clone().map(|exe| Cmd::new(exe).args(args));
+    let full: &[(&str, u32, &[&str])] = &[
+        ("clh", 4, &[]),
+        ("ticket", 4, &[]),
+        ("fine", 4, &[]),
+        ("rtm", 4, &[]),
+        ("none", 1, &[]),
+        ("clh", 1, &[]),
+        ("clh", 2, &[]),
+        ("clh", 4, &["--pager", "global"]),
+        ("ticket", 4, &["--nodes", "2"]),
+    ];
+    let short: &[(&str, u32, &[&str])] = &[
+        ("fine", 4, &[]),
+        ("none", 1, &[]),
+        ("clh", 4, &["--pager", "global"]),
+    ];
+    let mut steps = Vec::new();
+    for (arch, machine, runs) in [
+        ("x86_64", "microvm", full),
+        ("armv7", "sabrelite", full),
+        ("armv7", "virt", short),
+    ] {
+        for (lock, smp, extra) in runs {
+            let mut args: Vec<String> = [
+                "qemu",
+                "--memory",
+                "--arch",
+                arch,
+                "--machine",
+                machine,
+                "--lock",
+                lock,
+                "--timeout",
+                QEMU_TIMEOUT_SECS,
+                "--single-thread-tcg",
+            ]
+            .iter()
+            .map(|s| (*s).to_owned())
+            .collect();
+            args.extend(["--smp".to_owned(), smp.to_string()]);
+            args.extend(extra.iter().map(|s| (*s).to_owned()));
+            let what = if arch == "x86_64" {
+                arch.to_owned()
+            } else {
+                format!("armv7-{machine}")
+            };
+            let variant = match extra {
+                [] => "percore".to_owned(),
+                [_, v] => v.replace('2', "nodes2"),
+                _ => extra.join("-"),
+            };
+            let name = format!("memory:{what}-smp{smp}-{lock}-{variant}");
+            let mut step = Step::from_result(name, cmd(args), Judge::ExitStatus);
+            if arch == "armv7" {
+                step = step.needs(Needs::Target(ARM));
+            }
+            steps.push(step);
+        }
+    }
+    steps
+}
+
 /// Kernel lock tracing and the simulator end to end (`trace:hosted`): `cargo xtask trace
 /// --hosted` records the hosted IPC workload on 2 cores with tracing on (the example refuses a
 /// trace that misses an entry), writes the trace file, and `cargo xtask sim`'s analysis, replay
@@ -904,7 +975,7 @@ pub fn run(root: &Path, args: &TestArgs) -> ExitCode {
             .any(|s| prefixes.iter().any(|p| s.name.starts_with(p)))
     };
     let mut tools: Vec<crate::deps::Tool> = Vec::new();
-    if needs(&["qemu", "fuzz", "bench", "flash"]) {
+    if needs(&["qemu", "fuzz", "memory", "bench", "flash"]) {
         tools.extend_from_slice(crate::deps::QEMU);
     }
     if needs(&["flash"]) {
