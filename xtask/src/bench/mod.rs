@@ -15,6 +15,7 @@ mod csv;
 mod guest;
 mod host_locks;
 mod hosted;
+mod layout;
 mod machine;
 mod plan;
 pub(crate) mod plot;
@@ -36,6 +37,7 @@ use serde_json::json;
 
 use crate::qemu::{self, Arch, Lock};
 use guest::GuestRun;
+use layout::Destination;
 use plan::{ArchArg, LockArg, Plan, Platform, PlatformArg};
 use records::{Machine, Origin, RawRecord, Record};
 
@@ -64,10 +66,17 @@ include `none` it is measured too, as the baseline (and the report says so). `br
 `fine` are the same kernel strategy: fine-grained locking built on the big-reader lock (plus
 per-object ticket locks); it is measured once, as `fine`.
 
-FILES (in --out, default target/bench/, or $CARGO_TARGET_DIR/bench/)
+WHERE RESULTS GO: every run writes into a folder of its own,
+  target/bench/runs/<YYYY-MM-DDTHH-MM-SS>-<git revision>/ (UTC; `-dirty` when tracked files
+  differ from the commit; under $CARGO_TARGET_DIR/bench/ if set), and target/bench/latest (a
+  symbolic link, or a file naming the folder where links cannot be made) is switched to it once
+  the run has produced records: a failed or empty run never hides the previous results.
+  --out DIR writes into DIR instead (a run without records leaves DIR's earlier files alone).
+
+FILES (in the run's folder)
   results.json     every record: bench, variant, arch, platform, board, strategy, lock, cores,
                    clients, runs, unit, mean, stddev (sample), min, median, samples, method,
-                   machine {cpu, host_cores, qemu, rustc}
+                   machine {cpu, host_cores, qemu, rustc}; generated_by {command, revision, ...}
   results.csv      the same, one row per record
   fig1-roundtrip.svg/.png    round-trip cost per strategy and architecture, error bars = std dev
   fig2-throughput.svg/.png   multicore throughput vs cores, per platform and board
@@ -89,10 +98,18 @@ HOST LOCKS: `cargo xtask bench --host [--threads 1,2] [--quick] [--out DIR]` run
 micro-benchmarks of the kernel-locks crate instead (kernel-locks/benches/host_table.rs): uncontended ns and TSC
 ticks per acquire+release, contended ops/s per thread count; writes DIR/host-locks.json.";
 
-/// Options of `cargo xtask bench`.
+/// `cargo xtask bench`: a run of the benchmarks.
 #[derive(Debug, Args)]
 #[command(after_long_help = AFTER_HELP)]
 pub struct BenchArgs {
+    /// The options of a run.
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+/// Options of a benchmark run (`cargo xtask bench` without a subcommand).
+#[derive(Debug, Args)]
+pub struct RunArgs {
     /// Run the host lock micro-benchmarks of the kernel-locks crate instead (DIR/host-locks.json).
     #[arg(long, conflicts_with_all = ["lock", "arch", "platform", "cores", "runs", "check"])]
     host: bool,
@@ -113,17 +130,23 @@ pub struct BenchArgs {
     #[arg(long, value_enum, value_delimiter = ',', value_name = "PLATFORM,...")]
     platform: Vec<PlatformArg>,
 
-    /// Core counts of the multicore runs (qemu; hosted too) [default: 1,2,4].
-    #[arg(long, value_delimiter = ',', value_name = "N,...")]
+    /// Core counts of the multicore and client-server runs (qemu; hosted too) [default:
+    /// 1,2,4]. Under qemu each must fit the boards measured (boards/*.toml: 4 cores each).
+    #[arg(
+        long,
+        visible_alias = "smp",
+        value_delimiter = ',',
+        value_name = "N,..."
+    )]
     cores: Vec<u32>,
 
-    /// Samples per measured point (each after warm-up): the hosted benchmark's --runs and the
-    /// guests' `runs=` (images that take a fixed number of samples, 16 today, say so in the
-    /// report).
-    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    /// Samples per measured point (each after warm-up), 1 to 64 (the most a guest's `runs=`
+    /// takes): the hosted benchmark's --runs and the guests' `runs=`.
+    #[arg(long, default_value_t = 16, value_name = "N", value_parser = parse_runs)]
     runs: u32,
 
-    /// Output directory [default: target/bench].
+    /// Output directory. Default: a new folder per run, target/bench/runs/<UTC time>-<git
+    /// revision>/, with target/bench/latest naming the newest run that produced records.
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
 
@@ -149,6 +172,20 @@ pub struct BenchArgs {
     /// --host only: thread counts of the contended runs [default: 1, 2, 4, ... up to the CPUs].
     #[arg(long, value_name = "N,...", value_delimiter = ',', requires = "host")]
     threads: Vec<usize>,
+}
+
+/// The most samples per point a guest takes (its `runs=`: `servers::abi::bench::MAX_RUNS`).
+pub const GUEST_MAX_RUNS: u32 = 64;
+
+/// Parses `--runs`: 1 to [`GUEST_MAX_RUNS`].
+fn parse_runs(s: &str) -> Result<u32, String> {
+    match s.parse::<u32>() {
+        Ok(n) if (1..=GUEST_MAX_RUNS).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "`{s}` is not a sample count from 1 to {GUEST_MAX_RUNS} (a guest's `runs=` takes \
+             at most {GUEST_MAX_RUNS}: servers::abi::bench::MAX_RUNS)"
+        )),
+    }
 }
 
 /// The files written, by name.
@@ -178,21 +215,60 @@ pub const TINY: [&str; 12] = [
 
 /// Runs `cargo xtask bench`.
 pub fn run(root: &Path, args: &BenchArgs) -> ExitCode {
-    let out_dir = match &args.out {
-        Some(dir) if dir.is_absolute() => dir.clone(),
-        Some(dir) => std::env::current_dir()
+    run_benchmarks(root, &args.run)
+}
+
+/// `--out DIR` made absolute (relative to the current directory).
+fn absolute(dir: &Path) -> PathBuf {
+    if dir.is_absolute() {
+        dir.to_path_buf()
+    } else {
+        std::env::current_dir()
             .map(|cwd| cwd.join(dir))
-            .unwrap_or_else(|_| dir.clone()),
-        None => crate::target_dir(root).join("bench"),
-    };
-    if let Err(err) = fs::create_dir_all(&out_dir) {
-        eprintln!(
-            "cargo xtask bench: cannot create {}: {err}",
-            out_dir.display()
-        );
-        return ExitCode::FAILURE;
+            .unwrap_or_else(|_| dir.to_path_buf())
     }
+}
+
+/// The bench root: `<target>/bench`.
+fn bench_root(root: &Path) -> PathBuf {
+    crate::target_dir(root).join("bench")
+}
+
+/// Where this run writes: `--out DIR` (created, and checked writable), or a new folder under
+/// `<target>/bench/runs/` named after `unix` and `revision`.
+fn destination(
+    root: &Path,
+    out: Option<&Path>,
+    unix: u64,
+    revision: &str,
+) -> Result<Destination, String> {
+    match out {
+        Some(dir) => {
+            let dir = absolute(dir);
+            layout::ensure_writable(&dir).map_err(|e| format!("--out: {e}"))?;
+            Ok(Destination::Explicit(dir))
+        }
+        None => {
+            let root = bench_root(root);
+            let dir = layout::create_run_dir(&root, &layout::run_name(unix, revision))?;
+            Ok(Destination::Run { root, dir })
+        }
+    }
+}
+
+/// A run: the host lock benchmarks (`--host`) or the kernel benchmarks. Every option is checked
+/// before anything is built.
+fn run_benchmarks(root: &Path, args: &RunArgs) -> ExitCode {
     if args.host {
+        let out_dir = args
+            .out
+            .as_deref()
+            .map(absolute)
+            .unwrap_or_else(|| bench_root(root));
+        if let Err(e) = layout::ensure_writable(&out_dir) {
+            eprintln!("cargo xtask bench: --out: {e}");
+            return ExitCode::from(2);
+        }
         return host_locks::run(root, &out_dir, &args.threads, args.quick);
     }
     let plan = match Plan::new(&args.lock, &args.arch, &args.platform, &args.cores) {
@@ -202,7 +278,25 @@ pub fn run(root: &Path, args: &BenchArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match kernel_benchmarks(root, args, &plan, &out_dir) {
+    if let Err(e) = plan.check_boards(|m| {
+        crate::board::for_qemu_machine(m.name()).map(|b| (b.name.clone(), b.cores))
+    }) {
+        eprintln!("cargo xtask bench: {e}");
+        return ExitCode::from(2);
+    }
+    let unix = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let revision = layout::git_revision(root);
+    let dest = match destination(root, args.out.as_deref(), unix, &revision) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("cargo xtask bench: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match kernel_benchmarks(root, args, &plan, &dest, &revision) {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::FAILURE,
         Err(e) => {
@@ -229,14 +323,14 @@ struct Collected {
 /// missing (the files are still written).
 fn kernel_benchmarks(
     root: &Path,
-    args: &BenchArgs,
+    args: &RunArgs,
     plan: &Plan,
-    out_dir: &Path,
+    dest: &Destination,
+    revision: &str,
 ) -> Result<bool, String> {
     let start = Instant::now();
-    for name in check::OUTPUTS {
-        let _ = fs::remove_file(out_dir.join(name));
-    }
+    let out_dir = dest.dir();
+    println!("bench: results go to {}", out_dir.display());
     let locks: Vec<&str> = plan.locks.iter().map(|l| l.name()).collect();
     println!(
         "bench: locks {}{}; arch {}; platforms {}; cores {}; {} runs per point{}",
@@ -359,7 +453,13 @@ fn kernel_benchmarks(
         seconds,
     };
     let doc = json!({
-        "generated_by": {"command": ctx.command, "unix_time": unix, "utc": ctx.when, "seconds": seconds.round()},
+        "generated_by": {
+            "command": ctx.command,
+            "unix_time": unix,
+            "utc": ctx.when,
+            "seconds": seconds.round(),
+            "revision": revision,
+        },
         "machine": machine,
         "plan": {
             "locks": locks,
@@ -375,6 +475,18 @@ fn kernel_benchmarks(
         "errors": c.errors,
         "records": c.records,
     });
+    if dest.keeps_previous(c.records.len()) {
+        print_summary(&c, out_dir, &[]);
+        println!(
+            "\nbench: no records were measured: {} keeps the results of the earlier run \
+             (nothing written)",
+            out_dir.display()
+        );
+        return Ok(false);
+    }
+    for name in check::OUTPUTS {
+        let _ = fs::remove_file(out_dir.join(name));
+    }
     let write = |name: &str, text: String| {
         let path = out_dir.join(name);
         fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
@@ -389,6 +501,12 @@ fn kernel_benchmarks(
 
     print_summary(&c, out_dir, &figures);
     let mut ok = c.errors.is_empty() && c.missing.is_empty();
+    if let Destination::Run { root, dir } = dest {
+        if let Err(e) = publish(root, dir, c.records.len()) {
+            println!("bench: ERROR: {e}");
+            ok = false;
+        }
+    }
     if args.check {
         match check::outputs(out_dir, c.records.len()) {
             Ok(summary) => println!("bench: check: {summary}"),
@@ -409,6 +527,39 @@ fn kernel_benchmarks(
         }
     );
     Ok(ok)
+}
+
+/// Switches `root/latest` to the run's folder `dir` if the run produced records, and says what
+/// `latest` names now.
+fn publish(root: &Path, dir: &Path, records: usize) -> Result<(), String> {
+    let latest = root.join(layout::LATEST);
+    if records == 0 {
+        match layout::read_latest(root) {
+            Some(prev) => println!(
+                "bench: no records: {} still names {} (this run's folder: {})",
+                latest.display(),
+                prev.display(),
+                dir.display()
+            ),
+            None => println!(
+                "bench: no records: {} not made (this run's folder: {})",
+                latest.display(),
+                dir.display()
+            ),
+        }
+        return Ok(());
+    }
+    let kind = layout::switch_latest(root, dir)?;
+    println!(
+        "bench: {} -> {}{}",
+        latest.display(),
+        dir.strip_prefix(root).unwrap_or(dir).display(),
+        match kind {
+            layout::LatestKind::Symlink => "",
+            layout::LatestKind::File => " (a file naming the run: no symbolic links here)",
+        }
+    );
+    Ok(())
 }
 
 /// Prints what was measured, the targets, the files and what went wrong.
@@ -444,12 +595,14 @@ fn print_summary(c: &Collected, out_dir: &Path, figures: &[PathBuf]) {
             t.value
         );
     }
-    println!("\nbench: written:");
-    for name in [RESULTS_JSON, RESULTS_CSV, REPORT_MD] {
-        println!("  {}", out_dir.join(name).display());
-    }
-    for f in figures {
-        println!("  {}", f.display());
+    if !figures.is_empty() {
+        println!("\nbench: written:");
+        for name in [RESULTS_JSON, RESULTS_CSV, REPORT_MD] {
+            println!("  {}", out_dir.join(name).display());
+        }
+        for f in figures {
+            println!("  {}", f.display());
+        }
     }
     for m in &c.missing {
         println!("\nbench: MISSING: {m}");
@@ -462,7 +615,7 @@ fn print_summary(c: &Collected, out_dir: &Path, figures: &[PathBuf]) {
 /// The hosted platform: one run of the hosted benchmark for every lock and core count.
 fn run_hosted(
     root: &Path,
-    args: &BenchArgs,
+    args: &RunArgs,
     plan: &Plan,
     machine: &Machine,
     out_dir: &Path,
@@ -545,7 +698,7 @@ fn sources_mention(dir: &Path, needle: &str) -> bool {
 /// The guest runs of one platform: every arch, board and lock (and core count under `qemu`).
 fn run_guests(
     root: &Path,
-    args: &BenchArgs,
+    args: &RunArgs,
     plan: &Plan,
     platform: Platform,
     machine: &Machine,
@@ -776,23 +929,8 @@ fn load_average() -> String {
 
 /// `YYYY-MM-DD HH:MM UTC` of a Unix time.
 fn utc(secs: u64) -> String {
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    // Civil date from days since 1970-01-01 (proleptic Gregorian calendar).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02} {:02}:{:02} UTC",
-        rem / 3600,
-        rem % 3600 / 60
-    )
+    let (year, month, day, hour, minute, _) = layout::civil(secs);
+    format!("{year:04}-{month:02}-{day:02} {hour:02}:{minute:02} UTC")
 }
 
 #[cfg(test)]
@@ -802,8 +940,20 @@ mod tests {
 
     #[derive(Debug, Parser)]
     struct Cli {
-        #[command(flatten)]
-        args: BenchArgs,
+        #[command(subcommand)]
+        command: Top,
+    }
+
+    #[derive(Debug, clap::Subcommand)]
+    enum Top {
+        Bench(BenchArgs),
+    }
+
+    /// `cargo xtask bench ARGS...` parsed.
+    fn parse<'a>(args: impl IntoIterator<Item = &'a str>) -> Result<BenchArgs, clap::Error> {
+        let Top::Bench(b) =
+            Cli::try_parse_from(["xtask", "bench"].into_iter().chain(args))?.command;
+        Ok(b)
     }
 
     #[test]
@@ -815,24 +965,62 @@ mod tests {
 
     #[test]
     fn options_parse() {
-        let cli = Cli::try_parse_from(["bench", "--lock=clh"]).unwrap();
-        assert_eq!(cli.args.lock, vec![LockArg::Clh]);
-        assert_eq!(cli.args.runs, 16);
+        let args = parse(["--lock=clh"]).unwrap();
+        assert_eq!(args.run.lock, vec![LockArg::Clh]);
+        assert_eq!(args.run.runs, 16);
         // bench:tiny's options.
-        let cli = Cli::try_parse_from(["bench"].into_iter().chain(TINY)).unwrap();
-        assert_eq!(cli.args.lock, vec![LockArg::None]);
+        let args = parse(TINY).unwrap();
+        assert_eq!(args.run.lock, vec![LockArg::None]);
         assert_eq!(
-            cli.args.platform,
+            args.run.platform,
             vec![PlatformArg::QemuIcount, PlatformArg::Hosted]
         );
         assert_eq!(
-            (cli.args.runs, cli.args.quick, cli.args.check),
+            (args.run.runs, args.run.quick, args.run.check),
             (2, true, true)
         );
-        assert!(Cli::try_parse_from(["bench", "--host", "--lock", "clh"]).is_err());
-        assert!(Cli::try_parse_from(["bench", "--threads", "2"]).is_err());
-        assert!(Cli::try_parse_from(["bench", "--host", "--threads", "1,2"]).is_ok());
-        assert!(Cli::try_parse_from(["bench", "--lock", "bogus"]).is_err());
+        assert!(parse(["--host", "--lock", "clh"]).is_err());
+        assert!(parse(["--threads", "2"]).is_err());
+        assert!(parse(["--host", "--threads", "1,2"]).is_ok());
+        assert!(parse(["--lock", "bogus"]).is_err());
+        // --smp is --cores.
+        assert_eq!(parse(["--smp", "1,2"]).unwrap().run.cores, vec![1, 2]);
+    }
+
+    #[test]
+    fn runs_are_checked_against_the_guests_limit() {
+        assert_eq!(parse(["--runs", "64"]).unwrap().run.runs, 64);
+        assert_eq!(parse(["--runs", "1"]).unwrap().run.runs, 1);
+        for bad in ["0", "65", "1000", "x"] {
+            let err = parse(["--runs", bad]).unwrap_err().to_string();
+            assert!(err.contains("1 to 64"), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn the_runs_limit_is_the_guests() {
+        // The guests' limit is servers::abi::bench::MAX_RUNS (not a dependency of xtask: read
+        // from its source).
+        let root = crate::workspace_root();
+        let abi = fs::read_to_string(root.join("servers/src/abi.rs")).unwrap();
+        let value = |name: &str| -> u32 {
+            let line = abi
+                .lines()
+                .find(|l| {
+                    l.trim_start()
+                        .starts_with(&format!("pub const {name}: usize ="))
+                })
+                .unwrap_or_else(|| panic!("no {name} in servers/src/abi.rs"));
+            line.split('=')
+                .nth(1)
+                .unwrap()
+                .trim()
+                .trim_end_matches(';')
+                .parse()
+                .unwrap()
+        };
+        assert_eq!(GUEST_MAX_RUNS, value("MAX_RUNS"));
+        assert_eq!(parse([]).unwrap().run.runs, value("DEFAULT_RUNS"));
     }
 
     #[test]
