@@ -26,7 +26,7 @@ use crate::proc::Cmd;
 pub const RUNS: &str = "runs";
 /// The name of the pointer to the newest run, in the bench root.
 pub const LATEST: &str = "latest";
-/// The results file every run writes.
+/// The results file every run writes and `compare` reads.
 pub const RESULTS_JSON: &str = "results.json";
 
 /// Where one run writes its files.
@@ -232,6 +232,46 @@ pub fn read_latest(root: &Path) -> Option<PathBuf> {
     })
 }
 
+/// The results file a path given to `compare` means: a `results.json` (or any file) itself, a
+/// folder holding `results.json`, a bench root whose `latest` names a run, or a `latest` file.
+pub fn results_file(path: &Path) -> Result<PathBuf, String> {
+    if !path.exists() {
+        return Err(format!("{}: no such file or directory", path.display()));
+    }
+    // `latest` itself (link or file): the run it names, shown by its own name.
+    if path.file_name().is_some_and(|n| n == LATEST) {
+        if let Some(run) = path.parent().and_then(read_latest) {
+            if run.file_name() != path.file_name() {
+                return results_file(&run);
+            }
+        }
+    }
+    if path.is_dir() {
+        let file = path.join(RESULTS_JSON);
+        if file.is_file() {
+            return Ok(file);
+        }
+        if let Some(run) = read_latest(path) {
+            let file = run.join(RESULTS_JSON);
+            return if file.is_file() {
+                Ok(file)
+            } else {
+                Err(format!(
+                    "{}: `{LATEST}` names {}, which holds no {RESULTS_JSON}",
+                    path.display(),
+                    run.display()
+                ))
+            };
+        }
+        return Err(format!(
+            "{} holds no {RESULTS_JSON} (and no `{LATEST}` naming a run): give a run's folder \
+             or a results.json",
+            path.display()
+        ));
+    }
+    Ok(path.to_path_buf())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -284,7 +324,7 @@ mod tests {
     }
 
     #[test]
-    fn latest_follows_the_switch() {
+    fn latest_follows_the_switch_and_compare_finds_it() {
         let root = scratch("latest");
         assert_eq!(read_latest(&root), None);
         let one = create_run_dir(&root, "one").unwrap();
@@ -293,6 +333,10 @@ mod tests {
         fs::write(two.join(RESULTS_JSON), "{}").unwrap();
         let kind = switch_latest(&root, &one).unwrap();
         assert_eq!(read_latest(&root), Some(root.join("runs/one")));
+        assert_eq!(
+            results_file(&root).unwrap(),
+            root.join("runs/one/results.json")
+        );
         switch_latest(&root, &two).unwrap();
         assert_eq!(read_latest(&root), Some(root.join("runs/two")));
         if kind == LatestKind::Symlink {
@@ -302,6 +346,10 @@ mod tests {
                 PathBuf::from("runs/two")
             );
         }
+        assert_eq!(
+            results_file(&root.join(LATEST)).unwrap(),
+            root.join("runs/two/results.json")
+        );
         // No temporary left behind.
         let names: Vec<String> = fs::read_dir(&root)
             .unwrap()
@@ -318,6 +366,11 @@ mod tests {
         fs::write(run.join(RESULTS_JSON), "{}").unwrap();
         fs::write(root.join(LATEST), "runs/r\n").unwrap();
         assert_eq!(read_latest(&root), Some(root.join("runs/r")));
+        assert_eq!(results_file(&root).unwrap(), run.join(RESULTS_JSON));
+        assert_eq!(
+            results_file(&root.join(LATEST)).unwrap(),
+            run.join(RESULTS_JSON)
+        );
         fs::remove_dir_all(&root).unwrap();
     }
 
@@ -328,6 +381,21 @@ mod tests {
         fs::create_dir(root.join(LATEST)).unwrap();
         let err = switch_latest(&root, &run).unwrap_err();
         assert!(err.contains("is a directory"), "{err}");
+        fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn results_paths_are_resolved_or_explained() {
+        let root = scratch("resolve");
+        let err = results_file(&root.join("nope")).unwrap_err();
+        assert!(err.contains("no such file"), "{err}");
+        let err = results_file(&root).unwrap_err();
+        assert!(err.contains("holds no results.json"), "{err}");
+        let file = root.join("a.json");
+        fs::write(&file, "{}").unwrap();
+        assert_eq!(results_file(&file).unwrap(), file);
+        fs::write(root.join(RESULTS_JSON), "{}").unwrap();
+        assert_eq!(results_file(&root).unwrap(), root.join(RESULTS_JSON));
         fs::remove_dir_all(&root).unwrap();
     }
 

@@ -11,6 +11,7 @@
 //! [`machine`], [`check`] (reading the outputs back), [`host_locks`] (`--host`).
 
 mod check;
+mod compare;
 mod csv;
 mod guest;
 mod host_locks;
@@ -32,7 +33,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use clap::Args;
+use clap::{Args, Subcommand};
 use serde_json::json;
 
 use crate::qemu::{self, Arch, Lock};
@@ -72,6 +73,7 @@ WHERE RESULTS GO: every run writes into a folder of its own,
   symbolic link, or a file naming the folder where links cannot be made) is switched to it once
   the run has produced records: a failed or empty run never hides the previous results.
   --out DIR writes into DIR instead (a run without records leaves DIR's earlier files alone).
+  `cargo xtask bench compare A B` compares two runs (see `cargo xtask bench compare --help`).
 
 FILES (in the run's folder)
   results.json     every record: bench, variant, arch, platform, board, strategy, lock, cores,
@@ -98,13 +100,36 @@ HOST LOCKS: `cargo xtask bench --host [--threads 1,2] [--quick] [--out DIR]` run
 micro-benchmarks of the kernel-locks crate instead (kernel-locks/benches/host_table.rs): uncontended ns and TSC
 ticks per acquire+release, contended ops/s per thread count; writes DIR/host-locks.json.";
 
-/// `cargo xtask bench`: a run of the benchmarks.
+/// `cargo xtask bench`: a run of the benchmarks (no subcommand) or one of the subcommands.
 #[derive(Debug, Args)]
-#[command(after_long_help = AFTER_HELP)]
+#[command(args_conflicts_with_subcommands = true, after_long_help = AFTER_HELP)]
 pub struct BenchArgs {
+    /// What to do instead of a run.
+    #[command(subcommand)]
+    command: Option<BenchCommand>,
+
     /// The options of a run.
     #[command(flatten)]
     run: RunArgs,
+}
+
+/// The subcommands of `cargo xtask bench`.
+#[derive(Debug, Subcommand)]
+enum BenchCommand {
+    /// Compare two runs' results record by record: change in percent and whether it is beyond
+    /// the noise.
+    ///
+    /// A and B are results folders (target/bench/runs/<run>, an --out DIR), results.json files,
+    /// or a bench root such as target/bench, meaning the run its `latest` names. Records are
+    /// matched on platform, arch, board, bench, variant, lock, cores and clients, and shown side
+    /// by side (mean ± std dev) with the change of the mean in percent. For qemu-icount
+    /// (deterministic instruction counts) a pair is `identical` (bit for bit) or `CHANGED`;
+    /// elsewhere the difference of the means is weighed against its standard error (Welch's t):
+    /// `BEYOND NOISE` when |t| exceeds the two-sided 95% threshold for its degrees of freedom,
+    /// `within noise` otherwise (a side with fewer than 2 samples is not judged). Records found
+    /// on one side only are listed. Exit status 0 once both sides are read, 2 when one cannot
+    /// be (the error says which and why).
+    Compare(compare::CompareArgs),
 }
 
 /// Options of a benchmark run (`cargo xtask bench` without a subcommand).
@@ -213,9 +238,12 @@ pub const TINY: [&str; 12] = [
     "--check",
 ];
 
-/// Runs `cargo xtask bench`.
+/// Runs `cargo xtask bench` (a run, or the subcommand given).
 pub fn run(root: &Path, args: &BenchArgs) -> ExitCode {
-    run_benchmarks(root, &args.run)
+    match &args.command {
+        Some(BenchCommand::Compare(c)) => compare::run(c),
+        None => run_benchmarks(root, &args.run),
+    }
 }
 
 /// `--out DIR` made absolute (relative to the current directory).
@@ -944,7 +972,7 @@ mod tests {
         command: Top,
     }
 
-    #[derive(Debug, clap::Subcommand)]
+    #[derive(Debug, Subcommand)]
     enum Top {
         Bench(BenchArgs),
     }
@@ -966,6 +994,7 @@ mod tests {
     #[test]
     fn options_parse() {
         let args = parse(["--lock=clh"]).unwrap();
+        assert!(args.command.is_none());
         assert_eq!(args.run.lock, vec![LockArg::Clh]);
         assert_eq!(args.run.runs, 16);
         // bench:tiny's options.
@@ -985,6 +1014,19 @@ mod tests {
         assert!(parse(["--lock", "bogus"]).is_err());
         // --smp is --cores.
         assert_eq!(parse(["--smp", "1,2"]).unwrap().run.cores, vec![1, 2]);
+    }
+
+    #[test]
+    fn compare_is_a_subcommand_and_runs_need_none() {
+        let args = parse(["compare", "a", "target/bench"]).unwrap();
+        assert!(matches!(args.command, Some(BenchCommand::Compare(_))));
+        let args = parse(["compare", "a", "b", "--changed"]).unwrap();
+        assert!(matches!(args.command, Some(BenchCommand::Compare(_))));
+        assert!(parse(["compare", "a"]).is_err(), "two sides are needed");
+        assert!(
+            parse(["--lock", "clh", "compare", "a", "b"]).is_err(),
+            "run options do not go with compare"
+        );
     }
 
     #[test]
