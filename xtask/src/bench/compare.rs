@@ -368,7 +368,9 @@ pub struct Comparison {
 /// `mean ± sd` of an entry (`-` without samples).
 fn shown(e: &Entry) -> String {
     match stats(&e.samples) {
-        Some(s) if e.samples.len() > 1 => format!("{} ± {}", fmt_num(s.mean), fmt_num(s.stddev)),
+        Some(s) if e.samples.len() > 1 && s.stddev > 0.0 => {
+            format!("{} ± {}", fmt_num(s.mean), fmt_num(s.stddev))
+        }
         Some(s) => fmt_num(s.mean),
         None => "-".into(),
     }

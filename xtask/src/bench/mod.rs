@@ -23,11 +23,11 @@ pub(crate) mod plot;
 mod records;
 mod report;
 mod stats;
+mod steps;
 
 #[cfg(test)]
 mod fixtures;
 
-use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -36,11 +36,11 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use clap::{Args, Subcommand};
 use serde_json::json;
 
-use crate::qemu::{self, Arch, Lock};
-use guest::GuestRun;
+use crate::qemu;
 use layout::Destination;
 use plan::{ArchArg, LockArg, Plan, Platform, PlatformArg};
-use records::{Machine, Origin, RawRecord, Record};
+use records::Record;
+use steps::Progress;
 
 /// The long help's closing part: what each platform measures, units, files and times.
 const AFTER_HELP: &str = "\
@@ -398,14 +398,21 @@ fn kernel_benchmarks(
             "`none` was not asked for; it was measured as the baseline of the overheads.".into(),
         );
     }
-    for platform in &plan.platforms {
-        match platform {
-            Platform::Hosted => run_hosted(root, args, plan, &machine, out_dir, &mut c),
-            Platform::QemuIcount | Platform::Qemu => {
-                run_guests(root, args, plan, *platform, &machine, &mut c)
-            }
-        }
-    }
+    let hosted = steps::hosted_ready(root, plan, &mut c);
+    let archs = steps::guest_archs(root, plan, &mut c);
+    let steps = steps::plan_steps(plan, args, hosted, &archs);
+    // The last step writes the files.
+    let mut progress = Progress::new(steps.len() + 1);
+    steps::execute(
+        root,
+        args,
+        plan,
+        &steps,
+        &machine,
+        out_dir,
+        &mut progress,
+        &mut c,
+    );
     if plan.platforms.contains(&Platform::Qemu) {
         c.notes.push(
             "`qemu` figures are wall-clock throughput under multi-threaded TCG on a shared \
@@ -512,6 +519,12 @@ fn kernel_benchmarks(
         );
         return Ok(false);
     }
+    println!(
+        "{}",
+        progress.next(&format!(
+            "writing {RESULTS_JSON}, {RESULTS_CSV}, the figures and {REPORT_MD}"
+        ))
+    );
     for name in check::OUTPUTS {
         let _ = fs::remove_file(out_dir.join(name));
     }
@@ -640,313 +653,6 @@ fn print_summary(c: &Collected, out_dir: &Path, figures: &[PathBuf]) {
     }
 }
 
-/// The hosted platform: one run of the hosted benchmark for every lock and core count.
-fn run_hosted(
-    root: &Path,
-    args: &RunArgs,
-    plan: &Plan,
-    machine: &Machine,
-    out_dir: &Path,
-    c: &mut Collected,
-) {
-    if !plan.archs.contains(&Arch::X86_64) {
-        c.notes.push(
-            "hosted: not run, it measures the x86_64 host and --arch excludes x86_64.".into(),
-        );
-        return;
-    }
-    if !cfg!(target_arch = "x86_64") {
-        c.missing
-            .push("hosted: this host is not x86_64 (the hosted benchmark reads the TSC)".into());
-        return;
-    }
-    if let Err(why) = hosted::available(root) {
-        c.missing.push(format!("hosted: {why}"));
-        return;
-    }
-    let locks: Vec<&str> = plan.locks.iter().map(|l| l.name()).collect();
-    let path = out_dir.join(".hosted-records.json");
-    let cmd = hosted::command(&path, &locks, &plan.cores, args.runs, args.quick);
-    println!("bench: hosted: {}", cmd.display());
-    let t = Instant::now();
-    if let Some(over) = plan
-        .cores
-        .iter()
-        .find(|n| **n as usize > machine.host_cores)
-    {
-        c.notes.push(format!(
-            "hosted: {over} cores asked for on a {}-core host: those points are oversubscribed.",
-            machine.host_cores
-        ));
-    }
-    match hosted::run(root, &cmd, &path, args.verbose) {
-        Ok(raws) => {
-            let n = raws.len();
-            let origin = Origin {
-                platform: Platform::Hosted,
-                arch: "x86_64",
-                board: "host",
-                machine,
-                retries: 0,
-            };
-            add_records(&raws, &origin, c);
-            println!(
-                "bench: hosted: {n} records ({:.1} s)",
-                t.elapsed().as_secs_f64()
-            );
-        }
-        Err(e) => c.errors.push(format!("hosted: {e}")),
-    }
-}
-
-/// The crates whose sources must print the record markers for a guest of `arch` to benchmark.
-fn guest_sources(arch: Arch) -> [&'static str; 4] {
-    match arch {
-        Arch::X86_64 => ["image-x86", "image-common", "servers", "hal-x86"],
-        Arch::Armv7 => ["image-armv7", "image-common", "servers", "hal-armv7"],
-    }
-}
-
-/// Whether any `.rs` file under `dir` mentions `needle`.
-fn sources_mention(dir: &Path, needle: &str) -> bool {
-    let Ok(entries) = fs::read_dir(dir) else {
-        return false;
-    };
-    entries.flatten().any(|e| {
-        let p = e.path();
-        if p.is_dir() {
-            sources_mention(&p, needle)
-        } else {
-            p.extension().is_some_and(|x| x == "rs")
-                && fs::read_to_string(&p).is_ok_and(|t| t.contains(needle))
-        }
-    })
-}
-
-/// The guest runs of one platform: every arch, board and lock (and core count under `qemu`).
-fn run_guests(
-    root: &Path,
-    args: &RunArgs,
-    plan: &Plan,
-    platform: Platform,
-    machine: &Machine,
-    c: &mut Collected,
-) {
-    let icount = platform == Platform::QemuIcount;
-    let mut runs: Vec<GuestRun> = Vec::new();
-    let mut images: BTreeMap<&'static str, PathBuf> = BTreeMap::new();
-    for &arch in &plan.archs {
-        let name = qemu::arch_name(arch);
-        let sources = guest_sources(arch);
-        if !sources
-            .iter()
-            .any(|s| sources_mention(&root.join(s).join("src"), guest::BEGIN))
-        {
-            c.missing.push(format!(
-                "{}: the {name} guest does not print {} anywhere in {}: the guest benchmark \
-                 part of issue 6 (mode=bench) has not landed for {name}",
-                platform.name(),
-                guest::BEGIN,
-                sources.join(", ")
-            ));
-            continue;
-        }
-        if let Err(e) = qemu::ensure_qemu(arch) {
-            c.missing.push(format!("{}: {name}: {e}", platform.name()));
-            continue;
-        }
-        if !images.contains_key(name) {
-            match qemu::build_image(root, arch, false, "bench") {
-                Ok(elf) => {
-                    images.insert(name, elf);
-                }
-                Err(e) => {
-                    c.errors.push(format!("{}: {name}: {e}", platform.name()));
-                    continue;
-                }
-            }
-        }
-        for &machine_kind in Plan::boards(arch) {
-            for &lock in &plan.locks {
-                let base = GuestRun {
-                    arch,
-                    machine: machine_kind,
-                    smp: 1,
-                    lock,
-                    bench: "ipc",
-                    clients: None,
-                    variant: None,
-                    runs: args.runs,
-                    icount,
-                    timeout: args.timeout,
-                };
-                if icount {
-                    runs.push(base);
-                    continue;
-                }
-                for &n in &plan.cores {
-                    runs.push(GuestRun {
-                        smp: n,
-                        bench: "multicore",
-                        ..base.clone()
-                    });
-                }
-                if !args.quick {
-                    for &n in &plan.cores {
-                        for variant in ["shared", "dedicated"] {
-                            // One shared server for clients on several cores shares its
-                            // objects across cores, which lock=none cannot protect.
-                            if variant == "shared" && lock == Lock::None && n > 1 {
-                                continue;
-                            }
-                            runs.push(GuestRun {
-                                smp: n,
-                                bench: "clientserver",
-                                clients: Some(n),
-                                variant: Some(variant),
-                                ..base.clone()
-                            });
-                        }
-                    }
-                }
-            }
-        }
-    }
-    let total = runs.len();
-    for (i, run) in runs.iter().enumerate() {
-        let elf = &images[qemu::arch_name(run.arch)];
-        let t = Instant::now();
-        print!("bench: [{}/{total}] {} ... ", i + 1, run.label());
-        let _ = std::io::Write::flush(&mut std::io::stdout());
-        let label = run.label();
-        let result = guest::with_retries(
-            |_| run.attempt(root, elf, args.verbose),
-            |msg| print!("\nbench:   {label}: {msg} ... "),
-        );
-        let (raws, retries) = match result {
-            Ok(ok) => ok,
-            Err(e) => {
-                println!("FAILED");
-                c.errors.push(format!("{}: {e}", run.label()));
-                continue;
-            }
-        };
-        if icount && args.check {
-            match guest::with_retries(|_| run.attempt(root, elf, args.verbose), |_| {}) {
-                Ok((again, _)) if samples_of(&again) == samples_of(&raws) => {}
-                Ok((again, _)) => c.errors.push(format!(
-                    "{}: two -icount runs gave different samples: {:?} then {:?}",
-                    run.label(),
-                    samples_of(&raws),
-                    samples_of(&again)
-                )),
-                Err(e) => c.errors.push(format!("{} (second run): {e}", run.label())),
-            }
-        }
-        let expected = run.lock.name();
-        if let Some(bad) = raws.iter().find(|r| r.lock != expected) {
-            c.errors.push(format!(
-                "{}: a record says lock `{}`, the guest was booted with `{expected}`",
-                run.label(),
-                bad.lock
-            ));
-            println!("FAILED");
-            continue;
-        }
-        let origin = Origin {
-            platform,
-            arch: qemu::arch_name(run.arch),
-            board: run.machine.name(),
-            machine,
-            retries,
-        };
-        let before = c.records.len();
-        add_records(&raws, &origin, c);
-        println!(
-            "ok, {} records{} ({:.1} s)",
-            c.records.len() - before,
-            if retries > 0 {
-                format!(", after {retries} retries")
-            } else {
-                String::new()
-            },
-            t.elapsed().as_secs_f64()
-        );
-    }
-    if icount && !args.quick {
-        if let Some(elf) = images.get(qemu::arch_name(Arch::Armv7)) {
-            run_barrier_trace(root, plan, elf, machine, c);
-        }
-    }
-}
-
-/// The barrier count of the ARMv7 IPC path (`cargo xtask trace`) on sabrelite, the paper's
-/// board, for every lock of the plan: `ipc-barriers` records of the `qemu-icount` platform (the
-/// traces run under `-icount shift=0`). About 6 s per lock.
-fn run_barrier_trace(root: &Path, plan: &Plan, elf: &Path, machine: &Machine, c: &mut Collected) {
-    let image = match crate::trace::image_of(root, Arch::Armv7, elf) {
-        Ok(image) => image,
-        Err(e) => {
-            c.errors
-                .push(format!("qemu-icount: armv7 barrier trace: {e}"));
-            return;
-        }
-    };
-    let board = qemu::Machine::Sabrelite;
-    for &lock in &plan.locks {
-        let t = Instant::now();
-        print!(
-            "bench: armv7 {} smp1 lock={} barrier trace (icount, singlestep) ... ",
-            board.name(),
-            lock.name()
-        );
-        let _ = std::io::Write::flush(&mut std::io::stdout());
-        const ROUNDS: u64 = 100;
-        let raw = crate::trace::measure(root, elf, &image, board, lock, ROUNDS).and_then(|p| {
-            serde_json::from_value::<RawRecord>(crate::trace::record(board, lock, ROUNDS, &p))
-                .map_err(|e| format!("trace record: {e}"))
-        });
-        match raw {
-            Ok(raw) => {
-                let origin = Origin {
-                    platform: Platform::QemuIcount,
-                    arch: "armv7",
-                    board: board.name(),
-                    machine,
-                    retries: 0,
-                };
-                add_records(&[raw], &origin, c);
-                println!("ok ({:.1} s)", t.elapsed().as_secs_f64());
-            }
-            Err(e) => {
-                println!("FAILED");
-                c.errors.push(format!(
-                    "qemu-icount: armv7 {} lock={} barrier trace: {e}",
-                    board.name(),
-                    lock.name()
-                ));
-            }
-        }
-    }
-}
-
-/// The samples of every record, for the determinism check.
-fn samples_of(raws: &[RawRecord]) -> Vec<(String, String, Vec<f64>)> {
-    raws.iter()
-        .map(|r| (r.bench.clone(), r.variant.clone(), r.samples.clone()))
-        .collect()
-}
-
-/// Converts raw records into `c.records` (errors into `c.errors`).
-fn add_records(raws: &[RawRecord], origin: &Origin, c: &mut Collected) {
-    for raw in raws {
-        match records::convert(raw, origin) {
-            Ok(r) => c.records.push(r),
-            Err(e) => c.errors.push(e),
-        }
-    }
-}
-
 /// The 1-minute load average (`/proc/loadavg`), or `unknown`.
 fn load_average() -> String {
     fs::read_to_string("/proc/loadavg")
@@ -1063,16 +769,5 @@ mod tests {
         };
         assert_eq!(GUEST_MAX_RUNS, value("MAX_RUNS"));
         assert_eq!(parse([]).unwrap().run.runs, value("DEFAULT_RUNS"));
-    }
-
-    #[test]
-    fn guest_sources_are_found_by_marker() {
-        let root = crate::workspace_root();
-        // This crate's own sources print the marker (guest.rs defines it).
-        assert!(sources_mention(
-            &root.join("xtask").join("src"),
-            guest::BEGIN
-        ));
-        assert!(!sources_mention(&root.join("does-not-exist"), guest::BEGIN));
     }
 }
