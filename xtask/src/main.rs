@@ -60,9 +60,9 @@ enum Command {
     /// Measures the kernel's IPC cost per locking strategy on three platforms: `hosted` (the
     /// kernel on host threads, TSC cycles), `qemu-icount` (the x86_64 and ARMv7 images under
     /// QEMU -icount shift=0: deterministic guest instruction counts) and `qemu` (multi-threaded
-    /// TCG: multicore throughput, noisy). Writes results.json, results.csv,
-    /// fig1-roundtrip.{svg,png}, fig2-throughput.{svg,png} and report.md (our figures next to
-    /// the seed papers', targets judged from the data) into a new folder per run,
+    /// TCG: multicore throughput, noisy). Writes results.json, results.csv, fig1-roundtrip,
+    /// fig2-throughput, fig3-clientserver (SVG, PNG) and report.md (our figures next to the
+    /// seed papers', targets judged from the data) into a new folder per run,
     /// target/bench/runs/<UTC time>-<git revision>/, and points target/bench/latest at it (or
     /// into --out DIR). `cargo xtask bench --lock=clh` measures CLH against the `none` baseline
     /// everywhere in a few minutes. `cargo xtask bench compare A B` compares two runs record by

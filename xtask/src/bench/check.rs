@@ -8,7 +8,7 @@ use serde_json::Value;
 use super::records::Record;
 
 /// Every file a kernel benchmark run writes (removed first, so a stale one cannot pass).
-pub const OUTPUTS: [&str; 7] = [
+pub const OUTPUTS: [&str; 9] = [
     super::RESULTS_JSON,
     super::RESULTS_CSV,
     super::REPORT_MD,
@@ -16,6 +16,8 @@ pub const OUTPUTS: [&str; 7] = [
     "fig1-roundtrip.png",
     "fig2-throughput.svg",
     "fig2-throughput.png",
+    "fig3-clientserver.svg",
+    "fig3-clientserver.png",
 ];
 
 /// Checks the files in `dir` for `records` records; returns a one-line summary.
@@ -72,7 +74,7 @@ pub fn outputs(dir: &Path, records: usize) -> Result<String, String> {
         }
     }
 
-    for stem in ["fig1-roundtrip", "fig2-throughput"] {
+    for stem in super::plot::STEMS {
         let svg = text(&format!("{stem}.svg"))?;
         if !svg.starts_with("<svg") || !svg.trim_end().ends_with("</svg>") {
             return Err(format!("{stem}.svg is not an SVG document"));
@@ -83,8 +85,9 @@ pub fn outputs(dir: &Path, records: usize) -> Result<String, String> {
         }
     }
     Ok(format!(
-        "{records} records in {} and {}, report and both figures (SVG, PNG) read back",
+        "{records} records in {} and {}, report and the {} figures (SVG, PNG) read back",
         super::RESULTS_JSON,
-        super::RESULTS_CSV
+        super::RESULTS_CSV,
+        super::plot::STEMS.len()
     ))
 }

@@ -18,6 +18,7 @@ mod host_locks;
 mod hosted;
 mod layout;
 mod machine;
+mod paper;
 mod plan;
 pub(crate) mod plot;
 mod records;
@@ -80,8 +81,14 @@ FILES (in the run's folder)
                    clients, runs, unit, mean, stddev (sample), min, median, samples, method,
                    machine {cpu, host_cores, qemu, rustc}; generated_by {command, revision, ...}
   results.csv      the same, one row per record
-  fig1-roundtrip.svg/.png    round-trip cost per strategy and architecture, error bars = std dev
-  fig2-throughput.svg/.png   multicore throughput vs cores, per platform and board
+  fig1-roundtrip.svg/.png    round-trip cost per strategy and architecture, error bars = std dev,
+                   each bar labelled with its overhead over none; below, the overheads
+                   beside the paper's (big-lock-is-fine, Fig. 1)
+  fig2-throughput.svg/.png   multicore throughput vs cores, per platform and board; hollow
+                   markers: oversubscribed (more cores than the host has), triangles:
+                   emulated (QEMU TCG); the ideal line is cut at the data's range
+  fig3-clientserver.svg/.png client-server throughput vs clients, per platform, board and
+                   variant (shared server / dedicated servers), marked the same way
   report.md        our figures next to the seed papers', the issue's targets judged from the data
                    (met / not met / not measured), every record, the machine and the method
 
