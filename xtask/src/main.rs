@@ -4,8 +4,9 @@
 //!   bare-metal targets, bare-metal builds, unit and integration tests, loom models, examples),
 //!   closing with one line `test: N passed, M failed`.
 //! * `cargo xtask bench`: the kernel IPC benchmarks (hosted, QEMU `-icount`, QEMU
-//!   multi-threaded), written as JSON, CSV, plots and a report; `--host`: the lock
-//!   micro-benchmarks (`kernel-locks/benches/host_table.rs`).
+//!   multi-threaded), written as JSON, CSV, plots and a report into a folder per run;
+//!   `bench compare A B`: two runs side by side; `--host`: the lock micro-benchmarks
+//!   (`kernel-locks/benches/host_table.rs`).
 //! * `cargo xtask qemu`: build the x86_64 image and boot it under QEMU (demo or `--tests`),
 //!   streaming the console; QEMU's exit status decides success (see [`qemu`]).
 //!
@@ -59,12 +60,14 @@ enum Command {
     /// Measures the kernel's IPC cost per locking strategy on three platforms: `hosted` (the
     /// kernel on host threads, TSC cycles), `qemu-icount` (the x86_64 and ARMv7 images under
     /// QEMU -icount shift=0: deterministic guest instruction counts) and `qemu` (multi-threaded
-    /// TCG: multicore throughput, noisy). Writes results.json, results.csv,
-    /// fig1-roundtrip.{svg,png}, fig2-throughput.{svg,png} and report.md (our figures next to
-    /// the seed papers', targets judged from the data) into --out (default target/bench).
-    /// `cargo xtask bench --lock=clh` measures CLH against the `none` baseline everywhere in a
-    /// few minutes. `--host` runs the kernel-locks crate's lock micro-benchmarks instead. `--help` says
-    /// more.
+    /// TCG: multicore throughput, noisy). Writes results.json, results.csv, fig1-roundtrip,
+    /// fig2-throughput, fig3-clientserver (SVG, PNG) and report.md (our figures next to the
+    /// seed papers', targets judged from the data) into a new folder per run,
+    /// target/bench/runs/<UTC time>-<git revision>/, and points target/bench/latest at it (or
+    /// into --out DIR). `cargo xtask bench --lock=clh` measures CLH against the `none` baseline
+    /// everywhere in a few minutes. `cargo xtask bench compare A B` compares two runs record by
+    /// record. `--host` runs the kernel-locks crate's lock micro-benchmarks instead. `--help`
+    /// says more.
     Bench(bench::BenchArgs),
 
     /// Build the x86_64 or ARMv7 image and boot it under QEMU with the chosen cores and lock.

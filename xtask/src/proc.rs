@@ -108,6 +108,21 @@ impl Cmd {
     /// If the output has not ended (every process holding the pipe exited) after `timeout`, the
     /// child and all its descendants are killed and [`Captured::timed_out`] is set.
     pub fn run_captured(&self, dir: &Path, echo: bool, timeout: Duration) -> io::Result<Captured> {
+        self.run_streamed(dir, timeout, &mut |line| {
+            if echo {
+                println!("{line}");
+            }
+        })
+    }
+
+    /// [`Cmd::run_captured`], handing each line to `on_line` as it arrives (for progress
+    /// output) besides keeping it.
+    pub fn run_streamed(
+        &self,
+        dir: &Path,
+        timeout: Duration,
+        on_line: &mut dyn FnMut(&str),
+    ) -> io::Result<Captured> {
         let start = Instant::now();
         let (reader, writer) = io::pipe()?;
         let mut child = {
@@ -143,9 +158,7 @@ impl Cmd {
             let wait = deadline.saturating_duration_since(Instant::now());
             match rx.recv_timeout(wait) {
                 Ok(line) => {
-                    if echo {
-                        println!("{line}");
-                    }
+                    on_line(&line);
                     lines.push(line);
                 }
                 Err(mpsc::RecvTimeoutError::Disconnected) => break,
@@ -279,6 +292,19 @@ mod tests {
         assert_eq!(out.lines, ["one", "two", "three"]);
         assert_eq!(out.status.code(), Some(3));
         assert!(!out.timed_out);
+    }
+
+    #[test]
+    fn streamed_lines_arrive_one_by_one() {
+        let mut seen = Vec::new();
+        let out = Cmd::new("sh")
+            .args(["-c", "echo one; echo two"])
+            .run_streamed(Path::new("."), Duration::from_secs(60), &mut |l| {
+                seen.push(l.to_owned())
+            })
+            .expect("sh runs");
+        assert_eq!(seen, ["one", "two"]);
+        assert_eq!(out.lines, seen);
     }
 
     #[test]

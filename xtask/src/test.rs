@@ -819,9 +819,9 @@ fn trace_hosted_step(root: &Path) -> Step {
 /// The benchmark driver end to end on a tiny configuration (`bench:tiny`): `cargo xtask bench`
 /// with lock `none` on both architectures, the `qemu-icount` and `hosted` platforms, 1 core, the
 /// hosted benchmark's `--quick` and `--check`, which boots every `-icount` point twice and
-/// requires identical samples, then reads results.json, results.csv, both figures (SVG and PNG)
-/// and report.md back. Output in `<target>/bench-tiny`; well under a minute once the images
-/// and the hosted benchmark are built.
+/// requires identical samples, then reads results.json, results.csv, the three figures (SVG
+/// and PNG) and report.md back. Output in `<target>/bench-tiny`; well under a minute once the
+/// images and the hosted benchmark are built.
 fn bench_tiny_step(root: &Path) -> Step {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find the xtask binary: {e}"));
     let out = crate::target_dir(root).join("bench-tiny");

@@ -8,7 +8,7 @@ use serde_json::Value;
 use super::records::Record;
 
 /// Every file a kernel benchmark run writes (removed first, so a stale one cannot pass).
-pub const OUTPUTS: [&str; 7] = [
+pub const OUTPUTS: [&str; 9] = [
     super::RESULTS_JSON,
     super::RESULTS_CSV,
     super::REPORT_MD,
@@ -16,6 +16,8 @@ pub const OUTPUTS: [&str; 7] = [
     "fig1-roundtrip.png",
     "fig2-throughput.svg",
     "fig2-throughput.png",
+    "fig3-clientserver.svg",
+    "fig3-clientserver.png",
 ];
 
 /// Checks the files in `dir` for `records` records; returns a one-line summary.
@@ -72,7 +74,7 @@ pub fn outputs(dir: &Path, records: usize) -> Result<String, String> {
         }
     }
 
-    for stem in ["fig1-roundtrip", "fig2-throughput"] {
+    for stem in super::plot::STEMS {
         let svg = text(&format!("{stem}.svg"))?;
         if !svg.starts_with("<svg") || !svg.trim_end().ends_with("</svg>") {
             return Err(format!("{stem}.svg is not an SVG document"));
@@ -83,8 +85,66 @@ pub fn outputs(dir: &Path, records: usize) -> Result<String, String> {
         }
     }
     Ok(format!(
-        "{records} records in {} and {}, report and both figures (SVG, PNG) read back",
+        "{records} records in {} and {}, report and the {} figures (SVG, PNG) read back",
         super::RESULTS_JSON,
-        super::RESULTS_CSV
+        super::RESULTS_CSV,
+        super::plot::STEMS.len()
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::fixtures::record;
+    use super::*;
+
+    #[test]
+    fn what_a_run_writes_passes_and_a_missing_figure_fails() {
+        let dir = std::env::temp_dir().join(format!("xtask-check-test-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        let records = vec![
+            record(
+                "ipc-roundtrip",
+                "x86_64",
+                "qemu-icount",
+                "none",
+                1,
+                &[1750.0; 2],
+            ),
+            record(
+                "ipc-roundtrip",
+                "x86_64",
+                "qemu-icount",
+                "clh",
+                1,
+                &[1850.0; 2],
+            ),
+        ];
+        let doc = serde_json::json!({ "records": records });
+        fs::write(dir.join(super::super::RESULTS_JSON), doc.to_string()).unwrap();
+        fs::write(
+            dir.join(super::super::RESULTS_CSV),
+            super::super::csv::write(&records),
+        )
+        .unwrap();
+        fs::write(
+            dir.join(super::super::REPORT_MD),
+            super::super::report::render(&records, &Default::default()),
+        )
+        .unwrap();
+        let figures = super::super::plot::write_all(&dir, &records).unwrap();
+        // Every figure is an output the run removes first.
+        for f in &figures {
+            let name = f.file_name().unwrap().to_str().unwrap();
+            assert!(OUTPUTS.contains(&name), "{name}");
+        }
+        let summary = outputs(&dir, 2).unwrap();
+        assert!(summary.contains("the 3 figures"), "{summary}");
+        assert!(outputs(&dir, 3).unwrap_err().contains("2 records"));
+        fs::remove_file(dir.join("fig3-clientserver.png")).unwrap();
+        assert!(outputs(&dir, 2)
+            .unwrap_err()
+            .contains("fig3-clientserver.png"));
+        fs::remove_dir_all(&dir).unwrap();
+    }
 }

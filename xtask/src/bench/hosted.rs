@@ -53,17 +53,18 @@ pub fn command(records: &Path, locks: &[&str], cores: &[u32], runs: u32, quick: 
     cmd
 }
 
-/// Runs the hosted benchmark and returns its raw records. The benchmark's output is shown
-/// (`verbose`) or kept for the error message.
+/// Runs the hosted benchmark and returns its raw records. Each line of its output (cargo's
+/// build, then one line per measured point) goes to `progress` as it arrives, and is kept for the
+/// error message.
 pub fn run(
     root: &Path,
     cmd: &Cmd,
     records: &Path,
-    verbose: bool,
+    progress: &mut dyn FnMut(&str),
 ) -> Result<Vec<RawRecord>, String> {
     let _ = fs::remove_file(records);
     let out = cmd
-        .run_captured(root, verbose, TIMEOUT)
+        .run_streamed(root, TIMEOUT, progress)
         .map_err(|e| format!("cannot run `{}`: {e}", cmd.display()))?;
     let tail = || {
         let start = out.lines.len().saturating_sub(30);

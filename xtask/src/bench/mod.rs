@@ -11,33 +11,37 @@
 //! [`machine`], [`check`] (reading the outputs back), [`host_locks`] (`--host`).
 
 mod check;
+mod compare;
 mod csv;
 mod guest;
 mod host_locks;
 mod hosted;
+mod layout;
 mod machine;
+mod paper;
 mod plan;
 pub(crate) mod plot;
 mod records;
 mod report;
 mod stats;
+mod steps;
 
 #[cfg(test)]
 mod fixtures;
 
-use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use clap::Args;
+use clap::{Args, Subcommand};
 use serde_json::json;
 
-use crate::qemu::{self, Arch, Lock};
-use guest::GuestRun;
+use crate::qemu;
+use layout::Destination;
 use plan::{ArchArg, LockArg, Plan, Platform, PlatformArg};
-use records::{Machine, Origin, RawRecord, Record};
+use records::Record;
+use steps::Progress;
 
 /// The long help's closing part: what each platform measures, units, files and times.
 const AFTER_HELP: &str = "\
@@ -64,13 +68,27 @@ include `none` it is measured too, as the baseline (and the report says so). `br
 `fine` are the same kernel strategy: fine-grained locking built on the big-reader lock (plus
 per-object ticket locks); it is measured once, as `fine`.
 
-FILES (in --out, default target/bench/, or $CARGO_TARGET_DIR/bench/)
+WHERE RESULTS GO: every run writes into a folder of its own,
+  target/bench/runs/<YYYY-MM-DDTHH-MM-SS>-<git revision>/ (UTC; `-dirty` when tracked files
+  differ from the commit; under $CARGO_TARGET_DIR/bench/ if set), and target/bench/latest (a
+  symbolic link, or a file naming the folder where links cannot be made) is switched to it once
+  the run has produced records: a failed or empty run never hides the previous results.
+  --out DIR writes into DIR instead (a run without records leaves DIR's earlier files alone).
+  `cargo xtask bench compare A B` compares two runs (see `cargo xtask bench compare --help`).
+
+FILES (in the run's folder)
   results.json     every record: bench, variant, arch, platform, board, strategy, lock, cores,
                    clients, runs, unit, mean, stddev (sample), min, median, samples, method,
-                   machine {cpu, host_cores, qemu, rustc}
+                   machine {cpu, host_cores, qemu, rustc}; generated_by {command, revision, ...}
   results.csv      the same, one row per record
-  fig1-roundtrip.svg/.png    round-trip cost per strategy and architecture, error bars = std dev
-  fig2-throughput.svg/.png   multicore throughput vs cores, per platform and board
+  fig1-roundtrip.svg/.png    round-trip cost per strategy and architecture, error bars = std dev,
+                   each bar labelled with its overhead over none; below, the overheads
+                   beside the paper's (big-lock-is-fine, Fig. 1)
+  fig2-throughput.svg/.png   multicore throughput vs cores, per platform and board; hollow
+                   markers: oversubscribed (more cores than the host has), triangles:
+                   emulated (QEMU TCG); the ideal line is cut at the data's range
+  fig3-clientserver.svg/.png client-server throughput vs clients, per platform, board and
+                   variant (shared server / dedicated servers), marked the same way
   report.md        our figures next to the seed papers', the issue's targets judged from the data
                    (met / not met / not measured), every record, the machine and the method
 
@@ -89,10 +107,41 @@ HOST LOCKS: `cargo xtask bench --host [--threads 1,2] [--quick] [--out DIR]` run
 micro-benchmarks of the kernel-locks crate instead (kernel-locks/benches/host_table.rs): uncontended ns and TSC
 ticks per acquire+release, contended ops/s per thread count; writes DIR/host-locks.json.";
 
-/// Options of `cargo xtask bench`.
+/// `cargo xtask bench`: a run of the benchmarks (no subcommand) or one of the subcommands.
 #[derive(Debug, Args)]
-#[command(after_long_help = AFTER_HELP)]
+#[command(args_conflicts_with_subcommands = true, after_long_help = AFTER_HELP)]
 pub struct BenchArgs {
+    /// What to do instead of a run.
+    #[command(subcommand)]
+    command: Option<BenchCommand>,
+
+    /// The options of a run.
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+/// The subcommands of `cargo xtask bench`.
+#[derive(Debug, Subcommand)]
+enum BenchCommand {
+    /// Compare two runs' results record by record: change in percent and whether it is beyond
+    /// the noise.
+    ///
+    /// A and B are results folders (target/bench/runs/<run>, an --out DIR), results.json files,
+    /// or a bench root such as target/bench, meaning the run its `latest` names. Records are
+    /// matched on platform, arch, board, bench, variant, lock, cores and clients, and shown side
+    /// by side (mean ± std dev) with the change of the mean in percent. For qemu-icount
+    /// (deterministic instruction counts) a pair is `identical` (bit for bit) or `CHANGED`;
+    /// elsewhere the difference of the means is weighed against its standard error (Welch's t):
+    /// `BEYOND NOISE` when |t| exceeds the two-sided 95% threshold for its degrees of freedom,
+    /// `within noise` otherwise (a side with fewer than 2 samples is not judged). Records found
+    /// on one side only are listed. Exit status 0 once both sides are read, 2 when one cannot
+    /// be (the error says which and why).
+    Compare(compare::CompareArgs),
+}
+
+/// Options of a benchmark run (`cargo xtask bench` without a subcommand).
+#[derive(Debug, Args)]
+pub struct RunArgs {
     /// Run the host lock micro-benchmarks of the kernel-locks crate instead (DIR/host-locks.json).
     #[arg(long, conflicts_with_all = ["lock", "arch", "platform", "cores", "runs", "check"])]
     host: bool,
@@ -113,17 +162,23 @@ pub struct BenchArgs {
     #[arg(long, value_enum, value_delimiter = ',', value_name = "PLATFORM,...")]
     platform: Vec<PlatformArg>,
 
-    /// Core counts of the multicore runs (qemu; hosted too) [default: 1,2,4].
-    #[arg(long, value_delimiter = ',', value_name = "N,...")]
+    /// Core counts of the multicore and client-server runs (qemu; hosted too) [default:
+    /// 1,2,4]. Under qemu each must fit the boards measured (boards/*.toml: 4 cores each).
+    #[arg(
+        long,
+        visible_alias = "smp",
+        value_delimiter = ',',
+        value_name = "N,..."
+    )]
     cores: Vec<u32>,
 
-    /// Samples per measured point (each after warm-up): the hosted benchmark's --runs and the
-    /// guests' `runs=` (images that take a fixed number of samples, 16 today, say so in the
-    /// report).
-    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    /// Samples per measured point (each after warm-up), 1 to 64 (the most a guest's `runs=`
+    /// takes): the hosted benchmark's --runs and the guests' `runs=`.
+    #[arg(long, default_value_t = 16, value_name = "N", value_parser = parse_runs)]
     runs: u32,
 
-    /// Output directory [default: target/bench].
+    /// Output directory. Default: a new folder per run, target/bench/runs/<UTC time>-<git
+    /// revision>/, with target/bench/latest naming the newest run that produced records.
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
 
@@ -151,6 +206,20 @@ pub struct BenchArgs {
     threads: Vec<usize>,
 }
 
+/// The most samples per point a guest takes (its `runs=`: `servers::abi::bench::MAX_RUNS`).
+pub const GUEST_MAX_RUNS: u32 = 64;
+
+/// Parses `--runs`: 1 to [`GUEST_MAX_RUNS`].
+fn parse_runs(s: &str) -> Result<u32, String> {
+    match s.parse::<u32>() {
+        Ok(n) if (1..=GUEST_MAX_RUNS).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "`{s}` is not a sample count from 1 to {GUEST_MAX_RUNS} (a guest's `runs=` takes \
+             at most {GUEST_MAX_RUNS}: servers::abi::bench::MAX_RUNS)"
+        )),
+    }
+}
+
 /// The files written, by name.
 pub const RESULTS_JSON: &str = "results.json";
 /// The CSV file.
@@ -176,23 +245,65 @@ pub const TINY: [&str; 12] = [
     "--check",
 ];
 
-/// Runs `cargo xtask bench`.
+/// Runs `cargo xtask bench` (a run, or the subcommand given).
 pub fn run(root: &Path, args: &BenchArgs) -> ExitCode {
-    let out_dir = match &args.out {
-        Some(dir) if dir.is_absolute() => dir.clone(),
-        Some(dir) => std::env::current_dir()
-            .map(|cwd| cwd.join(dir))
-            .unwrap_or_else(|_| dir.clone()),
-        None => crate::target_dir(root).join("bench"),
-    };
-    if let Err(err) = fs::create_dir_all(&out_dir) {
-        eprintln!(
-            "cargo xtask bench: cannot create {}: {err}",
-            out_dir.display()
-        );
-        return ExitCode::FAILURE;
+    match &args.command {
+        Some(BenchCommand::Compare(c)) => compare::run(c),
+        None => run_benchmarks(root, &args.run),
     }
+}
+
+/// `--out DIR` made absolute (relative to the current directory).
+fn absolute(dir: &Path) -> PathBuf {
+    if dir.is_absolute() {
+        dir.to_path_buf()
+    } else {
+        std::env::current_dir()
+            .map(|cwd| cwd.join(dir))
+            .unwrap_or_else(|_| dir.to_path_buf())
+    }
+}
+
+/// The bench root: `<target>/bench`.
+fn bench_root(root: &Path) -> PathBuf {
+    crate::target_dir(root).join("bench")
+}
+
+/// Where this run writes: `--out DIR` (created, and checked writable), or a new folder under
+/// `<target>/bench/runs/` named after `unix` and `revision`.
+fn destination(
+    root: &Path,
+    out: Option<&Path>,
+    unix: u64,
+    revision: &str,
+) -> Result<Destination, String> {
+    match out {
+        Some(dir) => {
+            let dir = absolute(dir);
+            layout::ensure_writable(&dir).map_err(|e| format!("--out: {e}"))?;
+            Ok(Destination::Explicit(dir))
+        }
+        None => {
+            let root = bench_root(root);
+            let dir = layout::create_run_dir(&root, &layout::run_name(unix, revision))?;
+            Ok(Destination::Run { root, dir })
+        }
+    }
+}
+
+/// A run: the host lock benchmarks (`--host`) or the kernel benchmarks. Every option is checked
+/// before anything is built.
+fn run_benchmarks(root: &Path, args: &RunArgs) -> ExitCode {
     if args.host {
+        let out_dir = args
+            .out
+            .as_deref()
+            .map(absolute)
+            .unwrap_or_else(|| bench_root(root));
+        if let Err(e) = layout::ensure_writable(&out_dir) {
+            eprintln!("cargo xtask bench: --out: {e}");
+            return ExitCode::from(2);
+        }
         return host_locks::run(root, &out_dir, &args.threads, args.quick);
     }
     let plan = match Plan::new(&args.lock, &args.arch, &args.platform, &args.cores) {
@@ -202,7 +313,25 @@ pub fn run(root: &Path, args: &BenchArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match kernel_benchmarks(root, args, &plan, &out_dir) {
+    if let Err(e) = plan.check_boards(|m| {
+        crate::board::for_qemu_machine(m.name()).map(|b| (b.name.clone(), b.cores))
+    }) {
+        eprintln!("cargo xtask bench: {e}");
+        return ExitCode::from(2);
+    }
+    let unix = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let revision = layout::git_revision(root);
+    let dest = match destination(root, args.out.as_deref(), unix, &revision) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("cargo xtask bench: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match kernel_benchmarks(root, args, &plan, &dest, &revision) {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::FAILURE,
         Err(e) => {
@@ -229,14 +358,14 @@ struct Collected {
 /// missing (the files are still written).
 fn kernel_benchmarks(
     root: &Path,
-    args: &BenchArgs,
+    args: &RunArgs,
     plan: &Plan,
-    out_dir: &Path,
+    dest: &Destination,
+    revision: &str,
 ) -> Result<bool, String> {
     let start = Instant::now();
-    for name in check::OUTPUTS {
-        let _ = fs::remove_file(out_dir.join(name));
-    }
+    let out_dir = dest.dir();
+    println!("bench: results go to {}", out_dir.display());
     let locks: Vec<&str> = plan.locks.iter().map(|l| l.name()).collect();
     println!(
         "bench: locks {}{}; arch {}; platforms {}; cores {}; {} runs per point{}",
@@ -276,14 +405,21 @@ fn kernel_benchmarks(
             "`none` was not asked for; it was measured as the baseline of the overheads.".into(),
         );
     }
-    for platform in &plan.platforms {
-        match platform {
-            Platform::Hosted => run_hosted(root, args, plan, &machine, out_dir, &mut c),
-            Platform::QemuIcount | Platform::Qemu => {
-                run_guests(root, args, plan, *platform, &machine, &mut c)
-            }
-        }
-    }
+    let hosted = steps::hosted_ready(root, plan, &mut c);
+    let archs = steps::guest_archs(root, plan, &mut c);
+    let steps = steps::plan_steps(plan, args, hosted, &archs);
+    // The last step writes the files.
+    let mut progress = Progress::new(steps.len() + 1);
+    steps::execute(
+        root,
+        args,
+        plan,
+        &steps,
+        &machine,
+        out_dir,
+        &mut progress,
+        &mut c,
+    );
     if plan.platforms.contains(&Platform::Qemu) {
         c.notes.push(
             "`qemu` figures are wall-clock throughput under multi-threaded TCG on a shared \
@@ -359,7 +495,13 @@ fn kernel_benchmarks(
         seconds,
     };
     let doc = json!({
-        "generated_by": {"command": ctx.command, "unix_time": unix, "utc": ctx.when, "seconds": seconds.round()},
+        "generated_by": {
+            "command": ctx.command,
+            "unix_time": unix,
+            "utc": ctx.when,
+            "seconds": seconds.round(),
+            "revision": revision,
+        },
         "machine": machine,
         "plan": {
             "locks": locks,
@@ -375,6 +517,24 @@ fn kernel_benchmarks(
         "errors": c.errors,
         "records": c.records,
     });
+    if dest.keeps_previous(c.records.len()) {
+        print_summary(&c, out_dir, &[]);
+        println!(
+            "\nbench: no records were measured: {} keeps the results of the earlier run \
+             (nothing written)",
+            out_dir.display()
+        );
+        return Ok(false);
+    }
+    println!(
+        "{}",
+        progress.next(&format!(
+            "writing {RESULTS_JSON}, {RESULTS_CSV}, the figures and {REPORT_MD}"
+        ))
+    );
+    for name in check::OUTPUTS {
+        let _ = fs::remove_file(out_dir.join(name));
+    }
     let write = |name: &str, text: String| {
         let path = out_dir.join(name);
         fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
@@ -389,6 +549,12 @@ fn kernel_benchmarks(
 
     print_summary(&c, out_dir, &figures);
     let mut ok = c.errors.is_empty() && c.missing.is_empty();
+    if let Destination::Run { root, dir } = dest {
+        if let Err(e) = publish(root, dir, c.records.len()) {
+            println!("bench: ERROR: {e}");
+            ok = false;
+        }
+    }
     if args.check {
         match check::outputs(out_dir, c.records.len()) {
             Ok(summary) => println!("bench: check: {summary}"),
@@ -409,6 +575,39 @@ fn kernel_benchmarks(
         }
     );
     Ok(ok)
+}
+
+/// Switches `root/latest` to the run's folder `dir` if the run produced records, and says what
+/// `latest` names now.
+fn publish(root: &Path, dir: &Path, records: usize) -> Result<(), String> {
+    let latest = root.join(layout::LATEST);
+    if records == 0 {
+        match layout::read_latest(root) {
+            Some(prev) => println!(
+                "bench: no records: {} still names {} (this run's folder: {})",
+                latest.display(),
+                prev.display(),
+                dir.display()
+            ),
+            None => println!(
+                "bench: no records: {} not made (this run's folder: {})",
+                latest.display(),
+                dir.display()
+            ),
+        }
+        return Ok(());
+    }
+    let kind = layout::switch_latest(root, dir)?;
+    println!(
+        "bench: {} -> {}{}",
+        latest.display(),
+        dir.strip_prefix(root).unwrap_or(dir).display(),
+        match kind {
+            layout::LatestKind::Symlink => "",
+            layout::LatestKind::File => " (a file naming the run: no symbolic links here)",
+        }
+    );
+    Ok(())
 }
 
 /// Prints what was measured, the targets, the files and what went wrong.
@@ -444,325 +643,20 @@ fn print_summary(c: &Collected, out_dir: &Path, figures: &[PathBuf]) {
             t.value
         );
     }
-    println!("\nbench: written:");
-    for name in [RESULTS_JSON, RESULTS_CSV, REPORT_MD] {
-        println!("  {}", out_dir.join(name).display());
-    }
-    for f in figures {
-        println!("  {}", f.display());
+    if !figures.is_empty() {
+        println!("\nbench: written:");
+        for name in [RESULTS_JSON, RESULTS_CSV, REPORT_MD] {
+            println!("  {}", out_dir.join(name).display());
+        }
+        for f in figures {
+            println!("  {}", f.display());
+        }
     }
     for m in &c.missing {
         println!("\nbench: MISSING: {m}");
     }
     for e in &c.errors {
         println!("\nbench: ERROR: {e}");
-    }
-}
-
-/// The hosted platform: one run of the hosted benchmark for every lock and core count.
-fn run_hosted(
-    root: &Path,
-    args: &BenchArgs,
-    plan: &Plan,
-    machine: &Machine,
-    out_dir: &Path,
-    c: &mut Collected,
-) {
-    if !plan.archs.contains(&Arch::X86_64) {
-        c.notes.push(
-            "hosted: not run, it measures the x86_64 host and --arch excludes x86_64.".into(),
-        );
-        return;
-    }
-    if !cfg!(target_arch = "x86_64") {
-        c.missing
-            .push("hosted: this host is not x86_64 (the hosted benchmark reads the TSC)".into());
-        return;
-    }
-    if let Err(why) = hosted::available(root) {
-        c.missing.push(format!("hosted: {why}"));
-        return;
-    }
-    let locks: Vec<&str> = plan.locks.iter().map(|l| l.name()).collect();
-    let path = out_dir.join(".hosted-records.json");
-    let cmd = hosted::command(&path, &locks, &plan.cores, args.runs, args.quick);
-    println!("bench: hosted: {}", cmd.display());
-    let t = Instant::now();
-    if let Some(over) = plan
-        .cores
-        .iter()
-        .find(|n| **n as usize > machine.host_cores)
-    {
-        c.notes.push(format!(
-            "hosted: {over} cores asked for on a {}-core host: those points are oversubscribed.",
-            machine.host_cores
-        ));
-    }
-    match hosted::run(root, &cmd, &path, args.verbose) {
-        Ok(raws) => {
-            let n = raws.len();
-            let origin = Origin {
-                platform: Platform::Hosted,
-                arch: "x86_64",
-                board: "host",
-                machine,
-                retries: 0,
-            };
-            add_records(&raws, &origin, c);
-            println!(
-                "bench: hosted: {n} records ({:.1} s)",
-                t.elapsed().as_secs_f64()
-            );
-        }
-        Err(e) => c.errors.push(format!("hosted: {e}")),
-    }
-}
-
-/// The crates whose sources must print the record markers for a guest of `arch` to benchmark.
-fn guest_sources(arch: Arch) -> [&'static str; 4] {
-    match arch {
-        Arch::X86_64 => ["image-x86", "image-common", "servers", "hal-x86"],
-        Arch::Armv7 => ["image-armv7", "image-common", "servers", "hal-armv7"],
-    }
-}
-
-/// Whether any `.rs` file under `dir` mentions `needle`.
-fn sources_mention(dir: &Path, needle: &str) -> bool {
-    let Ok(entries) = fs::read_dir(dir) else {
-        return false;
-    };
-    entries.flatten().any(|e| {
-        let p = e.path();
-        if p.is_dir() {
-            sources_mention(&p, needle)
-        } else {
-            p.extension().is_some_and(|x| x == "rs")
-                && fs::read_to_string(&p).is_ok_and(|t| t.contains(needle))
-        }
-    })
-}
-
-/// The guest runs of one platform: every arch, board and lock (and core count under `qemu`).
-fn run_guests(
-    root: &Path,
-    args: &BenchArgs,
-    plan: &Plan,
-    platform: Platform,
-    machine: &Machine,
-    c: &mut Collected,
-) {
-    let icount = platform == Platform::QemuIcount;
-    let mut runs: Vec<GuestRun> = Vec::new();
-    let mut images: BTreeMap<&'static str, PathBuf> = BTreeMap::new();
-    for &arch in &plan.archs {
-        let name = qemu::arch_name(arch);
-        let sources = guest_sources(arch);
-        if !sources
-            .iter()
-            .any(|s| sources_mention(&root.join(s).join("src"), guest::BEGIN))
-        {
-            c.missing.push(format!(
-                "{}: the {name} guest does not print {} anywhere in {}: the guest benchmark \
-                 part of issue 6 (mode=bench) has not landed for {name}",
-                platform.name(),
-                guest::BEGIN,
-                sources.join(", ")
-            ));
-            continue;
-        }
-        if let Err(e) = qemu::ensure_qemu(arch) {
-            c.missing.push(format!("{}: {name}: {e}", platform.name()));
-            continue;
-        }
-        if !images.contains_key(name) {
-            match qemu::build_image(root, arch, false, "bench") {
-                Ok(elf) => {
-                    images.insert(name, elf);
-                }
-                Err(e) => {
-                    c.errors.push(format!("{}: {name}: {e}", platform.name()));
-                    continue;
-                }
-            }
-        }
-        for &machine_kind in Plan::boards(arch) {
-            for &lock in &plan.locks {
-                let base = GuestRun {
-                    arch,
-                    machine: machine_kind,
-                    smp: 1,
-                    lock,
-                    bench: "ipc",
-                    clients: None,
-                    variant: None,
-                    runs: args.runs,
-                    icount,
-                    timeout: args.timeout,
-                };
-                if icount {
-                    runs.push(base);
-                    continue;
-                }
-                for &n in &plan.cores {
-                    runs.push(GuestRun {
-                        smp: n,
-                        bench: "multicore",
-                        ..base.clone()
-                    });
-                }
-                if !args.quick {
-                    for &n in &plan.cores {
-                        for variant in ["shared", "dedicated"] {
-                            // One shared server for clients on several cores shares its
-                            // objects across cores, which lock=none cannot protect.
-                            if variant == "shared" && lock == Lock::None && n > 1 {
-                                continue;
-                            }
-                            runs.push(GuestRun {
-                                smp: n,
-                                bench: "clientserver",
-                                clients: Some(n),
-                                variant: Some(variant),
-                                ..base.clone()
-                            });
-                        }
-                    }
-                }
-            }
-        }
-    }
-    let total = runs.len();
-    for (i, run) in runs.iter().enumerate() {
-        let elf = &images[qemu::arch_name(run.arch)];
-        let t = Instant::now();
-        print!("bench: [{}/{total}] {} ... ", i + 1, run.label());
-        let _ = std::io::Write::flush(&mut std::io::stdout());
-        let label = run.label();
-        let result = guest::with_retries(
-            |_| run.attempt(root, elf, args.verbose),
-            |msg| print!("\nbench:   {label}: {msg} ... "),
-        );
-        let (raws, retries) = match result {
-            Ok(ok) => ok,
-            Err(e) => {
-                println!("FAILED");
-                c.errors.push(format!("{}: {e}", run.label()));
-                continue;
-            }
-        };
-        if icount && args.check {
-            match guest::with_retries(|_| run.attempt(root, elf, args.verbose), |_| {}) {
-                Ok((again, _)) if samples_of(&again) == samples_of(&raws) => {}
-                Ok((again, _)) => c.errors.push(format!(
-                    "{}: two -icount runs gave different samples: {:?} then {:?}",
-                    run.label(),
-                    samples_of(&raws),
-                    samples_of(&again)
-                )),
-                Err(e) => c.errors.push(format!("{} (second run): {e}", run.label())),
-            }
-        }
-        let expected = run.lock.name();
-        if let Some(bad) = raws.iter().find(|r| r.lock != expected) {
-            c.errors.push(format!(
-                "{}: a record says lock `{}`, the guest was booted with `{expected}`",
-                run.label(),
-                bad.lock
-            ));
-            println!("FAILED");
-            continue;
-        }
-        let origin = Origin {
-            platform,
-            arch: qemu::arch_name(run.arch),
-            board: run.machine.name(),
-            machine,
-            retries,
-        };
-        let before = c.records.len();
-        add_records(&raws, &origin, c);
-        println!(
-            "ok, {} records{} ({:.1} s)",
-            c.records.len() - before,
-            if retries > 0 {
-                format!(", after {retries} retries")
-            } else {
-                String::new()
-            },
-            t.elapsed().as_secs_f64()
-        );
-    }
-    if icount && !args.quick {
-        if let Some(elf) = images.get(qemu::arch_name(Arch::Armv7)) {
-            run_barrier_trace(root, plan, elf, machine, c);
-        }
-    }
-}
-
-/// The barrier count of the ARMv7 IPC path (`cargo xtask trace`) on sabrelite, the paper's
-/// board, for every lock of the plan: `ipc-barriers` records of the `qemu-icount` platform (the
-/// traces run under `-icount shift=0`). About 6 s per lock.
-fn run_barrier_trace(root: &Path, plan: &Plan, elf: &Path, machine: &Machine, c: &mut Collected) {
-    let image = match crate::trace::image_of(root, Arch::Armv7, elf) {
-        Ok(image) => image,
-        Err(e) => {
-            c.errors
-                .push(format!("qemu-icount: armv7 barrier trace: {e}"));
-            return;
-        }
-    };
-    let board = qemu::Machine::Sabrelite;
-    for &lock in &plan.locks {
-        let t = Instant::now();
-        print!(
-            "bench: armv7 {} smp1 lock={} barrier trace (icount, singlestep) ... ",
-            board.name(),
-            lock.name()
-        );
-        let _ = std::io::Write::flush(&mut std::io::stdout());
-        const ROUNDS: u64 = 100;
-        let raw = crate::trace::measure(root, elf, &image, board, lock, ROUNDS).and_then(|p| {
-            serde_json::from_value::<RawRecord>(crate::trace::record(board, lock, ROUNDS, &p))
-                .map_err(|e| format!("trace record: {e}"))
-        });
-        match raw {
-            Ok(raw) => {
-                let origin = Origin {
-                    platform: Platform::QemuIcount,
-                    arch: "armv7",
-                    board: board.name(),
-                    machine,
-                    retries: 0,
-                };
-                add_records(&[raw], &origin, c);
-                println!("ok ({:.1} s)", t.elapsed().as_secs_f64());
-            }
-            Err(e) => {
-                println!("FAILED");
-                c.errors.push(format!(
-                    "qemu-icount: armv7 {} lock={} barrier trace: {e}",
-                    board.name(),
-                    lock.name()
-                ));
-            }
-        }
-    }
-}
-
-/// The samples of every record, for the determinism check.
-fn samples_of(raws: &[RawRecord]) -> Vec<(String, String, Vec<f64>)> {
-    raws.iter()
-        .map(|r| (r.bench.clone(), r.variant.clone(), r.samples.clone()))
-        .collect()
-}
-
-/// Converts raw records into `c.records` (errors into `c.errors`).
-fn add_records(raws: &[RawRecord], origin: &Origin, c: &mut Collected) {
-    for raw in raws {
-        match records::convert(raw, origin) {
-            Ok(r) => c.records.push(r),
-            Err(e) => c.errors.push(e),
-        }
     }
 }
 
@@ -776,23 +670,8 @@ fn load_average() -> String {
 
 /// `YYYY-MM-DD HH:MM UTC` of a Unix time.
 fn utc(secs: u64) -> String {
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    // Civil date from days since 1970-01-01 (proleptic Gregorian calendar).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02} {:02}:{:02} UTC",
-        rem / 3600,
-        rem % 3600 / 60
-    )
+    let (year, month, day, hour, minute, _) = layout::civil(secs);
+    format!("{year:04}-{month:02}-{day:02} {hour:02}:{minute:02} UTC")
 }
 
 #[cfg(test)]
@@ -802,8 +681,20 @@ mod tests {
 
     #[derive(Debug, Parser)]
     struct Cli {
-        #[command(flatten)]
-        args: BenchArgs,
+        #[command(subcommand)]
+        command: Top,
+    }
+
+    #[derive(Debug, Subcommand)]
+    enum Top {
+        Bench(BenchArgs),
+    }
+
+    /// `cargo xtask bench ARGS...` parsed.
+    fn parse<'a>(args: impl IntoIterator<Item = &'a str>) -> Result<BenchArgs, clap::Error> {
+        let Top::Bench(b) =
+            Cli::try_parse_from(["xtask", "bench"].into_iter().chain(args))?.command;
+        Ok(b)
     }
 
     #[test]
@@ -815,34 +706,75 @@ mod tests {
 
     #[test]
     fn options_parse() {
-        let cli = Cli::try_parse_from(["bench", "--lock=clh"]).unwrap();
-        assert_eq!(cli.args.lock, vec![LockArg::Clh]);
-        assert_eq!(cli.args.runs, 16);
+        let args = parse(["--lock=clh"]).unwrap();
+        assert!(args.command.is_none());
+        assert_eq!(args.run.lock, vec![LockArg::Clh]);
+        assert_eq!(args.run.runs, 16);
         // bench:tiny's options.
-        let cli = Cli::try_parse_from(["bench"].into_iter().chain(TINY)).unwrap();
-        assert_eq!(cli.args.lock, vec![LockArg::None]);
+        let args = parse(TINY).unwrap();
+        assert_eq!(args.run.lock, vec![LockArg::None]);
         assert_eq!(
-            cli.args.platform,
+            args.run.platform,
             vec![PlatformArg::QemuIcount, PlatformArg::Hosted]
         );
         assert_eq!(
-            (cli.args.runs, cli.args.quick, cli.args.check),
+            (args.run.runs, args.run.quick, args.run.check),
             (2, true, true)
         );
-        assert!(Cli::try_parse_from(["bench", "--host", "--lock", "clh"]).is_err());
-        assert!(Cli::try_parse_from(["bench", "--threads", "2"]).is_err());
-        assert!(Cli::try_parse_from(["bench", "--host", "--threads", "1,2"]).is_ok());
-        assert!(Cli::try_parse_from(["bench", "--lock", "bogus"]).is_err());
+        assert!(parse(["--host", "--lock", "clh"]).is_err());
+        assert!(parse(["--threads", "2"]).is_err());
+        assert!(parse(["--host", "--threads", "1,2"]).is_ok());
+        assert!(parse(["--lock", "bogus"]).is_err());
+        // --smp is --cores.
+        assert_eq!(parse(["--smp", "1,2"]).unwrap().run.cores, vec![1, 2]);
     }
 
     #[test]
-    fn guest_sources_are_found_by_marker() {
+    fn compare_is_a_subcommand_and_runs_need_none() {
+        let args = parse(["compare", "a", "target/bench"]).unwrap();
+        assert!(matches!(args.command, Some(BenchCommand::Compare(_))));
+        let args = parse(["compare", "a", "b", "--changed"]).unwrap();
+        assert!(matches!(args.command, Some(BenchCommand::Compare(_))));
+        assert!(parse(["compare", "a"]).is_err(), "two sides are needed");
+        assert!(
+            parse(["--lock", "clh", "compare", "a", "b"]).is_err(),
+            "run options do not go with compare"
+        );
+    }
+
+    #[test]
+    fn runs_are_checked_against_the_guests_limit() {
+        assert_eq!(parse(["--runs", "64"]).unwrap().run.runs, 64);
+        assert_eq!(parse(["--runs", "1"]).unwrap().run.runs, 1);
+        for bad in ["0", "65", "1000", "x"] {
+            let err = parse(["--runs", bad]).unwrap_err().to_string();
+            assert!(err.contains("1 to 64"), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn the_runs_limit_is_the_guests() {
+        // The guests' limit is servers::abi::bench::MAX_RUNS (not a dependency of xtask: read
+        // from its source).
         let root = crate::workspace_root();
-        // This crate's own sources print the marker (guest.rs defines it).
-        assert!(sources_mention(
-            &root.join("xtask").join("src"),
-            guest::BEGIN
-        ));
-        assert!(!sources_mention(&root.join("does-not-exist"), guest::BEGIN));
+        let abi = fs::read_to_string(root.join("servers/src/abi.rs")).unwrap();
+        let value = |name: &str| -> u32 {
+            let line = abi
+                .lines()
+                .find(|l| {
+                    l.trim_start()
+                        .starts_with(&format!("pub const {name}: usize ="))
+                })
+                .unwrap_or_else(|| panic!("no {name} in servers/src/abi.rs"));
+            line.split('=')
+                .nth(1)
+                .unwrap()
+                .trim()
+                .trim_end_matches(';')
+                .parse()
+                .unwrap()
+        };
+        assert_eq!(GUEST_MAX_RUNS, value("MAX_RUNS"));
+        assert_eq!(parse([]).unwrap().run.runs, value("DEFAULT_RUNS"));
     }
 }

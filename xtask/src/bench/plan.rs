@@ -182,6 +182,37 @@ impl Plan {
         })
     }
 
+    /// Checks that every core count of the `qemu` runs fits every board they boot: `board`
+    /// gives a QEMU machine's board name and core count (boards/*.toml). The `qemu-icount` runs
+    /// boot one core and the hosted ones need no board, so only `qemu` is checked.
+    pub fn check_boards(
+        &self,
+        board: impl Fn(Machine) -> Result<(String, u32), String>,
+    ) -> Result<(), String> {
+        if !self.platforms.contains(&Platform::Qemu) {
+            return Ok(());
+        }
+        let Some(&most) = self.cores.iter().max() else {
+            return Ok(());
+        };
+        for &arch in &self.archs {
+            for &machine in Plan::boards(arch) {
+                let (name, cores) = board(machine)?;
+                if most > cores {
+                    return Err(format!(
+                        "--cores {most}: board `{name}` (QEMU -M {}) has {cores} cores \
+                         (boards/{name}.toml); the qemu platform boots it with each --cores \
+                         count, so they must be 1..={cores} (or leave out --platform qemu or \
+                         --arch {})",
+                        machine.name(),
+                        crate::qemu::arch_name(arch)
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// The QEMU machines measured for `arch`.
     pub fn boards(arch: Arch) -> &'static [Machine] {
         match arch {
@@ -245,6 +276,52 @@ mod tests {
         assert_eq!(p.cores, vec![1, 4]);
         assert!(Plan::new(&[], &[], &[], &[0]).is_err());
         assert!(Plan::new(&[], &[], &[], &[9]).is_err());
+    }
+
+    /// The board files' facts, as `check_boards` asks for them.
+    fn board_of(machine: Machine) -> Result<(String, u32), String> {
+        crate::board::for_qemu_machine(machine.name()).map(|b| (b.name.clone(), b.cores))
+    }
+
+    #[test]
+    fn qemu_core_counts_must_fit_the_boards() {
+        let qemu = |cores: &[u32], archs: &[ArchArg]| {
+            Plan::new(&[LockArg::Clh], archs, &[PlatformArg::Qemu], cores)
+                .unwrap()
+                .check_boards(board_of)
+        };
+        assert!(qemu(&[1, 2, 4], &[]).is_ok());
+        let err = qemu(&[1, 8], &[]).unwrap_err();
+        assert!(
+            err.starts_with("--cores 8: board `microvm` (QEMU -M microvm) has 4 cores"),
+            "{err}"
+        );
+        assert!(err.contains("boards/microvm.toml"), "{err}");
+        let err = qemu(&[6], &[ArchArg::Armv7]).unwrap_err();
+        assert!(err.contains("board `sabrelite`"), "{err}");
+        // A made-up board of 2 cores names itself.
+        let two = Plan::new(&[], &[ArchArg::X86_64], &[PlatformArg::Qemu], &[4])
+            .unwrap()
+            .check_boards(|_| Ok(("tiny".into(), 2)))
+            .unwrap_err();
+        assert!(
+            two.contains("board `tiny`") && two.contains("1..=2"),
+            "{two}"
+        );
+        // Other platforms boot no multicore guest: anything the kernel takes is fine.
+        let hosted = Plan::new(
+            &[],
+            &[],
+            &[PlatformArg::Hosted, PlatformArg::QemuIcount],
+            &[8],
+        )
+        .unwrap();
+        assert!(hosted.check_boards(board_of).is_ok());
+        // A board that cannot be read is an error too.
+        assert!(Plan::new(&[], &[], &[PlatformArg::Qemu], &[1])
+            .unwrap()
+            .check_boards(|_| Err("no board".into()))
+            .is_err());
     }
 
     #[test]
