@@ -14,10 +14,9 @@
 //! - [`balance`]: MEM_LOW / MEM_HIGH load balancing with a donor ledger;
 //! - [`protocol`]: the typed messages and their encoding in the kernel's four message words.
 //!
-//! Not here yet: the pager and loader programs in `servers` (memory capabilities, `MapPage`,
-//! `MemSplit` to hand over ranges), the `pager=percore|global` boot option, the IPC counters,
-//! QEMU tests and `cargo xtask bench --suite memory`. The shared ledger is tested behind
-//! `spin::Mutex`; in the kernel build it will sit behind the `lock=` option's `KernelLock`.
+//! The pager and loader programs that run these on the kernel are `servers::memory`
+//! (`docs/memory.md`): there the shared ledger and allocators sit behind the kernel's lock
+//! algorithm (`kernel-locks`, chosen by `lock=`); the host tests here lock with `spin::Mutex`.
 #![no_std]
 
 pub mod alloc;
