@@ -342,10 +342,12 @@ fn calibrate(a: &Args) -> Result<Calibration, String> {
         let e = entry_costs(k, runs, per, hz)?;
         let m = Calibration::derive(line, locks.get(k.name()), &e);
         eprintln!(
-            "calibrate:   {}: {:.0} -> {:.0} cycles per entry: {} lines of {} cycles; lock hand-off {} cycles",
+            "calibrate:   {}: {:.0} -> {:.0} cycles per entry: {} + {} lines of {} cycles (before \
+             the lock + in it); lock hand-off {} cycles",
             k.name(),
             e.one_core,
             e.alternating,
+            m.pre_lock_lines,
             m.entry_lines,
             m.line_transfer,
             m.lock_handoff

@@ -65,6 +65,7 @@ pub const ATTEMPTS: usize = 5;
 /// A recorded trace, summed up.
 #[derive(Clone, Debug, Serialize)]
 struct TraceSummary {
+    /// The file's name (in `<target>/sim/validate-traces`).
     file: String,
     cores: u16,
     entries: u64,
@@ -172,7 +173,10 @@ fn longest_gap(t: &Trace) -> u64 {
 
 fn summary(file: &Path, t: &Trace) -> TraceSummary {
     TraceSummary {
-        file: file.display().to_string(),
+        file: file.file_name().map_or_else(
+            || file.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        ),
         cores: t.cores,
         entries: t.records.len() as u64,
         cycles: t.end() - t.start(),
