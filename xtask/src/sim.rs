@@ -225,9 +225,9 @@ pub fn analyse_and_sweep(
         base.cache = model_for(cal, lock, &trace)?;
         let m = &base.cache;
         eprintln!(
-            "sim: cache model on: {} lines of {} cycles per kernel entry after another core's, \
-             lock hand-off {} cycles",
-            m.entry_lines, m.line_transfer, m.lock_handoff
+            "sim: cache model on: {} + {} lines of {} cycles per kernel entry after another \
+             core's (before the lock + in it), lock hand-off {} cycles",
+            m.pre_lock_lines, m.entry_lines, m.line_transfer, m.lock_handoff
         );
     }
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
