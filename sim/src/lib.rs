@@ -11,7 +11,8 @@
 //! - [`trace`]: the binary format (no_std; the kernel writes it) and its reader and writer.
 //! - [`ring`]: a per-core ring buffer that records without a lock (no_std).
 //! - `analysis` (std): per-core and total statistics of a trace, as JSON.
-//! - `config` (std): the simulator's JSON configuration.
+//! - `config` (std): the simulator's JSON configuration, and the calibration file that holds
+//!   measured cache models (`cargo xtask sim --calibrate`).
 //! - `simulate` (std): the event-chain simulator, the cache model and the 1..64-core sweep.
 //!
 //! Without the default `std` feature only `trace` and `ring` are built, for the kernel's targets.

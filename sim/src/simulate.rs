@@ -9,8 +9,10 @@
 //! |---|---|
 //! | user | recorded time since the previous exit (for the first entry, since the trace's start) |
 //! | mode switch | configured extra cost (0 replays the recorded kernel) |
+//! | shared lines | the cache model's kernel-entry cost before the lock (0 without it) |
 //! | kernel (before the lock) | recorded `lock_requested` |
-//! | lock entry | configured entry latency (+ cache cost); waits while the lock is held |
+//! | lock entry | configured entry latency (+ the cache model's hand-off cost); waits while the lock is held |
+//! | shared lines | the cache model's kernel-entry cost in the critical section (0 without it) |
 //! | critical section | recorded `lock_released - lock_acquired` (less recorded object waits) |
 //! | lock exit | configured exit latency; releases the lock at its end |
 //! | kernel (after the lock) | recorded `exit - lock_released`, less the exit latency |
@@ -22,7 +24,10 @@
 //! charged twice per entry, and 0 replays the recorded kernel. Recorded lock waits are dropped: waiting is what the simulation recomputes. Under
 //! fine-grained locking the critical section is split at each object lock's request, and each
 //! object lock is a lock of its own; all are released together at the end (two-phase, as seL4's
-//! fine-grained kernel does). Under no lock the chain has no lock events.
+//! fine-grained kernel does). Under no lock the chain has no lock events. The cache model's
+//! kernel-entry cost comes in two parts: the lines moved before the lock right after the mode
+//! switch in, those of the critical section right after the big lock's acquisition, after the
+//! first object lock's, or (no lock) where the lock would be requested; see [`CacheModel`].
 //!
 //! Simulated core `s` replays the rows of recorded core `s mod recorded cores`, every core starts
 //! at the trace's first entry, and stepping always advances the shortest runnable event: all
@@ -33,7 +38,8 @@
 //! Because the configured entry latency replaces the recorded one, replaying an uncontended trace on its recorded core count, with the entry
 //! latency it was recorded with, reproduces its run time exactly (tested).
 
-use std::collections::{BTreeMap, VecDeque};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
@@ -121,6 +127,11 @@ enum Step {
     Acquire(usize),
     /// Runs for the exit latency, then releases every lock the core holds.
     Release(u64),
+    /// Runs for the cache model's kernel-entry cost before the lock (and counts the entry);
+    /// leaves the cost of the critical section's lines for [`Step::Shared`].
+    SharedPre,
+    /// Runs for the cache model's kernel-entry cost in the critical section.
+    Shared,
 }
 
 /// Entries per second of `entries` entries in `cycles` cycles at `hz`.
@@ -186,6 +197,9 @@ struct Core<'t> {
     remaining: u64,
     /// Whether the step in `remaining` is a `Release` (locks go at its end).
     releasing: bool,
+    /// The cache model's cost of this entry's critical-section lines, due at its
+    /// [`Step::Shared`].
+    shared_due: u64,
     state: State,
     held: Vec<usize>,
     rng: Rng,
@@ -205,6 +219,13 @@ struct Sim<'t> {
     locks: Vec<Lock>,
     objects: BTreeMap<u32, usize>,
     now: u64,
+    /// Kernel entries that reached their [`Step::Shared`] so far; `last_entered[c]` is the
+    /// value when core `c` last did.
+    entered: u64,
+    last_entered: Vec<u64>,
+    /// When each running core's current step ends, earliest first (one entry per running
+    /// core: a running step is never interrupted).
+    agenda: BinaryHeap<Reverse<(u64, usize)>>,
 }
 
 impl Sim<'_> {
@@ -235,8 +256,16 @@ impl Sim<'_> {
         }
     }
 
-    /// The event chain of one recorded entry (see the module documentation).
-    fn chain(&mut self, r: &Record, prev_end: u64, rng: &mut Rng, cores: usize) -> Vec<Step> {
+    /// The event chain of one recorded entry (see the module documentation), appended to `v`
+    /// (the core's step queue, empty: no allocation per entry).
+    fn chain(
+        &mut self,
+        r: &Record,
+        prev_end: u64,
+        rng: &mut Rng,
+        cores: usize,
+        v: &mut VecDeque<Step>,
+    ) {
         let ms = self.cfg.mode_switch_cost;
         let gap = r.entry.saturating_sub(prev_end);
         let object_wait: u64 = r.object_locks().iter().map(|o| u64::from(o.wait)).sum();
@@ -248,7 +277,15 @@ impl Sim<'_> {
             self.exit_latency(rng)
         };
         let post = u64::from(r.exit - r.lock_released).saturating_sub(exit_lat);
-        let mut v = vec![Step::Work(gap), Step::Work(ms)];
+        // The cache model's kernel-entry costs, at the start of the entry and of the critical
+        // section.
+        let m = &self.cfg.cache;
+        let (shared_pre, shared) = if m.enabled && (m.entry_lines > 0.0 || m.pre_lock_lines > 0.0) {
+            (Step::SharedPre, Step::Shared)
+        } else {
+            (Step::Work(0), Step::Work(0))
+        };
+        v.extend([Step::Work(gap), Step::Work(ms), shared_pre]);
         let objects = r.object_locks();
         match self.cfg.strategy {
             LockStrategy::BigLock => {
@@ -256,6 +293,7 @@ impl Sim<'_> {
                 v.extend([
                     Step::Work(pre),
                     Step::Acquire(big),
+                    shared,
                     Step::Work(held),
                     Step::Release(exit_lat),
                     Step::Work(post),
@@ -266,11 +304,14 @@ impl Sim<'_> {
                 // each object lock's wait taken out: the simulation recomputes the waits.
                 let big_wait = u64::from(r.lock_wait());
                 let mut t = pre;
-                for o in objects {
+                for (i, o) in objects.iter().enumerate() {
                     let request = u64::from(o.acquired - o.wait).saturating_sub(big_wait);
-                    v.push(Step::Work(request.saturating_sub(t)));
+                    v.push_back(Step::Work(request.saturating_sub(t)));
                     let lock = self.lock_index(o.id, cores);
-                    v.push(Step::Acquire(lock));
+                    v.push_back(Step::Acquire(lock));
+                    if i == 0 {
+                        v.push_back(shared);
+                    }
                     t = t.max(request);
                 }
                 let released = u64::from(r.lock_released).saturating_sub(big_wait + object_wait);
@@ -281,30 +322,51 @@ impl Sim<'_> {
                 ]);
             }
             LockStrategy::FineGrained | LockStrategy::NoLock => {
-                v.push(Step::Work(pre + held + post));
+                v.extend([Step::Work(pre), shared, Step::Work(held + post)]);
             }
         }
-        v.push(Step::Work(ms));
-        v
+        v.push_back(Step::Work(ms));
     }
 
-    /// The cache model's cost for core `c` taking lock `l`, with `waiters` still queued.
-    fn cache_cost(&self, c: usize, l: usize, waiters: usize) -> u64 {
+    /// The cache model's cost for core `c` taking lock `l`, with `waiters` still queued;
+    /// `waited`: whether `c` waited for the lock (else it found it free).
+    fn cache_cost(&self, c: usize, l: usize, waiters: usize, waited: bool) -> u64 {
         let m: &CacheModel = &self.cfg.cache;
         let lock = &self.locks[l];
         if !m.enabled || lock.taken == 0 || lock.last_taken[c] == lock.taken {
             return 0;
         }
-        let mine = lock.last_taken[c];
-        let sharers = lock
-            .last_taken
-            .iter()
-            .enumerate()
-            .filter(|&(d, &t)| d != c && t > mine)
-            .count() as u64;
-        (1 + m.data_lines) * (m.line_transfer + m.per_sharer * sharers)
+        let sharers = others_since(&lock.last_taken, c);
+        let own = if waited { m.lock_handoff } else { m.lock_cold };
+        own + m.data_lines * m.line_transfer
+            + (1 + m.data_lines) * m.per_sharer * sharers.saturating_sub(1)
             + m.per_waiter * waiters as u64
     }
+
+    /// The cache model's kernel-entry costs for core `c` (see [`CacheModel`]): before the lock
+    /// and in the critical section; counts the entry.
+    fn entry_cost(&mut self, c: usize) -> (u64, u64) {
+        let m: &CacheModel = &self.cfg.cache;
+        let sharers = others_since(&self.last_entered, c);
+        self.entered += 1;
+        self.last_entered[c] = self.entered;
+        if !m.enabled || sharers == 0 {
+            return (0, 0);
+        }
+        let per_line = (m.line_transfer + m.per_sharer * (sharers - 1)) as f64;
+        let cost = |lines: f64| (lines * per_line).round().max(0.0) as u64;
+        (cost(m.pre_lock_lines), cost(m.entry_lines))
+    }
+}
+
+/// How many cores other than `c` have a mark above `c`'s in `last` (touched the line since
+/// `c` last did).
+fn others_since(last: &[u64], c: usize) -> u64 {
+    let mine = last[c];
+    last.iter()
+        .enumerate()
+        .filter(|&(d, &t)| d != c && t > mine)
+        .count() as u64
 }
 
 /// Replays `trace` under `cfg`.
@@ -331,6 +393,7 @@ pub fn simulate(trace: &Trace, cfg: &Config) -> Result<SimResult, SimError> {
                 steps: VecDeque::new(),
                 remaining: 0,
                 releasing: false,
+                shared_due: 0,
                 state: State::Running,
                 held: Vec::new(),
                 rng: Rng::new(seed, s as u64),
@@ -349,10 +412,14 @@ pub fn simulate(trace: &Trace, cfg: &Config) -> Result<SimResult, SimError> {
         locks: Vec::new(),
         objects: BTreeMap::new(),
         now: 0,
+        entered: 0,
+        last_entered: vec![0; k],
+        agenda: BinaryHeap::with_capacity(k),
     };
     for c in 0..k {
         advance(&mut sim, &mut cores, c);
     }
+    let mut due = Vec::with_capacity(k);
     loop {
         // Hand free locks to the first core in their queue.
         for l in 0..sim.locks.len() {
@@ -363,7 +430,8 @@ pub fn simulate(trace: &Trace, cfg: &Config) -> Result<SimResult, SimError> {
                 continue;
             };
             let waiters = sim.locks[l].queue.len();
-            let cost = sim.cache_cost(c, l, waiters);
+            let waited = matches!(cores[c].state, State::Waiting { since } if since < sim.now);
+            let cost = sim.cache_cost(c, l, waiters, waited);
             let lock = &mut sim.locks[l];
             lock.owner = Some(c);
             lock.taken += 1;
@@ -376,13 +444,11 @@ pub fn simulate(trace: &Trace, cfg: &Config) -> Result<SimResult, SimError> {
             core.result.cache_cycles += cost;
             core.remaining = sim.entry_latency() + cost;
             core.state = State::Running;
+            sim.agenda.push(Reverse((sim.now + core.remaining, c)));
         }
-        let Some(dt) = cores
-            .iter()
-            .filter(|c| matches!(c.state, State::Running))
-            .map(|c| c.remaining)
-            .min()
-        else {
+        // The running steps that end first, all of those that end then, in core order (ties
+        // resolve by core number).
+        let Some(&Reverse((at, _))) = sim.agenda.peek() else {
             let waiting: Vec<usize> = (0..k)
                 .filter(|&c| matches!(cores[c].state, State::Waiting { .. }))
                 .collect();
@@ -394,20 +460,24 @@ pub fn simulate(trace: &Trace, cfg: &Config) -> Result<SimResult, SimError> {
                 cores: waiting,
             });
         };
-        sim.now += dt;
-        for c in 0..k {
-            if !matches!(cores[c].state, State::Running) {
-                continue;
+        sim.now = at;
+        due.clear();
+        while let Some(&Reverse((t, c))) = sim.agenda.peek() {
+            if t != at {
+                break;
             }
-            cores[c].remaining -= dt;
-            if cores[c].remaining == 0 {
-                if cores[c].releasing {
-                    for l in std::mem::take(&mut cores[c].held) {
-                        sim.locks[l].owner = None;
-                    }
+            sim.agenda.pop();
+            due.push(c);
+        }
+        due.sort_unstable();
+        for &c in &due {
+            cores[c].remaining = 0;
+            if cores[c].releasing {
+                for l in std::mem::take(&mut cores[c].held) {
+                    sim.locks[l].owner = None;
                 }
-                advance(&mut sim, &mut cores, c);
             }
+            advance(&mut sim, &mut cores, c);
         }
     }
     let per_core: Vec<CoreResult> = cores.into_iter().map(|c| c.result).collect();
@@ -437,6 +507,17 @@ fn advance(sim: &mut Sim<'_>, cores: &mut [Core<'_>], c: usize) {
                 core.remaining = n;
                 core.state = State::Running;
             }
+            Some(Step::SharedPre) => {
+                let (pre, inside) = sim.entry_cost(c);
+                core.result.cache_cycles += pre + inside;
+                core.shared_due = inside;
+                core.remaining = pre;
+                core.state = State::Running;
+            }
+            Some(Step::Shared) => {
+                core.remaining = std::mem::take(&mut core.shared_due);
+                core.state = State::Running;
+            }
             Some(Step::Release(n)) => {
                 core.remaining = n;
                 core.releasing = true;
@@ -461,11 +542,13 @@ fn advance(sim: &mut Sim<'_>, cores: &mut [Core<'_>], c: usize) {
                 let r = core.rows[core.next_row];
                 core.next_row += 1;
                 core.result.entries += 1;
-                let chain = sim.chain(&r, core.prev_end, &mut core.rng, k);
+                sim.chain(&r, core.prev_end, &mut core.rng, k, &mut core.steps);
                 core.prev_end = r.exit_at();
-                core.steps.extend(chain);
                 continue;
             }
+        }
+        if matches!(core.state, State::Running) {
+            sim.agenda.push(Reverse((sim.now + core.remaining, c)));
         }
         return;
     }

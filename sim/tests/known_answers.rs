@@ -221,6 +221,8 @@ fn replay_on_recorded_cores_is_exact() {
     assert!(r8.run_cycles > r.run_cycles);
 }
 
+/// A cache model whose lock costs one line transfer to move, waited for or not, and with no
+/// kernel-entry lines.
 fn cache(line_transfer: u64, per_sharer: u64, per_waiter: u64, data_lines: u64) -> CacheModel {
     CacheModel {
         enabled: true,
@@ -228,6 +230,20 @@ fn cache(line_transfer: u64, per_sharer: u64, per_waiter: u64, data_lines: u64) 
         per_sharer,
         per_waiter,
         data_lines,
+        lock_handoff: line_transfer,
+        lock_cold: line_transfer,
+        entry_lines: 0.0,
+        pre_lock_lines: 0.0,
+    }
+}
+
+/// A cache model with only the kernel-entry cost: `lines` lines of `transfer` cycles each.
+fn entry_only(lines: f64, transfer: u64) -> CacheModel {
+    CacheModel {
+        enabled: true,
+        line_transfer: transfer,
+        entry_lines: lines,
+        ..CacheModel::default()
     }
 }
 
@@ -398,5 +414,181 @@ fn inconsistent_lock_order_is_a_deadlock() {
     assert_eq!(
         simulate(&trace(1, vec![]), &cfg(1, LockStrategy::NoLock, 0, 0)),
         Err(SimError::EmptyTrace)
+    );
+}
+
+/// The kernel-entry cost under no lock: two cores entering in lock step, 100 cycles in the
+/// kernel every 1000. Core 0's first entry finds no other core's lines; every later entry of
+/// either core finds the other core's: it pays `entry_lines × line_transfer`, and the delay
+/// carries over to its later entries (the recorded user time after each exit is kept).
+#[test]
+fn entry_lines_charge_every_entry_after_another_cores() {
+    let n = 30u64;
+    let records = (0..n)
+        .flat_map(|i| [0u16, 1].map(|c| rec(c, i * 1000, 0, 0, 100, 0)))
+        .collect();
+    let t = trace(2, records);
+    let off = simulate(&t, &cfg(2, LockStrategy::NoLock, 0, 0)).unwrap();
+    assert_eq!(off.run_cycles, (n - 1) * 1000 + 100);
+    let on = simulate(
+        &t,
+        &Config {
+            cache: entry_only(3.0, 40),
+            ..cfg(2, LockStrategy::NoLock, 0, 0)
+        },
+    )
+    .unwrap();
+    assert_eq!(on.per_core[0].cache_cycles, (n - 1) * 120);
+    assert_eq!(on.per_core[1].cache_cycles, n * 120);
+    assert_eq!(on.cache_cycles, (2 * n - 1) * 120);
+    assert_eq!(on.run_cycles, off.run_cycles + n * 120);
+    assert_eq!(on.lock_wait_cycles, 0);
+
+    // One core alone never pays: the 1-core replay is unchanged.
+    let one = trace(1, (0..n).map(|i| rec(0, i * 1000, 0, 0, 100, 0)).collect());
+    for strategy in [LockStrategy::NoLock, LockStrategy::BigLock] {
+        let plain = simulate(&one, &cfg(1, strategy, 5, 0)).unwrap();
+        let cached = simulate(
+            &one,
+            &Config {
+                cache: CacheModel {
+                    lock_cold: 50,
+                    lock_handoff: 50,
+                    ..entry_only(3.0, 40)
+                },
+                ..cfg(1, strategy, 5, 0)
+            },
+        )
+        .unwrap();
+        assert_eq!(cached.cache_cycles, 0, "{strategy:?}");
+        assert_eq!(cached.run_cycles, plain.run_cycles, "{strategy:?}");
+    }
+}
+
+/// Predicting two cores from a one-core trace: both simulated cores replay the same rows, so
+/// the prediction without the model is twice the recorded throughput, and with it every entry
+/// but the very first pays the entry cost (known by hand).
+#[test]
+fn entry_lines_in_a_prediction_from_one_core() {
+    let n = 50u64;
+    let one = trace(1, (0..n).map(|i| rec(0, i * 500, 0, 0, 200, 0)).collect());
+    let recorded = recorded_throughput(&one);
+    let off = simulate(&one, &cfg(2, LockStrategy::NoLock, 0, 0)).unwrap();
+    assert!((off.throughput_per_s / recorded - 2.0).abs() < 1e-9);
+    let on = simulate(
+        &one,
+        &Config {
+            cache: entry_only(2.0, 25),
+            ..cfg(2, LockStrategy::NoLock, 0, 0)
+        },
+    )
+    .unwrap();
+    assert_eq!(on.cache_cycles, (2 * n - 1) * 50);
+    assert_eq!(on.run_cycles, off.run_cycles + n * 50);
+    let expected = (2 * n) as f64 * HZ as f64 / (off.run_cycles + n * 50) as f64;
+    assert!((on.throughput_per_s - expected).abs() < 1e-6);
+}
+
+/// The lock's own hand-off costs: a lock taken after waiting for the other core's release pays
+/// `lock_handoff`, a free lock another core held last pays `lock_cold`, and a lock the core
+/// held last pays nothing.
+#[test]
+fn lock_handoff_and_cold_costs() {
+    let (n, h) = (20u64, 100u32);
+    // Always colliding: every acquisition after the first waited for the other core.
+    let t = colliding(n, h);
+    let model = CacheModel {
+        enabled: true,
+        lock_handoff: 30,
+        lock_cold: 7,
+        ..CacheModel::default()
+    };
+    let r = simulate(
+        &t,
+        &Config {
+            cache: model,
+            ..cfg(2, LockStrategy::BigLock, 0, 0)
+        },
+    )
+    .unwrap();
+    assert_eq!(r.cache_cycles, (2 * n - 1) * 30);
+    assert_eq!(r.run_cycles, 2 * n * u64::from(h) + (2 * n - 1) * 30);
+
+    // Never overlapping: the lock is always free, and always last held by the other core.
+    let mut records = Vec::new();
+    for i in 0..n {
+        records.push(rec(0, i * 2000, 20, 0, 300, 30));
+        records.push(rec(1, i * 2000 + 1000, 20, 0, 300, 30));
+    }
+    let apart = trace(2, records);
+    let r = simulate(
+        &apart,
+        &Config {
+            cache: model,
+            ..cfg(2, LockStrategy::BigLock, 0, 0)
+        },
+    )
+    .unwrap();
+    assert_eq!(r.lock_wait_cycles, 0);
+    assert_eq!(r.cache_cycles, (2 * n - 1) * 7);
+
+    // One core taking the lock again and again: never a hand-off.
+    let one = trace(1, (0..n).map(|i| rec(0, i * 1000, 0, 0, 100, 0)).collect());
+    let r = simulate(
+        &one,
+        &Config {
+            cache: model,
+            ..cfg(1, LockStrategy::BigLock, 0, 0)
+        },
+    )
+    .unwrap();
+    assert_eq!(r.cache_cycles, 0);
+}
+
+/// Where the entry cost falls matters under the big lock: two cores always in the lock (held
+/// 100 cycles, no time outside it). Lines moved in the critical section lengthen every
+/// section after the first; lines moved before the lock request are paid while the other
+/// core holds the lock, and cost no time at all.
+#[test]
+fn pre_lock_lines_overlap_the_other_cores_section() {
+    let (n, h) = (25u64, 100u32);
+    let t = colliding(n, h);
+    let run = |cache| {
+        simulate(
+            &t,
+            &Config {
+                cache,
+                ..cfg(2, LockStrategy::BigLock, 0, 0)
+            },
+        )
+        .unwrap()
+    };
+    let inside = run(entry_only(1.5, 40));
+    assert_eq!(inside.cache_cycles, (2 * n - 1) * 60);
+    assert_eq!(inside.run_cycles, 2 * n * u64::from(h) + (2 * n - 1) * 60);
+    let before = run(CacheModel {
+        pre_lock_lines: 1.5,
+        ..entry_only(0.0, 40)
+    });
+    assert_eq!(before.cache_cycles, (2 * n - 1) * 60);
+    assert_eq!(before.run_cycles, 2 * n * u64::from(h));
+    // Under no lock both are the same cost on the same path.
+    let free = |cache| {
+        simulate(
+            &t,
+            &Config {
+                cache,
+                ..cfg(2, LockStrategy::NoLock, 0, 0)
+            },
+        )
+        .unwrap()
+        .run_cycles
+    };
+    assert_eq!(
+        free(entry_only(1.5, 40)),
+        free(CacheModel {
+            pre_lock_lines: 1.5,
+            ..entry_only(0.0, 40)
+        })
     );
 }

@@ -1,6 +1,7 @@
 //! Records a kernel lock trace in the hosted harness (the kernel's `trace` feature) and writes
 //! it as a `sim` trace file: the kernel on `--cores` host threads running the IPC workload (a
-//! caller and a server per core), every entry recorded on its core.
+//! caller and a server per core), every entry recorded on its core ([`tests::tracing`]: the
+//! cores' threads pinned and started together).
 //!
 //! ```text
 //! cargo run --release -p tests --features trace --example trace_hosted -- \
@@ -14,21 +15,15 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
-use kernel::trace::{Record, Tracer};
-use kernel::{BigLock, FineGrained, Kernel, Strategy};
-use kernel_locks::{ClhLock, TicketLock};
 use sim::config::{Config, LockLatency, LockStrategy};
-use sim::trace::{Strategy as TraceStrategy, Trace};
-use tests::{run, workload, FakeHal, HostRelax, Programs, RunConfig};
-
-/// Records per core the rings keep.
-const RING: usize = 1 << 16;
-static TRACER: Tracer<RING> = Tracer::new();
+use sim::trace::Strategy as TraceStrategy;
+use tests::tracing::{record, KernelLock, Recording};
 
 struct Args {
     cores: usize,
     lock: String,
     per: usize,
+    alternate: bool,
     out: std::path::PathBuf,
 }
 
@@ -37,6 +32,7 @@ fn parse() -> Result<Args, String> {
         cores: 2,
         lock: "clh".into(),
         per: 2000,
+        alternate: false,
         out: "target/trace/hosted.trace".into(),
     };
     let mut it = std::env::args().skip(1);
@@ -47,10 +43,11 @@ fn parse() -> Result<Args, String> {
             "--lock" => a.lock = v()?,
             "--per" => a.per = v()?.parse().map_err(|e| format!("--per: {e}"))?,
             "--out" => a.out = v()?.into(),
+            "--alternate" => a.alternate = true,
             "--help" | "-h" => {
                 return Err(
-                    "usage: trace_hosted [--cores N (1..=8)] [--lock clh|ticket|fine] \
-                            [--per MESSAGES] [--out FILE]"
+                    "usage: trace_hosted [--cores N (1..=8)] [--lock clh|ticket|fine|none] \
+                            [--per MESSAGES] [--alternate] [--out FILE]"
                         .into(),
                 )
             }
@@ -67,44 +64,6 @@ fn parse() -> Result<Args, String> {
     Ok(a)
 }
 
-fn record<S: Strategy>(strategy: S, kind: TraceStrategy, a: &Args) -> Result<Trace, String> {
-    let mut k = Box::new(Kernel::new(strategy, FakeHal::new(a.cores), a.cores));
-    k.set_tracer(&TRACER);
-    let programs = Programs::new();
-    let w = workload::ipc(&mut k, &programs, a.per, false, 1);
-    let cfg = RunConfig {
-        timeout: Duration::from_secs(120),
-        ..RunConfig::default()
-    };
-    let stats = run(&k, &programs, cfg, || w.ledger.complete())?;
-    w.verify()?;
-    let mut records = Vec::new();
-    for cpu in 0..a.cores {
-        let mut out = vec![Record::EMPTY; RING];
-        let snap = TRACER.ring(cpu).snapshot(&mut out);
-        if snap.lost > 0 {
-            return Err(format!(
-                "cpu {cpu}: {} records did not fit the ring of {RING}: lower --per",
-                snap.lost
-            ));
-        }
-        records.extend_from_slice(&out[..snap.copied]);
-    }
-    if records.len() as u64 != stats.entries {
-        return Err(format!(
-            "{} records for {} kernel entries",
-            records.len(),
-            stats.entries
-        ));
-    }
-    Ok(Trace {
-        cores: a.cores as u16,
-        strategy: kind,
-        frequency_hz: tests::bench::tsc_hz(Duration::from_millis(50)),
-        records,
-    })
-}
-
 fn main() -> ExitCode {
     let a = match parse() {
         Ok(a) => a,
@@ -114,23 +73,15 @@ fn main() -> ExitCode {
         }
     };
     let n = a.cores;
-    let trace = match a.lock.as_str() {
-        "clh" => record(
-            BigLock::new(ClhLock::<{ kernel::config::MAX_CPUS }, HostRelax>::new()),
-            TraceStrategy::BigLock,
-            &a,
-        ),
-        "ticket" => record(
-            BigLock::new(TicketLock::<HostRelax>::with_cpus(n)),
-            TraceStrategy::BigLock,
-            &a,
-        ),
-        "fine" => record(
-            FineGrained::<HostRelax>::new(),
-            TraceStrategy::FineGrained,
-            &a,
-        ),
-        other => Err(format!("--lock {other}: clh, ticket or fine")),
+    let trace = match KernelLock::parse(&a.lock) {
+        Some(lock) => record(&Recording {
+            cores: n,
+            lock,
+            per: a.per,
+            alternate: a.alternate,
+            frequency_hz: tests::bench::tsc_hz(Duration::from_millis(50)),
+        }),
+        None => Err(format!("--lock {}: clh, ticket, fine or none", a.lock)),
     };
     let trace = match trace {
         Ok(t) => t,
@@ -150,7 +101,7 @@ fn main() -> ExitCode {
     // The fine-grained kernel's object locks are not in the trace yet (its section lock is the
     // big-reader lock's shared side): replayed without a lock until they are.
     let strategy = match trace.strategy {
-        TraceStrategy::FineGrained => LockStrategy::NoLock,
+        TraceStrategy::FineGrained | TraceStrategy::None => LockStrategy::NoLock,
         _ => LockStrategy::BigLock,
     };
     let cfg = Config {

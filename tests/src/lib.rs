@@ -20,9 +20,11 @@
 //!   more simulated cores than host CPUs still make progress.
 
 pub mod bench;
+#[cfg(feature = "trace")]
+pub mod tracing;
 pub mod workload;
 
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering::*};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering::*};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -345,6 +347,21 @@ pub struct RunConfig {
     pub irq: usize,
     /// Give up after this long.
     pub timeout: Duration,
+    /// Hold every core's host thread at a start line until all of them have started, so that
+    /// the cores run their workload at the same time: without it a short run (a trace of a
+    /// few milliseconds) can finish on the first core before the host has started the second
+    /// (seen on a 2-vCPU VM: the cores of a 2-core trace ran one after the other).
+    pub start_together: bool,
+    /// Pin core `i`'s host thread to host CPU `i` when the host has at least as many CPUs as
+    /// the kernel has cores (otherwise threads stay unpinned).
+    pub pin: bool,
+    /// Let the cores take turns: core 0 makes one kernel entry (or one idle pass), then core 1,
+    /// and so on, so that no two cores are ever in the kernel at once. Every entry then finds
+    /// the shared lines where the previous core left them, without any lock waiting: the
+    /// calibration run of `examples/calibrate.rs` (what an entry costs after another core's).
+    /// Only for workloads in which no entry waits for another core (the IPC workload; not a
+    /// TLB shoot-down, whose acknowledgement needs the other core to run meanwhile).
+    pub alternate: bool,
 }
 
 impl Default for RunConfig {
@@ -354,6 +371,9 @@ impl Default for RunConfig {
             irq_every: 0,
             irq: 0,
             timeout: Duration::from_secs(60),
+            start_together: false,
+            pin: false,
+            alternate: false,
         }
     }
 }
@@ -389,14 +409,25 @@ pub fn run<S: Strategy>(
     let stop = AtomicBool::new(false);
     let stopped = AtomicU64::new(0);
     let entries = AtomicU64::new(0);
+    let ready = AtomicU64::new(0);
+    let turn = AtomicUsize::new(0);
     let start = Instant::now();
     let cores = k.cores();
     let mut syscalls = vec![0; cores];
     let timed_out = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..cores)
             .map(|cpu| {
-                let (stop, stopped, entries) = (&stop, &stopped, &entries);
-                scope.spawn(move || core_loop(k, programs, cfg, cpu, stop, stopped, entries))
+                let (stop, stopped, entries, ready) = (&stop, &stopped, &entries, &ready);
+                let turn = cfg.alternate.then_some(&turn);
+                scope.spawn(move || {
+                    if cfg.pin && cores <= bench::host_cpus() {
+                        bench::pin(cpu);
+                    }
+                    if cfg.start_together {
+                        start_line(ready, cores as u64);
+                    }
+                    core_loop(k, programs, cfg, cpu, (stop, stopped), entries, turn)
+                })
             })
             .collect();
         let mut timed_out = false;
@@ -435,14 +466,29 @@ pub fn run<S: Strategy>(
     })
 }
 
+/// Counts this thread in at `ready` and waits until `cores` threads have: spins, and yields to
+/// the host now and then so that more threads than CPUs still all arrive.
+fn start_line(ready: &AtomicU64, cores: u64) {
+    ready.fetch_add(1, AcqRel);
+    let mut spins = 0u64;
+    while ready.load(Acquire) < cores {
+        spins += 1;
+        if spins % 64 == 0 {
+            std::thread::yield_now();
+        } else {
+            std::hint::spin_loop();
+        }
+    }
+}
+
 fn core_loop<S: Strategy>(
     k: &Kernel<S, FakeHal>,
     programs: &Programs,
     cfg: RunConfig,
     cpu: CpuId,
-    stop: &AtomicBool,
-    stopped: &AtomicU64,
+    (stop, stopped): (&AtomicBool, &AtomicU64),
     entries: &AtomicU64,
+    turn: Option<&AtomicUsize>,
 ) -> u64 {
     CPU.with(|c| c.set(cpu));
     let mut exit = k.timer_tick(cpu);
@@ -450,35 +496,53 @@ fn core_loop<S: Strategy>(
     let mut iter = 0u64;
     let mut calls = 0u64;
     while !stop.load(Relaxed) {
-        iter += 1;
-        let pending = k.hal().take_ipis(cpu);
-        if pending != 0 {
-            for kind in IpiKind::ALL {
-                if pending & kind.bit() != 0 {
-                    exit = k.ipi(cpu, kind);
-                    n_entries += 1;
+        if let Some(turn) = turn {
+            let mut spins = 0u64;
+            while turn.load(Acquire) != cpu && !stop.load(Relaxed) {
+                spins += 1;
+                if spins % 64 == 0 {
+                    std::thread::yield_now();
+                } else {
+                    std::hint::spin_loop();
                 }
             }
-            continue;
         }
-        if cfg.irq_every != 0 && cpu == 0 && iter % cfg.irq_every == 0 {
-            exit = k.interrupt(cpu, cfg.irq);
+        iter += 1;
+        'step: {
+            let pending = k.hal().take_ipis(cpu);
+            if pending != 0 {
+                for kind in IpiKind::ALL {
+                    if pending & kind.bit() != 0 {
+                        exit = k.ipi(cpu, kind);
+                        n_entries += 1;
+                    }
+                }
+                break 'step;
+            }
+            if cfg.irq_every != 0 && cpu == 0 && iter % cfg.irq_every == 0 {
+                exit = k.interrupt(cpu, cfg.irq);
+                n_entries += 1;
+                break 'step;
+            }
+            let Some(t) = exit.thread else {
+                if turn.is_none() {
+                    std::thread::yield_now();
+                }
+                break 'step;
+            };
+            if iter % cfg.tick_every == 0 {
+                exit = k.timer_tick(cpu);
+                n_entries += 1;
+                break 'step;
+            }
+            let raw = programs.step(t, &exit.regs);
+            exit = k.syscall(cpu, raw);
+            calls += 1;
             n_entries += 1;
-            continue;
         }
-        let Some(t) = exit.thread else {
-            std::thread::yield_now();
-            continue;
-        };
-        if iter % cfg.tick_every == 0 {
-            exit = k.timer_tick(cpu);
-            n_entries += 1;
-            continue;
+        if let Some(turn) = turn {
+            turn.store((cpu + 1) % k.cores(), Release);
         }
-        let raw = programs.step(t, &exit.regs);
-        exit = k.syscall(cpu, raw);
-        calls += 1;
-        n_entries += 1;
     }
     // Another core may be waiting in a system call for this core's shoot-down acknowledgement:
     // keep taking IPIs (no more system calls) until every core left its loop.

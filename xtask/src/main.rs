@@ -20,6 +20,7 @@ mod libtest;
 mod proc;
 mod qemu;
 mod sim;
+mod simval;
 mod test;
 mod trace;
 
@@ -104,6 +105,9 @@ enum Command {
     /// replays it on the core count it was recorded on (the simulator's check: it should
     /// reproduce the run) and sweeps 1..--max-cores simulated cores for the big lock and no
     /// lock. Writes analysis.json, sweep.json and sweep.svg into --out (default target/sim).
+    /// --calibration FILE --lock L turns the cache model on with measured parameters;
+    /// --calibrate measures them on this machine first; --validate compares the predictions
+    /// with measured runs and predicts Figure 2.
     Sim(sim::SimArgs),
 
     /// Make a board's boot medium and write it to a disk or a file, safely.

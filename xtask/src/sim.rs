@@ -4,27 +4,71 @@
 //! per lock strategy, the recorded run as a point) in `--out`.
 //!
 //! The lock's own latency is measured from the trace (the median uncontended request-to-acquire
-//! time) unless `--config` gives a configuration (JSON, `sim::config::Config`).
+//! time) unless `--config` gives a configuration (JSON, `sim::config::Config`). The cache model
+//! is on with measured parameters when `--calibration` gives a calibration file
+//! (`sim::config::Calibration`); `--calibrate` measures one on this machine first (the `tests`
+//! crate's `calibrate` example), and `--validate` checks the simulator's predictions against
+//! measured runs ([`crate::simval`]).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use clap::Args;
+use clap::{Args, ValueEnum};
 use plotters::prelude::*;
-use sim::config::{Config, LockLatency, LockStrategy};
-use sim::trace::Trace;
+use sim::config::{CacheModel, Calibration, Config, LockLatency, LockStrategy};
+use sim::trace::{Strategy as TraceStrategy, Trace};
+
+use crate::proc::Cmd;
 
 /// Options of `cargo xtask sim`.
 #[derive(Debug, Args)]
 pub struct SimArgs {
     /// The trace file (`cargo xtask trace --hosted` writes one; format: `sim::trace`).
-    #[arg(long, value_name = "FILE")]
-    pub trace: PathBuf,
+    #[arg(long, value_name = "FILE", required_unless_present_any = ["calibrate", "validate"])]
+    pub trace: Option<PathBuf>,
 
     /// A simulator configuration (JSON: simulated_cores, strategy, lock_latency,
     /// mode_switch_cost, cache); its strategy and core count are replaced by the sweep's.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
+
+    /// Turn the cache model on with measured parameters: a calibration file (JSON,
+    /// `sim::config::Calibration`; --calibrate writes one). The model of --lock replaces the
+    /// configuration's cache model. With --calibrate: where to write it.
+    #[arg(long, value_name = "FILE")]
+    pub calibration: Option<PathBuf>,
+
+    /// The kernel lock the trace was recorded with: picks the calibration's model [default:
+    /// from the trace's header for fine and none; a big-lock trace needs clh or ticket].
+    #[arg(long, value_enum)]
+    pub lock: Option<KernelLock>,
+
+    /// First measure the cache model's parameters on this machine (line and lock hand-off
+    /// between CPUs 0 and 1, kernel entries after another core's: `cargo run --release -p
+    /// tests --features trace --example calibrate`, about a second after the build) and write
+    /// them to --calibration [default: <out>/calibration.json].
+    #[arg(long)]
+    pub calibrate: bool,
+
+    /// With --calibrate: the short calibration (fewer samples, one kernel run; for tests).
+    #[arg(long, requires = "calibrate")]
+    pub quick: bool,
+
+    /// Validate the simulator: record the hosted IPC workload on 1 and 2 cores (--runs times,
+    /// each kernel lock), predict 2 cores from each 1-core trace with and without the cache
+    /// model, compare with the measured 2-core runs, and predict Figure 2 (1..--max-cores):
+    /// validation.json, fig2-predicted.json and fig2-predicted.svg in --out. Needs
+    /// --calibration or --calibrate.
+    #[arg(long)]
+    pub validate: bool,
+
+    /// With --validate: runs per kernel lock and core count.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u16).range(1..=20))]
+    pub runs: u16,
+
+    /// With --validate: messages each caller sends per run (the trace rings hold 30000).
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u32).range(100..=30_000))]
+    pub per: u32,
 
     /// The largest simulated core count of the sweep (1..=64).
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u16).range(1..=64))]
@@ -33,6 +77,58 @@ pub struct SimArgs {
     /// Where to write analysis.json, sweep.json, sweep.svg and sweep.png [default: target/sim].
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+}
+
+/// A kernel lock of the hosted recordings (the calibration has one cache model per lock).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, ValueEnum)]
+pub enum KernelLock {
+    /// Big lock over a CLH lock.
+    Clh,
+    /// Big lock over a ticket lock.
+    Ticket,
+    /// Fine-grained locking (replayed without a lock: its object locks are not traced).
+    Fine,
+    /// No lock.
+    None,
+}
+
+impl KernelLock {
+    /// Every lock, in the order reports list them.
+    pub const ALL: [KernelLock; 4] = [
+        KernelLock::Clh,
+        KernelLock::Ticket,
+        KernelLock::Fine,
+        KernelLock::None,
+    ];
+
+    /// The name in files and on command lines.
+    pub fn name(self) -> &'static str {
+        match self {
+            KernelLock::Clh => "clh",
+            KernelLock::Ticket => "ticket",
+            KernelLock::Fine => "fine",
+            KernelLock::None => "none",
+        }
+    }
+
+    /// The strategy the simulator replays this kernel's traces with: the big lock for the big
+    /// locks; no lock for the fine-grained kernel (its object locks are not in the trace yet)
+    /// and the lock-free one.
+    pub fn replay_strategy(self) -> LockStrategy {
+        match self {
+            KernelLock::Clh | KernelLock::Ticket => LockStrategy::BigLock,
+            KernelLock::Fine | KernelLock::None => LockStrategy::NoLock,
+        }
+    }
+
+    /// The lock a trace's header implies, if it does (a big-lock trace does not say which).
+    pub fn of_trace(t: &Trace) -> Option<KernelLock> {
+        match t.strategy {
+            TraceStrategy::FineGrained => Some(KernelLock::Fine),
+            TraceStrategy::None => Some(KernelLock::None),
+            TraceStrategy::BigLock | TraceStrategy::Rtm => None,
+        }
+    }
 }
 
 /// Runs `cargo xtask sim`.
@@ -46,17 +142,76 @@ pub fn run(root: &Path, args: &SimArgs) -> ExitCode {
     }
 }
 
-/// Reads, analyses and sweeps a trace; writes the three files into `out`.
+/// Reads and checks a calibration file.
+pub fn read_calibration(path: &Path) -> Result<Calibration, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    Calibration::from_json(&text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// The calibration's cache model for the kernel lock `lock`, or the one `trace` implies.
+pub fn model_for(
+    cal: &Calibration,
+    lock: Option<KernelLock>,
+    trace: &Trace,
+) -> Result<CacheModel, String> {
+    let lock = lock.or_else(|| KernelLock::of_trace(trace)).ok_or(
+        "a big-lock trace does not say which lock it was recorded with: give --lock clh or \
+         --lock ticket",
+    )?;
+    cal.model(lock.name())
+        .map_err(|e| format!("{e}: {}", lock.name()))
+}
+
+/// Runs the calibration benchmark (`tests`' `calibrate` example, release build), its progress
+/// on the terminal, writing `file`.
+pub fn calibrate(root: &Path, file: &Path, quick: bool) -> Result<Calibration, String> {
+    eprintln!(
+        "sim: calibrating the cache model on this machine (cargo run --release -p tests \
+         --features trace --example calibrate -- --out {}{})",
+        file.display(),
+        if quick { " --quick" } else { "" }
+    );
+    let mut cmd = Cmd::cargo()
+        .args([
+            "run",
+            "--release",
+            "-q",
+            "-p",
+            "tests",
+            "--features",
+            "trace",
+            "--example",
+            "calibrate",
+            "--",
+            "--out",
+        ])
+        .arg(file);
+    if quick {
+        cmd = cmd.arg("--quick");
+    }
+    let status = cmd
+        .run_inherited(root)
+        .map_err(|e| format!("{}: {e}", cmd.display()))?;
+    if !status.success() {
+        return Err(format!("the calibration failed ({status})"));
+    }
+    read_calibration(file)
+}
+
+/// Reads, analyses and sweeps a trace; writes the three files into `out`. `calibration`: a
+/// calibration and the kernel lock whose model replaces the configuration's cache model (see
+/// [`model_for`]).
 pub fn analyse_and_sweep(
     trace_file: &Path,
     config: Option<&Path>,
+    calibration: Option<(&Calibration, Option<KernelLock>)>,
     max: u16,
     out: &Path,
 ) -> Result<(), String> {
     let bytes = std::fs::read(trace_file).map_err(|e| format!("{}: {e}", trace_file.display()))?;
     let trace =
         Trace::from_bytes(&bytes).map_err(|e| format!("{}: {e:?}", trace_file.display()))?;
-    let base = match config {
+    let mut base = match config {
         Some(p) => {
             let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
             Config::from_json(&text).map_err(|e| format!("{}: {e}", p.display()))?
@@ -66,6 +221,15 @@ pub fn analyse_and_sweep(
             ..Config::new(1, LockStrategy::BigLock)
         },
     };
+    if let Some((cal, lock)) = calibration {
+        base.cache = model_for(cal, lock, &trace)?;
+        let m = &base.cache;
+        eprintln!(
+            "sim: cache model on: {} + {} lines of {} cycles per kernel entry after another \
+             core's (before the lock + in it), lock hand-off {} cycles",
+            m.pre_lock_lines, m.entry_lines, m.line_transfer, m.lock_handoff
+        );
+    }
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
     let report = sim::analysis::analyse(&trace);
     write(&out.join("analysis.json"), &report.to_json())?;
@@ -136,7 +300,46 @@ fn run_inner(root: &Path, args: &SimArgs) -> Result<(), String> {
         .out
         .clone()
         .unwrap_or_else(|| crate::target_dir(root).join("sim"));
-    analyse_and_sweep(&args.trace, args.config.as_deref(), args.max_cores, &out)
+    let cal_file = args
+        .calibration
+        .clone()
+        .unwrap_or_else(|| out.join("calibration.json"));
+    let cal = if args.calibrate {
+        if let Some(dir) = cal_file.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        }
+        Some(calibrate(root, &cal_file, args.quick)?)
+    } else if let Some(p) = &args.calibration {
+        Some(read_calibration(p)?)
+    } else {
+        None
+    };
+    if args.validate {
+        let cal = cal.as_ref().ok_or(
+            "--validate compares predictions with and without the cache model: give \
+             --calibration FILE or --calibrate",
+        )?;
+        crate::simval::validate(
+            root,
+            cal,
+            &crate::simval::Plan {
+                runs: usize::from(args.runs),
+                per: args.per as usize,
+                max_cores: usize::from(args.max_cores),
+            },
+            &out,
+        )?;
+    }
+    if let Some(trace) = &args.trace {
+        analyse_and_sweep(
+            trace,
+            args.config.as_deref(),
+            cal.as_ref().map(|c| (c, args.lock)),
+            args.max_cores,
+            &out,
+        )?;
+    }
+    Ok(())
 }
 
 fn write(path: &Path, text: &str) -> Result<(), String> {
@@ -240,4 +443,181 @@ fn draw<DB: DrawingBackend>(
         .draw()
         .map_err(|e| err(&e))?;
     root.present().map_err(|e| err(&e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+    use sim::config::{EntryCosts, LockCosts};
+    use sim::trace::Record;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        sim: SimArgs,
+    }
+
+    fn parse(args: &[&str]) -> Result<SimArgs, clap::Error> {
+        Cli::try_parse_from(std::iter::once("sim").chain(args.iter().copied())).map(|c| c.sim)
+    }
+
+    #[test]
+    fn options_need_a_trace_or_a_calibration_task() {
+        assert!(parse(&[]).is_err(), "nothing to do");
+        assert!(parse(&["--trace", "t"]).is_ok());
+        let a = parse(&["--calibrate", "--quick"]).unwrap();
+        assert!(a.calibrate && a.quick && a.trace.is_none());
+        assert!(
+            parse(&["--trace", "t", "--quick"]).is_err(),
+            "--quick without --calibrate"
+        );
+        let a = parse(&["--validate", "--calibration", "c.json"]).unwrap();
+        assert_eq!((a.runs, a.per, a.max_cores), (3, 10_000, 64));
+        assert!(parse(&["--validate", "--per", "40000"]).is_err());
+        let a = parse(&["--trace", "t", "--calibration", "c", "--lock", "ticket"]).unwrap();
+        assert_eq!(a.lock, Some(KernelLock::Ticket));
+        assert!(parse(&["--trace", "t", "--lock", "rtm"]).is_err());
+    }
+
+    fn calibration() -> Calibration {
+        let entry = |alt| EntryCosts {
+            one_core: 200.0,
+            alternating: alt,
+            runs: 1,
+        };
+        let lock = LockCosts {
+            uncontended: 6.0,
+            cold_extra: 50.0,
+            handoff: 150.0,
+        };
+        let models = [
+            ("clh", Calibration::derive(90.0, Some(&lock), &entry(380.0))),
+            (
+                "ticket",
+                Calibration::derive(90.0, Some(&lock), &entry(335.0)),
+            ),
+            ("fine", Calibration::derive(90.0, None, &entry(290.0))),
+            ("none", Calibration::derive(90.0, None, &entry(245.0))),
+        ];
+        Calibration {
+            machine: "test".into(),
+            method: "by hand".into(),
+            unix_time: 0,
+            frequency_hz: 1_000_000_000,
+            line_transfer: 90.0,
+            locks: [
+                ("clh".to_string(), lock.clone()),
+                ("ticket".to_string(), lock),
+            ]
+            .into(),
+            entries: models
+                .iter()
+                .map(|(k, _)| (k.to_string(), entry(300.0)))
+                .collect(),
+            models: models.iter().map(|(k, m)| (k.to_string(), *m)).collect(),
+        }
+    }
+
+    fn trace(strategy: TraceStrategy) -> Trace {
+        Trace {
+            cores: 1,
+            strategy,
+            frequency_hz: 1_000_000_000,
+            records: vec![Record {
+                entry: 1000,
+                exit: 100,
+                lock_acquired: 10,
+                lock_released: 90,
+                ..Record::EMPTY
+            }],
+        }
+    }
+
+    #[test]
+    fn the_calibrations_model_follows_the_lock() {
+        let cal = calibration();
+        let big = trace(TraceStrategy::BigLock);
+        // A big-lock trace does not say which lock: --lock must.
+        let e = model_for(&cal, None, &big).unwrap_err();
+        assert!(e.contains("--lock"), "{e}");
+        let clh = model_for(&cal, Some(KernelLock::Clh), &big).unwrap();
+        let ticket = model_for(&cal, Some(KernelLock::Ticket), &big).unwrap();
+        // 180 and 135 cycles more per entry: 2 and 1.5 lines of 90, one of them before the lock.
+        assert_eq!((clh.pre_lock_lines, clh.entry_lines), (1.0, 1.0));
+        assert_eq!((ticket.pre_lock_lines, ticket.entry_lines), (1.0, 0.5));
+        assert_eq!(clh.lock_handoff, 97);
+        // Fine-grained and lock-free traces say so themselves; --lock still wins.
+        let fine = model_for(&cal, None, &trace(TraceStrategy::FineGrained)).unwrap();
+        assert_eq!((fine.entry_lines, fine.lock_handoff), (0.0, 0));
+        assert_eq!(fine.pre_lock_lines, 1.0);
+        let none = model_for(&cal, None, &trace(TraceStrategy::None)).unwrap();
+        assert_eq!((none.pre_lock_lines, none.entry_lines), (0.5, 0.0));
+        assert_eq!(
+            model_for(&cal, Some(KernelLock::Clh), &trace(TraceStrategy::None)).unwrap(),
+            clh
+        );
+        // A calibration without the lock's model is an error, not a silent default.
+        let mut partial = cal.clone();
+        partial.models.remove("ticket");
+        assert!(model_for(&partial, Some(KernelLock::Ticket), &big).is_err());
+    }
+
+    #[test]
+    fn a_calibration_file_turns_the_model_on_in_the_sweep() {
+        let dir = std::env::temp_dir().join(format!("xtask-sim-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let cal_file = dir.join("calibration.json");
+        std::fs::write(&cal_file, calibration().to_json()).unwrap();
+        let cal = read_calibration(&cal_file).unwrap();
+        assert_eq!(cal, calibration());
+        // Two cores, each entering every 1000 cycles for 300 cycles in the lock.
+        let records = (0..200u64)
+            .flat_map(|i| {
+                [0u16, 1].map(|c| Record {
+                    entry: i * 1000 + u64::from(c) * 500,
+                    lock_acquired: 10,
+                    lock_released: 300,
+                    exit: 320,
+                    core: c,
+                    ..Record::EMPTY
+                })
+            })
+            .collect();
+        let t = Trace {
+            cores: 2,
+            strategy: TraceStrategy::FineGrained,
+            frequency_hz: 1_000_000_000,
+            records,
+        };
+        let trace_file = dir.join("t.trace");
+        std::fs::write(&trace_file, t.to_bytes()).unwrap();
+        let sweep_of = |with: bool| {
+            let out = dir.join(if with { "on" } else { "off" });
+            let calibration = with.then_some((&cal, None));
+            analyse_and_sweep(&trace_file, None, calibration, 4, &out).unwrap();
+            let s: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(out.join("sweep.json")).unwrap())
+                    .unwrap();
+            s
+        };
+        let (off, on) = (sweep_of(false), sweep_of(true));
+        assert_eq!(off["cache_model"], false);
+        assert_eq!(on["cache_model"], true);
+        let at = |s: &serde_json::Value, k: u64| {
+            s["points"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|p| p["strategy"] == "no_lock" && p["simulated_cores"] == k)
+                .unwrap()["throughput_per_s"]
+                .as_f64()
+                .unwrap()
+        };
+        // One core never pays; more cores do.
+        assert_eq!(at(&off, 1), at(&on, 1));
+        assert!(at(&on, 2) < at(&off, 2));
+        assert!(at(&on, 4) < at(&off, 4));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

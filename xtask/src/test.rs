@@ -318,6 +318,7 @@ fn steps(root: &Path, quick: bool) -> Vec<Step> {
     steps.extend(memory_steps());
     steps.push(bench_tiny_step(root));
     steps.push(trace_hosted_step(root));
+    steps.push(sim_calibrate_step(root));
     steps.extend(flash_steps(root));
 
     for (example, package, features) in EXAMPLES {
@@ -814,6 +815,22 @@ fn trace_hosted_step(root: &Path) -> Step {
             .arg(out)
     });
     Step::from_result("trace:hosted", cmd, Judge::ExitStatus)
+}
+
+/// The cache model's calibration benchmark end to end (`sim:calibrate`): `cargo xtask sim
+/// --calibrate --quick` measures the line and lock hand-off between CPUs 0 and 1 and a short
+/// kernel run on one and two cores taking turns, writes the calibration file and reads it
+/// back (the same release build of the `tests` examples as `trace:hosted`; seconds). Output in
+/// `<target>/sim-calibrate`. Needs two host CPUs.
+fn sim_calibrate_step(root: &Path) -> Step {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find the xtask binary: {e}"));
+    let out = crate::target_dir(root).join("sim-calibrate");
+    let cmd = exe.map(|exe| {
+        Cmd::new(exe)
+            .args(["sim", "--calibrate", "--quick", "--out"])
+            .arg(out)
+    });
+    Step::from_result("sim:calibrate", cmd, Judge::ExitStatus)
 }
 
 /// The benchmark driver end to end on a tiny configuration (`bench:tiny`): `cargo xtask bench`
@@ -1386,6 +1403,7 @@ mod tests {
             "qemu:armv7-sabrelite-console-uart2",
             "bench:tiny",
             "trace:hosted",
+            "sim:calibrate",
         ] {
             assert!(
                 names.contains(&expected),

@@ -527,7 +527,7 @@ fn run_hosted(root: &Path, args: &TraceArgs) -> Result<(), String> {
     if !status.success() {
         return Err(format!("recording the hosted trace failed ({status})"));
     }
-    crate::sim::analyse_and_sweep(&file, None, 64, &out)
+    crate::sim::analyse_and_sweep(&file, None, None, 64, &out)
 }
 
 fn run_inner(root: &Path, args: &TraceArgs) -> Result<(), String> {

@@ -54,7 +54,7 @@ pub(crate) fn register_font() -> Result<(), String> {
 }
 
 /// The colour of a lock's bars and lines.
-fn colour(lock: &str) -> RGBColor {
+pub(crate) fn colour(lock: &str) -> RGBColor {
     match lock {
         "none" => RGBColor(120, 120, 120),
         "clh" => RGBColor(31, 119, 180),

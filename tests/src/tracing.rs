@@ -1,0 +1,173 @@
+//! Recording kernel lock traces in the hosted harness (the `trace` feature): the IPC workload
+//! (one private caller/server pair per kernel core, [`workload::ipc`]) on a kernel with tracing
+//! on, every entry recorded on its core, returned as a [`sim::trace::Trace`].
+//!
+//! `examples/trace_hosted.rs` writes such a trace to a file, and `examples/calibrate.rs` records
+//! the same workload with the cores taking turns ([`RunConfig::alternate`]) to measure what a
+//! kernel entry costs right after another core's.
+//!
+//! The cores' host threads are pinned one per host CPU when there are enough CPUs and start
+//! together ([`RunConfig::start_together`]): without that, a run of a few milliseconds could end
+//! on the first core before the host started the second, and a "2-core" trace would be two
+//! 1-core runs one after the other.
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use kernel::trace::{Record, Tracer};
+use kernel::{BigLock, FineGrained, Kernel, NoLock, Strategy};
+use kernel_locks::{ClhLock, TicketLock};
+use sim::trace::{Strategy as TraceStrategy, Trace};
+
+use crate::{run, workload, FakeHal, HostRelax, Programs, RunConfig};
+
+/// Records per core the rings keep: enough for 30,000 messages per core (about two entries per
+/// message).
+pub const RING: usize = 1 << 16;
+
+static TRACER: Tracer<RING> = Tracer::new();
+/// One recording at a time: they share [`TRACER`].
+static BUSY: Mutex<()> = Mutex::new(());
+
+/// The kernel lock of a recording.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum KernelLock {
+    /// Big lock over a CLH lock.
+    Clh,
+    /// Big lock over a ticket lock.
+    Ticket,
+    /// Fine-grained: the big-reader lock's shared side and ticket locks per object.
+    Fine,
+    /// No lock (sound here: each core's pair uses its own objects).
+    None,
+}
+
+impl KernelLock {
+    /// Every lock, in the order reports list them.
+    pub const ALL: [KernelLock; 4] = [
+        KernelLock::Clh,
+        KernelLock::Ticket,
+        KernelLock::Fine,
+        KernelLock::None,
+    ];
+
+    /// The name used on command lines and in files (`clh`, `ticket`, `fine`, `none`).
+    pub fn name(self) -> &'static str {
+        match self {
+            KernelLock::Clh => "clh",
+            KernelLock::Ticket => "ticket",
+            KernelLock::Fine => "fine",
+            KernelLock::None => "none",
+        }
+    }
+
+    /// The lock named `s`, if any.
+    pub fn parse(s: &str) -> Option<KernelLock> {
+        KernelLock::ALL.into_iter().find(|l| l.name() == s)
+    }
+}
+
+/// What to record.
+#[derive(Clone, Copy, Debug)]
+pub struct Recording {
+    /// Kernel cores (host threads), `1..=MAX_CPUS`.
+    pub cores: usize,
+    /// The kernel's lock.
+    pub lock: KernelLock,
+    /// Messages each caller sends.
+    pub per: usize,
+    /// Whether the cores take turns ([`RunConfig::alternate`]).
+    pub alternate: bool,
+    /// The trace's timestamp frequency in Hz (the host TSC's, [`crate::bench::tsc_hz`]).
+    pub frequency_hz: u64,
+}
+
+/// Records the IPC workload as `what` says.
+pub fn record(what: &Recording) -> Result<Trace, String> {
+    if !(1..=kernel::config::MAX_CPUS).contains(&what.cores) {
+        return Err(format!(
+            "{} cores: the kernel supports 1..={}",
+            what.cores,
+            kernel::config::MAX_CPUS
+        ));
+    }
+    let _one = BUSY.lock().unwrap_or_else(|e| e.into_inner());
+    let n = what.cores;
+    match what.lock {
+        KernelLock::Clh => record_with(
+            BigLock::new(ClhLock::<{ kernel::config::MAX_CPUS }, HostRelax>::new()),
+            TraceStrategy::BigLock,
+            what,
+        ),
+        KernelLock::Ticket => record_with(
+            BigLock::new(TicketLock::<HostRelax>::with_cpus(n)),
+            TraceStrategy::BigLock,
+            what,
+        ),
+        KernelLock::Fine => record_with(
+            FineGrained::<HostRelax>::new(),
+            TraceStrategy::FineGrained,
+            what,
+        ),
+        KernelLock::None => record_with(
+            // SAFETY: `workload::ipc` without its shared part gives each core one caller and one
+            // server of its own, on their own endpoint and park notifications, all set up
+            // before the run; during the run each core runs only its own threads, which make
+            // only IPC and wait calls on those objects (no management call), and the harness
+            // enters the kernel only for them, timer ticks and IPIs (none sent by IPC between
+            // threads of one core).
+            unsafe { NoLock::new() },
+            TraceStrategy::None,
+            what,
+        ),
+    }
+}
+
+fn record_with<S: Strategy>(
+    strategy: S,
+    kind: TraceStrategy,
+    a: &Recording,
+) -> Result<Trace, String> {
+    // The rings are written only by the cores' threads of a run, and none runs now.
+    for cpu in 0..kernel::config::MAX_CPUS {
+        TRACER.ring(cpu).reset();
+    }
+    let mut k = Box::new(Kernel::new(strategy, FakeHal::new(a.cores), a.cores));
+    k.set_tracer(&TRACER);
+    let programs = Programs::new();
+    let w = workload::ipc(&mut k, &programs, a.per, false, 1);
+    let cfg = RunConfig {
+        timeout: Duration::from_secs(120),
+        start_together: true,
+        pin: true,
+        alternate: a.alternate,
+        ..RunConfig::default()
+    };
+    let stats = run(&k, &programs, cfg, || w.ledger.complete())?;
+    w.verify()?;
+    let mut records = Vec::new();
+    for cpu in 0..a.cores {
+        let mut out = vec![Record::EMPTY; RING];
+        let snap = TRACER.ring(cpu).snapshot(&mut out);
+        if snap.lost > 0 {
+            return Err(format!(
+                "cpu {cpu}: {} records did not fit the ring of {RING}: fewer messages",
+                snap.lost
+            ));
+        }
+        records.extend_from_slice(&out[..snap.copied]);
+    }
+    if records.len() as u64 != stats.entries {
+        return Err(format!(
+            "{} records for {} kernel entries",
+            records.len(),
+            stats.entries
+        ));
+    }
+    Ok(Trace {
+        cores: a.cores as u16,
+        strategy: kind,
+        frequency_hz: a.frequency_hz,
+        records,
+    })
+}
