@@ -46,6 +46,55 @@ impl LockStrategy {
     ];
 }
 
+/// A kernel lock the hosted recordings and the calibration name (one cache model per lock);
+/// written once here for the recorder (`tests::tracing`) and `cargo xtask sim`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum KernelLock {
+    /// Big lock over a CLH lock.
+    Clh,
+    /// Big lock over a ticket lock.
+    Ticket,
+    /// Fine-grained: the big-reader lock's shared side and ticket locks per object.
+    Fine,
+    /// No lock.
+    None,
+}
+
+impl KernelLock {
+    /// Every lock, in the order reports list them.
+    pub const ALL: [KernelLock; 4] = [
+        KernelLock::Clh,
+        KernelLock::Ticket,
+        KernelLock::Fine,
+        KernelLock::None,
+    ];
+
+    /// The name used on command lines and in files (`clh`, `ticket`, `fine`, `none`).
+    pub fn name(self) -> &'static str {
+        match self {
+            KernelLock::Clh => "clh",
+            KernelLock::Ticket => "ticket",
+            KernelLock::Fine => "fine",
+            KernelLock::None => "none",
+        }
+    }
+
+    /// The lock named `s`, if any.
+    pub fn parse(s: &str) -> Option<KernelLock> {
+        KernelLock::ALL.into_iter().find(|l| l.name() == s)
+    }
+
+    /// The strategy the simulator replays this kernel's traces with: the big lock for the big
+    /// locks; no lock for the fine-grained kernel (its object locks are not in the trace yet)
+    /// and the lock-free one.
+    pub fn replay_strategy(self) -> LockStrategy {
+        match self {
+            KernelLock::Clh | KernelLock::Ticket => LockStrategy::BigLock,
+            KernelLock::Fine | KernelLock::None => LockStrategy::NoLock,
+        }
+    }
+}
+
 /// One bucket of a measured latency distribution.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

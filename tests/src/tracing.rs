@@ -29,43 +29,7 @@ static TRACER: Tracer<RING> = Tracer::new();
 /// One recording at a time: they share [`TRACER`].
 static BUSY: Mutex<()> = Mutex::new(());
 
-/// The kernel lock of a recording.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum KernelLock {
-    /// Big lock over a CLH lock.
-    Clh,
-    /// Big lock over a ticket lock.
-    Ticket,
-    /// Fine-grained: the big-reader lock's shared side and ticket locks per object.
-    Fine,
-    /// No lock (sound here: each core's pair uses its own objects).
-    None,
-}
-
-impl KernelLock {
-    /// Every lock, in the order reports list them.
-    pub const ALL: [KernelLock; 4] = [
-        KernelLock::Clh,
-        KernelLock::Ticket,
-        KernelLock::Fine,
-        KernelLock::None,
-    ];
-
-    /// The name used on command lines and in files (`clh`, `ticket`, `fine`, `none`).
-    pub fn name(self) -> &'static str {
-        match self {
-            KernelLock::Clh => "clh",
-            KernelLock::Ticket => "ticket",
-            KernelLock::Fine => "fine",
-            KernelLock::None => "none",
-        }
-    }
-
-    /// The lock named `s`, if any.
-    pub fn parse(s: &str) -> Option<KernelLock> {
-        KernelLock::ALL.into_iter().find(|l| l.name() == s)
-    }
-}
+pub use sim::config::KernelLock;
 
 /// What to record.
 #[derive(Clone, Copy, Debug)]

@@ -13,9 +13,9 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 use plotters::prelude::*;
-use sim::config::{CacheModel, Calibration, Config, LockLatency, LockStrategy};
+use sim::config::{CacheModel, Calibration, Config, KernelLock, LockLatency, LockStrategy};
 use sim::trace::{Strategy as TraceStrategy, Trace};
 
 use crate::proc::Cmd;
@@ -40,7 +40,7 @@ pub struct SimArgs {
 
     /// The kernel lock the trace was recorded with: picks the calibration's model [default:
     /// from the trace's header for fine and none; a big-lock trace needs clh or ticket].
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = parse_lock)]
     pub lock: Option<KernelLock>,
 
     /// First measure the cache model's parameters on this machine (line and lock hand-off
@@ -79,56 +79,21 @@ pub struct SimArgs {
     pub out: Option<PathBuf>,
 }
 
-/// A kernel lock of the hosted recordings (the calibration has one cache model per lock).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, ValueEnum)]
-pub enum KernelLock {
-    /// Big lock over a CLH lock.
-    Clh,
-    /// Big lock over a ticket lock.
-    Ticket,
-    /// Fine-grained locking (replayed without a lock: its object locks are not traced).
-    Fine,
-    /// No lock.
-    None,
+/// The lock a trace's header implies, if it does (a big-lock trace does not say which).
+pub fn lock_of_trace(t: &Trace) -> Option<KernelLock> {
+    match t.strategy {
+        TraceStrategy::FineGrained => Some(KernelLock::Fine),
+        TraceStrategy::None => Some(KernelLock::None),
+        TraceStrategy::BigLock | TraceStrategy::Rtm => None,
+    }
 }
 
-impl KernelLock {
-    /// Every lock, in the order reports list them.
-    pub const ALL: [KernelLock; 4] = [
-        KernelLock::Clh,
-        KernelLock::Ticket,
-        KernelLock::Fine,
-        KernelLock::None,
-    ];
-
-    /// The name in files and on command lines.
-    pub fn name(self) -> &'static str {
-        match self {
-            KernelLock::Clh => "clh",
-            KernelLock::Ticket => "ticket",
-            KernelLock::Fine => "fine",
-            KernelLock::None => "none",
-        }
-    }
-
-    /// The strategy the simulator replays this kernel's traces with: the big lock for the big
-    /// locks; no lock for the fine-grained kernel (its object locks are not in the trace yet)
-    /// and the lock-free one.
-    pub fn replay_strategy(self) -> LockStrategy {
-        match self {
-            KernelLock::Clh | KernelLock::Ticket => LockStrategy::BigLock,
-            KernelLock::Fine | KernelLock::None => LockStrategy::NoLock,
-        }
-    }
-
-    /// The lock a trace's header implies, if it does (a big-lock trace does not say which).
-    pub fn of_trace(t: &Trace) -> Option<KernelLock> {
-        match t.strategy {
-            TraceStrategy::FineGrained => Some(KernelLock::Fine),
-            TraceStrategy::None => Some(KernelLock::None),
-            TraceStrategy::BigLock | TraceStrategy::Rtm => None,
-        }
-    }
+/// `--lock`'s parser.
+fn parse_lock(s: &str) -> Result<KernelLock, String> {
+    KernelLock::parse(s).ok_or_else(|| {
+        let names: Vec<_> = KernelLock::ALL.iter().map(|l| l.name()).collect();
+        format!("unknown lock \"{s}\"; valid ones: {}", names.join(", "))
+    })
 }
 
 /// Runs `cargo xtask sim`.
@@ -154,7 +119,7 @@ pub fn model_for(
     lock: Option<KernelLock>,
     trace: &Trace,
 ) -> Result<CacheModel, String> {
-    let lock = lock.or_else(|| KernelLock::of_trace(trace)).ok_or(
+    let lock = lock.or_else(|| lock_of_trace(trace)).ok_or(
         "a big-lock trace does not say which lock it was recorded with: give --lock clh or \
          --lock ticket",
     )?;

@@ -38,7 +38,7 @@ use sim::simulate::{recorded_throughput, simulate, sweep};
 use sim::trace::Trace;
 
 use crate::proc::Cmd;
-use crate::sim::KernelLock;
+use sim::config::KernelLock;
 
 /// What `--validate` does.
 #[derive(Clone, Copy, Debug)]
