@@ -127,6 +127,28 @@ pub fn model_for(
         .map_err(|e| format!("{e}: {}", lock.name()))
 }
 
+/// `cargo <verb> --release -q -p tests --features trace --example <example>`: the traced
+/// hosted examples (`trace_hosted`, `calibrate`) that `trace --hosted` and `sim` run; `run`
+/// gets `--` appended so that the example's own arguments follow.
+pub fn traced_example(verb: &str, example: &str) -> Cmd {
+    let cmd = Cmd::cargo().args([
+        verb,
+        "--release",
+        "-q",
+        "-p",
+        "tests",
+        "--features",
+        "trace",
+        "--example",
+        example,
+    ]);
+    if verb == "run" {
+        cmd.arg("--")
+    } else {
+        cmd
+    }
+}
+
 /// Runs the calibration benchmark (`tests`' `calibrate` example, release build), its progress
 /// on the terminal, writing `file`.
 pub fn calibrate(root: &Path, file: &Path, quick: bool) -> Result<Calibration, String> {
@@ -136,21 +158,7 @@ pub fn calibrate(root: &Path, file: &Path, quick: bool) -> Result<Calibration, S
         file.display(),
         if quick { " --quick" } else { "" }
     );
-    let mut cmd = Cmd::cargo()
-        .args([
-            "run",
-            "--release",
-            "-q",
-            "-p",
-            "tests",
-            "--features",
-            "trace",
-            "--example",
-            "calibrate",
-            "--",
-            "--out",
-        ])
-        .arg(file);
+    let mut cmd = traced_example("run", "calibrate").arg("--out").arg(file);
     if quick {
         cmd = cmd.arg("--quick");
     }

@@ -252,17 +252,7 @@ fn pct(x: f64) -> String {
 
 /// Runs the validation (see the module documentation); writes into `out`.
 pub fn validate(root: &Path, cal: &Calibration, plan: &Plan, out: &Path) -> Result<(), String> {
-    let build = Cmd::cargo().args([
-        "build",
-        "--release",
-        "-q",
-        "-p",
-        "tests",
-        "--features",
-        "trace",
-        "--example",
-        "trace_hosted",
-    ]);
+    let build = crate::sim::traced_example("build", "trace_hosted");
     eprintln!("sim: validate: {}", build.display());
     let status = build
         .run_inherited(root)

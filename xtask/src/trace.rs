@@ -505,25 +505,12 @@ fn run_hosted(root: &Path, args: &TraceArgs) -> Result<(), String> {
         .clone()
         .unwrap_or_else(|| crate::target_dir(root).join("sim"));
     let file = out.join(format!("hosted-{name}-{}cores.trace", args.cores));
-    let status =
-        std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-            .current_dir(root)
-            .args([
-                "run",
-                "--release",
-                "-q",
-                "-p",
-                "tests",
-                "--features",
-                "trace",
-                "--example",
-                "trace_hosted",
-                "--",
-            ])
-            .args(["--cores", &args.cores.to_string(), "--lock", name, "--out"])
-            .arg(&file)
-            .status()
-            .map_err(|e| format!("cargo run: {e}"))?;
+    let cmd = crate::sim::traced_example("run", "trace_hosted")
+        .args(["--cores", &args.cores.to_string(), "--lock", name, "--out"])
+        .arg(&file);
+    let status = cmd
+        .run_inherited(root)
+        .map_err(|e| format!("{}: {e}", cmd.display()))?;
     if !status.success() {
         return Err(format!("recording the hosted trace failed ({status})"));
     }
