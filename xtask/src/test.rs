@@ -317,6 +317,7 @@ fn steps(root: &Path, quick: bool) -> Vec<Step> {
     steps.extend(fuzz_steps());
     steps.extend(memory_steps());
     steps.push(bench_tiny_step(root));
+    steps.push(bench_memory_tiny_step(root));
     steps.push(trace_hosted_step(root));
     steps.push(sim_calibrate_step(root));
     steps.extend(flash_steps(root));
@@ -850,6 +851,26 @@ fn bench_tiny_step(root: &Path) -> Step {
             .arg(out)
     });
     Step::from_result("bench:tiny", cmd, Judge::ExitStatus)
+        .needs(Needs::Target(X86))
+        .needs(Needs::Target(ARM))
+}
+
+/// The memory suite end to end on a tiny configuration (`bench:memory-tiny`): `cargo xtask
+/// bench` with [`crate::bench::MEMORY_TINY`]: per-core and global pagers under `-icount` on
+/// both architectures, 1 and 2 cores, a two-point page sweep, every point booted twice and
+/// required identical, then every output read back. Output in `<target>/bench-memory-tiny`;
+/// about a minute.
+fn bench_memory_tiny_step(root: &Path) -> Step {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find the xtask binary: {e}"));
+    let out = crate::target_dir(root).join("bench-memory-tiny");
+    let cmd = exe.map(|exe| {
+        Cmd::new(exe)
+            .arg("bench")
+            .args(crate::bench::MEMORY_TINY)
+            .args(["--timeout", QEMU_TIMEOUT_SECS, "--out"])
+            .arg(out)
+    });
+    Step::from_result("bench:memory-tiny", cmd, Judge::ExitStatus)
         .needs(Needs::Target(X86))
         .needs(Needs::Target(ARM))
 }
@@ -1402,6 +1423,7 @@ mod tests {
             "qemu:armv7-virt-stack-overflow",
             "qemu:armv7-sabrelite-console-uart2",
             "bench:tiny",
+            "bench:memory-tiny",
             "trace:hosted",
             "sim:calibrate",
         ] {

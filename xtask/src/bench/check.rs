@@ -7,21 +7,56 @@ use serde_json::Value;
 
 use super::records::Record;
 
-/// Every file a kernel benchmark run writes (removed first, so a stale one cannot pass).
-pub const OUTPUTS: [&str; 9] = [
-    super::RESULTS_JSON,
-    super::RESULTS_CSV,
-    super::REPORT_MD,
-    "fig1-roundtrip.svg",
-    "fig1-roundtrip.png",
-    "fig2-throughput.svg",
-    "fig2-throughput.png",
-    "fig3-clientserver.svg",
-    "fig3-clientserver.png",
+/// What a run of one suite writes: the figures' stems and the report's sections.
+#[derive(Clone, Copy, Debug)]
+pub struct Outputs {
+    /// The figures, each written as `.svg` and `.png`.
+    pub stems: &'static [&'static str],
+    /// Sections the report must have.
+    pub sections: &'static [&'static str],
+}
+
+/// The report sections every suite writes.
+const SECTIONS: [&str; 3] = [
+    "## Our figures next to the papers'",
+    "## Targets",
+    "## Machine and method",
 ];
 
-/// Checks the files in `dir` for `records` records; returns a one-line summary.
-pub fn outputs(dir: &Path, records: usize) -> Result<String, String> {
+impl Outputs {
+    /// The outputs of the IPC suite, or of the memory suite when `memory` is set.
+    pub fn of(memory: bool) -> Outputs {
+        Outputs {
+            stems: if memory {
+                &super::memory::STEMS
+            } else {
+                &super::plot::STEMS
+            },
+            sections: &SECTIONS,
+        }
+    }
+
+    /// Every file the run writes (removed first, so a stale one cannot pass).
+    pub fn files(&self) -> Vec<String> {
+        [super::RESULTS_JSON, super::RESULTS_CSV, super::REPORT_MD]
+            .into_iter()
+            .map(String::from)
+            .chain(
+                self.stems
+                    .iter()
+                    .flat_map(|s| [format!("{s}.svg"), format!("{s}.png")]),
+            )
+            .collect()
+    }
+
+    /// Checks the files in `dir` for `records` records; returns a one-line summary.
+    pub fn check(&self, dir: &Path, records: usize) -> Result<String, String> {
+        outputs(dir, records, self)
+    }
+}
+
+/// Checks the files in `dir` for `records` records written as `expected` says.
+fn outputs(dir: &Path, records: usize, expected: &Outputs) -> Result<String, String> {
     let read = |name: &str| fs::read(dir.join(name)).map_err(|e| format!("{name}: {e}"));
     let text = |name: &str| {
         read(name).and_then(|b| String::from_utf8(b).map_err(|e| format!("{name}: {e}")))
@@ -64,17 +99,13 @@ pub fn outputs(dir: &Path, records: usize) -> Result<String, String> {
     }
 
     let report = text(super::REPORT_MD)?;
-    for needle in [
-        "## Our figures next to the papers'",
-        "## Targets",
-        "## Machine and method",
-    ] {
+    for &needle in expected.sections {
         if !report.contains(needle) {
             return Err(format!("{}: no `{needle}` section", super::REPORT_MD));
         }
     }
 
-    for stem in super::plot::STEMS {
+    for stem in expected.stems {
         let svg = text(&format!("{stem}.svg"))?;
         if !svg.starts_with("<svg") || !svg.trim_end().ends_with("</svg>") {
             return Err(format!("{stem}.svg is not an SVG document"));
@@ -88,7 +119,7 @@ pub fn outputs(dir: &Path, records: usize) -> Result<String, String> {
         "{records} records in {} and {}, report and the {} figures (SVG, PNG) read back",
         super::RESULTS_JSON,
         super::RESULTS_CSV,
-        super::plot::STEMS.len()
+        expected.stems.len()
     ))
 }
 
@@ -134,15 +165,22 @@ mod tests {
         .unwrap();
         let figures = super::super::plot::write_all(&dir, &records).unwrap();
         // Every figure is an output the run removes first.
+        let ipc = Outputs::of(false);
         for f in &figures {
-            let name = f.file_name().unwrap().to_str().unwrap();
-            assert!(OUTPUTS.contains(&name), "{name}");
+            let name = f.file_name().unwrap().to_str().unwrap().to_owned();
+            assert!(ipc.files().contains(&name), "{name}");
         }
-        let summary = outputs(&dir, 2).unwrap();
+        let summary = ipc.check(&dir, 2).unwrap();
         assert!(summary.contains("the 3 figures"), "{summary}");
-        assert!(outputs(&dir, 3).unwrap_err().contains("2 records"));
+        assert!(ipc.check(&dir, 3).unwrap_err().contains("2 records"));
+        // The memory suite's figures are not there.
+        assert!(Outputs::of(true)
+            .check(&dir, 2)
+            .unwrap_err()
+            .contains("fig4-memory-cores.svg"));
         fs::remove_file(dir.join("fig3-clientserver.png")).unwrap();
-        assert!(outputs(&dir, 2)
+        assert!(ipc
+            .check(&dir, 2)
             .unwrap_err()
             .contains("fig3-clientserver.png"));
         fs::remove_dir_all(&dir).unwrap();

@@ -37,8 +37,8 @@ pub struct CompareArgs {
 }
 
 /// The fields that identify a record: two records with the same values are the same point.
-pub const KEY_FIELDS: [&str; 8] = [
-    "platform", "arch", "board", "bench", "variant", "lock", "cores", "clients",
+pub const KEY_FIELDS: [&str; 9] = [
+    "platform", "arch", "board", "bench", "variant", "lock", "cores", "clients", "pages",
 ];
 
 /// Platforms whose samples are deterministic (guest instruction counts under `-icount`): any
@@ -178,7 +178,7 @@ pub fn key_text(key: &[String]) -> String {
         .zip(key)
         .filter(|(_, v)| !v.is_empty() && v.as_str() != "0")
         .map(|(f, v)| match *f {
-            "cores" | "clients" => format!("{f} {v}"),
+            "cores" | "clients" | "pages" => format!("{f} {v}"),
             _ => v.clone(),
         })
         .collect::<Vec<_>>()
@@ -464,7 +464,12 @@ pub fn render(c: &Comparison, only_changes: bool) -> String {
             })
             .collect();
         // Numbers right-aligned.
-        let right = |i: usize| matches!(header[i], "cores" | "clients" | "A" | "B" | "change");
+        let right = |i: usize| {
+            matches!(
+                header[i],
+                "cores" | "clients" | "pages" | "A" | "B" | "change"
+            )
+        };
         let header: Vec<String> = header.iter().map(|h| h.to_string()).collect();
         for line in std::iter::once(&header).chain(&lines) {
             let cells: Vec<String> = line

@@ -3,7 +3,7 @@
 use super::records::Record;
 
 /// The CSV header.
-pub const HEADER: [&str; 22] = [
+pub const HEADER: [&str; 23] = [
     "bench",
     "variant",
     "arch",
@@ -13,6 +13,7 @@ pub const HEADER: [&str; 22] = [
     "lock",
     "cores",
     "clients",
+    "pages",
     "runs",
     "unit",
     "mean",
@@ -53,6 +54,7 @@ pub fn write(records: &[Record]) -> String {
             r.lock.clone(),
             r.cores.to_string(),
             r.clients.to_string(),
+            r.pages.to_string(),
             r.runs.to_string(),
             r.unit.clone(),
             r.mean.to_string(),
@@ -139,9 +141,9 @@ mod tests {
         for row in &rows[1..] {
             assert_eq!(row.len(), HEADER.len());
             assert_eq!(row[0], "ipc-roundtrip");
-            assert_eq!(row[11], "421.75");
-            assert_eq!(row[15], "421 422.5");
-            assert_eq!(row[18], "one, two; \"three\"");
+            assert_eq!(row[12], "421.75");
+            assert_eq!(row[16], "421 422.5");
+            assert_eq!(row[19], "one, two; \"three\"");
         }
         assert!(parse("\"open").is_err());
     }

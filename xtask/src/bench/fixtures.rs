@@ -45,6 +45,7 @@ pub fn record(
         lock: lock.into(),
         cores,
         clients: 0,
+        pages: 0,
         runs: samples.len(),
         unit: unit.into(),
         mean: st.mean,

@@ -127,6 +127,10 @@ pub struct GuestRun {
     pub clients: Option<u32>,
     /// Client-server variant: `shared` (one server) or `dedicated` (a server per client).
     pub variant: Option<&'static str>,
+    /// Memory benchmark: `percore` (a pager per core) or `global` (one pager) (`pager=`).
+    pub pager: Option<&'static str>,
+    /// Memory benchmark: pages per task (`pages=`).
+    pub pages: Option<u32>,
     /// Samples per record (`runs=`).
     pub runs: u32,
     /// `-icount shift=0`.
@@ -150,6 +154,12 @@ impl GuestRun {
         if let Some(v) = self.variant {
             s.push_str(&format!(" variant={v}"));
         }
+        if let Some(p) = self.pager {
+            s.push_str(&format!(" pager={p}"));
+        }
+        if let Some(p) = self.pages {
+            s.push_str(&format!(" pages={p}"));
+        }
         s
     }
 
@@ -165,7 +175,15 @@ impl GuestRun {
             self.clients
                 .map(|c| format!(" clients={c}"))
                 .unwrap_or_default()
-                + &self.variant.map(|v| format!(" {v}")).unwrap_or_default(),
+                + &self.variant.map(|v| format!(" {v}")).unwrap_or_default()
+                + &self
+                    .pager
+                    .map(|p| format!(" pager={p}"))
+                    .unwrap_or_default()
+                + &self
+                    .pages
+                    .map(|p| format!(" pages={p}"))
+                    .unwrap_or_default(),
             if self.icount { " (icount)" } else { "" }
         )
     }
@@ -378,6 +396,8 @@ mod tests {
             bench: "ipc",
             clients: None,
             variant: None,
+            pager: None,
+            pages: None,
             runs: 16,
             icount: true,
             timeout: 60,
@@ -437,6 +457,21 @@ mod tests {
         assert!(
             shown.contains("thread=multi") && !shown.contains("icount"),
             "{shown}"
+        );
+        let memory = GuestRun {
+            bench: "memory",
+            pager: Some("global"),
+            pages: Some(500),
+            smp: 4,
+            ..run(Arch::X86_64)
+        };
+        assert_eq!(
+            memory.append(),
+            "lock=clh mode=bench bench=memory runs=16 pager=global pages=500"
+        );
+        assert_eq!(
+            memory.label(),
+            "x86_64 microvm smp4 lock=clh bench=memory pager=global pages=500 (icount)"
         );
     }
 }

@@ -1,5 +1,6 @@
-//! The hosted platform: `cargo bench -p tests --bench ipc_hosted -- --records PATH ...`, the
-//! kernel on host threads, which writes a JSON array of raw records.
+//! The hosted platform: `cargo bench -p tests --bench ipc_hosted -- --records PATH ...` (the IPC
+//! suite) or `--bench memory_hosted` (the memory suite), the kernel on host threads, which
+//! writes a JSON array of raw records.
 
 use std::fs;
 use std::path::Path;
@@ -8,23 +9,35 @@ use std::time::Duration;
 use super::records::RawRecord;
 use crate::proc::Cmd;
 
-/// The hosted benchmark's source, relative to the workspace root.
+/// The hosted IPC benchmark's source, relative to the workspace root.
 pub const SOURCE: &str = "tests/benches/ipc_hosted.rs";
+/// The hosted memory benchmark's source.
+pub const MEMORY_SOURCE: &str = "tests/benches/memory_hosted.rs";
+
+/// The source of the hosted benchmark of the memory suite (`memory`) or the IPC suite.
+pub fn source(memory: bool) -> &'static str {
+    if memory {
+        MEMORY_SOURCE
+    } else {
+        SOURCE
+    }
+}
 
 /// A hosted run may take this long before it is killed.
 const TIMEOUT: Duration = Duration::from_secs(30 * 60);
 
-/// Whether the hosted benchmark can write raw records (`--records`); `Err` says what is missing.
-pub fn available(root: &Path) -> Result<(), String> {
-    let path = root.join(SOURCE);
+/// Whether the hosted benchmark at `source` can write raw records (`--records`); `Err` says
+/// what is missing.
+pub fn available(root: &Path, source: &str) -> Result<(), String> {
+    let path = root.join(source);
     let text = fs::read_to_string(&path)
-        .map_err(|e| format!("the hosted benchmark {SOURCE} cannot be read: {e}"))?;
+        .map_err(|e| format!("the hosted benchmark {source} cannot be read: {e}"))?;
     if text.contains("--records") {
         Ok(())
     } else {
         Err(format!(
-            "the hosted benchmark ({SOURCE}) does not support `--records PATH` yet: the hosted \
-             part of issue 6 (raw records as in docs/bench-protocol.md) has not landed"
+            "the hosted benchmark ({source}) does not support `--records PATH` yet: its raw \
+             records (docs/bench-protocol.md) have not landed"
         ))
     }
 }
@@ -46,6 +59,38 @@ pub fn command(records: &Path, locks: &[&str], cores: &[u32], runs: u32, quick: 
         .arg(records)
         .args(["--locks", &locks.join(","), "--cores", &cores.join(",")])
         .args(["--clients", &cores.join(",")])
+        .args(["--runs", &runs.to_string()]);
+    if quick {
+        cmd = cmd.arg("--quick");
+    }
+    cmd
+}
+
+/// The command that runs the hosted memory benchmark for `locks`, `cores`, `pagers` and
+/// `pages` (every combination; `none` on 1 core only).
+pub fn memory_command(
+    records: &Path,
+    locks: &[&str],
+    cores: &[u32],
+    pagers: &[&str],
+    pages: &[u32],
+    runs: u32,
+    quick: bool,
+) -> Cmd {
+    let list = |v: &[u32]| v.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
+    let mut cmd = Cmd::cargo()
+        .args([
+            "bench",
+            "-p",
+            "tests",
+            "--bench",
+            "memory_hosted",
+            "--",
+            "--records",
+        ])
+        .arg(records)
+        .args(["--locks", &locks.join(","), "--cores", &list(cores)])
+        .args(["--pagers", &pagers.join(","), "--pages", &list(pages)])
         .args(["--runs", &runs.to_string()]);
     if quick {
         cmd = cmd.arg("--quick");
@@ -133,14 +178,16 @@ mod tests {
         let bench = root.join(SOURCE);
         std::fs::create_dir_all(bench.parent().unwrap()).unwrap();
         std::fs::write(&bench, "fn main() { /* --json only */ }").unwrap();
-        let err = available(&root).unwrap_err();
+        let err = available(&root, SOURCE).unwrap_err();
         assert!(err.contains("does not support `--records PATH`"), "{err}");
         std::fs::write(&bench, "// --records PATH").unwrap();
-        assert!(available(&root).is_ok());
+        assert!(available(&root, SOURCE).is_ok());
         std::fs::remove_dir_all(&root).unwrap();
-        assert!(available(&root).unwrap_err().contains("cannot be read"));
+        assert!(available(&root, SOURCE)
+            .unwrap_err()
+            .contains("cannot be read"));
         // The real one has landed.
-        assert!(available(&crate::workspace_root()).is_ok());
+        assert!(available(&crate::workspace_root(), source(false)).is_ok());
     }
 
     #[test]
@@ -150,6 +197,20 @@ mod tests {
             c.display(),
             "cargo bench -p tests --bench ipc_hosted -- --records /t/r.json --locks none,clh \
              --cores 1,2 --clients 1,2 --runs 4 --quick"
+        );
+        let m = memory_command(
+            Path::new("/t/m.json"),
+            &["clh"],
+            &[1, 2],
+            &["percore", "global"],
+            &[50, 100],
+            8,
+            false,
+        );
+        assert_eq!(
+            m.display(),
+            "cargo bench -p tests --bench memory_hosted -- --records /t/m.json --locks clh \
+             --cores 1,2 --pagers percore,global --pages 50,100 --runs 8"
         );
     }
 }

@@ -18,6 +18,7 @@ mod host_locks;
 mod hosted;
 mod layout;
 mod machine;
+mod memory;
 mod paper;
 mod plan;
 pub(crate) mod plot;
@@ -128,7 +129,7 @@ enum BenchCommand {
     ///
     /// A and B are results folders (target/bench/runs/<run>, an --out DIR), results.json files,
     /// or a bench root such as target/bench, meaning the run its `latest` names. Records are
-    /// matched on platform, arch, board, bench, variant, lock, cores and clients, and shown side
+    /// matched on platform, arch, board, bench, variant, lock, cores, clients and pages, and shown side
     /// by side (mean ± std dev) with the change of the mean in percent. For qemu-icount
     /// (deterministic instruction counts) a pair is `identical` (bit for bit) or `CHANGED`;
     /// elsewhere the difference of the means is weighed against its standard error (Welch's t):
@@ -143,7 +144,7 @@ enum BenchCommand {
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// Run the host lock micro-benchmarks of the kernel-locks crate instead (DIR/host-locks.json).
-    #[arg(long, conflicts_with_all = ["lock", "arch", "platform", "cores", "runs", "check"])]
+    #[arg(long, conflicts_with_all = ["lock", "arch", "platform", "cores", "runs", "check", "pager", "pages"])]
     host: bool,
 
     /// Kernel locks, comma-separated: clh, ticket, brlock (= fine: the fine-grained strategy,
@@ -201,9 +202,35 @@ pub struct RunArgs {
     #[arg(short, long)]
     verbose: bool,
 
+    /// Which benchmarks: `ipc` (IPC round trips, multicore ping-pong, client-server: Figures
+    /// 1-3) or `memory` (per-core vs global pagers, per-core-pager-fiasco: Figures 4-5; its
+    /// default lock is clh, and `none` runs on 1 core only).
+    #[arg(long, value_enum, default_value_t = Suite::Ipc, conflicts_with = "host")]
+    suite: Suite,
+
+    /// --suite memory: pager modes, comma-separated: percore (a pager per core), global (one
+    /// pager on core 0 for all), all [default: all].
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "PAGER,...")]
+    pager: Vec<memory::PagerArg>,
+
+    /// --suite memory: pages per task of the outstanding-page sweep (1 to 1024), run at the
+    /// largest core count on qemu-icount and hosted [default: 50,100,200,500,1000]. The core
+    /// sweep runs at 100 pages if listed, else at the smallest.
+    #[arg(long, value_delimiter = ',', value_name = "N,...", value_parser = memory::parse_pages)]
+    pages: Vec<u32>,
+
     /// --host only: thread counts of the contended runs [default: 1, 2, 4, ... up to the CPUs].
     #[arg(long, value_name = "N,...", value_delimiter = ',', requires = "host")]
     threads: Vec<usize>,
+}
+
+/// `--suite` values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Suite {
+    /// The kernel IPC benchmarks (issue 6): Figures 1-3.
+    Ipc,
+    /// The memory benchmark (issue 13): per-core vs global pagers, Figures 4-5.
+    Memory,
 }
 
 /// The most samples per point a guest takes (its `runs=`: `servers::abi::bench::MAX_RUNS`).
@@ -242,6 +269,27 @@ pub const TINY: [&str; 12] = [
     "--runs",
     "2",
     "--quick",
+    "--check",
+];
+
+/// The options of the memory suite's tiny end-to-end configuration that `cargo xtask test`
+/// runs as `bench:memory-tiny`: lock `clh` on both architectures, 1 and 2 cores, the core sweep
+/// at 100 pages and the page sweep (50) at 2 cores, 2 runs, and `--check`.
+pub const MEMORY_TINY: [&str; 15] = [
+    "--suite",
+    "memory",
+    "--lock",
+    "clh",
+    "--arch",
+    "all",
+    "--platform",
+    "qemu-icount",
+    "--cores",
+    "1,2",
+    "--pages",
+    "50,100",
+    "--runs",
+    "2",
     "--check",
 ];
 
@@ -306,12 +354,27 @@ fn run_benchmarks(root: &Path, args: &RunArgs) -> ExitCode {
         }
         return host_locks::run(root, &out_dir, &args.threads, args.quick);
     }
-    let plan = match Plan::new(&args.lock, &args.arch, &args.platform, &args.cores) {
+    let mut plan = match Plan::new(&args.lock, &args.arch, &args.platform, &args.cores) {
         Ok(p) => p,
         Err(e) => {
             eprintln!("cargo xtask bench: {e}");
             return ExitCode::from(2);
         }
+    };
+    let sweep = match args.suite {
+        Suite::Memory => {
+            plan.locks = memory::locks(&plan, !args.lock.is_empty());
+            plan.baseline_added = false;
+            Some(memory::Sweep::new(&args.pager, &args.pages))
+        }
+        Suite::Ipc if !args.pager.is_empty() || !args.pages.is_empty() => {
+            eprintln!(
+                "cargo xtask bench: --pager and --pages belong to the memory suite: add \
+                 `--suite memory`"
+            );
+            return ExitCode::from(2);
+        }
+        Suite::Ipc => None,
     };
     if let Err(e) = plan.check_boards(|m| {
         crate::board::for_qemu_machine(m.name()).map(|b| (b.name.clone(), b.cores))
@@ -331,7 +394,7 @@ fn run_benchmarks(root: &Path, args: &RunArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match kernel_benchmarks(root, args, &plan, &dest, &revision) {
+    match kernel_benchmarks(root, args, &plan, sweep.as_ref(), &dest, &revision) {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::FAILURE,
         Err(e) => {
@@ -360,12 +423,27 @@ fn kernel_benchmarks(
     root: &Path,
     args: &RunArgs,
     plan: &Plan,
+    sweep: Option<&memory::Sweep>,
     dest: &Destination,
     revision: &str,
 ) -> Result<bool, String> {
     let start = Instant::now();
     let out_dir = dest.dir();
     println!("bench: results go to {}", out_dir.display());
+    if let Some(sw) = sweep {
+        println!(
+            "bench: memory suite: pagers {}; core sweep at {} pages per task; page sweep {} \
+             (qemu-icount{}, hosted)",
+            sw.pagers.join(","),
+            sw.core_pages,
+            sw.pages
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(","),
+            if args.quick { ": not with --quick" } else { "" }
+        );
+    }
     let locks: Vec<&str> = plan.locks.iter().map(|l| l.name()).collect();
     println!(
         "bench: locks {}{}; arch {}; platforms {}; cores {}; {} runs per point{}",
@@ -405,9 +483,9 @@ fn kernel_benchmarks(
             "`none` was not asked for; it was measured as the baseline of the overheads.".into(),
         );
     }
-    let hosted = steps::hosted_ready(root, plan, &mut c);
+    let hosted = steps::hosted_ready(root, plan, sweep.is_some(), &mut c);
     let archs = steps::guest_archs(root, plan, &mut c);
-    let steps = steps::plan_steps(plan, args, hosted, &archs);
+    let steps = steps::plan_steps(plan, args, sweep, hosted, &archs);
     // The last step writes the files.
     let mut progress = Progress::new(steps.len() + 1);
     steps::execute(
@@ -416,6 +494,7 @@ fn kernel_benchmarks(
         plan,
         &steps,
         &machine,
+        sweep,
         out_dir,
         &mut progress,
         &mut c,
@@ -438,6 +517,7 @@ fn kernel_benchmarks(
                 plan::lock_rank(&r.lock),
                 r.cores,
                 r.clients,
+                r.pages,
             )
         };
         key(a).cmp(&key(b))
@@ -504,6 +584,9 @@ fn kernel_benchmarks(
         },
         "machine": machine,
         "plan": {
+            "suite": if sweep.is_some() { "memory" } else { "ipc" },
+            "pagers": sweep.map(|s| s.pagers.clone()),
+            "pages": sweep.map(|s| s.pages.clone()),
             "locks": locks,
             "baseline_added": plan.baseline_added,
             "arch": plan.archs.iter().map(|a| qemu::arch_name(*a)).collect::<Vec<_>>(),
@@ -517,8 +600,12 @@ fn kernel_benchmarks(
         "errors": c.errors,
         "records": c.records,
     });
+    let targets = match sweep {
+        Some(_) => memory::targets(&c.records),
+        None => report::targets(&c.records),
+    };
     if dest.keeps_previous(c.records.len()) {
-        print_summary(&c, out_dir, &[]);
+        print_summary(&c, &targets, out_dir, &[]);
         println!(
             "\nbench: no records were measured: {} keeps the results of the earlier run \
              (nothing written)",
@@ -532,7 +619,8 @@ fn kernel_benchmarks(
             "writing {RESULTS_JSON}, {RESULTS_CSV}, the figures and {REPORT_MD}"
         ))
     );
-    for name in check::OUTPUTS {
+    let outputs = check::Outputs::of(sweep.is_some());
+    for name in outputs.files() {
         let _ = fs::remove_file(out_dir.join(name));
     }
     let write = |name: &str, text: String| {
@@ -544,10 +632,19 @@ fn kernel_benchmarks(
         serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n",
     )?;
     write(RESULTS_CSV, csv::write(&c.records))?;
-    let figures = plot::write_all(out_dir, &c.records)?;
-    write(REPORT_MD, report::render(&c.records, &ctx))?;
+    let (figures, report) = match sweep {
+        Some(_) => (
+            memory::write_figures(out_dir, &c.records)?,
+            memory::render(&c.records, &ctx),
+        ),
+        None => (
+            plot::write_all(out_dir, &c.records)?,
+            report::render(&c.records, &ctx),
+        ),
+    };
+    write(REPORT_MD, report)?;
 
-    print_summary(&c, out_dir, &figures);
+    print_summary(&c, &targets, out_dir, &figures);
     let mut ok = c.errors.is_empty() && c.missing.is_empty();
     if let Destination::Run { root, dir } = dest {
         if let Err(e) = publish(root, dir, c.records.len()) {
@@ -556,7 +653,7 @@ fn kernel_benchmarks(
         }
     }
     if args.check {
-        match check::outputs(out_dir, c.records.len()) {
+        match outputs.check(out_dir, c.records.len()) {
             Ok(summary) => println!("bench: check: {summary}"),
             Err(e) => {
                 println!("bench: check FAILED: {e}");
@@ -611,7 +708,12 @@ fn publish(root: &Path, dir: &Path, records: usize) -> Result<(), String> {
 }
 
 /// Prints what was measured, the targets, the files and what went wrong.
-fn print_summary(c: &Collected, out_dir: &Path, figures: &[PathBuf]) {
+fn print_summary(
+    c: &Collected,
+    targets: &[report::TargetLine],
+    out_dir: &Path,
+    figures: &[PathBuf],
+) {
     println!("\nbench: results (mean ± std dev):");
     for r in &c.records {
         println!(
@@ -623,7 +725,9 @@ fn print_summary(c: &Collected, out_dir: &Path, figures: &[PathBuf]) {
             r.variant,
             r.lock,
             r.cores,
-            if r.clients > 0 {
+            if r.pages > 0 {
+                format!("pages {} ", r.pages)
+            } else if r.clients > 0 {
                 format!("clients {} ", r.clients)
             } else {
                 String::new()
@@ -634,7 +738,7 @@ fn print_summary(c: &Collected, out_dir: &Path, figures: &[PathBuf]) {
         );
     }
     println!("\nbench: targets (recorded, not asserted):");
-    for t in report::targets(&c.records) {
+    for t in targets {
         println!(
             "  [{}] {} ({}): {}",
             t.verdict.word(),
@@ -727,6 +831,24 @@ mod tests {
         assert!(parse(["--lock", "bogus"]).is_err());
         // --smp is --cores.
         assert_eq!(parse(["--smp", "1,2"]).unwrap().run.cores, vec![1, 2]);
+    }
+
+    #[test]
+    fn memory_suite_options() {
+        let args = parse(MEMORY_TINY).unwrap();
+        assert_eq!(args.run.suite, Suite::Memory);
+        assert_eq!(args.run.pages, vec![50, 100]);
+        assert!(args.run.check);
+        let args = parse(["--suite", "memory", "--pager", "global"]).unwrap();
+        assert_eq!(args.run.pager, vec![memory::PagerArg::Global]);
+        assert!(parse(["--suite", "memory", "--pages", "2000"])
+            .unwrap_err()
+            .to_string()
+            .contains("1 to 1024"));
+        assert!(parse(["--host", "--pages", "50"]).is_err());
+        assert!(parse(["--suite", "bogus"]).is_err());
+        // The IPC suite is the default.
+        assert_eq!(parse([]).unwrap().run.suite, Suite::Ipc);
     }
 
     #[test]

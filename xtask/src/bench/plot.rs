@@ -61,6 +61,12 @@ pub(crate) fn colour(lock: &str) -> RGBColor {
         "ticket" => RGBColor(23, 190, 207),
         "fine" => RGBColor(255, 127, 14),
         "rtm" => RGBColor(44, 160, 44),
+        // The memory suite's series (super::memory): per-core pagers blue, the global pager
+        // red; allocation dark, free light.
+        "percore alloc" => RGBColor(31, 119, 180),
+        "percore free" => RGBColor(120, 175, 220),
+        "global alloc" => RGBColor(214, 39, 40),
+        "global free" => RGBColor(245, 140, 130),
         _ => RGBColor(148, 103, 189),
     }
 }
@@ -1122,8 +1128,9 @@ fn draw_line_panel<DB: DrawingBackend>(
     let x_end = f64::from(max_x) + 0.5;
     let ymax = line_ymax(panel);
     let mut chart = panel_chart(&plot, &panel.title, (40, 80), 0.5f64..x_end, 0f64..ymax)?;
+    // Every integer up to 16 (cores, clients); about ten round labels beyond (pages).
     mesh(&mut chart, &panel.unit)
-        .x_labels(max_x as usize + 1)
+        .x_labels((max_x as usize + 1).min(12))
         .x_label_formatter(&|x| {
             if (x - x.round()).abs() < 1e-9 && *x >= 1.0 {
                 format!("{x:.0}")
@@ -1321,6 +1328,36 @@ fn size(figure: Figure, records: &[Record]) -> (u32, u32) {
             )
         }
     }
+}
+
+/// Writes a figure of line panels as `dir/stem.svg` and `dir/stem.png` (the memory suite's
+/// figures); `empty` is shown when there are no panels. Returns the paths written.
+pub fn write_lines(
+    dir: &Path,
+    stem: &str,
+    title: &str,
+    empty: &str,
+    panels: &[LinePanel],
+) -> Result<Vec<PathBuf>, String> {
+    register_font()?;
+    let (rows, cols) = grid(panels.len(), 2);
+    let size = (
+        (PANEL.0 * cols as u32).max(1100),
+        PANEL.1 * rows as u32 + TITLE,
+    );
+    let svg = dir.join(format!("{stem}.svg"));
+    let png = dir.join(format!("{stem}.png"));
+    {
+        let root = SVGBackend::new(&svg, size).into_drawing_area();
+        draw_lines(&root, title, empty, panels, cols)?;
+        root.present().map_err(err)?;
+    }
+    {
+        let root = BitMapBackend::new(&png, size).into_drawing_area();
+        draw_lines(&root, title, empty, panels, cols)?;
+        root.present().map_err(err)?;
+    }
+    Ok(vec![svg, png])
 }
 
 /// Writes the figures ([`STEMS`], each as SVG and PNG) into `dir`; returns the paths written.

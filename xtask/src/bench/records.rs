@@ -22,6 +22,9 @@ pub struct RawRecord {
     /// Client threads (client-server), else 0.
     #[serde(default)]
     pub clients: u32,
+    /// Pages per task (the memory benchmark's `memory-alloc` and `memory-free`), else 0.
+    #[serde(default)]
+    pub pages: u32,
     /// `ticks`, `cycles`, `round trips`, `round trips/s`, `barriers`.
     pub unit: String,
     /// The counter read (`tsc`, `pmccntr`, `a9-global-timer`, `cntvct`, `debugcall`).
@@ -77,6 +80,10 @@ pub struct Record {
     pub cores: u32,
     /// Client threads (client-server), else 0.
     pub clients: u32,
+    /// Pages per task (the memory benchmark's `memory-alloc` and `memory-free`), else 0 (and
+    /// then left out of `results.json`, as in runs made before the memory suite).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub pages: u32,
     /// Number of samples.
     pub runs: usize,
     /// Unit of `samples` and the statistics after conversion.
@@ -236,6 +243,7 @@ pub fn convert(raw: &RawRecord, origin: &Origin) -> Result<Record, String> {
         lock: raw.lock.clone(),
         cores: raw.cores,
         clients: raw.clients,
+        pages: raw.pages,
         runs: samples.len(),
         unit: unit.to_owned(),
         mean: st.mean,
@@ -254,6 +262,11 @@ pub fn convert(raw: &RawRecord, origin: &Origin) -> Result<Record, String> {
     })
 }
 
+/// Whether `n` is 0 (for `skip_serializing_if`).
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
 /// One sentence on how a point was measured.
 pub fn method(raw: &RawRecord, platform: Platform, hz: f64) -> String {
     let what = match raw.bench.as_str() {
@@ -264,6 +277,9 @@ pub fn method(raw: &RawRecord, platform: Platform, hz: f64) -> String {
         "client-server" => "round trips of the clients calling their server(s) per sampling interval",
         "rtm-aborts" => "RTM statistics",
         "ipc-barriers" => "barrier instructions per round trip",
+        "memory-alloc" => "per page of a task that touches fresh pages of its own address space (one page fault each, served by a user-level pager that maps a frame), mean over the workers (one per core)",
+        "memory-free" => "per page of a task that frees its pages one by one (a free request to the pager, which unmaps the page), mean over the workers (one per core)",
+        "memory-ipc" => "one null request (Call) to a pager, on the caller's core or another, mean over a batch",
         _ => "producer-defined",
     };
     let how = match platform {
@@ -297,6 +313,7 @@ mod tests {
             lock: lock.into(),
             cores: 1,
             clients: 0,
+            pages: 0,
             unit: unit.into(),
             counter: counter.into(),
             counter_hz: 0.0,

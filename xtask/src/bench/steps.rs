@@ -12,6 +12,7 @@ use std::time::Instant;
 
 use super::guest::{self, GuestRun};
 use super::hosted;
+use super::memory::{self, Sweep};
 use super::plan::{Plan, Platform};
 use super::records::{self, Machine, Origin, RawRecord};
 use super::{Collected, RunArgs};
@@ -74,7 +75,7 @@ fn print_now(text: &str) {
 
 /// Whether the hosted benchmark can run for `plan`; if not, why is noted (`--arch` without
 /// x86_64) or recorded as missing (not an x86_64 host, no `--records` support).
-pub fn hosted_ready(root: &Path, plan: &Plan, c: &mut Collected) -> bool {
+pub fn hosted_ready(root: &Path, plan: &Plan, memory: bool, c: &mut Collected) -> bool {
     if !plan.platforms.contains(&Platform::Hosted) {
         return false;
     }
@@ -89,7 +90,7 @@ pub fn hosted_ready(root: &Path, plan: &Plan, c: &mut Collected) -> bool {
             .push("hosted: this host is not x86_64 (the hosted benchmark reads the TSC)".into());
         return false;
     }
-    if let Err(why) = hosted::available(root) {
+    if let Err(why) = hosted::available(root, hosted::source(memory)) {
         c.missing.push(format!("hosted: {why}"));
         return false;
     }
@@ -181,6 +182,8 @@ pub fn guest_runs(
                     bench: "ipc",
                     clients: None,
                     variant: None,
+                    pager: None,
+                    pages: None,
                     runs: args.runs,
                     icount,
                     timeout: args.timeout,
@@ -221,8 +224,15 @@ pub fn guest_runs(
 }
 
 /// Every step of a run, in order: the hosted benchmark (if `hosted`), the image builds, the
-/// `qemu-icount` boots, the barrier traces (ARMv7, not with `--quick`), the `qemu` boots.
-pub fn plan_steps(plan: &Plan, args: &RunArgs, hosted: bool, archs: &[Arch]) -> Vec<Step> {
+/// `qemu-icount` boots, the barrier traces (ARMv7, IPC suite, not with `--quick`), the `qemu`
+/// boots. With `sweep` the boots are the memory suite's ([`memory::guest_runs`]).
+pub fn plan_steps(
+    plan: &Plan,
+    args: &RunArgs,
+    sweep: Option<&Sweep>,
+    hosted: bool,
+    archs: &[Arch],
+) -> Vec<Step> {
     let mut steps = Vec::new();
     if hosted {
         steps.push(Step::Hosted);
@@ -232,12 +242,16 @@ pub fn plan_steps(plan: &Plan, args: &RunArgs, hosted: bool, archs: &[Arch]) -> 
         if !plan.platforms.contains(&platform) {
             continue;
         }
-        steps.extend(
-            guest_runs(plan, platform, args, archs)
-                .into_iter()
-                .map(Step::Guest),
-        );
-        if platform == Platform::QemuIcount && !args.quick && archs.contains(&Arch::Armv7) {
+        let runs = match sweep {
+            Some(sweep) => memory::guest_runs(plan, sweep, platform, args, archs),
+            None => guest_runs(plan, platform, args, archs),
+        };
+        steps.extend(runs.into_iter().map(Step::Guest));
+        if sweep.is_none()
+            && platform == Platform::QemuIcount
+            && !args.quick
+            && archs.contains(&Arch::Armv7)
+        {
             steps.extend(plan.locks.iter().map(|l| Step::Barriers(*l)));
         }
     }
@@ -252,6 +266,7 @@ pub fn execute(
     plan: &Plan,
     steps: &[Step],
     machine: &Machine,
+    sweep: Option<&Sweep>,
     out_dir: &Path,
     progress: &mut Progress,
     c: &mut Collected,
@@ -263,7 +278,7 @@ pub fn execute(
         match step {
             Step::Hosted => {
                 println!("{line}");
-                run_hosted(root, args, plan, machine, out_dir, c);
+                run_hosted(root, args, plan, machine, sweep, out_dir, c);
             }
             Step::Build(arch) => {
                 println!("{line}");
@@ -309,12 +324,30 @@ fn run_hosted(
     args: &RunArgs,
     plan: &Plan,
     machine: &Machine,
+    sweep: Option<&Sweep>,
     out_dir: &Path,
     c: &mut Collected,
 ) {
     let locks: Vec<&str> = plan.locks.iter().map(|l| l.name()).collect();
     let path = out_dir.join(".hosted-records.json");
-    let cmd = hosted::command(&path, &locks, &plan.cores, args.runs, args.quick);
+    let cmd = match sweep {
+        Some(sweep) => {
+            let mut pages = sweep.pages.clone();
+            if args.quick {
+                pages = vec![sweep.core_pages];
+            }
+            hosted::memory_command(
+                &path,
+                &locks,
+                &plan.cores,
+                &sweep.pagers,
+                &pages,
+                args.runs,
+                args.quick,
+            )
+        }
+        None => hosted::command(&path, &locks, &plan.cores, args.runs, args.quick),
+    };
     println!("bench:   {}", cmd.display());
     let t = Instant::now();
     if let Some(over) = plan
@@ -439,6 +472,14 @@ fn run_guest(
     };
     let before = c.records.len();
     add_records(&raws, &origin, c);
+    // The guest's memory records do not carry their page count: it is the boot's `pages=`.
+    if let Some(pages) = run.pages {
+        for r in &mut c.records[before..] {
+            if r.pages == 0 && (r.bench == memory::ALLOC || r.bench == memory::FREE) {
+                r.pages = pages;
+            }
+        }
+    }
     println!(
         "ok, {} records{} ({:.1} s)",
         c.records.len() - before,
@@ -545,7 +586,7 @@ mod tests {
             &[PlatformArg::QemuIcount],
             &[],
         );
-        let steps = plan_steps(&p, &args(&[]), false, &[Arch::X86_64]);
+        let steps = plan_steps(&p, &args(&[]), None, false, &[Arch::X86_64]);
         let labels: Vec<String> = steps.iter().map(Step::label).collect();
         assert_eq!(labels.len(), 3, "{labels:?}");
         assert_eq!(labels[0], "building the x86_64 image");
@@ -557,7 +598,7 @@ mod tests {
         // multicore + 4 client-server, less `none` shared on 2 cores).
         let p = plan(&[LockArg::Clh], &[], &[], &[1, 2]);
         let archs = [Arch::X86_64, Arch::Armv7];
-        let steps = plan_steps(&p, &args(&[]), true, &archs);
+        let steps = plan_steps(&p, &args(&[]), None, true, &archs);
         let count = |f: fn(&Step) -> bool| steps.iter().filter(|s| f(s)).count();
         assert!(matches!(steps[0], Step::Hosted));
         assert_eq!(count(|s| matches!(s, Step::Build(_))), 2);
@@ -570,10 +611,24 @@ mod tests {
         assert_eq!(steps.len(), 1 + 2 + 6 + 2 + 33);
 
         // --quick: no client-server boots, no barrier traces.
-        let quick = plan_steps(&p, &args(&["--quick"]), true, &archs);
+        let quick = plan_steps(&p, &args(&["--quick"]), None, true, &archs);
         assert_eq!(quick.len(), 1 + 2 + 6 + 3 * 2 * 2);
         // An architecture that cannot run has no steps.
-        assert_eq!(plan_steps(&p, &args(&["--quick"]), false, &[]).len(), 0);
+        assert_eq!(
+            plan_steps(&p, &args(&["--quick"]), None, false, &[]).len(),
+            0
+        );
+        // The memory suite: its own boots, no barrier traces.
+        let sweep = Sweep::new(&[], &[]);
+        let mem = plan_steps(&p, &args(&[]), Some(&sweep), true, &archs);
+        assert_eq!(count_of(&mem, |s| matches!(s, Step::Barriers(_))), 0);
+        assert!(mem
+            .iter()
+            .all(|s| !matches!(s, Step::Guest(r) if r.bench != "memory")));
+    }
+
+    fn count_of(steps: &[Step], f: fn(&Step) -> bool) -> usize {
+        steps.iter().filter(|s| f(s)).count()
     }
 
     #[test]
