@@ -9,12 +9,14 @@
 //! `servers::memory` (`mode=bench bench=memory`, docs/memory.md); the hosted side is
 //! `tests/benches/memory_hosted.rs`.
 //!
-//! What is run ([`guest_runs`]): every core count of `--cores` with each pager mode at
-//! [`Sweep::core_pages`] pages (the paper's normalised time against cores), and, on
-//! `qemu-icount` (deterministic, not with `--quick`), every `--pages` value at the largest core
-//! count (the paper's outstanding-page sweep). The figures ([`cores_panels`], [`pages_panels`])
-//! and the report ([`render`]) put the results beside the paper's, and the issue's targets
-//! ([`targets`]) are judged from the data.
+//! What is run ([`guest_runs`]): on the platforms whose cores run in parallel (`hosted`, `qemu`)
+//! every core count of `--cores` with each pager mode at [`Sweep::core_pages`] pages (the
+//! paper's normalised time against cores); on `qemu-icount` (deterministic, but its guest
+//! cores take turns on one host thread) one core at every `--pages` value (instructions per
+//! page, the paper's outstanding-page sweep) and a 2-core boot for the same-core vs cross-core
+//! request. The figures ([`cores_panels`], [`pages_panels`]) and the report ([`render`]) put
+//! the results beside the paper's, and the issue's targets ([`targets`]) are judged from the
+//! data.
 
 use std::fmt::Write as _;
 
@@ -120,9 +122,18 @@ pub fn cores_for(lock: &str, cores: &[u32]) -> Vec<u32> {
         .collect()
 }
 
-/// The guest boots of `platform` (`qemu-icount` or `qemu`) on `archs`: per board and lock,
-/// every core count with each pager mode at [`Sweep::core_pages`]; on `qemu-icount` (unless
-/// `--quick`) also every other page count at the largest core count.
+/// The guest boots of `platform` (`qemu-icount` or `qemu`) on `archs`, per board and lock.
+///
+/// `qemu` (multi-threaded TCG, the cores in parallel): every core count with each pager mode
+/// at [`Sweep::core_pages`]. `qemu-icount` runs one core only for the time per page, because
+/// under `-icount` QEMU runs the guest cores one after the other on one host thread, with one
+/// virtual clock: a worker's elapsed time then counts whatever the other cores executed while
+/// it was switched out (tasks longer than a time slice measured several times their own path),
+/// so multicore `-icount` times are not parallel times. It runs each pager mode at every
+/// page count on 1 core (the instructions of the fault and free paths, and the page sweep),
+/// and one 2-core boot for `memory-ipc`, kept for that record only
+/// ([`icount_keeps`]): same-core vs cross-core request path lengths, measured while the other
+/// core is idle.
 pub fn guest_runs(
     plan: &Plan,
     sweep: &Sweep,
@@ -135,7 +146,6 @@ pub fn guest_runs(
     for &arch in archs {
         for &machine in Plan::boards(arch) {
             for &lock in &plan.locks {
-                let cores = cores_for(lock.name(), &plan.cores);
                 let base = GuestRun {
                     arch,
                     machine,
@@ -156,23 +166,37 @@ pub fn guest_runs(
                     pager: Some(pager),
                     ..base.clone()
                 };
-                for &n in &cores {
-                    for &pager in &sweep.pagers {
-                        runs.push(at(n, sweep.core_pages, pager));
-                    }
-                }
-                let Some(&top) = cores.last() else { continue };
-                if icount && !args.quick {
-                    for &p in sweep.pages.iter().filter(|p| **p != sweep.core_pages) {
+                if !icount {
+                    for n in cores_for(lock.name(), &plan.cores) {
                         for &pager in &sweep.pagers {
-                            runs.push(at(top, p, pager));
+                            runs.push(at(n, sweep.core_pages, pager));
                         }
                     }
+                    continue;
+                }
+                let pages: &[u32] = if args.quick {
+                    std::slice::from_ref(&sweep.core_pages)
+                } else {
+                    &sweep.pages
+                };
+                for &p in pages {
+                    for &pager in &sweep.pagers {
+                        runs.push(at(1, p, pager));
+                    }
+                }
+                if lock != Lock::None && sweep.pagers.contains(&"percore") {
+                    runs.push(at(2, sweep.core_pages, "percore"));
                 }
             }
         }
     }
     runs
+}
+
+/// Whether a record of `bench` from a boot of `smp` cores is kept on `qemu-icount`: every
+/// record of a 1-core boot, and only `memory-ipc` of a multicore one (see [`guest_runs`]).
+pub fn icount_keeps(bench: &str, smp: u32) -> bool {
+    smp == 1 || bench == IPC
 }
 
 /// The locks of the memory suite: `--lock` as given (no `none` baseline added: the baseline
@@ -618,8 +642,9 @@ fn paper_rows(records: &[Record]) -> Vec<[String; 4]> {
                 };
                 if let (Some(a), Some(f)) = (ratio(ALLOC), ratio(FREE)) {
                     outstanding.push(format!(
-                        "{lo}->{hi} pages: alloc x{a:.2}, free x{f:.2} per page at \
-                         {panel_cores} cores ({place})"
+                        "{lo}->{hi} pages: alloc x{a:.2}, free x{f:.2} per page on \
+                         {panel_cores} core{} ({place})",
+                        if panel_cores == 1 { "" } else { "s" }
                     ));
                 }
             }
@@ -728,7 +753,13 @@ fn place_tables(records: &[Record]) -> String {
             "\n### {}\n",
             place_title(&platform, &arch, &board, &lock)
         );
-        if let Some(pages) = core_sweep_pages(&rs) {
+        let core_counts = {
+            let mut c: Vec<u32> = rs.iter().map(|r| r.cores).collect();
+            c.sort_unstable();
+            c.dedup();
+            c.len()
+        };
+        if let Some(pages) = core_sweep_pages(&rs).filter(|_| core_counts > 1) {
             let _ = writeln!(
                 s,
                 "{unit} per page, {pages} pages per task (change over 1 core):\n"
@@ -769,7 +800,8 @@ fn place_tables(records: &[Record]) -> String {
         if pages.len() > 1 {
             let _ = writeln!(
                 s,
-                "\n{unit} per page against pages per task, {top} cores (change over {}):\n",
+                "\n{unit} per page against pages per task, {top} core{} (change over {}):\n",
+                if top == 1 { "" } else { "s" },
                 pages[0]
             );
             s.push_str(&head("pages"));
@@ -824,12 +856,15 @@ pub fn render(records: &[Record], ctx: &Context) -> String {
     );
     let _ = writeln!(
         s,
-        "* `qemu-icount`: QEMU `-icount shift=0,sleep=off`, the guest cores interleaved on one \
-         host thread: guest instructions, deterministic. Instructions count the work each \
-         core does (the global pager's queueing shows up as the other cores' waiting \
-         instructions); they carry no cache-line transfer or IPI latency. `qemu`: \
-         multi-threaded TCG, wall-clock: noisy, bounded by the host's cores. `hosted`: the \
-         kernel on host threads (tests/benches/memory_hosted.rs), host TSC cycles, real cores."
+        "* `qemu-icount`: QEMU `-icount shift=0,sleep=off`: guest instructions, deterministic, \
+         on 1 core (the fault and free paths, and the page sweep). Under `-icount` the guest \
+         cores take turns on one host thread with one virtual clock, so a worker's time on \
+         several cores would count the other cores' instructions: only the same-core vs \
+         cross-core request (`memory-ipc`) is taken from a 2-core boot, with the other core \
+         idle; it is a path length, without cache-line transfers or IPI latency. `qemu`: \
+         multi-threaded TCG, the cores in parallel, wall-clock: noisy, bounded by the host's \
+         cores. `hosted`: the kernel on host threads (tests/benches/memory_hosted.rs), host \
+         TSC cycles, real cores in parallel."
     );
     let _ = writeln!(
         s,
@@ -1012,7 +1047,7 @@ mod tests {
     }
 
     #[test]
-    fn runs_sweep_cores_then_pages_at_the_most_cores() {
+    fn icount_runs_one_core_and_a_two_core_ipc_boot() {
         let plan = Plan::new(
             &[LockArg::Clh, LockArg::None],
             &[ArchArg::X86_64],
@@ -1029,38 +1064,51 @@ mod tests {
             &[Arch::X86_64],
         );
         let labels: Vec<String> = runs.iter().map(GuestRun::label).collect();
-        // none: 1 core x 2 pagers, then 4 other page counts x 2 at 1 core; clh: 3 x 2 + 4 x 2.
-        assert_eq!(runs.len(), 2 + 8 + 6 + 8, "{labels:#?}");
+        // Per lock: 5 page counts x 2 pagers on 1 core; clh also one 2-core boot.
+        assert_eq!(runs.len(), 10 + 10 + 1, "{labels:#?}");
         assert!(runs.iter().all(|r| r.icount && r.bench == "memory"));
+        assert_eq!(runs.iter().filter(|r| r.smp > 1).count(), 1);
+        assert!(labels.contains(
+            &"x86_64 microvm smp1 lock=clh bench=memory pager=global pages=1000 (icount)".into()
+        ));
+        assert!(labels.contains(
+            &"x86_64 microvm smp2 lock=clh bench=memory pager=percore pages=100 (icount)".into()
+        ));
+        assert!(icount_keeps(ALLOC, 1) && icount_keeps(IPC, 2) && !icount_keeps(FREE, 2));
+        // --quick: the core sweep's page count only.
+        let quick = guest_runs(
+            &plan,
+            &sweep,
+            Platform::QemuIcount,
+            &args(&["--quick"]),
+            &[Arch::X86_64],
+        );
+        assert_eq!(quick.len(), 2 + 2 + 1);
+    }
+
+    #[test]
+    fn qemu_runs_sweep_the_cores() {
+        let plan = Plan::new(
+            &[LockArg::Clh, LockArg::None],
+            &[ArchArg::X86_64],
+            &[PlatformArg::Qemu],
+            &[1, 2, 4],
+        )
+        .unwrap();
+        let runs = guest_runs(
+            &plan,
+            &Sweep::new(&[], &[]),
+            Platform::Qemu,
+            &args(&[]),
+            &[Arch::X86_64],
+        );
+        // none: 1 core x 2 pagers; clh: 3 core counts x 2, all at 100 pages.
+        assert_eq!(runs.len(), 2 + 6);
+        assert!(runs.iter().all(|r| !r.icount && r.pages == Some(100)));
         assert!(runs
             .iter()
             .filter(|r| r.lock == Lock::None)
             .all(|r| r.smp == 1));
-        assert!(labels.contains(
-            &"x86_64 microvm smp4 lock=clh bench=memory pager=global pages=1000 (icount)".into()
-        ));
-        assert_eq!(
-            runs.iter()
-                .filter(|r| r.lock == Lock::Clh && r.pages == Some(100))
-                .count(),
-            6
-        );
-        // --quick: no page sweep; qemu (MTTCG): no page sweep either.
-        assert_eq!(
-            guest_runs(
-                &plan,
-                &sweep,
-                Platform::QemuIcount,
-                &args(&["--quick"]),
-                &[Arch::X86_64]
-            )
-            .len(),
-            2 + 6
-        );
-        assert_eq!(
-            guest_runs(&plan, &sweep, Platform::Qemu, &args(&[]), &[Arch::X86_64]).len(),
-            2 + 6
-        );
     }
 
     #[test]
