@@ -48,6 +48,17 @@ fn kernel_main(p: &'static Platform) -> ! {
         Ok(a) => a,
         Err(e) => fail(format_args!("ACPI tables unreadable: {e:?}")),
     };
+    if let Some(srat) = &acpi.srat {
+        println!(
+            "acpi: srat: {} cpus and {} memory ranges in {} proximity domains ({} disabled, {} \
+             malformed entries left out)",
+            srat.cpus().len(),
+            srat.memory().len(),
+            srat.domain_count(),
+            srat.disabled,
+            srat.skipped
+        );
+    }
 
     unsafe extern "C" {
         static __kernel_end_phys: u8;
