@@ -384,14 +384,23 @@ fn build<L: PagerLock>(setup: Setup, topology: Topology) -> ! {
     );
     for (k, c) in plan.pool.iter().enumerate() {
         let r = region_of(c);
-        uprintln!(
-            "loader: pool part {k}: {} pages at {:#x} (region at {:#x}, {} pages, node {})",
-            c.pages,
-            (r.base + c.offset) * PAGE,
-            r.base * PAGE,
-            r.pages,
-            r.node
-        );
+        let at = (r.base + c.offset) * PAGE;
+        if plan.source == Source::Firmware {
+            uprintln!(
+                "loader: pool part {k}: {} pages at {at:#x} on node {} (region at {:#x}, {} pages)",
+                c.pages,
+                c.node,
+                r.base * PAGE,
+                r.pages
+            );
+        } else {
+            uprintln!(
+                "loader: pool part {k}: {} pages at {at:#x} (region at {:#x}, {} pages)",
+                c.pages,
+                r.base * PAGE,
+                r.pages
+            );
+        }
     }
     let map_own = || -> Result<(), abi::Error> {
         let own_slot = s(region_of(&plan.own).slot);
