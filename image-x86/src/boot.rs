@@ -58,6 +58,20 @@ fn kernel_main(p: &'static Platform) -> ! {
             srat.disabled,
             srat.skipped
         );
+        for m in srat.memory() {
+            println!(
+                "acpi: srat: {:#x}..{:#x} in domain {}{}{}",
+                m.base,
+                m.end(),
+                m.domain,
+                if m.hot_pluggable {
+                    ", hot-pluggable"
+                } else {
+                    ""
+                },
+                if m.non_volatile { ", non-volatile" } else { "" }
+            );
+        }
     }
 
     unsafe extern "C" {
