@@ -11,7 +11,7 @@
 //! on, builds without `alloc` and parses the SRAT (`sdt::srat::Srat::entries`). Taking a
 //! pre-release for the one table the pager needs would add an `AcpiHandler` over the physical
 //! window and another over the test buffers, and change how bad tables are skipped, for about
-//! the hundred lines [`parse_srat`] takes; so the reader stays hand-written. Revisit once a 7.x
+//! the hundred lines `parse_srat` takes; so the reader stays hand-written. Revisit once a 7.x
 //! is released.
 //!
 //! Every table's checksum is verified; the RSDP and the root table must be valid, other tables

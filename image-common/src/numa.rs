@@ -4,9 +4,9 @@
 //! `hal_x86::acpi::Srat`) and hands it over in the firmware's own terms, as a [`Firmware`]:
 //! the proximity domain of each kernel core and the memory ranges of each domain. [`layout`]
 //! turns that, together with the free RAM the root task is about to receive, into what the
-//! loader takes ([`Topology`] in its argument word): nodes numbered densely (0, 1, ... in the
-//! order of the domains), the node of each core, and the free RAM cut at node boundaries, each
-//! region with its node. The loader then carves each node's share of the pool from its own
+//! loader takes ([`Topology`](servers::abi::memory::Topology) in its argument word): nodes
+//! numbered densely (0, 1, ... in the order of the domains), the node of each core, and the
+//! free RAM cut at node boundaries, each region with its node. The loader then carves each node's share of the pool from its own
 //! node's memory, and deals it among that node's cores.
 //!
 //! A description the image cannot use is reported and dropped (the loader then falls back to
