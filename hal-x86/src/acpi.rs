@@ -1,22 +1,23 @@
 //! A small ACPI table reader: RSDP -> RSDT/XSDT -> MADT (CPUs, local APIC address, I/O APICs,
-//! interrupt source overrides), FADT (PM timer), HPET.
+//! interrupt source overrides), FADT (PM timer), HPET, SRAT (memory nodes: which proximity
+//! domain each CPU and each range of memory belongs to).
 //!
-//! Hand-written instead of the `acpi` crate: the HAL needs four fixed-layout tables and no AML,
+//! Hand-written instead of the `acpi` crate: the HAL needs five fixed-layout tables and no AML,
 //! this stays allocation-free, and it is pure code over a [`PhysMemory`] view, so the host unit
 //! tests below run it on synthetic tables (`cargo test -p hal-x86 --lib`).
 //!
-//! The crate was checked again for device interrupts (I/O APICs, overrides) and NUMA: `acpi`
-//! 5.2.0, the newest release, builds with `default-features = false` on
-//! `x86_64-unknown-none` and iterates MADT entries without an allocator (its `PlatformInfo`
-//! needs `alloc`), but it has no SRAT parser (only the signature); 7.0.0-pre1, a pre-release,
-//! also builds without `alloc` and parses the SRAT (`sdt::srat::Srat::entries`, memory and
-//! processor affinity). Switching would keep the same amount of glue here (an `AcpiHandler`
-//! over the physical window, and one over the test buffers) and change the skipping of bad
-//! tables, so the reader stays hand-written until the pager needs the SRAT; then 7.x (once
-//! released) is the version to take.
+//! The crate was checked again for the SRAT (2026-11, `cargo info acpi`): 5.2.0 is the newest
+//! release and has no SRAT parser (only the signature); 7.0.0-pre1, still a pre-release a year
+//! on, builds without `alloc` and parses the SRAT (`sdt::srat::Srat::entries`). Taking a
+//! pre-release for the one table the pager needs would add an `AcpiHandler` over the physical
+//! window and another over the test buffers, and change how bad tables are skipped, for about
+//! the hundred lines `parse_srat` takes; so the reader stays hand-written. Revisit once a 7.x
+//! is released.
 //!
 //! Every table's checksum is verified; the RSDP and the root table must be valid, other tables
-//! with a bad checksum are skipped (and counted in [`AcpiInfo::bad_tables`]).
+//! with a bad checksum are skipped (and counted in [`AcpiInfo::bad_tables`]). Entries of the
+//! MADT and the SRAT are kept in fixed arrays; what does not fit, and SRAT entries that are
+//! malformed, is skipped and counted ([`Srat::skipped`]), never a panic.
 
 /// Read access to physical memory.
 pub trait PhysMemory {
@@ -32,6 +33,127 @@ pub const MAX_TABLES: usize = 32;
 pub const MAX_IOAPICS: usize = 8;
 /// Most interrupt source overrides kept from the MADT (at most one per ISA IRQ).
 pub const MAX_OVERRIDES: usize = 16;
+
+/// Most memory affinity entries kept from the SRAT (QEMU writes one or two per node, plus
+/// disabled padding; real two-socket machines a handful).
+pub const MAX_SRAT_MEMORY: usize = 16;
+
+/// A processor's proximity domain, from the SRAT (local APIC or x2APIC affinity entry).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct CpuAffinity {
+    /// Local APIC (or x2APIC) id, as in the MADT.
+    pub apic_id: u32,
+    /// Proximity domain.
+    pub domain: u32,
+}
+
+/// A range of physical memory and its proximity domain, from the SRAT.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct MemoryAffinity {
+    /// First byte.
+    pub base: u64,
+    /// Bytes (at least 1; `base + length` does not overflow).
+    pub length: u64,
+    /// Proximity domain.
+    pub domain: u32,
+    /// Flag bit 1: memory may be added or removed here at run time (the range says where
+    /// hot-plugged memory would go; whether memory is present now is the memory map's
+    /// business).
+    pub hot_pluggable: bool,
+    /// Flag bit 2: non-volatile memory.
+    pub non_volatile: bool,
+}
+
+impl MemoryAffinity {
+    /// One past the last byte.
+    pub fn end(&self) -> u64 {
+        self.base + self.length
+    }
+
+    /// Whether `phys` lies in the range.
+    pub fn contains(&self, phys: u64) -> bool {
+        (self.base..self.end()).contains(&phys)
+    }
+}
+
+/// The System Resource Affinity Table: which proximity domain (memory node) each processor and
+/// each range of memory belongs to. Only enabled entries are kept (flag bit 0; disabled ones
+/// are padding or absent hardware, and counted in [`Srat::disabled`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Srat {
+    /// Processor affinities, in table order.
+    pub cpu_entries: [CpuAffinity; MAX_ACPI_CPUS],
+    /// How many entries of `cpu_entries` are valid.
+    pub cpu_count: usize,
+    /// Memory affinities, in table order.
+    pub memory_entries: [MemoryAffinity; MAX_SRAT_MEMORY],
+    /// How many entries of `memory_entries` are valid.
+    pub memory_count: usize,
+    /// Entries left out because their enabled flag is clear.
+    pub disabled: usize,
+    /// Entries left out because they are malformed (too short, an empty or wrapping range) or
+    /// do not fit the arrays.
+    pub skipped: usize,
+}
+
+impl Srat {
+    /// Nothing found.
+    pub const EMPTY: Self = Self {
+        cpu_entries: [CpuAffinity {
+            apic_id: 0,
+            domain: 0,
+        }; MAX_ACPI_CPUS],
+        cpu_count: 0,
+        memory_entries: [MemoryAffinity {
+            base: 0,
+            length: 0,
+            domain: 0,
+            hot_pluggable: false,
+            non_volatile: false,
+        }; MAX_SRAT_MEMORY],
+        memory_count: 0,
+        disabled: 0,
+        skipped: 0,
+    };
+
+    /// The enabled processor affinities.
+    pub fn cpus(&self) -> &[CpuAffinity] {
+        &self.cpu_entries[..self.cpu_count]
+    }
+
+    /// The enabled memory affinities.
+    pub fn memory(&self) -> &[MemoryAffinity] {
+        &self.memory_entries[..self.memory_count]
+    }
+
+    /// The proximity domain of the processor with local APIC id `apic_id`, if the table
+    /// lists it.
+    pub fn domain_of_apic(&self, apic_id: u32) -> Option<u32> {
+        self.cpus()
+            .iter()
+            .find(|c| c.apic_id == apic_id)
+            .map(|c| c.domain)
+    }
+
+    /// The proximity domain of the memory at `phys`, if a range of the table holds it.
+    pub fn domain_of_address(&self, phys: u64) -> Option<u32> {
+        self.memory()
+            .iter()
+            .find(|m| m.contains(phys))
+            .map(|m| m.domain)
+    }
+
+    /// Distinct proximity domains of the processors and memory listed, how many.
+    pub fn domain_count(&self) -> usize {
+        let cpu = self.cpus().iter().map(|c| c.domain);
+        let mem = self.memory().iter().map(|m| m.domain);
+        let all = || cpu.clone().chain(mem.clone());
+        all()
+            .enumerate()
+            .filter(|&(i, d)| !all().take(i).any(|e| e == d))
+            .count()
+    }
+}
 
 /// An I/O APIC listed in the MADT.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -158,6 +280,8 @@ pub struct AcpiInfo {
     pub hw_reduced: bool,
     /// HPET base address, if an HPET table exists.
     pub hpet: Option<u64>,
+    /// The SRAT, if the root table lists one with a valid checksum (the first, if several).
+    pub srat: Option<Srat>,
 }
 
 impl AcpiInfo {
@@ -194,6 +318,7 @@ impl AcpiInfo {
         pm_timer: None,
         hw_reduced: false,
         hpet: None,
+        srat: None,
     };
 
     /// Processors from the MADT (enabled or not).
@@ -330,6 +455,7 @@ pub fn parse<M: PhysMemory + ?Sized>(mem: &M, rsdp: u64) -> Result<AcpiInfo, Acp
             b"APIC" => parse_madt(table, &mut info),
             b"FACP" => parse_fadt(table, &mut info),
             b"HPET" if table.len() >= 52 => info.hpet = Some(u64_at(table, 44)),
+            b"SRAT" if info.srat.is_none() => info.srat = Some(parse_srat(table)),
             _ => {}
         }
     }
@@ -395,6 +521,81 @@ fn push_cpu(info: &mut AcpiInfo, apic_id: u32, processor_uid: u32, flags: u32) {
         };
         info.cpu_count += 1;
     }
+}
+
+/// SRAT entries start after the header and 12 reserved bytes.
+const SRAT_ENTRIES: usize = HEADER_LEN + 12;
+
+/// Reads the SRAT's affinity entries (ACPI 6.5, 5.2.16): processor local APIC affinity (type 0,
+/// 16 bytes: domain bits 0-7 at 2, APIC id at 3, flags at 4, domain bits 8-31 at 9), memory
+/// affinity (type 1, 40 bytes: domain at 2, base at 8, length at 16, flags at 28) and processor
+/// local x2APIC affinity (type 2, 24 bytes: domain at 4, x2APIC id at 8, flags at 12). Other
+/// types (GICC, ITS, generic initiators) are passed over; an entry whose length is below 2 or
+/// runs past the table ends the walk, as in the MADT.
+fn parse_srat(t: &[u8]) -> Srat {
+    let mut srat = Srat::EMPTY;
+    let mut off = SRAT_ENTRIES;
+    while off + 2 <= t.len() {
+        let kind = t[off];
+        let len = t[off + 1] as usize;
+        if len < 2 || off + len > t.len() {
+            srat.skipped += 1;
+            break;
+        }
+        let e = &t[off..off + len];
+        off += len;
+        let (cpu, flags) = match kind {
+            0 if len >= 16 => {
+                let domain = u32::from(e[2]) | u32::from_le_bytes([e[9], e[10], e[11], 0]) << 8;
+                let cpu = CpuAffinity {
+                    apic_id: u32::from(e[3]),
+                    domain,
+                };
+                (Some(cpu), u32_at(e, 4))
+            }
+            2 if len >= 24 => {
+                let cpu = CpuAffinity {
+                    apic_id: u32_at(e, 8),
+                    domain: u32_at(e, 4),
+                };
+                (Some(cpu), u32_at(e, 12))
+            }
+            1 if len >= 40 => (None, u32_at(e, 28)),
+            0..=2 => {
+                srat.skipped += 1;
+                continue;
+            }
+            _ => continue,
+        };
+        if flags & 1 == 0 {
+            srat.disabled += 1;
+            continue;
+        }
+        if let Some(cpu) = cpu {
+            if srat.cpu_count < MAX_ACPI_CPUS {
+                srat.cpu_entries[srat.cpu_count] = cpu;
+                srat.cpu_count += 1;
+            } else {
+                srat.skipped += 1;
+            }
+            continue;
+        }
+        let (base, length) = (u64_at(e, 8), u64_at(e, 16));
+        if length == 0 || base.checked_add(length).is_none() || srat.memory_count == MAX_SRAT_MEMORY
+        {
+            srat.skipped += 1;
+            continue;
+        }
+        srat.memory_entries[srat.memory_count] = MemoryAffinity {
+            base,
+            length,
+            domain: u32_at(e, 2),
+            hot_pluggable: flags & 2 != 0,
+            non_volatile: flags & 4 != 0,
+        };
+        srat.memory_count += 1;
+    }
+    srat
 }
 
 fn parse_fadt(t: &[u8], info: &mut AcpiInfo) {
@@ -626,6 +827,171 @@ mod tests {
         };
         assert_eq!(low.polarity(), Some(Polarity::ActiveLow));
         assert_eq!(low.trigger(), Some(Trigger::Level));
+    }
+
+    fn srat_cpu(apic_id: u8, domain: u32, flags: u32) -> Vec<u8> {
+        let d = domain.to_le_bytes();
+        let mut e = std::vec![0, 16, d[0], apic_id];
+        e.extend_from_slice(&flags.to_le_bytes());
+        e.extend_from_slice(&[0, d[1], d[2], d[3]]);
+        e.extend_from_slice(&0u32.to_le_bytes()); // clock domain
+        e
+    }
+
+    fn srat_x2apic(apic_id: u32, domain: u32, flags: u32) -> Vec<u8> {
+        let mut e = std::vec![2, 24, 0, 0];
+        e.extend_from_slice(&domain.to_le_bytes());
+        e.extend_from_slice(&apic_id.to_le_bytes());
+        e.extend_from_slice(&flags.to_le_bytes());
+        e.extend_from_slice(&[0; 8]);
+        e
+    }
+
+    fn srat_memory(base: u64, length: u64, domain: u32, flags: u32) -> Vec<u8> {
+        let mut e = std::vec![1, 40];
+        e.extend_from_slice(&domain.to_le_bytes());
+        e.extend_from_slice(&[0; 2]);
+        e.extend_from_slice(&base.to_le_bytes());
+        e.extend_from_slice(&length.to_le_bytes());
+        e.extend_from_slice(&[0; 4]);
+        e.extend_from_slice(&flags.to_le_bytes());
+        e.extend_from_slice(&[0; 8]);
+        e
+    }
+
+    fn srat(entries: &[Vec<u8>]) -> Vec<u8> {
+        let mut body = std::vec![0u8; 12];
+        body[0] = 1; // reserved, 1 for compatibility
+        for e in entries {
+            body.extend_from_slice(e);
+        }
+        sdt(b"SRAT", &body)
+    }
+
+    /// The SRAT QEMU's `-M pc` builds for two nodes of 128 MiB with cores 0-1 and 2-3: the
+    /// first node's memory in two ranges (below and above 640 KiB), disabled padding.
+    fn qemu_like_srat() -> Vec<u8> {
+        const MIB: u64 = 1 << 20;
+        srat(&[
+            srat_cpu(0, 0, 1),
+            srat_cpu(1, 0, 1),
+            srat_cpu(2, 1, 1),
+            srat_cpu(3, 1, 1),
+            srat_memory(0, 0xA_0000, 0, 1),
+            srat_memory(MIB, 127 * MIB, 0, 1),
+            srat_memory(128 * MIB, 128 * MIB, 1, 1),
+            srat_memory(0, 0, 0, 0),
+            srat_memory(0, 0, 0, 0),
+        ])
+    }
+
+    #[test]
+    fn srat_gives_cpu_and_memory_domains() {
+        let (mem, rsdp) = build(&[madt(), qemu_like_srat()], true);
+        let info = parse(&mem, rsdp).unwrap();
+        let srat = info.srat.unwrap();
+        assert_eq!(srat.cpus().len(), 4);
+        assert_eq!(srat.memory().len(), 3);
+        assert_eq!(srat.disabled, 2);
+        assert_eq!(srat.skipped, 0);
+        assert_eq!(srat.domain_count(), 2);
+        assert_eq!(
+            (0..4).map(|a| srat.domain_of_apic(a)).collect::<Vec<_>>(),
+            [Some(0), Some(0), Some(1), Some(1)]
+        );
+        assert_eq!(srat.domain_of_apic(7), None);
+        assert_eq!(srat.domain_of_address(0x9_F000), Some(0));
+        assert_eq!(
+            srat.domain_of_address(0xB_0000),
+            None,
+            "the hole below 1 MiB"
+        );
+        assert_eq!(srat.domain_of_address((128 << 20) - 1), Some(0));
+        assert_eq!(srat.domain_of_address(128 << 20), Some(1));
+        assert_eq!(srat.domain_of_address(256 << 20), None);
+        assert_eq!(info.table_names().collect::<Vec<_>>(), ["APIC", "SRAT"]);
+    }
+
+    #[test]
+    fn srat_flags_x2apic_and_wide_domains() {
+        let t = srat(&[
+            // Disabled processors are left out, enabled ones kept with 32-bit domains.
+            srat_cpu(0, 0x0102_0304, 1),
+            srat_cpu(1, 5, 0),
+            srat_x2apic(300, 9, 1),
+            srat_x2apic(301, 9, 0),
+            // Hot-pluggable and non-volatile ranges are kept and say so; a disabled one not.
+            srat_memory(0x1_0000_0000, 1 << 30, 9, 1 | 2),
+            srat_memory(0x2_0000_0000, 1 << 30, 3, 1 | 4),
+            srat_memory(0x3_0000_0000, 1 << 30, 4, 2),
+            // An unknown type (GICC affinity) is passed over.
+            std::vec![3, 18, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+        ]);
+        let (mem, rsdp) = build(&[t], true);
+        let srat = parse(&mem, rsdp).unwrap().srat.unwrap();
+        assert_eq!(
+            srat.cpus(),
+            [
+                CpuAffinity {
+                    apic_id: 0,
+                    domain: 0x0102_0304
+                },
+                CpuAffinity {
+                    apic_id: 300,
+                    domain: 9
+                }
+            ]
+        );
+        assert_eq!(srat.disabled, 3);
+        assert_eq!(srat.skipped, 0);
+        let m = srat.memory();
+        assert_eq!(m.len(), 2);
+        assert!(m[0].hot_pluggable && !m[0].non_volatile);
+        assert!(!m[1].hot_pluggable && m[1].non_volatile);
+        assert_eq!(srat.domain_of_address(0x1_4000_0000 - 1), Some(9));
+        assert_eq!(srat.domain_of_address(0x3_0000_0000), None);
+        assert_eq!(srat.domain_count(), 3);
+    }
+
+    #[test]
+    fn malformed_srat_entries_are_skipped_and_counted() {
+        let mut short_cpu = srat_cpu(0, 0, 1);
+        short_cpu[1] = 8;
+        short_cpu.truncate(8);
+        let mut entries = std::vec![
+            short_cpu,
+            srat_memory(0x1000, 0, 0, 1),                // empty
+            srat_memory(u64::MAX - 0xFFF, 0x2000, 0, 1), // wraps
+            srat_memory(0x10_0000, 0x10_0000, 0, 1),
+        ];
+        // More ranges than the table keeps.
+        for i in 0..MAX_SRAT_MEMORY as u64 {
+            entries.push(srat_memory((i + 2) << 20, 1 << 20, 1, 1));
+        }
+        // A zero length ends the walk.
+        entries.push(std::vec![0, 0, 0, 0]);
+        entries.push(srat_cpu(5, 1, 1));
+        let (mem, rsdp) = build(&[srat(&entries)], true);
+        let srat = parse(&mem, rsdp).unwrap().srat.unwrap();
+        assert_eq!(srat.memory().len(), MAX_SRAT_MEMORY);
+        assert_eq!(srat.memory()[0].base, 0x10_0000);
+        assert_eq!(srat.cpus().len(), 0);
+        assert_eq!(srat.skipped, 3 + 1 + 1);
+    }
+
+    #[test]
+    fn srat_with_bad_checksum_is_ignored() {
+        let mut t = qemu_like_srat();
+        t[60] ^= 0x55;
+        let (mem, rsdp) = build(&[madt(), t], true);
+        let info = parse(&mem, rsdp).unwrap();
+        assert!(info.srat.is_none());
+        assert_eq!(info.bad_tables, 1);
+        assert!(info.has_madt);
+        // A table too short for any entry is an SRAT with nothing in it.
+        let (mem, rsdp) = build(&[sdt(b"SRAT", &[1, 0, 0, 0])], true);
+        let srat = parse(&mem, rsdp).unwrap().srat.unwrap();
+        assert_eq!((srat.cpus().len(), srat.memory().len()), (0, 0));
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The x86_64 hardware abstraction layer: PVH boot under QEMU without a bootloader crate, per-core
 //! GDT/TSS/IDT, COM1 console, ACPI MADT, xAPIC SMP bring-up, timer and IPIs, I/O APIC device
-//! interrupts, TSC, QEMU exit.
+//! interrupts, TSC, QEMU exit, and the memory nodes of the ACPI SRAT ([`numa_domain`],
+//! [`numa_memory`]).
 //!
 //! # Boot flow
 //! QEMU (`-kernel kernel.elf`) finds the PVH note and enters [`boot`]'s 32-bit code, which builds
@@ -106,6 +107,25 @@ mod target {
     /// kernel's main function runs).
     pub fn platform() -> Option<&'static Platform> {
         PLATFORM.get()
+    }
+
+    /// The SRAT (memory nodes), if the firmware has one with a valid checksum.
+    pub fn srat() -> Option<&'static crate::acpi::Srat> {
+        platform()?.acpi.as_ref().ok()?.srat.as_ref()
+    }
+
+    /// The proximity domain (memory node) of core `cpu` in the ACPI SRAT: `None` without an
+    /// SRAT, for a core not started yet, or one whose local APIC the SRAT does not list.
+    pub fn numa_domain(cpu: CpuIndex) -> Option<u32> {
+        let apic_id = crate::percpu::PERCPU.get(cpu)?.apic_id();
+        (apic_id != u32::MAX).then_some(())?;
+        srat()?.domain_of_apic(apic_id)
+    }
+
+    /// The memory ranges of the proximity domains in the ACPI SRAT (enabled entries, including
+    /// hot-pluggable ones), empty without an SRAT.
+    pub fn numa_memory() -> &'static [crate::acpi::MemoryAffinity] {
+        srat().map_or(&[], |s| s.memory())
     }
 
     /// The operations a kernel `Hal` trait needs, for x86_64. All are callable from any core.

@@ -2,8 +2,8 @@
 //! ([`cmdline`]), the kernel object's static store and the construction of the initial system
 //! (address spaces, threads, endpoints, notifications, capabilities, the root task), the debug
 //! calls user programs make and the shutdown once they all reported ([`debugcalls`]), the user
-//! ELF parser and the benchmark records (`mode=bench`), shared by `image-x86` and
-//! `image-armv7`.
+//! ELF parser, the benchmark records (`mode=bench`) and the memory nodes the memory system is
+//! given ([`numa`]), shared by `image-x86` and `image-armv7`.
 //!
 //! What differs between the architectures reaches this crate through two traits each image
 //! implements in a few lines: [`Arch`] for building the system (page tables, the user ELF
@@ -16,6 +16,7 @@ pub mod bench;
 pub mod cmdline;
 pub mod debugcalls;
 pub mod elf;
+pub mod numa;
 pub mod strategy;
 pub mod system;
 

@@ -64,6 +64,13 @@ pub trait Arch {
     /// The device-memory ranges `(start, end)` user drivers may own on this machine (never
     /// the kernel's own devices: interrupt controllers, its console, its timers).
     fn device_regions(&self) -> &'static [(u64, u64)];
+    /// The memory nodes the firmware describes for the kernel cores `0..cores` (x86: the ACPI
+    /// SRAT), for the memory system (see [`numa`](crate::numa)); `None` (the default) where it
+    /// describes none.
+    fn numa(&self, cores: usize) -> Option<crate::numa::Firmware> {
+        let _ = cores;
+        None
+    }
     /// Physical frames allocated so far.
     fn frames_allocated(&self) -> u64;
     /// Prints one line on the console.
@@ -513,7 +520,7 @@ pub fn build<S: Strategy, A: Arch>(
 /// [`give_memory`]), sets its arguments and starts it.
 fn finish_root<S: Strategy, A: Arch>(b: &mut Builder<'_, S, A>, root: ThreadId, pager_for: usize) {
     let arch = b.arch;
-    give_memory(b, root);
+    give_memory(b, root, None);
     let started = b.started.clone();
     let n = started.len();
     for (i, t) in started.iter().enumerate() {
@@ -549,10 +556,45 @@ fn finish_root<S: Strategy, A: Arch>(b: &mut Builder<'_, S, A>, root: ThreadId, 
 /// `ROOT_MEM..`) and each device range (`ROOT_DEVICE..`), a control capability
 /// (`ROOT_CONTROL`) and one to its own address space (`ROOT_ASPACE`). What does not fit the
 /// slots is reported and left unused.
-fn give_memory<S: Strategy, A: Arch>(b: &mut Builder<'_, S, A>, root: ThreadId) {
+///
+/// With `numa_cores` (the memory system on that many cores), the free RAM is cut at the
+/// boundaries of the memory nodes the firmware describes ([`Arch::numa`],
+/// [`numa::layout`](crate::numa::layout)), and the nodes are returned for the loader; a
+/// description that cannot be used is reported and the RAM given as it is.
+fn give_memory<S: Strategy, A: Arch>(
+    b: &mut Builder<'_, S, A>,
+    root: ThreadId,
+    numa_cores: Option<usize>,
+) -> Option<servers::abi::memory::Nodes> {
     let arch = b.arch;
     let mut ram = [(0, 0); slot::ROOT_MEM_SLOTS];
-    let n = arch.take_free_ram(&mut ram);
+    let mut n = arch.take_free_ram(&mut ram);
+    let mut nodes = None;
+    let firmware = numa_cores.and_then(|c| Some((c, arch.numa(c)?)));
+    if let Some((cores, fw)) = firmware {
+        let name = fw.source.name();
+        match crate::numa::layout(&fw, cores, &ram[..n]) {
+            Ok(l) => {
+                arch.println(format_args!(
+                    "boot: {name}: {} node{} (proximity domains {:?}), cores' nodes {:?}",
+                    l.nodes.count,
+                    if l.nodes.count > 1 { "s" } else { "" },
+                    &l.domains[..l.nodes.count],
+                    &l.nodes.core[..cores.min(l.nodes.core.len())],
+                ));
+                for (i, r) in l.regions[..l.region_count].iter().enumerate() {
+                    arch.println(format_args!(
+                        "boot: RAM region {i}: {:#x}..{:#x} on node {}",
+                        r.0, r.1, l.nodes.region[i]
+                    ));
+                }
+                (ram, n, nodes) = (l.regions, l.region_count, Some(l.nodes));
+            }
+            Err(why) => arch.println(format_args!(
+                "boot: the {name} is not used for memory nodes: {why}"
+            )),
+        }
+    }
     let mut pages = 0;
     for (i, &(start, end)) in ram[..n].iter().enumerate() {
         let len = ((end - start) / PAGE_SIZE as u64) as usize;
@@ -588,6 +630,7 @@ fn give_memory<S: Strategy, A: Arch>(b: &mut Builder<'_, S, A>, root: ThreadId) 
         pages * PAGE_SIZE / (1 << 20),
         devices.len().min(slot::ROOT_DEVICE_SLOTS)
     ));
+    nodes
 }
 
 /// Builds `mode=fuzz`: on every core `c`, the usual ping-pong pair (client and server sharing
@@ -744,14 +787,19 @@ pub fn build_bench<S: Strategy, A: Arch>(
             let at = slot::ROOT_MEMORY_SPACES + w;
             b.cap(root, at, ObjRef::AddressSpace(space.id), Rights::ALL, 0);
         }
-        // Last: the root takes all RAM left.
-        give_memory(&mut b, root);
+        // Last: the root takes all RAM left, cut at the firmware's memory nodes.
+        let nodes = give_memory(&mut b, root, Some(cores));
+        let topology = servers::abi::memory::Topology { cores, nodes };
         // SAFETY: the root thread has not run; same entry and stack as set by `thread`.
         unsafe {
             arch.set_initial_context(
                 root,
                 USER_STACK_TOP - 8,
-                [role::LOADER, spec.to_word() as u64, cores as u64],
+                [
+                    role::LOADER,
+                    spec.to_word() as u64,
+                    topology.to_word() as u64,
+                ],
             )
         };
         if let Err(e) = b.k.start(root) {

@@ -48,6 +48,31 @@ fn kernel_main(p: &'static Platform) -> ! {
         Ok(a) => a,
         Err(e) => fail(format_args!("ACPI tables unreadable: {e:?}")),
     };
+    if let Some(srat) = &acpi.srat {
+        println!(
+            "acpi: srat: {} cpus and {} memory ranges in {} proximity domains ({} disabled, {} \
+             malformed entries left out)",
+            srat.cpus().len(),
+            srat.memory().len(),
+            srat.domain_count(),
+            srat.disabled,
+            srat.skipped
+        );
+        for m in srat.memory() {
+            println!(
+                "acpi: srat: {:#x}..{:#x} in domain {}{}{}",
+                m.base,
+                m.end(),
+                m.domain,
+                if m.hot_pluggable {
+                    ", hot-pluggable"
+                } else {
+                    ""
+                },
+                if m.non_volatile { ", non-volatile" } else { "" }
+            );
+        }
+    }
 
     unsafe extern "C" {
         static __kernel_end_phys: u8;

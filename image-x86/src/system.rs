@@ -5,8 +5,10 @@ use hal_x86::paging;
 use hal_x86::{println, usermode, X86Hal};
 use image_common::cmdline::Config;
 use image_common::debugcalls::{self as calls, DebugArch};
+use image_common::numa::{Firmware, MAX_FIRMWARE_RANGES};
 use image_common::Arch;
 use kernel::{Kernel, Strategy, ThreadId};
+use servers::abi::memory::NumaSource;
 
 use crate::boot::{fail, TIMER_HZ};
 use crate::loader::{Elf, ElfError};
@@ -65,6 +67,27 @@ impl Arch for X86 {
         // Never the local APIC (0xFEE0_0000) or the I/O APIC (0xFEC0_0000): the kernel's.
         const DEVICES: [(u64, u64); 2] = [(0xFEB0_0000, 0xFEB0_4000), (0xFED0_0000, 0xFED0_1000)];
         &DEVICES
+    }
+
+    fn numa(&self, cores: usize) -> Option<Firmware> {
+        let srat = hal_x86::srat()?;
+        let mut fw = Firmware::new(NumaSource::Srat);
+        for (c, d) in fw.core_domain.iter_mut().enumerate().take(cores) {
+            *d = hal_x86::numa_domain(c);
+        }
+        for m in hal_x86::numa_memory() {
+            if !fw.push_range(m.base, m.end(), m.domain) {
+                println!(
+                    "boot: srat: more memory ranges than {MAX_FIRMWARE_RANGES}, the rest left out"
+                );
+                break;
+            }
+        }
+        // Entries the reader left out: say so (they may be why a description is unusable).
+        if srat.skipped > 0 {
+            println!("boot: srat: {} malformed entries skipped", srat.skipped);
+        }
+        Some(fw)
     }
 
     fn frames_allocated(&self) -> u64 {

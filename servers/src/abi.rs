@@ -67,7 +67,9 @@ pub mod role {
     pub const HELLO: u64 = 16;
     /// `mode=bench bench=memory`: the loader of the memory system (see
     /// [`memory`](crate::memory)): creates the pagers and the workload's threads at run time
-    /// (a = [`memory::Spec::to_word`](super::memory::Spec::to_word), b = cores).
+    /// (a = [`memory::Spec::to_word`](super::memory::Spec::to_word), b =
+    /// [`memory::Topology::to_word`](super::memory::Topology::to_word): the cores and the
+    /// memory nodes the firmware describes).
     pub const LOADER: u64 = 17;
 }
 
@@ -265,6 +267,102 @@ pub mod memory {
                 && (1..=MAX_PAGES).contains(&s.pages)
                 && w >> 24 == 0;
             ok.then_some(s)
+        }
+    }
+
+    /// Most cores a [`Topology`] word describes.
+    pub const MAX_TOPOLOGY_CORES: usize = 8;
+    /// RAM-region slots a [`Topology`] word gives the node of (the root's
+    /// [`ROOT_MEM_SLOTS`](super::slot::ROOT_MEM_SLOTS)).
+    pub const TOPOLOGY_REGIONS: usize = super::slot::ROOT_MEM_SLOTS;
+    const _: () = assert!(MAX_TOPOLOGY_CORES >= abi::limits::MAX_CPUS && MAX_NODES <= 4);
+
+    /// Where a machine's memory nodes were read from.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum NumaSource {
+        /// The ACPI System Resource Affinity Table (x86).
+        Srat,
+    }
+
+    impl NumaSource {
+        /// The name the loader prints (`numa: srat, 2 nodes`).
+        pub fn name(self) -> &'static str {
+            match self {
+                NumaSource::Srat => "srat",
+            }
+        }
+    }
+
+    /// The memory nodes the firmware describes, in the image's dense numbering (node 0, 1, ...,
+    /// in the order of the firmware's proximity domains).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct Nodes {
+        /// Where they come from.
+        pub source: NumaSource,
+        /// How many (1..=[`MAX_NODES`]).
+        pub count: usize,
+        /// The node of each core.
+        pub core: [u8; MAX_TOPOLOGY_CORES],
+        /// The node of the RAM region in slot `ROOT_MEM + i` (the image cuts the free RAM at
+        /// node boundaries, so that each region lies in one node); 0 for an empty slot.
+        pub region: [u8; TOPOLOGY_REGIONS],
+    }
+
+    /// What the image tells the memory system's loader about the machine: its cores and, where
+    /// the firmware describes them, the memory nodes.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct Topology {
+        /// Cores the kernel runs on (1..=[`MAX_TOPOLOGY_CORES`]).
+        pub cores: usize,
+        /// The firmware's memory nodes, `None` where it describes none (ARMv7, `-M microvm`,
+        /// a PC without an SRAT) or a description the image could not use.
+        pub nodes: Option<Nodes>,
+    }
+
+    impl Topology {
+        /// One word of at most 30 bits (ARMv7 registers): bits 0..2 cores - 1, bit 3 nodes
+        /// present (SRAT), bits 4..5 node count - 1, bits 6..21 the cores' nodes (2 bits each),
+        /// bits 22..29 the regions' nodes (2 bits each).
+        pub fn to_word(&self) -> usize {
+            let mut w = (self.cores - 1) & 7;
+            if let Some(n) = &self.nodes {
+                w |= 1 << 3 | ((n.count - 1) & 3) << 4;
+                for (c, &node) in n.core.iter().enumerate() {
+                    w |= usize::from(node & 3) << (6 + 2 * c);
+                }
+                for (r, &node) in n.region.iter().enumerate() {
+                    w |= usize::from(node & 3) << (22 + 2 * r);
+                }
+            }
+            w
+        }
+
+        /// The topology [`Topology::to_word`] made `w` from, if `w` is one: no bit above 29, and
+        /// every core's and region's node below the count (bits of absent cores are 0).
+        pub fn from_word(w: usize) -> Option<Topology> {
+            if w >> 30 != 0 {
+                return None;
+            }
+            let cores = (w & 7) + 1;
+            if w & 1 << 3 == 0 {
+                return (w >> 4 == 0).then_some(Topology { cores, nodes: None });
+            }
+            let count = (w >> 4 & 3) + 1;
+            let field = |at: usize| (w >> at & 3) as u8;
+            let core: [u8; MAX_TOPOLOGY_CORES] = core::array::from_fn(|c| field(6 + 2 * c));
+            let region: [u8; TOPOLOGY_REGIONS] = core::array::from_fn(|r| field(22 + 2 * r));
+            let ok = core.iter().chain(&region).all(|&n| usize::from(n) < count)
+                && core[cores..].iter().all(|&n| n == 0);
+            let nodes = Nodes {
+                source: NumaSource::Srat,
+                count,
+                core,
+                region,
+            };
+            ok.then_some(Topology {
+                cores,
+                nodes: Some(nodes),
+            })
         }
     }
 }

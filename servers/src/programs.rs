@@ -145,7 +145,7 @@ pub const PROGRAMS: &[Program] = &[
         role: role::LOADER,
         name: "memory-system loader",
         reports: Reports::Done,
-        main: |spec, cores| crate::memory::loader::run(spec, cores),
+        main: |spec, topology| crate::memory::loader::run(spec, topology),
     },
     Program {
         role: role::HELLO,

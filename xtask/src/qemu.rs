@@ -195,6 +195,14 @@ pub struct QemuArgs {
     #[arg(long, value_parser = clap::value_parser!(u8).range(1..=4), requires = "memory")]
     pub nodes: Option<u8>,
 
+    /// `--memory` on `--machine pc` or `q35`: QEMU describes this many memory nodes (2..=4) in
+    /// the ACPI SRAT (`-numa node,...,memdev=...`: the cores and the board's memory split into
+    /// that many consecutive nodes), and the run passes only if the loader took its nodes from
+    /// the SRAT (`numa: srat, N nodes`) and the node checks pass. `-M microvm` has no SRAT.
+    #[arg(long, value_parser = clap::value_parser!(u8).range(2..=4), requires = "memory",
+          conflicts_with = "nodes")]
+    pub numa: Option<u8>,
+
     /// Calls each fuzzer makes (`--fuzz`; the kernel's default is 100000).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub calls: Option<u64>,
@@ -437,19 +445,89 @@ fn qemu_cmd(args: &QemuArgs, elf: &Path) -> Cmd {
         "lock={} mode={mode} rounds={rounds}",
         args.lock.name()
     ));
+    let machine = args.machine.unwrap_or(args.arch.default_machine());
+    let mut extra = if args.single_thread_tcg {
+        vec!["-accel".into(), "tcg,thread=single".into()]
+    } else {
+        Vec::new()
+    };
+    if let Some(n) = args.numa {
+        let board = crate::board::for_qemu_machine_or_exit(machine.name());
+        let mib = memory_mib(&board.qemu.memory).unwrap_or_else(|| {
+            eprintln!(
+                "qemu: cannot read the board's memory size `{}` (want e.g. 256M or 1G)",
+                board.qemu.memory
+            );
+            std::process::exit(2)
+        });
+        extra.extend(numa_args(mib, args.smp, u32::from(n)));
+    }
     guest_cmd(&Guest {
         arch: args.arch,
-        machine: args.machine.unwrap_or(args.arch.default_machine()),
+        machine,
         smp: args.smp,
         elf,
         append,
-        extra: if args.single_thread_tcg {
-            vec!["-accel".into(), "tcg,thread=single".into()]
-        } else {
-            Vec::new()
-        },
+        extra,
         console_port: u8::from(args.console_uart2),
     })
+}
+
+/// A QEMU memory size (`256M`, `1G`, a bare number is MiB) in MiB.
+pub fn memory_mib(size: &str) -> Option<u64> {
+    let size = size.trim();
+    let (digits, scale) = match size.as_bytes().last()? {
+        b'M' | b'm' => (&size[..size.len() - 1], 1),
+        b'G' | b'g' => (&size[..size.len() - 1], 1024),
+        _ => (size, 1),
+    };
+    digits.parse::<u64>().ok().map(|n| n * scale)
+}
+
+/// QEMU options that describe `nodes` memory nodes in the ACPI SRAT of `-M pc` / `q35`: the
+/// `mib` MiB of guest memory in `nodes` RAM backends (equal sizes, the last takes the rest;
+/// QEMU 7.2 wants all of `-m` in nodes, and `memdev=` rather than the legacy `mem=`), and the
+/// `smp` cores in consecutive groups, core `c` on node `c * nodes / smp` (the split `nodes=`
+/// makes). A node with no core gets memory only.
+pub fn numa_args(mib: u64, smp: u32, nodes: u32) -> Vec<String> {
+    let mut a = Vec::new();
+    let each = mib / u64::from(nodes);
+    for n in 0..nodes {
+        let size = if n + 1 == nodes {
+            mib - each * u64::from(n)
+        } else {
+            each
+        };
+        a.push("-object".to_owned());
+        a.push(format!("memory-backend-ram,id=numa{n},size={size}M"));
+        let cpus: Vec<u32> = (0..smp).filter(|c| c * nodes / smp == n).collect();
+        let cpus = match (cpus.first(), cpus.last()) {
+            (Some(lo), Some(hi)) => format!(",cpus={lo}-{hi}"),
+            _ => String::new(),
+        };
+        a.push("-numa".to_owned());
+        a.push(format!("node,nodeid={n}{cpus},memdev=numa{n}"));
+    }
+    a
+}
+
+/// A console line without the image's `  [cpu C thread T] ` prefix of user programs' output.
+pub fn user_text(line: &str) -> &str {
+    let t = line.trim_start();
+    match t.strip_prefix("[cpu ").and_then(|r| r.split_once("] ")) {
+        Some((who, rest)) if who.contains(" thread ") => rest,
+        _ => t,
+    }
+}
+
+/// The loader's line naming where its memory nodes come from (`servers::memory::loader`):
+/// `--numa N` wants the SRAT's, `--nodes N` (N > 1) the configuration's, otherwise none.
+pub fn expected_numa_line(numa: Option<u8>, nodes: Option<u8>) -> String {
+    match (numa, nodes) {
+        (Some(n), _) => format!("numa: srat, {n} nodes"),
+        (None, Some(n)) if n > 1 => format!("numa: config nodes={n}"),
+        _ => "numa: none".to_owned(),
+    }
 }
 
 /// What QEMU's exit status means.
@@ -823,6 +901,13 @@ pub fn run(root: &Path, args: &QemuArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     }
+    if args.numa.is_some() && !matches!(args.machine, Some(Machine::Pc | Machine::Q35)) {
+        eprintln!(
+            "qemu: --numa needs --machine pc or q35: QEMU builds an SRAT only for those \
+             (`-M microvm`'s ACPI tables are FACP and APIC, and ARMv7 has no ACPI)"
+        );
+        return ExitCode::FAILURE;
+    }
     if args.console_uart2 && args.machine != Some(Machine::Sabrelite) {
         eprintln!(
             "qemu: --console-uart2 is for --arch armv7 --machine sabrelite (the i.MX6's UART2)"
@@ -945,11 +1030,27 @@ pub fn run(root: &Path, args: &QemuArgs) -> ExitCode {
             .and_then(|a| a.split_whitespace().find_map(|w| w.strip_prefix("cpus=")))
             .and_then(|n| n.parse::<usize>().ok())
             .map_or(args.smp as usize, |c| c.min(args.smp as usize));
-        let want = memory_checks(cores, global, args.nodes.unwrap_or(1) as usize);
+        let nodes = args.numa.or(args.nodes).unwrap_or(1) as usize;
+        let want = memory_checks(cores, global, nodes);
         match check_memory(&out.lines, want) {
             Ok(summary) => eprintln!("qemu: memory: {summary}"),
             Err(why) => {
                 eprintln!("qemu: memory: FAILED: {why}");
+                ok = false;
+            }
+        }
+        let numa = expected_numa_line(args.numa, args.nodes);
+        match out
+            .lines
+            .iter()
+            .map(|l| user_text(l))
+            .find(|l| l.starts_with("numa: "))
+        {
+            Some(l) if l.starts_with(&numa) => eprintln!("qemu: memory: {l}"),
+            other => {
+                eprintln!(
+                    "qemu: memory: FAILED: the loader should print `{numa}`, printed {other:?}"
+                );
                 ok = false;
             }
         }
@@ -1116,6 +1217,7 @@ mod tests {
             memory: false,
             pager: None,
             nodes: None,
+            numa: None,
             calls: None,
             seed: None,
             single_thread_tcg: false,
@@ -1193,6 +1295,43 @@ mod tests {
         assert!(!explain_stack_overflow(Arch::Armv7, Some(0), &report).0);
         let other = lines("!!! EXCEPTION on cpu 0: vector 14 (#PF page fault)");
         assert!(!explain_stack_overflow(Arch::X86_64, Some(35), &other).0);
+    }
+
+    #[test]
+    fn numa_options_describe_qemu_nodes() {
+        assert_eq!(memory_mib("256M"), Some(256));
+        assert_eq!(memory_mib("1G"), Some(1024));
+        assert_eq!(memory_mib("512"), Some(512));
+        assert_eq!(memory_mib("lots"), None);
+        assert_eq!(
+            numa_args(256, 4, 2),
+            [
+                "-object",
+                "memory-backend-ram,id=numa0,size=128M",
+                "-numa",
+                "node,nodeid=0,cpus=0-1,memdev=numa0",
+                "-object",
+                "memory-backend-ram,id=numa1,size=128M",
+                "-numa",
+                "node,nodeid=1,cpus=2-3,memdev=numa1",
+            ]
+        );
+        // Three nodes of 256 MiB: 85 + 85 + 86; one core: nodes 1 and 2 have memory only.
+        let a = numa_args(256, 1, 3);
+        assert_eq!(a[1], "memory-backend-ram,id=numa0,size=85M");
+        assert_eq!(a[3], "node,nodeid=0,cpus=0-0,memdev=numa0");
+        assert_eq!(a[7], "node,nodeid=1,memdev=numa1");
+        assert_eq!(a[9], "memory-backend-ram,id=numa2,size=86M");
+        assert_eq!(expected_numa_line(Some(2), None), "numa: srat, 2 nodes");
+        assert_eq!(expected_numa_line(None, Some(2)), "numa: config nodes=2");
+        assert_eq!(expected_numa_line(None, Some(1)), "numa: none");
+        assert_eq!(expected_numa_line(None, None), "numa: none");
+        assert_eq!(
+            user_text("  [cpu 0 thread 0] numa: srat, 2 nodes"),
+            "numa: srat, 2 nodes"
+        );
+        assert_eq!(user_text("numa: none"), "numa: none");
+        assert_eq!(user_text("[cpu 0] x"), "[cpu 0] x");
     }
 
     #[test]

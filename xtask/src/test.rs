@@ -734,7 +734,8 @@ fn fuzz_steps() -> Vec<Step> {
 /// The memory system (`cargo xtask qemu --memory`, `servers::memory`): per-core pagers under
 /// every lock on 4 cores and under `none` on 1 core, the global pager, two memory nodes, and
 /// one and two cores with the CLH lock, on x86_64 (microvm) and ARMv7 (sabrelite; virt with fewer
-/// locks), the guest cores on one host thread (a run takes a few seconds). `qemu` judges each
+/// locks), and two memory nodes the firmware describes (x86_64 `-M pc`, ACPI SRAT), the guest
+/// cores on one host thread (a run takes a few seconds). `qemu` judges each
 /// run: success status, and every check the configuration plans printed `ok` once.
 fn memory_steps() -> Vec<Step> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find the xtask binary: {e}"));
@@ -798,6 +799,31 @@ fn memory_steps() -> Vec<Step> {
             steps.push(step);
         }
     }
+    // The memory nodes from the firmware: `-M pc` with two QEMU-described nodes (cores 0-1 and
+    // 2-3, 128 MiB each) in the ACPI SRAT; `qemu` also wants the loader's `numa: srat, 2 nodes`.
+    let srat: Vec<String> = [
+        "qemu",
+        "--memory",
+        "--machine",
+        "pc",
+        "--numa",
+        "2",
+        "--lock",
+        "ticket",
+        "--smp",
+        "4",
+        "--timeout",
+        QEMU_TIMEOUT_SECS,
+        "--single-thread-tcg",
+    ]
+    .iter()
+    .map(|s| (*s).to_owned())
+    .collect();
+    steps.push(Step::from_result(
+        "memory:x86_64-pc-srat",
+        cmd(srat),
+        Judge::ExitStatus,
+    ));
     steps
 }
 

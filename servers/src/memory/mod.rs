@@ -4,7 +4,8 @@
 //!
 //! # The pieces
 //! * [`loader`]: the root task. It splits the RAM it received at boot into its own working
-//!   memory and a pool, partitions the pool (evenly, or by memory node with `nodes=`), and
+//!   memory and a pool, partitions the pool (evenly, or by memory node: the firmware's, x86's
+//!   ACPI SRAT, where it describes several, else `nodes=`; see the loader's docs), and
 //!   creates at run time, with `CreateThread` / `WriteRegisters` / `Mint` / `BindPager`, one
 //!   pager per core pinned to it (or one global pager on core 0, `pager=global`, like Fiasco.OC's
 //!   sigma0) and one workload thread per core whose page faults go to its core's pager.
@@ -111,7 +112,9 @@ impl Setup {
         }
     }
 
-    /// The memory node of core `c`: cores are split into `nodes` consecutive groups.
+    /// The memory node of core `c` under `nodes=`: cores are split into `nodes` consecutive
+    /// groups. (The firmware's nodes, where the loader uses them, are in
+    /// [`shared::Shared::numa`], which the pagers read.)
     pub fn node_of(&self, c: usize) -> usize {
         c * self.spec.nodes / self.cores.max(1)
     }
@@ -201,6 +204,43 @@ mod tests {
         };
         assert_eq!((g.pagers(), g.pager_of(3)), (1, 0));
         assert_eq!(g.partition_pages(), s.pool_pages());
+    }
+
+    #[test]
+    fn topologies_round_trip_in_30_bits() {
+        use crate::abi::memory::{Nodes, NumaSource, Topology};
+        let plain = Topology {
+            cores: 4,
+            nodes: None,
+        };
+        assert_eq!(Topology::from_word(plain.to_word()), Some(plain));
+        let t = Topology {
+            cores: 8,
+            nodes: Some(Nodes {
+                source: NumaSource::Srat,
+                count: 4,
+                core: [0, 0, 1, 1, 2, 2, 3, 3],
+                region: [0, 1, 2, 3],
+            }),
+        };
+        assert!(t.to_word() < 1 << 30);
+        assert_eq!(Topology::from_word(t.to_word()), Some(t));
+        // A node beyond the count, a node for an absent core, bits above 29: refused.
+        let w = Topology {
+            cores: 2,
+            nodes: Some(Nodes {
+                source: NumaSource::Srat,
+                count: 2,
+                core: [0, 1, 0, 0, 0, 0, 0, 0],
+                region: [1, 0, 0, 0],
+            }),
+        }
+        .to_word();
+        assert!(Topology::from_word(w).is_some());
+        assert_eq!(Topology::from_word(w | 2 << 22), None);
+        assert_eq!(Topology::from_word(w | 1 << 10), None);
+        assert_eq!(Topology::from_word(w | 1 << 30), None);
+        assert_eq!(Topology::from_word(3 | 1 << 4), None);
     }
 
     #[test]

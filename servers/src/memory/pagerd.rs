@@ -10,6 +10,7 @@ use pager::{Algorithm, AllocError, FrameAllocator, FrameRange};
 
 use super::shared::{frames, Counters, PagerLock, PagerState, Shared, THRESHOLDS};
 use super::{window, window_of, Setup, PAGE, WINDOW_PAGES};
+use crate::abi::memory::MAX_NODES;
 use crate::debug;
 use crate::sys::{self, slot as s};
 use crate::uprintln;
@@ -18,15 +19,16 @@ use crate::uprintln;
 pub const EP: usize = 1;
 /// Pager slots from here: worker `w`'s address space (WRITE), for every worker it serves.
 pub const ASPACE: usize = 2;
-/// Pager slot: the pool's region (READ | WRITE). Every pager holds the whole pool: which frames
-/// are whose is the allocators' and the ledger's business (a pager maps frames it borrowed
-/// from another partition too), and one slot fits any core count.
+/// Pager slots from here: the pool's regions (READ | WRITE), one per memory node the pool was
+/// carved from ([`Shared::pools`]). Every pager holds the whole pool: which frames are whose is
+/// the allocators' and the ledger's business (a pager maps frames it borrowed from another
+/// partition, and another node, too), and these slots fit any core count.
 pub const POOL: usize = 10;
 /// Pager slot: the loader's notification (WRITE, badge `1 << index`), signalled once the
 /// pager's allocator is in the shared state (so no borrower finds it missing).
-pub const READY: usize = 11;
+pub const READY: usize = POOL + MAX_NODES;
 
-const _: () = assert!(ASPACE + super::MAX_CORES <= POOL);
+const _: () = assert!(ASPACE + super::MAX_CORES <= POOL && READY < abi::limits::CSPACE_SLOTS);
 
 /// Runs pager `i`: builds its allocator over its partition, then serves forever.
 pub fn run<L: PagerLock>(setup: Setup, i: usize) -> ! {
@@ -36,7 +38,7 @@ pub fn run<L: PagerLock>(setup: Setup, i: usize) -> ! {
     } else {
         Algorithm::Avl
     };
-    let mut state = PagerState::new(i, setup.node_of(i), algorithm);
+    let mut state = PagerState::new(i, sh.numa.node_of(i), algorithm);
     let part = sh.parts[i];
     let started = state
         .alloc
@@ -133,13 +135,19 @@ fn fault<L: PagerLock>(
     }
 }
 
-/// Maps `frame` at `va` in worker `w`'s address space, through the pool's region.
+/// Maps `frame` at `va` in worker `w`'s address space, through the region of the pool's part
+/// that holds it.
 fn map<L: PagerLock>(sh: &Shared<L>, w: usize, frame: usize, va: usize) -> Result<(), abi::Error> {
-    let offset = frame
-        .checked_sub(sh.pool.base)
-        .filter(|&o| o < sh.pool.pages)
+    let (k, offset) = sh
+        .pools
+        .iter()
+        .enumerate()
+        .find_map(|(k, p)| {
+            let o = frame.checked_sub(p.base).filter(|&o| o < p.pages)?;
+            Some((k, o))
+        })
         .ok_or(abi::Error::OutOfRange)?;
-    sys::map_page(s(ASPACE + w), s(POOL), offset, va, PageAttrs::WRITE)
+    sys::map_page(s(ASPACE + w), s(POOL + k), offset, va, PageAttrs::WRITE)
 }
 
 /// Serves a request of the client with `badge` (worker `badge - 1`).
@@ -274,14 +282,14 @@ fn memory_low<L: PagerLock>(sh: &Shared<L>, setup: Setup, i: usize) -> usize {
     let want = THRESHOLDS.chunk;
     let mut got = 0;
     let mut ledger = sh.ledger.lock(i);
-    let node = setup.node_of(i);
+    let node = sh.numa.node_of(i);
     for bar in [THRESHOLDS.high, THRESHOLDS.low] {
         if bar == THRESHOLDS.low && free_count(sh, i) > 0 {
             break;
         }
         for same_node in [true, false] {
             for q in (0..setup.pagers()).filter(|&q| q != i) {
-                if (setup.node_of(q) == node) != same_node {
+                if (sh.numa.node_of(q) == node) != same_node {
                     continue;
                 }
                 while got < want {

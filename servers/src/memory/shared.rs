@@ -16,6 +16,7 @@ use pager::balance::{Ledger, Thresholds};
 use pager::Pager;
 
 use super::{MAX_CORES, PAGE, SHARED_VA, WINDOW_PAGES};
+use crate::abi::memory::MAX_NODES;
 
 /// A pager's allocator: 256 bookkeeping nodes, buddy blocks up to 2^12 pages.
 pub type PagerState = Pager<256, 12>;
@@ -140,6 +141,23 @@ pub struct Part {
     pub pages: usize,
 }
 
+/// The memory nodes the pagers work with: how many, and each core's (from the firmware or
+/// `nodes=`, see the [loader](super::loader)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NodeMap {
+    /// Nodes (1 = no NUMA).
+    pub nodes: usize,
+    /// The node of each core.
+    pub core: [usize; MAX_CORES],
+}
+
+impl NodeMap {
+    /// The node of core `c` (0 for a core out of range).
+    pub fn node_of(&self, c: usize) -> usize {
+        self.core.get(c).copied().unwrap_or(0)
+    }
+}
+
 /// The shared state (see the module docs).
 pub struct Shared<L> {
     /// Per pager: its allocator once it started.
@@ -148,22 +166,30 @@ pub struct Shared<L> {
     pub ledger: Mutex<L, Ledger<LOANS>>,
     /// Per pager: counters.
     pub counters: [CachePadded<Counters>; MAX_CORES],
-    /// The partitions, and (last) the whole pool, whose region the pagers map from.
+    /// The partitions.
     pub parts: [Part; MAX_CORES],
-    /// The pool.
-    pub pool: Part,
+    /// The pool: one part per region the pagers map from (pager slot `POOL + k` holds part
+    /// `k`'s region; unused parts have no pages), one per memory node it was carved from.
+    pub pools: [Part; MAX_NODES],
+    /// The memory nodes.
+    pub numa: NodeMap,
     /// Bit `i`: pager `i`'s allocator was made ([`Shared::make_pager`]).
     pub made: AtomicUsize,
 }
 
 impl<L: PagerLock> Shared<L> {
-    /// Builds the state in the mapped area with the partitions `parts`.
+    /// Builds the state in the mapped area with the partitions `parts`, the pool's parts
+    /// `pools` and the memory nodes `numa`.
     ///
     /// # Safety
     /// [`AREA_PAGES`] pages from [`SHARED_VA`] on must be mapped writable in this address
     /// space, used for nothing else, and no other thread may use the area yet (call once,
     /// before creating the pagers and workers).
-    pub unsafe fn init(parts: [Part; MAX_CORES], pool: Part) -> &'static Self {
+    pub unsafe fn init(
+        parts: [Part; MAX_CORES],
+        pools: [Part; MAX_NODES],
+        numa: NodeMap,
+    ) -> &'static Self {
         const { assert!(size_of::<Self>() <= SHARED_BYTES) };
         const { assert!(core::mem::align_of::<Self>() <= PAGE) };
         let p = SHARED_VA as *mut Self;
@@ -180,7 +206,8 @@ impl<L: PagerLock> Shared<L> {
             }
             addr_of_mut!((*p).ledger).write(Mutex::new(L::make(), Ledger::new()));
             addr_of_mut!((*p).parts).write(parts);
-            addr_of_mut!((*p).pool).write(pool);
+            addr_of_mut!((*p).pools).write(pools);
+            addr_of_mut!((*p).numa).write(numa);
             addr_of_mut!((*p).made).write(AtomicUsize::new(0));
             // The frame table: all zero (nothing mapped).
             core::ptr::write_bytes(FRAMES_VA as *mut u8, 0, FRAME_ENTRIES * size_of::<u32>());
