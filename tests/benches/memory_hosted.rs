@@ -101,7 +101,7 @@ fn main() {
          cycles per page"
     );
     let report = run(&opts, &mut |line| println!("{line}"));
-    println!("done in {:.1} s", started.elapsed().as_secs_f64());
+    println!("done in {:.2} s", started.elapsed().as_secs_f64());
     if let Some(path) = records {
         std::fs::write(&path, tests::bench::to_json_array(&report.records))
             .unwrap_or_else(|e| usage(&format!("cannot write {path}: {e}")));

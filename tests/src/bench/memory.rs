@@ -31,9 +31,9 @@
 //!   worker's core the same way (the `client-server` benchmark's machinery), and the pager's
 //!   unmaps in a space that core `c` runs send it a TLB shoot-down that the unmap waits for.
 //!   Partitions hold a task's pages, so no pager borrows (the guest's balancing is not needed
-//!   here), and allocators have a bookkeeping node per pool frame, so fragmentation cannot
-//!   exhaust them (the guest's 256 can be too few for a global pager whose workers free their
-//!   pages interleaved: see `NODES`).
+//!   here); a pager's allocator has the guest's 256 bookkeeping nodes when it serves one
+//!   worker, and one per pool frame when it serves several (the guest's 256 can be too few for
+//!   a global pager whose workers free their pages interleaved: see `NODES_SHARED`).
 //!
 //! # What is timed
 //! * **`memory-alloc`**: the counter (`lfence; rdtsc`, [`cycles`]) is read by the worker just
@@ -86,7 +86,7 @@ use kernel::{
 use kernel_locks::NoLock as NoPagerLock;
 use kernel_locks::{BrLock, ClhLock, KernelLock, Mutex, RtmLock, RtmStats, TicketLock};
 use pager::protocol::{PagerError, Reply, Request, Stats};
-use pager::{Algorithm, FrameAllocator, FrameRange, Pager};
+use pager::{Algorithm, Allocator, FrameAllocator, FrameRange};
 
 use super::{
     cycles, pinned_for, rtm_note, spawn_cores, stats, take_ipi, with_strategy, BenchHal,
@@ -129,7 +129,7 @@ pub const MAX_PAGES: usize = 4096;
 const PARTITION_PAGES: usize = 2048;
 const _: () = assert!(
     PARTITION_PAGES <= MAX_PAGES,
-    "a pool fits the allocators' nodes"
+    "a pool fits the shared allocator's nodes"
 );
 /// Page-table frames of the HAL's pool (one per 2 MiB of a window mapped).
 const TABLE_FRAMES: usize = 4096;
@@ -140,18 +140,36 @@ const LOCK_IDS: usize = MAX_CPUS + 1;
 /// A run that takes longer than this is stopped and reported (a kernel or harness bug).
 const DEADLINE: Duration = Duration::from_secs(300);
 
-/// Bookkeeping nodes of a pager's allocator: one per frame of the largest pool, so that no
-/// fragmentation can exhaust them. (The guest's pagers have 256, which a global pager whose
-/// workers free their pages interleaved can outgrow: every freed frame between two other
-/// workers' frames is an extent of its own; 3 cores of 600 pages did here. Only the tree's
-/// depth, not its capacity, is on the timed path.)
-const NODES: usize = MAX_CPUS * MAX_PAGES;
-/// A pager's allocator: [`NODES`] bookkeeping nodes, buddy blocks up to 2^12 pages (the
-/// guest's largest order).
-type PagerState = Pager<NODES, 12>;
+/// Bookkeeping nodes of the allocator of a pager that serves one worker: the guest's 256. One
+/// worker frees its pages in the order it faulted them in, so its pager's free frames stay in
+/// two extents (a few buddy blocks).
+const NODES: usize = 256;
+/// Bookkeeping nodes of the allocator of a pager that serves several workers (the global one
+/// on more than one core): one per frame of the largest pool, so that no fragmentation can
+/// exhaust them. The guest's 256 can be too few there: workers free their pages interleaved,
+/// and every freed frame between two other workers' frames is an extent of its own (3 cores
+/// of 600 pages ran out here). The capacity is not on the timed path (the tree's depth is),
+/// but megabytes of it moved the later points of a run by up to 20% (the host heap then
+/// places them elsewhere), hence the small size where it suffices.
+const NODES_SHARED: usize = MAX_CPUS * MAX_PAGES;
+/// Buddy blocks up to 2^12 pages (the guest's largest order).
+const MAX_ORDER: usize = 12;
+/// A pager's allocator (either size).
+type PagerAlloc = Box<dyn FrameAllocator + Send>;
 /// Stack of the thread that builds the system: the allocators are built on it before they
-/// are boxed (megabytes each in a debug build).
+/// are boxed (megabytes for [`NODES_SHARED`] in a debug build).
 const SETUP_STACK: usize = 256 << 20;
+
+/// An allocator running `algorithm` over `range`, for a pager serving `workers` workers.
+fn allocator(algorithm: Algorithm, workers: usize, range: FrameRange) -> PagerAlloc {
+    let mut a: PagerAlloc = if workers > 1 {
+        Box::new(Allocator::<NODES_SHARED, MAX_ORDER>::new(algorithm))
+    } else {
+        Box::new(Allocator::<NODES, MAX_ORDER>::new(algorithm))
+    };
+    a.add_range(range).expect("partition");
+    a
+}
 
 fn slot(i: usize) -> CapSlot {
     CapSlot::new(i).expect("slot in range")
@@ -544,7 +562,7 @@ pub fn run_point(lock: Lock, w: Workload) -> Option<Outcome> {
 /// State the cores' host threads share.
 struct Shared<L: PagerLock> {
     /// Per pager: its allocator.
-    allocs: Vec<Mutex<L, Box<PagerState>>>,
+    allocs: Vec<Mutex<L, PagerAlloc>>,
     /// Workers that finished their tasks.
     tasks_done: AtomicUsize,
     /// Workers that finished everything (tasks and `memory-ipc`).
@@ -648,13 +666,11 @@ fn measure<S: BenchStrategy, L: PagerLock>(s: S, w: Workload) -> Outcome {
     }
     let allocs = (0..npagers)
         .map(|p| {
-            let mut st = Box::new(PagerState::new(p, 0, w.algorithm));
-            let range = match w.mode {
-                Mode::PerCore => FrameRange::new(POOL_FRAME + p * part, part),
-                Mode::Global => FrameRange::new(POOL_FRAME, pool_pages),
+            let (range, workers) = match w.mode {
+                Mode::PerCore => (FrameRange::new(POOL_FRAME + p * part, part), 1),
+                Mode::Global => (FrameRange::new(POOL_FRAME, pool_pages), cores),
             };
-            st.alloc.add_range(range).expect("partition");
-            Mutex::new(L::make(), st)
+            Mutex::new(L::make(), allocator(w.algorithm, workers, range))
         })
         .collect();
 
@@ -765,13 +781,13 @@ fn measure<S: BenchStrategy, L: PagerLock>(s: S, w: Workload) -> Outcome {
         out.pager_errors += p.errors;
         let g = sh.allocs[p.p].lock(CHECK_ID);
         out.pagers.push(PagerEnd {
-            free: g.alloc.free_count(),
-            owned: g.alloc.owned_count(),
+            free: g.free_count(),
+            owned: g.owned_count(),
             partition: match w.mode {
                 Mode::PerCore => part,
                 Mode::Global => pool_pages,
             },
-            check: g.alloc.check(),
+            check: g.check(),
         });
     }
     let pt = k.hal().page_tables().expect("page tables");
@@ -1256,7 +1272,6 @@ impl PagerProg {
     fn give_back<L: PagerLock>(&mut self, frame: usize, sh: &Shared<L>) {
         let freed = sh.allocs[self.p]
             .lock(self.p)
-            .alloc
             .free_range(FrameRange::new(frame, 1));
         self.errors += u64::from(freed.is_err());
     }
@@ -1272,7 +1287,7 @@ impl PagerProg {
                     // Mapped already: not a missing page.
                     return self.error(PagerError::Unexpected);
                 }
-                let frame = sh.allocs[self.p].lock(self.p).alloc.alloc();
+                let frame = sh.allocs[self.p].lock(self.p).alloc();
                 let Ok(frame) = frame else {
                     return self.error(PagerError::OutOfMemory);
                 };
@@ -1306,8 +1321,8 @@ impl PagerProg {
                 let st = {
                     let g = sh.allocs[self.p].lock(self.p);
                     Stats {
-                        free: g.alloc.free_count(),
-                        owned: g.alloc.owned_count(),
+                        free: g.free_count(),
+                        owned: g.owned_count(),
                         faults: self.served.iter().sum::<u64>() as usize,
                         algorithm: self.algorithm,
                     }
