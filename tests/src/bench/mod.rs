@@ -43,6 +43,7 @@
 //! * **`rtm-aborts`**: the [`RtmLock`](kernel_locks::RtmLock) statistics of every `rtm` kernel above,
 //!   summed, in `extra`; no samples.
 
+pub mod memory;
 pub mod record;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering::*};
@@ -50,6 +51,7 @@ use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
 use kernel::config::MAX_CPUS;
+use kernel::hosted::PageTables;
 use kernel::strategy::{LockId, Side};
 use kernel::{
     BigLock, CapSlot, CpuId, FineGrained, Hal, IpiKind, IrqId, Kernel, Leaf, MapPrepError, MapTag,
@@ -157,18 +159,51 @@ pub fn pin(i: usize) -> bool {
 /// A HAL whose hardware actions are no-ops, except IPIs: a pending-bit word per core (on its own
 /// cache line) that the target core's host thread polls ([`BenchHal::take_ipis`]). Unlike
 /// [`FakeHal`](crate::FakeHal) it records nothing, so it adds no shared state of its own.
+///
+/// The memory benchmark ([`memory`]) needs mappings that exist: [`BenchHal::with_page_tables`]
+/// gives the HAL the kernel's software page tables ([`PageTables`], behind one host mutex, taken
+/// only by the kernel's map, unmap and lookup, which run in exclusive sections), and
+/// [`BenchHal::yielding`] makes the kernel's wait for TLB shoot-down acknowledgements yield the
+/// host CPU (for runs with more kernel cores than host CPUs). The IPC benchmarks use neither.
 pub struct BenchHal {
     cores: usize,
     pending: [CachePadded<AtomicU8>; MAX_CPUS],
+    /// The page tables (`None`: mapping operations are no-ops and nothing is ever mapped).
+    pt: Option<PageTables>,
+    /// Whether [`Hal::relax`] yields the host CPU (else it spins).
+    yields: bool,
 }
 
 impl BenchHal {
-    /// A HAL for `cores` cores.
+    /// A HAL for `cores` cores, without page tables.
     pub fn new(cores: usize) -> Self {
         Self {
             cores,
             pending: core::array::from_fn(|_| CachePadded::new(AtomicU8::new(0))),
+            pt: None,
+            yields: false,
         }
+    }
+
+    /// A HAL for `cores` cores whose mappings are kept in page tables with a pool of `frames`
+    /// table frames.
+    pub fn with_page_tables(cores: usize, frames: usize) -> Self {
+        Self {
+            pt: Some(PageTables::new(frames)),
+            ..Self::new(cores)
+        }
+    }
+
+    /// Makes the kernel's wait loops (TLB shoot-down acknowledgements) yield the host CPU
+    /// (`true`) or spin (`false`, the default).
+    pub fn yielding(mut self, yields: bool) -> Self {
+        self.yields = yields;
+        self
+    }
+
+    /// The page tables, if the HAL keeps them.
+    pub fn page_tables(&self) -> Option<&PageTables> {
+        self.pt.as_ref()
     }
 
     /// Takes the pending IPI kinds of `cpu` (bits of [`IpiKind::bit`]).
@@ -195,21 +230,42 @@ impl Hal for BenchHal {
     }
     unsafe fn switch_address_space(&self, _cpu: CpuId, _root: PhysAddr) {}
     fn flush_tlb(&self, _cpu: CpuId, _root: PhysAddr, _vaddr: Option<usize>) {}
-    fn prepare_map(&self, _root: PhysAddr, _vaddr: usize) -> Result<(), MapPrepError> {
-        Ok(())
+    // The IPC benchmarks map nothing (no page tables): these are no-ops there.
+    fn prepare_map(&self, root: PhysAddr, vaddr: usize) -> Result<(), MapPrepError> {
+        self.pt
+            .as_ref()
+            .map_or(Ok(()), |pt| pt.prepare_map(root, vaddr))
     }
-    // The IPC benchmarks map nothing.
-    fn map_page(&self, _: PhysAddr, _: usize, _: PhysAddr, _: PageAttrs, _: MapTag) {}
-    fn lookup(&self, _root: PhysAddr, _vaddr: usize) -> Option<Leaf> {
-        None
+    fn map_page(&self, root: PhysAddr, vaddr: usize, frame: PhysAddr, a: PageAttrs, tag: MapTag) {
+        if let Some(pt) = &self.pt {
+            pt.map_page(root, vaddr, frame, a, tag);
+        }
     }
-    fn unmap_page(&self, _cpu: CpuId, _root: PhysAddr, _vaddr: usize) {}
-    fn sweep(&self, _: CpuId, _: PhysAddr, _: &mut dyn FnMut(&Leaf) -> SweepAction) -> usize {
-        0
+    fn lookup(&self, root: PhysAddr, vaddr: usize) -> Option<Leaf> {
+        self.pt.as_ref()?.lookup(root, vaddr)
     }
-    fn reclaim_tables(&self, _cpu: CpuId) {}
+    fn unmap_page(&self, cpu: CpuId, root: PhysAddr, vaddr: usize) {
+        if let Some(pt) = &self.pt {
+            pt.unmap_page(cpu, root, vaddr);
+        }
+    }
+    fn sweep(&self, cpu: CpuId, root: PhysAddr, f: &mut dyn FnMut(&Leaf) -> SweepAction) -> usize {
+        self.pt.as_ref().map_or(0, |pt| pt.sweep(cpu, root, f))
+    }
+    fn reclaim_tables(&self, cpu: CpuId) {
+        if let Some(pt) = &self.pt {
+            pt.reclaim_tables(cpu);
+        }
+    }
     fn table_frames(&self) -> (usize, usize) {
-        (0, 0)
+        self.pt.as_ref().map_or((0, 0), PageTables::table_frames)
+    }
+    fn relax(&self, _cpu: CpuId) {
+        if self.yields {
+            std::thread::yield_now();
+        } else {
+            std::hint::spin_loop();
+        }
     }
     fn mask_irq(&self, _cpu: CpuId, _irq: IrqId) {}
     fn unmask_irq(&self, _cpu: CpuId, _irq: IrqId) {}
@@ -442,16 +498,45 @@ struct Params {
 
 /// What the host looks like, for `extra`.
 #[derive(Clone, Debug)]
-struct Machine {
-    cpu: String,
-    cpus: usize,
-    hz: u64,
-    overhead: u64,
-    rtm: bool,
+pub(crate) struct Machine {
+    /// CPU model.
+    pub(crate) cpu: String,
+    /// Host CPUs this process may use.
+    pub(crate) cpus: usize,
+    /// Calibrated counter frequency.
+    pub(crate) hz: u64,
+    /// Cost of one counter read.
+    pub(crate) overhead: u64,
+    /// Whether the CPU has RTM.
+    pub(crate) rtm: bool,
 }
 
 impl Machine {
-    fn extra(&self, r: &mut Record) {
+    /// Looks at the host: the counter calibrated over `calibrate`.
+    pub(crate) fn measure(calibrate: Duration) -> Self {
+        Machine {
+            cpu: cpu_model(),
+            cpus: host_cpus(),
+            hz: tsc_hz(calibrate),
+            overhead: tsc_overhead(),
+            rtm: kernel_locks::Rtm::supported(),
+        }
+    }
+
+    /// One line describing the machine, for the log.
+    pub(crate) fn describe(&self) -> String {
+        format!(
+            "machine: {}, {} CPUs, TSC {:.3} GHz, counter read {} cycles, RTM {}",
+            self.cpu,
+            self.cpus,
+            self.hz as f64 / 1e9,
+            self.overhead,
+            if self.rtm { "available" } else { "absent" }
+        )
+    }
+
+    /// Sets `counter_hz` and adds the machine's `extra` fields.
+    pub(crate) fn extra(&self, r: &mut Record) {
         r.counter_hz = self.hz;
         r.extra("cpu", self.cpu.as_str())
             .extra("host_cpus", self.cpus)
@@ -692,7 +777,8 @@ fn single_case(lock: Lock, cross_as: bool) -> (Box<dyn Case>, (f64, f64)) {
     }
 }
 
-fn rtm_note(lock: Lock, m: &Machine, r: &mut Record) {
+/// Says in `r`'s `extra` how `rtm` ran on this machine (nothing for other locks).
+pub(crate) fn rtm_note(lock: Lock, m: &Machine, r: &mut Record) {
     if lock == Lock::Rtm {
         r.extra(
             "rtm",
@@ -835,9 +921,9 @@ fn pairs<S: BenchStrategy>(s: S, cores: usize, p: Params, runs: usize, hz: u64) 
     })
 }
 
-/// Runs `work(cpu, pinned, stop, done)` on one host thread per kernel core, each pinned to its
-/// own CPU when the host has enough, all released together; `work` counts its core's round trips
-/// in `done` until `stop` is set. Samples the sum of the counters with [`sample_rate`], then
+/// Runs `work(cpu, pinned, stop, done)` on one host thread per kernel core ([`spawn_cores`]:
+/// each pinned to its own CPU when the host has enough, all released together); `work` counts
+/// its core's round trips in `done` until `stop` is set. Samples the sum of the counters with [`sample_rate`], then
 /// stops the threads.
 fn throughput<S: BenchStrategy>(
     k: &Kernel<S, BenchHal>,
@@ -849,19 +935,11 @@ fn throughput<S: BenchStrategy>(
 ) -> Run {
     let stop = AtomicBool::new(false);
     let done = counters(cores);
-    let pinned = cores <= host_cpus();
+    let pinned = pinned_for(cores);
     let start = Barrier::new(cores + 1);
+    let work = |cpu: usize, pinned: bool| work(cpu, pinned, &stop, &done[cpu]);
     let (samples, interval) = std::thread::scope(|scope| {
-        for cpu in 0..cores {
-            let (stop, done, start, work) = (&stop, &done, &start, &work);
-            scope.spawn(move || {
-                if pinned {
-                    pin(cpu);
-                }
-                start.wait();
-                work(cpu, pinned, stop, &done[cpu]);
-            });
-        }
+        spawn_cores(scope, cores, &start, &work);
         start.wait();
         let r = sample_rate(|| done.iter().map(|d| d.load(Relaxed)).sum(), p, runs, hz);
         stop.store(true, Relaxed);
@@ -873,6 +951,111 @@ fn throughput<S: BenchStrategy>(
         pinned,
         rtm: k.strategy().rtm_stats(),
     }
+}
+
+// -------------------------------------------------------------------------------------------
+// Machinery shared by the multi-core benchmarks (throughput and `memory`).
+// -------------------------------------------------------------------------------------------
+
+/// Whether `cores` host threads (one per kernel core) are pinned, one per CPU: only when the
+/// host has at least as many CPUs as there are kernel cores.
+pub(crate) fn pinned_for(cores: usize) -> bool {
+    cores <= host_cpus()
+}
+
+/// Spawns one host thread per kernel core in `scope`, each pinned to its own CPU when
+/// [`pinned_for`] says so, each waiting at `start` (a barrier of `cores + 1`: the caller waits
+/// at it too, releasing them all together) and then running `work(cpu, pinned)`. Returns the
+/// join handles in core order.
+pub(crate) fn spawn_cores<'scope, 'env, T, W>(
+    scope: &'scope std::thread::Scope<'scope, 'env>,
+    cores: usize,
+    start: &'env Barrier,
+    work: &'env W,
+) -> Vec<std::thread::ScopedJoinHandle<'scope, T>>
+where
+    T: Send + 'scope,
+    W: Fn(usize, bool) -> T + Sync,
+{
+    let pinned = pinned_for(cores);
+    (0..cores)
+        .map(|cpu| {
+            scope.spawn(move || {
+                if pinned {
+                    pin(cpu);
+                }
+                start.wait();
+                work(cpu, pinned)
+            })
+        })
+        .collect()
+}
+
+/// Enters the kernel on `cpu` for the IPIs pending there, as the core's interrupt would, and
+/// returns the entry's exit; `None` if nothing was pending. The kernel handles every IPI kind
+/// alike (reschedule, acknowledge TLB shoot-downs), so one entry serves all pending kinds.
+#[inline]
+pub(crate) fn take_ipi<S: Strategy>(k: &Kernel<S, BenchHal>, cpu: CpuId) -> Option<kernel::Exit> {
+    (k.hal().take_ipis(cpu) != 0).then(|| k.ipi(cpu, IpiKind::Reschedule))
+}
+
+/// How a host thread waits while its kernel core has nothing to run (or its user thread
+/// waits in user mode): spins, and when unpinned (more kernel cores than host CPUs) yields the
+/// host CPU every 64 rounds, so that the other cores' threads run.
+pub(crate) struct Idle {
+    pinned: bool,
+    rounds: u32,
+}
+
+impl Idle {
+    /// A waiter for a host thread that is `pinned` or not.
+    pub(crate) fn new(pinned: bool) -> Self {
+        Self { pinned, rounds: 0 }
+    }
+
+    /// One round of waiting.
+    #[inline]
+    pub(crate) fn wait(&mut self) {
+        self.rounds = self.rounds.wrapping_add(1);
+        if !self.pinned && self.rounds % 64 == 0 {
+            std::thread::yield_now();
+        } else {
+            std::hint::spin_loop();
+        }
+    }
+}
+
+/// Work generic over the kernel's strategy, which [`with_strategy`] runs with the strategy a
+/// [`Lock`] names.
+pub(crate) trait StrategyFn {
+    /// What the work gives.
+    type Out;
+    /// Runs the work with strategy `s`.
+    fn call<S: BenchStrategy>(self, s: S) -> Self::Out;
+}
+
+/// Runs `f` with the multi-core kernel strategy `lock` names (its locks wait with
+/// [`HostRelax`], for oversubscribed runs). `none` is the [`NoLock`] for `Lock::None`, built by
+/// the caller where it can argue that no two cores' kernel sections conflict; without it `none`
+/// does not run and the answer is `None`.
+pub(crate) fn with_strategy<F: StrategyFn>(
+    lock: Lock,
+    none: Option<NoLock>,
+    f: F,
+) -> Option<F::Out> {
+    Some(match lock {
+        Lock::None => f.call(none?),
+        Lock::Clh => f.call(BigLock::new(ClhLock::<MAX_CPUS, HostRelax>::new())),
+        Lock::Ticket => f.call(BigLock::new(TicketLock::<HostRelax>::with_max_cpus(
+            MAX_CPUS,
+        ))),
+        Lock::Fine => f.call(FineGrained::<HostRelax>::new()),
+        Lock::Rtm => f.call(Rtm::<_, kernel_locks::Rtm, HostRelax>::new(ClhLock::<
+            MAX_CPUS,
+            HostRelax,
+        >::new(
+        ))),
+    })
 }
 
 /// What one throughput run measured.
@@ -948,21 +1131,14 @@ fn client_server<S: BenchStrategy>(
         } else {
             k.timer_tick(cpu)
         };
-        let (mut n, mut idle) = (0u64, 0u32);
+        let (mut n, mut idle) = (0u64, Idle::new(pinned));
         while !stop.load(Relaxed) {
-            let pending = k.hal().take_ipis(cpu);
-            if pending != 0 {
-                // The kernel handles every IPI kind alike (reschedule, acknowledge).
-                exit = k.ipi(cpu, IpiKind::Reschedule);
+            if let Some(e) = take_ipi(k, cpu) {
+                exit = e;
                 continue;
             }
             if exit.thread.is_none() {
-                idle += 1;
-                if !pinned && idle % 64 == 0 {
-                    std::thread::yield_now();
-                } else {
-                    std::hint::spin_loop();
-                }
+                idle.wait();
                 continue;
             }
             // A client runs again: its previous Call returned.
@@ -1006,41 +1182,22 @@ fn run_load<S: BenchStrategy>(s: S, load: Load, p: Params, runs: usize, hz: u64)
 
 /// Runs `load` under `lock`; `None` where the lock cannot run it.
 fn run_load_for(lock: Lock, load: Load, p: Params, runs: usize, hz: u64) -> Option<Run> {
-    Some(match lock {
-        Lock::None => match load {
-            Load::Pairs { .. } => {
-                // SAFETY: every core runs only its own pair, with its own endpoint and address
-                // space, and no management call is made: no two cores touch the same object
-                // (`none` in the multicore stress test rests on the same argument).
-                let s = unsafe { NoLock::new() };
-                run_load(s, load, p, runs, hz)
-            }
-            // Cores share the server's endpoint and run queue: no lock would be a data race.
-            Load::ClientServer { .. } => return None,
-        },
-        Lock::Clh => run_load(
-            BigLock::new(ClhLock::<MAX_CPUS, HostRelax>::new()),
-            load,
-            p,
-            runs,
-            hz,
-        ),
-        Lock::Ticket => run_load(
-            BigLock::new(TicketLock::<HostRelax>::with_max_cpus(MAX_CPUS)),
-            load,
-            p,
-            runs,
-            hz,
-        ),
-        Lock::Fine => run_load(FineGrained::<HostRelax>::new(), load, p, runs, hz),
-        Lock::Rtm => run_load(
-            Rtm::<_, kernel_locks::Rtm, HostRelax>::new(ClhLock::<MAX_CPUS, HostRelax>::new()),
-            load,
-            p,
-            runs,
-            hz,
-        ),
-    })
+    struct Go(Load, Params, usize, u64);
+    impl StrategyFn for Go {
+        type Out = Run;
+        fn call<S: BenchStrategy>(self, s: S) -> Run {
+            run_load(s, self.0, self.1, self.2, self.3)
+        }
+    }
+    let none = match load {
+        // SAFETY: every core runs only its own pair, with its own endpoint and address space,
+        // and no management call is made: no two cores touch the same object (`none` in the
+        // multicore stress test rests on the same argument).
+        Load::Pairs { .. } => Some(unsafe { NoLock::new() }),
+        // Cores share the server's endpoint and run queue: no lock would be a data race.
+        Load::ClientServer { .. } => None,
+    };
+    with_strategy(lock, none, Go(load, p, runs, hz))
 }
 
 fn throughput_record(
@@ -1078,21 +1235,8 @@ fn throughput_record(
 /// Runs the selected benchmarks; `log` receives one progress line per finished point.
 pub fn run(opts: &Options, log: &mut dyn FnMut(&str)) -> Vec<Record> {
     let p = opts.params();
-    let m = Machine {
-        cpu: cpu_model(),
-        cpus: host_cpus(),
-        hz: tsc_hz(p.calibrate),
-        overhead: tsc_overhead(),
-        rtm: kernel_locks::Rtm::supported(),
-    };
-    log(&format!(
-        "machine: {}, {} CPUs, TSC {:.3} GHz, counter read {} cycles, RTM {}",
-        m.cpu,
-        m.cpus,
-        m.hz as f64 / 1e9,
-        m.overhead,
-        if m.rtm { "available" } else { "absent" }
-    ));
+    let m = Machine::measure(p.calibrate);
+    log(&m.describe());
     let mut rtm = RtmStats::default();
     let mut rtm_runs = Vec::new();
     let mut out = Vec::new();

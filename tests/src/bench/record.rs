@@ -125,6 +125,9 @@ pub struct Record {
     pub cores: usize,
     /// Client threads (client-server), else 0.
     pub clients: usize,
+    /// Pages per task (`memory-alloc`, `memory-free`), else 0 (then not written, so that the
+    /// other records are unchanged).
+    pub pages: u32,
     /// `cycles`, `round trips/s`, ...
     pub unit: String,
     /// The counter read (`tsc` on the host).
@@ -150,6 +153,7 @@ impl Record {
             lock: lock.into(),
             cores: 1,
             clients: 0,
+            pages: 0,
             unit: unit.into(),
             counter: "tsc".into(),
             counter_hz: 0,
@@ -189,6 +193,10 @@ impl Record {
         let _ = write!(o, "{}", self.cores);
         field(&mut o, "clients");
         let _ = write!(o, "{}", self.clients);
+        if self.pages != 0 {
+            field(&mut o, "pages");
+            let _ = write!(o, "{}", self.pages);
+        }
         field(&mut o, "unit");
         write_str(&mut o, &self.unit);
         field(&mut o, "counter");
@@ -286,5 +294,12 @@ mod tests {
             .to_json()
             .contains(r#""overhead":0,"interval_ticks":1000,"samples":[]}"#));
         assert_eq!(to_json_array(&[]), "[\n]\n");
+        let mut m = Record::new("memory-alloc", "percore", "clh", "cycles");
+        m.cores = 2;
+        m.clients = 2;
+        m.pages = 100;
+        assert!(m
+            .to_json()
+            .contains(r#""cores":2,"clients":2,"pages":100,"unit":"cycles""#));
     }
 }

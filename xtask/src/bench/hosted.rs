@@ -186,8 +186,10 @@ mod tests {
         assert!(available(&root, SOURCE)
             .unwrap_err()
             .contains("cannot be read"));
-        // The real one has landed.
-        assert!(available(&crate::workspace_root(), source(false)).is_ok());
+        // The real ones have landed.
+        for memory in [false, true] {
+            assert!(available(&crate::workspace_root(), source(memory)).is_ok());
+        }
     }
 
     #[test]
