@@ -883,9 +883,9 @@ fn bench_tiny_step(root: &Path) -> Step {
 
 /// The memory suite end to end on a tiny configuration (`bench:memory-tiny`): `cargo xtask
 /// bench` with [`crate::bench::MEMORY_TINY`]: per-core and global pagers under `-icount` on
-/// both architectures, 1 and 2 cores, a two-point page sweep, every point booted twice and
-/// required identical, then every output read back. Output in `<target>/bench-memory-tiny`;
-/// about a minute.
+/// both architectures (1 core, a two-point page sweep, every point booted twice and required
+/// identical, and the 2-core request boot) and hosted on 1 and 2 cores, then every output read
+/// back. Output in `<target>/bench-memory-tiny`; under a minute once built.
 fn bench_memory_tiny_step(root: &Path) -> Step {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find the xtask binary: {e}"));
     let out = crate::target_dir(root).join("bench-memory-tiny");

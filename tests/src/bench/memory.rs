@@ -1403,6 +1403,8 @@ pub(crate) fn records(lock: Lock, o: &Outcome, m: &Machine) -> Vec<Record> {
         }
         let mut r = Record::new("memory-ipc", variant, lock.name(), "cycles");
         r.cores = w.cores;
+        // The tasks' page count: it names the point the Calls were measured after.
+        r.pages = w.pages as u32;
         r.samples = samples.clone();
         r.extra("batch", w.ipc_batch)
             .extra(

@@ -125,8 +125,8 @@ pub struct Record {
     pub cores: usize,
     /// Client threads (client-server), else 0.
     pub clients: usize,
-    /// Pages per task (`memory-alloc`, `memory-free`), else 0 (then not written, so that the
-    /// other records are unchanged).
+    /// Pages per task (the memory records; for `memory-ipc` the tasks' that ran before the
+    /// Calls), else 0 (then not written, so that the other records are unchanged).
     pub pages: u32,
     /// `cycles`, `round trips/s`, ...
     pub unit: String,

@@ -651,6 +651,7 @@ fn paper_rows(records: &[Record]) -> Vec<[String; 4]> {
         }
     }
     let mut ipc = Vec::new();
+    // One line per place and core count: the point after the fewest pages per task.
     let mut ipc_places: Vec<(&str, &str, &str, u32)> = records
         .iter()
         .filter(|r| r.bench == IPC && r.runs > 0)
@@ -667,14 +668,17 @@ fn paper_rows(records: &[Record]) -> Vec<[String; 4]> {
     ipc_places.dedup();
     for (platform, board, lock, cores) in ipc_places {
         let of = |variant: &str| {
-            records.iter().find(|r| {
-                r.bench == IPC
-                    && r.platform == platform
-                    && r.board == board
-                    && r.lock == lock
-                    && r.cores == cores
-                    && r.variant == variant
-            })
+            records
+                .iter()
+                .filter(|r| {
+                    r.bench == IPC
+                        && r.platform == platform
+                        && r.board == board
+                        && r.lock == lock
+                        && r.cores == cores
+                        && r.variant == variant
+                })
+                .min_by_key(|r| r.pages)
         };
         if let (Some(same), Some(cross)) = (of("same-core"), of("cross-core")) {
             if same.mean > 0.0 {

@@ -291,8 +291,9 @@ pub const TINY: [&str; 12] = [
 ];
 
 /// The options of the memory suite's tiny end-to-end configuration that `cargo xtask test`
-/// runs as `bench:memory-tiny`: lock `clh` on both architectures under `-icount`, 50 and 100
-/// pages on 1 core and the 2-core IPC boot, 2 runs, and `--check`.
+/// runs as `bench:memory-tiny`: lock `clh`; under `-icount` both architectures, 50 and 100
+/// pages on 1 core and the 2-core IPC boot; hosted 1 and 2 cores at 50 and 100 pages; 2 runs,
+/// and `--check`.
 pub const MEMORY_TINY: [&str; 15] = [
     "--suite",
     "memory",
@@ -301,7 +302,7 @@ pub const MEMORY_TINY: [&str; 15] = [
     "--arch",
     "all",
     "--platform",
-    "qemu-icount",
+    "qemu-icount,hosted",
     "--cores",
     "1,2",
     "--pages",

@@ -22,7 +22,8 @@ pub struct RawRecord {
     /// Client threads (client-server), else 0.
     #[serde(default)]
     pub clients: u32,
-    /// Pages per task (the memory benchmark's `memory-alloc` and `memory-free`), else 0.
+    /// Pages per task (the memory benchmark's records; for `memory-ipc` the tasks' that ran
+    /// before the Calls), else 0.
     #[serde(default)]
     pub pages: u32,
     /// `ticks`, `cycles`, `round trips`, `round trips/s`, `barriers`.
@@ -80,8 +81,9 @@ pub struct Record {
     pub cores: u32,
     /// Client threads (client-server), else 0.
     pub clients: u32,
-    /// Pages per task (the memory benchmark's `memory-alloc` and `memory-free`), else 0 (and
-    /// then left out of `results.json`, as in runs made before the memory suite).
+    /// Pages per task (the memory benchmark's records; for `memory-ipc` the tasks' that ran
+    /// before the Calls), else 0 (and then left out of `results.json`, as in runs made before
+    /// the memory suite).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub pages: u32,
     /// Number of samples.

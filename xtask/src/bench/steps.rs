@@ -476,10 +476,11 @@ fn run_guest(
     };
     let before = c.records.len();
     add_records(&raws, &origin, c);
-    // The guest's memory records do not carry their page count: it is the boot's `pages=`.
+    // The guest's memory records do not carry their page count: it is the boot's `pages=`
+    // (for `memory-ipc`, the point the Calls were measured after).
     if let Some(pages) = run.pages {
         for r in &mut c.records[before..] {
-            if r.pages == 0 && (r.bench == memory::ALLOC || r.bench == memory::FREE) {
+            if r.pages == 0 && r.bench.starts_with("memory-") {
                 r.pages = pages;
             }
         }
