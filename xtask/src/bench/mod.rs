@@ -502,6 +502,28 @@ fn kernel_benchmarks(
             "`none` was not asked for; it was measured as the baseline of the overheads.".into(),
         );
     }
+    // The memory suite's qemu boots stop at the host's cores (memory::Sweep::qemu_max_cores).
+    let sweep = sweep.map(|s| memory::Sweep {
+        qemu_max_cores: machine.host_cores.max(1) as u32,
+        ..s.clone()
+    });
+    let sweep = sweep.as_ref();
+    if let Some(s) = sweep {
+        let left_out: Vec<String> = plan
+            .cores
+            .iter()
+            .filter(|&&n| n > s.qemu_max_cores)
+            .map(u32::to_string)
+            .collect();
+        if plan.platforms.contains(&Platform::Qemu) && !left_out.is_empty() {
+            c.notes.push(format!(
+                "qemu: {} cores not booted: more than this host's {} (an oversubscribed \
+                 multi-threaded TCG guest's times measure the host's scheduler).",
+                left_out.join(", "),
+                s.qemu_max_cores
+            ));
+        }
+    }
     let hosted = steps::hosted_ready(root, plan, sweep.is_some(), &mut c);
     let archs = steps::guest_archs(root, plan, &mut c);
     let steps = steps::plan_steps(plan, args, sweep, hosted, &archs);
