@@ -365,6 +365,16 @@ pub fn cores_panels(records: &[Record]) -> Vec<LinePanel> {
             continue;
         };
         let rs: Vec<&Record> = rs.into_iter().filter(|r| r.pages == pages).collect();
+        // Oversubscribed points (hosted on more cores than the host has) are left to the
+        // report's table: their times are the host scheduler's and would squash the rest.
+        let mut dropped: Vec<u32> = rs
+            .iter()
+            .filter(|r| oversubscribed(r))
+            .map(|r| r.cores)
+            .collect();
+        dropped.sort_unstable();
+        dropped.dedup();
+        let rs: Vec<&Record> = rs.into_iter().filter(|r| !oversubscribed(r)).collect();
         let mut lines = Vec::new();
         for (label, pager, bench) in series(&rs) {
             let of: Vec<&Record> = rs
@@ -395,12 +405,19 @@ pub fn cores_panels(records: &[Record]) -> Vec<LinePanel> {
                 points,
             });
         }
-        if lines.is_empty() {
+        // A panel needs a line over more than one core count (qemu-icount has one).
+        if !lines.iter().any(|l| l.points.len() > 1) {
             continue;
         }
+        let dropped = if dropped.is_empty() {
+            String::new()
+        } else {
+            let list: Vec<String> = dropped.iter().map(u32::to_string).collect();
+            format!(" ({} cores oversubscribed: in the report)", list.join(", "))
+        };
         panels.push(LinePanel {
             title: format!(
-                "{}, {pages} pages per task",
+                "{}, {pages} pages per task{dropped}",
                 place_title(&platform, &arch, &board, &lock)
             ),
             unit: "time per page / time at 1 core".into(),
@@ -1185,6 +1202,25 @@ mod tests {
             .iter()
             .flat_map(|l| &l.points)
             .all(|p| !p.oversubscribed));
+        // Hosted on 2 host cores: the 4-core points go to the report, the title says so.
+        let two: Vec<Record> = on("hosted")
+            .into_iter()
+            .map(|mut r| {
+                r.machine.host_cores = 2;
+                r
+            })
+            .collect();
+        let hosted = cores_panels(&two);
+        assert!(hosted[0]
+            .title
+            .ends_with("(4 cores oversubscribed: in the report)"));
+        assert!(hosted[0]
+            .lines
+            .iter()
+            .all(|l| l.points.iter().all(|p| p.x <= 2)));
+        // One core only: no panel.
+        let one: Vec<Record> = sweep().into_iter().filter(|r| r.cores == 1).collect();
+        assert!(cores_panels(&one).is_empty());
     }
 
     #[test]
