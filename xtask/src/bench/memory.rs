@@ -479,8 +479,13 @@ pub fn pages_panels(records: &[Record]) -> Vec<LinePanel> {
         };
         panels.push(LinePanel {
             title: format!(
-                "{}, {cores} cores{over}",
-                place_title(&platform, &arch, &board, &lock)
+                "{}, {}{over}",
+                place_title(&platform, &arch, &board, &lock),
+                if cores == 1 {
+                    "1 core (one pager: per-core = global)".to_owned()
+                } else {
+                    format!("{cores} cores")
+                }
             ),
             unit: format!("{} per page", rs[0].unit),
             x_desc: "pages per task (outstanding before the frees)",
