@@ -867,18 +867,7 @@ fn sim_calibrate_step(root: &Path) -> Step {
 /// and PNG) and report.md back. Output in `<target>/bench-tiny`; well under a minute once the
 /// images and the hosted benchmark are built.
 fn bench_tiny_step(root: &Path) -> Step {
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find the xtask binary: {e}"));
-    let out = crate::target_dir(root).join("bench-tiny");
-    let cmd = exe.map(|exe| {
-        Cmd::new(exe)
-            .arg("bench")
-            .args(crate::bench::TINY)
-            .args(["--timeout", QEMU_TIMEOUT_SECS, "--out"])
-            .arg(out)
-    });
-    Step::from_result("bench:tiny", cmd, Judge::ExitStatus)
-        .needs(Needs::Target(X86))
-        .needs(Needs::Target(ARM))
+    bench_step(root, "bench:tiny", "bench-tiny", &crate::bench::TINY)
 }
 
 /// The memory suite end to end on a tiny configuration (`bench:memory-tiny`): `cargo xtask
@@ -887,16 +876,26 @@ fn bench_tiny_step(root: &Path) -> Step {
 /// identical, and the 2-core request boot) and hosted on 1 and 2 cores, then every output read
 /// back. Output in `<target>/bench-memory-tiny`; under a minute once built.
 fn bench_memory_tiny_step(root: &Path) -> Step {
+    bench_step(
+        root,
+        "bench:memory-tiny",
+        "bench-memory-tiny",
+        &crate::bench::MEMORY_TINY,
+    )
+}
+
+/// Step `name`: this xtask's `bench` with `args`, the QEMU timeout, and `--out <target>/out`.
+fn bench_step(root: &Path, name: &'static str, out: &str, args: &[&str]) -> Step {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find the xtask binary: {e}"));
-    let out = crate::target_dir(root).join("bench-memory-tiny");
+    let out = crate::target_dir(root).join(out);
     let cmd = exe.map(|exe| {
         Cmd::new(exe)
             .arg("bench")
-            .args(crate::bench::MEMORY_TINY)
+            .args(args)
             .args(["--timeout", QEMU_TIMEOUT_SECS, "--out"])
             .arg(out)
     });
-    Step::from_result("bench:memory-tiny", cmd, Judge::ExitStatus)
+    Step::from_result(name, cmd, Judge::ExitStatus)
         .needs(Needs::Target(X86))
         .needs(Needs::Target(ARM))
 }

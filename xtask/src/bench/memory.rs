@@ -26,7 +26,9 @@ use super::guest::GuestRun;
 use super::plan::{lock_rank, Plan, Platform};
 use super::plot::{Line, LinePanel, Point};
 use super::records::Record;
-use super::report::{fmt_num, Context, TargetLine, Verdict};
+use super::report::{
+    fmt_num, notes_section, papers_section, targets_section, Context, TargetLine, Verdict,
+};
 use super::RunArgs;
 use crate::qemu::{Arch, Lock};
 
@@ -346,6 +348,28 @@ fn place_title(platform: &str, arch: &str, board: &str, lock: &str) -> String {
     format!("{platform}: {arch} {board}, lock {lock}")
 }
 
+/// A figure's line `label` through `rs`, x from `x_of`, means and deviations divided by
+/// `scale`. No point is marked oversubscribed: the figures leave such points out or say so in
+/// the title.
+fn line(label: String, rs: &[&Record], x_of: fn(&Record) -> u32, scale: f64) -> Line {
+    let mut points: Vec<Point> = rs
+        .iter()
+        .map(|r| Point {
+            x: x_of(r),
+            cores: r.cores,
+            mean: r.mean / scale,
+            sd: r.stddev / scale,
+            oversubscribed: false,
+        })
+        .collect();
+    points.sort_by_key(|p| p.x);
+    points.dedup_by_key(|p| p.x);
+    Line {
+        lock: label,
+        points,
+    }
+}
+
 /// Figure 4's panels: per platform, board and lock, time per page against cores at the core
 /// sweep's page count, normalised to 1 core (the paper's Fig. 9/10), one line per pager mode
 /// and operation.
@@ -388,22 +412,7 @@ pub fn cores_panels(records: &[Record]) -> Vec<LinePanel> {
             if base <= 0.0 {
                 continue;
             }
-            let mut points: Vec<Point> = of
-                .iter()
-                .map(|r| Point {
-                    x: r.cores,
-                    cores: r.cores,
-                    mean: r.mean / base,
-                    sd: r.stddev / base,
-                    oversubscribed: oversubscribed(r),
-                })
-                .collect();
-            points.sort_by_key(|p| p.x);
-            points.dedup_by_key(|p| p.x);
-            lines.push(Line {
-                lock: label,
-                points,
-            });
+            lines.push(line(label, &of, |r| r.cores, base));
         }
         // A panel needs a line over more than one core count (qemu-icount has one).
         if !lines.iter().any(|l| l.points.len() > 1) {
@@ -452,24 +461,12 @@ pub fn pages_panels(records: &[Record]) -> Vec<LinePanel> {
         let lines: Vec<Line> = series(&rs)
             .into_iter()
             .map(|(label, pager, bench)| {
-                let mut points: Vec<Point> = rs
+                let of: Vec<&Record> = rs
                     .iter()
+                    .copied()
                     .filter(|r| r.variant == pager && r.bench == bench)
-                    .map(|r| Point {
-                        x: r.pages,
-                        cores: r.cores,
-                        mean: r.mean,
-                        sd: r.stddev,
-                        // The band marks core counts; here x is pages (the title says it).
-                        oversubscribed: false,
-                    })
                     .collect();
-                points.sort_by_key(|p| p.x);
-                points.dedup_by_key(|p| p.x);
-                Line {
-                    lock: label,
-                    points,
-                }
+                line(label, &of, |r| r.pages, 1.0)
             })
             .collect();
         let over = if oversubscribed(rs[0]) {
@@ -921,18 +918,8 @@ pub fn render(records: &[Record], ctx: &Context) -> String {
          relative to the same pager mode at 1 core (the paper's normalised time) or at the \
          smallest page count."
     );
-    if !ctx.notes.is_empty() {
-        let _ = writeln!(s, "\n## Notes\n");
-        for n in &ctx.notes {
-            let _ = writeln!(s, "* {n}");
-        }
-    }
-    let _ = writeln!(s, "\n## Our figures next to the papers'\n");
-    let _ = writeln!(s, "| figure | paper | paper's setting | ours |");
-    let _ = writeln!(s, "|---|---|---|---|");
-    for row in paper_rows(records) {
-        let _ = writeln!(s, "| {} | {} | {} | {} |", row[0], row[1], row[2], row[3]);
-    }
+    s.push_str(&notes_section(&ctx.notes));
+    s.push_str(&papers_section(&paper_rows(records)));
     let _ = writeln!(s, "\n## Per place\n");
     let tables = place_tables(records);
     if tables.is_empty() {
@@ -943,19 +930,7 @@ pub fn render(records: &[Record], ctx: &Context) -> String {
     } else {
         s.push_str(&tables);
     }
-    let _ = writeln!(s, "\n## Targets (recorded, not asserted)\n");
-    let _ = writeln!(s, "| target | where | ours | verdict |");
-    let _ = writeln!(s, "|---|---|---|---|");
-    for t in targets(records) {
-        let _ = writeln!(
-            s,
-            "| {} | {} | {} | **{}** |",
-            t.target,
-            t.place,
-            t.value,
-            t.verdict.word()
-        );
-    }
+    s.push_str(&targets_section(&targets(records)));
     let _ = writeln!(s, "\n## Every record\n");
     let _ = writeln!(
         s,

@@ -504,6 +504,50 @@ pub struct Context {
     pub seconds: f64,
 }
 
+/// The report's notes section (nothing when there are no notes).
+pub fn notes_section(notes: &[String]) -> String {
+    let mut s = String::new();
+    if !notes.is_empty() {
+        let _ = writeln!(s, "\n## Notes\n");
+        for n in notes {
+            let _ = writeln!(s, "* {n}");
+        }
+    }
+    s
+}
+
+/// The report's section of our figures beside the papers': rows of (figure, paper, paper's
+/// setting, ours).
+pub fn papers_section(rows: &[[String; 4]]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "\n## Our figures next to the papers'\n");
+    let _ = writeln!(s, "| figure | paper | paper's setting | ours |");
+    let _ = writeln!(s, "|---|---|---|---|");
+    for row in rows {
+        let _ = writeln!(s, "| {} | {} | {} | {} |", row[0], row[1], row[2], row[3]);
+    }
+    s
+}
+
+/// The report's targets section.
+pub fn targets_section(targets: &[TargetLine]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "\n## Targets (recorded, not asserted)\n");
+    let _ = writeln!(s, "| target | where | ours | verdict |");
+    let _ = writeln!(s, "|---|---|---|---|");
+    for t in targets {
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | **{}** |",
+            t.target,
+            t.place,
+            t.value,
+            t.verdict.word()
+        );
+    }
+    s
+}
+
 /// The whole report.
 pub fn render(records: &[Record], ctx: &Context) -> String {
     let mut s = String::new();
@@ -545,33 +589,9 @@ pub fn render(records: &[Record], ctx: &Context) -> String {
          cross-address-space variant (client and server in two address spaces, as the \
          paper's ping-pong) where it was measured."
     );
-    if !ctx.notes.is_empty() {
-        let _ = writeln!(s, "\n## Notes\n");
-        for n in &ctx.notes {
-            let _ = writeln!(s, "* {n}");
-        }
-    }
-
-    let _ = writeln!(s, "\n## Our figures next to the papers'\n");
-    let _ = writeln!(s, "| figure | paper | paper's setting | ours |");
-    let _ = writeln!(s, "|---|---|---|---|");
-    for row in paper_rows(records) {
-        let _ = writeln!(s, "| {} | {} | {} | {} |", row[0], row[1], row[2], row[3]);
-    }
-
-    let _ = writeln!(s, "\n## Targets (recorded, not asserted)\n");
-    let _ = writeln!(s, "| target | where | ours | verdict |");
-    let _ = writeln!(s, "|---|---|---|---|");
-    for t in targets(records) {
-        let _ = writeln!(
-            s,
-            "| {} | {} | {} | **{}** |",
-            t.target,
-            t.place,
-            t.value,
-            t.verdict.word()
-        );
-    }
+    s.push_str(&notes_section(&ctx.notes));
+    s.push_str(&papers_section(&paper_rows(records)));
+    s.push_str(&targets_section(&targets(records)));
 
     let rtm: Vec<&Record> = records.iter().filter(|r| r.bench == "rtm-aborts").collect();
     if !rtm.is_empty() {
