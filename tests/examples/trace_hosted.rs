@@ -1,11 +1,15 @@
 //! Records a kernel lock trace in the hosted harness (the kernel's `trace` feature) and writes
 //! it as a `sim` trace file: the kernel on `--cores` host threads running the IPC workload (a
-//! caller and a server per core), every entry recorded on its core ([`tests::tracing`]: the
+//! caller and a server per core) or, with `--workload memory`, the memory benchmark's (a
+//! worker per core whose page faults and frees user-level pagers serve, per core or one
+//! global with `--pager global`), every entry recorded on its core ([`tests::tracing`]: the
 //! cores' threads pinned and started together).
 //!
 //! ```text
 //! cargo run --release -p tests --features trace --example trace_hosted -- \
 //!     --cores 2 --lock clh --per 2000 --out target/trace/hosted.trace
+//! cargo run --release -p tests --features trace --example trace_hosted -- \
+//!     --workload memory --cores 2 --lock clh --pages 100 --tasks 16 --pager percore
 //! ```
 //!
 //! `cargo xtask trace --hosted` runs it and analyses and replays the file (`cargo xtask sim`).
@@ -17,7 +21,7 @@ use std::time::Duration;
 
 use sim::config::{Config, LockLatency, LockStrategy};
 use sim::trace::Strategy as TraceStrategy;
-use tests::tracing::{record, KernelLock, Recording};
+use tests::tracing::{record, record_memory, KernelLock, MemoryRecording, Recording};
 
 struct Args {
     cores: usize,
@@ -25,6 +29,10 @@ struct Args {
     per: usize,
     alternate: bool,
     out: std::path::PathBuf,
+    memory: bool,
+    pages: usize,
+    tasks: usize,
+    global: bool,
 }
 
 fn parse() -> Result<Args, String> {
@@ -34,6 +42,10 @@ fn parse() -> Result<Args, String> {
         per: 2000,
         alternate: false,
         out: "target/trace/hosted.trace".into(),
+        memory: false,
+        pages: 100,
+        tasks: 16,
+        global: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(k) = it.next() {
@@ -44,10 +56,24 @@ fn parse() -> Result<Args, String> {
             "--per" => a.per = v()?.parse().map_err(|e| format!("--per: {e}"))?,
             "--out" => a.out = v()?.into(),
             "--alternate" => a.alternate = true,
+            "--workload" => match v()?.as_str() {
+                "ipc" => a.memory = false,
+                "memory" => a.memory = true,
+                w => return Err(format!("--workload {w}: ipc or memory")),
+            },
+            "--pages" => a.pages = v()?.parse().map_err(|e| format!("--pages: {e}"))?,
+            "--tasks" => a.tasks = v()?.parse().map_err(|e| format!("--tasks: {e}"))?,
+            "--pager" => match v()?.as_str() {
+                "percore" => a.global = false,
+                "global" => a.global = true,
+                p => return Err(format!("--pager {p}: percore or global")),
+            },
             "--help" | "-h" => {
                 return Err(
                     "usage: trace_hosted [--cores N (1..=8)] [--lock clh|ticket|fine|none] \
-                            [--per MESSAGES] [--alternate] [--out FILE]"
+                     [--out FILE] [--workload ipc|memory]; ipc: [--per MESSAGES] \
+                     [--alternate]; memory (lock clh, ticket, or none on 1 core): \
+                     [--pages N] [--tasks N] [--pager percore|global]"
                         .into(),
                 )
             }
@@ -73,13 +99,22 @@ fn main() -> ExitCode {
         }
     };
     let n = a.cores;
+    let frequency_hz = tests::bench::tsc_hz(Duration::from_millis(50));
     let trace = match KernelLock::parse(&a.lock) {
+        Some(lock) if a.memory => record_memory(&MemoryRecording {
+            cores: n,
+            lock,
+            pages: a.pages,
+            global: a.global,
+            tasks: a.tasks,
+            frequency_hz,
+        }),
         Some(lock) => record(&Recording {
             cores: n,
             lock,
             per: a.per,
             alternate: a.alternate,
-            frequency_hz: tests::bench::tsc_hz(Duration::from_millis(50)),
+            frequency_hz,
         }),
         None => Err(format!("--lock {}: clh, ticket, fine or none", a.lock)),
     };

@@ -4,7 +4,9 @@
 //!
 //! `examples/trace_hosted.rs` writes such a trace to a file, and `examples/calibrate.rs` records
 //! the same workload with the cores taking turns ([`RunConfig::alternate`]) to measure what a
-//! kernel entry costs right after another core's.
+//! kernel entry costs right after another core's. [`record_memory`] records the memory
+//! benchmark's workload instead (per-core or global user-level pagers serving page faults,
+//! [`crate::bench::memory`]): the pager workload the simulator predicts for more cores.
 //!
 //! The cores' host threads are pinned one per host CPU when there are enough CPUs and start
 //! together ([`RunConfig::start_together`]): without that, a run of a few milliseconds could end
@@ -132,6 +134,105 @@ fn record_with<S: Strategy>(
         cores: a.cores as u16,
         strategy: kind,
         frequency_hz: a.frequency_hz,
+        records,
+    })
+}
+
+/// What to record of the memory benchmark's workload ([`crate::bench::memory`]).
+#[derive(Clone, Copy, Debug)]
+pub struct MemoryRecording {
+    /// Kernel cores (= workers), `1..=MAX_CPUS`.
+    pub cores: usize,
+    /// The kernel's lock: a big lock (`clh`, `ticket`); `none` on 1 core only. Not `fine`:
+    /// its object locks are not in the trace, and the pagers' mapping calls take its
+    /// exclusive side, so no replay strategy would stand for it.
+    pub lock: KernelLock,
+    /// Pages per task.
+    pub pages: usize,
+    /// One pager on core 0 for all cores instead of one per core.
+    pub global: bool,
+    /// Tasks per worker (after one untimed warm-up task).
+    pub tasks: usize,
+    /// The trace's timestamp frequency in Hz.
+    pub frequency_hz: u64,
+}
+
+/// Records the memory workload as `what` says: every kernel entry of the run (page faults,
+/// the pagers' replies and mapping calls, the workers' free requests).
+pub fn record_memory(what: &MemoryRecording) -> Result<Trace, String> {
+    use crate::bench::memory::{run_point_traced, Mode, Workload, MAX_PAGES};
+    use crate::bench::Lock;
+    if !(1..=kernel::config::MAX_CPUS).contains(&what.cores) {
+        return Err(format!(
+            "{} cores: the kernel supports 1..={}",
+            what.cores,
+            kernel::config::MAX_CPUS
+        ));
+    }
+    if !(1..=MAX_PAGES).contains(&what.pages) {
+        return Err(format!("{} pages: 1..={MAX_PAGES} per task", what.pages));
+    }
+    let (lock, kind) = match what.lock {
+        KernelLock::Clh => (Lock::Clh, TraceStrategy::BigLock),
+        KernelLock::Ticket => (Lock::Ticket, TraceStrategy::BigLock),
+        KernelLock::None if what.cores == 1 => (Lock::None, TraceStrategy::None),
+        KernelLock::None => {
+            return Err("lock none runs the memory workload on 1 core only".into());
+        }
+        KernelLock::Fine => {
+            return Err(
+                "lock fine: its object locks are not traced and the pagers' mapping calls \
+                 take its exclusive side; record clh or ticket"
+                    .into(),
+            );
+        }
+    };
+    let _one = BUSY.lock().unwrap_or_else(|e| e.into_inner());
+    // The rings are written only by the cores' threads of a run, and none runs now.
+    for cpu in 0..kernel::config::MAX_CPUS {
+        TRACER.ring(cpu).reset();
+    }
+    let w = Workload {
+        mode: if what.global {
+            Mode::Global
+        } else {
+            Mode::PerCore
+        },
+        cores: what.cores,
+        pages: what.pages,
+        tasks: what.tasks.max(1),
+        warmup: 1,
+        ipc_batch: 0,
+        algorithm: pager::Algorithm::Avl,
+    };
+    let outcome = run_point_traced(lock, w, &TRACER)
+        .ok_or_else(|| format!("lock {lock:?} cannot run {} cores", what.cores))?;
+    let problems = outcome.problems();
+    if !problems.is_empty() {
+        return Err(format!(
+            "the workload's checks failed: {}",
+            problems.join("; ")
+        ));
+    }
+    let mut records = Vec::new();
+    for cpu in 0..what.cores {
+        let mut out = vec![Record::EMPTY; RING];
+        let snap = TRACER.ring(cpu).snapshot(&mut out);
+        if snap.lost > 0 {
+            return Err(format!(
+                "cpu {cpu}: {} records did not fit the ring of {RING}: fewer pages or tasks",
+                snap.lost
+            ));
+        }
+        records.extend_from_slice(&out[..snap.copied]);
+    }
+    if records.is_empty() {
+        return Err("the run recorded no kernel entry".into());
+    }
+    Ok(Trace {
+        cores: what.cores as u16,
+        strategy: kind,
+        frequency_hz: what.frequency_hz,
         records,
     })
 }

@@ -122,3 +122,54 @@ fn a_traced_run_records_every_entry_in_order_and_replays() {
         sim.run_cycles
     );
 }
+
+/// The memory benchmark's workload traced (`tests::tracing::record_memory`): every page a
+/// task touches is one fault entry and every page is freed through the pager, so the trace
+/// holds exactly the workload's faults, and the recording refuses what it cannot stand for.
+#[test]
+fn the_pager_workload_records_one_fault_per_touched_page() {
+    use sim::trace::EntryKind as Kind;
+    use tests::tracing::{record_memory, KernelLock, MemoryRecording};
+    const PAGES: usize = 8;
+    const TASKS: usize = 2;
+    for (cores, global) in [(1, false), (2, false), (2, true)] {
+        let what = MemoryRecording {
+            cores,
+            lock: KernelLock::Clh,
+            pages: PAGES,
+            global,
+            tasks: TASKS,
+            frequency_hz: 1_000_000_000,
+        };
+        let t = record_memory(&what).unwrap();
+        assert_eq!(usize::from(t.cores), cores);
+        assert_eq!(t.strategy, TraceStrategy::BigLock);
+        // One untimed warm-up task, then TASKS timed ones, on every core.
+        let faults = t.records.iter().filter(|r| r.kind == Kind::Fault).count();
+        assert_eq!(faults, cores * PAGES * (TASKS + 1), "{what:?}");
+        for core in 0..cores as u16 {
+            assert!(
+                t.records
+                    .iter()
+                    .any(|r| r.core == core && r.kind == Kind::Fault),
+                "core {core} recorded no fault ({what:?})"
+            );
+        }
+        // Each fault is followed by the pager's mapping call and reply, each free by a
+        // request, an unmapping call and a reply: about six entries per page.
+        assert!(t.records.len() >= 6 * faults, "{} entries", t.records.len());
+    }
+    let refused = |lock, cores| {
+        record_memory(&MemoryRecording {
+            cores,
+            lock,
+            pages: PAGES,
+            global: false,
+            tasks: TASKS,
+            frequency_hz: 1_000_000_000,
+        })
+        .unwrap_err()
+    };
+    assert!(refused(KernelLock::Fine, 2).contains("fine"));
+    assert!(refused(KernelLock::None, 2).contains("1 core"));
+}

@@ -463,6 +463,25 @@ pub struct TraceArgs {
     /// With --hosted: the cores (host threads) to record on.
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=8))]
     cores: u16,
+
+    /// With --hosted: the workload: `ipc` (a caller and a server per core) or `memory` (the
+    /// memory benchmark's: a worker per core whose page faults and frees user-level pagers
+    /// serve, 100 pages per task, 16 tasks; lock clh or ticket).
+    #[arg(long, value_enum, default_value_t = Workload::Ipc, requires = "hosted")]
+    workload: Workload,
+
+    /// With --hosted --workload memory: one global pager on core 0 instead of one per core.
+    #[arg(long, requires = "hosted")]
+    global_pager: bool,
+}
+
+/// `--workload` values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Workload {
+    /// IPC ping-pong, one private pair per core.
+    Ipc,
+    /// The memory benchmark's page faults and frees.
+    Memory,
 }
 
 /// `--arch` values.
@@ -491,11 +510,14 @@ pub fn run(root: &Path, args: &TraceArgs) -> ExitCode {
 /// `--hosted`: records a kernel lock trace in the hosted harness, then analyses and sweeps it.
 fn run_hosted(root: &Path, args: &TraceArgs) -> Result<(), String> {
     let lock = args.lock.first().copied().unwrap_or(Lock::Clh);
+    let memory = args.workload == Workload::Memory;
     let name = match lock {
-        Lock::Clh | Lock::Ticket | Lock::Fine => lock.name(),
+        Lock::Clh | Lock::Ticket => lock.name(),
+        Lock::Fine if !memory => lock.name(),
         other => {
             return Err(format!(
-                "--hosted records clh, ticket or fine, not {}",
+                "--hosted records clh, ticket or fine (the memory workload: clh or ticket), \
+                 not {}",
                 other.name()
             ))
         }
@@ -504,10 +526,28 @@ fn run_hosted(root: &Path, args: &TraceArgs) -> Result<(), String> {
         .out
         .clone()
         .unwrap_or_else(|| crate::target_dir(root).join("sim"));
-    let file = out.join(format!("hosted-{name}-{}cores.trace", args.cores));
-    let cmd = crate::sim::traced_example("run", "trace_hosted")
+    let stem = if memory {
+        format!(
+            "hosted-memory-{}-{name}",
+            if args.global_pager {
+                "global"
+            } else {
+                "percore"
+            }
+        )
+    } else {
+        format!("hosted-{name}")
+    };
+    let file = out.join(format!("{stem}-{}cores.trace", args.cores));
+    let mut cmd = crate::sim::traced_example("run", "trace_hosted")
         .args(["--cores", &args.cores.to_string(), "--lock", name, "--out"])
         .arg(&file);
+    if memory {
+        cmd = cmd.args(["--workload", "memory", "--pages", "100", "--tasks", "16"]);
+        if args.global_pager {
+            cmd = cmd.args(["--pager", "global"]);
+        }
+    }
     let status = cmd
         .run_inherited(root)
         .map_err(|e| format!("{}: {e}", cmd.display()))?;

@@ -526,18 +526,40 @@ impl Outcome {
 /// # Panics
 /// If `w.cores` is not `1..=MAX_CPUS` or `w.pages` not `1..=MAX_PAGES`.
 pub fn run_point(lock: Lock, w: Workload) -> Option<Outcome> {
+    run_point_into(lock, w, None)
+}
+
+/// Where a traced run records its kernel entries (the `trace` feature).
+#[cfg(feature = "trace")]
+type Sink = Option<&'static dyn kernel::trace::TraceSink>;
+/// Without the `trace` feature nothing is recorded.
+#[cfg(not(feature = "trace"))]
+type Sink = Option<core::convert::Infallible>;
+
+/// [`run_point`] with every kernel entry of the run (set-up calls aside, which are not
+/// entries) recorded into `sink` (`tests::tracing::record_memory`).
+#[cfg(feature = "trace")]
+pub fn run_point_traced(
+    lock: Lock,
+    w: Workload,
+    sink: &'static dyn kernel::trace::TraceSink,
+) -> Option<Outcome> {
+    run_point_into(lock, w, Some(sink))
+}
+
+fn run_point_into(lock: Lock, w: Workload, sink: Sink) -> Option<Outcome> {
     assert!((1..=MAX_CPUS).contains(&w.cores), "cores: {}", w.cores);
     assert!((1..=MAX_PAGES).contains(&w.pages), "pages: {}", w.pages);
-    struct Go(Lock, Workload);
+    struct Go(Lock, Workload, Sink);
     impl StrategyFn for Go {
         type Out = Outcome;
         fn call<S: BenchStrategy>(self, s: S) -> Outcome {
             match self.0 {
-                Lock::None => measure::<S, NoPagerLock>(s, self.1),
-                Lock::Clh => measure::<S, PagerClh>(s, self.1),
-                Lock::Ticket => measure::<S, PagerTicket>(s, self.1),
-                Lock::Fine => measure::<S, PagerBr>(s, self.1),
-                Lock::Rtm => measure::<S, PagerRtm>(s, self.1),
+                Lock::None => measure::<S, NoPagerLock>(s, self.1, self.2),
+                Lock::Clh => measure::<S, PagerClh>(s, self.1, self.2),
+                Lock::Ticket => measure::<S, PagerTicket>(s, self.1, self.2),
+                Lock::Fine => measure::<S, PagerBr>(s, self.1, self.2),
+                Lock::Rtm => measure::<S, PagerRtm>(s, self.1, self.2),
             }
         }
     }
@@ -552,7 +574,7 @@ pub fn run_point(lock: Lock, w: Workload) -> Option<Outcome> {
         std::thread::Builder::new()
             .name("memory-bench".into())
             .stack_size(SETUP_STACK)
-            .spawn_scoped(scope, || with_strategy(lock, none, Go(lock, w)))
+            .spawn_scoped(scope, || with_strategy(lock, none, Go(lock, w, sink)))
             .expect("spawn the set-up thread")
             .join()
             .unwrap_or_else(|e| std::panic::resume_unwind(e))
@@ -601,7 +623,7 @@ struct CoreProgs {
 
 /// Builds the system of `w` on a kernel with strategy `s` and pager locks `L`, runs it on one
 /// host thread per core, and gathers and checks what it did.
-fn measure<S: BenchStrategy, L: PagerLock>(s: S, w: Workload) -> Outcome {
+fn measure<S: BenchStrategy, L: PagerLock>(s: S, w: Workload, sink: Sink) -> Outcome {
     let cores = w.cores;
     let npagers = w.mode.pagers(cores);
     let pinned = pinned_for(cores);
@@ -609,6 +631,12 @@ fn measure<S: BenchStrategy, L: PagerLock>(s: S, w: Workload) -> Outcome {
     let pool_pages = part * cores;
     let hal = BenchHal::with_page_tables(cores, TABLE_FRAMES).yielding(!pinned);
     let mut k = Box::new(Kernel::new(s, hal, cores));
+    #[cfg(feature = "trace")]
+    if let Some(sink) = sink {
+        k.set_tracer(sink);
+    }
+    #[cfg(not(feature = "trace"))]
+    let _ = sink;
 
     // Objects, as the guest's loader makes them.
     let pager_as = k.create_address_space(PAGER_ROOT).expect("address space");
