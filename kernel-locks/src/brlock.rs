@@ -417,6 +417,11 @@ unsafe impl<const N: usize, R: Relax, A: Alignment> KernelRwLock for BrLock<N, R
         slot.store(0, Ordering::Release);
         R::after_release();
     }
+
+    fn is_write_locked(&self) -> bool {
+        // The inherent method (inherent methods take precedence over trait ones).
+        BrLock::is_write_locked(self)
+    }
 }
 
 /// The documented memory formula (module docs), checked at compile time on every target.

@@ -34,13 +34,15 @@
 //!   interleaving.
 //! * With the `lock_api` feature, `lock_api_adapter` turns any lock that implements
 //!   `raw::ConstInit` into a `lock_api::Mutex` / `RwLock`; the embedding kernel says how to find
-//!   the current CPU (see `examples/embed.rs`).
+//!   the current CPU (see `examples/embed.rs`). The `lock_api_05` feature does the same for
+//!   `lock_api` 0.5 (`lock_api_adapter::v05`), over the same raw locks.
 //!
 //! # Cargo features
 //!
 //! | feature | default | what it adds |
 //! |---------|---------|--------------|
 //! | `lock_api` | no | `lock_api_adapter`: `lock_api` 0.4 `Mutex` / `RwLock` over any lock that implements `raw::ConstInit` |
+//! | `lock_api_05` | no | `lock_api_adapter::v05`: the same for `lock_api` 0.5; needs Rust 1.95 |
 //! | `testing` | no | `rtm::testing`: simulated transaction engines for tests of `RtmLock` and of code built on it (test scaffolding) |
 //!
 //! Loom model checking is not a feature but a cfg of this crate's own,
@@ -49,7 +51,8 @@
 //!
 //! # Minimum supported Rust version
 //!
-//! Rust 1.85, checked by the workspace's `cargo xtask test` (step `msrv`).
+//! Rust 1.85, checked by the workspace's `cargo xtask test` (step `lock-crate:msrv`), for every
+//! feature but `lock_api_05`: `lock_api` 0.5 needs Rust 1.95, and so does that feature.
 #![no_std]
 #![warn(missing_docs)]
 
@@ -61,7 +64,10 @@ mod shim;
 
 pub mod brlock;
 pub mod clh;
-#[cfg(all(feature = "lock_api", not(kernel_locks_loom)))]
+#[cfg(all(
+    any(feature = "lock_api", feature = "lock_api_05"),
+    not(kernel_locks_loom)
+))]
 pub mod lock_api_adapter;
 pub mod mutex;
 pub mod nolock;

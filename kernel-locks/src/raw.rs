@@ -79,6 +79,16 @@ pub unsafe trait KernelRwLock: KernelLock {
     /// `cpu` must hold the lock shared (and not have released that hold).
     #[track_caller]
     unsafe fn read_unlock(&self, cpu: CpuId);
+
+    /// Whether some CPU holds (or is in the middle of acquiring) the lock exclusively.
+    ///
+    /// A racy snapshot, as [`is_locked`](KernelLock::is_locked); it only reads memory. The
+    /// default is [`is_locked`](KernelLock::is_locked), which also counts shared holds: a lock
+    /// that can tell the two apart overrides it (as [`BrLock`](crate::BrLock) does). The
+    /// `lock_api` adapters answer `RwLock::is_locked_exclusive` with it.
+    fn is_write_locked(&self) -> bool {
+        self.is_locked()
+    }
 }
 
 /// Locks that can be built in a constant (needed by `lock_api`'s `const INIT`).

@@ -68,6 +68,12 @@ const LOOM_CFG: &str = "kernel_locks_loom";
 /// The lock crate's minimum supported Rust version (`rust-version` in its manifest).
 const LOCK_CRATE_MSRV: &str = "1.85";
 
+/// The lock crate's features that need a newer Rust than [`LOCK_CRATE_MSRV`] (as its manifest
+/// and README say): `lock-crate:msrv` checks every other feature. The other steps build them
+/// with the pinned toolchain (`rust-toolchain.toml`), at least the Rust they need.
+/// `lock_api_05`: `lock_api` 0.5, `rust-version` 1.95.
+const LOCK_CRATE_NEWER_RUST_FEATURES: &[&str] = &["lock_api_05"];
+
 /// The examples that must run (example name, package, features).
 const EXAMPLES: &[(&str, &str, &str)] = &[("embed", "kernel-locks", "lock_api")];
 
@@ -347,37 +353,42 @@ fn steps(root: &Path, quick: bool) -> Vec<Step> {
 }
 
 /// The steps that keep the lock crate usable outside this workspace:
-/// * `lock-crate:msrv`: `cargo check` of the crate (every feature, host and both bare-metal
-///   targets) with its minimum supported Rust version, installed by rustup if missing (a minimal
-///   profile with the two targets takes a few seconds from the Rust distribution server; a
-///   machine that cannot reach it fails here, with the command to run). Its own target directory.
+/// * `lock-crate:msrv`: `cargo check` of the crate (every feature but those of
+///   [`LOCK_CRATE_NEWER_RUST_FEATURES`], host and both bare-metal targets) with its minimum
+///   supported Rust version, installed by rustup if missing (a minimal profile with the two
+///   targets takes a few seconds from the Rust distribution server; a machine that cannot reach
+///   it fails here, with the command to run). Its own target directory.
 /// * `lock-crate:publish`: `cargo publish --dry-run`: packages the crate alone and builds the
 ///   package against crates.io, as publishing would; any cargo warning fails it.
 fn lock_crate_steps(root: &Path) -> Vec<Step> {
     let target_dir = crate::target_dir(root);
-    let checks: Vec<String> = ["", X86, ARM]
-        .iter()
-        .map(|target| {
-            let target = if target.is_empty() {
-                String::new()
-            } else {
-                format!(" --target {target}")
-            };
-            format!(
-                "rustup run {LOCK_CRATE_MSRV} cargo check -p {LOCK_CRATE} --all-features --lib{target}"
-            )
-        })
-        .collect();
-    let script = format!(
-        "rustup toolchain install {LOCK_CRATE_MSRV} --profile minimal --target {X86} \
-         --target {ARM} >/dev/null && {}",
-        checks.join(" && ")
-    );
-    let msrv = Step::new(
-        "lock-crate:msrv",
+    let msrv_cmd = msrv_features(&root.join(LOCK_CRATE).join("Cargo.toml")).map(|features| {
+        let checks: Vec<String> = ["", X86, ARM]
+            .iter()
+            .map(|target| {
+                let target = if target.is_empty() {
+                    String::new()
+                } else {
+                    format!(" --target {target}")
+                };
+                format!(
+                    "rustup run {LOCK_CRATE_MSRV} cargo check -p {LOCK_CRATE} \
+                     --features {features} --lib{target}"
+                )
+            })
+            .collect();
+        let script = format!(
+            "rustup toolchain install {LOCK_CRATE_MSRV} --profile minimal --target {X86} \
+             --target {ARM} >/dev/null && {}",
+            checks.join(" && ")
+        );
         Cmd::new("bash")
             .args(["-c", &script])
-            .env("CARGO_TARGET_DIR", target_dir.join("msrv")),
+            .env("CARGO_TARGET_DIR", target_dir.join("msrv"))
+    });
+    let msrv = Step::from_result(
+        "lock-crate:msrv",
+        msrv_cmd,
         Judge::NoWarnings { allowed: &[] },
     )
     .fix("the crate uses something newer than its rust-version, or rustup could not install the toolchain");
@@ -391,6 +402,38 @@ fn lock_crate_steps(root: &Path) -> Vec<Step> {
         },
     );
     vec![msrv, publish]
+}
+
+/// The lock crate's features that its MSRV builds, comma-separated: every feature of its
+/// manifest `manifest` but `default` and [`LOCK_CRATE_NEWER_RUST_FEATURES`], each of which must
+/// be there (a renamed feature must not slip back into the check).
+fn msrv_features(manifest: &Path) -> Result<String, String> {
+    let text = fs::read_to_string(manifest)
+        .map_err(|e| format!("cannot read {}: {e}", manifest.display()))?;
+    let table: toml::Table = text
+        .parse()
+        .map_err(|e| format!("{}: {e}", manifest.display()))?;
+    let features = match table.get("features") {
+        Some(toml::Value::Table(features)) => features,
+        _ => return Err(format!("{}: no [features] table", manifest.display())),
+    };
+    if let Some(missing) = LOCK_CRATE_NEWER_RUST_FEATURES
+        .iter()
+        .find(|feature| !features.contains_key(**feature))
+    {
+        return Err(format!(
+            "{}: no feature `{missing}` (named in LOCK_CRATE_NEWER_RUST_FEATURES)",
+            manifest.display()
+        ));
+    }
+    Ok(features
+        .keys()
+        .filter(|name| {
+            *name != "default" && !LOCK_CRATE_NEWER_RUST_FEATURES.contains(&name.as_str())
+        })
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .join(","))
 }
 
 /// The outside-embedding check (issue 16): `tests-external/embed`, a crate with a `[workspace]`
@@ -1463,6 +1506,25 @@ mod tests {
 
     fn names_contain(steps: &[Step], name: &str) -> bool {
         steps.iter().any(|s| s.name == name)
+    }
+
+    #[test]
+    fn msrv_step_leaves_out_the_features_that_need_a_newer_rust() {
+        let root = crate::workspace_root();
+        let manifest = root.join(LOCK_CRATE).join("Cargo.toml");
+        let features = msrv_features(&manifest).unwrap();
+        let features: Vec<&str> = features.split(',').collect();
+        for expected in ["lock_api", "testing"] {
+            assert!(features.contains(&expected), "{features:?}");
+        }
+        for newer in LOCK_CRATE_NEWER_RUST_FEATURES {
+            assert!(!features.contains(newer), "{features:?}");
+        }
+        let step = lock_crate_steps(&root).remove(0);
+        assert_eq!(step.name, "lock-crate:msrv");
+        let shown = step.cmd.unwrap().display();
+        assert!(!shown.contains("--all-features"), "{shown}");
+        assert!(shown.contains("--features lock_api,testing "), "{shown}");
     }
 
     #[test]
