@@ -140,6 +140,31 @@ pub struct GuestRun {
 }
 
 impl GuestRun {
+    /// A 1-core boot of `bench` on `machine` with `lock`, `runs` samples, `-icount` or not,
+    /// `timeout` seconds; no clients, variant, pager or page count.
+    pub fn one_core(
+        arch: Arch,
+        machine: Machine,
+        lock: Lock,
+        bench: &'static str,
+        (runs, icount, timeout): (u32, bool, u64),
+    ) -> GuestRun {
+        GuestRun {
+            arch,
+            machine,
+            smp: 1,
+            lock,
+            bench,
+            clients: None,
+            variant: None,
+            pager: None,
+            pages: None,
+            runs,
+            icount,
+            timeout,
+        }
+    }
+
     /// The kernel command line.
     pub fn append(&self) -> String {
         let mut s = format!(

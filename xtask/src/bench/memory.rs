@@ -153,20 +153,13 @@ pub fn guest_runs(
     for &arch in archs {
         for &machine in Plan::boards(arch) {
             for &lock in &plan.locks {
-                let base = GuestRun {
+                let base = GuestRun::one_core(
                     arch,
                     machine,
-                    smp: 1,
                     lock,
-                    bench: "memory",
-                    clients: None,
-                    variant: None,
-                    pager: None,
-                    pages: Some(sweep.core_pages),
-                    runs: args.runs,
-                    icount,
-                    timeout: args.timeout,
-                };
+                    "memory",
+                    (args.runs, icount, args.timeout),
+                );
                 let at = |smp: u32, pages: u32, pager: &'static str| GuestRun {
                     smp,
                     pages: Some(pages),

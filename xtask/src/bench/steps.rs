@@ -174,20 +174,13 @@ pub fn guest_runs(
     for &arch in archs {
         for &machine_kind in Plan::boards(arch) {
             for &lock in &plan.locks {
-                let base = GuestRun {
+                let base = GuestRun::one_core(
                     arch,
-                    machine: machine_kind,
-                    smp: 1,
+                    machine_kind,
                     lock,
-                    bench: "ipc",
-                    clients: None,
-                    variant: None,
-                    pager: None,
-                    pages: None,
-                    runs: args.runs,
-                    icount,
-                    timeout: args.timeout,
-                };
+                    "ipc",
+                    (args.runs, icount, args.timeout),
+                );
                 if icount {
                     runs.push(base);
                     continue;
