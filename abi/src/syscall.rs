@@ -94,8 +94,14 @@ pub mod nr {
     pub const KERNEL_INFO: usize = 37;
     /// [`Syscall::IssueIrqHandler`](super::Syscall::IssueIrqHandler).
     pub const ISSUE_IRQ_HANDLER: usize = 38;
+    /// [`Syscall::Null`](super::Syscall::Null).
+    pub const NULL: usize = 39;
+    /// [`Syscall::KernelBusy`](super::Syscall::KernelBusy).
+    pub const KERNEL_BUSY: usize = 40;
+    /// [`Syscall::KernelCounters`](super::Syscall::KernelCounters).
+    pub const KERNEL_COUNTERS: usize = 41;
     /// Largest call number in use.
-    pub const MAX: usize = 38;
+    pub const MAX: usize = 41;
 }
 
 /// `Mint` target register value meaning "the caller's own CSpace".
@@ -379,6 +385,51 @@ pub enum Syscall {
         /// Argument (first argument register).
         arg: usize,
     },
+    /// Benchmark call: does nothing and returns 0 (the thesis's null system call, which
+    /// measures the entry and exit path with the kernel lock and, with tracing, what tracing
+    /// adds). Runs on the shared side of the kernel lock. Needs no capability; no errors.
+    Null,
+    /// Benchmark call: spins inside the kernel, holding the kernel lock, until the cycle
+    /// counter advanced `cycles` ticks, and returns the ticks it actually spun. It gives a
+    /// lock hold time user space controls, to validate the trace-replay simulator (the
+    /// thesis's `instrumentation_n_cycles`). Runs on the shared side: under a big lock that is
+    /// the one lock, held for `cycles` (under RTM elision a spin that long aborts its
+    /// transaction and runs under the fallback lock); under the fine-grained strategy it is a
+    /// long read-side section that delays management calls and no IPC. Needs no capability.
+    /// [`Error::InvalidArgument`] above [`BUSY_MAX_CYCLES`].
+    KernelBusy {
+        /// Counter ticks to spin, at most [`BUSY_MAX_CYCLES`].
+        cycles: usize,
+    },
+    /// Benchmark call: the kernel's per-core entry counters ([`counters`] operations).
+    /// [`counters::ZERO`] zeroes them on every core (`core` must be 0) and returns 0;
+    /// [`counters::READ`] returns the kernel entries core `core` made since the last zero,
+    /// this call included if it is that core's (result word), the counter ticks it spent in
+    /// the kernel (message word 0; counted only by kernels built with tracing and a tracer
+    /// set, else 0), and the entries of all cores (message word 1). Runs on the shared side; needs no
+    /// capability. [`Error::OutOfRange`] for an unknown operation, [`Error::InvalidCore`] for
+    /// a core the machine does not have.
+    KernelCounters {
+        /// [`counters::ZERO`] or [`counters::READ`].
+        op: usize,
+        /// The core to read (`0..cores`); 0 for a zero.
+        core: usize,
+    },
+}
+
+/// Most counter ticks a [`Syscall::KernelBusy`] may spin (2^24: a few milliseconds at
+/// gigahertz, enough for any lock hold time of a microkernel), so that user space cannot keep
+/// the kernel lock for long.
+pub const BUSY_MAX_CYCLES: usize = 1 << 24;
+
+/// Operations of [`Syscall::KernelCounters`].
+pub mod counters {
+    /// Zero the counters of every core.
+    pub const ZERO: usize = 0;
+    /// Read the counters of one core.
+    pub const READ: usize = 1;
+    /// Largest operation.
+    pub const MAX: usize = 1;
 }
 
 fn slot(v: usize) -> Result<CapSlot, Error> {
@@ -658,6 +709,31 @@ impl Syscall {
                     dest: slot(a[2])?,
                 }
             }
+            NULL => {
+                zero(&a[1..])?;
+                Syscall::Null
+            }
+            KERNEL_BUSY => {
+                zero(&a[2..])?;
+                if a[1] > BUSY_MAX_CYCLES {
+                    return Err(Error::InvalidArgument);
+                }
+                Syscall::KernelBusy { cycles: a[1] }
+            }
+            KERNEL_COUNTERS => {
+                zero(&a[3..])?;
+                match a[1] {
+                    counters::ZERO => zero(&a[2..3])?,
+                    counters::READ => {
+                        core_arg(a[2])?;
+                    }
+                    _ => return Err(Error::OutOfRange),
+                }
+                Syscall::KernelCounters {
+                    op: a[1],
+                    core: a[2],
+                }
+            }
             _ => return Err(Error::UnknownSyscall),
         })
     }
@@ -763,12 +839,23 @@ impl Syscall {
                 sp,
                 arg,
             } => [WRITE_REGISTERS, s(thread), pc, sp, arg, 0],
+            Syscall::Null => [NULL, 0, 0, 0, 0, 0],
+            Syscall::KernelBusy { cycles } => [KERNEL_BUSY, cycles, 0, 0, 0, 0],
+            Syscall::KernelCounters { op, core } => [KERNEL_COUNTERS, op, core, 0, 0, 0],
         }
     }
 
     /// Whether this is a management call: it runs exclusively (the write side of the
     /// fine-grained strategy's big-reader lock). IPC, notifications, Yield and AckIrq are the
     /// common calls and run shared.
+    ///
+    /// The benchmark calls run shared too. `Null` measures the path every common call takes.
+    /// `KernelBusy` reproduces the thesis's busy loop, which holds *the* big lock: the big-lock
+    /// strategies take their one lock on either side, so there it holds it for the time asked;
+    /// under the fine-grained strategy the shared side makes it a long read-side section (it
+    /// touches no object), which is what a slow common call would be, whereas the exclusive
+    /// side would make every core's IPC wait for it, something no common call does there.
+    /// `KernelCounters` reads and writes only per-core atomics, which need no exclusion.
     pub fn is_management(&self) -> bool {
         !matches!(
             self,
@@ -782,6 +869,9 @@ impl Syscall {
                 | Syscall::Wait { .. }
                 | Syscall::Yield
                 | Syscall::AckIrq { .. }
+                | Syscall::Null
+                | Syscall::KernelBusy { .. }
+                | Syscall::KernelCounters { .. }
         )
     }
 }

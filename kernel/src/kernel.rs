@@ -191,6 +191,17 @@ pub(crate) struct CoreLocal {
     pub direct: Option<ThreadId>,
 }
 
+/// A core's kernel-entry counters (see [`Kernel::count_entry`]). Each is written only by its
+/// core, with a plain load and store (no read-modify-write), and read by any core.
+#[derive(Debug, Default)]
+pub(crate) struct EntryCounts {
+    /// Kernel entries.
+    pub entries: AtomicU64,
+    /// Counter ticks from entry to exit, of traced entries only (the `trace` feature with a
+    /// tracer set, whose timestamps are reused: untraced entries read no counter for it).
+    pub cycles: AtomicU64,
+}
+
 /// How many capabilities name each object.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Refs {
@@ -418,6 +429,12 @@ pub struct Kernel<S: Strategy, H: Hal> {
     /// run-queue lock; read by that core without the lock, by other cores with it.
     pub(crate) current: [CachePadded<UnsafeCell<Option<ThreadId>>>; MAX_CPUS],
     pub(crate) local: [CachePadded<UnsafeCell<CoreLocal>>; MAX_CPUS],
+    /// Per core: its entry counters since boot (the benchmark call `KernelCounters`). Written
+    /// only by that core, read by any.
+    pub(crate) counts: [CachePadded<EntryCounts>; MAX_CPUS],
+    /// Per core: the counters at the last `KernelCounters` zero (the counters themselves are
+    /// never reset: only their core writes them, so a zero from another core could be lost).
+    pub(crate) counts_base: [EntryCounts; MAX_CPUS],
     /// Where entries are traced (see [`crate::trace`]); `None`: not traced.
     #[cfg(feature = "trace")]
     tracer: Option<&'static dyn crate::trace::TraceSink>,
@@ -509,6 +526,8 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
                 left: None,
                 direct: None,
             }),
+            counts: core::array::from_fn(|_| CachePadded::new(EntryCounts::default())),
+            counts_base: core::array::from_fn(|_| EntryCounts::default()),
             #[cfg(feature = "trace")]
             tracer: None,
         }
@@ -830,6 +849,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         let was = self.in_kernel[cpu].load(Ordering::Relaxed);
         assert!(!was, "kernel re-entered on CPU {cpu} (HAL bug)");
         self.in_kernel[cpu].store(true, Ordering::Relaxed);
+        Self::bump(&self.counts[cpu].entries, 1);
         #[cfg(feature = "trace")]
         let mut rec = self.tracer.map(|_| self.trace_begin(cpu, &entry));
 
@@ -907,11 +927,21 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         #[cfg(feature = "trace")]
         if let (Some(mut r), Some(sink)) = (rec, self.tracer) {
             r.exit = crate::trace::offset(r.entry, self.hal.trace_cycles());
+            Self::bump(&self.counts[cpu].cycles, u64::from(r.exit));
             sink.record(cpu, &r);
         }
         // Relaxed: see the swap above.
         self.in_kernel[cpu].store(false, Ordering::Relaxed);
         exit
+    }
+
+    /// Adds `n` to a counter of this core's [`EntryCounts`]. Relaxed load and store, no
+    /// read-modify-write (a locked instruction on x86, `ldrex`/`strex` on ARMv7): only the core
+    /// itself writes its counters, one entry at a time; readers on other cores only need some
+    /// recent value, and a counter is a statistic that orders nothing.
+    #[inline(always)]
+    fn bump(c: &AtomicU64, n: u64) {
+        c.store(c.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
     }
 
     /// The start of an entry's trace record: its timestamp (also the lock request's, which

@@ -18,6 +18,11 @@ use crate::kernel::{Ctx, IrqState, Kernel, ThreadState};
 use crate::strategy::Strategy;
 use crate::syscall::{err_regs, ok_regs, MintTarget, Msg, Syscall};
 
+/// Reads of the cycle counter a [`KernelBusy`](Syscall::KernelBusy) of `n` ticks makes at most
+/// (`n` × this): the loop's bound when the counter does not advance. Generous, since a tick of a
+/// slow counter (ARM's generic timer: 62.5 MHz under QEMU) spans many reads.
+const BUSY_SPINS_PER_TICK: u64 = 4096;
+
 /// A decoded, fully validated operation.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Op {
@@ -135,6 +140,14 @@ pub(crate) enum Op {
     },
     DeleteAddressSpace {
         aspace: AsId,
+    },
+    Null,
+    Busy {
+        cycles: u64,
+    },
+    ZeroCounters,
+    ReadCounters {
+        core: CpuId,
     },
     CreateAddressSpace {
         new: AsId,
@@ -390,6 +403,20 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
                 Op::CreateNotification { new, dest }
             }
             Syscall::KernelInfo { key } => Op::KernelInfo { key },
+            Syscall::Null => Op::Null,
+            // Decode bounded it by `BUSY_MAX_CYCLES`, which fits every `u64`.
+            Syscall::KernelBusy { cycles } => Op::Busy {
+                cycles: cycles as u64,
+            },
+            Syscall::KernelCounters { op, core } => {
+                if op == crate::syscall::counters::ZERO {
+                    Op::ZeroCounters
+                } else {
+                    Op::ReadCounters {
+                        core: self.check_core(core)?,
+                    }
+                }
+            }
             Syscall::IssueIrqHandler { control, irq, dest } => {
                 self.lookup(t, control, ObjKind::Control, Rights::MANAGE)?;
                 let irq = IrqId::new(irq).ok_or(Error::IrqUnavailable)?;
@@ -648,6 +675,19 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             Op::KernelInfo { key } => {
                 let v = self.kernel_info(key);
                 self.set_ret(ctx, t, ok_regs(v, [0; MSG_WORDS]));
+            }
+            Op::Null => self.set_ret(ctx, t, ok),
+            Op::Busy { cycles } => {
+                let spun = self.busy(cycles);
+                self.set_ret(ctx, t, ok_regs(spun as usize, [0; MSG_WORDS]));
+            }
+            Op::ZeroCounters => {
+                self.zero_counters();
+                self.set_ret(ctx, t, ok);
+            }
+            Op::ReadCounters { core } => {
+                let (entries, cycles, all) = self.read_counters(core);
+                self.set_ret(ctx, t, ok_regs(entries, [cycles, all, 0, 0]));
             }
             Op::IssueIrqHandler { irq, dest } => {
                 self.irq(&self.hold(ctx, irq), |s| s.issued = true);
@@ -970,6 +1010,58 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             FREE_ENDPOINTS => MAX_ENDPOINTS - self.meta(|m| m.n_eps),
             _ => MAX_NOTIFICATIONS - self.meta(|m| m.n_ntfns),
         }
+    }
+
+    /// The busy loop of [`KernelBusy`](Syscall::KernelBusy): spins until the HAL's cycle
+    /// counter advanced `cycles` ticks and returns the ticks it advanced. A counter that does
+    /// not advance (a HAL without one) cannot keep the kernel here forever: the loop also ends
+    /// after `cycles` × [`BUSY_SPINS_PER_TICK`] reads of it.
+    fn busy(&self, cycles: u64) -> u64 {
+        let start = self.hal.cycles();
+        let mut spins = cycles.saturating_mul(BUSY_SPINS_PER_TICK);
+        loop {
+            let spun = self.hal.cycles().wrapping_sub(start);
+            if spun >= cycles || spins == 0 {
+                return spun;
+            }
+            spins -= 1;
+            core::hint::spin_loop();
+        }
+    }
+
+    /// Zeroes the entry counters of every core ([`KernelCounters`](Syscall::KernelCounters)):
+    /// records each core's current counts as its base.
+    fn zero_counters(&self) {
+        use core::sync::atomic::Ordering::Relaxed;
+        for (c, b) in self.counts.iter().zip(&self.counts_base).take(self.cores) {
+            // Relaxed: statistics; two zeroes at once each store a recent count, either is a
+            // valid base.
+            b.entries.store(c.entries.load(Relaxed), Relaxed);
+            b.cycles.store(c.cycles.load(Relaxed), Relaxed);
+        }
+    }
+
+    /// Core `core`'s entries and traced cycles since the last zero, and the entries of every
+    /// core since then (each truncated to a word on 32-bit machines).
+    fn read_counters(&self, core: CpuId) -> (usize, usize, usize) {
+        use core::sync::atomic::Ordering::Relaxed;
+        let since = |c: &core::sync::atomic::AtomicU64, b: &core::sync::atomic::AtomicU64| {
+            c.load(Relaxed).wrapping_sub(b.load(Relaxed)) as usize
+        };
+        let (c, b) = (&self.counts[core], &self.counts_base[core]);
+        let all = self
+            .counts
+            .iter()
+            .zip(&self.counts_base)
+            .take(self.cores)
+            .fold(0usize, |n, (c, b)| {
+                n.wrapping_add(since(&c.entries, &b.entries))
+            });
+        (
+            since(&c.entries, &b.entries),
+            since(&c.cycles, &b.cycles),
+            all,
+        )
     }
 
     /// TLB flush of `vaddr` (`None`: everything) of address space `a` on every core that may

@@ -40,6 +40,10 @@ struct RecHal {
     prep_fail: Mutex<Option<MapPrepError>>,
     /// The `(root, vaddr)` of every `prepare_map` call (not in `log`, which tests compare).
     prepared: Mutex<Vec<(PhysAddr, usize)>>,
+    /// The cycle counter: advances by `clock_step` at every read.
+    clock: std::sync::atomic::AtomicU64,
+    /// What a read adds to `clock` (1; 0 for a counter that stands still).
+    clock_step: std::sync::atomic::AtomicU64,
 }
 
 impl Default for RecHal {
@@ -49,6 +53,8 @@ impl Default for RecHal {
             pt: PageTables::new(64),
             prep_fail: Mutex::default(),
             prepared: Mutex::default(),
+            clock: std::sync::atomic::AtomicU64::new(0),
+            clock_step: std::sync::atomic::AtomicU64::new(1),
         }
     }
 }
@@ -136,7 +142,8 @@ impl Hal for RecHal {
         self.push(Ev::Route(irq, target));
     }
     fn cycles(&self) -> u64 {
-        0
+        use std::sync::atomic::Ordering::Relaxed;
+        self.clock.fetch_add(self.clock_step.load(Relaxed), Relaxed)
     }
     fn console_write(&self, _s: &str) {}
 }
@@ -1656,4 +1663,115 @@ fn memory_regions_split_map_merge_and_revoke() {
         Error::WrongType
     );
     k.check_invariants().unwrap();
+}
+
+#[test]
+fn null_returns_zero_and_changes_nothing() {
+    let (mut k, ts, _, _) = setup(2, &[0, 1]);
+    // The first entry of each core picks its thread.
+    k.timer_tick(0);
+    k.timer_tick(1);
+    let before = k.check_invariants().unwrap();
+    k.hal.take();
+    let e = call(&k, 0, Syscall::Null);
+    assert_eq!(e.thread, Some(ts[0]));
+    assert_eq!(e.regs, [0; 6]);
+    assert_eq!(k.hal.take(), []);
+    assert_eq!(k.check_invariants().unwrap(), before);
+    assert_eq!(k.current_of(0), Some(ts[0]));
+    assert_eq!(k.thread_state(ts[0]), (Life::Alive, ThreadState::Runnable));
+    // Garbage in an unused word is refused before the kernel sees the call.
+    assert_eq!(
+        err(&k.syscall(0, [nr::NULL, 0, 0, 1, 0, 0])),
+        Error::InvalidArgument
+    );
+}
+
+#[test]
+fn kernel_busy_spins_at_least_the_ticks_asked_and_refuses_more_than_the_bound() {
+    let (k, ts, _, _) = setup(1, &[0]);
+    for n in [0, 1, 1000, 50_000] {
+        let t0 = k.hal.cycles();
+        let e = call(&k, 0, Syscall::KernelBusy { cycles: n });
+        let t1 = k.hal.cycles();
+        assert_eq!(e.thread, Some(ts[0]));
+        let (spun, msg) = ok(&e);
+        assert!(spun >= n, "asked {n} ticks, spun {spun}");
+        assert_eq!(msg, [0; 4]);
+        assert!(t1 - t0 >= n as u64, "{n} ticks asked, {} passed", t1 - t0);
+    }
+    let max = syscall::BUSY_MAX_CYCLES;
+    assert_eq!(
+        err(&k.syscall(0, [nr::KERNEL_BUSY, max + 1, 0, 0, 0, 0])),
+        Error::InvalidArgument
+    );
+    assert_eq!(
+        err(&k.syscall(0, [nr::KERNEL_BUSY, usize::MAX, 0, 0, 0, 0])),
+        Error::InvalidArgument
+    );
+    assert!(!Syscall::KernelBusy { cycles: max }.is_management());
+}
+
+#[test]
+fn kernel_busy_ends_on_a_counter_that_does_not_advance() {
+    let (k, ts, _, _) = setup(1, &[0]);
+    k.hal
+        .clock_step
+        .store(0, std::sync::atomic::Ordering::Relaxed);
+    // Bounded by 1000 x BUSY_SPINS_PER_TICK reads of the counter; it spun no tick.
+    let e = call(&k, 0, Syscall::KernelBusy { cycles: 1000 });
+    assert_eq!(e.thread, Some(ts[0]));
+    assert_eq!(ok(&e), (0, [0; 4]));
+}
+
+#[test]
+fn kernel_counters_count_the_entries_of_each_core_since_the_zero() {
+    use syscall::counters::{READ, ZERO};
+    let (k, ts, _, _) = setup(2, &[0, 1]);
+    k.timer_tick(0);
+    k.timer_tick(1);
+    let read = |cpu: CpuId, core: usize| {
+        let e = call(&k, cpu, Syscall::KernelCounters { op: READ, core });
+        assert_eq!(e.thread, Some(ts[cpu]));
+        ok(&e)
+    };
+    call(&k, 0, Syscall::Null);
+    assert!(read(0, 0).0 >= 2, "counted since boot");
+    assert_eq!(
+        ok(&call(&k, 1, Syscall::KernelCounters { op: ZERO, core: 0 })),
+        (0, [0; 4])
+    );
+    for _ in 0..5 {
+        call(&k, 0, Syscall::Null);
+    }
+    call(&k, 1, Syscall::Yield);
+    k.timer_tick(1);
+    // Core 0: five nulls and this read. Core 1: the Yield and the tick after the zero.
+    // Untraced: no cycles counted.
+    assert_eq!(read(0, 0), (6, [0, 8, 0, 0]));
+    // The read on core 0 above is counted too.
+    assert_eq!(read(0, 1), (2, [0, 9, 0, 0]));
+    // Zero from core 0 zeroes core 1 as well.
+    call(&k, 0, Syscall::KernelCounters { op: ZERO, core: 0 });
+    assert_eq!(read(1, 1).0, 1);
+    assert_eq!(read(1, 0).0, 0);
+    // Bad arguments: an unknown operation, a core the machine does not have, a core with zero.
+    for (raw, e) in [
+        ([nr::KERNEL_COUNTERS, 2, 0, 0, 0, 0], Error::OutOfRange),
+        ([nr::KERNEL_COUNTERS, READ, 2, 0, 0, 0], Error::InvalidCore),
+        (
+            [nr::KERNEL_COUNTERS, READ, MAX_CPUS, 0, 0, 0],
+            Error::InvalidCore,
+        ),
+        (
+            [nr::KERNEL_COUNTERS, ZERO, 1, 0, 0, 0],
+            Error::InvalidArgument,
+        ),
+        (
+            [nr::KERNEL_COUNTERS, READ, 0, 1, 0, 0],
+            Error::InvalidArgument,
+        ),
+    ] {
+        assert_eq!(err(&k.syscall(0, raw)), e, "{raw:?}");
+    }
 }

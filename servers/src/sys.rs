@@ -237,6 +237,37 @@ pub fn kernel_info(key: usize) -> Result<usize, Error> {
     invoke(Syscall::KernelInfo { key }).map(|(v, _)| v)
 }
 
+/// The null system call (benchmarks: the bare entry and exit path).
+pub fn null() {
+    // No error is possible: the call takes no argument.
+    let _ = invoke(Syscall::Null);
+}
+
+/// Spins `cycles` counter ticks inside the kernel, holding the kernel lock (benchmarks, at most
+/// [`abi::syscall::BUSY_MAX_CYCLES`]). Returns the ticks the kernel actually spun.
+pub fn kernel_busy(cycles: usize) -> Result<usize, Error> {
+    invoke(Syscall::KernelBusy { cycles }).map(|(v, _)| v)
+}
+
+/// Zeroes the kernel's entry counters of every core (benchmarks).
+pub fn zero_kernel_counters() {
+    // No error is possible: ZERO with core 0 always decodes.
+    let _ = invoke(Syscall::KernelCounters {
+        op: abi::syscall::counters::ZERO,
+        core: 0,
+    });
+}
+
+/// The kernel's counters of `core` since the last zero (benchmarks): `(entries of core,
+/// counter ticks core spent in traced kernel entries, entries of every core)`.
+pub fn read_kernel_counters(core: usize) -> Result<(usize, usize, usize), Error> {
+    invoke(Syscall::KernelCounters {
+        op: abi::syscall::counters::READ,
+        core,
+    })
+    .map(|(entries, m)| (entries, m[0], m[1]))
+}
+
 /// Creates an inactive thread in the address space in `aspace` with `priority` on `core`; its
 /// capability (all rights) goes to the empty slot `dest`. Returns its thread index.
 pub fn create_thread(

@@ -173,3 +173,53 @@ fn the_pager_workload_records_one_fault_per_touched_page() {
     assert!(refused(KernelLock::Fine, 2).contains("fine"));
     assert!(refused(KernelLock::None, 2).contains("1 core"));
 }
+
+static BUSY_TRACER: Tracer<256> = Tracer::new();
+
+/// The benchmark calls on the host's TSC with a tracer: `KernelBusy` holds the big lock for at
+/// least the ticks asked (what the trace-replay simulator is validated with), and
+/// `KernelCounters` reads the entries since its zero and their traced cycles.
+#[test]
+fn kernel_busy_holds_the_lock_for_the_ticks_asked_and_the_counters_see_it() {
+    use kernel::syscall::{counters, nr, result};
+    use kernel::Syscall;
+    const TICKS: usize = 100_000;
+    let mut k = Box::new(Kernel::new(
+        BigLock::new(ClhLock::<1, HostRelax>::new()),
+        FakeHal::new(1),
+        1,
+    ));
+    k.set_tracer(&BUSY_TRACER);
+    let t = k.create_thread(10, 0, None).unwrap();
+    k.start(t).unwrap();
+    assert_eq!(k.timer_tick(0).thread, Some(t));
+    let sys = |sc: Syscall| {
+        let e = k.syscall(0, sc.encode());
+        assert_eq!(e.thread, Some(t));
+        result(&e.regs).expect("call failed")
+    };
+    assert_eq!(sys(Syscall::Null), (0, [0; 4]));
+    sys(Syscall::KernelCounters {
+        op: counters::ZERO,
+        core: 0,
+    });
+    let (spun, _) = sys(Syscall::KernelBusy { cycles: TICKS });
+    assert!(spun >= TICKS, "spun {spun} of {TICKS} ticks");
+    let (entries, [cycles, all, _, _]) = sys(Syscall::KernelCounters {
+        op: counters::READ,
+        core: 0,
+    });
+    // The busy call and this read; the read's own cycles are added at its exit.
+    assert_eq!((entries, all), (2, 2));
+    assert!(cycles >= TICKS, "{cycles} ticks in the kernel");
+
+    let mut out = vec![Record::EMPTY; 256];
+    let snap = BUSY_TRACER.ring(0).snapshot(&mut out);
+    let busy: Vec<&Record> = out[..snap.copied]
+        .iter()
+        .filter(|r| usize::from(r.number) == nr::KERNEL_BUSY)
+        .collect();
+    assert_eq!(busy.len(), 1);
+    let held = busy[0].lock_released - busy[0].lock_acquired;
+    assert!(held as usize >= TICKS, "lock held {held} ticks");
+}

@@ -706,6 +706,41 @@ pub fn traced_round_trip_timer<S: Strategy>(
     move |n| p.round_trips(n)
 }
 
+impl<S: Strategy> PingPong<S> {
+    /// `n` null system calls of the client (the benchmark call `Null`, which leaves it
+    /// running); TSC ticks taken.
+    fn nulls(&self, n: u32) -> u64 {
+        let null = kernel::Syscall::Null.encode();
+        let start = cycles();
+        for _ in 0..n {
+            let exit = self.kernel.syscall(0, null);
+            debug_assert_eq!(exit.thread, Some(self.client));
+            std::hint::black_box(exit.regs);
+        }
+        cycles() - start
+    }
+}
+
+/// The thesis's null system call (`Syscall::Null`) on one core under `strategy`, the client of
+/// the [`round_trip_timer`] set-up calling it: the closure makes `n` calls and returns the TSC
+/// ticks they took.
+pub fn null_syscall_timer<S: Strategy>(strategy: S) -> impl Fn(u32) -> u64 {
+    let p = PingPong::new(strategy, true);
+    move |n| p.nulls(n)
+}
+
+/// [`null_syscall_timer`] with the kernel's entries traced into `sink` (the `trace` feature),
+/// for the tracing overhead (`examples/trace_overhead.rs`).
+#[cfg(feature = "trace")]
+pub fn traced_null_syscall_timer<S: Strategy>(
+    strategy: S,
+    sink: &'static dyn kernel::trace::TraceSink,
+) -> impl Fn(u32) -> u64 {
+    let mut p = PingPong::new(strategy, true);
+    p.kernel.set_tracer(sink);
+    move |n| p.nulls(n)
+}
+
 /// Type-erased single-core case, for the interleaved loop.
 trait Case {
     fn round_trips(&self, n: u32) -> u64;
