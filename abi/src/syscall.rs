@@ -408,7 +408,9 @@ pub enum Syscall {
     /// the kernel (message word 0; counted only by kernels built with tracing and a tracer
     /// set, else 0), and the entries of all cores (message word 1). Runs on the shared side; needs no
     /// capability. [`Error::OutOfRange`] for an unknown operation, [`Error::InvalidCore`] for
-    /// a core the machine does not have.
+    /// a core the machine does not have. Kept only by kernels built with the `trace` feature
+    /// (so that the entry path of the others is unchanged); the others answer
+    /// [`Error::UnknownSyscall`].
     KernelCounters {
         /// [`counters::ZERO`] or [`counters::READ`].
         op: usize,

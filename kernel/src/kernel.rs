@@ -849,6 +849,8 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         let was = self.in_kernel[cpu].load(Ordering::Relaxed);
         assert!(!was, "kernel re-entered on CPU {cpu} (HAL bug)");
         self.in_kernel[cpu].store(true, Ordering::Relaxed);
+        // Counted with the `trace` feature only: without it the entry path is unchanged.
+        #[cfg(feature = "trace")]
         Self::bump(&self.counts[cpu].entries, 1);
         #[cfg(feature = "trace")]
         let mut rec = self.tracer.map(|_| self.trace_begin(cpu, &entry));
@@ -939,6 +941,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
     /// read-modify-write (a locked instruction on x86, `ldrex`/`strex` on ARMv7): only the core
     /// itself writes its counters, one entry at a time; readers on other cores only need some
     /// recent value, and a counter is a statistic that orders nothing.
+    #[cfg(feature = "trace")]
     #[inline(always)]
     fn bump(c: &AtomicU64, n: u64) {
         c.store(c.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);

@@ -145,7 +145,11 @@ pub(crate) enum Op {
     Busy {
         cycles: u64,
     },
+    // Made only by kernels with the `trace` feature (`KernelCounters`); the rest of the code
+    // stays compiled in both builds.
+    #[cfg_attr(not(feature = "trace"), allow(dead_code))]
     ZeroCounters,
+    #[cfg_attr(not(feature = "trace"), allow(dead_code))]
     ReadCounters {
         core: CpuId,
     },
@@ -408,6 +412,10 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             Syscall::KernelBusy { cycles } => Op::Busy {
                 cycles: cycles as u64,
             },
+            // The counters are kept by kernels built with the `trace` feature only.
+            #[cfg(not(feature = "trace"))]
+            Syscall::KernelCounters { .. } => return Err(Error::UnknownSyscall),
+            #[cfg(feature = "trace")]
             Syscall::KernelCounters { op, core } => {
                 if op == crate::syscall::counters::ZERO {
                     Op::ZeroCounters

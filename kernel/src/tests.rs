@@ -1725,6 +1725,24 @@ fn kernel_busy_ends_on_a_counter_that_does_not_advance() {
 }
 
 #[test]
+#[cfg(not(feature = "trace"))]
+fn kernel_counters_need_the_trace_feature() {
+    let (k, ts, _, _) = setup(1, &[0]);
+    k.timer_tick(0);
+    let e = call(
+        &k,
+        0,
+        Syscall::KernelCounters {
+            op: syscall::counters::READ,
+            core: 0,
+        },
+    );
+    assert_eq!(e.thread, Some(ts[0]));
+    assert_eq!(err(&e), Error::UnknownSyscall);
+}
+
+#[test]
+#[cfg(feature = "trace")]
 fn kernel_counters_count_the_entries_of_each_core_since_the_zero() {
     use syscall::counters::{READ, ZERO};
     let (k, ts, _, _) = setup(2, &[0, 1]);

@@ -249,17 +249,19 @@ pub fn kernel_busy(cycles: usize) -> Result<usize, Error> {
     invoke(Syscall::KernelBusy { cycles }).map(|(v, _)| v)
 }
 
-/// Zeroes the kernel's entry counters of every core (benchmarks).
-pub fn zero_kernel_counters() {
-    // No error is possible: ZERO with core 0 always decodes.
-    let _ = invoke(Syscall::KernelCounters {
+/// Zeroes the kernel's entry counters of every core (benchmarks). `UnknownSyscall` from a
+/// kernel built without the `trace` feature, which keeps no counters.
+pub fn zero_kernel_counters() -> Result<(), Error> {
+    invoke(Syscall::KernelCounters {
         op: abi::syscall::counters::ZERO,
         core: 0,
-    });
+    })
+    .map(|_| ())
 }
 
 /// The kernel's counters of `core` since the last zero (benchmarks): `(entries of core,
 /// counter ticks core spent in traced kernel entries, entries of every core)`.
+/// `UnknownSyscall` from a kernel built without the `trace` feature.
 pub fn read_kernel_counters(core: usize) -> Result<(usize, usize, usize), Error> {
     invoke(Syscall::KernelCounters {
         op: abi::syscall::counters::READ,
