@@ -193,6 +193,7 @@ pub(crate) struct CoreLocal {
 
 /// A core's kernel-entry counters (see [`Kernel::count_entry`]). Each is written only by its
 /// core, with a plain load and store (no read-modify-write), and read by any core.
+#[cfg(feature = "trace")]
 #[derive(Debug, Default)]
 pub(crate) struct EntryCounts {
     /// Kernel entries.
@@ -430,10 +431,15 @@ pub struct Kernel<S: Strategy, H: Hal> {
     pub(crate) current: [CachePadded<UnsafeCell<Option<ThreadId>>>; MAX_CPUS],
     pub(crate) local: [CachePadded<UnsafeCell<CoreLocal>>; MAX_CPUS],
     /// Per core: its entry counters since boot (the benchmark call `KernelCounters`). Written
-    /// only by that core, read by any.
+    /// only by that core, read by any. With the `trace` feature only: in the other builds the
+    /// kernel's fields keep their offsets (with these padded lines in every build, ARMv7's IPC
+    /// round trip took 16 instructions more under `-icount`, likely later fields moving out of
+    /// load-immediate range).
+    #[cfg(feature = "trace")]
     pub(crate) counts: [CachePadded<EntryCounts>; MAX_CPUS],
     /// Per core: the counters at the last `KernelCounters` zero (the counters themselves are
     /// never reset: only their core writes them, so a zero from another core could be lost).
+    #[cfg(feature = "trace")]
     pub(crate) counts_base: [EntryCounts; MAX_CPUS],
     /// Where entries are traced (see [`crate::trace`]); `None`: not traced.
     #[cfg(feature = "trace")]
@@ -526,7 +532,9 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
                 left: None,
                 direct: None,
             }),
+            #[cfg(feature = "trace")]
             counts: core::array::from_fn(|_| CachePadded::new(EntryCounts::default())),
+            #[cfg(feature = "trace")]
             counts_base: core::array::from_fn(|_| EntryCounts::default()),
             #[cfg(feature = "trace")]
             tracer: None,

@@ -145,11 +145,10 @@ pub(crate) enum Op {
     Busy {
         cycles: u64,
     },
-    // Made only by kernels with the `trace` feature (`KernelCounters`); the rest of the code
-    // stays compiled in both builds.
-    #[cfg_attr(not(feature = "trace"), allow(dead_code))]
+    // `KernelCounters`: kernels with the `trace` feature only.
+    #[cfg(feature = "trace")]
     ZeroCounters,
-    #[cfg_attr(not(feature = "trace"), allow(dead_code))]
+    #[cfg(feature = "trace")]
     ReadCounters {
         core: CpuId,
     },
@@ -689,10 +688,12 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
                 let spun = self.busy(cycles);
                 self.set_ret(ctx, t, ok_regs(spun as usize, [0; MSG_WORDS]));
             }
+            #[cfg(feature = "trace")]
             Op::ZeroCounters => {
                 self.zero_counters();
                 self.set_ret(ctx, t, ok);
             }
+            #[cfg(feature = "trace")]
             Op::ReadCounters { core } => {
                 let (entries, cycles, all) = self.read_counters(core);
                 self.set_ret(ctx, t, ok_regs(entries, [cycles, all, 0, 0]));
@@ -1039,6 +1040,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
 
     /// Zeroes the entry counters of every core ([`KernelCounters`](Syscall::KernelCounters)):
     /// records each core's current counts as its base.
+    #[cfg(feature = "trace")]
     fn zero_counters(&self) {
         use core::sync::atomic::Ordering::Relaxed;
         for (c, b) in self.counts.iter().zip(&self.counts_base).take(self.cores) {
@@ -1051,6 +1053,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
 
     /// Core `core`'s entries and traced cycles since the last zero, and the entries of every
     /// core since then (each truncated to a word on 32-bit machines).
+    #[cfg(feature = "trace")]
     fn read_counters(&self, core: CpuId) -> (usize, usize, usize) {
         use core::sync::atomic::Ordering::Relaxed;
         let since = |c: &core::sync::atomic::AtomicU64, b: &core::sync::atomic::AtomicU64| {
