@@ -396,7 +396,9 @@ pub enum Syscall {
     /// the one lock, held for `cycles` (under RTM elision a spin that long aborts its
     /// transaction and runs under the fallback lock); under the fine-grained strategy it is a
     /// long read-side section that delays management calls and no IPC. Needs no capability.
-    /// [`Error::InvalidArgument`] above [`BUSY_MAX_CYCLES`].
+    /// [`Error::InvalidArgument`] above [`BUSY_MAX_CYCLES`]. Only kernels built with the
+    /// `trace` feature (made for measuring) have it: it lets any thread hold the kernel lock
+    /// for milliseconds; the others answer [`Error::UnknownSyscall`].
     KernelBusy {
         /// Counter ticks to spin, at most [`BUSY_MAX_CYCLES`].
         cycles: usize,

@@ -21,6 +21,7 @@ use crate::syscall::{err_regs, ok_regs, MintTarget, Msg, Syscall};
 /// Reads of the cycle counter a [`KernelBusy`](Syscall::KernelBusy) of `n` ticks makes at most
 /// (`n` × this): the loop's bound when the counter does not advance. Generous, since a tick of a
 /// slow counter (ARM's generic timer: 62.5 MHz under QEMU) spans many reads.
+#[cfg(feature = "trace")]
 const BUSY_SPINS_PER_TICK: u64 = 4096;
 
 /// A decoded, fully validated operation.
@@ -142,6 +143,7 @@ pub(crate) enum Op {
         aspace: AsId,
     },
     Null,
+    #[cfg(feature = "trace")]
     Busy {
         cycles: u64,
     },
@@ -408,12 +410,17 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             Syscall::KernelInfo { key } => Op::KernelInfo { key },
             Syscall::Null => Op::Null,
             // Decode bounded it by `BUSY_MAX_CYCLES`, which fits every `u64`.
+            #[cfg(feature = "trace")]
             Syscall::KernelBusy { cycles } => Op::Busy {
                 cycles: cycles as u64,
             },
-            // The counters are kept by kernels built with the `trace` feature only.
+            // The busy loop (which holds the kernel lock, a way for any thread to stall the
+            // others for milliseconds) and the counters are in kernels built with the `trace`
+            // feature only, the ones made for measuring.
             #[cfg(not(feature = "trace"))]
-            Syscall::KernelCounters { .. } => return Err(Error::UnknownSyscall),
+            Syscall::KernelBusy { .. } | Syscall::KernelCounters { .. } => {
+                return Err(Error::UnknownSyscall)
+            }
             #[cfg(feature = "trace")]
             Syscall::KernelCounters { op, core } => {
                 if op == crate::syscall::counters::ZERO {
@@ -684,6 +691,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
                 self.set_ret(ctx, t, ok_regs(v, [0; MSG_WORDS]));
             }
             Op::Null => self.set_ret(ctx, t, ok),
+            #[cfg(feature = "trace")]
             Op::Busy { cycles } => {
                 let spun = self.busy(cycles);
                 self.set_ret(ctx, t, ok_regs(spun as usize, [0; MSG_WORDS]));
@@ -1025,6 +1033,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
     /// counter advanced `cycles` ticks and returns the ticks it advanced. A counter that does
     /// not advance (a HAL without one) cannot keep the kernel here forever: the loop also ends
     /// after `cycles` × [`BUSY_SPINS_PER_TICK`] reads of it.
+    #[cfg(feature = "trace")]
     fn busy(&self, cycles: u64) -> u64 {
         let start = self.hal.cycles();
         let mut spins = cycles.saturating_mul(BUSY_SPINS_PER_TICK);

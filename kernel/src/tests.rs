@@ -1688,6 +1688,7 @@ fn null_returns_zero_and_changes_nothing() {
 }
 
 #[test]
+#[cfg(feature = "trace")]
 fn kernel_busy_spins_at_least_the_ticks_asked_and_refuses_more_than_the_bound() {
     let (k, ts, _, _) = setup(1, &[0]);
     for n in [0, 1, 1000, 50_000] {
@@ -1713,6 +1714,7 @@ fn kernel_busy_spins_at_least_the_ticks_asked_and_refuses_more_than_the_bound() 
 }
 
 #[test]
+#[cfg(feature = "trace")]
 fn kernel_busy_ends_on_a_counter_that_does_not_advance() {
     let (k, ts, _, _) = setup(1, &[0]);
     k.hal
@@ -1726,9 +1728,18 @@ fn kernel_busy_ends_on_a_counter_that_does_not_advance() {
 
 #[test]
 #[cfg(not(feature = "trace"))]
-fn kernel_counters_need_the_trace_feature() {
+fn kernel_busy_and_counters_need_the_trace_feature() {
     let (k, ts, _, _) = setup(1, &[0]);
     k.timer_tick(0);
+    let e = call(&k, 0, Syscall::KernelBusy { cycles: 10 });
+    assert_eq!(e.thread, Some(ts[0]));
+    assert_eq!(err(&e), Error::UnknownSyscall);
+    // The bound is the decoder's, in every build.
+    let max = syscall::BUSY_MAX_CYCLES;
+    assert_eq!(
+        err(&k.syscall(0, [nr::KERNEL_BUSY, max + 1, 0, 0, 0, 0])),
+        Error::InvalidArgument
+    );
     let e = call(
         &k,
         0,
