@@ -15,19 +15,23 @@ pub trait Boot {
     fn boot<S: Strategy + 'static>(self, strategy: S, cfg: Config) -> !;
 }
 
-/// Boots `image` with the strategy `lock` names.
+/// Boots `image` with the strategy `lock` names, its locks made for the `cfg.cores` cores the
+/// kernel runs on (the run-time count of the lock crate's `with_cpus`: a core beyond it that
+/// entered the kernel would panic in the lock, and the big-reader writer drains only their
+/// slots). Their memory is still that of [`MAX_CPUS`].
 pub fn boot_with<B: Boot>(lock: LockChoice, cfg: Config, image: B) -> ! {
+    let n = cfg.cores;
     match lock {
-        LockChoice::Clh => image.boot(BigLock::new(ClhLock::<MAX_CPUS>::new()), cfg),
+        LockChoice::Clh => image.boot(BigLock::new(ClhLock::<MAX_CPUS>::with_cpus(n)), cfg),
         LockChoice::Ticket => image.boot(
-            BigLock::new(TicketLock::<kernel_locks::Spin>::with_max_cpus(MAX_CPUS)),
+            BigLock::new(TicketLock::<kernel_locks::Spin>::with_cpus(n)),
             cfg,
         ),
-        LockChoice::Fine => image.boot(FineGrained::<kernel_locks::Spin>::new(), cfg),
+        LockChoice::Fine => image.boot(FineGrained::<kernel_locks::Spin>::with_cpus(n), cfg),
         // Without RTM (AMD, QEMU TCG, ARMv7-A) `kernel_locks::Rtm` detects that at run time and always
         // takes its fallback CLH lock.
         LockChoice::Rtm => image.boot(
-            Rtm::<_, kernel_locks::Rtm, kernel_locks::Spin>::new(ClhLock::<MAX_CPUS>::new()),
+            Rtm::<_, kernel_locks::Rtm, kernel_locks::Spin>::new(ClhLock::<MAX_CPUS>::with_cpus(n)),
             cfg,
         ),
         LockChoice::None => {

@@ -178,18 +178,27 @@ pub struct FineGrained<R: Relax = Spin> {
 }
 
 impl<R: Relax> FineGrained<R> {
-    /// All locks free.
+    /// All locks free, for any of the kernel's [`MAX_CPUS`] cores.
     pub fn new() -> Self {
-        fn locks<R: Relax, const N: usize>() -> [CachePadded<TicketLock<R>>; N] {
-            core::array::from_fn(|_| CachePadded::new(TicketLock::with_max_cpus(MAX_CPUS)))
+        Self::with_cpus(MAX_CPUS)
+    }
+
+    /// All locks free, for cores `0..cpus` (the core count the kernel learnt at boot): ids from
+    /// `cpus` on panic, and the big-reader lock's writer drains only those cores' slots.
+    ///
+    /// # Panics
+    /// Unless `1 <= cpus <= MAX_CPUS`.
+    pub fn with_cpus(cpus: usize) -> Self {
+        fn locks<R: Relax, const N: usize>(cpus: usize) -> [CachePadded<TicketLock<R>>; N] {
+            core::array::from_fn(|_| CachePadded::new(TicketLock::with_cpus(cpus)))
         }
         Self {
-            big: BrLock::new(),
-            tcbs: locks(),
-            eps: locks(),
-            ntfns: locks(),
-            irqs: locks(),
-            rqs: locks(),
+            big: BrLock::with_cpus(cpus),
+            tcbs: locks(cpus),
+            eps: locks(cpus),
+            ntfns: locks(cpus),
+            irqs: locks(cpus),
+            rqs: locks(cpus),
         }
     }
 
