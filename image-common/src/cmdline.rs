@@ -92,6 +92,9 @@ pub struct Cmdline {
     /// machine's core count can be chosen where there is no QEMU `-smp` (`cargo xtask flash
     /// --smp N` puts it on the command line).
     pub cpus: Option<usize>,
+    /// `trace=1`: trace every kernel entry and print the trace at the end of the run (images
+    /// built with the `trace` feature only; see [`crate::trace`]).
+    pub trace: bool,
 }
 
 /// What `mode=fuzz` runs.
@@ -126,6 +129,10 @@ pub enum CmdlineError<'a> {
     Seed(&'a str),
     /// A `cpus=` value that is not a positive number.
     Cpus(&'a str),
+    /// A `trace=` value other than 0 or 1.
+    Trace(&'a str),
+    /// `trace=1` in an image built without the `trace` feature.
+    TraceNotBuilt,
     /// The shared client-server benchmark on several cores with `lock=none`.
     SharedWithoutLock {
         /// The cores it would run on.
@@ -163,6 +170,15 @@ impl fmt::Display for CmdlineError<'_> {
             CmdlineError::Cpus(v) => write!(
                 f,
                 "cpus=\"{v}\" on the kernel command line is not a positive number"
+            ),
+            CmdlineError::Trace(v) => write!(
+                f,
+                "trace=\"{v}\" on the kernel command line is not 0 or 1"
+            ),
+            CmdlineError::TraceNotBuilt => write!(
+                f,
+                "trace=1 on the kernel command line, but this image was built without kernel \
+                 tracing (build it with --features trace, as `cargo xtask trace --image` does)"
             ),
             CmdlineError::Seed(v) => write!(
                 f,
@@ -245,6 +261,12 @@ impl Cmdline {
                 _ => return Err(CmdlineError::Cpus(v)),
             },
         };
+        let trace = match value("trace") {
+            None | Some("0") => false,
+            Some("1") if crate::trace::BUILT => true,
+            Some("1") => return Err(CmdlineError::TraceNotBuilt),
+            Some(v) => return Err(CmdlineError::Trace(v)),
+        };
         Ok(Cmdline {
             lock,
             test,
@@ -254,6 +276,7 @@ impl Cmdline {
             stack_overflow,
             fuzz,
             cpus,
+            trace,
         })
     }
 
@@ -284,6 +307,7 @@ impl Cmdline {
             stack_overflow: self.stack_overflow,
             fuzz: self.fuzz,
             cpus: self.cpus,
+            trace: self.trace,
         })
     }
 }
@@ -322,6 +346,8 @@ pub struct Config {
     pub fuzz: Option<Fuzz>,
     /// `cpus=N`: the cap on the cores the kernel uses (see [`Cmdline::cpus`]).
     pub cpus: Option<usize>,
+    /// `trace=1` (see [`Cmdline::trace`]).
+    pub trace: bool,
 }
 
 impl Config {
@@ -403,12 +429,31 @@ mod tests {
                 stack_overflow: false,
                 fuzz: None,
                 cpus: None,
+                trace: false,
             })
         );
         let so = Cmdline::parse(words("mode=stackoverflow")).unwrap();
         assert!(so.stack_overflow && !so.test && so.bench.is_none());
         let cfg = so.on_cores(2).unwrap();
         assert!(cfg.stack_overflow && cfg.setup(1, 7).stack_overflow && cfg.run(9).stack_overflow);
+    }
+
+    #[test]
+    fn trace_needs_the_feature_and_a_zero_or_one() {
+        assert!(!Cmdline::parse(words("trace=0")).unwrap().trace);
+        assert_eq!(
+            Cmdline::parse(words("trace=yes")),
+            Err(CmdlineError::Trace("yes"))
+        );
+        let on = Cmdline::parse(words("trace=1"));
+        if crate::trace::BUILT {
+            assert!(on.unwrap().on_cores(2).unwrap().trace);
+        } else {
+            assert_eq!(on, Err(CmdlineError::TraceNotBuilt));
+            assert!(CmdlineError::TraceNotBuilt
+                .to_string()
+                .contains("without kernel tracing"));
+        }
     }
 
     #[test]

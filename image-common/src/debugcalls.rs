@@ -101,6 +101,10 @@ pub trait DebugArch {
     fn since_boot_ns() -> u64;
     /// The counter user programs read.
     fn counter() -> Counter;
+    /// The kernel's cycle counter ([`cycles`](Self::cycles), which the kernel's trace
+    /// timestamps read): its name as the benchmark records know it (`tsc`, or `debugcall` for
+    /// the timer the ARMv7 COUNTER debug call reads) and its frequency.
+    fn kernel_counter() -> Counter;
     /// Stops the machine with the success or failure status.
     fn exit(success: bool) -> !;
     /// Stops this core for good.
@@ -607,6 +611,16 @@ impl DebugCalls {
                 A::println(format_args!("{line}"))
             });
         }
+        let kc = A::kernel_counter();
+        crate::trace::dump(
+            &crate::trace::DumpInfo {
+                cores,
+                lock: LOCKS[self.lock.load(Ordering::Relaxed) % LOCKS.len()],
+                counter: kc.name,
+                hz: kc.hz,
+            },
+            |line| A::println(line),
+        );
         let panics = self.panics.load(Ordering::Acquire);
         let failed = self.tests_failed.load(Ordering::Acquire)
             + panics
@@ -804,6 +818,9 @@ mod tests {
                 name: "tsc",
                 hz: 1_000_000_000,
             }
+        }
+        fn kernel_counter() -> Counter {
+            Self::counter()
         }
         fn exit(success: bool) -> ! {
             std::panic::panic_any(Stop::Exit(success))

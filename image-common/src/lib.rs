@@ -19,5 +19,6 @@ pub mod elf;
 pub mod numa;
 pub mod strategy;
 pub mod system;
+pub mod trace;
 
 pub use system::{build, place_kernel, Arch, Plan, Setup};

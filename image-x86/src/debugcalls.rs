@@ -45,6 +45,11 @@ impl DebugArch for X86 {
         }
     }
 
+    /// The TSC (the HAL's `cycles` and `trace_cycles`).
+    fn kernel_counter() -> Counter {
+        Self::counter()
+    }
+
     fn exit(success: bool) -> ! {
         X86Hal::exit(if success {
             ExitCode::Success

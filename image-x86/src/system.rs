@@ -116,6 +116,8 @@ impl image_common::strategy::Boot for Image {
 pub fn boot<S: Strategy + 'static>(strategy: S, cfg: Config) -> ! {
     // SAFETY: called once, by the bootstrap processor before any other core runs kernel code.
     let k = unsafe { image_common::place_kernel(Kernel::new(strategy, X86Hal, cfg.cores)) };
+    // `trace=1` (the command line refused it unless the image has the `trace` feature).
+    image_common::trace::install(k, cfg.trace);
     println!(
         "kernel: {} strategy on {} cores, {} KiB kernel object",
         k.strategy().name(),

@@ -123,6 +123,38 @@ impl<const N: usize> Ring<N> {
     }
 }
 
+impl<const N: usize> Ring<N> {
+    /// Calls `f` with each retained record among the first `head` written (oldest first),
+    /// without a buffer and without stopping the writer (the images' console dump, which has no
+    /// room for a copy of the ring): each record is checked after it is copied, as
+    /// [`Ring::snapshot`] checks them, and one the writer may have begun to overwrite is
+    /// skipped and counted as lost. `head` (at most [`Ring::written`]) fixes the end, so that
+    /// several rings can be cut at one moment and records written meanwhile are left out.
+    pub fn visit(&self, head: usize, mut f: impl FnMut(&Record)) -> Snapshot {
+        let h = head.min(self.written());
+        let mut copied = 0;
+        for i in h.saturating_sub(N)..h {
+            let mut bytes = [0u8; RECORD_SIZE];
+            for (chunk, w) in bytes.chunks_exact_mut(4).zip(self.slots[i % N].iter()) {
+                chunk.copy_from_slice(&w.load(Ordering::Relaxed).to_le_bytes());
+            }
+            // Pairs with the writer's release fence, as in `snapshot`.
+            fence(Ordering::Acquire);
+            if self.begun.load(Ordering::Relaxed) > i.saturating_add(N) {
+                continue;
+            }
+            if let Ok(r) = Record::decode(&bytes, i) {
+                f(&r);
+                copied += 1;
+            }
+        }
+        Snapshot {
+            copied,
+            lost: h - copied,
+        }
+    }
+}
+
 /// Marks a torn slot during [`Ring::snapshot`]; no decoded record has this many object locks.
 const TORN: Record = Record {
     object_count: u8::MAX,
@@ -187,6 +219,31 @@ mod tests {
         assert_eq!(small, [rec(17), rec(18), rec(19)]);
         ring.reset();
         assert_eq!(ring.snapshot(&mut out), Snapshot { copied: 0, lost: 0 });
+    }
+
+    #[test]
+    fn visit_cuts_at_a_head_and_counts_the_overwritten() {
+        let ring: Ring<8> = Ring::new();
+        for i in 0..5 {
+            ring.record(&rec(i));
+        }
+        let mut seen = std::vec::Vec::new();
+        let s = ring.visit(3, |r| seen.push(*r));
+        assert_eq!(s, Snapshot { copied: 3, lost: 0 });
+        assert_eq!(seen, [rec(0), rec(1), rec(2)]);
+        for i in 5..20 {
+            ring.record(&rec(i));
+        }
+        seen.clear();
+        let s = ring.visit(usize::MAX, |r| seen.push(*r));
+        assert_eq!(
+            s,
+            Snapshot {
+                copied: 8,
+                lost: 12
+            }
+        );
+        assert!(seen.iter().zip(12..).all(|(r, i)| *r == rec(i)));
     }
 
     /// A writer thread records without pause while a reader thread snapshots: every snapshot
