@@ -171,10 +171,9 @@ impl fmt::Display for CmdlineError<'_> {
                 f,
                 "cpus=\"{v}\" on the kernel command line is not a positive number"
             ),
-            CmdlineError::Trace(v) => write!(
-                f,
-                "trace=\"{v}\" on the kernel command line is not 0 or 1"
-            ),
+            CmdlineError::Trace(v) => {
+                write!(f, "trace=\"{v}\" on the kernel command line is not 0 or 1")
+            }
             CmdlineError::TraceNotBuilt => write!(
                 f,
                 "trace=1 on the kernel command line, but this image was built without kernel \

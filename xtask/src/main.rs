@@ -16,6 +16,7 @@ mod bench;
 mod board;
 mod deps;
 mod flash;
+mod imagetrace;
 mod libtest;
 mod proc;
 mod qemu;

@@ -322,11 +322,26 @@ pub fn image_path(root: &Path, arch: Arch, debug: bool) -> PathBuf {
 /// Builds the image for `arch` (release unless `debug`); returns its path. Cargo's output goes
 /// to the terminal; `who` prefixes the message (`qemu`, `bench`).
 pub fn build_image(root: &Path, arch: Arch, debug: bool, who: &str) -> Result<PathBuf, String> {
+    build_image_with(root, arch, debug, who, &[])
+}
+
+/// [`build_image`] with the image's cargo `features` (e.g. `trace`). The image is built where
+/// the featureless one is (the next build without them rebuilds it).
+pub fn build_image_with(
+    root: &Path,
+    arch: Arch,
+    debug: bool,
+    who: &str,
+    features: &[&str],
+) -> Result<PathBuf, String> {
     let profile = if debug { "debug" } else { "release" };
     let (package, target) = image_crate(arch);
     let mut cmd = Cmd::cargo().args(["build", "-p", package, "--target", target]);
     if !debug {
         cmd = cmd.arg("--release");
+    }
+    if !features.is_empty() {
+        cmd = cmd.args(["--features", &features.join(",")]);
     }
     eprintln!("{who}: building the image ({profile}): {}", cmd.display());
     let status = cmd

@@ -325,6 +325,7 @@ fn steps(root: &Path, quick: bool) -> Vec<Step> {
     steps.push(bench_tiny_step(root));
     steps.push(bench_memory_tiny_step(root));
     steps.push(trace_hosted_step(root));
+    steps.push(trace_image_step(root));
     steps.push(sim_calibrate_step(root));
     steps.extend(flash_steps(root));
 
@@ -885,6 +886,27 @@ fn trace_hosted_step(root: &Path) -> Step {
             .arg(out)
     });
     Step::from_result("trace:hosted", cmd, Judge::ExitStatus)
+}
+
+/// Kernel lock tracing inside the images end to end (`trace:image`): `cargo xtask trace --image
+/// --check` builds both images with their `trace` feature, boots the demo on 2 cores with 50
+/// round trips per pair and `trace=1` under `-icount` (microvm, sabrelite), reads the trace each
+/// prints, checks it (records from every core in time order, ordered lock timestamps, the
+/// ping-pong's Call and ReplyRecv entries, nothing lost, the file read back equal) and runs the
+/// simulator's analysis, replay and sweep on it. Output in `<target>/trace-image`; seconds once
+/// built (the images are then rebuilt without the feature by the next step that boots them).
+fn trace_image_step(root: &Path) -> Step {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find the xtask binary: {e}"));
+    let out = crate::target_dir(root).join("trace-image");
+    let cmd = exe.map(|exe| {
+        Cmd::new(exe)
+            .args([
+                "trace", "--image", "--check", "--arch", "all", "--cores", "2", "--rounds", "50",
+                "--lock", "clh", "--out",
+            ])
+            .arg(out)
+    });
+    Step::from_result("trace:image", cmd, Judge::ExitStatus)
 }
 
 /// The cache model's calibration benchmark end to end (`sim:calibrate`): `cargo xtask sim
@@ -1493,6 +1515,7 @@ mod tests {
             "bench:tiny",
             "bench:memory-tiny",
             "trace:hosted",
+            "trace:image",
             "sim:calibrate",
         ] {
             assert!(

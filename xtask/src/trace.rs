@@ -460,7 +460,22 @@ pub struct TraceArgs {
     #[arg(long)]
     hosted: bool,
 
-    /// With --hosted: the cores (host threads) to record on.
+    /// Kernel lock tracing inside the QEMU images: build the image with its `trace` feature,
+    /// boot the demo (one ping-pong pair per core, --rounds round trips) on --cores cores with
+    /// `trace=1` under `-icount shift=0,sleep=off`, read the trace the image prints at the end,
+    /// write it (`image-<machine>-<lock>-<cores>cores.trace` in --out [default: target/sim])
+    /// and analyse and sweep it as --hosted does. --arch: x86_64 (microvm), armv7 (sabrelite)
+    /// or all; --lock: the first one given (default clh).
+    #[arg(long, conflicts_with = "hosted")]
+    image: bool,
+
+    /// With --image: check each trace (records from every core in time order, ordered lock
+    /// timestamps, the ping-pong's Call and ReplyRecv entries, nothing lost, the file read back
+    /// from disk equal) and fail otherwise (`cargo xtask test`'s `trace:image` step).
+    #[arg(long, requires = "image")]
+    check: bool,
+
+    /// With --hosted: the cores (host threads) to record on; with --image: the guest's cores.
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=8))]
     cores: u16,
 
@@ -566,6 +581,20 @@ fn run_inner(root: &Path, args: &TraceArgs) -> Result<(), String> {
         ArchChoice::Armv7 => &[Arch::Armv7],
         ArchChoice::All => &[Arch::X86_64, Arch::Armv7],
     };
+    if args.image {
+        let out = args
+            .out
+            .clone()
+            .unwrap_or_else(|| crate::target_dir(root).join("sim"));
+        let lock = args.lock.first().copied().unwrap_or(Lock::Clh);
+        let opts = crate::imagetrace::Options {
+            lock,
+            cores: args.cores,
+            rounds: args.rounds,
+            check: args.check,
+        };
+        return crate::imagetrace::run(root, arches, &opts, &out).map(|_| ());
+    }
     let locks = if args.lock.is_empty() {
         Lock::STRATEGIES.to_vec()
     } else {

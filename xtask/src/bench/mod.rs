@@ -22,7 +22,7 @@ mod memory;
 mod paper;
 mod plan;
 pub(crate) mod plot;
-mod records;
+pub(crate) mod records;
 mod report;
 mod stats;
 mod steps;
