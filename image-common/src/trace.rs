@@ -31,7 +31,7 @@
 //! Without the `trace` feature this module has only no-op functions and `trace=1` is refused on
 //! the command line.
 
-use core::fmt::{self, Arguments};
+use core::fmt::Arguments;
 
 use kernel::{Hal, Kernel, Strategy};
 
@@ -88,10 +88,12 @@ pub struct DumpInfo<'a> {
 }
 
 /// Bytes as lower-case hex digits.
+#[cfg(any(feature = "trace", test))]
 struct Hex<'a>(&'a [u8]);
 
-impl fmt::Display for Hex<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+#[cfg(any(feature = "trace", test))]
+impl core::fmt::Display for Hex<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         self.0.iter().try_for_each(|b| write!(f, "{b:02x}"))
     }
 }
