@@ -325,8 +325,9 @@ pub fn build_image(root: &Path, arch: Arch, debug: bool, who: &str) -> Result<Pa
     build_image_with(root, arch, debug, who, &[])
 }
 
-/// [`build_image`] with the image's cargo `features` (e.g. `trace`). The image is built where
-/// the featureless one is (the next build without them rebuilds it).
+/// [`build_image`] with the image's cargo `features` (e.g. `trace`). An image with features is
+/// built in a target directory of its own (`<target>/features-<names>`), so that it never
+/// replaces the featureless image other steps boot, and the two builds do not undo each other.
 pub fn build_image_with(
     root: &Path,
     arch: Arch,
@@ -340,8 +341,12 @@ pub fn build_image_with(
     if !debug {
         cmd = cmd.arg("--release");
     }
+    let mut dir = crate::target_dir(root);
     if !features.is_empty() {
-        cmd = cmd.args(["--features", &features.join(",")]);
+        dir = dir.join(format!("features-{}", features.join("-")));
+        cmd = cmd
+            .args(["--features", &features.join(",")])
+            .env("CARGO_TARGET_DIR", &dir);
     }
     eprintln!("{who}: building the image ({profile}): {}", cmd.display());
     let status = cmd
@@ -350,7 +355,10 @@ pub fn build_image_with(
     if !status.success() {
         return Err(format!("building the image failed ({status})"));
     }
-    Ok(image_path(root, arch, debug))
+    Ok(dir
+        .join(target)
+        .join(if debug { "debug" } else { "release" })
+        .join(package))
 }
 
 /// One guest boot: what [`guest_cmd`] turns into a QEMU command line.
