@@ -19,81 +19,40 @@
 //!
 //! A table goes to standard output; the files are written at the end.
 
+use tests::bench::cli::Args;
 use tests::bench::{run, stats, Lock, Options, Record};
 
-fn usage(msg: &str) -> ! {
-    eprintln!(
-        "ipc_hosted: {msg}\nusage: ipc_hosted [--records PATH] [--json PATH] [--locks none,clh,ticket,fine,rtm] \
-         [--cores 1,2,..] [--clients 1,2,4,8] [--runs N] [--only ipc,multicore,client-server] [--quick]"
-    );
-    std::process::exit(2)
-}
+const USAGE: &str = "[--records PATH] [--json PATH] [--locks none,clh,ticket,fine,rtm] \
+                     [--cores 1,2,..] [--clients 1,2,4,8] [--runs N] \
+                     [--only ipc,multicore,client-server] [--quick]";
 
-fn list(v: &str) -> Vec<usize> {
-    v.split(',')
-        .map(|x| {
-            x.trim()
-                .parse()
-                .unwrap_or_else(|_| usage(&format!("not a number: {x}")))
-        })
-        .collect()
-}
+/// The benchmark groups of `--only`.
+const GROUPS: [&str; 3] = ["ipc", "multicore", "client-server"];
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let quick = args.iter().any(|a| a == "--quick");
-    let mut opts = Options::new(quick);
+    let mut args = Args::from_env("ipc_hosted", USAGE);
+    let mut opts = Options::new(args.has("--quick"));
     let (mut records, mut json) = (None, None);
-    let mut i = 0;
-    while i < args.len() {
-        let a = args[i].as_str();
-        let mut value = || {
-            i += 1;
-            args.get(i)
-                .cloned()
-                .unwrap_or_else(|| usage(&format!("{a} needs a value")))
-        };
-        match a {
-            "--records" => records = Some(value()),
-            "--json" => json = Some(value()),
-            "--locks" => {
-                opts.locks = value()
-                    .split(',')
-                    .map(|l| {
-                        Lock::parse(l.trim()).unwrap_or_else(|| usage(&format!("unknown lock {l}")))
-                    })
-                    .collect()
-            }
-            "--cores" => opts.cores = list(&value()),
-            "--clients" => opts.clients = list(&value()),
-            "--runs" => {
-                opts.runs = value()
-                    .parse()
-                    .ok()
-                    .filter(|&n| n > 0)
-                    .unwrap_or_else(|| usage("--runs needs a positive number"))
-            }
+    while let Some(flag) = args.flag() {
+        match flag.as_str() {
+            "--records" => records = Some(args.value(&flag)),
+            "--json" => json = Some(args.value(&flag)),
+            "--locks" => opts.locks = args.locks(&flag),
+            "--cores" => opts.cores = args.numbers(&flag),
+            "--clients" => opts.clients = args.numbers(&flag),
+            "--runs" => opts.runs = args.positive(&flag),
             "--only" => {
-                let v = value();
-                let set: Vec<&str> = v.split(',').map(str::trim).collect();
-                for s in &set {
-                    if !["ipc", "multicore", "client-server"].contains(s) {
-                        usage(&format!("unknown bench group {s}"));
-                    }
-                }
+                let set = args.items(&flag, |g| GROUPS.iter().find(|x| **x == g).copied());
                 opts.ipc = set.contains(&"ipc");
                 opts.multicore = set.contains(&"multicore");
                 opts.client_server = set.contains(&"client-server");
             }
             "--quick" => {}
-            // `cargo bench` passes `--bench` to harness-less benches.
-            "--bench" => {}
-            other => usage(&format!("unknown argument {other}")),
+            other => args.fail(&format!("unknown argument {other}")),
         }
-        i += 1;
     }
     if json.is_some() && !(opts.ipc && opts.locks.contains(&Lock::None)) {
-        usage("--json needs the ipc group and the `none` lock (its overhead baseline)");
+        args.fail("--json needs the ipc group and the `none` lock (its overhead baseline)");
     }
     let started = std::time::Instant::now();
     println!("hosted kernel IPC benchmarks (Kernel::syscall on host threads, no trap)");
@@ -101,12 +60,12 @@ fn main() {
     println!("done in {:.1} s", started.elapsed().as_secs_f64());
     if let Some(path) = records {
         std::fs::write(&path, tests::bench::to_json_array(&recs))
-            .unwrap_or_else(|e| usage(&format!("cannot write {path}: {e}")));
+            .unwrap_or_else(|e| args.fail(&format!("cannot write {path}: {e}")));
         println!("records written: {path} ({} records)", recs.len());
     }
     if let Some(path) = json {
         std::fs::write(&path, summary(&recs))
-            .unwrap_or_else(|e| usage(&format!("cannot write {path}: {e}")));
+            .unwrap_or_else(|e| args.fail(&format!("cannot write {path}: {e}")));
         println!("summary written: {path}");
     }
 }

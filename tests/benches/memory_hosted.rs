@@ -22,78 +22,28 @@
 //! at the end. Every point is also checked (faults served once each, frames conserved, ...):
 //! a failed check is printed and makes the exit status 1.
 
+use tests::bench::cli::Args;
 use tests::bench::memory::{run, Mode, Options};
-use tests::bench::Lock;
 
-fn usage(msg: &str) -> ! {
-    eprintln!(
-        "memory_hosted: {msg}\nusage: memory_hosted [--records PATH] [--locks none,clh,ticket,fine,rtm] \
-         [--cores 1,2,..] [--pages 50,100,..] [--pagers percore,global] [--runs N] [--buddy] [--quick]"
-    );
-    std::process::exit(2)
-}
-
-fn list(v: &str) -> Vec<usize> {
-    v.split(',')
-        .map(|x| {
-            x.trim()
-                .parse()
-                .ok()
-                .filter(|&n| n > 0)
-                .unwrap_or_else(|| usage(&format!("not a positive number: {x}")))
-        })
-        .collect()
-}
+const USAGE: &str = "[--records PATH] [--locks none,clh,ticket,fine,rtm] [--cores 1,2,..] \
+                     [--pages 50,100,..] [--pagers percore,global] [--runs N] [--buddy] [--quick]";
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let quick = args.iter().any(|a| a == "--quick");
-    let mut opts = Options::new(quick);
+    let mut args = Args::from_env("memory_hosted", USAGE);
+    let mut opts = Options::new(args.has("--quick"));
     let mut records = None;
-    let mut i = 0;
-    while i < args.len() {
-        let a = args[i].as_str();
-        let mut value = || {
-            i += 1;
-            args.get(i)
-                .cloned()
-                .unwrap_or_else(|| usage(&format!("{a} needs a value")))
-        };
-        match a {
-            "--records" => records = Some(value()),
-            "--locks" => {
-                opts.locks = value()
-                    .split(',')
-                    .map(|l| {
-                        Lock::parse(l.trim()).unwrap_or_else(|| usage(&format!("unknown lock {l}")))
-                    })
-                    .collect()
-            }
-            "--cores" => opts.cores = list(&value()),
-            "--pages" => opts.pages = list(&value()),
-            "--pagers" => {
-                opts.modes = value()
-                    .split(',')
-                    .map(|m| {
-                        Mode::parse(m.trim())
-                            .unwrap_or_else(|| usage(&format!("unknown pager mode {m}")))
-                    })
-                    .collect()
-            }
-            "--runs" => {
-                opts.runs = value()
-                    .parse()
-                    .ok()
-                    .filter(|&n| n > 0)
-                    .unwrap_or_else(|| usage("--runs needs a positive number"))
-            }
+    while let Some(flag) = args.flag() {
+        match flag.as_str() {
+            "--records" => records = Some(args.value(&flag)),
+            "--locks" => opts.locks = args.locks(&flag),
+            "--cores" => opts.cores = args.numbers(&flag),
+            "--pages" => opts.pages = args.numbers(&flag),
+            "--pagers" => opts.modes = args.items(&flag, Mode::parse),
+            "--runs" => opts.runs = args.positive(&flag),
             "--buddy" => opts.algorithm = pager::Algorithm::Buddy,
             "--quick" => {}
-            // `cargo bench` passes `--bench` to harness-less benches.
-            "--bench" => {}
-            other => usage(&format!("unknown argument {other}")),
+            other => args.fail(&format!("unknown argument {other}")),
         }
-        i += 1;
     }
     let started = std::time::Instant::now();
     println!(
@@ -104,7 +54,7 @@ fn main() {
     println!("done in {:.2} s", started.elapsed().as_secs_f64());
     if let Some(path) = records {
         std::fs::write(&path, tests::bench::to_json_array(&report.records))
-            .unwrap_or_else(|e| usage(&format!("cannot write {path}: {e}")));
+            .unwrap_or_else(|e| args.fail(&format!("cannot write {path}: {e}")));
         println!("records written: {path} ({} records)", report.records.len());
     }
     if !report.problems.is_empty() {

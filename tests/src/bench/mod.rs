@@ -43,6 +43,7 @@
 //! * **`rtm-aborts`**: the [`RtmLock`](kernel_locks::RtmLock) statistics of every `rtm` kernel above,
 //!   summed, in `extra`; no samples.
 
+pub mod cli;
 pub mod memory;
 pub mod record;
 
