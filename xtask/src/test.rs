@@ -876,16 +876,12 @@ fn memory_steps() -> Vec<Step> {
 /// trace that misses an entry), writes the trace file, and `cargo xtask sim`'s analysis, replay
 /// and 1..64-core sweep with its JSON and plots. Output in `<target>/trace-hosted`.
 fn trace_hosted_step(root: &Path) -> Step {
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find the xtask binary: {e}"));
-    let out = crate::target_dir(root).join("trace-hosted");
-    let cmd = exe.map(|exe| {
-        Cmd::new(exe)
-            .args([
-                "trace", "--hosted", "--cores", "2", "--lock", "clh", "--out",
-            ])
-            .arg(out)
-    });
-    Step::from_result("trace:hosted", cmd, Judge::ExitStatus)
+    self_step(
+        root,
+        "trace:hosted",
+        "trace-hosted",
+        &["trace", "--hosted", "--cores", "2", "--lock", "clh"],
+    )
 }
 
 /// Kernel lock tracing inside the images end to end (`trace:image`): `cargo xtask trace --image
@@ -894,19 +890,17 @@ fn trace_hosted_step(root: &Path) -> Step {
 /// prints, checks it (records from every core in time order, ordered lock timestamps, the
 /// ping-pong's Call and ReplyRecv entries, nothing lost, the file read back equal) and runs the
 /// simulator's analysis, replay and sweep on it. Output in `<target>/trace-image`; seconds once
-/// built (the images are then rebuilt without the feature by the next step that boots them).
+/// built (the traced images are built in `<target>/features-trace`, apart from the others).
 fn trace_image_step(root: &Path) -> Step {
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find the xtask binary: {e}"));
-    let out = crate::target_dir(root).join("trace-image");
-    let cmd = exe.map(|exe| {
-        Cmd::new(exe)
-            .args([
-                "trace", "--image", "--check", "--arch", "all", "--cores", "2", "--rounds", "50",
-                "--lock", "clh", "--out",
-            ])
-            .arg(out)
-    });
-    Step::from_result("trace:image", cmd, Judge::ExitStatus)
+    self_step(
+        root,
+        "trace:image",
+        "trace-image",
+        &[
+            "trace", "--image", "--check", "--arch", "all", "--cores", "2", "--rounds", "50",
+            "--lock", "clh",
+        ],
+    )
 }
 
 /// The cache model's calibration benchmark end to end (`sim:calibrate`): `cargo xtask sim
@@ -915,14 +909,12 @@ fn trace_image_step(root: &Path) -> Step {
 /// back (the same release build of the `tests` examples as `trace:hosted`; seconds). Output in
 /// `<target>/sim-calibrate`. Needs two host CPUs.
 fn sim_calibrate_step(root: &Path) -> Step {
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find the xtask binary: {e}"));
-    let out = crate::target_dir(root).join("sim-calibrate");
-    let cmd = exe.map(|exe| {
-        Cmd::new(exe)
-            .args(["sim", "--calibrate", "--quick", "--out"])
-            .arg(out)
-    });
-    Step::from_result("sim:calibrate", cmd, Judge::ExitStatus)
+    self_step(
+        root,
+        "sim:calibrate",
+        "sim-calibrate",
+        &["sim", "--calibrate", "--quick"],
+    )
 }
 
 /// The benchmark driver end to end on a tiny configuration (`bench:tiny`): `cargo xtask bench`
@@ -951,18 +943,24 @@ fn bench_memory_tiny_step(root: &Path) -> Step {
 
 /// Step `name`: this xtask's `bench` with `args`, the QEMU timeout, and `--out <target>/out`.
 fn bench_step(root: &Path, name: &'static str, out: &str, args: &[&str]) -> Step {
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find the xtask binary: {e}"));
-    let out = crate::target_dir(root).join(out);
-    let cmd = exe.map(|exe| {
-        Cmd::new(exe)
-            .arg("bench")
-            .args(args)
-            .args(["--timeout", QEMU_TIMEOUT_SECS, "--out"])
-            .arg(out)
-    });
-    Step::from_result(name, cmd, Judge::ExitStatus)
+    let args: Vec<&str> = ["bench"]
+        .iter()
+        .chain(args)
+        .chain(&["--timeout", QEMU_TIMEOUT_SECS])
+        .copied()
+        .collect();
+    self_step(root, name, out, &args)
         .needs(Needs::Target(X86))
         .needs(Needs::Target(ARM))
+}
+
+/// Step `name`: this xtask binary run with `args` and `--out <target>/out`, judged by its exit
+/// status.
+fn self_step(root: &Path, name: &'static str, out: &str, args: &[&str]) -> Step {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find the xtask binary: {e}"));
+    let out = crate::target_dir(root).join(out);
+    let cmd = exe.map(|exe| Cmd::new(exe).args(args).arg("--out").arg(out));
+    Step::from_result(name, cmd, Judge::ExitStatus)
 }
 
 /// A HAL's own boot demo (`hal-<arch>/src/bin/boot-demo.rs`: the HAL without the kernel, with

@@ -42,21 +42,18 @@ pub fn available(root: &Path, source: &str) -> Result<(), String> {
     }
 }
 
+/// `cargo bench -p tests --bench <bench> -- --records <records>`.
+fn bench_cmd(bench: &str, records: &Path) -> Cmd {
+    Cmd::cargo()
+        .args(["bench", "-p", "tests", "--bench", bench, "--", "--records"])
+        .arg(records)
+}
+
 /// The command that runs the hosted benchmark for `locks` and `cores` (also the client counts of
 /// its client-server benchmark).
 pub fn command(records: &Path, locks: &[&str], cores: &[u32], runs: u32, quick: bool) -> Cmd {
     let cores: Vec<String> = cores.iter().map(u32::to_string).collect();
-    let mut cmd = Cmd::cargo()
-        .args([
-            "bench",
-            "-p",
-            "tests",
-            "--bench",
-            "ipc_hosted",
-            "--",
-            "--records",
-        ])
-        .arg(records)
+    let mut cmd = bench_cmd("ipc_hosted", records)
         .args(["--locks", &locks.join(","), "--cores", &cores.join(",")])
         .args(["--clients", &cores.join(",")])
         .args(["--runs", &runs.to_string()]);
@@ -78,17 +75,7 @@ pub fn memory_command(
     quick: bool,
 ) -> Cmd {
     let list = |v: &[u32]| v.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
-    let mut cmd = Cmd::cargo()
-        .args([
-            "bench",
-            "-p",
-            "tests",
-            "--bench",
-            "memory_hosted",
-            "--",
-            "--records",
-        ])
-        .arg(records)
+    let mut cmd = bench_cmd("memory_hosted", records)
         .args(["--locks", &locks.join(","), "--cores", &list(cores)])
         .args(["--pagers", &pagers.join(","), "--pages", &list(pages)])
         .args(["--runs", &runs.to_string()]);
