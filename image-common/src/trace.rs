@@ -16,7 +16,7 @@
 //! # Console format
 //! ```text
 //! TRACE-BEGIN cores=2 lock=clh counter=tsc hz=1000000000 ring=2048
-//! TRACE-RECORD <176 hex digits: the 88 bytes of one record of core 0>
+//! TRACE-RECORD <224 hex digits: the 112 bytes of one record of core 0>
 //! ...
 //! TRACE-CORE 0 records=310 lost=0
 //! TRACE-RECORD <... core 1 ...>
@@ -38,8 +38,8 @@ use kernel::{Hal, Kernel, Strategy};
 /// Whether the image was built with the `trace` feature (`trace=1` is refused otherwise).
 pub const BUILT: bool = cfg!(feature = "trace");
 
-/// Records kept per core: the newest this many (88 bytes each; 8 cores × 2048 × 88 bytes is
-/// 1.4 MiB of the image's memory).
+/// Records kept per core: the newest this many (112 bytes each; 8 cores × 2048 × 112 bytes is
+/// 1.75 MiB of the image's memory).
 pub const RING: usize = 2048;
 
 #[cfg(feature = "trace")]

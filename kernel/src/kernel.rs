@@ -444,6 +444,9 @@ pub struct Kernel<S: Strategy, H: Hal> {
     /// Where entries are traced (see [`crate::trace`]); `None`: not traced.
     #[cfg(feature = "trace")]
     tracer: Option<&'static dyn crate::trace::TraceSink>,
+    /// Per core: the object locks of its traced entry in progress.
+    #[cfg(feature = "trace")]
+    trace_objs: [CachePadded<UnsafeCell<crate::trace::Objects>>; MAX_CPUS],
 }
 
 // SAFETY: all shared mutable state is in `UnsafeCell`s reached only through the accessors
@@ -538,6 +541,8 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             counts_base: core::array::from_fn(|_| EntryCounts::default()),
             #[cfg(feature = "trace")]
             tracer: None,
+            #[cfg(feature = "trace")]
+            trace_objs: padded_cells(crate::trace::Objects::EMPTY),
         }
     }
 
@@ -582,6 +587,13 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
     pub(crate) fn hold<K: Guarded>(&self, ctx: Ctx, key: K) -> Held<'_, S, K> {
         let locked = !ctx.excl;
         if locked {
+            #[cfg(feature = "trace")]
+            if self.tracer.is_some() {
+                self.lock_traced(ctx.cpu, key.lock_id());
+            } else {
+                self.strategy.lock(ctx.cpu, key.lock_id());
+            }
+            #[cfg(not(feature = "trace"))]
             self.strategy.lock(ctx.cpu, key.lock_id());
         }
         Held {
@@ -590,6 +602,26 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             key,
             locked,
         }
+    }
+
+    /// Takes object lock `id` and notes it in the entry's trace record (the `trace` feature
+    /// with a tracer set): the counter read before the request and after the acquisition.
+    #[cfg(feature = "trace")]
+    #[inline(never)]
+    fn lock_traced(&self, cpu: CpuId, id: LockId) {
+        let requested = self.hal.trace_cycles();
+        self.strategy.lock(cpu, id);
+        let acquired = self.hal.trace_cycles();
+        self.trace_objects(cpu, |o| o.note(id.trace_id(), requested, acquired));
+    }
+
+    /// This core's object-lock notes of its traced entry (the `trace` feature).
+    #[cfg(feature = "trace")]
+    fn trace_objects<R>(&self, cpu: CpuId, f: impl FnOnce(&mut crate::trace::Objects) -> R) -> R {
+        // SAFETY: only entries on `cpu` touch its cell, one at a time (the HAL contract that
+        // `entry` checks with `in_kernel`), and `f` (the notes' `begin`, `note`, `finish`)
+        // reaches no accessor, so this is the only reference while it runs.
+        unsafe { cell_mut(&self.trace_objs[cpu], f) }
     }
 
     /// Locks two TCBs in index order (one if equal).
@@ -937,6 +969,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         #[cfg(feature = "trace")]
         if let (Some(mut r), Some(sink)) = (rec, self.tracer) {
             r.exit = crate::trace::offset(r.entry, self.hal.trace_cycles());
+            self.trace_objects(cpu, |o| o.finish(&mut r));
             Self::bump(&self.counts[cpu].cycles, u64::from(r.exit));
             sink.record(cpu, &r);
         }
@@ -961,6 +994,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
     fn trace_begin(&self, cpu: CpuId, entry: &Entry) -> crate::trace::Record {
         use crate::trace::{EntryKind, Record};
         let t0 = self.hal.trace_cycles();
+        self.trace_objects(cpu, |o| o.begin(t0));
         let (kind, number) = match entry {
             Entry::Syscall(Ok(sc)) => (EntryKind::Syscall, sc.encode()[0]),
             Entry::Syscall(Err(_)) => (EntryKind::Syscall, 0),

@@ -78,6 +78,24 @@ pub enum LockId {
     RunQueue(CpuId),
 }
 
+impl LockId {
+    /// The lock's identity in a trace record ([`sim::trace::ObjectLock::id`]): a rank in the
+    /// top four bits, the object's index below, so that increasing ids follow the lock order
+    /// above (an endpoint, notification or IRQ; then TCBs by index; then run queues), the order
+    /// in which the simulator takes an entry's object locks.
+    #[cfg(feature = "trace")]
+    pub fn trace_id(self) -> u32 {
+        let (rank, index) = match self {
+            LockId::Endpoint(e) => (1, e.index()),
+            LockId::Notification(n) => (2, n.index()),
+            LockId::Irq(i) => (3, i.index()),
+            LockId::Tcb(t) => (4, t.index()),
+            LockId::RunQueue(c) => (5, c),
+        };
+        (rank << 28) | (index as u32 & 0x0FFF_FFFF)
+    }
+}
+
 /// A locking strategy.
 ///
 /// # Safety

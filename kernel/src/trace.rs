@@ -13,12 +13,19 @@
 //! (a static in an image, a leaked box in the hosted harness). Without the feature none of
 //! this is compiled, and the entry path is the untraced one.
 //!
+//! Under the fine-grained strategy the entry also records its object locks ([`Objects`]): each
+//! distinct object once, with the time of its first acquisition and how long that acquisition
+//! waited (two counter reads around the lock, only while a tracer is set). The kernel takes a
+//! TCB lock again in later phases of the same entry (the scheduler, the exit); those
+//! re-acquisitions are not recorded, which is what the simulator's two-phase model assumes
+//! (every object held from its first acquisition to the end of the section).
+//!
 //! "Contended" ([`sim::trace::FLAG_CONTENDED`]) is approximated as "another core was in the
 //! kernel at entry": the strategies do not report whether their first attempt found the lock
 //! taken, and for the big locks another core inside the kernel holds or awaits it unless it
 //! is in its few instructions before the lock or after the release.
 
-pub use sim::trace::{EntryKind, Record};
+pub use sim::trace::{EntryKind, ObjectLock, Record};
 
 use crate::config::MAX_CPUS;
 use crate::CpuId;
@@ -66,4 +73,109 @@ impl<const N: usize> TraceSink for Tracer<N> {
 /// Cycles from `from` to `to`, saturated into the record's 32-bit offsets.
 pub(crate) fn offset(from: u64, to: u64) -> u32 {
     to.saturating_sub(from).min(u64::from(u32::MAX)) as u32
+}
+
+/// The object locks an entry took so far: each distinct object once, in the order first taken.
+/// One per core, touched only by that core's entry in progress.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Objects {
+    /// The entry's timestamp (what the record's offsets count from).
+    entry: u64,
+    count: u8,
+    truncated: bool,
+    locks: [ObjectLock; sim::trace::MAX_OBJECTS],
+}
+
+impl Objects {
+    /// None recorded.
+    pub(crate) const EMPTY: Self = Objects {
+        entry: 0,
+        count: 0,
+        truncated: false,
+        locks: [ObjectLock {
+            id: 0,
+            acquired: 0,
+            wait: 0,
+        }; sim::trace::MAX_OBJECTS],
+    };
+
+    /// Starts the entry that began at `entry`.
+    pub(crate) fn begin(&mut self, entry: u64) {
+        *self = Objects {
+            entry,
+            ..Self::EMPTY
+        };
+    }
+
+    /// Notes lock `id`, requested at `requested` and acquired at `acquired` (absolute cycles),
+    /// unless the entry already holds or held it.
+    pub(crate) fn note(&mut self, id: u32, requested: u64, acquired: u64) {
+        let n = usize::from(self.count);
+        if self.locks[..n].iter().any(|o| o.id == id) {
+            return;
+        }
+        let Some(slot) = self.locks.get_mut(n) else {
+            self.truncated = true;
+            return;
+        };
+        *slot = ObjectLock {
+            id,
+            acquired: offset(self.entry, acquired),
+            wait: offset(requested, acquired),
+        };
+        self.count += 1;
+    }
+
+    /// Copies what was noted into the entry's record.
+    pub(crate) fn finish(&self, r: &mut Record) {
+        r.object_count = self.count;
+        r.objects = self.locks;
+        if self.truncated {
+            r.flags |= sim::trace::FLAG_OBJECTS_TRUNCATED;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn objects_keep_first_acquisitions_and_flag_overflow() {
+        let mut o = Objects::EMPTY;
+        o.begin(1000);
+        o.note(7, 1010, 1015);
+        o.note(7, 1100, 1300); // retaken later: not recorded again
+        for id in 1..=5 {
+            o.note(id, 1020 + u64::from(id), 1030 + u64::from(id));
+        }
+        let mut r = Record::EMPTY;
+        o.finish(&mut r);
+        assert_eq!(r.object_count as usize, sim::trace::MAX_OBJECTS);
+        assert_eq!(
+            r.objects[0],
+            ObjectLock {
+                id: 7,
+                acquired: 15,
+                wait: 5
+            }
+        );
+        assert_eq!(
+            r.objects[5],
+            ObjectLock {
+                id: 5,
+                acquired: 35,
+                wait: 10
+            }
+        );
+        assert_eq!(r.flags, 0);
+        o.note(6, 1040, 1041);
+        o.finish(&mut r);
+        assert_eq!(r.flags, sim::trace::FLAG_OBJECTS_TRUNCATED);
+        // A new entry starts empty.
+        o.begin(2000);
+        let mut r = Record::EMPTY;
+        o.finish(&mut r);
+        assert_eq!((r.object_count, r.flags), (0, 0));
+    }
 }

@@ -38,6 +38,12 @@ pub struct Stats {
     pub lock_wait_cycles: u64,
     /// Fraction of entries that found the lock held at their first attempt.
     pub contention_probability: f64,
+    /// Object locks recorded (fine-grained kernels: each distinct object once per entry).
+    pub object_locks: u64,
+    /// Cycles from an object lock's request to its acquisition, summed.
+    pub object_lock_wait_cycles: u64,
+    /// Entries that took more distinct object locks than a record holds.
+    pub objects_truncated: u64,
 }
 
 /// Count and mean duration of one system call, interrupt or fault number.
@@ -109,6 +115,9 @@ fn stats<'a>(records: impl Iterator<Item = &'a Record>, span: u64, hz: u64) -> S
         lock_fraction: 0.0,
         lock_wait_cycles: 0,
         contention_probability: 0.0,
+        object_locks: 0,
+        object_lock_wait_cycles: 0,
+        objects_truncated: 0,
     };
     let mut contended = 0u64;
     for r in records {
@@ -118,6 +127,13 @@ fn stats<'a>(records: impl Iterator<Item = &'a Record>, span: u64, hz: u64) -> S
         s.lock_held_cycles += u64::from(r.lock_held());
         s.lock_wait_cycles += u64::from(r.lock_wait());
         contended += u64::from(r.contended());
+        s.object_locks += r.object_locks().len() as u64;
+        s.object_lock_wait_cycles += r
+            .object_locks()
+            .iter()
+            .map(|o| u64::from(o.wait))
+            .sum::<u64>();
+        s.objects_truncated += u64::from(r.flags & crate::trace::FLAG_OBJECTS_TRUNCATED != 0);
     }
     let span = span as f64;
     s.syscall_rate_per_s = ratio(s.syscalls as f64 * hz as f64, span);

@@ -24,12 +24,18 @@
 //! charged twice per entry, and 0 replays the recorded kernel. Recorded lock waits are dropped: waiting is what the simulation recomputes. Under
 //! fine-grained locking the critical section is split at each object lock's request, and each
 //! object lock is a lock of its own; all are released together at the end (two-phase, as seL4's
-//! fine-grained kernel does). Under no lock the chain has no lock events. The cache model's
+//! fine-grained kernel does). Held to the end, locks taken in the recorded order could deadlock
+//! (a recording kernel that releases between phases may take A then B in one entry and B then A
+//! in another), so the replay takes an entry's object locks in increasing id order at its
+//! recorded request times (the k-th smallest id at the k-th request): one total order for every
+//! core, hence no deadlock; a kernel whose ids follow its lock order (ours: see
+//! `kernel::strategy::LockId::trace_id`) keeps its own order. Under no lock the chain has no lock events. The cache model's
 //! kernel-entry cost comes in two parts: the lines moved before the lock right after the mode
 //! switch in, those of the critical section right after the big lock's acquisition, after the
 //! first object lock's, or (no lock) where the lock would be requested; see [`CacheModel`].
 //!
-//! Simulated core `s` replays the rows of recorded core `s mod recorded cores`, every core starts
+//! Simulated core `s` replays the rows of recorded core `s mod recorded cores` (object locks only
+//! that recorded core took become a copy per replaying core, see `Sim::lock_index`), every core starts
 //! at the trace's first entry, and stepping always advances the shortest runnable event: all
 //! running events progress by that much, blocked lock entries wait in FIFO order (a CLH or
 //! ticket lock's order). Ties resolve by core number and nothing depends on hash order or
@@ -39,7 +45,7 @@
 //! latency it was recorded with, reproduces its run time exactly (tested).
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap, VecDeque};
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
@@ -217,7 +223,12 @@ struct Lock {
 struct Sim<'t> {
     cfg: &'t Config,
     locks: Vec<Lock>,
-    objects: BTreeMap<u32, usize>,
+    /// Lock of each (object id, replica); see [`Sim::lock_index`].
+    objects: BTreeMap<(u32, usize), usize>,
+    /// Objects that only one recorded core locked (that core's own).
+    private: BTreeSet<u32>,
+    /// Recorded cores.
+    recorded_cores: usize,
     now: u64,
     /// Kernel entries that reached their [`Step::Shared`] so far; `last_entered[c]` is the
     /// value when core `c` last did.
@@ -229,9 +240,19 @@ struct Sim<'t> {
 }
 
 impl Sim<'_> {
-    fn lock_index(&mut self, object: u32, cores: usize) -> usize {
+    /// The simulated lock of `object` as simulated core `sim_core` sees it. An object only one
+    /// recorded core locked is that core's own (its private endpoint, its threads, its run
+    /// queue): each simulated core replaying that core's rows gets a copy of its own, as a
+    /// larger machine running the same workload per core would have. Objects several recorded
+    /// cores locked are one lock for every simulated core.
+    fn lock_index(&mut self, object: u32, sim_core: usize, cores: usize) -> usize {
+        let replica = if self.private.contains(&object) {
+            sim_core / self.recorded_cores
+        } else {
+            0
+        };
         let next = self.locks.len();
-        let i = *self.objects.entry(object).or_insert(next);
+        let i = *self.objects.entry((object, replica)).or_insert(next);
         if i == next {
             self.locks.push(Lock {
                 owner: None,
@@ -261,6 +282,7 @@ impl Sim<'_> {
     fn chain(
         &mut self,
         r: &Record,
+        sim_core: usize,
         prev_end: u64,
         rng: &mut Rng,
         cores: usize,
@@ -289,7 +311,7 @@ impl Sim<'_> {
         let objects = r.object_locks();
         match self.cfg.strategy {
             LockStrategy::BigLock => {
-                let big = self.lock_index(u32::MAX, cores);
+                let big = self.lock_index(u32::MAX, 0, cores);
                 v.extend([
                     Step::Work(pre),
                     Step::Acquire(big),
@@ -303,11 +325,20 @@ impl Sim<'_> {
                 // Recorded offsets, with the big lock's wait (a lock this strategy lacks) and
                 // each object lock's wait taken out: the simulation recomputes the waits.
                 let big_wait = u64::from(r.lock_wait());
-                let mut t = pre;
+                // Ids in increasing order at the requests in time order (see the module doc).
+                let mut ids = [0u32; crate::trace::MAX_OBJECTS];
+                let mut requests = [0u64; crate::trace::MAX_OBJECTS];
                 for (i, o) in objects.iter().enumerate() {
-                    let request = u64::from(o.acquired - o.wait).saturating_sub(big_wait);
+                    ids[i] = o.id;
+                    requests[i] = u64::from(o.acquired - o.wait).saturating_sub(big_wait);
+                }
+                let n = objects.len();
+                ids[..n].sort_unstable();
+                requests[..n].sort_unstable();
+                let mut t = pre;
+                for (i, (&id, &request)) in ids[..n].iter().zip(&requests[..n]).enumerate() {
                     v.push_back(Step::Work(request.saturating_sub(t)));
-                    let lock = self.lock_index(o.id, cores);
+                    let lock = self.lock_index(id, sim_core, cores);
                     v.push_back(Step::Acquire(lock));
                     if i == 0 {
                         v.push_back(shared);
@@ -369,6 +400,23 @@ fn others_since(last: &[u64], c: usize) -> u64 {
         .count() as u64
 }
 
+/// The object locks only one recorded core took.
+fn private_objects(trace: &Trace) -> BTreeSet<u32> {
+    let mut first: BTreeMap<u32, Option<u16>> = BTreeMap::new();
+    for r in &trace.records {
+        for o in r.object_locks() {
+            let e = first.entry(o.id).or_insert(Some(r.core));
+            if *e != Some(r.core) {
+                *e = None;
+            }
+        }
+    }
+    first
+        .into_iter()
+        .filter_map(|(id, core)| core.map(|_| id))
+        .collect()
+}
+
 /// Replays `trace` under `cfg`.
 pub fn simulate(trace: &Trace, cfg: &Config) -> Result<SimResult, SimError> {
     cfg.validate()
@@ -411,6 +459,8 @@ pub fn simulate(trace: &Trace, cfg: &Config) -> Result<SimResult, SimError> {
         cfg,
         locks: Vec::new(),
         objects: BTreeMap::new(),
+        private: private_objects(trace),
+        recorded_cores: usize::from(trace.cores),
         now: 0,
         entered: 0,
         last_entered: vec![0; k],
@@ -542,7 +592,7 @@ fn advance(sim: &mut Sim<'_>, cores: &mut [Core<'_>], c: usize) {
                 let r = core.rows[core.next_row];
                 core.next_row += 1;
                 core.result.entries += 1;
-                sim.chain(&r, core.prev_end, &mut core.rng, k, &mut core.steps);
+                sim.chain(&r, c, core.prev_end, &mut core.rng, k, &mut core.steps);
                 core.prev_end = r.exit_at();
                 continue;
             }

@@ -1,7 +1,7 @@
 //! The kernel trace format: one fixed-size record per kernel entry, and a versioned file header.
 //!
 //! Why this shape: the kernel writes records on its hot path (the thesis measured ~21% added to a
-//! null system call for a 3-word entry), so a record is a fixed 88-byte block that is filled with
+//! null system call for a 3-word entry), so a record is a fixed 112-byte block that is filled with
 //! plain stores and never allocates; only the entry timestamp is absolute, the four later
 //! timestamps are 32-bit deltas from it (a kernel entry lasts far less than 2^32 cycles). The
 //! file is little-endian on both architectures so that a trace dumped from ARMv7 reads the same
@@ -21,21 +21,27 @@
 //! | 14 | 2 | lock strategy of the recording kernel ([`Strategy`]) |
 //! | 16 | 8 | timestamp frequency in Hz |
 //! | 24 | 8 | number of records that follow |
-//! | 32 | 88 × n | records ([`Record::encode`]) |
+//! | 32 | 112 × n | records ([`Record::encode`]) |
+//!
+//! Version 2 (this one) widened a record from 88 to 112 bytes for six object locks instead of
+//! four (a cross-core IPC under the fine-grained kernel takes the endpoint, two TCBs and two
+//! run queues) and added [`FLAG_OBJECTS_TRUNCATED`]; version 1 files are not read (re-record).
 
 use core::fmt;
 
 /// The eight bytes every trace file starts with.
 pub const MAGIC: [u8; 8] = *b"LKTRACE\0";
 /// The format version this crate writes and reads.
-pub const VERSION: u16 = 1;
+pub const VERSION: u16 = 2;
 /// Size of the header in bytes.
 pub const HEADER_SIZE: usize = 32;
 /// Size of one encoded [`Record`] in bytes.
-pub const RECORD_SIZE: usize = 88;
-/// How many object locks one record can name (seL4's fine-grained IPC takes two TCB locks and an
-/// endpoint lock; one slot is spare).
-pub const MAX_OBJECTS: usize = 4;
+pub const RECORD_SIZE: usize = 112;
+/// How many object locks one record can name: seL4's fine-grained IPC takes two TCB locks and an
+/// endpoint lock; ours also takes the run queue of each core it touches (one on the same core,
+/// two when the woken thread runs on another), and one slot is spare. An entry that took more
+/// distinct objects keeps the first ones and sets [`FLAG_OBJECTS_TRUNCATED`].
+pub const MAX_OBJECTS: usize = 6;
 
 /// What brought the core into the kernel.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -156,7 +162,10 @@ pub struct ObjectLock {
 
 /// [`Record::flags`] bit: the lock was held by another core at the first attempt.
 pub const FLAG_CONTENDED: u8 = 1;
-const KNOWN_FLAGS: u8 = FLAG_CONTENDED;
+/// [`Record::flags`] bit: the entry took more distinct object locks than [`MAX_OBJECTS`]; the
+/// record names the first ones.
+pub const FLAG_OBJECTS_TRUNCATED: u8 = 2;
+const KNOWN_FLAGS: u8 = FLAG_CONTENDED | FLAG_OBJECTS_TRUNCATED;
 
 /// One kernel entry. Timestamps are in cycles of the header's frequency.
 ///
@@ -195,7 +204,10 @@ pub struct Record {
     pub rtm_abort_cause: u8,
     /// Number of valid entries in `objects`.
     pub object_count: u8,
-    /// Object locks taken, in the order taken (fine-grained kernels).
+    /// Object locks taken, in the order first taken (fine-grained kernels): each distinct
+    /// object once, with its first acquisition; a later re-acquisition of the same object in
+    /// the same entry (the kernel releases and retakes a TCB lock between phases) is not
+    /// recorded, its wait stays inside the held time.
     pub objects: [ObjectLock; MAX_OBJECTS],
 }
 
@@ -748,7 +760,8 @@ mod tests {
     fn is_little_endian() {
         let bytes = sample_trace(1).to_bytes();
         assert_eq!(&bytes[..8], b"LKTRACE\0");
-        assert_eq!(&bytes[8..10], &[1, 0]);
+        assert_eq!(&bytes[8..10], &[2, 0]);
+        assert_eq!(&bytes[10..12], &[112, 0]);
         assert_eq!(&bytes[12..14], &[3, 0]);
         let entry = 1_000_000_000_000u64.to_le_bytes();
         assert_eq!(&bytes[HEADER_SIZE..HEADER_SIZE + 8], &entry);
@@ -789,7 +802,8 @@ mod tests {
         };
         assert_eq!(with(0, b"X"), Err(TraceError::BadMagic));
         assert_eq!(Trace::from_bytes(b"hello"), Err(TraceError::BadMagic));
-        assert_eq!(with(8, &[2, 0]), Err(TraceError::UnsupportedVersion(2)));
+        assert_eq!(with(8, &[1, 0]), Err(TraceError::UnsupportedVersion(1)));
+        assert_eq!(with(8, &[3, 0]), Err(TraceError::UnsupportedVersion(3)));
         assert_eq!(with(10, &[64, 0]), Err(TraceError::BadRecordSize(64)));
         assert_eq!(with(12, &[0, 0]), Err(TraceError::BadHeader("zero cores")));
         assert_eq!(
@@ -820,7 +834,7 @@ mod tests {
         assert_eq!(with(32, &[7]), corrupt("unknown entry kind"));
         assert_eq!(with(35, &[9]), corrupt("unknown RTM outcome"));
         assert_eq!(with(39, &[1]), corrupt("reserved byte not zero"));
-        assert_eq!(with(38, &[5]), corrupt("too many object locks"));
+        assert_eq!(with(38, &[7]), corrupt("too many object locks"));
         assert_eq!(with(34, &[0x80]), corrupt("unknown flag bits"));
         // Acquired before requested.
         assert_eq!(with(8, &[200, 0, 0, 0]), corrupt("timestamps out of order"));

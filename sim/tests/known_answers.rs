@@ -162,6 +162,32 @@ fn chain_of_fine_grained_locks() {
     assert_eq!((r.run_cycles, r.lock_wait_cycles), (110, 50));
 }
 
+/// Replicated rows: an object only one recorded core locked is copied per replaying core (no
+/// waiting between replicas), an object two recorded cores locked stays one lock.
+#[test]
+fn private_objects_are_copied_per_replica_shared_ones_are_not() {
+    // One recorded core, object A held from 10 to the end at 60: on 2 simulated cores each
+    // replica has its own A, so both finish at 60.
+    let t = trace(
+        1,
+        vec![with_objects(rec(0, 0, 0, 0, 50, 10), &[(0xA, 10, 0)])],
+    );
+    let r = simulate(&t, &cfg(2, LockStrategy::FineGrained, 0, 0)).unwrap();
+    assert_eq!((r.run_cycles, r.lock_wait_cycles), (60, 0));
+    // Two recorded cores both lock A (shared): on 4 simulated cores, four entries queue for the
+    // one A; each holds it 40 cycles after its request at 10, so they end at 60, 100, 140, 180.
+    let t = trace(
+        2,
+        vec![
+            with_objects(rec(0, 0, 0, 0, 50, 10), &[(0xA, 10, 0)]),
+            with_objects(rec(1, 0, 0, 0, 50, 10), &[(0xA, 10, 0)]),
+        ],
+    );
+    let r = simulate(&t, &cfg(4, LockStrategy::FineGrained, 0, 0)).unwrap();
+    assert_eq!(r.run_cycles, 180);
+    assert_eq!(r.lock_wait_cycles, 40 + 80 + 120);
+}
+
 /// Recorded object waits are taken out of the work and recomputed.
 #[test]
 fn recorded_object_waits_are_resimulated() {
@@ -395,8 +421,12 @@ fn sweep_1_to_64() {
     assert_eq!(json["recorded_cores"], 1);
 }
 
+/// Two entries that took the same two objects in opposite orders (a kernel that releases
+/// between phases can): held to the end in the recorded orders they would deadlock at 20; the
+/// replay takes them in id order, so core 1 asks for object 1 at 10, gets it when core 0
+/// releases both at 50, and finishes its remaining 40 cycles at 90.
 #[test]
-fn inconsistent_lock_order_is_a_deadlock() {
+fn opposite_recorded_orders_replay_in_id_order_without_deadlock() {
     let t = trace(
         2,
         vec![
@@ -404,13 +434,9 @@ fn inconsistent_lock_order_is_a_deadlock() {
             with_objects(rec(1, 0, 0, 0, 50, 0), &[(2, 10, 0), (1, 20, 0)]),
         ],
     );
-    assert_eq!(
-        simulate(&t, &cfg(2, LockStrategy::FineGrained, 0, 0)),
-        Err(SimError::Deadlock {
-            at: 20,
-            cores: vec![0, 1]
-        })
-    );
+    let r = simulate(&t, &cfg(2, LockStrategy::FineGrained, 0, 0)).expect("no deadlock");
+    assert_eq!((r.run_cycles, r.lock_wait_cycles), (90, 40));
+    assert_eq!(r.per_core[0].finish_cycles, 50);
     assert_eq!(
         simulate(&trace(1, vec![]), &cfg(1, LockStrategy::NoLock, 0, 0)),
         Err(SimError::EmptyTrace)

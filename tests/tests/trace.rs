@@ -174,6 +174,53 @@ fn the_pager_workload_records_one_fault_per_touched_page() {
     assert!(refused(KernelLock::None, 2).contains("1 core"));
 }
 
+/// The fine-grained kernel's object locks in the trace: every IPC system call records the
+/// locks it took (each distinct object once, first acquisition, inside the read side), the
+/// same call takes the same kinds of lock each time, and a replay under per-object locks runs.
+#[test]
+fn fine_grained_entries_record_their_object_locks() {
+    use tests::tracing::{record, KernelLock, Recording};
+    let t = record(&Recording {
+        cores: 2,
+        lock: KernelLock::Fine,
+        per: 200,
+        alternate: false,
+        frequency_hz: 1_000_000_000,
+    })
+    .expect("fine-grained recording");
+    assert_eq!(t.strategy, TraceStrategy::FineGrained);
+    let ipc = [kernel::syscall::nr::CALL, kernel::syscall::nr::REPLY_RECV];
+    let mut with_objects = 0;
+    for (i, r) in t.records.iter().enumerate() {
+        r.validate()
+            .unwrap_or_else(|e| panic!("record {i}: {e}: {r:?}"));
+        let ids: Vec<u32> = r.object_locks().iter().map(|o| o.id).collect();
+        let mut distinct = ids.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        assert_eq!(
+            distinct.len(),
+            ids.len(),
+            "record {i} names an object twice"
+        );
+        if r.kind == EntryKind::Syscall && ipc.contains(&usize::from(r.number)) {
+            // An endpoint (rank 1), at least one TCB (4) and a run queue (5).
+            let kinds: Vec<u32> = ids.iter().map(|id| id >> 28).collect();
+            for k in [1, 4, 5] {
+                assert!(
+                    kinds.contains(&k),
+                    "record {i}: lock kinds {kinds:?} lack {k}"
+                );
+            }
+            with_objects += 1;
+        }
+    }
+    assert!(with_objects >= 400, "{with_objects} IPC records");
+    let sim = sim::simulate::simulate(&t, &Config::new(2, LockStrategy::FineGrained))
+        .expect("replay under per-object locks");
+    assert_eq!(sim.entries, t.records.len() as u64);
+}
+
 static BUSY_TRACER: Tracer<256> = Tracer::new();
 
 /// The benchmark calls on the host's TSC with a tracer: `KernelBusy` holds the big lock for at

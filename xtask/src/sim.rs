@@ -171,6 +171,20 @@ pub fn calibrate(root: &Path, file: &Path, quick: bool) -> Result<Calibration, S
     read_calibration(file)
 }
 
+/// The simulator's strategy for the kernel that recorded `trace`: per-object locks where the
+/// trace names them (a fine-grained kernel's; without them the strategy would replay as no
+/// lock), no lock for a no-lock kernel, else the big lock (RTM kernels replay as their
+/// fallback lock).
+fn recorded_strategy(trace: &Trace) -> LockStrategy {
+    match trace.strategy {
+        TraceStrategy::FineGrained if trace.records.iter().any(|r| r.object_count > 0) => {
+            LockStrategy::FineGrained
+        }
+        TraceStrategy::None => LockStrategy::NoLock,
+        _ => LockStrategy::BigLock,
+    }
+}
+
 /// Reads, analyses and sweeps a trace; writes the three files into `out`. `calibration`: a
 /// calibration and the kernel lock whose model replaces the configuration's cache model (see
 /// [`model_for`]).
@@ -189,9 +203,10 @@ pub fn analyse_and_sweep(
             let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
             Config::from_json(&text).map_err(|e| format!("{}: {e}", p.display()))?
         }
+        // The recording kernel's own strategy: its replay on the recorded cores is the check.
         None => Config {
             lock_latency: LockLatency::measured(&trace),
-            ..Config::new(1, LockStrategy::BigLock)
+            ..Config::new(1, recorded_strategy(&trace))
         },
     };
     if let Some((cal, lock)) = calibration {
@@ -218,6 +233,22 @@ pub fn analyse_and_sweep(
         t.lock_fraction * 100.0,
         t.contention_probability * 100.0
     );
+    if t.object_locks > 0 {
+        eprintln!(
+            "sim: object locks: {:.2} per entry, {:.1} cycles waited per lock{}",
+            t.object_locks as f64 / t.entries.max(1) as f64,
+            t.object_lock_wait_cycles as f64 / t.object_locks as f64,
+            if t.objects_truncated > 0 {
+                format!(
+                    "; {} entries took more than {} (the first ones kept)",
+                    t.objects_truncated,
+                    sim::trace::MAX_OBJECTS
+                )
+            } else {
+                String::new()
+            }
+        );
+    }
     let recorded = sim::simulate::recorded_throughput(&trace);
     let own = sim::simulate::simulate(
         &trace,
@@ -235,11 +266,21 @@ pub fn analyse_and_sweep(
         recorded_cycles,
         (own.run_cycles as f64 / recorded_cycles.max(1) as f64 - 1.0) * 100.0
     );
-    let strategies = [LockStrategy::BigLock, LockStrategy::NoLock];
-    let sweep = sim::simulate::sweep(&trace, &base, 1..=usize::from(max), &strategies)
+    // Per-object locks only where the trace names them (a fine-grained kernel's trace):
+    // without them the strategy would replay as no lock.
+    let strategies: &[LockStrategy] = if t.object_locks > 0 {
+        &[
+            LockStrategy::BigLock,
+            LockStrategy::FineGrained,
+            LockStrategy::NoLock,
+        ]
+    } else {
+        &[LockStrategy::BigLock, LockStrategy::NoLock]
+    };
+    let sweep = sim::simulate::sweep(&trace, &base, 1..=usize::from(max), strategies)
         .map_err(|e| format!("sweep: {e:?}"))?;
     write(&out.join("sweep.json"), &sweep.to_json())?;
-    for s in strategies {
+    for &s in strategies {
         let pts: Vec<_> = sweep.points.iter().filter(|p| p.strategy == s).collect();
         let at = |k: usize| {
             pts.iter()
