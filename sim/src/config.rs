@@ -85,12 +85,13 @@ impl KernelLock {
     }
 
     /// The strategy the simulator replays this kernel's traces with: the big lock for the big
-    /// locks; no lock for the fine-grained kernel (its object locks are not in the trace yet)
-    /// and the lock-free one.
+    /// locks, the traced object locks for the fine-grained kernel, no lock for the lock-free
+    /// one.
     pub fn replay_strategy(self) -> LockStrategy {
         match self {
             KernelLock::Clh | KernelLock::Ticket => LockStrategy::BigLock,
-            KernelLock::Fine | KernelLock::None => LockStrategy::NoLock,
+            KernelLock::Fine => LockStrategy::FineGrained,
+            KernelLock::None => LockStrategy::NoLock,
         }
     }
 }

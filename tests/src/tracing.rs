@@ -144,8 +144,8 @@ pub struct MemoryRecording {
     /// Kernel cores (= workers), `1..=MAX_CPUS`.
     pub cores: usize,
     /// The kernel's lock: a big lock (`clh`, `ticket`); `none` on 1 core only. Not `fine`:
-    /// its object locks are not in the trace, and the pagers' mapping calls take its
-    /// exclusive side, so no replay strategy would stand for it.
+    /// the pagers' mapping calls take its exclusive side (the writer of the big-reader lock),
+    /// which none of the simulator's strategies stands for.
     pub lock: KernelLock,
     /// Pages per task.
     pub pages: usize,
@@ -181,8 +181,8 @@ pub fn record_memory(what: &MemoryRecording) -> Result<Trace, String> {
         }
         KernelLock::Fine => {
             return Err(
-                "lock fine: its object locks are not traced and the pagers' mapping calls \
-                 take its exclusive side; record clh or ticket"
+                "lock fine: the pagers' mapping calls take its exclusive side, which the \
+                 simulator does not model; record clh or ticket"
                     .into(),
             );
         }

@@ -15,8 +15,8 @@
 //!   and with the model, the mean over the runs; the measured 1- and 2-core throughputs as
 //!   points.
 //!
-//! The fine-grained kernel is replayed without a lock (its object locks are not traced yet) and
-//! the lock-free kernel without one; the big locks with the big lock.
+//! The fine-grained kernel is replayed with the object locks its trace names, the lock-free
+//! kernel without a lock, the big locks with the big lock.
 //!
 //! The host shares its CPUs with other work, and now and then takes one away for milliseconds:
 //! a user thread stops between two entries, or a lock holder stops in the kernel and the other
@@ -686,7 +686,10 @@ mod tests {
     fn replays_follow_the_kernels_lock() {
         assert_eq!(KernelLock::Clh.replay_strategy(), LockStrategy::BigLock);
         assert_eq!(KernelLock::Ticket.replay_strategy(), LockStrategy::BigLock);
-        assert_eq!(KernelLock::Fine.replay_strategy(), LockStrategy::NoLock);
+        assert_eq!(
+            KernelLock::Fine.replay_strategy(),
+            LockStrategy::FineGrained
+        );
         assert_eq!(KernelLock::None.replay_strategy(), LockStrategy::NoLock);
         // The prediction with a calibrated model is slower than without on 2 cores, the same
         // on 1 (known-answer detail in the sim crate's tests).
