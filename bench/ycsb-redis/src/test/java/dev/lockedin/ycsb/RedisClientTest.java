@@ -1,0 +1,240 @@
+package dev.lockedin.ycsb;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.Set;
+import java.util.Vector;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import redis.clients.jedis.ClientSetInfoConfig;
+import redis.clients.jedis.DefaultJedisClientConfig;
+import redis.clients.jedis.HostAndPort;
+import redis.clients.jedis.Jedis;
+import site.ycsb.ByteArrayByteIterator;
+import site.ycsb.ByteIterator;
+import site.ycsb.DBException;
+import site.ycsb.Status;
+
+/**
+ * Round trips through {@link RedisClient} against a live Redis-protocol server.
+ *
+ * <p>Runs only when {@code REDIS_TEST_PORT} names a port where a server accepts connections
+ * (host {@code REDIS_TEST_HOST}, default 127.0.0.1); otherwise every test is skipped and the
+ * reason printed. Keys are prefixed with a per-run tag and deleted afterwards; the server's
+ * other keys are left alone.
+ */
+class RedisClientTest {
+  private static String host;
+  private static int port;
+  /** Why the tests cannot run, or null when a server answered. */
+  private static String skipReason;
+
+  private final String tag = "ycsb-binding-test:" + System.nanoTime() + ":";
+  private final List<String> keys = new ArrayList<>();
+  private RedisClient db;
+
+  @BeforeAll
+  static void serverReachable() {
+    String p = System.getenv("REDIS_TEST_PORT");
+    host = System.getenv().getOrDefault("REDIS_TEST_HOST", "127.0.0.1");
+    String reason = null;
+    if (p == null || p.isBlank()) {
+      reason = "REDIS_TEST_PORT is not set";
+    } else {
+      try {
+        port = Integer.parseInt(p.trim());
+        try (Socket s = new Socket()) {
+          s.connect(new InetSocketAddress(host, port), 1000);
+        }
+      } catch (NumberFormatException e) {
+        reason = "REDIS_TEST_PORT='" + p + "' is not a port number";
+      } catch (IOException e) {
+        reason = "no server reachable at " + host + ":" + p + " (" + e.getMessage() + ")";
+      }
+    }
+    if (reason != null) {
+      System.out.println("[RedisClientTest] all tests skipped: " + reason);
+    }
+    skipReason = reason;
+  }
+
+  @BeforeEach
+  void connect() throws DBException {
+    // Per test rather than in @BeforeAll, so each test is reported as skipped.
+    Assumptions.assumeTrue(skipReason == null, skipReason);
+    db = open("hset");
+  }
+
+  @AfterEach
+  void cleanUp() throws DBException {
+    if (db == null) {
+      return;
+    }
+    for (String k : keys) {
+      db.delete("usertable", k);
+    }
+    db.cleanup();
+  }
+
+  private RedisClient open(String write) throws DBException {
+    RedisClient c = new RedisClient();
+    Properties props = new Properties();
+    props.setProperty("redis.host", host);
+    props.setProperty("redis.port", Integer.toString(port));
+    props.setProperty("redis.timeout", "5000");
+    props.setProperty("redis.write", write);
+    c.setProperties(props);
+    c.init();
+    return c;
+  }
+
+  private String key(String name) {
+    String k = tag + name;
+    keys.add(k);
+    return k;
+  }
+
+  private static Map<String, ByteIterator> record(int fields, String value) {
+    Map<String, ByteIterator> m = new HashMap<>();
+    for (int i = 0; i < fields; i++) {
+      m.put("field" + i, new ByteArrayByteIterator((value + i).getBytes()));
+    }
+    return m;
+  }
+
+  private static Map<String, String> strings(Map<String, ByteIterator> m) {
+    Map<String, String> out = new HashMap<>();
+    m.forEach((k, v) -> out.put(k, v.toString()));
+    return out;
+  }
+
+  private static Map<String, String> expected(int fields, String value) {
+    return strings(record(fields, value));
+  }
+
+  @Test
+  void insertThenReadAllFields() {
+    String k = key("all");
+    assertEquals(Status.OK, db.insert("usertable", k, record(10, "v")));
+    Map<String, ByteIterator> got = new HashMap<>();
+    assertEquals(Status.OK, db.read("usertable", k, null, got));
+    assertEquals(expected(10, "v"), strings(got));
+  }
+
+  @Test
+  void readFieldSubset() {
+    String k = key("subset");
+    assertEquals(Status.OK, db.insert("usertable", k, record(10, "v")));
+    Set<String> fields = new LinkedHashSet<>(List.of("field7", "field2", "nosuchfield"));
+    Map<String, ByteIterator> got = new HashMap<>();
+    assertEquals(Status.OK, db.read("usertable", k, fields, got));
+    assertEquals(Map.of("field7", "v7", "field2", "v2"), strings(got));
+  }
+
+  @Test
+  void updateChangesOnlyTheGivenFields() {
+    String k = key("update");
+    assertEquals(Status.OK, db.insert("usertable", k, record(10, "v")));
+    Map<String, ByteIterator> upd = new HashMap<>();
+    upd.put("field3", new ByteArrayByteIterator("new3".getBytes()));
+    upd.put("field9", new ByteArrayByteIterator("new9".getBytes()));
+    assertEquals(Status.OK, db.update("usertable", k, upd));
+
+    Map<String, String> want = expected(10, "v");
+    want.put("field3", "new3");
+    want.put("field9", "new9");
+    Map<String, ByteIterator> got = new HashMap<>();
+    assertEquals(Status.OK, db.read("usertable", k, null, got));
+    assertEquals(want, strings(got));
+  }
+
+  @Test
+  void deleteThenReadIsNotFound() {
+    String k = key("delete");
+    assertEquals(Status.OK, db.insert("usertable", k, record(3, "v")));
+    assertEquals(Status.OK, db.delete("usertable", k));
+    assertEquals(Status.NOT_FOUND, db.read("usertable", k, null, new HashMap<>()));
+    assertEquals(Status.NOT_FOUND, db.read("usertable", k, Set.of("field0"), new HashMap<>()));
+    assertEquals(Status.NOT_FOUND, db.delete("usertable", k));
+  }
+
+  @Test
+  void binaryValuesRoundTrip() {
+    String k = key("binary");
+    byte[] all = new byte[256];
+    for (int i = 0; i < all.length; i++) {
+      all[i] = (byte) i;
+    }
+    Map<String, ByteIterator> rec = new HashMap<>();
+    rec.put("field0", new ByteArrayByteIterator(all));
+    assertEquals(Status.OK, db.insert("usertable", k, rec));
+    Map<String, ByteIterator> got = new HashMap<>();
+    assertEquals(Status.OK, db.read("usertable", k, Set.of("field0"), got));
+    assertArrayEquals(all, got.get("field0").toArray());
+  }
+
+  @Test
+  void hmsetModeRoundTrip() throws DBException {
+    RedisClient hm = open("hmset");
+    try {
+      String k = key("hmset");
+      assertEquals(Status.OK, hm.insert("usertable", k, record(4, "h")));
+      Map<String, ByteIterator> upd = new HashMap<>();
+      upd.put("field1", new ByteArrayByteIterator("x".getBytes()));
+      assertEquals(Status.OK, hm.update("usertable", k, upd));
+      Map<String, String> want = expected(4, "h");
+      want.put("field1", "x");
+      Map<String, ByteIterator> got = new HashMap<>();
+      assertEquals(Status.OK, hm.read("usertable", k, null, got));
+      assertEquals(want, strings(got));
+    } finally {
+      hm.cleanup();
+    }
+  }
+
+  @Test
+  void errorReplyIsStatusError() {
+    String k = key("wrongtype");
+    try (Jedis raw = new Jedis(new HostAndPort(host, port), DefaultJedisClientConfig.builder()
+        .clientSetInfoConfig(ClientSetInfoConfig.DISABLED).build())) {
+      assertEquals("OK", raw.set(k, "a string, not a hash"));
+    }
+    assertEquals(Status.ERROR, db.read("usertable", k, null, new HashMap<>()));
+    assertEquals(Status.ERROR, db.update("usertable", k, record(1, "v")));
+  }
+
+  @Test
+  void scanIsNotImplemented() {
+    assertEquals(Status.NOT_IMPLEMENTED,
+        db.scan("usertable", "user0", 10, null, new Vector<HashMap<String, ByteIterator>>()));
+  }
+
+  @Test
+  void connectionsAreIndependent() throws DBException {
+    RedisClient other = open("hset");
+    try {
+      String k = key("shared");
+      assertEquals(Status.OK, db.insert("usertable", k, record(2, "a")));
+      Map<String, ByteIterator> got = new HashMap<>();
+      assertEquals(Status.OK, other.read("usertable", k, null, got));
+      assertTrue(got.size() == 2, "the second connection sees the first one's record");
+    } finally {
+      other.cleanup();
+    }
+  }
+}
