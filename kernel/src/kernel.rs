@@ -447,6 +447,11 @@ pub struct Kernel<S: Strategy, H: Hal> {
     /// Per core: the object locks of its traced entry in progress.
     #[cfg(feature = "trace")]
     trace_objs: [CachePadded<UnsafeCell<crate::trace::Objects>>; MAX_CPUS],
+    /// Whether `Call` and `ReplyRecv` try the fastpath ([`crate::fastpath`]) first.
+    fastpath: bool,
+    /// Entries the fastpath completed (unit tests: that their scenarios reach it).
+    #[cfg(test)]
+    pub(crate) fast_taken: core::sync::atomic::AtomicUsize,
 }
 
 // SAFETY: all shared mutable state is in `UnsafeCell`s reached only through the accessors
@@ -543,7 +548,16 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             tracer: None,
             #[cfg(feature = "trace")]
             trace_objs: padded_cells(crate::trace::Objects::EMPTY),
+            fastpath: true,
+            #[cfg(test)]
+            fast_taken: core::sync::atomic::AtomicUsize::new(0),
         }
+    }
+
+    /// Turns the IPC fastpath ([`crate::fastpath`]) on (the default) or off. Either way every
+    /// system call has the same result; off, `Call` and `ReplyRecv` always take the full path.
+    pub fn set_fastpath(&mut self, on: bool) {
+        self.fastpath = on;
     }
 
     /// Traces every later kernel entry into `sink` (the `trace` feature; see [`crate::trace`]).
@@ -923,8 +937,22 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         if let Some(r) = rec.as_mut() {
             r.thread = cur.map_or(u32::MAX, |t| t.index() as u32);
         }
-        let (rotate, cur) = self.handle(ctx, cur, entry);
-        let next = self.schedule(ctx, cur, rotate);
+        let fast = if self.fastpath {
+            self.fastpath(ctx, cur, &entry)
+        } else {
+            None
+        };
+        let next = match fast {
+            Some(next) => {
+                #[cfg(test)]
+                self.fast_taken.fetch_add(1, Ordering::Relaxed);
+                Some(next)
+            }
+            None => {
+                let (rotate, cur) = self.handle(ctx, cur, entry);
+                self.schedule(ctx, cur, rotate)
+            }
+        };
         let exit = self.exit_regs(ctx, next);
         #[cfg(feature = "trace")]
         if let Some(r) = rec.as_mut() {

@@ -60,6 +60,7 @@ pub mod cap;
 mod check;
 pub mod config;
 pub mod error;
+mod fastpath;
 pub mod hal;
 #[cfg(any(test, feature = "hosted"))]
 pub mod hosted;

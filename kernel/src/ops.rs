@@ -167,7 +167,7 @@ pub(crate) enum Op {
 }
 
 impl<S: Strategy, H: Hal> Kernel<S, H> {
-    fn lookup_ep(
+    pub(crate) fn lookup_ep(
         &self,
         t: ThreadId,
         slot: CapSlot,

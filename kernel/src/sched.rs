@@ -179,8 +179,18 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             }
         }
         drop(tcb_guard);
-        // Address-space switch, after the critical section.
-        if let Some(a) = next.and_then(|t| self.conf(t).aspace) {
+        if let Some(t) = next {
+            self.switch_aspace(ctx, t);
+        }
+        next
+    }
+
+    /// Records the switch to `t`'s address space (for after the critical section) if this
+    /// core has another one loaded; `t` is the core's new current thread.
+    #[inline]
+    pub(crate) fn switch_aspace(&self, ctx: Ctx, t: ThreadId) {
+        let cpu = ctx.cpu;
+        if let Some(a) = self.conf(t).aspace {
             if self.local(ctx, |l| l.loaded) != Some(a) {
                 let root = self.aspace(a, |s| s.root);
                 // Set in the section, before the load: an unmap in any later section sees it.
@@ -207,6 +217,5 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
                 });
             }
         }
-        next
     }
 }

@@ -1804,3 +1804,276 @@ fn kernel_counters_count_the_entries_of_each_core_since_the_zero() {
         assert_eq!(err(&k.syscall(0, raw)), e, "{raw:?}");
     }
 }
+
+// -------------------------------------------------------------------------------------------
+// The IPC fastpath against the full path.
+// -------------------------------------------------------------------------------------------
+
+/// Everything a system call can change, as text: every thread's configuration, IPC state and
+/// queue links, every endpoint and notification, each core's run queues, current thread and
+/// loaded address space. Two kernels with equal digests and equal HAL logs are in the same
+/// state.
+fn digest<S: crate::strategy::Strategy>(k: &Kernel<S, RecHal>) -> String {
+    use crate::kernel::{Ctx, RunQueue};
+    use std::fmt::Write;
+    let ctx = |cpu| Ctx {
+        cpu,
+        excl: true,
+        global: true,
+        entry: false,
+    };
+    let c0 = ctx(0);
+    let mut out = String::new();
+    for t in ThreadId::all() {
+        let ipc = k.ipc(&k.hold(c0, t), |i| *i);
+        let q = k.link(&k.qlinks, t, |l| *l);
+        let r = k.link(&k.slinks, t, |l| *l);
+        writeln!(out, "{t:?} {:?} {ipc:?} {q:?} {r:?}", k.conf(t)).unwrap();
+    }
+    for e in EndpointId::all() {
+        writeln!(out, "{e:?} {:?}", k.ep(&k.hold(c0, e), |x| *x)).unwrap();
+    }
+    for n in NotificationId::all() {
+        writeln!(out, "{n:?} {:?}", k.ntfn(&k.hold(c0, n), |x| *x)).unwrap();
+    }
+    for c in 0..k.cores() {
+        let rq = k.hold(c0, RunQueue(c));
+        let local = k.local(ctx(c), |l| (l.loaded, l.loaded_root, l.left, l.direct));
+        writeln!(
+            out,
+            "core {c}: {:?} current {:?} {local:?}",
+            k.sched(&rq, |s| *s),
+            k.current_on(&rq)
+        )
+        .unwrap();
+    }
+    out
+}
+
+/// A small deterministic generator (xorshift64*), so that a failing seed can be replayed.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// Builds the same random system twice (fastpath on, off) and drives both with the same
+/// random entries: IPC on a shared endpoint (Call, ReplyRecv, Recv, Send, Reply), signals,
+/// yields, ticks, reschedule IPIs and page faults to a pager, on threads of 1..=3 priorities,
+/// 2..=3 address spaces and `cores` cores. After every entry the exits, the HAL logs and the
+/// digests must be equal. Returns how often the fastpath was taken and how many entries ran.
+fn fastpath_differential<S: crate::strategy::Strategy>(
+    strategy: impl Fn() -> S,
+    cores: usize,
+    seed: u64,
+    steps: usize,
+) -> (usize, usize) {
+    let mut rng = Rng(seed | 1);
+    let threads = 3 + rng.below(5) as usize;
+    let prios = 1 + rng.below(3) as usize;
+    let spaces = 2 + rng.below(2) as usize;
+    let plan: Vec<(usize, CpuId, usize)> = (0..threads)
+        .map(|_| {
+            (
+                10 + 5 * rng.below(prios as u64) as usize,
+                rng.below(cores as u64) as usize,
+                rng.below(spaces as u64) as usize,
+            )
+        })
+        .collect();
+    let build = |fast: bool| {
+        let mut k = Box::new(Kernel::new(strategy(), RecHal::default(), cores));
+        k.set_fastpath(fast);
+        let ep = k.create_endpoint().unwrap();
+        let pager_ep = k.create_endpoint().unwrap();
+        let n = k.create_notification().unwrap();
+        let aspaces: Vec<AsId> = (0..spaces)
+            .map(|i| k.create_address_space(0xA000 + 0x1000 * i as u64).unwrap())
+            .collect();
+        // The pager: core 0, top priority, serving faults on its own endpoint.
+        let pager = k.create_thread(30, 0, Some(aspaces[0])).unwrap();
+        k.install_cap(pager, s(0), ObjRef::Endpoint(pager_ep), Rights::ALL, 0)
+            .unwrap();
+        let mut ts = Vec::new();
+        for &(prio, core, a) in &plan {
+            let t = k.create_thread(prio, core, Some(aspaces[a])).unwrap();
+            let rw = Rights::READ | Rights::WRITE;
+            k.install_cap(t, s(0), ObjRef::Endpoint(ep), rw, t.index() + 1)
+                .unwrap();
+            k.install_cap(t, s(1), ObjRef::Notification(n), rw, 1 << t.index())
+                .unwrap();
+            ts.push(t);
+        }
+        for (i, &t) in ts.iter().enumerate() {
+            k.install_cap(pager, s(2 + i), ObjRef::Thread(t), Rights::ALL, 0)
+                .unwrap();
+        }
+        k.start(pager).unwrap();
+        for &t in &ts {
+            k.start(t).unwrap();
+        }
+        k.timer_tick(0);
+        for i in 0..ts.len() {
+            let bind = Syscall::BindPager {
+                thread: s(2 + i),
+                ep: s(0),
+            };
+            ok(&k.syscall(0, bind.encode()));
+        }
+        // The pager waits for faults from now on.
+        k.syscall(0, Syscall::Recv { ep: s(0) }.encode());
+        (k, ts)
+    };
+    let (mut fast, ts) = build(true);
+    let (mut slow, _) = build(false);
+    for k in [&fast, &slow] {
+        k.hal.take();
+    }
+    assert_eq!(digest(&fast), digest(&slow), "seed {seed}: set-up differs");
+    let taken_before = fast.fast_taken.load(std::sync::atomic::Ordering::Relaxed);
+    let mut ran = 0;
+    for step in 0..steps {
+        // Both kernels are in the same state (checked below), so either one tells which
+        // cores run a thread and whether that thread holds a reply capability.
+        let running: Vec<(CpuId, ThreadId)> = (0..cores)
+            .filter_map(|c| fast.current_thread(c).map(|t| (c, t)))
+            .collect();
+        if running.is_empty() {
+            // Every thread blocked: nothing more can happen but ticks.
+            break;
+        }
+        ran += 1;
+        let (cpu, cur) = running[rng.below(running.len() as u64) as usize];
+        let msg = [rng.next() as usize, step, cpu, 7];
+        let serves = fast.reply_pending(cur);
+        let receiver_waits = ts
+            .iter()
+            .any(|&t| matches!(fast.thread_state(t).1, ThreadState::BlockedRecv(_)));
+        // Mostly what a client or a server of the ping-pong does next (a server answers; a
+        // client calls a waiting receiver, or becomes one), sometimes anything.
+        let op = match rng.below(10) {
+            0..=5 if serves => 5,
+            0..=5 if receiver_waits => 0,
+            0..=3 => 10,
+            _ => rng.below(20),
+        };
+        let sc = match op {
+            0..=4 => Some(Syscall::Call { ep: s(0), msg }),
+            5..=9 => Some(Syscall::ReplyRecv { ep: s(0), msg }),
+            10 => Some(Syscall::Recv { ep: s(0) }),
+            11 => Some(Syscall::Send { ep: s(0), msg }),
+            12 => Some(Syscall::Reply { msg }),
+            13 => Some(Syscall::Yield),
+            14 => Some(Syscall::Signal { ntfn: s(1) }),
+            15 => Some(Syscall::Wait { ntfn: s(1) }),
+            // A Call through a slot that holds no endpoint (the full path's error).
+            16 => Some(Syscall::Call { ep: s(5), msg }),
+            _ => None,
+        };
+        let run = |k: &Kernel<S, RecHal>| match (sc, op) {
+            (Some(sc), _) => k.syscall(cpu, sc.encode()),
+            (None, 17) => k.timer_tick(cpu),
+            (None, 18) => k.ipi(cpu, IpiKind::Reschedule),
+            (None, _) => k.page_fault(cpu, 0x7000 + step * 0x1000, step % 2 == 0),
+        };
+        let (a, b) = (run(&fast), run(&slow));
+        let what = || format!("seed {seed} step {step}: cpu {cpu} op {op} {sc:?}");
+        assert_eq!(a, b, "{}: exits differ", what());
+        assert_eq!(
+            fast.hal.take(),
+            slow.hal.take(),
+            "{}: HAL logs differ",
+            what()
+        );
+        assert_eq!(digest(&fast), digest(&slow), "{}: states differ", what());
+    }
+    fast.check_invariants().unwrap();
+    slow.check_invariants().unwrap();
+    let taken = fast.fast_taken.load(std::sync::atomic::Ordering::Relaxed) - taken_before;
+    assert_eq!(
+        slow.fast_taken.load(std::sync::atomic::Ordering::Relaxed),
+        0,
+        "the fastpath ran while off"
+    );
+    (taken, ran)
+}
+
+#[test]
+fn fastpath_matches_the_full_path_under_every_strategy() {
+    const SEEDS: u64 = 60;
+    const STEPS: usize = 120;
+    let mut taken = [(0usize, 0usize); 3];
+    let add = |a: &mut (usize, usize), b: (usize, usize)| {
+        a.0 += b.0;
+        a.1 += b.1;
+    };
+    for seed in 1..=SEEDS {
+        let cores = 1 + (seed % 2) as usize;
+        let ticket = || BigLock::new(TicketLock::<kernel_locks::Spin>::new());
+        add(
+            &mut taken[0],
+            fastpath_differential(ticket, cores, seed, STEPS),
+        );
+        let fine = FineGrained::<kernel_locks::Spin>::new;
+        add(
+            &mut taken[1],
+            fastpath_differential(fine, cores, seed, STEPS),
+        );
+        // SAFETY: one host thread plays every core in turn, so no two sections overlap.
+        let none = || unsafe { crate::NoLock::new() };
+        add(
+            &mut taken[2],
+            fastpath_differential(none, cores, seed, STEPS),
+        );
+    }
+    // The scenarios reach the fastpath often, not only its fallbacks.
+    for (name, (n, of)) in ["big lock", "fine-grained", "no lock"].iter().zip(taken) {
+        assert!(
+            n * 5 > of,
+            "{name}: the fastpath was taken {n} times in {of} entries"
+        );
+    }
+}
+
+/// The plain ping-pong of one client and one server on one core, every round trip on the
+/// fastpath after the first Call.
+#[test]
+fn ping_pong_on_one_core_runs_on_the_fastpath() {
+    let (k, ts, _, _) = setup(1, &[0, 0]);
+    let (server, client) = (ts[0], ts[1]);
+    assert_eq!(k.timer_tick(0).thread, Some(server));
+    assert_eq!(call(&k, 0, Syscall::Recv { ep: s(0) }).thread, Some(client));
+    let before = k.fast_taken.load(std::sync::atomic::Ordering::Relaxed);
+    for i in 0..10 {
+        let e = call(
+            &k,
+            0,
+            Syscall::Call {
+                ep: s(0),
+                msg: [i; 4],
+            },
+        );
+        assert_eq!((e.thread, ok(&e).1), (Some(server), [i; 4]));
+        let e = call(
+            &k,
+            0,
+            Syscall::ReplyRecv {
+                ep: s(0),
+                msg: [i + 1; 4],
+            },
+        );
+        assert_eq!((e.thread, ok(&e).1), (Some(client), [i + 1; 4]));
+    }
+    assert_eq!(
+        k.fast_taken.load(std::sync::atomic::Ordering::Relaxed) - before,
+        20
+    );
+}

@@ -1,0 +1,168 @@
+//! The IPC fastpath: `Call` and `ReplyRecv` in their common case, done in one pass instead of
+//! decode, execute, wake and schedule (issue 11; seL4's `fastpath_call` and
+//! `fastpath_reply_recv` are the model).
+//!
+//! # When it is taken
+//! * `Call`: the caller may run here (alive, on this core, runnable), its capability names an
+//!   endpoint with the write right, a receiver waits there, the receiver belongs to this core,
+//!   and no thread queued on this core has its priority or more (so the receiver is what
+//!   [`schedule`](Kernel::schedule) would pick).
+//! * `ReplyRecv`: the server may run here, its capability names an endpoint with the read
+//!   right, no sender waits there (the server will block), it holds a reply capability whose
+//!   caller still waits for it, the caller is not a page-fault caller (whose registers a reply
+//!   must leave untouched), belongs to this core, and no queued thread of this core has its
+//!   priority or more.
+//!
+//! Every check reads state only; when one fails nothing has changed and the entry goes down
+//! the full path ([`Kernel::handle`]), which then finds the same state. When all pass, the
+//! fastpath makes exactly the changes the full path would: the same message, badge and
+//! reply link, the same thread states and queue order, the same current thread and the same
+//! address-space switch (the tests run every scenario with the fastpath on and off and compare
+//! the kernels' states).
+//!
+//! # Locks
+//! It runs inside the strategy's section like any entry: the big locks and RTM around it, and
+//! under the fine-grained strategy the object locks of the full path in the documented order
+//! (endpoint, the two TCBs by index, this core's run queue), each once: 4 per call, against 8
+//! (Call) and 10 (ReplyRecv) on the full path.
+//!
+//! # Why a flag
+//! [`Kernel::set_fastpath`] turns it off, for the comparisons above and for benchmarks that
+//! measure what the fastpath saves (the images' `fastpath=0`).
+
+use crate::cap::Rights;
+use crate::config::NUM_PRIOS;
+use crate::hal::Hal;
+use crate::ids::{CapSlot, ThreadId};
+use crate::kernel::{Ctx, Entry, Kernel, Life, RunQueue, ThreadState};
+use crate::strategy::Strategy;
+use crate::syscall::{ok_regs, Msg, Syscall};
+
+impl<S: Strategy, H: Hal> Kernel<S, H> {
+    /// Runs `entry` on the fastpath if its common case holds; returns the core's new current
+    /// thread, or `None` (nothing changed) for the full path.
+    #[inline]
+    pub(crate) fn fastpath(
+        &self,
+        ctx: Ctx,
+        cur: Option<ThreadId>,
+        entry: &Entry,
+    ) -> Option<ThreadId> {
+        let t = cur?;
+        match *entry {
+            Entry::Syscall(Ok(Syscall::Call { ep, msg })) => self.fast_call(ctx, t, ep, msg),
+            Entry::Syscall(Ok(Syscall::ReplyRecv { ep, msg })) => {
+                self.fast_reply_recv(ctx, t, ep, msg)
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether `t` (the current thread) may run on this core as far as its configuration says
+    /// (its IPC state is checked under its TCB lock by the caller).
+    #[inline(always)]
+    fn fast_alive_here(&self, ctx: Ctx, t: ThreadId) -> bool {
+        let c = self.conf(t);
+        c.life == Life::Alive && c.core == ctx.cpu
+    }
+
+    /// Whether a thread of this core at priority `p` would run next: nothing queued here has
+    /// `p` or more (then [`schedule`](Self::schedule) picks the woken thread directly).
+    #[inline(always)]
+    fn fast_runs_next(&self, rq: &crate::kernel::Held<'_, S, RunQueue>, p: usize) -> bool {
+        self.sched(rq, |s| s.bitmap >> p) == 0
+    }
+
+    /// `Call` from `t` through its capability `slot` with `msg`.
+    fn fast_call(&self, ctx: Ctx, t: ThreadId, slot: CapSlot, msg: Msg) -> Option<ThreadId> {
+        if !self.fast_alive_here(ctx, t) {
+            return None;
+        }
+        let (ep, badge) = self.lookup_ep(t, slot, Rights::WRITE).ok()?;
+        let ge = self.hold(ctx, ep);
+        let (mut q, receivers) = self.ep(&ge, |e| (e.queue, e.receivers));
+        let r = q.head.filter(|_| receivers)?;
+        let rc = self.conf(r);
+        if rc.core != ctx.cpu {
+            return None;
+        }
+        let gt = self.hold2(ctx, t, r);
+        if self.ipc(gt.of(t), |i| i.state) != ThreadState::Runnable {
+            return None;
+        }
+        let rq = self.hold(ctx, RunQueue(ctx.cpu));
+        if !self.fast_runs_next(&rq, rc.priority % NUM_PRIOS) {
+            return None;
+        }
+        // Committed: what `send` and `schedule` do for this case.
+        self.q_remove(&self.qlinks, &mut q, r);
+        self.ep(&ge, |e| e.queue = q);
+        self.ipc(gt.of(r), |i| {
+            i.ret = ok_regs(badge, msg);
+            i.state = ThreadState::Runnable;
+            i.reply_to = Some(t);
+        });
+        self.ipc(gt.of(t), |i| {
+            i.state = ThreadState::BlockedReply;
+            i.server = Some(r);
+            i.fault = false;
+        });
+        self.set_current(&rq, Some(r));
+        drop((rq, gt, ge));
+        self.switch_aspace(ctx, r);
+        Some(r)
+    }
+
+    /// `ReplyRecv` from `t` through its capability `slot`, answering with `msg`.
+    fn fast_reply_recv(&self, ctx: Ctx, t: ThreadId, slot: CapSlot, msg: Msg) -> Option<ThreadId> {
+        if !self.fast_alive_here(ctx, t) {
+            return None;
+        }
+        let (ep, _) = self.lookup_ep(t, slot, Rights::READ).ok()?;
+        let ge = self.hold(ctx, ep);
+        let (mut q, receivers) = self.ep(&ge, |e| (e.queue, e.receivers));
+        if q.head.is_some() && !receivers {
+            // A sender waits: the server receives at once and keeps running.
+            return None;
+        }
+        // Only `t` itself changes its reply slot, so it stays what this reads.
+        let c = self.ipc(&self.hold(ctx, t), |i| i.reply_to)?;
+        let cc = self.conf(c);
+        if cc.core != ctx.cpu {
+            return None;
+        }
+        let gt = self.hold2(ctx, t, c);
+        if self.ipc(gt.of(t), |i| i.state) != ThreadState::Runnable {
+            return None;
+        }
+        let waits = self.ipc(gt.of(c), |i| {
+            i.state == ThreadState::BlockedReply && i.server == Some(t) && !i.fault
+        });
+        if !waits {
+            return None;
+        }
+        let rq = self.hold(ctx, RunQueue(ctx.cpu));
+        if !self.fast_runs_next(&rq, cc.priority % NUM_PRIOS) {
+            return None;
+        }
+        // Committed: what `answer`, `recv` and `schedule` do for this case.
+        self.ipc(gt.of(t), |i| {
+            i.reply_to = None;
+            i.state = ThreadState::BlockedRecv(ep);
+        });
+        self.ipc(gt.of(c), |i| {
+            i.ret = ok_regs(0, msg);
+            i.server = None;
+            i.state = ThreadState::Runnable;
+        });
+        self.q_push(&self.qlinks, &mut q, t);
+        self.ep(&ge, |e| {
+            e.queue = q;
+            e.receivers = true;
+        });
+        self.set_current(&rq, Some(c));
+        drop((rq, gt, ge));
+        self.switch_aspace(ctx, c);
+        Some(c)
+    }
+}
