@@ -91,6 +91,8 @@ pub fn boot<S: Strategy + 'static>(strategy: S, cfg: Config) -> ! {
     let k = unsafe { image_common::place_kernel(Kernel::new(strategy, ArmHal, cfg.cores)) };
     // `trace=1` (the command line refused it unless the image has the `trace` feature).
     image_common::trace::install(k, cfg.trace);
+    // `fastpath=0` (on by default).
+    k.set_fastpath(cfg.fastpath);
     println!(
         "kernel: {} strategy on {} cores, {} KiB kernel object",
         k.strategy().name(),

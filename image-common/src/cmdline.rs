@@ -95,6 +95,9 @@ pub struct Cmdline {
     /// `trace=1`: trace every kernel entry and print the trace at the end of the run (images
     /// built with the `trace` feature only; see [`crate::trace`]).
     pub trace: bool,
+    /// `fastpath=0`: `Call` and `ReplyRecv` always take the kernel's full path (default 1:
+    /// the IPC fastpath first), to measure what the fastpath saves.
+    pub fastpath: bool,
 }
 
 /// What `mode=fuzz` runs.
@@ -133,6 +136,8 @@ pub enum CmdlineError<'a> {
     Trace(&'a str),
     /// `trace=1` in an image built without the `trace` feature.
     TraceNotBuilt,
+    /// A `fastpath=` value other than 0 or 1.
+    Fastpath(&'a str),
     /// The shared client-server benchmark on several cores with `lock=none`.
     SharedWithoutLock {
         /// The cores it would run on.
@@ -173,6 +178,12 @@ impl fmt::Display for CmdlineError<'_> {
             ),
             CmdlineError::Trace(v) => {
                 write!(f, "trace=\"{v}\" on the kernel command line is not 0 or 1")
+            }
+            CmdlineError::Fastpath(v) => {
+                write!(
+                    f,
+                    "fastpath=\"{v}\" on the kernel command line is not 0 or 1"
+                )
             }
             CmdlineError::TraceNotBuilt => write!(
                 f,
@@ -266,6 +277,11 @@ impl Cmdline {
             Some("1") => return Err(CmdlineError::TraceNotBuilt),
             Some(v) => return Err(CmdlineError::Trace(v)),
         };
+        let fastpath = match value("fastpath") {
+            None | Some("1") => true,
+            Some("0") => false,
+            Some(v) => return Err(CmdlineError::Fastpath(v)),
+        };
         Ok(Cmdline {
             lock,
             test,
@@ -276,6 +292,7 @@ impl Cmdline {
             fuzz,
             cpus,
             trace,
+            fastpath,
         })
     }
 
@@ -307,6 +324,7 @@ impl Cmdline {
             fuzz: self.fuzz,
             cpus: self.cpus,
             trace: self.trace,
+            fastpath: self.fastpath,
         })
     }
 }
@@ -347,6 +365,8 @@ pub struct Config {
     pub cpus: Option<usize>,
     /// `trace=1` (see [`Cmdline::trace`]).
     pub trace: bool,
+    /// `fastpath=0` turns the IPC fastpath off (see [`Cmdline::fastpath`]).
+    pub fastpath: bool,
 }
 
 impl Config {
@@ -429,12 +449,26 @@ mod tests {
                 fuzz: None,
                 cpus: None,
                 trace: false,
+                fastpath: true,
             })
         );
         let so = Cmdline::parse(words("mode=stackoverflow")).unwrap();
         assert!(so.stack_overflow && !so.test && so.bench.is_none());
         let cfg = so.on_cores(2).unwrap();
         assert!(cfg.stack_overflow && cfg.setup(1, 7).stack_overflow && cfg.run(9).stack_overflow);
+    }
+
+    #[test]
+    fn fastpath_is_on_unless_zero() {
+        assert!(Cmdline::parse(words("")).unwrap().fastpath);
+        assert!(Cmdline::parse(words("fastpath=1")).unwrap().fastpath);
+        let off = Cmdline::parse(words("fastpath=0")).unwrap();
+        assert!(!off.on_cores(1).unwrap().fastpath);
+        let bad = Cmdline::parse(words("fastpath=no"));
+        assert_eq!(bad, Err(CmdlineError::Fastpath("no")));
+        assert!(CmdlineError::Fastpath("no")
+            .to_string()
+            .contains("not 0 or 1"));
     }
 
     #[test]

@@ -408,6 +408,7 @@ pub fn measure(
     machine: Machine,
     lock: Lock,
     rounds: u64,
+    fastpath: bool,
 ) -> Result<PerRoundTrip, String> {
     let dir = crate::target_dir(root).join("trace");
     std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
@@ -417,7 +418,11 @@ pub fn measure(
             machine,
             smp: 1,
             elf,
-            append: format!("lock={} mode=demo rounds={n}", lock.name()),
+            append: format!(
+                "lock={} mode=demo rounds={n} fastpath={}",
+                lock.name(),
+                u8::from(fastpath)
+            ),
             extra: Vec::new(),
             console_port: 0,
         };
@@ -488,6 +493,11 @@ pub struct TraceArgs {
     /// With --hosted --workload memory: one global pager on core 0 instead of one per core.
     #[arg(long, requires = "hosted")]
     global_pager: bool,
+
+    /// QEMU exec traces: boot with `fastpath=0`, so that Call and ReplyRecv take the kernel's
+    /// full path (what the IPC fastpath saves is the difference to a run without this flag).
+    #[arg(long, conflicts_with_all = ["hosted", "image"])]
+    no_fastpath: bool,
 }
 
 /// `--workload` values.
@@ -627,7 +637,15 @@ fn run_inner(root: &Path, args: &TraceArgs) -> Result<(), String> {
         println!();
         for &machine in machines {
             for &lock in &locks {
-                let p = measure(root, &elf, &image, machine, lock, args.rounds)?;
+                let p = measure(
+                    root,
+                    &elf,
+                    &image,
+                    machine,
+                    lock,
+                    args.rounds,
+                    !args.no_fastpath,
+                )?;
                 print!(
                     "{:<10} {:<7} {:>8.1} {:>6.1} {:>8.1}",
                     machine.name(),

@@ -504,7 +504,7 @@ fn run_barrier_trace(
     let board = qemu::Machine::Sabrelite;
     let t = Instant::now();
     const ROUNDS: u64 = 100;
-    let raw = crate::trace::measure(root, elf, image, board, lock, ROUNDS).and_then(|p| {
+    let raw = crate::trace::measure(root, elf, image, board, lock, ROUNDS, true).and_then(|p| {
         serde_json::from_value::<RawRecord>(crate::trace::record(board, lock, ROUNDS, &p))
             .map_err(|e| format!("trace record: {e}"))
     });
