@@ -10,8 +10,6 @@
 //! 3. write the reply (or reserve its bound), returning early if the output buffer is full;
 //! 4. apply the change, in steps that cannot fail any more.
 
-use core::fmt::Write as _;
-
 use crate::output::{fmt_i64, Counter, Overflow, Reply};
 use crate::parser::{parse_int, Command};
 use crate::store::{Budget, Kind, Store, DATABASES, HDR, NIL};

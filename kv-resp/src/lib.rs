@@ -72,3 +72,6 @@ pub use connection::{Connection, Progress, MIN_INPUT};
 pub use output::{OutBuf, MIN_OUTPUT};
 pub use parser::{Args, Command, Parser, ProtocolError};
 pub use store::{Slot, Store, DATABASES};
+
+#[cfg(test)]
+mod tests;
