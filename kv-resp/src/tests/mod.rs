@@ -103,12 +103,17 @@ pub(crate) fn drive(
             break;
         }
     }
-    while !closed && !conn.output().is_empty() {
+    while !closed {
         let p = conn.process(st, 0);
         let take = conn.output().len().min(drain);
         out.extend_from_slice(&conn.output()[..take]);
         conn.consume_output(take);
-        closed = p == Progress::Close && conn.output().is_empty();
+        if p == Progress::Close && conn.output().is_empty() {
+            closed = true;
+        }
+        if p != Progress::NeedOutput && conn.output().is_empty() {
+            break;
+        }
     }
     (out, closed)
 }
