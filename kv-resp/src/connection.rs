@@ -51,7 +51,8 @@ impl<'a> Connection<'a> {
         })
     }
 
-    /// Buffers as much of `data` as fits, returning how many bytes were taken (0 once closing).
+    /// Buffers as much of `data` as fits, returning how many bytes were taken; once the
+    /// connection is closing, all of `data` is taken and discarded.
     pub fn receive(&mut self, data: &[u8]) -> usize {
         if self.closing {
             return data.len();

@@ -51,7 +51,8 @@
 //! # Not implemented, and why
 //!
 //! * Lists, sets, sorted sets, streams (`LPUSH`, `SADD`, ...): answered as unknown commands.
-//!   They are in redis-benchmark's default test list but not in YCSB workload A; they fit the
+//!   Lists and sets are in redis-benchmark's default test list, and YCSB's stock `redis`
+//!   binding `ZADD`s every inserted key to an index (its load phase needs it); they fit the
 //!   same slot/arena model (one entry per element, linked like hash fields) when needed.
 //! * Persistence, replication, pub/sub, transactions (`MULTI`), scripting, `KEYS`/`SCAN`,
 //!   authentication, RESP3 (`HELLO 3`): outside a benchmark server's needs.
