@@ -39,6 +39,7 @@ const BARE_METAL: &[(&str, &[&str])] = &[
     ("image-common", &[X86, ARM]),
     ("image-x86", &[X86]),
     ("image-armv7", &[ARM]),
+    ("kv-resp", &[X86, ARM]),
 ];
 
 /// Core counts the QEMU test suite runs with (each with every lock).

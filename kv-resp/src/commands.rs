@@ -1,0 +1,800 @@
+//! Command execution: dispatch, arity checks and one handler per command.
+//!
+//! Every handler follows the same discipline, which is what makes a command atomic and the
+//! output contract hold (see [`crate::output`]):
+//!
+//! 1. validate the arguments and look everything up (the only change allowed here is reclaiming
+//!    expired keys, which is invisible: they behave as absent anyway);
+//! 2. check the resources the command's steps need, freeing before taking, against the budget
+//!    (after a full sweep of expired keys if it does not fit at first); `-OOM` otherwise;
+//! 3. write the reply (or reserve its bound), returning early if the output buffer is full;
+//! 4. apply the change, in steps that cannot fail any more.
+
+use crate::output::{fmt_i64, Counter, Overflow, Reply};
+use crate::parser::{parse_int, Command};
+use crate::store::{Budget, Kind, Store, DATABASES, HDR, NIL};
+
+/// What a connection holds between commands: its selected database.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Session {
+    db: u8,
+}
+
+impl Session {
+    /// A session on database 0.
+    pub fn new() -> Self {
+        Session { db: 0 }
+    }
+
+    /// The selected database (0 to 15).
+    pub fn db(&self) -> usize {
+        self.db as usize
+    }
+}
+
+/// What the caller does after a command was executed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Go on with the next command.
+    Continue,
+    /// Send the pending output, then close the connection (`QUIT`).
+    Close,
+}
+
+/// The command's reply did not fit into the output buffer's free space: nothing was written and
+/// nothing changed. Drain the output buffer and execute the same command again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NeedOutput;
+
+const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
+const NOT_INT: &str = "ERR value is not an integer or out of range";
+const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
+const SYNTAX: &str = "ERR syntax error";
+const OVERFLOW: &str = "ERR increment or decrement would overflow";
+const TOO_BIG: &str = "ERR reply exceeds the connection's output buffer";
+
+type Res = Result<(), Overflow>;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Cmd {
+    Ping,
+    Echo,
+    Get,
+    Set,
+    Del,
+    Exists,
+    Incr,
+    IncrBy,
+    Decr,
+    DecrBy,
+    MGet,
+    MSet,
+    HSet,
+    HMSet,
+    HGet,
+    HMGet,
+    HGetAll,
+    HDel,
+    HExists,
+    HLen,
+    Expire,
+    PExpire,
+    Ttl,
+    PTtl,
+    Persist,
+    Select,
+    FlushAll,
+    FlushDb,
+    DbSize,
+    Info,
+    Command,
+    Config,
+    Quit,
+}
+
+/// Name (lower case, as in error messages), arity as in Redis (n: exactly n arguments with the
+/// name, -n: at least n), command.
+const TABLE: &[(&str, i32, Cmd)] = &[
+    ("get", 2, Cmd::Get),
+    ("set", -3, Cmd::Set),
+    ("ping", -1, Cmd::Ping),
+    ("echo", 2, Cmd::Echo),
+    ("del", -2, Cmd::Del),
+    ("exists", -2, Cmd::Exists),
+    ("incr", 2, Cmd::Incr),
+    ("incrby", 3, Cmd::IncrBy),
+    ("decr", 2, Cmd::Decr),
+    ("decrby", 3, Cmd::DecrBy),
+    ("mget", -2, Cmd::MGet),
+    ("mset", -3, Cmd::MSet),
+    ("hset", -4, Cmd::HSet),
+    ("hmset", -4, Cmd::HMSet),
+    ("hget", 3, Cmd::HGet),
+    ("hmget", -3, Cmd::HMGet),
+    ("hgetall", 2, Cmd::HGetAll),
+    ("hdel", -3, Cmd::HDel),
+    ("hexists", 3, Cmd::HExists),
+    ("hlen", 2, Cmd::HLen),
+    ("expire", 3, Cmd::Expire),
+    ("pexpire", 3, Cmd::PExpire),
+    ("ttl", 2, Cmd::Ttl),
+    ("pttl", 2, Cmd::PTtl),
+    ("persist", 2, Cmd::Persist),
+    ("select", 2, Cmd::Select),
+    ("flushall", -1, Cmd::FlushAll),
+    ("flushdb", -1, Cmd::FlushDb),
+    ("dbsize", 1, Cmd::DbSize),
+    ("info", -1, Cmd::Info),
+    ("command", -1, Cmd::Command),
+    ("config", -2, Cmd::Config),
+    ("quit", -1, Cmd::Quit),
+];
+
+fn eq(a: &[u8], b: &str) -> bool {
+    a.eq_ignore_ascii_case(b.as_bytes())
+}
+
+/// Consecutive argument pairs, from `args` on.
+fn pairs<'p>(
+    mut args: impl Iterator<Item = &'p [u8]>,
+) -> impl Iterator<Item = (&'p [u8], &'p [u8])> {
+    core::iter::from_fn(move || Some((args.next()?, args.next()?)))
+}
+
+/// Writes `bytes` (at most `max` of them) with CR and LF replaced by spaces, as Redis does for
+/// text echoed in error replies.
+fn sanitized(r: &mut Reply<'_, '_>, bytes: &[u8], max: usize) -> Res {
+    let bytes = &bytes[..bytes.len().min(max)];
+    for (i, chunk) in bytes.split(|&b| b == b'\r' || b == b'\n').enumerate() {
+        if i > 0 {
+            r.raw(b" ")?;
+        }
+        r.raw(chunk)?;
+    }
+    Ok(())
+}
+
+impl Store<'_> {
+    /// Executes one command for `session` at time `now_ms` (the caller's clock, in ms), writing
+    /// its reply into `out`.
+    ///
+    /// `Err(NeedOutput)`: the reply did not fit into `out`'s free space; nothing was written and
+    /// nothing changed: drain `out` and call again with the same command. A reply that would not
+    /// fit even into the empty buffer is replaced by an error reply instead (the command then
+    /// changes nothing), so an empty buffer of at least [`crate::MIN_OUTPUT`] bytes always makes
+    /// progress.
+    pub fn execute(
+        &mut self,
+        session: &mut Session,
+        cmd: &Command<'_>,
+        now_ms: u64,
+        out: &mut crate::OutBuf<'_>,
+    ) -> Result<Outcome, NeedOutput> {
+        self.sweep_some(now_ms);
+        let mut r = Reply::new(out);
+        match self.dispatch(session, cmd, now_ms, &mut r) {
+            Ok(outcome) => Ok(outcome),
+            Err(Overflow) => {
+                r.rollback();
+                if r.started_empty() && r.error(TOO_BIG).is_ok() {
+                    Ok(Outcome::Continue)
+                } else {
+                    r.rollback();
+                    Err(NeedOutput)
+                }
+            }
+        }
+    }
+
+    fn dispatch(
+        &mut self,
+        session: &mut Session,
+        c: &Command<'_>,
+        now: u64,
+        r: &mut Reply<'_, '_>,
+    ) -> Result<Outcome, Overflow> {
+        let name = c.arg(0).unwrap_or(b"");
+        let Some(&(cname, arity, cmd)) = TABLE.iter().find(|(n, _, _)| eq(name, n)) else {
+            self.unknown(c, r)?;
+            return Ok(Outcome::Continue);
+        };
+        let argc = c.argc() as i32;
+        let bad_arity = if arity >= 0 {
+            argc != arity
+        } else {
+            argc < -arity
+        } || (matches!(cmd, Cmd::MSet) && argc % 2 == 0)
+            || (matches!(cmd, Cmd::HSet | Cmd::HMSet) && argc % 2 == 1)
+            || (matches!(cmd, Cmd::Ping) && argc > 2);
+        if bad_arity {
+            r.raw(b"-ERR wrong number of arguments for '")?;
+            r.raw(cname.as_bytes())?;
+            r.raw(b"' command\r\n")?;
+            return Ok(Outcome::Continue);
+        }
+        let db = session.db;
+        let a1 = c.arg(1).unwrap_or(b"");
+        match cmd {
+            Cmd::Ping => match c.arg(1) {
+                Some(msg) => r.bulk(msg)?,
+                None => r.simple(b"PONG")?,
+            },
+            Cmd::Echo => r.bulk(a1)?,
+            Cmd::Get => match self.find_key(db, a1, now) {
+                None => r.nil()?,
+                Some(e) if self.slots[e as usize].kind != Kind::Str => r.error(WRONGTYPE)?,
+                Some(e) => r.bulk(self.val_of(e))?,
+            },
+            Cmd::Set => self.set(db, c, now, r)?,
+            Cmd::Del => {
+                r.reserve(24)?;
+                let mut n = 0;
+                for k in c.args().skip(1) {
+                    if let Some(e) = self.find_key(db, k, now) {
+                        self.remove_key(e);
+                        n += 1;
+                    }
+                }
+                r.int(n)?;
+            }
+            Cmd::Exists => {
+                let mut n = 0;
+                for k in c.args().skip(1) {
+                    n += i64::from(self.find_key(db, k, now).is_some());
+                }
+                r.int(n)?;
+            }
+            Cmd::Incr => self.incr(db, a1, Ok(1), now, r)?,
+            Cmd::Decr => self.incr(db, a1, Ok(-1), now, r)?,
+            Cmd::IncrBy | Cmd::DecrBy => {
+                let delta = match parse_int(c.arg(2).unwrap_or(b"")) {
+                    None => Err(NOT_INT),
+                    Some(d) if cmd == Cmd::IncrBy => Ok(d),
+                    Some(i64::MIN) => Err("ERR decrement would overflow"),
+                    Some(d) => Ok(-d),
+                };
+                self.incr(db, a1, delta, now, r)?;
+            }
+            Cmd::MGet => {
+                r.array(c.argc() - 1)?;
+                for k in c.args().skip(1) {
+                    match self.find_key(db, k, now) {
+                        Some(e) if self.slots[e as usize].kind == Kind::Str => {
+                            r.bulk(self.val_of(e))?
+                        }
+                        _ => r.nil()?,
+                    }
+                }
+            }
+            Cmd::MSet => self.mset(db, c, now, r)?,
+            Cmd::HSet | Cmd::HMSet => self.hset(db, c, now, cmd == Cmd::HMSet, r)?,
+            Cmd::HGet | Cmd::HExists => match self.find_hash(db, a1, now) {
+                Err(()) => r.error(WRONGTYPE)?,
+                Ok(h) => {
+                    let f = h.and_then(|h| self.find_field(h, c.arg(2).unwrap_or(b"")));
+                    if cmd == Cmd::HGet {
+                        r.opt_bulk(f.map(|f| self.val_of(f)))?
+                    } else {
+                        r.int(i64::from(f.is_some()))?
+                    }
+                }
+            },
+            Cmd::HMGet => match self.find_hash(db, a1, now) {
+                Err(()) => r.error(WRONGTYPE)?,
+                Ok(h) => {
+                    r.array(c.argc() - 2)?;
+                    for f in c.args().skip(2) {
+                        let f = h.and_then(|h| self.find_field(h, f));
+                        r.opt_bulk(f.map(|f| self.val_of(f)))?;
+                    }
+                }
+            },
+            Cmd::HGetAll => match self.find_hash(db, a1, now) {
+                Err(()) => r.error(WRONGTYPE)?,
+                Ok(None) => r.array(0)?,
+                Ok(Some(h)) => {
+                    r.array(2 * self.slots[h as usize].count as usize)?;
+                    let mut f = self.slots[h as usize].next;
+                    while f != NIL {
+                        r.bulk(self.key_of(f))?;
+                        r.bulk(self.val_of(f))?;
+                        f = self.slots[f as usize].next;
+                    }
+                }
+            },
+            Cmd::HLen => match self.find_hash(db, a1, now) {
+                Err(()) => r.error(WRONGTYPE)?,
+                Ok(h) => r.int(h.map_or(0, |h| i64::from(self.slots[h as usize].count)))?,
+            },
+            Cmd::HDel => match self.find_hash(db, a1, now) {
+                Err(()) => r.error(WRONGTYPE)?,
+                Ok(None) => r.int(0)?,
+                Ok(Some(h)) => {
+                    r.reserve(24)?;
+                    let mut n = 0;
+                    for f in c.args().skip(2) {
+                        if let Some(f) = self.find_field(h, f) {
+                            self.remove_field(f);
+                            n += 1;
+                        }
+                    }
+                    if self.slots[h as usize].count == 0 {
+                        self.remove_key(h);
+                    }
+                    r.int(n)?;
+                }
+            },
+            Cmd::Expire | Cmd::PExpire => self.expire(db, c, now, cmd == Cmd::Expire, r)?,
+            Cmd::Ttl | Cmd::PTtl => match self.find_key(db, a1, now) {
+                None => r.int(-2)?,
+                Some(e) => match self.slots[e as usize].expire {
+                    0 => r.int(-1)?,
+                    at => {
+                        let ms = at.saturating_sub(now);
+                        let v = if cmd == Cmd::Ttl {
+                            (ms + 500) / 1000
+                        } else {
+                            ms
+                        };
+                        r.int(v.min(i64::MAX as u64) as i64)?
+                    }
+                },
+            },
+            Cmd::Persist => {
+                r.reserve(24)?;
+                let e = self.find_key(db, a1, now);
+                match e {
+                    Some(e) if self.slots[e as usize].expire != 0 => {
+                        self.slots[e as usize].expire = 0;
+                        r.int(1)?
+                    }
+                    _ => r.int(0)?,
+                }
+            }
+            Cmd::Select => match parse_int(a1) {
+                None => r.error(NOT_INT)?,
+                Some(n) if n < 0 || n >= DATABASES as i64 => {
+                    r.error("ERR DB index is out of range")?
+                }
+                Some(n) => {
+                    r.ok()?;
+                    session.db = n as u8;
+                }
+            },
+            Cmd::FlushAll | Cmd::FlushDb => {
+                let opt = c.arg(1);
+                if c.argc() > 2 || opt.is_some_and(|o| !eq(o, "async") && !eq(o, "sync")) {
+                    r.error(SYNTAX)?;
+                } else {
+                    r.ok()?;
+                    if cmd == Cmd::FlushAll {
+                        self.clear_all();
+                    } else {
+                        self.clear_db(db);
+                    }
+                }
+            }
+            Cmd::DbSize => {
+                self.sweep_all(now);
+                r.int(i64::from(self.keys[db as usize]))?;
+            }
+            Cmd::Info => {
+                self.sweep_all(now);
+                let mut n = Counter(0);
+                // Writing into a counter cannot fail.
+                let _ = self.info(&mut n);
+                r.raw(b"$")?;
+                r.raw(fmt_i64(n.0 as i64, &mut [0; 24]))?;
+                r.raw(b"\r\n")?;
+                r.reserve(n.0 + 2)?;
+                self.info(r).map_err(|_| Overflow)?;
+                r.raw(b"\r\n")?;
+            }
+            Cmd::Command => r.array(0)?,
+            Cmd::Config => self.config(c, r)?,
+            Cmd::Quit => {
+                r.ok()?;
+                return Ok(Outcome::Close);
+            }
+        }
+        Ok(Outcome::Continue)
+    }
+
+    /// `-ERR unknown command '<name>', with args beginning with: '<a>' '<b>' ` (Redis 7's text,
+    /// each part truncated at 128 bytes).
+    fn unknown(&self, c: &Command<'_>, r: &mut Reply<'_, '_>) -> Res {
+        r.raw(b"-ERR unknown command '")?;
+        sanitized(r, c.arg(0).unwrap_or(b""), 128)?;
+        r.raw(b"', with args beginning with: ")?;
+        let mut len = 0;
+        for a in c.args().skip(1) {
+            if len >= 128 {
+                break;
+            }
+            let take = a.len().min(128 - len);
+            r.raw(b"'")?;
+            sanitized(r, a, take)?;
+            r.raw(b"' ")?;
+            len += take + 3;
+        }
+        r.raw(b"\r\n")
+    }
+
+    /// The hash key `key`: `Err` if the key holds a string.
+    fn find_hash(&mut self, db: u8, key: &[u8], now: u64) -> Result<Option<u32>, ()> {
+        match self.find_key(db, key, now) {
+            Some(e) if self.slots[e as usize].kind != Kind::Hash => Err(()),
+            h => Ok(h),
+        }
+    }
+
+    /// Whether `plan` fits the budget, after reclaiming every expired key if it did not at first.
+    fn fits<T>(&mut self, now: u64, mut plan: impl FnMut(&mut Self) -> (bool, T)) -> (bool, T) {
+        let first = plan(self);
+        if first.0 {
+            return first;
+        }
+        self.sweep_all(now);
+        plan(self)
+    }
+
+    fn set(&mut self, db: u8, c: &Command<'_>, now: u64, r: &mut Reply<'_, '_>) -> Res {
+        let mut args = c.args().skip(1);
+        let key = args.next().unwrap_or(b"");
+        let val = args.next().unwrap_or(b"");
+        let (mut nx, mut xx, mut get, mut keepttl) = (false, false, false, false);
+        // (multiplier to ms, absolute?, argument)
+        let mut expiry: Option<(u64, bool, &[u8])> = None;
+        while let Some(opt) = args.next() {
+            let unit = if eq(opt, "ex") {
+                Some((1000, false))
+            } else if eq(opt, "px") {
+                Some((1, false))
+            } else if eq(opt, "exat") {
+                Some((1000, true))
+            } else if eq(opt, "pxat") {
+                Some((1, true))
+            } else {
+                None
+            };
+            if eq(opt, "nx") && !xx {
+                nx = true;
+            } else if eq(opt, "xx") && !nx {
+                xx = true;
+            } else if eq(opt, "get") {
+                get = true;
+            } else if eq(opt, "keepttl") && expiry.is_none() {
+                keepttl = true;
+            } else if let (Some((mul, abs)), false, None) = (unit, keepttl, expiry) {
+                match args.next() {
+                    Some(v) => expiry = Some((mul, abs, v)),
+                    None => return r.error(SYNTAX),
+                }
+            } else {
+                return r.error(SYNTAX);
+            }
+        }
+        let mut at = None;
+        if let Some((mul, abs, v)) = expiry {
+            let Some(n) = parse_int(v) else {
+                return r.error(NOT_INT);
+            };
+            let t = if n <= 0 {
+                None
+            } else {
+                let ms = (n as u64).checked_mul(mul);
+                if abs {
+                    ms
+                } else {
+                    ms.and_then(|ms| ms.checked_add(now))
+                }
+            };
+            match t {
+                Some(t) if t <= i64::MAX as u64 => at = Some(t),
+                _ => return r.error("ERR invalid expire time in 'set' command"),
+            }
+        }
+        let existing = self.find_key(db, key, now);
+        let is_str = existing.map(|e| self.slots[e as usize].kind == Kind::Str);
+        if get && is_str == Some(false) {
+            return r.error(WRONGTYPE);
+        }
+        if (nx && existing.is_some()) || (xx && existing.is_none()) {
+            return if get {
+                r.opt_bulk(existing.map(|e| self.val_of(e)))
+            } else {
+                r.nil()
+            };
+        }
+        // EXAT/PXAT in the past: the key is deleted, as Redis does.
+        let dead = at.is_some_and(|t| t <= now);
+        if !dead {
+            let need = HDR + key.len() + val.len();
+            let (ok, ()) = self.fits(now, |st| {
+                let mut b = Budget::new(st);
+                let e = st.find_key(db, key, now);
+                b.step(e.map_or((0, 0), |e| st.footprint(e)), (need, 1));
+                (b.ok(), ())
+            });
+            if !ok {
+                return r.error(OOM);
+            }
+        }
+        let existing = self.find_key(db, key, now);
+        if get {
+            r.opt_bulk(existing.map(|e| self.val_of(e)))?;
+        } else {
+            r.ok()?;
+        }
+        let expire = match (at, existing) {
+            (Some(t), _) => t,
+            (None, Some(e)) if keepttl => self.slots[e as usize].expire,
+            _ => 0,
+        };
+        match existing {
+            Some(e) if !dead && self.slots[e as usize].kind == Kind::Str => {
+                self.replace_value(e, key, val);
+                self.slots[e as usize].expire = expire;
+            }
+            Some(e) => {
+                self.remove_key(e);
+                if !dead {
+                    self.insert_key(db, key, Some(val), expire);
+                }
+            }
+            None if !dead => {
+                self.insert_key(db, key, Some(val), expire);
+            }
+            None => {}
+        }
+        Ok(())
+    }
+
+    fn incr(
+        &mut self,
+        db: u8,
+        key: &[u8],
+        delta: Result<i64, &'static str>,
+        now: u64,
+        r: &mut Reply<'_, '_>,
+    ) -> Res {
+        let delta = match delta {
+            Ok(d) => d,
+            Err(msg) => return r.error(msg),
+        };
+        let old = match self.find_key(db, key, now) {
+            None => 0,
+            Some(e) if self.slots[e as usize].kind != Kind::Str => return r.error(WRONGTYPE),
+            Some(e) => match parse_int(self.val_of(e)) {
+                Some(v) => v,
+                None => return r.error(NOT_INT),
+            },
+        };
+        let Some(new) = old.checked_add(delta) else {
+            return r.error(OVERFLOW);
+        };
+        let mut digits = [0u8; 24];
+        let text = fmt_i64(new, &mut digits);
+        let need = HDR + key.len() + text.len();
+        let (ok, ()) = self.fits(now, |st| {
+            let mut b = Budget::new(st);
+            let e = st.find_key(db, key, now);
+            b.step(e.map_or((0, 0), |e| st.footprint(e)), (need, 1));
+            (b.ok(), ())
+        });
+        if !ok {
+            return r.error(OOM);
+        }
+        r.int(new)?;
+        match self.find_key(db, key, now) {
+            Some(e) => self.replace_value(e, key, text),
+            None => {
+                self.insert_key(db, key, Some(text), 0);
+            }
+        }
+        Ok(())
+    }
+
+    fn mset(&mut self, db: u8, c: &Command<'_>, now: u64, r: &mut Reply<'_, '_>) -> Res {
+        let (ok, ()) = self.fits(now, |st| {
+            let mut b = Budget::new(st);
+            for (i, (k, v)) in pairs(c.args().skip(1)).enumerate() {
+                // A key set earlier by this same command is replaced again.
+                let earlier = pairs(c.args().skip(1))
+                    .take(i)
+                    .filter(|(pk, _)| *pk == k)
+                    .last();
+                let freed = match earlier {
+                    Some((_, pv)) => (HDR + k.len() + pv.len(), 1),
+                    None => st.find_key(db, k, now).map_or((0, 0), |e| st.footprint(e)),
+                };
+                b.step(freed, (HDR + k.len() + v.len(), 1));
+            }
+            (b.ok(), ())
+        });
+        if !ok {
+            return r.error(OOM);
+        }
+        r.ok()?;
+        for (k, v) in pairs(c.args().skip(1)) {
+            match self.find_key(db, k, now) {
+                Some(e) if self.slots[e as usize].kind == Kind::Str => {
+                    self.replace_value(e, k, v);
+                    self.slots[e as usize].expire = 0;
+                }
+                Some(e) => {
+                    self.remove_key(e);
+                    self.insert_key(db, k, Some(v), 0);
+                }
+                None => {
+                    self.insert_key(db, k, Some(v), 0);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn hset(
+        &mut self,
+        db: u8,
+        c: &Command<'_>,
+        now: u64,
+        hmset: bool,
+        r: &mut Reply<'_, '_>,
+    ) -> Res {
+        let key = c.arg(1).unwrap_or(b"");
+        if self.find_hash(db, key, now).is_err() {
+            return r.error(WRONGTYPE);
+        }
+        let (ok, added) = self.fits(now, |st| {
+            let mut b = Budget::new(st);
+            let h = st.find_key(db, key, now);
+            if h.is_none() {
+                b.step((0, 0), (HDR + key.len(), 1));
+            }
+            let mut added = 0;
+            for (i, (f, v)) in pairs(c.args().skip(2)).enumerate() {
+                let earlier = pairs(c.args().skip(2))
+                    .take(i)
+                    .filter(|(pf, _)| *pf == f)
+                    .last();
+                let old = match earlier {
+                    Some((_, pv)) => Some(HDR + f.len() + pv.len()),
+                    None => h.and_then(|h| st.find_field(h, f)).map(|fi| {
+                        let s = &st.slots[fi as usize];
+                        HDR + s.klen as usize + s.vlen as usize
+                    }),
+                };
+                match old {
+                    Some(old) => b.step((old, 0), (HDR + f.len() + v.len(), 0)),
+                    None => {
+                        added += 1;
+                        b.step((0, 0), (HDR + f.len() + v.len(), 1));
+                    }
+                }
+            }
+            (b.ok(), added)
+        });
+        if !ok {
+            return r.error(OOM);
+        }
+        if hmset {
+            r.ok()?;
+        } else {
+            r.int(added)?;
+        }
+        let h = match self.find_key(db, key, now) {
+            Some(h) => h,
+            None => match self.insert_key(db, key, None, 0) {
+                Some(h) => h,
+                None => return Ok(()), // Unreachable: the plan fitted.
+            },
+        };
+        for (f, v) in pairs(c.args().skip(2)) {
+            match self.find_field(h, f) {
+                Some(fi) => self.replace_value(fi, f, v),
+                None => {
+                    self.insert_field(h, f, v);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn expire(
+        &mut self,
+        db: u8,
+        c: &Command<'_>,
+        now: u64,
+        secs: bool,
+        r: &mut Reply<'_, '_>,
+    ) -> Res {
+        let Some(n) = parse_int(c.arg(2).unwrap_or(b"")) else {
+            return r.error(NOT_INT);
+        };
+        let ms = if secs { n.checked_mul(1000) } else { Some(n) };
+        let at = ms.and_then(|ms| (now.min(i64::MAX as u64) as i64).checked_add(ms));
+        let Some(at) = at else {
+            return r.error(if secs {
+                "ERR invalid expire time in 'expire' command"
+            } else {
+                "ERR invalid expire time in 'pexpire' command"
+            });
+        };
+        r.reserve(24)?;
+        match self.find_key(db, c.arg(1).unwrap_or(b""), now) {
+            None => r.int(0),
+            Some(e) => {
+                if at <= now as i64 {
+                    self.remove_key(e);
+                } else {
+                    self.slots[e as usize].expire = at as u64;
+                }
+                r.int(1)
+            }
+        }
+    }
+
+    fn config(&self, c: &Command<'_>, r: &mut Reply<'_, '_>) -> Res {
+        let sub = c.arg(1).unwrap_or(b"");
+        if !eq(sub, "get") {
+            r.raw(b"-ERR unknown subcommand '")?;
+            sanitized(r, sub, 128)?;
+            return r.raw(b"'. Try CONFIG HELP.\r\n");
+        }
+        if c.argc() < 3 {
+            return r.error("ERR wrong number of arguments for 'config|get' command");
+        }
+        let mut max = [0u8; 24];
+        let max = fmt_i64(self.cap as i64, &mut max);
+        let known: [(&str, &[u8]); 5] = [
+            ("save", b""),
+            ("appendonly", b"no"),
+            ("maxmemory", max),
+            ("maxmemory-policy", b"noeviction"),
+            ("databases", b"16"),
+        ];
+        let lookup = |p: &[u8]| known.iter().find(|(n, _)| eq(p, n));
+        let n = c.args().skip(2).filter(|p| lookup(p).is_some()).count();
+        r.array(2 * n)?;
+        for p in c.args().skip(2) {
+            if let Some((name, value)) = lookup(p) {
+                r.bulk(name.as_bytes())?;
+                r.bulk(value)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The `INFO` text (its sections are always all written).
+    fn info(&self, w: &mut impl core::fmt::Write) -> core::fmt::Result {
+        write!(
+            w,
+            "# Server\r\nredis_version:7.0.0\r\nredis_mode:standalone\r\n\
+             kv_resp_version:{}\r\n\r\n# Memory\r\nused_memory:{}\r\nmaxmemory:{}\r\n\
+             maxmemory_policy:noeviction\r\nused_slots:{}\r\nmax_slots:{}\r\n\r\n# Keyspace\r\n",
+            env!("CARGO_PKG_VERSION"),
+            self.used,
+            self.cap,
+            self.used_slots(),
+            self.nslots,
+        )?;
+        for db in 0..DATABASES {
+            if self.keys[db] == 0 {
+                continue;
+            }
+            let expires = self.slots[..self.nslots]
+                .iter()
+                .filter(|s| {
+                    s.db as usize == db && matches!(s.kind, Kind::Str | Kind::Hash) && s.expire != 0
+                })
+                .count();
+            write!(
+                w,
+                "db{db}:keys={},expires={expires},avg_ttl=0\r\n",
+                self.keys[db]
+            )?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,78 @@
+//! `kv-resp`: the core of a key-value server speaking RESP2, the Redis protocol, with no
+//! allocator and no I/O of its own.
+//!
+//! It is meant to run as a user program on the microkernel, one instance per core, behind a
+//! TCP stack such as smoltcp; like smoltcp, it works in storage the caller provides and is
+//! driven by the caller:
+//!
+//! * a [`Store`] holds 16 databases in a caller-provided byte arena (the memory budget,
+//!   `maxmemory`) and slot table (the bound on keys and hash fields): see [`store`] for the
+//!   memory model and why there is no allocator;
+//! * a [`Connection`] per client bundles a streaming [`Parser`] over an input buffer, an
+//!   [`OutBuf`] for replies and a [`Session`] (the selected database);
+//! * time is the caller's: every call takes `now_ms`, against which `EX`/`PX` expiry is
+//!   measured.
+//!
+//! ```
+//! use kv_resp::{Connection, Progress, Slot, Store};
+//!
+//! let mut arena = [0u8; 4096];
+//! let mut slots = [Slot::EMPTY; 64];
+//! let mut store = Store::new(&mut arena, &mut slots);
+//! let (mut input, mut output) = ([0u8; 512], [0u8; 512]);
+//! let mut conn = Connection::new(&mut input, &mut output).unwrap();
+//! conn.receive(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\nGET k\r\n");
+//! assert_eq!(conn.process(&mut store, 0), Progress::NeedInput);
+//! assert_eq!(conn.output(), b"+OK\r\n$1\r\nv\r\n");
+//! ```
+//!
+//! # Guarantees
+//!
+//! * **Atomic commands, no eviction.** A write that would exceed the arena or the slot table is
+//!   answered `-OOM command not allowed when used memory > 'maxmemory'.` and changes nothing;
+//!   an acknowledged write is never lost or evicted (Redis's `noeviction` policy).
+//! * **No lost replies.** See [`output`]: a command runs only when its reply fits; otherwise
+//!   the caller drains the output and retries, and the command has not run.
+//! * **Bounded input.** A request longer than the input buffer, a bad length header or any other
+//!   malformed input is answered `-ERR Protocol error: ...` and the connection is to be closed
+//!   ([`Progress::Close`]), as Redis does. No input makes the crate panic.
+//!
+//! # Commands
+//!
+//! `PING`, `ECHO`, `QUIT`, `SELECT`, `COMMAND` (an empty array: enough for redis-cli's
+//! `COMMAND DOCS`), `CONFIG GET` (`save`, `appendonly`, `maxmemory`, `maxmemory-policy`,
+//! `databases`; exact names, no glob patterns), `INFO`, `DBSIZE`, `FLUSHALL`, `FLUSHDB`;
+//! strings: `GET`, `SET` (with `EX`, `PX`, `EXAT`, `PXAT`, `KEEPTTL`, `NX`, `XX`, `GET`),
+//! `MGET`, `MSET`, `DEL`, `EXISTS`, `INCR`, `INCRBY`, `DECR`, `DECRBY`; expiry: `EXPIRE`,
+//! `PEXPIRE` (without the Redis 7 `NX`/`XX`/`GT`/`LT` options), `TTL`, `PTTL`, `PERSIST`;
+//! hashes: `HSET`, `HMSET`, `HGET`, `HMGET`, `HGETALL`, `HDEL`, `HEXISTS`, `HLEN`.
+//! Names are case-insensitive; replies and error texts follow Redis 7.
+//!
+//! # Not implemented, and why
+//!
+//! * Lists, sets, sorted sets, streams (`LPUSH`, `SADD`, ...): answered as unknown commands.
+//!   Lists and sets are in redis-benchmark's default test list, and YCSB's stock `redis`
+//!   binding `ZADD`s every inserted key to an index (its load phase needs it); they fit the
+//!   same slot/arena model (one entry per element, linked like hash fields) when needed.
+//! * Persistence, replication, pub/sub, transactions (`MULTI`), scripting, `KEYS`/`SCAN`,
+//!   authentication, RESP3 (`HELLO 3`): outside a benchmark server's needs.
+//! * Quoted arguments in inline commands (`SET k "a b"`): unquoting needs a second buffer.
+//! * Keys are hashed with FNV-1a, unseeded: a client that wants to can make chains long
+//!   (hash flooding). The table still works, only slower.
+#![cfg_attr(not(test), no_std)]
+#![forbid(unsafe_code)]
+
+pub mod commands;
+pub mod connection;
+pub mod output;
+pub mod parser;
+pub mod store;
+
+pub use commands::{NeedOutput, Outcome, Session};
+pub use connection::{Connection, Progress, MIN_INPUT};
+pub use output::{OutBuf, MIN_OUTPUT};
+pub use parser::{Args, Command, Parser, ProtocolError};
+pub use store::{Slot, Store, DATABASES};
+
+#[cfg(test)]
+mod tests;

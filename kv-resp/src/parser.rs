@@ -1,0 +1,499 @@
+//! The streaming RESP2 request parser.
+//!
+//! A [`Parser`] owns a caller-provided input buffer. Bytes are appended as they arrive, in any
+//! fragments ([`Parser::receive`]); [`Parser::next_command`] returns the oldest *complete*
+//! request as a [`Command`] that borrows the buffer (no copy, no allocation), and
+//! [`Parser::consume`] drops it once it was answered. An incomplete request stays buffered.
+//!
+//! Two request forms are accepted, as by Redis:
+//!
+//! * arrays of bulk strings, `*<n>\r\n` then `n` times `$<len>\r\n<len bytes>\r\n` (what
+//!   redis-cli, redis-benchmark and client libraries send);
+//! * inline commands, a line of words separated by white space ending in `\n` (optionally
+//!   `\r\n`), as typed over telnet. Quotes are not interpreted (Redis would unquote
+//!   `"a b"`; that would need a second buffer to unescape into).
+//!
+//! Every length is checked against the buffer's size as soon as its header is complete, so a
+//! request that could never fit is reported at once, and a request that fills the whole buffer
+//! without being complete is an error too: the buffer is the bound on a request's size. Errors
+//! are [`ProtocolError`]s; after one the connection has to be closed, as Redis does (the stream
+//! cannot be resynchronised).
+//!
+//! Parsing is re-started from the request's first byte whenever more bytes arrive; it skips
+//! over bulk payloads by their length, so a large value arriving in many fragments costs one
+//! pass over the headers per fragment, not over the payload.
+
+use core::fmt;
+
+/// A header line (`*<n>` or `$<len>`) longer than this without its CRLF is malformed: the
+/// longest valid one, `$-9223372036854775808`, has 21 bytes.
+const MAX_HEADER: usize = 32;
+
+/// Why a request stream is malformed; the connection has to be closed after replying
+/// `-ERR Protocol error: <Display>`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProtocolError {
+    /// `*<n>` is not an integer, is below -1, or announces more arguments than the buffer can
+    /// hold.
+    InvalidMultibulkLength,
+    /// `$<len>` is not an integer, is negative, or is larger than the buffer.
+    InvalidBulkLength,
+    /// An array element does not start with `$` (the byte found, `?` when not printable).
+    ExpectedDollar(u8),
+    /// A bulk string's payload is not followed by CRLF.
+    MissingCrlf,
+    /// An array request does not fit into the connection's input buffer.
+    RequestTooLarge,
+    /// An inline request line does not fit into the connection's input buffer.
+    InlineTooLarge,
+}
+
+impl fmt::Display for ProtocolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ProtocolError::InvalidMultibulkLength => f.write_str("invalid multibulk length"),
+            ProtocolError::InvalidBulkLength => f.write_str("invalid bulk length"),
+            ProtocolError::ExpectedDollar(c) => write!(f, "expected '$', got '{}'", *c as char),
+            ProtocolError::MissingCrlf => f.write_str("expected CRLF after bulk data"),
+            ProtocolError::RequestTooLarge => {
+                f.write_str("request larger than the connection's input buffer")
+            }
+            ProtocolError::InlineTooLarge => f.write_str("too big inline request"),
+        }
+    }
+}
+
+/// One complete request: its argument list (the command name first), borrowed from the
+/// parser's buffer.
+#[derive(Debug, Clone, Copy)]
+pub struct Command<'p> {
+    frame: &'p [u8],
+    argc: usize,
+    inline: bool,
+}
+
+impl<'p> Command<'p> {
+    /// The number of arguments, the command name included (at least 1).
+    pub fn argc(&self) -> usize {
+        self.argc
+    }
+
+    /// The request's size in the input buffer, in bytes: what [`Parser::consume`] takes.
+    pub fn frame_len(&self) -> usize {
+        self.frame.len()
+    }
+
+    /// The arguments, the command name first.
+    pub fn args(&self) -> Args<'p> {
+        let pos = if self.inline {
+            0
+        } else {
+            // Skip the `*<n>\r\n` header.
+            find_crlf(self.frame, 0).map_or(self.frame.len(), |i| i + 2)
+        };
+        Args {
+            frame: self.frame,
+            pos,
+            left: self.argc,
+            inline: self.inline,
+        }
+    }
+
+    /// The `i`th argument (0 is the command name), if there is one.
+    pub fn arg(&self, i: usize) -> Option<&'p [u8]> {
+        self.args().nth(i)
+    }
+}
+
+/// Iterator over a [`Command`]'s arguments.
+#[derive(Debug, Clone)]
+pub struct Args<'p> {
+    frame: &'p [u8],
+    pos: usize,
+    left: usize,
+    inline: bool,
+}
+
+impl<'p> Iterator for Args<'p> {
+    type Item = &'p [u8];
+
+    fn next(&mut self) -> Option<&'p [u8]> {
+        if self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        let rest = self.frame.get(self.pos..)?;
+        if self.inline {
+            let start = rest.iter().position(|&b| !is_space(b))?;
+            let len = rest[start..]
+                .iter()
+                .position(|&b| is_space(b))
+                .unwrap_or(rest.len() - start);
+            self.pos += start + len;
+            return rest.get(start..start + len);
+        }
+        // `$<len>\r\n<payload>\r\n`, validated by `scan`.
+        let eol = find_crlf(rest, 1)?;
+        let len = parse_int(rest.get(1..eol)?)? as usize;
+        let payload = rest.get(eol + 2..eol + 2 + len)?;
+        self.pos += eol + 2 + len + 2;
+        Some(payload)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (0, Some(self.left))
+    }
+}
+
+/// A streaming request parser over a caller-provided input buffer.
+pub struct Parser<'a> {
+    buf: &'a mut [u8],
+    start: usize,
+    end: usize,
+}
+
+/// What `scan` found at the start of the unconsumed bytes.
+enum Scan {
+    Incomplete,
+    Frame {
+        len: usize,
+        argc: usize,
+        inline: bool,
+    },
+}
+
+impl<'a> Parser<'a> {
+    /// A parser buffering requests in `buf`, whose size bounds a request's size.
+    pub fn new(buf: &'a mut [u8]) -> Self {
+        Parser {
+            buf,
+            start: 0,
+            end: 0,
+        }
+    }
+
+    /// Appends as many of `data`'s bytes as fit, returning how many were taken; the caller keeps
+    /// the rest and offers it again once commands were consumed.
+    pub fn receive(&mut self, data: &[u8]) -> usize {
+        if self.start > 0 && self.buf.len() - self.end < data.len() {
+            self.buf.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
+            self.start = 0;
+        }
+        let n = data.len().min(self.buf.len() - self.end);
+        self.buf[self.end..self.end + n].copy_from_slice(&data[..n]);
+        self.end += n;
+        n
+    }
+
+    /// Bytes buffered and not yet consumed.
+    pub fn buffered(&self) -> usize {
+        self.end - self.start
+    }
+
+    /// The oldest complete request, `Ok(None)` if more bytes are needed, or the protocol error
+    /// that makes the stream unreadable (the same error again on every later call). Empty
+    /// requests (`*0`, `*-1`, blank inline lines) are skipped: Redis does not answer them.
+    pub fn next_command(&mut self) -> Result<Option<Command<'_>>, ProtocolError> {
+        let (len, argc, inline) = loop {
+            let cap = self.buf.len();
+            let pending = &self.buf[self.start..self.end];
+            match scan(pending, cap)? {
+                Scan::Incomplete => {
+                    if pending.len() >= cap {
+                        return Err(if pending.first() == Some(&b'*') {
+                            ProtocolError::RequestTooLarge
+                        } else {
+                            ProtocolError::InlineTooLarge
+                        });
+                    }
+                    return Ok(None);
+                }
+                Scan::Frame { len, argc: 0, .. } => self.consume(len),
+                Scan::Frame { len, argc, inline } => break (len, argc, inline),
+            }
+        };
+        Ok(Some(Command {
+            frame: &self.buf[self.start..self.start + len],
+            argc,
+            inline,
+        }))
+    }
+
+    /// Drops the first `n` buffered bytes: a command's [`Command::frame_len`] once it was
+    /// answered. `n` is clamped to what is buffered.
+    pub fn consume(&mut self, n: usize) {
+        self.start += n.min(self.end - self.start);
+        if self.start == self.end {
+            self.start = 0;
+            self.end = 0;
+        }
+    }
+}
+
+fn is_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\r' | b'\n' | 0x0b | 0x0c)
+}
+
+/// Index of the first `\r\n` in `buf` at or after `from`.
+fn find_crlf(buf: &[u8], from: usize) -> Option<usize> {
+    let rest = buf.get(from..)?;
+    rest.windows(2).position(|w| w == b"\r\n").map(|i| i + from)
+}
+
+/// A strict decimal integer (optional `-`, digits only), as Redis's `string2ll`.
+pub(crate) fn parse_int(s: &[u8]) -> Option<i64> {
+    let (neg, digits) = match s.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        _ => (false, s),
+    };
+    if digits.is_empty() || digits.len() > 19 {
+        return None;
+    }
+    if digits.len() > 1 && digits[0] == b'0' {
+        return None;
+    }
+    if neg && digits == b"0" {
+        return None;
+    }
+    // Accumulate negatively so that i64::MIN parses.
+    let mut v: i64 = 0;
+    for &d in digits {
+        if !d.is_ascii_digit() {
+            return None;
+        }
+        v = v.checked_mul(10)?.checked_sub(i64::from(d - b'0'))?;
+    }
+    if neg {
+        Some(v)
+    } else {
+        v.checked_neg()
+    }
+}
+
+/// Reads a header line `<prefix><int>\r\n` starting at `pos`: `Ok(None)` if incomplete.
+fn header(
+    buf: &[u8],
+    pos: usize,
+    err: ProtocolError,
+) -> Result<Option<(i64, usize)>, ProtocolError> {
+    let window_end = buf.len().min(pos + MAX_HEADER);
+    match find_crlf(&buf[..window_end], pos + 1) {
+        Some(eol) => match parse_int(&buf[pos + 1..eol]) {
+            Some(n) => Ok(Some((n, eol + 2))),
+            None => Err(err),
+        },
+        None if buf.len() >= pos + MAX_HEADER => Err(err),
+        // A lone `\r` followed by something else than `\n` is malformed too.
+        None if buf[pos + 1..window_end]
+            .windows(2)
+            .any(|w| w[0] == b'\r' && w[1] != b'\n') =>
+        {
+            Err(err)
+        }
+        None => Ok(None),
+    }
+}
+
+/// Finds the first request in `buf` (the unconsumed bytes of a buffer of `cap` bytes).
+fn scan(buf: &[u8], cap: usize) -> Result<Scan, ProtocolError> {
+    let Some(&first) = buf.first() else {
+        return Ok(Scan::Incomplete);
+    };
+    if first != b'*' {
+        let Some(nl) = buf.iter().position(|&b| b == b'\n') else {
+            return Ok(Scan::Incomplete);
+        };
+        let argc = count_words(&buf[..nl]);
+        return Ok(Scan::Frame {
+            len: nl + 1,
+            argc,
+            inline: true,
+        });
+    }
+    let Some((count, mut pos)) = header(buf, 0, ProtocolError::InvalidMultibulkLength)? else {
+        return Ok(Scan::Incomplete);
+    };
+    if count < -1 || count > (cap / 6) as i64 {
+        // Each element takes at least `$0\r\n\r\n`.
+        return Err(ProtocolError::InvalidMultibulkLength);
+    }
+    let count = count.max(0) as usize;
+    for _ in 0..count {
+        let Some(&tag) = buf.get(pos) else {
+            return Ok(Scan::Incomplete);
+        };
+        if tag != b'$' {
+            let shown = if tag.is_ascii_graphic() || tag == b' ' {
+                tag
+            } else {
+                b'?'
+            };
+            return Err(ProtocolError::ExpectedDollar(shown));
+        }
+        let Some((len, next)) = header(buf, pos, ProtocolError::InvalidBulkLength)? else {
+            return Ok(Scan::Incomplete);
+        };
+        if len < 0 || len as u64 > cap as u64 {
+            return Err(ProtocolError::InvalidBulkLength);
+        }
+        let data_end = next + len as usize;
+        if buf.len() < data_end + 2 {
+            // The bytes of the CRLF that arrived must already be right.
+            if buf.len() > data_end && buf[data_end] != b'\r' {
+                return Err(ProtocolError::MissingCrlf);
+            }
+            return Ok(Scan::Incomplete);
+        }
+        if &buf[data_end..data_end + 2] != b"\r\n" {
+            return Err(ProtocolError::MissingCrlf);
+        }
+        pos = data_end + 2;
+    }
+    Ok(Scan::Frame {
+        len: pos,
+        argc: count,
+        inline: false,
+    })
+}
+
+fn count_words(line: &[u8]) -> usize {
+    let mut n = 0;
+    let mut in_word = false;
+    for &b in line {
+        let space = is_space(b);
+        if !space && !in_word {
+            n += 1;
+        }
+        in_word = !space;
+    }
+    n
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    extern crate std;
+    use std::vec::Vec;
+
+    fn parse_all(input: &[u8], cap: usize) -> Result<Vec<Vec<Vec<u8>>>, ProtocolError> {
+        let mut buf = std::vec![0u8; cap];
+        let mut p = Parser::new(&mut buf);
+        p.receive(input);
+        let mut cmds = Vec::new();
+        while let Some(c) = p.next_command()? {
+            assert_eq!(c.args().count(), c.argc());
+            cmds.push(c.args().map(|a| a.to_vec()).collect());
+            let n = c.frame_len();
+            p.consume(n);
+        }
+        Ok(cmds)
+    }
+
+    #[test]
+    fn parses_multibulk_and_inline() {
+        let cmds = parse_all(b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\nPING\r\n  set a  b\n", 128).unwrap();
+        assert_eq!(cmds.len(), 3);
+        assert_eq!(cmds[0], [b"GET".to_vec(), b"k".to_vec()]);
+        assert_eq!(cmds[1], [b"PING".to_vec()]);
+        assert_eq!(cmds[2], [b"set".to_vec(), b"a".to_vec(), b"b".to_vec()]);
+    }
+
+    #[test]
+    fn binary_safe_payloads() {
+        let cmds = parse_all(b"*2\r\n$3\r\nGET\r\n$4\r\n\r\n\0*\r\n", 64).unwrap();
+        assert_eq!(cmds[0][1], b"\r\n\0*");
+    }
+
+    #[test]
+    fn empty_requests_are_skipped() {
+        let cmds = parse_all(b"*0\r\n*-1\r\n\r\n   \n*1\r\n$4\r\nPING\r\n", 64).unwrap();
+        assert_eq!(cmds, [[b"PING".to_vec()]]);
+    }
+
+    #[test]
+    fn incomplete_is_not_an_error() {
+        let full = b"*2\r\n$3\r\nGET\r\n$3\r\nkey\r\n";
+        for cut in 0..full.len() {
+            assert_eq!(parse_all(&full[..cut], 64).unwrap().len(), 0, "cut {cut}");
+        }
+    }
+
+    #[test]
+    fn malformed_headers() {
+        use ProtocolError::*;
+        let cases: &[(&[u8], ProtocolError)] = &[
+            (b"*x\r\n", InvalidMultibulkLength),
+            (b"*-2\r\n", InvalidMultibulkLength),
+            (b"*\r\n", InvalidMultibulkLength),
+            (b"*+1\r\n", InvalidMultibulkLength),
+            (b"*01\r\n", InvalidMultibulkLength),
+            (b"*99999999999999999999\r\n", InvalidMultibulkLength),
+            (b"*1\r\n$-1\r\n", InvalidBulkLength),
+            (b"*1\r\n$-5\r\n", InvalidBulkLength),
+            (b"*1\r\n$1000\r\n", InvalidBulkLength),
+            (b"*1\r\n$x\r\n", InvalidBulkLength),
+            (b"*1\r\n:1\r\n", ExpectedDollar(b':')),
+            (b"*1\r\n$4\r\nPINGxx", MissingCrlf),
+            (b"*1\r\n$4\r\nPINGx", MissingCrlf),
+            (b"*1\rx", InvalidMultibulkLength),
+            (
+                b"*1111111111111111111111111111111111111",
+                InvalidMultibulkLength,
+            ),
+            (b"*1000\r\n", InvalidMultibulkLength),
+        ];
+        for (input, want) in cases {
+            assert_eq!(
+                parse_all(input, 64),
+                Err(*want),
+                "{:?}",
+                std::str::from_utf8(input)
+            );
+        }
+    }
+
+    #[test]
+    fn too_large_requests() {
+        assert_eq!(
+            parse_all(b"*2\r\n$3\r\nSET\r\n$20\r\n01234567890123456789\r\n", 32),
+            Err(ProtocolError::RequestTooLarge)
+        );
+        assert_eq!(
+            parse_all(&[b'a'; 32], 32),
+            Err(ProtocolError::InlineTooLarge)
+        );
+    }
+
+    #[test]
+    fn receive_compacts_and_bounds() {
+        let mut buf = [0u8; 16];
+        let mut p = Parser::new(&mut buf);
+        assert_eq!(p.receive(b"PING\r\nPING\r\nPING\r\n"), 16);
+        let n = p.next_command().unwrap().unwrap().frame_len();
+        p.consume(n);
+        assert_eq!(p.receive(b"\r\nECHO"), 6);
+        assert_eq!(p.buffered(), 16);
+    }
+
+    #[test]
+    fn int_parsing_is_strict() {
+        assert_eq!(parse_int(b"0"), Some(0));
+        assert_eq!(parse_int(b"-12"), Some(-12));
+        assert_eq!(parse_int(b"9223372036854775807"), Some(i64::MAX));
+        assert_eq!(parse_int(b"-9223372036854775808"), Some(i64::MIN));
+        for bad in [
+            &b""[..],
+            b"-",
+            b"-0",
+            b"01",
+            b"+1",
+            b" 1",
+            b"1 ",
+            b"9223372036854775808",
+            b"1a",
+        ] {
+            assert_eq!(parse_int(bad), None, "{bad:?}");
+        }
+    }
+}
