@@ -491,6 +491,17 @@ fn embed_steps(root: &Path) -> Vec<Step> {
         cargo(&["test"], "embed-cfg-loom").env("RUSTFLAGS", rustflags),
         Judge::Libtest,
     ));
+    // The YCSB binding of the network benchmark (issue 14): builds against YCSB's core and
+    // Jedis from Maven Central and runs its tests (those that need a Redis server skip
+    // without one).
+    steps.push(
+        Step::new(
+            "ycsb:binding",
+            Cmd::new("mvn").args(["-B", "-q", "-f", "bench/ycsb-redis/pom.xml", "package"]),
+            Judge::ExitStatus,
+        )
+        .tools(&[("mvn", "maven"), ("java", "default-jre-headless")]),
+    );
     steps
 }
 
