@@ -24,7 +24,8 @@
 //! It runs inside the strategy's section like any entry: the big locks and RTM around it, and
 //! under the fine-grained strategy the object locks of the full path in the documented order
 //! (endpoint, the two TCBs by index, this core's run queue), each once: 4 per call, against 8
-//! (Call) and 10 (ReplyRecv) on the full path.
+//! (Call) and 10 (ReplyRecv) on the full path. The exit's registers are the ones it just
+//! wrote, so the exit takes no TCB lock to read them back.
 //!
 //! # Why a flag
 //! [`Kernel::set_fastpath`] turns it off, for the comparisons above and for benchmarks that
@@ -34,20 +35,16 @@ use crate::cap::Rights;
 use crate::config::NUM_PRIOS;
 use crate::hal::Hal;
 use crate::ids::{CapSlot, ThreadId};
-use crate::kernel::{Ctx, Entry, Kernel, Life, RunQueue, ThreadState};
+use crate::kernel::{Ctx, Entry, Exit, Kernel, Life, RunQueue, ThreadState};
 use crate::strategy::Strategy;
 use crate::syscall::{ok_regs, Msg, Syscall};
 
 impl<S: Strategy, H: Hal> Kernel<S, H> {
     /// Runs `entry` on the fastpath if its common case holds; returns the core's new current
-    /// thread, or `None` (nothing changed) for the full path.
+    /// thread and its result registers (what the full path's `exit_regs` would read back,
+    /// without taking its TCB lock again), or `None` (nothing changed) for the full path.
     #[inline]
-    pub(crate) fn fastpath(
-        &self,
-        ctx: Ctx,
-        cur: Option<ThreadId>,
-        entry: &Entry,
-    ) -> Option<ThreadId> {
+    pub(crate) fn fastpath(&self, ctx: Ctx, cur: Option<ThreadId>, entry: &Entry) -> Option<Exit> {
         let t = cur?;
         match *entry {
             Entry::Syscall(Ok(Syscall::Call { ep, msg })) => self.fast_call(ctx, t, ep, msg),
@@ -74,7 +71,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
     }
 
     /// `Call` from `t` through its capability `slot` with `msg`.
-    fn fast_call(&self, ctx: Ctx, t: ThreadId, slot: CapSlot, msg: Msg) -> Option<ThreadId> {
+    fn fast_call(&self, ctx: Ctx, t: ThreadId, slot: CapSlot, msg: Msg) -> Option<Exit> {
         if !self.fast_alive_here(ctx, t) {
             return None;
         }
@@ -95,10 +92,11 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             return None;
         }
         // Committed: what `send` and `schedule` do for this case.
+        let regs = ok_regs(badge, msg);
         self.q_remove(&self.qlinks, &mut q, r);
         self.ep(&ge, |e| e.queue = q);
         self.ipc(gt.of(r), |i| {
-            i.ret = ok_regs(badge, msg);
+            i.ret = regs;
             i.state = ThreadState::Runnable;
             i.reply_to = Some(t);
         });
@@ -110,11 +108,14 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         self.set_current(&rq, Some(r));
         drop((rq, gt, ge));
         self.switch_aspace(ctx, r);
-        Some(r)
+        Some(Exit {
+            thread: Some(r),
+            regs,
+        })
     }
 
     /// `ReplyRecv` from `t` through its capability `slot`, answering with `msg`.
-    fn fast_reply_recv(&self, ctx: Ctx, t: ThreadId, slot: CapSlot, msg: Msg) -> Option<ThreadId> {
+    fn fast_reply_recv(&self, ctx: Ctx, t: ThreadId, slot: CapSlot, msg: Msg) -> Option<Exit> {
         if !self.fast_alive_here(ctx, t) {
             return None;
         }
@@ -146,12 +147,13 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             return None;
         }
         // Committed: what `answer`, `recv` and `schedule` do for this case.
+        let regs = ok_regs(0, msg);
         self.ipc(gt.of(t), |i| {
             i.reply_to = None;
             i.state = ThreadState::BlockedRecv(ep);
         });
         self.ipc(gt.of(c), |i| {
-            i.ret = ok_regs(0, msg);
+            i.ret = regs;
             i.server = None;
             i.state = ThreadState::Runnable;
         });
@@ -163,6 +165,9 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         self.set_current(&rq, Some(c));
         drop((rq, gt, ge));
         self.switch_aspace(ctx, c);
-        Some(c)
+        Some(Exit {
+            thread: Some(c),
+            regs,
+        })
     }
 }

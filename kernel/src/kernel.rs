@@ -942,18 +942,18 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         } else {
             None
         };
-        let next = match fast {
-            Some(next) => {
+        let exit = match fast {
+            Some(exit) => {
                 #[cfg(test)]
                 self.fast_taken.fetch_add(1, Ordering::Relaxed);
-                Some(next)
+                exit
             }
             None => {
                 let (rotate, cur) = self.handle(ctx, cur, entry);
-                self.schedule(ctx, cur, rotate)
+                let next = self.schedule(ctx, cur, rotate);
+                self.exit_regs(ctx, next)
             }
         };
-        let exit = self.exit_regs(ctx, next);
         #[cfg(feature = "trace")]
         if let Some(r) = rec.as_mut() {
             r.lock_released = crate::trace::offset(r.entry, self.hal.trace_cycles());
