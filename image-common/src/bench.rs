@@ -465,8 +465,11 @@ pub struct Incomplete {
 /// whether its `extra` values are the collector's [`param::EXTRA`] counters (in order).
 type Planned = (usize, Record, u32, bool);
 
+/// The most records one benchmark kind prints (`ipc`: three per variant and `null-syscall`).
+const MAX_PLANNED: usize = 7;
+
 /// The records of benchmark `kind`, in print order; `None` past the end.
-fn plan(kind: Kind, info: &RunInfo) -> [Option<Planned>; 6] {
+fn plan(kind: Kind, info: &RunInfo) -> [Option<Planned>; MAX_PLANNED] {
     let base = Record {
         bench: "",
         variant: "",
@@ -483,7 +486,7 @@ fn plan(kind: Kind, info: &RunInfo) -> [Option<Planned>; 6] {
         divisor: 1,
         extra: [None; 4],
     };
-    let mut out = [None; 6];
+    let mut out = [None; MAX_PLANNED];
     match kind {
         Kind::Ipc => {
             let one_way = info.counter != "debugcall";
@@ -534,6 +537,24 @@ fn plan(kind: Kind, info: &RunInfo) -> [Option<Planned>; 6] {
                 ));
                 n += 1;
             }
+            // Batch-timed like the round trips, so measured with every counter (the debug call
+            // too); the cross-address-space client reports it.
+            out[n] = Some((
+                record::NULL_SYSCALL,
+                Record {
+                    bench: "null-syscall",
+                    divisor: BATCH as u64,
+                    extra: [
+                        Some(("batch", BATCH as u64)),
+                        Some(("warmup_batches", WARMUP_BATCHES as u64)),
+                        Some(("overhead_per_batch", 0)),
+                        None,
+                    ],
+                    ..base
+                },
+                1,
+                false,
+            ));
         }
         Kind::Multicore => {
             out[0] = Some((
@@ -654,7 +675,7 @@ pub fn records(
     c: &Collector,
 ) -> impl Iterator<Item = Result<Record, Incomplete>> {
     let plan = plan(kind, info);
-    let rows: [Option<Result<Record, Incomplete>>; 6] = core::array::from_fn(|i| {
+    let rows: [Option<Result<Record, Incomplete>>; MAX_PLANNED] = core::array::from_fn(|i| {
         let (id, mut r, reporters, extras) = plan[i]?;
         let want = reporters * info.runs as u32;
         let got = c.reports[id].load(Ordering::Acquire);
@@ -705,7 +726,7 @@ pub fn print(
     mut println: impl FnMut(fmt::Arguments<'_>),
 ) -> usize {
     println(format_args!("{BEGIN}"));
-    let mut bad = [None; 6];
+    let mut bad = [None; MAX_PLANNED];
     let mut n = 0;
     for r in records(kind, info, c) {
         match r {
@@ -886,11 +907,27 @@ mod tests {
                 c.report(id, i, 200_001).unwrap();
             }
         }
+        // Without the null calls' samples the run is incomplete.
+        let (out, bad) = lines(Kind::Ipc, &info("tsc"), &c);
+        assert_eq!(bad, 1);
+        assert!(out[8].contains("record null-syscall  got 0 sample reports of 16"));
+        c.report(record::NULL_SYSCALL, param::OVERHEAD, 60).unwrap();
+        for i in 0..16 {
+            c.report(record::NULL_SYSCALL, i, 30_050).unwrap();
+        }
         let (out, bad) = lines(Kind::Ipc, &info("tsc"), &c);
         assert_eq!(bad, 0);
-        assert_eq!(out.len(), 8);
+        assert_eq!(out.len(), 9);
         assert_eq!(out[0], BEGIN);
-        assert_eq!(out[7], END);
+        assert_eq!(
+            out[7],
+            "{\"bench\":\"null-syscall\",\"variant\":\"\",\"lock\":\"clh\",\"cores\":1,\
+             \"clients\":0,\"unit\":\"ticks\",\"counter\":\"tsc\",\"counter_hz\":1000000000,\
+             \"overhead\":1,\"samples\":[300.50,300.50,300.50,300.50,300.50,300.50,300.50,\
+             300.50,300.50,300.50,300.50,300.50,300.50,300.50,300.50,300.50],\"extra\":{\"batch\":\
+             100,\"warmup_batches\":2,\"overhead_per_batch\":60}}"
+        );
+        assert_eq!(out[8], END);
         assert_eq!(
             out[1],
             "{\"bench\":\"ipc-call\",\"variant\":\"same-as\",\"lock\":\"clh\",\"cores\":1,\
@@ -917,11 +954,15 @@ mod tests {
                     .unwrap();
             }
         }
+        for i in 0..16 {
+            c.report(record::NULL_SYSCALL, i, 2).unwrap();
+        }
         let (out, bad) = lines(Kind::Ipc, &info("debugcall"), &c);
         assert_eq!(bad, 0);
-        assert_eq!(out.len(), 4);
+        assert_eq!(out.len(), 5);
         assert!(out[1].contains("\"samples\":[0.05,"));
         assert!(out[2].contains("\"variant\":\"cross-as\""));
+        assert!(out[3].contains("\"bench\":\"null-syscall\"") && out[3].contains("[0.02,"));
     }
 
     #[test]

@@ -417,9 +417,10 @@ pub mod bench {
     pub const MAX_RUNS: usize = 64;
     /// Warm-up iterations of the one-way IPC benchmarks.
     pub const WARMUP: usize = 16;
-    /// Round trips per `ipc-roundtrip` sample (the sample is their mean).
+    /// Round trips per `ipc-roundtrip` sample, and `Null` calls per `null-syscall` sample (the
+    /// sample is their mean).
     pub const BATCH: usize = 100;
-    /// Batches run before the `ipc-roundtrip` samples (not recorded).
+    /// Batches run before the `ipc-roundtrip` and `null-syscall` samples (not recorded).
     pub const WARMUP_BATCHES: usize = 2;
     /// Back-to-back counter reads whose minimum is the counter-read overhead.
     pub const OVERHEAD_TRIES: usize = 64;
@@ -453,8 +454,12 @@ pub mod bench {
         pub const MEM_IPC_SAME: usize = 10;
         /// `memory-ipc`, variant `cross-core`: a null request to the pager of another core.
         pub const MEM_IPC_CROSS: usize = 11;
+        /// `null-syscall` (no variant): the mean cost of one `Null` system call over a batch
+        /// of [`BATCH`](super::BATCH), reported by the cross-address-space IPC client (the last
+        /// program of `bench=ipc` to run) after its IPC records.
+        pub const NULL_SYSCALL: usize = 12;
         /// Records in all.
-        pub const COUNT: usize = 12;
+        pub const COUNT: usize = 13;
 
         /// The IPC record `base` (one of the three above) of IPC variant `variant`.
         pub const fn ipc(base: usize, variant: u64) -> usize {

@@ -24,6 +24,13 @@
 //! (sabrelite), the one-way benchmarks are skipped: a debug call costs about as much as the IPC
 //! it would time, so only batch timing means anything there.
 //!
+//! # The null system call
+//! The cross-address-space client, the last of the two to run, then times batches of
+//! [`BATCH`] `Null` system calls the same way (`null-syscall`): the bare trap, kernel entry and
+//! exit with no work, the thesis's measure of what tracing adds to a kernel entry. It runs after
+//! every IPC sample of the boot was taken, in a function of its own, so that the IPC loops and
+//! their instruction counts stay as they were.
+//!
 //! # Throughput
 //! A throughput client counts the round trips it completes in consecutive intervals of
 //! `interval` counter ticks, reading the counter after every round trip (that read is part of
@@ -33,7 +40,8 @@
 use abi::syscall::nr;
 
 use crate::abi::bench::{
-    param, record, BATCH, MAX_RUNS, OVERHEAD_TRIES, WARMUP, WARMUP_BATCHES, WARMUP_INTERVALS,
+    param, record, BATCH, MAX_RUNS, OVERHEAD_TRIES, VARIANT_CROSS_AS, WARMUP, WARMUP_BATCHES,
+    WARMUP_INTERVALS,
 };
 use crate::abi::slot;
 use crate::debug;
@@ -134,7 +142,42 @@ pub fn ipc_client(variant: u64) -> ! {
         &batches[..runs],
         Some((param::OVERHEAD, overhead)),
     );
+    after_ipc(variant, c, overhead, runs, bad)
+}
+
+/// The end of [`ipc_client`]: the null system calls (cross-address-space client only), then
+/// [`finish`]. Not inlined: the client's IPC loops keep the code they had without it.
+#[inline(never)]
+fn after_ipc(variant: u64, c: Counter, overhead: u64, runs: usize, mut bad: usize) -> ! {
+    if variant == VARIANT_CROSS_AS {
+        bad += null_batches(c, overhead, runs);
+    }
     finish("ipc client", bad)
+}
+
+/// Times `runs` batches of [`BATCH`] `Null` system calls (after [`WARMUP_BATCHES`]), each
+/// minus one counter-read cost, and reports them as `null-syscall`; returns the calls that
+/// failed.
+fn null_batches(c: Counter, overhead: u64, runs: usize) -> usize {
+    let mut bad = 0usize;
+    let mut batches = [0u64; MAX_RUNS];
+    for b in 0..WARMUP_BATCHES + runs {
+        let t0 = c.read();
+        for _ in 0..BATCH {
+            bad += usize::from(raw([nr::NULL, 0, 0, 0, 0, 0])[0] != 0);
+        }
+        let t1 = c.read();
+        if b >= WARMUP_BATCHES {
+            batches[b - WARMUP_BATCHES] =
+                elapsed(t0 as usize, t1 as usize).saturating_sub(overhead);
+        }
+    }
+    report(
+        record::NULL_SYSCALL,
+        &batches[..runs],
+        Some((param::OVERHEAD, overhead)),
+    );
+    bad
 }
 
 /// The one-way IPC server: timestamps every receive and reply until the [`SWITCH`] message,

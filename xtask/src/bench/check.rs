@@ -14,7 +14,15 @@ pub struct Outputs {
     pub stems: &'static [&'static str],
     /// Sections the report must have.
     pub sections: &'static [&'static str],
+    /// Records that come together from one guest boot: where a guest point (platform other
+    /// than hosted, arch, board, lock, cores) has a record of the first bench, it must have one
+    /// of the second.
+    pub together: &'static [(&'static str, &'static str)],
 }
+
+/// The IPC suite's records that one guest boot makes together: `bench=ipc` times the null
+/// system call after the round trips.
+const IPC_TOGETHER: [(&str, &str); 1] = [("ipc-roundtrip", "null-syscall")];
 
 /// The report sections every suite writes.
 const SECTIONS: [&str; 3] = [
@@ -33,6 +41,7 @@ impl Outputs {
                 &super::plot::STEMS
             },
             sections: &SECTIONS,
+            together: if memory { &[] } else { &IPC_TOGETHER },
         }
     }
 
@@ -85,6 +94,8 @@ fn outputs(dir: &Path, records: usize, expected: &Outputs) -> Result<String, Str
         }
     }
 
+    together(&parsed, expected.together)?;
+
     let rows = super::csv::parse(&text(super::RESULTS_CSV)?)
         .map_err(|e| format!("{}: {e}", super::RESULTS_CSV))?;
     if rows.first().map(Vec::as_slice) != Some(&super::csv::HEADER.map(String::from)[..]) {
@@ -123,6 +134,43 @@ fn outputs(dir: &Path, records: usize, expected: &Outputs) -> Result<String, Str
     ))
 }
 
+/// Checks that every guest point with a record of the first bench of a pair in `pairs` has
+/// one of the second ([`Outputs::together`]).
+fn together(records: &[Record], pairs: &[(&str, &str)]) -> Result<(), String> {
+    let point = |r: &Record| {
+        (
+            r.platform.clone(),
+            r.arch.clone(),
+            r.board.clone(),
+            r.lock.clone(),
+            r.cores,
+        )
+    };
+    for &(have, need) in pairs {
+        for r in records
+            .iter()
+            .filter(|r| r.bench == have && r.platform != "hosted")
+        {
+            if !records
+                .iter()
+                .any(|o| o.bench == need && point(o) == point(r))
+            {
+                return Err(format!(
+                    "{}: {} {} {} lock {} cores {} has `{have}` but no `{need}` record (the \
+                     guest's bench=ipc times both)",
+                    super::RESULTS_JSON,
+                    r.platform,
+                    r.arch,
+                    r.board,
+                    r.lock,
+                    r.cores
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::fixtures::record;
@@ -133,7 +181,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("xtask-check-test-{}", std::process::id()));
         let _ = fs::remove_dir_all(&dir);
         fs::create_dir_all(&dir).unwrap();
-        let records = vec![
+        let mut records = vec![
             record(
                 "ipc-roundtrip",
                 "x86_64",
@@ -150,7 +198,28 @@ mod tests {
                 1,
                 &[1850.0; 2],
             ),
+            record(
+                "null-syscall",
+                "x86_64",
+                "qemu-icount",
+                "none",
+                1,
+                &[300.0; 2],
+            ),
+            record(
+                "null-syscall",
+                "x86_64",
+                "qemu-icount",
+                "clh",
+                1,
+                &[320.0; 2],
+            ),
+            // The hosted benchmark has no null-syscall record.
+            record("ipc-roundtrip", "x86_64", "hosted", "clh", 1, &[250.0; 2]),
         ];
+        for r in &mut records[2..4] {
+            r.variant = String::new();
+        }
         let doc = serde_json::json!({ "records": records });
         fs::write(dir.join(super::super::RESULTS_JSON), doc.to_string()).unwrap();
         fs::write(
@@ -170,17 +239,32 @@ mod tests {
             let name = f.file_name().unwrap().to_str().unwrap().to_owned();
             assert!(ipc.files().contains(&name), "{name}");
         }
-        let summary = ipc.check(&dir, 2).unwrap();
+        let summary = ipc.check(&dir, 5).unwrap();
         assert!(summary.contains("the 3 figures"), "{summary}");
-        assert!(ipc.check(&dir, 3).unwrap_err().contains("2 records"));
+        assert!(ipc.check(&dir, 3).unwrap_err().contains("5 records"));
         // The memory suite's figures are not there.
         assert!(Outputs::of(true)
-            .check(&dir, 2)
+            .check(&dir, 5)
             .unwrap_err()
             .contains("fig4-memory-cores.svg"));
+        // A guest boot's round trips without its null system call fail the check.
+        let without: Vec<_> = records
+            .iter()
+            .filter(|r| !(r.bench == "null-syscall" && r.lock == "clh"))
+            .cloned()
+            .collect();
+        let doc = serde_json::json!({ "records": without });
+        fs::write(dir.join(super::super::RESULTS_JSON), doc.to_string()).unwrap();
+        let err = ipc.check(&dir, 4).unwrap_err();
+        assert!(
+            err.contains("qemu-icount x86_64 microvm lock clh cores 1 has `ipc-roundtrip` but no `null-syscall`"),
+            "{err}"
+        );
+        let doc = serde_json::json!({ "records": records });
+        fs::write(dir.join(super::super::RESULTS_JSON), doc.to_string()).unwrap();
         fs::remove_file(dir.join("fig3-clientserver.png")).unwrap();
         assert!(ipc
-            .check(&dir, 2)
+            .check(&dir, 5)
             .unwrap_err()
             .contains("fig3-clientserver.png"));
         fs::remove_dir_all(&dir).unwrap();

@@ -151,6 +151,12 @@ pub fn parse(text: &str, what: &str) -> Result<Side, String> {
             });
         }
     }
+    // Which kernel the images ran (`--kernel-trace`); not a key field: an untraced and a
+    // traced run compare point by point.
+    let trace = text_of(doc.get("plan").and_then(|p| p.get("kernel_trace")));
+    if !trace.is_empty() {
+        about.push(format!("kernel trace {trace}"));
+    }
     about.push(format!("{} records", records.len()));
     Ok(Side {
         file: PathBuf::from(what),
@@ -773,6 +779,29 @@ mod tests {
         assert_eq!(c.rows.len(), 1);
         assert_eq!(key_text(&c.rows[0].key), "hosted pager-alloc cores 4");
         assert!(matches!(c.rows[0].verdict, Verdict::BeyondNoise { .. }));
+    }
+
+    #[test]
+    fn an_untraced_and_a_traced_run_line_up() {
+        let off = before();
+        let mut on = before();
+        for r in &mut on {
+            r.kernel_trace = "on".into();
+            r.samples = r.samples.iter().map(|s| s + 600.0).collect();
+        }
+        let with_plan = |records: &[super::super::records::Record], trace: &str| {
+            json!({"plan": {"kernel_trace": trace}, "records": records}).to_string()
+        };
+        let a = parse(&with_plan(&off, "off"), "off").unwrap();
+        let b = parse(&with_plan(&on, "on"), "on").unwrap();
+        assert!(b.about.contains("kernel trace on"), "{}", b.about);
+        let c = compare(&a.entries, &b.entries);
+        assert!(c.only_a.is_empty() && c.only_b.is_empty());
+        assert_eq!(c.rows.len(), off.len());
+        assert!(c
+            .rows
+            .iter()
+            .any(|r| r.verdict == Verdict::Changed && key_text(&r.key).contains("qemu-icount")));
     }
 
     #[test]

@@ -3,7 +3,7 @@
 use super::records::Record;
 
 /// The CSV header.
-pub const HEADER: [&str; 23] = [
+pub const HEADER: [&str; 24] = [
     "bench",
     "variant",
     "arch",
@@ -27,6 +27,7 @@ pub const HEADER: [&str; 23] = [
     "cpu",
     "host_cores",
     "qemu",
+    "kernel_trace",
 ];
 
 /// Quotes a field if it holds a comma, a quote or a line break.
@@ -68,6 +69,7 @@ pub fn write(records: &[Record]) -> String {
             r.machine.cpu.clone(),
             r.machine.host_cores.to_string(),
             r.machine.qemu.clone(),
+            r.kernel_trace.clone(),
         ];
         let cells: Vec<String> = row.iter().map(|c| field(c)).collect();
         out.push_str(&cells.join(","));
@@ -144,6 +146,7 @@ mod tests {
             assert_eq!(row[12], "421.75");
             assert_eq!(row[16], "421 422.5");
             assert_eq!(row[19], "one, two; \"three\"");
+            assert_eq!(row[23], "off");
         }
         assert!(parse("\"open").is_err());
     }

@@ -61,5 +61,6 @@ pub fn record(
         machine: machine(),
         retries: 0,
         extra: None,
+        kernel_trace: "off".into(),
     }
 }

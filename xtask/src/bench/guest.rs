@@ -15,6 +15,64 @@ pub const END: &str = "BENCH-JSON-END";
 /// Retries of a malformed run before it is an error.
 pub const RETRIES: u32 = 2;
 
+/// Kernel lock tracing in the benchmarked images (`--kernel-trace`, issue 12): what the images
+/// are built with and what their command line says.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum KernelTrace {
+    /// The images as always: built without their `trace` feature.
+    #[default]
+    Off,
+    /// Built with their `trace` feature (in `<target>/features-trace`), booted with `trace=0`:
+    /// what the feature costs with no tracer set.
+    Built,
+    /// Built with the feature and booted with `trace=1`: every kernel entry writes a trace
+    /// record into its core's ring; the image prints the rings after the records
+    /// (`TRACE-BEGIN` .. `TRACE-END`, outside the record markers, so ignored here).
+    On,
+}
+
+impl KernelTrace {
+    /// The value as `--kernel-trace` takes it and records carry it (`kernel_trace`).
+    pub fn name(self) -> &'static str {
+        match self {
+            KernelTrace::Off => "off",
+            KernelTrace::Built => "built",
+            KernelTrace::On => "on",
+        }
+    }
+
+    /// The image's cargo features.
+    pub fn features(self) -> &'static [&'static str] {
+        match self {
+            KernelTrace::Off => &[],
+            KernelTrace::Built | KernelTrace::On => &["trace"],
+        }
+    }
+
+    /// The kernel command-line word (none for `off`: the command line stays as it always was).
+    pub fn word(self) -> Option<&'static str> {
+        match self {
+            KernelTrace::Off => None,
+            KernelTrace::Built => Some("trace=0"),
+            KernelTrace::On => Some("trace=1"),
+        }
+    }
+
+    /// One clause for a record's method sentence and the report.
+    pub fn describe(self) -> &'static str {
+        match self {
+            KernelTrace::Off => "kernel built without its `trace` feature",
+            KernelTrace::Built => {
+                "kernel built with its `trace` feature but booted with trace=0 (no tracer set)"
+            }
+            KernelTrace::On => {
+                "kernel built with its `trace` feature and booted with trace=1 (every kernel \
+                 entry writes a 112-byte record into its core's trace ring)"
+            }
+        }
+    }
+}
+
 /// What one guest run produced.
 #[derive(Debug, PartialEq)]
 pub enum Attempt {
@@ -137,6 +195,8 @@ pub struct GuestRun {
     pub icount: bool,
     /// Seconds before the run counts as a hang.
     pub timeout: u64,
+    /// Kernel lock tracing (`trace=` on the command line unless `off`).
+    pub kernel_trace: KernelTrace,
 }
 
 impl GuestRun {
@@ -162,6 +222,7 @@ impl GuestRun {
             runs,
             icount,
             timeout,
+            kernel_trace: KernelTrace::Off,
         }
     }
 
@@ -184,6 +245,9 @@ impl GuestRun {
         }
         if let Some(p) = self.pages {
             s.push_str(&format!(" pages={p}"));
+        }
+        if let Some(w) = self.kernel_trace.word() {
+            s.push_str(&format!(" {w}"));
         }
         s
     }
@@ -208,6 +272,11 @@ impl GuestRun {
                 + &self
                     .pages
                     .map(|p| format!(" pages={p}"))
+                    .unwrap_or_default()
+                + &self
+                    .kernel_trace
+                    .word()
+                    .map(|w| format!(" {w}"))
                     .unwrap_or_default(),
             if self.icount { " (icount)" } else { "" }
         )
@@ -426,6 +495,7 @@ mod tests {
             runs: 16,
             icount: true,
             timeout: 60,
+            kernel_trace: KernelTrace::Off,
         }
     }
 
@@ -498,5 +568,45 @@ mod tests {
             memory.label(),
             "x86_64 microvm smp4 lock=clh bench=memory pager=global pages=500 (icount)"
         );
+    }
+
+    #[test]
+    fn kernel_trace_adds_its_word_and_off_changes_nothing() {
+        let off = run(Arch::X86_64);
+        assert_eq!(off.append(), "lock=clh mode=bench bench=ipc runs=16");
+        for (t, word) in [
+            (KernelTrace::Built, "trace=0"),
+            (KernelTrace::On, "trace=1"),
+        ] {
+            let r = GuestRun {
+                kernel_trace: t,
+                ..run(Arch::X86_64)
+            };
+            assert_eq!(
+                r.append(),
+                format!("lock=clh mode=bench bench=ipc runs=16 {word}")
+            );
+            assert!(r.label().contains(word), "{}", r.label());
+            assert_eq!(t.features(), ["trace"]);
+        }
+        assert!(KernelTrace::Off.features().is_empty());
+    }
+
+    #[test]
+    fn a_trace_dump_after_the_records_is_ignored() {
+        // What an image booted with trace=1 prints after its records (image_common::trace).
+        let mut console = good();
+        let at = console.len() - 1;
+        console.splice(
+            at..at,
+            lines(
+                "TRACE-BEGIN cores=1 lock=clh counter=tsc hz=1000000000 ring=2048\n\
+                 TRACE-RECORD 00ff\nTRACE-CORE 0 records=1 lost=0\nTRACE-END records=1 lost=0",
+            ),
+        );
+        match parse_console(&console) {
+            Attempt::Records(r) => assert_eq!(r.len(), 2),
+            other => panic!("{other:?}"),
+        }
     }
 }

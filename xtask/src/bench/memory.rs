@@ -1295,6 +1295,7 @@ mod tests {
             notes: vec![],
             machine: "test".into(),
             seconds: 1.0,
+            ..Default::default()
         };
         let text = render(&records, &ctx);
         for needle in [

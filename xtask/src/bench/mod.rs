@@ -39,6 +39,7 @@ use clap::{Args, Subcommand};
 use serde_json::json;
 
 use crate::qemu;
+use guest::KernelTrace;
 use layout::Destination;
 use plan::{ArchArg, LockArg, Plan, Platform, PlatformArg};
 use records::Record;
@@ -121,6 +122,18 @@ Fig. 9/10), fig5-memory-pages (vs outstanding pages, Fig. 11), report.md (ours b
 paper's figures; the issue's targets: per-core loses at most 5% up to the largest real core
 count, the global pager's loss visible there; judged on hosted and qemu). Under qemu-icount
 about 33 boots of about a second each for one lock on the three boards.
+
+KERNEL TRACING (issue 12): `--kernel-trace built|on` measures what kernel lock tracing costs.
+The images are built with their `trace` feature (into <target>/features-trace, beside the
+untraced ones) and booted with trace=0 (built: the feature's cost with no tracer) or trace=1
+(on: every kernel entry writes a 112-byte record into its core's ring; the image prints the
+rings after its records, between TRACE-BEGIN and TRACE-END, which the record parser skips).
+Every guest record says which (`kernel_trace`, also in results.csv, the method and the report).
+Compare two runs: e.g.
+  cargo xtask bench --platform qemu-icount --lock clh --cores 1 --quick --out target/t-off
+  cargo xtask bench ... --kernel-trace on --out target/t-on
+  cargo xtask bench compare target/t-off target/t-on
+null-syscall (one trap, kernel entry and exit) is one kernel entry, ipc-roundtrip two.
 
 HOST LOCKS: `cargo xtask bench --host [--threads 1,2] [--quick] [--out DIR]` runs the lock
 micro-benchmarks of the kernel-locks crate instead (kernel-locks/benches/host_table.rs): uncontended ns and TSC
@@ -236,6 +249,16 @@ pub struct RunArgs {
     /// core sweep runs at 100 pages if listed, else at the smallest.
     #[arg(long, value_delimiter = ',', value_name = "N,...", value_parser = memory::parse_pages)]
     pages: Vec<u32>,
+
+    /// Kernel lock tracing in the images (issue 12): off (as always), built (the images built
+    /// with their `trace` feature into <target>/features-trace, booted with trace=0: the cost of
+    /// the feature alone) or on (the same images booted with trace=1: every kernel entry writes
+    /// a trace record). Every guest record carries it (`kernel_trace`); `bench compare` of an
+    /// off run with an on run lines the same points up. Guest platforms only: hosted records
+    /// stay untraced (`off`); no ARMv7 barrier traces unless off.
+    #[arg(long, value_enum, default_value_t = KernelTrace::Off, value_name = "MODE",
+          conflicts_with = "host")]
+    kernel_trace: KernelTrace,
 
     /// --host only: thread counts of the contended runs [default: 1, 2, 4, ... up to the CPUs].
     #[arg(long, value_name = "N,...", value_delimiter = ',', requires = "host")]
@@ -395,6 +418,16 @@ fn run_benchmarks(root: &Path, args: &RunArgs) -> ExitCode {
         }
         Suite::Ipc => None,
     };
+    if args.kernel_trace != KernelTrace::Off
+        && plan.platforms.iter().all(|p| *p == Platform::Hosted)
+    {
+        eprintln!(
+            "cargo xtask bench: --kernel-trace {} traces the kernel in the QEMU images, and \
+             --platform hosted boots none: add qemu-icount or qemu",
+            args.kernel_trace.name()
+        );
+        return ExitCode::from(2);
+    }
     if let Err(e) = plan.check_boards(|m| {
         crate::board::for_qemu_machine(m.name()).map(|b| (b.name.clone(), b.cores))
     }) {
@@ -490,6 +523,13 @@ fn kernel_benchmarks(
         args.runs,
         if args.quick { ", quick" } else { "" }
     );
+    if args.kernel_trace != KernelTrace::Off {
+        println!(
+            "bench: kernel tracing {}: {}",
+            args.kernel_trace.name(),
+            args.kernel_trace.describe()
+        );
+    }
     let machine = machine::detect(root);
     println!(
         "bench: machine: {} ({} host cores), {}, {}",
@@ -540,6 +580,27 @@ fn kernel_benchmarks(
         &mut progress,
         &mut c,
     );
+    if args.kernel_trace != KernelTrace::Off {
+        let mut note = format!(
+            "Kernel tracing `{}`: every guest record's {}.",
+            args.kernel_trace.name(),
+            args.kernel_trace.describe()
+        );
+        if plan.platforms.contains(&Platform::Hosted) {
+            note.push_str(" Hosted records are not traced (`kernel_trace` off).");
+        }
+        if sweep.is_none()
+            && !args.quick
+            && plan.platforms.contains(&Platform::QemuIcount)
+            && archs.contains(&qemu::Arch::Armv7)
+        {
+            note.push_str(
+                " The ARMv7 barrier traces are left out (they count the untraced kernel's \
+                 barriers: run without --kernel-trace).",
+            );
+        }
+        c.notes.push(note);
+    }
     if plan.platforms.contains(&Platform::Qemu) {
         c.notes.push(
             "`qemu` figures are wall-clock throughput under multi-threaded TCG on a shared \
@@ -614,6 +675,7 @@ fn kernel_benchmarks(
             machine.cpu, machine.host_cores, machine.qemu, machine.rustc
         ),
         seconds,
+        kernel_trace: args.kernel_trace,
     };
     let doc = json!({
         "generated_by": {
@@ -635,6 +697,7 @@ fn kernel_benchmarks(
             "cores": plan.cores,
             "runs": args.runs,
             "quick": args.quick,
+            "kernel_trace": args.kernel_trace.name(),
         },
         "notes": c.notes,
         "missing": c.missing,
@@ -872,6 +935,25 @@ mod tests {
         assert!(parse(["--lock", "bogus"]).is_err());
         // --smp is --cores.
         assert_eq!(parse(["--smp", "1,2"]).unwrap().run.cores, vec![1, 2]);
+    }
+
+    #[test]
+    fn kernel_trace_option() {
+        assert_eq!(parse([]).unwrap().run.kernel_trace, KernelTrace::Off);
+        for (word, t) in [
+            ("off", KernelTrace::Off),
+            ("built", KernelTrace::Built),
+            ("on", KernelTrace::On),
+        ] {
+            assert_eq!(parse(["--kernel-trace", word]).unwrap().run.kernel_trace, t);
+            assert_eq!(t.name(), word);
+        }
+        assert!(parse(["--kernel-trace", "yes"]).is_err());
+        assert!(parse(["--host", "--kernel-trace", "on"]).is_err());
+        // Checked before anything is built: hosted alone boots no image to trace.
+        let root = crate::workspace_root();
+        let args = parse(["--kernel-trace", "on", "--platform", "hosted"]).unwrap();
+        assert_eq!(run(&root, &args), ExitCode::from(2));
     }
 
     #[test]

@@ -117,6 +117,17 @@ pub struct Record {
     /// The producer's bench-specific details.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub extra: Option<Value>,
+    /// Kernel lock tracing in the image (`--kernel-trace`): `off` (built without the `trace`
+    /// feature; also every hosted record, and records of runs made before the option),
+    /// `built` (with the feature, `trace=0`) or `on` (`trace=1`). Not part of the key `bench
+    /// compare` matches records on, so an `off` run and an `on` run line up point by point.
+    #[serde(default = "trace_off")]
+    pub kernel_trace: String,
+}
+
+/// `kernel_trace` of a record that does not say (see [`Record::kernel_trace`]).
+fn trace_off() -> String {
+    super::guest::KernelTrace::Off.name().to_owned()
 }
 
 /// The true frequency (Hz) of a guest counter under QEMU 7.2, whatever the guest believes.
@@ -261,6 +272,7 @@ pub fn convert(raw: &RawRecord, origin: &Origin) -> Result<Record, String> {
         machine: origin.machine.clone(),
         retries: origin.retries,
         extra: raw.extra.clone(),
+        kernel_trace: trace_off(),
     })
 }
 
@@ -275,6 +287,7 @@ pub fn method(raw: &RawRecord, platform: Platform, hz: f64) -> String {
         "ipc-call" => "one-way Call, counter read by the client before Call and by the server after its receive returns",
         "ipc-replyrecv" => "one-way ReplyRecv, counter read by the server before ReplyRecv and by the client after Call returns",
         "ipc-roundtrip" => "mean Call + ReplyRecv round trip over a batch",
+        "null-syscall" => "mean Null system call (trap, kernel entry and exit, no work) over a batch",
         "multicore-pingpong" => "round trips of all pairs (one client/server pair per core, disjoint objects) per sampling interval",
         "client-server" => "round trips of the clients calling their server(s) per sampling interval",
         "rtm-aborts" => "RTM statistics",
@@ -439,6 +452,27 @@ mod tests {
         )
         .unwrap();
         assert_eq!((info.runs, info.mean), (0, 0.0));
+    }
+
+    #[test]
+    fn null_syscall_has_a_method_and_records_default_to_untraced() {
+        let r = convert_on(
+            &raw("null-syscall", "clh", "ticks", "tsc", &[300.0]),
+            Platform::QemuIcount,
+            "microvm",
+        )
+        .unwrap();
+        assert!(
+            r.method.starts_with("mean Null system call"),
+            "{}",
+            r.method
+        );
+        assert_eq!(r.kernel_trace, "off");
+        // results.json of runs made before `kernel_trace` existed read as untraced.
+        let mut v = serde_json::to_value(&r).unwrap();
+        v.as_object_mut().unwrap().remove("kernel_trace");
+        let back: Record = serde_json::from_value(v).unwrap();
+        assert_eq!(back.kernel_trace, "off");
     }
 
     #[test]

@@ -3,6 +3,7 @@
 
 use std::fmt::Write as _;
 
+use super::guest::KernelTrace;
 use super::plan::lock_rank;
 use super::records::Record;
 use serde_json::Value;
@@ -502,6 +503,8 @@ pub struct Context {
     pub machine: String,
     /// Wall-clock time of the whole command, in seconds.
     pub seconds: f64,
+    /// Kernel lock tracing in the images (`--kernel-trace`).
+    pub kernel_trace: KernelTrace,
 }
 
 /// The report's notes section (nothing when there are no notes).
@@ -588,6 +591,19 @@ pub fn render(records: &[Record], ctx: &Context) -> String {
          (no lock) on the same platform, board and variant; the tables and Figure 1 use the \
          cross-address-space variant (client and server in two address spaces, as the \
          paper's ping-pong) where it was measured."
+    );
+    let _ = writeln!(
+        s,
+        "* `null-syscall`: the mean cost of one `Null` system call (the trap, kernel entry and \
+         exit, no work: one kernel entry), over a batch of calls timed as a whole less one \
+         counter read, like `ipc-roundtrip` (two entries: Call and ReplyRecv). The thesis's \
+         measure of what kernel tracing adds to an entry."
+    );
+    let _ = writeln!(
+        s,
+        "* Kernel tracing (`--kernel-trace {}`): guest records measured with the {}.",
+        ctx.kernel_trace.name(),
+        ctx.kernel_trace.describe()
     );
     s.push_str(&notes_section(&ctx.notes));
     s.push_str(&papers_section(&paper_rows(records)));
@@ -783,6 +799,7 @@ mod tests {
             notes: vec!["the baseline none was added".into()],
             machine: "Test CPU".into(),
             seconds: 12.0,
+            ..Default::default()
         };
         let text = render(&sample_records(), &ctx);
         for needle in [
@@ -796,6 +813,9 @@ mod tests {
             "**not measured**",
             "the baseline none was added",
             "**Noisy**",
+            "* `null-syscall`: the mean cost of one `Null` system call",
+            "Kernel tracing (`--kernel-trace off`): guest records measured with the kernel \
+             built without its `trace` feature.",
         ] {
             assert!(text.contains(needle), "{needle} missing:\n{text}");
         }

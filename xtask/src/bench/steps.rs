@@ -10,7 +10,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use super::guest::{self, GuestRun};
+use super::guest::{self, GuestRun, KernelTrace};
 use super::hosted;
 use super::memory::{self, Sweep};
 use super::plan::{Plan, Platform};
@@ -25,6 +25,9 @@ pub enum Step {
     Hosted,
     /// Building an architecture's image.
     Build(Arch),
+    /// Building it with its `trace` feature (`--kernel-trace built|on`), into
+    /// `<target>/features-trace`.
+    BuildTraced(Arch),
     /// One guest boot (`qemu-icount` when `icount` is set, else `qemu`).
     Guest(GuestRun),
     /// The ARMv7 barrier count of one lock on sabrelite (`cargo xtask trace`).
@@ -37,6 +40,10 @@ impl Step {
         match self {
             Step::Hosted => "hosted benchmark (cargo bench -p tests --bench ipc_hosted)".into(),
             Step::Build(arch) => format!("building the {} image", qemu::arch_name(*arch)),
+            Step::BuildTraced(arch) => format!(
+                "building the {} image with its `trace` feature",
+                qemu::arch_name(*arch)
+            ),
             Step::Guest(run) => run.label(),
             Step::Barriers(lock) => format!(
                 "armv7 {} smp1 lock={} barrier trace (icount, singlestep)",
@@ -230,7 +237,10 @@ pub fn plan_steps(
     if hosted {
         steps.push(Step::Hosted);
     }
-    steps.extend(archs.iter().map(|a| Step::Build(*a)));
+    steps.extend(archs.iter().map(|a| match args.kernel_trace {
+        KernelTrace::Off => Step::Build(*a),
+        KernelTrace::Built | KernelTrace::On => Step::BuildTraced(*a),
+    }));
     for platform in [Platform::QemuIcount, Platform::Qemu] {
         if !plan.platforms.contains(&platform) {
             continue;
@@ -239,11 +249,18 @@ pub fn plan_steps(
             Some(sweep) => memory::guest_runs(plan, sweep, platform, args, archs),
             None => guest_runs(plan, platform, args, archs),
         };
-        steps.extend(runs.into_iter().map(Step::Guest));
+        steps.extend(runs.into_iter().map(|run| {
+            Step::Guest(GuestRun {
+                kernel_trace: args.kernel_trace,
+                ..run
+            })
+        }));
+        // The barrier traces count the untraced kernel's barriers.
         if sweep.is_none()
             && platform == Platform::QemuIcount
             && !args.quick
             && archs.contains(&Arch::Armv7)
+            && args.kernel_trace == KernelTrace::Off
         {
             steps.extend(plan.locks.iter().map(|l| Step::Barriers(*l)));
         }
@@ -273,13 +290,18 @@ pub fn execute(
                 println!("{line}");
                 run_hosted(root, args, plan, machine, sweep, out_dir, c);
             }
-            Step::Build(arch) => {
+            Step::Build(arch) | Step::BuildTraced(arch) => {
                 println!("{line}");
                 let name = qemu::arch_name(*arch);
-                let built = qemu::build_image(root, *arch, false, "bench").map_err(|e| {
-                    c.errors.push(format!("{name}: {e}"));
-                    println!("bench:   FAILED: {e}; its guest steps are skipped");
-                });
+                let features = match step {
+                    Step::BuildTraced(_) => args.kernel_trace.features(),
+                    _ => &[],
+                };
+                let built =
+                    qemu::build_image_with(root, *arch, false, "bench", features).map_err(|e| {
+                        c.errors.push(format!("{name}: {e}"));
+                        println!("bench:   FAILED: {e}; its guest steps are skipped");
+                    });
                 images.insert(name, built);
             }
             Step::Guest(run) => {
@@ -469,6 +491,12 @@ fn run_guest(
     };
     let before = c.records.len();
     add_records(&raws, &origin, c);
+    for r in &mut c.records[before..] {
+        r.kernel_trace = run.kernel_trace.name().to_owned();
+        if run.kernel_trace != KernelTrace::Off {
+            r.method = format!("{}; {}", r.method, run.kernel_trace.describe());
+        }
+    }
     // The guest's memory records do not carry their page count: it is the boot's `pages=`
     // (for `memory-ipc`, the point the Calls were measured after).
     if let Some(pages) = run.pages {
@@ -616,6 +644,16 @@ mod tests {
             plan_steps(&p, &args(&["--quick"]), None, false, &[]).len(),
             0
         );
+        // --kernel-trace on: traced builds, every boot with trace=1, no barrier traces.
+        let on = plan_steps(&p, &args(&["--kernel-trace", "on"]), None, true, &archs);
+        assert_eq!(count_of(&on, |s| matches!(s, Step::BuildTraced(_))), 2);
+        assert_eq!(count_of(&on, |s| matches!(s, Step::Build(_))), 0);
+        assert_eq!(count_of(&on, |s| matches!(s, Step::Barriers(_))), 0);
+        assert!(on.iter().all(|s| match s {
+            Step::Guest(r) => r.append().ends_with(" trace=1"),
+            _ => true,
+        }));
+        assert_eq!(on.len(), steps.len() - 2);
         // The memory suite: its own boots, no barrier traces.
         let sweep = Sweep::new(&[], &[]);
         let mem = plan_steps(&p, &args(&[]), Some(&sweep), true, &archs);
