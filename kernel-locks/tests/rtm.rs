@@ -99,6 +99,32 @@ fn conflict_then_commit_is_one_retry() {
     assert_eq!(lock.skip_count(), 0);
 }
 
+/// `cpu_stats` counts one CPU only: the sum over the CPUs is `stats`.
+#[test]
+fn per_cpu_stats_split_the_totals() {
+    let lock = scripted(&[Err(CONFLICT), COMMIT], RtmPolicy::DEFAULT);
+    elided_section(&lock, 1, true);
+    elided_section(&lock, 2, true);
+    elided_section(&lock, 2, true);
+    assert_eq!(lock.cpu_stats(0), stats(true));
+    assert_eq!(
+        lock.cpu_stats(1),
+        RtmStats {
+            retry1: 1,
+            aborts_conflict: 1,
+            ..stats(true)
+        }
+    );
+    assert_eq!(
+        lock.cpu_stats(2),
+        RtmStats {
+            direct: 2,
+            ..stats(true)
+        }
+    );
+    assert_eq!(lock.stats().total(), 3);
+}
+
 #[test]
 fn two_retries() {
     let lock = scripted(&[Err(CONFLICT), Err(RETRY), COMMIT], RtmPolicy::DEFAULT);

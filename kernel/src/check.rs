@@ -260,11 +260,6 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         )
     }
 
-    /// The current thread of core `cpu` (`None`: idle).
-    pub fn current_thread(&mut self, cpu: CpuId) -> Option<ThreadId> {
-        self.current_on(&self.hold(Self::QUIET, RunQueue(cpu)))
-    }
-
     /// Whether `t` holds a reply capability (it received a Call it has not answered).
     pub fn reply_pending(&mut self, t: ThreadId) -> bool {
         self.ipc(&self.hold(Self::QUIET, t), |i| i.reply_to.is_some())

@@ -909,6 +909,9 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         #[cfg(feature = "trace")]
         let mut rec = self.tracer.map(|_| self.trace_begin(cpu, &entry));
 
+        // The elision counters before the section (RTM strategies, traced entries only).
+        #[cfg(feature = "trace")]
+        let rtm_before = rec.and_then(|_| self.strategy.elision_stats(cpu));
         let excl = self.strategy.enter(cpu, side);
         #[cfg(feature = "trace")]
         if let Some(r) = rec.as_mut() {
@@ -960,6 +963,13 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         }
         // SAFETY: `cpu` entered with `side` above and leaves once.
         unsafe { self.strategy.exit(cpu, side) };
+        #[cfg(feature = "trace")]
+        if let (Some(r), Some(before)) = (rec.as_mut(), rtm_before) {
+            if let Some(after) = self.strategy.elision_stats(cpu) {
+                (r.rtm_outcome, r.rtm_retries, r.rtm_abort_cause) =
+                    crate::trace::rtm_outcome(&before, &after);
+            }
+        }
 
         // The actions run in place (no copy of the record): the HAL's operations do not enter
         // the kernel, so nothing else touches this core's `local` cell meanwhile.

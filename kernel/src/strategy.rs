@@ -139,6 +139,14 @@ pub unsafe trait Strategy: Sync {
     fn serialises(&self) -> bool {
         false
     }
+    /// Tracing (the `trace` feature): `cpu`'s lock-elision counters, from which the trace takes
+    /// an entry's RTM outcome (the difference of two reads around its section, both on `cpu`
+    /// outside any transaction). `None`, the default: the strategy elides nothing.
+    #[cfg(feature = "trace")]
+    fn elision_stats(&self, cpu: CpuId) -> Option<kernel_locks::RtmStats> {
+        let _ = cpu;
+        None
+    }
 }
 
 /// The big kernel lock: one [`KernelLock`] (CLH, ticket, ...) taken right after kernel entry
@@ -325,6 +333,10 @@ impl<L: KernelLock, E: TxEngine, R: Relax> fmt::Debug for Rtm<L, E, R> {
 unsafe impl<L: KernelLock, E: TxEngine, R: Relax> Strategy for Rtm<L, E, R> {
     fn name(&self) -> &'static str {
         "rtm"
+    }
+    #[cfg(feature = "trace")]
+    fn elision_stats(&self, cpu: CpuId) -> Option<kernel_locks::RtmStats> {
+        Some(self.lock.cpu_stats(cpu))
     }
     fn enter(&self, cpu: CpuId, _side: Side) -> bool {
         self.lock.lock(cpu);

@@ -1944,7 +1944,7 @@ fn fastpath_differential<S: crate::strategy::Strategy>(
         // Both kernels are in the same state (checked below), so either one tells which
         // cores run a thread and whether that thread holds a reply capability.
         let running: Vec<(CpuId, ThreadId)> = (0..cores)
-            .filter_map(|c| fast.current_thread(c).map(|t| (c, t)))
+            .filter_map(|c| fast.current_of(c).map(|t| (c, t)))
             .collect();
         if running.is_empty() {
             // Every thread blocked: nothing more can happen but ticks.

@@ -136,9 +136,82 @@ impl Objects {
     }
 }
 
+/// The RTM outcome of one section from `cpu`'s elision counters read `before` entering and
+/// `after` leaving it: committed or fell back, the aborted attempts before, and the causes of
+/// those aborts as the low byte of Intel's RTM status word would name them (ORed: bit 0 explicit
+/// `XABORT` (the busy fallback), 1 retry, 2 conflict, 3 capacity, 4 debug, 5 nested; an
+/// unnamed abort sets none). `NotUsed` if the counters did not move (no acquisition counted).
+pub(crate) fn rtm_outcome(
+    before: &kernel_locks::RtmStats,
+    after: &kernel_locks::RtmStats,
+) -> (sim::trace::RtmOutcome, u8, u8) {
+    use sim::trace::RtmOutcome;
+    let d = |a: u64, b: u64| b.wrapping_sub(a);
+    let committed = d(before.elided(), after.elided());
+    let fell_back = d(before.fallback, after.fallback);
+    let outcome = if fell_back > 0 {
+        RtmOutcome::FellBack
+    } else if committed > 0 {
+        RtmOutcome::Committed
+    } else {
+        RtmOutcome::NotUsed
+    };
+    let retries = d(before.aborts(), after.aborts()).min(255) as u8;
+    let mut cause = 0u8;
+    for (bit, a, b) in [
+        (1 << 0, before.aborts_busy, after.aborts_busy),
+        (1 << 1, before.aborts_retry, after.aborts_retry),
+        (1 << 2, before.aborts_conflict, after.aborts_conflict),
+        (1 << 3, before.aborts_capacity, after.aborts_capacity),
+        (
+            1 << 4,
+            before.aborts_debug_nested,
+            after.aborts_debug_nested,
+        ),
+    ] {
+        if d(a, b) > 0 {
+            cause |= bit;
+        }
+    }
+    (outcome, retries, cause)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rtm_outcomes_from_counter_differences() {
+        use kernel_locks::RtmStats;
+        use sim::trace::RtmOutcome;
+        let before = RtmStats {
+            direct: 5,
+            fallback: 2,
+            aborts_conflict: 3,
+            ..RtmStats::default()
+        };
+        let commit_after_two = RtmStats {
+            retry2: 1,
+            aborts_conflict: 4,
+            aborts_retry: 1,
+            ..before
+        };
+        assert_eq!(
+            rtm_outcome(&before, &commit_after_two),
+            (RtmOutcome::Committed, 2, 0b110)
+        );
+        let fell_back = RtmStats {
+            fallback: 3,
+            aborts_busy: 1,
+            aborts_capacity: 1,
+            ..before
+        };
+        assert_eq!(
+            rtm_outcome(&before, &fell_back),
+            (RtmOutcome::FellBack, 2, 0b1001)
+        );
+        assert_eq!(rtm_outcome(&before, &before), (RtmOutcome::NotUsed, 0, 0));
+    }
 
     #[test]
     fn objects_keep_first_acquisitions_and_flag_overflow() {

@@ -44,6 +44,12 @@ pub struct Stats {
     pub object_lock_wait_cycles: u64,
     /// Entries that took more distinct object locks than a record holds.
     pub objects_truncated: u64,
+    /// RTM kernels: entries whose transaction committed.
+    pub rtm_committed: u64,
+    /// RTM kernels: entries that ran under the fallback lock.
+    pub rtm_fell_back: u64,
+    /// RTM kernels: aborted attempts, summed.
+    pub rtm_retries: u64,
 }
 
 /// Count and mean duration of one system call, interrupt or fault number.
@@ -118,6 +124,9 @@ fn stats<'a>(records: impl Iterator<Item = &'a Record>, span: u64, hz: u64) -> S
         object_locks: 0,
         object_lock_wait_cycles: 0,
         objects_truncated: 0,
+        rtm_committed: 0,
+        rtm_fell_back: 0,
+        rtm_retries: 0,
     };
     let mut contended = 0u64;
     for r in records {
@@ -134,6 +143,9 @@ fn stats<'a>(records: impl Iterator<Item = &'a Record>, span: u64, hz: u64) -> S
             .map(|o| u64::from(o.wait))
             .sum::<u64>();
         s.objects_truncated += u64::from(r.flags & crate::trace::FLAG_OBJECTS_TRUNCATED != 0);
+        s.rtm_committed += u64::from(r.rtm_outcome == crate::trace::RtmOutcome::Committed);
+        s.rtm_fell_back += u64::from(r.rtm_outcome == crate::trace::RtmOutcome::FellBack);
+        s.rtm_retries += u64::from(r.rtm_retries);
     }
     let span = span as f64;
     s.syscall_rate_per_s = ratio(s.syscalls as f64 * hz as f64, span);

@@ -49,6 +49,11 @@ fn a_traced_run_records_every_entry_in_order_and_replays() {
             r.validate()
                 .unwrap_or_else(|e| panic!("cpu {cpu} record {i}: {e}: {r:?}"));
             assert_eq!(usize::from(r.core), cpu, "record {i} on the wrong ring");
+            assert_eq!(
+                (r.rtm_outcome, r.rtm_retries, r.rtm_abort_cause),
+                (sim::trace::RtmOutcome::NotUsed, 0, 0),
+                "a big-lock kernel's record {i} names an RTM outcome"
+            );
             assert!(
                 r.in_kernel >= 1 && usize::from(r.in_kernel) <= CORES,
                 "cores in the kernel: {}",
@@ -269,4 +274,68 @@ fn kernel_busy_holds_the_lock_for_the_ticks_asked_and_the_counters_see_it() {
     assert_eq!(busy.len(), 1);
     let held = busy[0].lock_released - busy[0].lock_acquired;
     assert!(held as usize >= TICKS, "lock held {held} ticks");
+}
+
+static RTM_TRACER: Tracer<64> = Tracer::new();
+static RTM_FALLBACK_TRACER: Tracer<64> = Tracer::new();
+
+/// The RTM outcome in the trace, with scripted transactions: a section that commits after one
+/// conflict records `Committed`, 1 retry and the conflict bit; later ones commit at once; an
+/// engine whose transactions always abort records `FellBack` with the attempts it made.
+#[test]
+fn rtm_entries_record_their_outcome_retries_and_causes() {
+    use kernel::trace::Record;
+    use kernel::{Rtm, Syscall};
+    use kernel_locks::rtm::testing::{ScriptedEngine, Step, CONFLICT};
+    use kernel_locks::{RtmLock, TicketLock};
+    use sim::trace::RtmOutcome;
+    fn records(tracer: &Tracer<64>) -> Vec<Record> {
+        let mut out = vec![Record::EMPTY; 64];
+        let n = tracer.ring(0).snapshot(&mut out).copied;
+        out.truncate(n);
+        out
+    }
+    static SCRIPT: [Step; 2] = [Err(CONFLICT), Ok(())];
+    // SAFETY: one host thread makes every entry, one at a time: the scripted "transactions"
+    // never run concurrently.
+    let engine = unsafe { ScriptedEngine::new(&SCRIPT, Ok(())) };
+    let lock: RtmLock<_, { kernel::config::MAX_CPUS }, HostRelax, _> =
+        RtmLock::with_engine(TicketLock::<HostRelax>::new(), engine);
+    let mut k = Box::new(Kernel::new(Rtm::from_lock(lock), FakeHal::new(1), 1));
+    k.set_tracer(&RTM_TRACER);
+    for _ in 0..3 {
+        k.syscall(0, Syscall::Null.encode());
+    }
+    let r = records(&RTM_TRACER);
+    let got: Vec<_> = r
+        .iter()
+        .map(|r| (r.rtm_outcome, r.rtm_retries, r.rtm_abort_cause))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (RtmOutcome::Committed, 1, 0b100),
+            (RtmOutcome::Committed, 0, 0),
+            (RtmOutcome::Committed, 0, 0)
+        ]
+    );
+
+    static NONE: [Step; 0] = [];
+    let lock: RtmLock<_, { kernel::config::MAX_CPUS }, HostRelax, _> = RtmLock::with_engine(
+        TicketLock::<HostRelax>::new(),
+        ScriptedEngine::aborting(&NONE, CONFLICT),
+    );
+    let attempts = lock.policy().max_attempts;
+    let mut k = Box::new(Kernel::new(Rtm::from_lock(lock), FakeHal::new(1), 1));
+    k.set_tracer(&RTM_FALLBACK_TRACER);
+    k.syscall(0, Syscall::Null.encode());
+    let r = records(&RTM_FALLBACK_TRACER);
+    assert_eq!(r.len(), 1);
+    assert_eq!(r[0].rtm_outcome, RtmOutcome::FellBack);
+    assert_eq!(
+        u32::from(r[0].rtm_retries),
+        attempts,
+        "every attempt aborted"
+    );
+    assert_eq!(r[0].rtm_abort_cause, 0b100);
 }

@@ -249,6 +249,12 @@ pub fn analyse_and_sweep(
             }
         );
     }
+    if t.rtm_committed + t.rtm_fell_back > 0 {
+        eprintln!(
+            "sim: RTM: {} sections committed, {} fell back, {} aborted attempts",
+            t.rtm_committed, t.rtm_fell_back, t.rtm_retries
+        );
+    }
     let recorded = sim::simulate::recorded_throughput(&trace);
     let own = sim::simulate::simulate(
         &trace,

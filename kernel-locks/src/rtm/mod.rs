@@ -313,6 +313,22 @@ impl<L: KernelLock, const N: usize, E: TxEngine, R: Relax> RtmLock<L, N, R, E> {
         stats
     }
 
+    /// The statistics of one CPU (a racy snapshot while it uses the lock; exact when read by
+    /// that CPU between its acquisitions, which is how a kernel's tracing takes the outcome of
+    /// one critical section: the difference of two reads around it).
+    ///
+    /// # Panics
+    /// If `cpu` is not below `N`.
+    #[track_caller]
+    pub fn cpu_stats(&self, cpu: CpuId) -> RtmStats {
+        let mut stats = RtmStats {
+            rtm_available: self.engine.available(),
+            ..RtmStats::default()
+        };
+        stats.add(&self.cpus[cpu].counters);
+        stats
+    }
+
     /// Zeroes the statistics (meant for quiescent moments: a concurrent release may be counted
     /// before or after the reset). The skip counter is not statistics and is left alone.
     pub fn reset_stats(&self) {
