@@ -59,10 +59,9 @@ impl<const N: usize> Ring<N> {
     ///
     /// Only the core that owns this ring may call it (one writer); readers may run concurrently.
     ///
-    /// The record goes in as its words ([`Record::to_words`], built from whole fields): one
-    /// plain store per word on x86_64 and ARMv7, no byte array in between and no copy of the
-    /// record (inlined into the caller, the words are computed straight from `r`).
-    #[inline]
+    /// The record goes in as its words ([`Record::put_words`], built from whole fields), each
+    /// stored as it is made: one plain store per word on x86_64 and ARMv7, no byte array in
+    /// between and no copy of the record.
     pub fn record(&self, r: &Record) {
         let h = self.head.load(Ordering::Relaxed);
         self.begun.store(h.wrapping_add(1), Ordering::Relaxed);
@@ -70,9 +69,7 @@ impl<const N: usize> Ring<N> {
         // words also sees a `begun` count that marks the slot stale.
         fence(Ordering::Release);
         let slot = &self.slots[h % N];
-        for (w, v) in slot.iter().zip(r.to_words()) {
-            w.store(v, Ordering::Relaxed);
-        }
+        r.put_words(|i, w| slot[i].store(w, Ordering::Relaxed));
         self.head.store(h.wrapping_add(1), Ordering::Release);
     }
 

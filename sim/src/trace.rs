@@ -5,7 +5,7 @@
 //! plain stores and never allocates; only the entry timestamp is absolute, the four later
 //! timestamps are 32-bit deltas from it (a kernel entry lasts far less than 2^32 cycles). Every
 //! field sits inside one aligned 32-bit word, so the layout is defined once as 28 words
-//! ([`Record::to_words`]) that the kernel stores straight into its ring, one store per word on
+//! ([`Record::put_words`]) that the kernel stores straight into its ring, one store per word on
 //! x86_64 and ARMv7 alike; the bytes of a file are those words' little-endian bytes. The file
 //! is little-endian on both architectures so that a trace dumped from ARMv7 reads the same on
 //! an x86 host, and the header carries the timestamp frequency and the core count because the
@@ -49,8 +49,8 @@ pub const MAX_OBJECTS: usize = 6;
 pub const RECORD_WORDS: usize = RECORD_SIZE / 4;
 /// The word at which the object locks start (byte 40), three words each.
 const OBJECTS_WORD: usize = 10;
-// `Record::to_words` spells out six object slots and the 10 words before them.
-const _: () = assert!(MAX_OBJECTS == 6 && RECORD_WORDS == OBJECTS_WORD + 3 * MAX_OBJECTS);
+// `Record::put_words`: 10 words of fields, then three per object slot.
+const _: () = assert!(RECORD_WORDS == OBJECTS_WORD + 3 * MAX_OBJECTS);
 const _: () = assert!(RECORD_SIZE == 4 * RECORD_WORDS);
 
 /// What brought the core into the kernel.
@@ -441,53 +441,57 @@ impl Record {
     }
 
     /// The record as its [`RECORD_WORDS`] 32-bit words: word `i` is bytes `4 i .. 4 i + 4` of
-    /// [`Record::encode`], read as a little-endian `u32`. This is the one definition of the
-    /// record layout (`encode` writes these words' bytes, [`Record::from_words`] reads them back).
-    ///
-    /// Why words: the kernel stores every record on its hot path into a ring of `AtomicU32`
-    /// ([`crate::ring::Ring`]). Built from whole fields with shifts and ORs, the words go into the
-    /// ring with one store each on both architectures; a byte array in between costs a byte
-    /// store per byte and a reassembly per word on ARMv7 (`armv7a-none-eabi` does not merge
-    /// them), over three times the instructions of the x86_64 path. No checks, as for `encode`.
+    /// [`Record::encode`], read as a little-endian `u32` ([`Record::put_words`] defines them).
     #[inline]
     pub fn to_words(&self) -> [u32; RECORD_WORDS] {
-        let o = &self.objects;
-        [
-            self.entry as u32,
-            (self.entry >> 32) as u32,
-            self.lock_requested,
-            self.lock_acquired,
-            self.lock_released,
-            self.exit,
-            self.thread,
-            u32::from(self.core) | u32::from(self.number) << 16,
+        let mut words = [0; RECORD_WORDS];
+        self.put_words(|i, w| words[i] = w);
+        words
+    }
+
+    /// Calls `put(i, word)` for each word `i` of [`Record::to_words`], in order. This is the one
+    /// definition of the record layout (`to_words` and so [`Record::encode`] collect these
+    /// words, [`Record::from_words`] reads them back).
+    ///
+    /// Why words, and why a callback: the kernel stores every record on its hot path into a
+    /// ring of `AtomicU32` ([`crate::ring::Ring::record`]). Built from whole fields with shifts
+    /// and ORs, each word is one load (or a few, for the packed bytes) and one store on both
+    /// architectures; a byte array in between cost a byte store per byte and a reassembly per
+    /// word on ARMv7 (`armv7a-none-eabi` does not merge them), over three times the
+    /// instructions of the x86_64 path. Handing each word over as it is made, rather than a
+    /// finished array, lets the ring store it at once: the compiler does not move the record's
+    /// loads past the ring's atomic stores, so with an array it loads all 28 words first and
+    /// spills most of them on ARMv7's few registers. No checks, as for `encode`.
+    #[inline(always)]
+    pub fn put_words(&self, mut put: impl FnMut(usize, u32)) {
+        put(0, self.entry as u32);
+        put(1, (self.entry >> 32) as u32);
+        put(2, self.lock_requested);
+        put(3, self.lock_acquired);
+        put(4, self.lock_released);
+        put(5, self.exit);
+        put(6, self.thread);
+        put(7, u32::from(self.core) | u32::from(self.number) << 16);
+        put(
+            8,
             u32::from(self.kind.to_byte())
                 | u32::from(self.in_kernel) << 8
                 | u32::from(self.flags) << 16
                 | u32::from(self.rtm_outcome.to_byte()) << 24,
-            // The top byte (byte 39) is reserved, zero.
+        );
+        // The top byte (byte 39) is reserved, zero.
+        put(
+            9,
             u32::from(self.rtm_retries)
                 | u32::from(self.rtm_abort_cause) << 8
                 | u32::from(self.object_count) << 16,
-            o[0].id,
-            o[0].acquired,
-            o[0].wait,
-            o[1].id,
-            o[1].acquired,
-            o[1].wait,
-            o[2].id,
-            o[2].acquired,
-            o[2].wait,
-            o[3].id,
-            o[3].acquired,
-            o[3].wait,
-            o[4].id,
-            o[4].acquired,
-            o[4].wait,
-            o[5].id,
-            o[5].acquired,
-            o[5].wait,
-        ]
+        );
+        for (k, o) in self.objects.iter().enumerate() {
+            let at = OBJECTS_WORD + 3 * k;
+            put(at, o.id);
+            put(at + 1, o.acquired);
+            put(at + 2, o.wait);
+        }
     }
 
     /// Encodes the record into its [`RECORD_SIZE`] bytes: the little-endian bytes of
