@@ -3,9 +3,13 @@
 //! Why: a lock on the recording path would itself serialise the cores whose serialisation we are
 //! trying to measure (the thesis's shared log used an atomic offset, which still bounces one
 //! cache line between all cores on every entry). Each core owns one [`Ring`]; only that core
-//! calls [`Ring::record`], so the writer needs no read-modify-write at all: it announces the record it
-//! begins, stores the record's words and then publishes the new count with a release store. When the ring is full the oldest
-//! records are overwritten (the newest window is what a dump after a benchmark wants).
+//! calls [`Ring::record`], so the writer needs no read-modify-write at all: it announces the
+//! record it begins, stores the record's words and then publishes the new count with a release
+//! store. When the ring is full the oldest records are overwritten (the newest window is what a
+//! dump after a benchmark wants).
+//!
+//! A slot is the record's 28 words in the file's layout ([`Record::put_words`]), stored one by
+//! one as they are built from the record's fields: one plain store each on x86_64 and ARMv7.
 //!
 //! A reader on another core (the dump path, or a host thread in the hosted harness) takes a
 //! consistent snapshot while the writer keeps going, seqlock style: it reads the count, copies
