@@ -444,9 +444,9 @@ pub struct Kernel<S: Strategy, H: Hal> {
     /// Where entries are traced (see [`crate::trace`]); `None`: not traced.
     #[cfg(feature = "trace")]
     tracer: Option<&'static dyn crate::trace::TraceSink>,
-    /// Per core: the object locks of its traced entry in progress.
+    /// Per core: the trace record of its traced entry in progress.
     #[cfg(feature = "trace")]
-    trace_objs: [CachePadded<UnsafeCell<crate::trace::Objects>>; MAX_CPUS],
+    trace_rec: [CachePadded<UnsafeCell<crate::trace::Pending>>; MAX_CPUS],
     /// Whether `Call` and `ReplyRecv` try the fastpath ([`crate::fastpath`]) first.
     fastpath: bool,
     /// Entries the fastpath completed (unit tests: that their scenarios reach it).
@@ -547,7 +547,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             #[cfg(feature = "trace")]
             tracer: None,
             #[cfg(feature = "trace")]
-            trace_objs: padded_cells(crate::trace::Objects::EMPTY),
+            trace_rec: padded_cells(crate::trace::Pending::EMPTY),
             fastpath: true,
             #[cfg(test)]
             fast_taken: core::sync::atomic::AtomicUsize::new(0),
@@ -626,16 +626,28 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         let requested = self.hal.trace_cycles();
         self.strategy.lock(cpu, id);
         let acquired = self.hal.trace_cycles();
-        self.trace_objects(cpu, |o| o.note(id.trace_id(), requested, acquired));
+        self.trace_pending(cpu, |p| p.note(id.trace_id(), requested, acquired));
     }
 
-    /// This core's object-lock notes of its traced entry (the `trace` feature).
+    /// This core's trace record of its traced entry in progress (the `trace` feature).
     #[cfg(feature = "trace")]
-    fn trace_objects<R>(&self, cpu: CpuId, f: impl FnOnce(&mut crate::trace::Objects) -> R) -> R {
+    #[inline(always)]
+    fn trace_pending<R>(&self, cpu: CpuId, f: impl FnOnce(&mut crate::trace::Pending) -> R) -> R {
         // SAFETY: only entries on `cpu` touch its cell, one at a time (the HAL contract that
-        // `entry` checks with `in_kernel`), and `f` (the notes' `begin`, `note`, `finish`)
-        // reaches no accessor, so this is the only reference while it runs.
-        unsafe { cell_mut(&self.trace_objs[cpu], f) }
+        // `entry` checks with `in_kernel`), and `f` (field stores, `begin`, `note`) reaches no
+        // accessor, so this is the only reference while it runs.
+        unsafe { cell_mut(&self.trace_rec[cpu], f) }
+    }
+
+    /// Stores the time since the traced entry began into a field of its record (`set`).
+    #[cfg(feature = "trace")]
+    #[inline(always)]
+    fn trace_stamp(&self, cpu: CpuId, set: impl FnOnce(&mut crate::trace::Record, u32)) {
+        let now = self.hal.trace_cycles();
+        self.trace_pending(cpu, |p| {
+            let t = p.since_entry(now);
+            set(&mut p.record, t);
+        });
     }
 
     /// Locks two TCBs in index order (one if equal).
@@ -906,16 +918,22 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         // Counted with the `trace` feature only: without it the entry path is unchanged.
         #[cfg(feature = "trace")]
         Self::bump(&self.counts[cpu].entries, 1);
+        // The record is built in this core's cell (`trace_rec`), field by field, and handed
+        // to the sink from there: no copy of it per entry.
         #[cfg(feature = "trace")]
-        let mut rec = self.tracer.map(|_| self.trace_begin(cpu, &entry));
+        let tracer = self.tracer;
+        #[cfg(feature = "trace")]
+        if tracer.is_some() {
+            self.trace_begin(cpu, &entry);
+        }
 
         // The elision counters before the section (RTM strategies, traced entries only).
         #[cfg(feature = "trace")]
-        let rtm_before = rec.and_then(|_| self.strategy.elision_stats(cpu));
+        let rtm_before = tracer.and_then(|_| self.strategy.elision_stats(cpu));
         let excl = self.strategy.enter(cpu, side);
         #[cfg(feature = "trace")]
-        if let Some(r) = rec.as_mut() {
-            r.lock_acquired = crate::trace::offset(r.entry, self.hal.trace_cycles());
+        if tracer.is_some() {
+            self.trace_stamp(cpu, |r, t| r.lock_acquired = t);
         }
         let global = excl && (side == Side::Exclusive || self.strategy.serialises());
         let ctx = Ctx {
@@ -937,8 +955,9 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         // run-queue lock).
         let cur = self.current(ctx);
         #[cfg(feature = "trace")]
-        if let Some(r) = rec.as_mut() {
-            r.thread = cur.map_or(u32::MAX, |t| t.index() as u32);
+        if tracer.is_some() {
+            let thread = cur.map_or(u32::MAX, |t| t.index() as u32);
+            self.trace_pending(cpu, |p| p.record.thread = thread);
         }
         let fast = if self.fastpath {
             self.fastpath(ctx, cur, &entry)
@@ -958,16 +977,20 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             }
         };
         #[cfg(feature = "trace")]
-        if let Some(r) = rec.as_mut() {
-            r.lock_released = crate::trace::offset(r.entry, self.hal.trace_cycles());
+        if tracer.is_some() {
+            self.trace_stamp(cpu, |r, t| r.lock_released = t);
         }
         // SAFETY: `cpu` entered with `side` above and leaves once.
         unsafe { self.strategy.exit(cpu, side) };
         #[cfg(feature = "trace")]
-        if let (Some(r), Some(before)) = (rec.as_mut(), rtm_before) {
+        if let Some(before) = rtm_before {
             if let Some(after) = self.strategy.elision_stats(cpu) {
-                (r.rtm_outcome, r.rtm_retries, r.rtm_abort_cause) =
-                    crate::trace::rtm_outcome(&before, &after);
+                let (outcome, retries, cause) = crate::trace::rtm_outcome(&before, &after);
+                self.trace_pending(cpu, |p| {
+                    p.record.rtm_outcome = outcome;
+                    p.record.rtm_retries = retries;
+                    p.record.rtm_abort_cause = cause;
+                });
             }
         }
 
@@ -1005,11 +1028,17 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             self.hal.reclaim_tables(cpu);
         }
         #[cfg(feature = "trace")]
-        if let (Some(mut r), Some(sink)) = (rec, self.tracer) {
-            r.exit = crate::trace::offset(r.entry, self.hal.trace_cycles());
-            self.trace_objects(cpu, |o| o.finish(&mut r));
-            Self::bump(&self.counts[cpu].cycles, u64::from(r.exit));
-            sink.record(cpu, &r);
+        if let Some(sink) = tracer {
+            let now = self.hal.trace_cycles();
+            let exit = self.trace_pending(cpu, |p| {
+                p.record.exit = p.since_entry(now);
+                p.record.exit
+            });
+            Self::bump(&self.counts[cpu].cycles, u64::from(exit));
+            // SAFETY: as in `trace_pending`; the sink gets a shared reference to the finished
+            // record and no way to this kernel's cells (a sink that entered the kernel on this
+            // core would stop at the `in_kernel` check before touching the cell).
+            unsafe { cell_ref(&self.trace_rec[cpu], |p| sink.record(cpu, &p.record)) };
         }
         // Relaxed: see the swap above.
         self.in_kernel[cpu].store(false, Ordering::Relaxed);
@@ -1029,10 +1058,10 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
     /// The start of an entry's trace record: its timestamp (also the lock request's, which
     /// follows at once), what entered, and the cores in the kernel (this one included).
     #[cfg(feature = "trace")]
-    fn trace_begin(&self, cpu: CpuId, entry: &Entry) -> crate::trace::Record {
-        use crate::trace::{EntryKind, Record};
+    #[inline(always)]
+    fn trace_begin(&self, cpu: CpuId, entry: &Entry) {
+        use crate::trace::EntryKind;
         let t0 = self.hal.trace_cycles();
-        self.trace_objects(cpu, |o| o.begin(t0));
         let (kind, number) = match entry {
             Entry::Syscall(Ok(sc)) => (EntryKind::Syscall, sc.encode()[0]),
             Entry::Syscall(Err(_)) => (EntryKind::Syscall, 0),
@@ -1049,19 +1078,17 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             .count();
         // The lock is requested right after this (a few instructions): `lock_requested` stays
         // 0, one counter read fewer per entry.
-        Record {
-            entry: t0,
-            core: cpu as u16,
-            number: number.min(0xFFFF) as u16,
-            kind,
-            in_kernel: inside.min(255) as u8,
-            flags: if inside > 1 {
-                sim::trace::FLAG_CONTENDED
-            } else {
-                0
-            },
-            ..Record::EMPTY
-        }
+        self.trace_pending(cpu, |p| {
+            p.begin(t0);
+            let r = &mut p.record;
+            r.core = cpu as u16;
+            r.number = number.min(0xFFFF) as u16;
+            r.kind = kind;
+            r.in_kernel = inside.min(255) as u8;
+            if inside > 1 {
+                r.flags = sim::trace::FLAG_CONTENDED;
+            }
+        });
     }
 
     /// Handles one entry, `cur` being the core's current thread; returns whether the

@@ -13,10 +13,17 @@
 //! (a static in an image, a leaked box in the hosted harness). Without the feature none of
 //! this is compiled, and the entry path is the untraced one.
 //!
-//! Under the fine-grained strategy the entry also records its object locks ([`Objects`]): each
-//! distinct object once, with the time of its first acquisition and how long that acquisition
-//! waited (two counter reads around the lock, only while a tracer is set). The kernel takes a
-//! TCB lock again in later phases of the same entry (the scheduler, the exit); those
+//! The record of the entry in progress is built in place, in a per-core cell of the kernel
+//! (`Pending`), and handed to the sink by reference; the ring stores it as 32-bit words
+//! ([`Record::put_words`]). Built on the stack and moved around instead, the 112-byte record
+//! was copied whole several times per entry (an out-of-line `memcpy` each on ARMv7), and
+//! written into the ring through a byte array: about 975 instructions per entry on ARMv7
+//! against 310 now (docs/bench/trace-overhead-images.md).
+//!
+//! Under the fine-grained strategy the entry also records its object locks (`Pending::note`):
+//! each distinct object once, with the time of its first acquisition and how long that
+//! acquisition waited (two counter reads around the lock, only while a tracer is set). The
+//! kernel takes a TCB lock again in later phases of the same entry (the scheduler, the exit); those
 //! re-acquisitions are not recorded, which is what the simulator's two-phase model assumes
 //! (every object held from its first acquisition to the end of the section).
 //!
@@ -75,64 +82,78 @@ pub(crate) fn offset(from: u64, to: u64) -> u32 {
     to.saturating_sub(from).min(u64::from(u32::MAX)) as u32
 }
 
-/// The object locks an entry took so far: each distinct object once, in the order first taken.
-/// One per core, touched only by that core's entry in progress.
+/// The trace record of a core's entry in progress, built in place in that core's cell and
+/// handed to the [`TraceSink`] from there by reference.
+///
+/// Why in place: a record is 112 bytes; built on the stack and moved (out of a constructor,
+/// into an `Option`, the object locks copied in from their own notes), it was copied whole
+/// several times per entry, which on ARMv7 is a call to the out-of-line `memcpy` each time.
+/// Here every field is stored once, and the six object slots are cleared only where the last
+/// entry used them (nothing under a big lock).
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Objects {
-    /// The entry's timestamp (what the record's offsets count from).
-    entry: u64,
-    count: u8,
-    truncated: bool,
-    locks: [ObjectLock; sim::trace::MAX_OBJECTS],
+pub(crate) struct Pending {
+    /// The record so far. Invariant: the object slots from `object_count` on are zero (what
+    /// [`Record::decode`] demands), so that the record is complete as it stands.
+    pub(crate) record: Record,
 }
 
-impl Objects {
-    /// None recorded.
-    pub(crate) const EMPTY: Self = Objects {
-        entry: 0,
-        count: 0,
-        truncated: false,
-        locks: [ObjectLock {
-            id: 0,
-            acquired: 0,
-            wait: 0,
-        }; sim::trace::MAX_OBJECTS],
+impl Pending {
+    /// No entry yet.
+    pub(crate) const EMPTY: Self = Pending {
+        record: Record::EMPTY,
     };
 
-    /// Starts the entry that began at `entry`.
+    /// Starts the record of the entry that began at `entry`: every field zero but `entry`.
+    #[inline]
     pub(crate) fn begin(&mut self, entry: u64) {
-        *self = Objects {
-            entry,
-            ..Self::EMPTY
-        };
+        let r = &mut self.record;
+        let used = usize::from(r.object_count).min(sim::trace::MAX_OBJECTS);
+        for o in &mut r.objects[..used] {
+            *o = ObjectLock::default();
+        }
+        r.entry = entry;
+        r.lock_requested = 0;
+        r.lock_acquired = 0;
+        r.lock_released = 0;
+        r.exit = 0;
+        r.thread = 0;
+        r.core = 0;
+        r.number = 0;
+        r.kind = EntryKind::Syscall;
+        r.in_kernel = 0;
+        r.flags = 0;
+        r.rtm_outcome = sim::trace::RtmOutcome::NotUsed;
+        r.rtm_retries = 0;
+        r.rtm_abort_cause = 0;
+        r.object_count = 0;
     }
 
-    /// Notes lock `id`, requested at `requested` and acquired at `acquired` (absolute cycles),
-    /// unless the entry already holds or held it.
+    /// Cycles from the entry to `now` (absolute), saturated into the record's 32-bit offsets.
+    #[inline]
+    pub(crate) fn since_entry(&self, now: u64) -> u32 {
+        offset(self.record.entry, now)
+    }
+
+    /// Notes object lock `id`, requested at `requested` and acquired at `acquired` (absolute
+    /// cycles), unless the entry already holds or held it: each distinct object once, in the
+    /// order first taken; past [`sim::trace::MAX_OBJECTS`] the record keeps the first ones and
+    /// says so ([`sim::trace::FLAG_OBJECTS_TRUNCATED`]).
     pub(crate) fn note(&mut self, id: u32, requested: u64, acquired: u64) {
-        let n = usize::from(self.count);
-        if self.locks[..n].iter().any(|o| o.id == id) {
+        let r = &mut self.record;
+        let n = usize::from(r.object_count).min(sim::trace::MAX_OBJECTS);
+        if r.objects[..n].iter().any(|o| o.id == id) {
             return;
         }
-        let Some(slot) = self.locks.get_mut(n) else {
-            self.truncated = true;
+        let Some(slot) = r.objects.get_mut(n) else {
+            r.flags |= sim::trace::FLAG_OBJECTS_TRUNCATED;
             return;
         };
         *slot = ObjectLock {
             id,
-            acquired: offset(self.entry, acquired),
+            acquired: offset(r.entry, acquired),
             wait: offset(requested, acquired),
         };
-        self.count += 1;
-    }
-
-    /// Copies what was noted into the entry's record.
-    pub(crate) fn finish(&self, r: &mut Record) {
-        r.object_count = self.count;
-        r.objects = self.locks;
-        if self.truncated {
-            r.flags |= sim::trace::FLAG_OBJECTS_TRUNCATED;
-        }
+        r.object_count += 1;
     }
 }
 
@@ -215,15 +236,14 @@ mod tests {
 
     #[test]
     fn objects_keep_first_acquisitions_and_flag_overflow() {
-        let mut o = Objects::EMPTY;
-        o.begin(1000);
-        o.note(7, 1010, 1015);
-        o.note(7, 1100, 1300); // retaken later: not recorded again
+        let mut p = Pending::EMPTY;
+        p.begin(1000);
+        p.note(7, 1010, 1015);
+        p.note(7, 1100, 1300); // retaken later: not recorded again
         for id in 1..=5 {
-            o.note(id, 1020 + u64::from(id), 1030 + u64::from(id));
+            p.note(id, 1020 + u64::from(id), 1030 + u64::from(id));
         }
-        let mut r = Record::EMPTY;
-        o.finish(&mut r);
+        let r = p.record;
         assert_eq!(r.object_count as usize, sim::trace::MAX_OBJECTS);
         assert_eq!(
             r.objects[0],
@@ -242,13 +262,39 @@ mod tests {
             }
         );
         assert_eq!(r.flags, 0);
-        o.note(6, 1040, 1041);
-        o.finish(&mut r);
-        assert_eq!(r.flags, sim::trace::FLAG_OBJECTS_TRUNCATED);
-        // A new entry starts empty.
-        o.begin(2000);
-        let mut r = Record::EMPTY;
-        o.finish(&mut r);
-        assert_eq!((r.object_count, r.flags), (0, 0));
+        p.note(6, 1040, 1041);
+        assert_eq!(p.record.flags, sim::trace::FLAG_OBJECTS_TRUNCATED);
+        assert_eq!(p.record.object_count as usize, sim::trace::MAX_OBJECTS);
+        // A new entry starts empty: the last entry's slots are cleared.
+        p.record.exit = 99;
+        p.begin(2000);
+        assert_eq!(
+            p.record,
+            Record {
+                entry: 2000,
+                ..Record::EMPTY
+            }
+        );
+        // One lock: the record has it alone, the other slots stay zero.
+        p.begin(3000);
+        p.note(9, 3001, 3004);
+        assert_eq!(p.since_entry(3010), 10);
+        assert_eq!(p.since_entry(2000), 0);
+        let r = p.record;
+        assert_eq!(r.object_count, 1);
+        assert_eq!(
+            r.object_locks(),
+            [ObjectLock {
+                id: 9,
+                acquired: 4,
+                wait: 3
+            }]
+        );
+        assert!(r.objects[1..].iter().all(|o| *o == ObjectLock::default()));
+        // Complete as it stands: with the later timestamps set, it decodes.
+        let mut full = r;
+        full.lock_released = 10;
+        full.exit = 20;
+        assert_eq!(sim::trace::Record::decode(&full.encode(), 0), Ok(full));
     }
 }

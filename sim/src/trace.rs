@@ -3,9 +3,12 @@
 //! Why this shape: the kernel writes records on its hot path (the thesis measured ~21% added to a
 //! null system call for a 3-word entry), so a record is a fixed 112-byte block that is filled with
 //! plain stores and never allocates; only the entry timestamp is absolute, the four later
-//! timestamps are 32-bit deltas from it (a kernel entry lasts far less than 2^32 cycles). The
-//! file is little-endian on both architectures so that a trace dumped from ARMv7 reads the same
-//! on an x86 host, and the header carries the timestamp frequency and the core count because the
+//! timestamps are 32-bit deltas from it (a kernel entry lasts far less than 2^32 cycles). Every
+//! field sits inside one aligned 32-bit word, so the layout is defined once as 28 words
+//! ([`Record::put_words`]) that the kernel stores straight into its ring, one store per word on
+//! x86_64 and ARMv7 alike; the bytes of a file are those words' little-endian bytes. The file
+//! is little-endian on both architectures so that a trace dumped from ARMv7 reads the same on
+//! an x86 host, and the header carries the timestamp frequency and the core count because the
 //! simulator needs both (cycles to seconds, and the `id mod recorded cores` row mapping).
 //!
 //! This module is `no_std` and allocation-free except [`Trace`], which needs `std`.
@@ -42,6 +45,13 @@ pub const RECORD_SIZE: usize = 112;
 /// two when the woken thread runs on another), and one slot is spare. An entry that took more
 /// distinct objects keeps the first ones and sets [`FLAG_OBJECTS_TRUNCATED`].
 pub const MAX_OBJECTS: usize = 6;
+/// Size of one encoded [`Record`] in 32-bit words ([`Record::to_words`]).
+pub const RECORD_WORDS: usize = RECORD_SIZE / 4;
+/// The word at which the object locks start (byte 40), three words each.
+const OBJECTS_WORD: usize = 10;
+// `Record::put_words`: 10 words of fields, then three per object slot.
+const _: () = assert!(RECORD_WORDS == OBJECTS_WORD + 3 * MAX_OBJECTS);
+const _: () = assert!(RECORD_SIZE == 4 * RECORD_WORDS);
 
 /// What brought the core into the kernel.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -270,10 +280,6 @@ fn u16_at(b: &[u8], at: usize) -> u16 {
     u16::from_le_bytes([b[at], b[at + 1]])
 }
 
-fn u32_at(b: &[u8], at: usize) -> u32 {
-    u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
-}
-
 fn u64_at(b: &[u8], at: usize) -> u64 {
     let mut w = [0; 8];
     w.copy_from_slice(&b[at..at + 8]);
@@ -434,71 +440,117 @@ impl Record {
         Ok(())
     }
 
-    /// Encodes the record into its [`RECORD_SIZE`] bytes (no checks: the kernel calls this on its
-    /// hot path; [`Record::decode`] rejects what is inconsistent).
+    /// The record as its [`RECORD_WORDS`] 32-bit words: word `i` is bytes `4 i .. 4 i + 4` of
+    /// [`Record::encode`], read as a little-endian `u32` ([`Record::put_words`] defines them).
+    #[inline]
+    pub fn to_words(&self) -> [u32; RECORD_WORDS] {
+        let mut words = [0; RECORD_WORDS];
+        self.put_words(|i, w| words[i] = w);
+        words
+    }
+
+    /// Calls `put(i, word)` for each word `i` of [`Record::to_words`], in order. This is the one
+    /// definition of the record layout (`to_words` and so [`Record::encode`] collect these
+    /// words, [`Record::from_words`] reads them back).
+    ///
+    /// Why words, and why a callback: the kernel stores every record on its hot path into a
+    /// ring of `AtomicU32` ([`crate::ring::Ring::record`]). Built from whole fields with shifts
+    /// and ORs, each word is one load (or a few, for the packed bytes) and one store on both
+    /// architectures; a byte array in between cost a byte store per byte and a reassembly per
+    /// word on ARMv7 (`armv7a-none-eabi` does not merge them), over three times the
+    /// instructions of the x86_64 path. Handing each word over as it is made, rather than a
+    /// finished array, lets the ring store it at once: the compiler does not move the record's
+    /// loads past the ring's atomic stores, so with an array it loads all 28 words first and
+    /// spills most of them on ARMv7's few registers. No checks, as for `encode`.
+    #[inline(always)]
+    pub fn put_words(&self, mut put: impl FnMut(usize, u32)) {
+        put(0, self.entry as u32);
+        put(1, (self.entry >> 32) as u32);
+        put(2, self.lock_requested);
+        put(3, self.lock_acquired);
+        put(4, self.lock_released);
+        put(5, self.exit);
+        put(6, self.thread);
+        put(7, u32::from(self.core) | u32::from(self.number) << 16);
+        put(
+            8,
+            u32::from(self.kind.to_byte())
+                | u32::from(self.in_kernel) << 8
+                | u32::from(self.flags) << 16
+                | u32::from(self.rtm_outcome.to_byte()) << 24,
+        );
+        // The top byte (byte 39) is reserved, zero.
+        put(
+            9,
+            u32::from(self.rtm_retries)
+                | u32::from(self.rtm_abort_cause) << 8
+                | u32::from(self.object_count) << 16,
+        );
+        for (k, o) in self.objects.iter().enumerate() {
+            let at = OBJECTS_WORD + 3 * k;
+            put(at, o.id);
+            put(at + 1, o.acquired);
+            put(at + 2, o.wait);
+        }
+    }
+
+    /// Encodes the record into its [`RECORD_SIZE`] bytes: the little-endian bytes of
+    /// [`Record::to_words`] (no checks: [`Record::decode`] rejects what is inconsistent).
     pub fn encode(&self) -> [u8; RECORD_SIZE] {
         let mut b = [0; RECORD_SIZE];
-        b[0..8].copy_from_slice(&self.entry.to_le_bytes());
-        b[8..12].copy_from_slice(&self.lock_requested.to_le_bytes());
-        b[12..16].copy_from_slice(&self.lock_acquired.to_le_bytes());
-        b[16..20].copy_from_slice(&self.lock_released.to_le_bytes());
-        b[20..24].copy_from_slice(&self.exit.to_le_bytes());
-        b[24..28].copy_from_slice(&self.thread.to_le_bytes());
-        b[28..30].copy_from_slice(&self.core.to_le_bytes());
-        b[30..32].copy_from_slice(&self.number.to_le_bytes());
-        b[32] = self.kind.to_byte();
-        b[33] = self.in_kernel;
-        b[34] = self.flags;
-        b[35] = self.rtm_outcome.to_byte();
-        b[36] = self.rtm_retries;
-        b[37] = self.rtm_abort_cause;
-        b[38] = self.object_count;
-        // b[39] reserved, zero.
-        for (i, o) in self.objects.iter().enumerate() {
-            let at = 40 + 12 * i;
-            b[at..at + 4].copy_from_slice(&o.id.to_le_bytes());
-            b[at + 4..at + 8].copy_from_slice(&o.acquired.to_le_bytes());
-            b[at + 8..at + 12].copy_from_slice(&o.wait.to_le_bytes());
+        for (chunk, w) in b.chunks_exact_mut(4).zip(self.to_words()) {
+            chunk.copy_from_slice(&w.to_le_bytes());
         }
         b
     }
 
-    /// Decodes and validates one record; `index` only labels the error.
+    /// Decodes and validates one record from its bytes; `index` only labels the error.
     pub fn decode(b: &[u8; RECORD_SIZE], index: usize) -> Result<Record, TraceError> {
+        let mut words = [0; RECORD_WORDS];
+        for (w, chunk) in words.iter_mut().zip(b.chunks_exact(4)) {
+            *w = u32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
+        }
+        Record::from_words(&words, index)
+    }
+
+    /// Decodes and validates one record from its words (the inverse of [`Record::to_words`]);
+    /// `index` only labels the error.
+    pub fn from_words(w: &[u32; RECORD_WORDS], index: usize) -> Result<Record, TraceError> {
         let corrupt = |reason| TraceError::Corrupt { index, reason };
-        let kind = EntryKind::from_byte(b[32]).ok_or(corrupt("unknown entry kind"))?;
-        let rtm = RtmOutcome::from_byte(b[35]).ok_or(corrupt("unknown RTM outcome"))?;
-        if b[39] != 0 {
+        let byte = |word: u32, i: u32| (word >> (8 * i)) as u8;
+        let kind = EntryKind::from_byte(byte(w[8], 0)).ok_or(corrupt("unknown entry kind"))?;
+        let rtm = RtmOutcome::from_byte(byte(w[8], 3)).ok_or(corrupt("unknown RTM outcome"))?;
+        if byte(w[9], 3) != 0 {
             return Err(corrupt("reserved byte not zero"));
         }
-        if b[38] as usize > MAX_OBJECTS {
+        let object_count = byte(w[9], 2);
+        if object_count as usize > MAX_OBJECTS {
             return Err(corrupt("too many object locks"));
         }
         let mut objects = [ObjectLock::default(); MAX_OBJECTS];
-        for (i, o) in objects.iter_mut().enumerate() {
-            let at = 40 + 12 * i;
+        for (o, ws) in objects.iter_mut().zip(w[OBJECTS_WORD..].chunks_exact(3)) {
             *o = ObjectLock {
-                id: u32_at(b, at),
-                acquired: u32_at(b, at + 4),
-                wait: u32_at(b, at + 8),
+                id: ws[0],
+                acquired: ws[1],
+                wait: ws[2],
             };
         }
         let r = Record {
-            entry: u64_at(b, 0),
-            lock_requested: u32_at(b, 8),
-            lock_acquired: u32_at(b, 12),
-            lock_released: u32_at(b, 16),
-            exit: u32_at(b, 20),
-            thread: u32_at(b, 24),
-            core: u16_at(b, 28),
-            number: u16_at(b, 30),
+            entry: u64::from(w[0]) | u64::from(w[1]) << 32,
+            lock_requested: w[2],
+            lock_acquired: w[3],
+            lock_released: w[4],
+            exit: w[5],
+            thread: w[6],
+            core: w[7] as u16,
+            number: (w[7] >> 16) as u16,
             kind,
-            in_kernel: b[33],
-            flags: b[34],
+            in_kernel: byte(w[8], 1),
+            flags: byte(w[8], 2),
             rtm_outcome: rtm,
-            rtm_retries: b[36],
-            rtm_abort_cause: b[37],
-            object_count: b[38],
+            rtm_retries: byte(w[9], 0),
+            rtm_abort_cause: byte(w[9], 1),
+            object_count,
             objects,
         };
         r.validate().map_err(corrupt)?;
@@ -765,6 +817,109 @@ mod tests {
         assert_eq!(&bytes[12..14], &[3, 0]);
         let entry = 1_000_000_000_000u64.to_le_bytes();
         assert_eq!(&bytes[HEADER_SIZE..HEADER_SIZE + 8], &entry);
+    }
+
+    /// Records that set every field to something distinct: each object-lock slot, both flags,
+    /// every entry kind and RTM outcome, timestamps that use all 64 bits.
+    fn varied() -> Vec<Record> {
+        let mut out = vec![Record::EMPTY, sample(0), sample(1)];
+        for n in 0..=MAX_OBJECTS {
+            let mut objects = [ObjectLock::default(); MAX_OBJECTS];
+            for (k, o) in objects.iter_mut().take(n).enumerate() {
+                let k = k as u32;
+                *o = ObjectLock {
+                    id: 0x8765_4321 ^ (k << 24 | k),
+                    acquired: 0x100 + 3 * k,
+                    wait: 0x80 + k,
+                };
+            }
+            out.push(Record {
+                entry: 0xfedc_ba98_7654_3210 - u64::from(n as u32),
+                lock_requested: 0x11,
+                lock_acquired: 0x100,
+                lock_released: 0x0123_4567,
+                exit: 0x89ab_cdef,
+                thread: 0xa1b2_c3d4,
+                core: 0xfe01 - n as u16,
+                number: 0x8002 + n as u16,
+                kind: [EntryKind::Syscall, EntryKind::Interrupt, EntryKind::Fault][n % 3],
+                in_kernel: 0xc3,
+                flags: [0, FLAG_CONTENDED, FLAG_OBJECTS_TRUNCATED, KNOWN_FLAGS][n % 4],
+                rtm_outcome: [
+                    RtmOutcome::NotUsed,
+                    RtmOutcome::Committed,
+                    RtmOutcome::FellBack,
+                ][n % 3],
+                rtm_retries: 0xe7,
+                rtm_abort_cause: 0x5a,
+                object_count: n as u8,
+                objects,
+            });
+        }
+        for r in &out {
+            r.validate().unwrap();
+        }
+        out
+    }
+
+    /// The byte layout as the format table gives it, field by field (independent of
+    /// `to_words`, which `encode` is derived from).
+    fn bytes_by_field(r: &Record) -> [u8; RECORD_SIZE] {
+        let mut b = [0; RECORD_SIZE];
+        b[0..8].copy_from_slice(&r.entry.to_le_bytes());
+        b[8..12].copy_from_slice(&r.lock_requested.to_le_bytes());
+        b[12..16].copy_from_slice(&r.lock_acquired.to_le_bytes());
+        b[16..20].copy_from_slice(&r.lock_released.to_le_bytes());
+        b[20..24].copy_from_slice(&r.exit.to_le_bytes());
+        b[24..28].copy_from_slice(&r.thread.to_le_bytes());
+        b[28..30].copy_from_slice(&r.core.to_le_bytes());
+        b[30..32].copy_from_slice(&r.number.to_le_bytes());
+        b[32] = r.kind.to_byte();
+        b[33] = r.in_kernel;
+        b[34] = r.flags;
+        b[35] = r.rtm_outcome.to_byte();
+        b[36] = r.rtm_retries;
+        b[37] = r.rtm_abort_cause;
+        b[38] = r.object_count;
+        for (i, o) in r.objects.iter().enumerate() {
+            let at = 40 + 12 * i;
+            b[at..at + 4].copy_from_slice(&o.id.to_le_bytes());
+            b[at + 4..at + 8].copy_from_slice(&o.acquired.to_le_bytes());
+            b[at + 8..at + 12].copy_from_slice(&o.wait.to_le_bytes());
+        }
+        b
+    }
+
+    #[test]
+    fn words_and_bytes_agree_and_round_trip() {
+        for (i, r) in varied().iter().enumerate() {
+            let words = r.to_words();
+            let bytes = r.encode();
+            assert_eq!(bytes, bytes_by_field(r), "record {i}: {r:?}");
+            for (k, w) in words.iter().enumerate() {
+                assert_eq!(
+                    bytes[4 * k..4 * k + 4],
+                    w.to_le_bytes(),
+                    "record {i} word {k}"
+                );
+            }
+            assert_eq!(Record::decode(&bytes, i), Ok(*r));
+            assert_eq!(Record::from_words(&words, i), Ok(*r));
+        }
+    }
+
+    #[test]
+    fn corrupt_words_are_reported_like_bytes() {
+        let r = varied()[5];
+        for at in [11, 32, 34, 35, 38, 39, 47, 100] {
+            let mut bytes = r.encode();
+            bytes[at] ^= 0xf8;
+            let mut words = r.to_words();
+            words[at / 4] ^= 0xf8 << (8 * (at % 4));
+            let by_bytes = Record::decode(&bytes, 3);
+            assert!(by_bytes.is_err(), "byte {at}");
+            assert_eq!(Record::from_words(&words, 3), by_bytes, "byte {at}");
+        }
     }
 
     #[test]
