@@ -554,7 +554,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         }
     }
 
-    /// Turns the IPC fastpath ([`crate::fastpath`]) on (the default) or off. Either way every
+    /// Turns the IPC fastpath (`kernel/src/fastpath.rs`) on (the default) or off. Either way every
     /// system call has the same result; off, `Call` and `ReplyRecv` always take the full path.
     pub fn set_fastpath(&mut self, on: bool) {
         self.fastpath = on;

@@ -34,7 +34,7 @@
 //!
 //! # The record of what is mapped
 //! The page tables. Every leaf the kernel writes carries a tag naming the region it was mapped
-//! through ([`MapTag`](crate::hal::MapTag), region index + 1; x86_64 stores it in the ten
+//! through ([`MapTag`], region index + 1; x86_64 stores it in the ten
 //! software bits of the entry, ARMv7 in a shadow array beside each second-level table). Revoking
 //! sweeps the page tables of every address space for the tags of the destroyed regions. The
 //! kernel has no per-address-space mapping table, so an address space maps as much as the
