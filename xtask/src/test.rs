@@ -60,6 +60,10 @@ const FUZZ_SMP: &str = "4";
 /// run still going after this has hung (the overflow went unnoticed).
 const STACK_OVERFLOW_TIMEOUT_SECS: &str = "20";
 
+/// Seconds the network server's RESP session may take, boot included (the server is up in
+/// about a second and the session takes well under one on the 2-vCPU development VM).
+const NET_TIMEOUT_SECS: &str = "60";
+
 /// The lock crate: publishable on its own, checked with its MSRV, embedded by an outside crate.
 const LOCK_CRATE: &str = "kernel-locks";
 
@@ -575,6 +579,23 @@ fn qemu_steps() -> Vec<Step> {
             "2".into(),
             "--timeout".into(),
             STACK_OVERFLOW_TIMEOUT_SECS.into(),
+        ]),
+        Judge::ExitStatus,
+    ));
+    // The network server (`mode=net`): a virtio-net driver, smoltcp and the RESP2 key-value
+    // server in the guest, driven from the host over QEMU's user network by `cargo xtask qemu
+    // --net --check`'s scripted session (PING, SET/GET, pipelining, INCR, an unknown command,
+    // two connections at once); QEMU is stopped at the end either way.
+    steps.push(Step::from_result(
+        "net:x86_64-resp",
+        cmd(vec![
+            "qemu".into(),
+            "--net".into(),
+            "--check".into(),
+            "--smp".into(),
+            "1".into(),
+            "--timeout".into(),
+            NET_TIMEOUT_SECS.into(),
         ]),
         Judge::ExitStatus,
     ));
@@ -1113,7 +1134,7 @@ pub fn run(root: &Path, args: &TestArgs) -> ExitCode {
             .any(|s| prefixes.iter().any(|p| s.name.starts_with(p)))
     };
     let mut tools: Vec<crate::deps::Tool> = Vec::new();
-    if needs(&["qemu", "fuzz", "memory", "bench", "flash"]) {
+    if needs(&["qemu", "fuzz", "memory", "bench", "flash", "net"]) {
         tools.extend_from_slice(crate::deps::QEMU);
     }
     if needs(&["flash"]) {
@@ -1522,6 +1543,7 @@ mod tests {
             "qemu:armv7-sabrelite-stack-overflow",
             "qemu:armv7-virt-stack-overflow",
             "qemu:armv7-sabrelite-console-uart2",
+            "net:x86_64-resp",
             "bench:tiny",
             "bench:memory-tiny",
             "trace:hosted",
