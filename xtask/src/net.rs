@@ -4,9 +4,13 @@
 //! host and stops.
 //!
 //! The session is a small RESP2 client written here (no `redis-cli` needed): PING, SET/GET, 100
-//! pipelined SETs then 100 pipelined GETs, INCR and INCRBY, an unknown command, and a second
-//! connection open at the same time as the first, sharing the store. QEMU is killed at the end
-//! whatever happens ([`Qemu`]'s `Drop`).
+//! pipelined SETs then 100 pipelined GETs, INCR and INCRBY, an unknown command, a second
+//! connection open at the same time as the first, sharing the store, a malformed request (a
+//! protocol error, then the server closes), a client leaving in the middle of a request, and
+//! as many connections as the guest has sockets plus one, which must be refused rather than
+//! hang. QEMU is killed at the end whatever happens ([`Qemu`]'s `Drop`). Both machines with
+//! virtio-mmio transports run it: x86_64 `-M microvm` and ARM `-M virt` (sabrelite has no
+//! virtio; its i.MX6 FEC would need a driver of its own).
 //!
 //! QEMU's user network (slirp) accepts forwarded connections on the host side itself, with a
 //! listen backlog of 1, and connects to the guest afterwards: a host `connect` succeeds before
@@ -30,6 +34,8 @@ const BOOT_SECS: u64 = 30;
 const REPLY_SECS: u64 = 10;
 /// Keys of the pipelined batch.
 const BATCH: usize = 100;
+/// Connections the guest serves at once (`servers::net::SOCKETS`): one more is refused.
+const GUEST_SOCKETS: usize = 8;
 
 /// QEMU options for the network device: user networking with host port `port` on 127.0.0.1
 /// forwarded to the guest's port 6379, and a virtio-net device on a virtio-mmio transport
@@ -373,6 +379,23 @@ fn read_reply(r: &mut impl BufRead) -> io::Result<Reply> {
     })
 }
 
+/// A new connection that the server answers PING on. The server frees a socket a moment
+/// after its client closed (it sees the FIN, closes its side, then listens again), so a reset
+/// is retried for up to a second.
+fn served(port: u16, deadline: Instant) -> Result<Client, String> {
+    let mut last = String::new();
+    for _ in 0..50 {
+        let mut c = Client::connect(port, deadline)?;
+        match c.call(&["PING"]) {
+            Ok(Reply::Simple(p)) if p == "PONG" => return Ok(c),
+            Ok(r) => return Err(format!("PING: expected PONG, got {r:?}")),
+            Err(e) => last = e,
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Err(format!("no connection served: {last}"))
+}
+
 /// The scripted session against the server on host port `port`; a summary, or the first
 /// wrong or missing reply.
 fn session(port: u16, deadline: Instant) -> Result<String, String> {
@@ -434,11 +457,63 @@ fn session(port: u16, deadline: Instant) -> Result<String, String> {
     b.expect(&["INCR", "counter"], Reply::Int(43))?;
     a.expect(&["GET", "counter"], Reply::bulk("43"))?;
     b.expect(&["QUIT"], ok())?;
+    // Closed on our side too, so that the server's socket is free again (a client that never
+    // closes after QUIT holds it in FIN-WAIT-2).
+    drop(b);
     a.expect(&["DBSIZE"], Reply::Int(BATCH as i64 + 3))?;
+
+    // A malformed request: a protocol error, then the server closes that connection.
+    let mut m = Client::connect(port, deadline)?;
+    m.send(b"*2\r\n$abc\r\n")?;
+    match m.reply()? {
+        Reply::Error(e) if e.starts_with("ERR Protocol error") => {}
+        r => {
+            return Err(format!(
+                "a malformed request: expected -ERR Protocol error, got {r:?}"
+            ))
+        }
+    }
+    if let Ok(r) = m.reply() {
+        return Err(format!(
+            "a malformed request: the connection stayed open ({r:?})"
+        ));
+    }
+    drop(m);
+    // A client that leaves in the middle of a request.
+    let mut p = Client::connect(port, deadline)?;
+    p.send(b"*3\r\n$3\r\nSET\r\n$1\r\nk")?;
+    drop(p);
+    a.expect(&["PING"], Reply::Simple("PONG".into()))
+        .map_err(|e| format!("after a client left mid-request: {e}"))?;
+
+    // Every socket taken: one more connection is refused (reset), never queued for ever, and
+    // a socket closed is listening again.
+    let mut more = Vec::new();
+    for i in 1..GUEST_SOCKETS {
+        let c = served(port, deadline)
+            .map_err(|e| format!("connection {} of {GUEST_SOCKETS}: {e}", i + 1))?;
+        more.push(c);
+    }
+    let mut extra = Client::connect(port, deadline)?;
+    match extra.call(&["PING"]) {
+        Err(e) if !e.starts_with("no reply") => {}
+        r => {
+            return Err(format!(
+                "connection {} (one more than the server's sockets): expected it refused, got \
+                 {r:?}",
+                GUEST_SOCKETS + 1
+            ))
+        }
+    }
+    drop(more.pop());
+    served(port, deadline)
+        .map_err(|e| format!("after one of the full set of connections closed: {e}"))?;
+    a.expect(&["GET", "greeting"], Reply::bulk("hello, world"))?;
     Ok(format!(
-        "PING, SET/GET, {BATCH} pipelined SETs and GETs, INCR/INCRBY, an unknown command and a \
-         second concurrent connection all answered right (first reply after {:.0} ms, session \
-         {:.2} s)",
+        "PING, SET/GET, {BATCH} pipelined SETs and GETs, INCR/INCRBY, an unknown command, a \
+         second concurrent connection, a malformed request, a client leaving mid-request and \
+         {GUEST_SOCKETS} connections plus a refused one all handled right (first reply after \
+         {:.0} ms, session {:.2} s)",
         first.as_secs_f64() * 1e3,
         t.elapsed().as_secs_f64()
     ))

@@ -251,7 +251,8 @@ pub struct QemuArgs {
 
     /// `--net`: instead of serving until stopped, run a scripted RESP session from the host
     /// (PING, SET/GET, 100 pipelined SETs and GETs, INCR, an unknown command, a second
-    /// concurrent connection), then stop QEMU; the exit status says whether every reply was
+    /// concurrent connection, a malformed request, a client leaving mid-request, one connection
+    /// more than the server's sockets), then stop QEMU; the exit status says whether every reply was
     /// right (the `cargo xtask test` step `net:x86_64-resp`).
     #[arg(long, requires = "net")]
     pub check: bool,

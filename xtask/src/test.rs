@@ -586,19 +586,20 @@ fn qemu_steps() -> Vec<Step> {
     // server in the guest, driven from the host over QEMU's user network by `cargo xtask qemu
     // --net --check`'s scripted session (PING, SET/GET, pipelining, INCR, an unknown command,
     // two connections at once); QEMU is stopped at the end either way.
-    steps.push(Step::from_result(
-        "net:x86_64-resp",
-        cmd(vec![
-            "qemu".into(),
-            "--net".into(),
-            "--check".into(),
-            "--smp".into(),
-            "1".into(),
-            "--timeout".into(),
-            NET_TIMEOUT_SECS.into(),
-        ]),
-        Judge::ExitStatus,
-    ));
+    // The same driver on ARM `-M virt` (sabrelite has no virtio-mmio transports).
+    let machines: [(&str, &[&str]); 2] = [
+        ("net:x86_64-resp", &["--arch", "x86_64"]),
+        (
+            "net:armv7-virt-resp",
+            &["--arch", "armv7", "--machine", "virt"],
+        ),
+    ];
+    for (name, arch) in machines {
+        let mut args: Vec<String> = vec!["qemu".into(), "--net".into(), "--check".into()];
+        args.extend(arch.iter().map(|a| a.to_string()));
+        args.extend(["--smp", "1", "--timeout", NET_TIMEOUT_SECS].map(String::from));
+        steps.push(Step::from_result(name, cmd(args), Judge::ExitStatus));
+    }
     steps
 }
 
@@ -1544,6 +1545,7 @@ mod tests {
             "qemu:armv7-virt-stack-overflow",
             "qemu:armv7-sabrelite-console-uart2",
             "net:x86_64-resp",
+            "net:armv7-virt-resp",
             "bench:tiny",
             "bench:memory-tiny",
             "trace:hosted",
