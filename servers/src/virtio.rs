@@ -11,9 +11,10 @@
 //!
 //! Each queue's rings live in one 4 KiB DMA page the driver owns (descriptor table at 0,
 //! available ring at 1 KiB, used ring at 2 KiB; up to [`MAX_QUEUE_SIZE`] entries fit); the
-//! device-interrupt test also keeps its buffer there, from 3 KiB on. The device reads and writes it by
-//! physical address (the page's `MemInfo` base), so the driver orders its plain stores to the
-//! page before the MMIO store that notifies the device with [`dma_barrier`].
+//! device-interrupt test also keeps its buffer there, from 3 KiB on. The device reads and
+//! writes the rings and buffers by physical address (the pages' `MemInfo` base), so the driver
+//! orders its plain stores to them before the MMIO store that notifies the device with
+//! [`dma_barrier`].
 
 use core::sync::atomic::{fence, Ordering};
 
