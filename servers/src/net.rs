@@ -30,7 +30,7 @@
 //!
 //! # Memory
 //! Everything the stack and the server keep lives in [`HEAP_PAGES`] pages of RAM mapped at
-//! [`HEAP_VA`] and handed out once at start ([`Bump`]): the key-value store's arena
+//! [`HEAP_VA`] and handed out once at start (`Bump`): the key-value store's arena
 //! ([`ARENA_SIZE`]) and slot table ([`SLOTS`]), per socket the TCP buffers ([`TCP_RX`],
 //! [`TCP_TX`]) and the connection's request and reply buffers ([`CONN_IN`], [`CONN_OUT`]).
 //! Not `static` arrays: the user ELF is loaded into every address space, and its `.bss` with
