@@ -88,6 +88,9 @@ pub struct Cmdline {
     pub stack_overflow: bool,
     /// `mode=fuzz`: the in-guest system-call fuzzer on every core (see `servers::fuzz`).
     pub fuzz: Option<Fuzz>,
+    /// `mode=net`: the network server (virtio-net driver, TCP/IP stack and RESP2 key-value
+    /// server, see `servers::net`) on core 0, running until the machine is stopped.
+    pub net: bool,
     /// `cpus=N`: use at most N cores (the others are started and stay parked), so that a
     /// machine's core count can be chosen where there is no QEMU `-smp` (`cargo xtask flash
     /// --smp N` puts it on the command line).
@@ -161,7 +164,7 @@ impl fmt::Display for CmdlineError<'_> {
             CmdlineError::Mode(v) => write!(
                 f,
                 "unknown mode \"{v}\" on the kernel command line; expected demo, test, bench, \
-                 fuzz or stackoverflow"
+                 fuzz, net or stackoverflow"
             ),
             CmdlineError::Bench(e) => write!(f, "{e}"),
             CmdlineError::Rounds(v) => write!(
@@ -218,7 +221,7 @@ impl Cmdline {
         let lock = LockChoice::parse(lock_name).ok_or(CmdlineError::Lock(lock_name))?;
         let mode = value("mode").unwrap_or("demo");
         let (test, bench) = match mode {
-            "demo" | "stackoverflow" | "fuzz" => (false, None),
+            "demo" | "stackoverflow" | "fuzz" | "net" => (false, None),
             "test" => (true, None),
             "bench" => (
                 false,
@@ -237,6 +240,7 @@ impl Cmdline {
             other => return Err(CmdlineError::Mode(other)),
         };
         let stack_overflow = mode == "stackoverflow";
+        let net = mode == "net";
         let runs = match bench {
             None => servers::abi::bench::DEFAULT_RUNS,
             Some(_) => bench::parse_runs(&value).map_err(CmdlineError::Bench)?,
@@ -290,6 +294,7 @@ impl Cmdline {
             rounds,
             stack_overflow,
             fuzz,
+            net,
             cpus,
             trace,
             fastpath,
@@ -322,6 +327,7 @@ impl Cmdline {
             runs: self.runs,
             stack_overflow: self.stack_overflow,
             fuzz: self.fuzz,
+            net: self.net,
             cpus: self.cpus,
             trace: self.trace,
             fastpath: self.fastpath,
@@ -361,6 +367,8 @@ pub struct Config {
     pub stack_overflow: bool,
     /// `mode=fuzz` (see [`Cmdline::fuzz`]).
     pub fuzz: Option<Fuzz>,
+    /// `mode=net` (see [`Cmdline::net`]).
+    pub net: bool,
     /// `cpus=N`: the cap on the cores the kernel uses (see [`Cmdline::cpus`]).
     pub cpus: Option<usize>,
     /// `trace=1` (see [`Cmdline::trace`]).
@@ -400,6 +408,7 @@ impl Config {
                 // `NoLock` allows no management call while other cores run.
                 common_only: self.lock == LockChoice::None,
             }),
+            net: self.net,
         }
     }
 
@@ -447,6 +456,7 @@ mod tests {
                 rounds: 1000,
                 stack_overflow: false,
                 fuzz: None,
+                net: false,
                 cpus: None,
                 trace: false,
                 fastpath: true,
@@ -456,6 +466,9 @@ mod tests {
         assert!(so.stack_overflow && !so.test && so.bench.is_none());
         let cfg = so.on_cores(2).unwrap();
         assert!(cfg.stack_overflow && cfg.setup(1, 7).stack_overflow && cfg.run(9).stack_overflow);
+        let net = Cmdline::parse(words("mode=net")).unwrap();
+        assert!(net.net && !net.test && net.bench.is_none() && !net.stack_overflow);
+        assert!(net.on_cores(1).unwrap().setup(1, 7).net);
     }
 
     #[test]
@@ -554,7 +567,7 @@ mod tests {
         assert_eq!(
             msg("mode=nope"),
             "unknown mode \"nope\" on the kernel command line; expected demo, test, bench, \
-             fuzz or stackoverflow"
+             fuzz, net or stackoverflow"
         );
         assert_eq!(
             msg("mode=fuzz calls=0"),

@@ -167,6 +167,9 @@ pub struct Setup {
     /// `mode=fuzz`: a system-call fuzzer on every core beside its ping-pong pair (see
     /// [`build_fuzz`]).
     pub fuzz: Option<FuzzSetup>,
+    /// `mode=net`: only the root thread, running the network server (`servers::net`) with the
+    /// root task's capabilities (see [`build_net`]).
+    pub net: bool,
 }
 
 /// What the fuzzers of `mode=fuzz` do.
@@ -398,6 +401,9 @@ pub fn build<S: Strategy, A: Arch>(
     }
     if let Some(fuzz) = cfg.fuzz {
         return build_fuzz(arch, k, cfg.cores, cfg.rounds, fuzz);
+    }
+    if cfg.net {
+        return build_net(arch, k, cfg.cores);
     }
     let cores = cfg.cores;
     let pager_test = cfg.test && cfg.pager_test;
@@ -631,6 +637,28 @@ fn give_memory<S: Strategy, A: Arch>(
         devices.len().min(slot::ROOT_DEVICE_SLOTS)
     ));
     nodes
+}
+
+/// Builds `mode=net`: the root thread (priority 31, core 0) runs the network server
+/// (`servers::net`) instead of the root task, holding what the root task would (the machine's
+/// free RAM and device regions, the control capability, its own address space; see
+/// [`give_memory`]): it drives the NIC itself, so nothing else runs and nothing reports, and
+/// the run lasts until the machine is stopped. The other cores are never released.
+pub fn build_net<S: Strategy, A: Arch>(
+    arch: &A,
+    k: &mut Kernel<S, A::Hal>,
+    cores: usize,
+) -> (ThreadId, Plan) {
+    let (mut b, _, root) = Builder::begin(k, arch, cores, false);
+    give_memory(&mut b, root, None);
+    // SAFETY: the root thread has not run; same entry and stack as set by `thread`.
+    unsafe { arch.set_initial_context(root, USER_STACK_TOP - 8, [role::NET, 0, 0]) };
+    if let Err(e) = b.k.start(root) {
+        arch.fail(format_args!("starting the network server: {e:?}"));
+    }
+    let mut plan = b.plan;
+    plan.add(root, 0, role::NET, false);
+    (root, plan)
 }
 
 /// Builds `mode=fuzz`: on every core `c`, the usual ping-pong pair (client and server sharing

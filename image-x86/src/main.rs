@@ -6,8 +6,8 @@
 //! 1. The HAL boots the bootstrap processor (PVH, long mode, GDT/IDT, console, ACPI, clocks) and
 //!    calls [`boot::kernel_main`].
 //! 2. The command line (`-append`) chooses the lock (`lock=clh|ticket|brlock|fine|rtm|none`), the
-//!    mode (`mode=demo|test|bench`) and the ping-pong length (`rounds=N`); a bad value stops the
-//!    boot with a message and the failure status.
+//!    mode (`mode=demo|test|bench|fuzz|net`) and the ping-pong length (`rounds=N`); a bad value
+//!    stops the boot with a message and the failure status.
 //! 3. The other cores start (INIT-SIPI-SIPI) and wait; the boot log prints `cpus online: N` and
 //!    `lock: NAME`.
 //! 4. [`system::boot`], monomorphised per locking strategy, builds the kernel object and the

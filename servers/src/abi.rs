@@ -71,6 +71,10 @@ pub mod role {
     /// [`memory::Topology::to_word`](super::memory::Topology::to_word): the cores and the
     /// memory nodes the firmware describes).
     pub const LOADER: u64 = 17;
+    /// `mode=net`: the network server (see [`net`](crate::net)): a virtio-net driver, a TCP/IP
+    /// stack and a RESP2 key-value server on core 0; runs as the root thread, with the root's
+    /// capabilities, for ever.
+    pub const NET: u64 = 18;
 }
 
 /// What a [`role::FAULT`] program does.

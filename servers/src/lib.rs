@@ -11,6 +11,8 @@
 //!   tests, the pager test.
 //! * [`memtest`], [`devtest`]: the root task's tests of memory capabilities and of a device
 //!   interrupt, in test mode; [`virtio`]: a user-level virtio-mmio transport and queue.
+//! * [`net`]: the network server of `mode=net`: a virtio-net driver, a smoltcp TCP/IP stack
+//!   and a RESP2 key-value server.
 //! * [`fuzz`]: the in-guest system-call fuzzer of `mode=fuzz` and its drain server.
 //! * [`bench`](mod@bench): the kernel IPC benchmark programs (one-way IPC, round trips, throughput).
 //! * [`memory`]: the memory system of `mode=bench bench=memory`: a loader that creates per-core
@@ -34,6 +36,7 @@ pub mod fuzz;
 pub mod hello;
 pub mod memory;
 pub mod memtest;
+pub mod net;
 pub mod programs;
 pub mod sys;
 pub mod virtio;

@@ -148,6 +148,12 @@ pub const PROGRAMS: &[Program] = &[
         main: |spec, topology| crate::memory::loader::run(spec, topology),
     },
     Program {
+        role: role::NET,
+        name: "network server",
+        reports: Reports::Never,
+        main: |_, _| crate::net::run(),
+    },
+    Program {
         role: role::HELLO,
         name: "hello",
         reports: Reports::Done,

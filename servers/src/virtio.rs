@@ -1,16 +1,20 @@
-//! A user-level virtio-mmio transport (virtio 1.x "modern" register layout, version 2) with one
-//! split virtqueue: what a user driver needs to run a virtio device with its registers and a DMA
-//! page mapped into its address space. Used by the device-interrupt test (virtio-rng) today, and
-//! meant for the network server's virtio-net driver.
+//! A user-level virtio-mmio transport (virtio 1.x "modern" register layout, version 2) with
+//! split virtqueues: what a user driver needs to run a virtio device with its registers and DMA
+//! pages mapped into its address space. Used by the device-interrupt test (virtio-rng, one
+//! queue, [`Transport::init`]) and by the network server's virtio-net driver (`crate::net`: two
+//! queues set up one by one with [`Transport::negotiate`], [`Transport::setup_queue`] and
+//! [`Transport::driver_ok`]).
 //!
 //! Only version 2 is driven: QEMU's virtio-mmio transports present the legacy version 1 unless
 //! started with `-global virtio-mmio.force-legacy=false` (which `cargo xtask qemu` passes); a
 //! legacy transport is reported, not half-driven.
 //!
-//! The queue lives in one 4 KiB DMA page the driver owns (descriptor table at 0, available ring
-//! at 1 KiB, used ring at 2 KiB, buffers from 3 KiB on). The device reads and writes it by
-//! physical address (the page's `MemInfo` base), so the driver orders its plain stores to the
-//! page before the MMIO store that notifies the device with [`dma_barrier`].
+//! Each queue's rings live in one 4 KiB DMA page the driver owns (descriptor table at 0,
+//! available ring at 1 KiB, used ring at 2 KiB; up to [`MAX_QUEUE_SIZE`] entries fit); the
+//! device-interrupt test also keeps its buffer there, from 3 KiB on. The device reads and
+//! writes the rings and buffers by physical address (the pages' `MemInfo` base), so the driver
+//! orders its plain stores to them before the MMIO store that notifies the device with
+//! [`dma_barrier`].
 
 use core::sync::atomic::{fence, Ordering};
 
@@ -54,11 +58,19 @@ mod status {
 }
 
 /// Feature bit 32: the device follows virtio 1.x (required of a modern driver).
-const F_VERSION_1_HIGH: u32 = 1;
+pub const F_VERSION_1: u64 = 1 << 32;
 /// Descriptor flag: the device writes this buffer.
 const DESC_WRITE: u16 = 2;
-/// Entries of the queue (a power of two; the rings fit their 1 KiB areas).
+/// Available-ring flag: the driver wants no interrupt when the device uses a buffer.
+const AVAIL_NO_INTERRUPT: u16 = 1;
+/// Entries of the device-interrupt test's queue (a power of two; the rings fit their 1 KiB
+/// areas).
 pub const QUEUE_SIZE: u16 = 8;
+/// Most entries a queue can have in its one-page layout (the descriptor table, 16 bytes an
+/// entry, must fit below the available ring at 1 KiB).
+pub const MAX_QUEUE_SIZE: u16 = 64;
+/// Offset of the device-specific configuration space in the register window.
+const CONFIG: usize = 0x100;
 /// Offsets inside the DMA page.
 const AVAIL: usize = 1024;
 const USED: usize = 2048;
@@ -88,7 +100,7 @@ pub enum VirtioError {
     Legacy,
     /// The device refused the features (no `VIRTIO_F_VERSION_1`).
     Features,
-    /// The device offers no queue 0, or one shorter than [`QUEUE_SIZE`].
+    /// The device offers no such queue, or one shorter than asked for.
     Queue,
 }
 
@@ -137,47 +149,96 @@ impl Transport {
     /// Resets the device, negotiates `VIRTIO_F_VERSION_1` only and sets up queue 0 in the DMA
     /// page at virtual `page` / physical `phys`; the device is live when it returns.
     pub fn init(&self, page: usize, phys: u64) -> Result<Queue, VirtioError> {
+        self.negotiate(0)?;
+        let q = self.setup_queue(0, QUEUE_SIZE, page, phys)?;
+        self.driver_ok();
+        Ok(q)
+    }
+
+    /// Resets the device and negotiates `VIRTIO_F_VERSION_1` plus those of the features in
+    /// `optional` that the device offers; returns the features agreed on. Queues are set up
+    /// next ([`Transport::setup_queue`]), then [`Transport::driver_ok`] starts the device.
+    pub fn negotiate(&self, optional: u64) -> Result<u64, VirtioError> {
         self.write(reg::STATUS, 0);
         self.write(reg::STATUS, status::ACKNOWLEDGE);
         self.write(reg::STATUS, status::ACKNOWLEDGE | status::DRIVER);
+        self.write(reg::DEVICE_FEATURES_SEL, 0);
+        let low = u64::from(self.read(reg::DEVICE_FEATURES));
         self.write(reg::DEVICE_FEATURES_SEL, 1);
-        if self.read(reg::DEVICE_FEATURES) & F_VERSION_1_HIGH == 0 {
+        let offered = low | u64::from(self.read(reg::DEVICE_FEATURES)) << 32;
+        if offered & F_VERSION_1 == 0 {
             return Err(VirtioError::Features);
         }
+        let agreed = F_VERSION_1 | (offered & optional);
         self.write(reg::DRIVER_FEATURES_SEL, 0);
-        self.write(reg::DRIVER_FEATURES, 0);
+        self.write(reg::DRIVER_FEATURES, agreed as u32);
         self.write(reg::DRIVER_FEATURES_SEL, 1);
-        self.write(reg::DRIVER_FEATURES, F_VERSION_1_HIGH);
+        self.write(reg::DRIVER_FEATURES, (agreed >> 32) as u32);
         let s = status::ACKNOWLEDGE | status::DRIVER | status::FEATURES_OK;
         self.write(reg::STATUS, s);
         if self.read(reg::STATUS) & status::FEATURES_OK == 0 {
             return Err(VirtioError::Features);
         }
-        self.write(reg::QUEUE_SEL, 0);
-        if self.read(reg::QUEUE_NUM_MAX) < u32::from(QUEUE_SIZE) {
+        Ok(agreed)
+    }
+
+    /// Sets up queue `index` with `size` entries (a power of two up to [`MAX_QUEUE_SIZE`]) in
+    /// the DMA page at virtual `page` / physical `phys`, after [`Transport::negotiate`]. The
+    /// page's ring area (its first 3 KiB) is zeroed.
+    pub fn setup_queue(
+        &self,
+        index: u32,
+        size: u16,
+        page: usize,
+        phys: u64,
+    ) -> Result<Queue, VirtioError> {
+        if !size.is_power_of_two() || size > MAX_QUEUE_SIZE {
+            return Err(VirtioError::Queue);
+        }
+        self.write(reg::QUEUE_SEL, index);
+        if self.read(reg::QUEUE_NUM_MAX) < u32::from(size) {
             return Err(VirtioError::Queue);
         }
         // SAFETY: the caller's DMA page is mapped writable at `page` (see `Queue`).
         unsafe { core::ptr::write_bytes(page as *mut u8, 0, BUFFERS) };
         dma_barrier();
-        self.write(reg::QUEUE_NUM, u32::from(QUEUE_SIZE));
+        self.write(reg::QUEUE_NUM, u32::from(size));
         self.write64(reg::QUEUE_DESC, phys);
         self.write64(reg::QUEUE_DRIVER, phys + AVAIL as u64);
         self.write64(reg::QUEUE_DEVICE, phys + USED as u64);
         self.write(reg::QUEUE_READY, 1);
-        self.write(reg::STATUS, s | status::DRIVER_OK);
         Ok(Queue {
             page,
             phys,
+            size,
             next_avail: 0,
             last_used: 0,
         })
     }
 
+    /// Tells the device that the driver is ready: it may use the queues from now on.
+    pub fn driver_ok(&self) {
+        let s = status::ACKNOWLEDGE | status::DRIVER | status::FEATURES_OK;
+        self.write(reg::STATUS, s | status::DRIVER_OK);
+    }
+
+    /// Byte `offset` of the device-specific configuration space (virtio-net: the MAC address
+    /// at 0..6).
+    pub fn config_byte(&self, offset: usize) -> u8 {
+        // SAFETY: the configuration space lies in the mapped register window (`new`); byte
+        // reads are allowed there (virtio 1.2, 4.2.2.2).
+        unsafe { ((self.base + CONFIG + offset) as *const u8).read_volatile() }
+    }
+
     /// Tells the device that queue 0 has new buffers.
     pub fn notify(&self) {
+        self.notify_queue(0);
+    }
+
+    /// Tells the device that queue `index` has new buffers.
+    pub fn notify_queue(&self, index: u32) {
         dma_barrier();
-        self.write(reg::QUEUE_NOTIFY, 0);
+        self.write(reg::QUEUE_NOTIFY, index);
     }
 
     /// Reads and acknowledges the interrupt status (bit 0: used buffers; bit 1: configuration
@@ -189,37 +250,70 @@ impl Transport {
     }
 }
 
-/// Queue 0 of a device, in the driver's DMA page.
+/// One queue of a device, its rings in one of the driver's DMA pages.
 #[derive(Debug)]
 pub struct Queue {
     page: usize,
     phys: u64,
+    size: u16,
     next_avail: u16,
     last_used: u16,
 }
 
 impl Queue {
     /// Offers the device a write-only buffer of `len` bytes at byte `offset` of the page (at
-    /// or after [`BUFFERS`]); call [`Transport::notify`] after.
+    /// or after [`BUFFERS`]); call [`Transport::notify`] after. Descriptors are used in turn,
+    /// which suits a device that returns buffers in order, as the entropy device does.
     pub fn post_device_writable(&mut self, offset: usize, len: u32) {
         debug_assert!(offset >= BUFFERS && offset + len as usize <= 4096);
-        let slot = self.next_avail % QUEUE_SIZE;
-        let desc = self.page + usize::from(slot) * 16;
-        // SAFETY: the descriptor table (16 bytes per entry, `QUEUE_SIZE` entries) and the
-        // available ring lie in the mapped DMA page; the device reads them only after the
-        // notify's barrier.
+        let desc = self.next_avail % self.size;
+        self.submit(desc, self.phys + offset as u64, len, true);
+    }
+
+    /// Entries of the queue.
+    pub fn size(&self) -> u16 {
+        self.size
+    }
+
+    /// Offers the device descriptor `desc` (below [`Queue::size`], not offered already): the
+    /// buffer of `len` bytes at physical `phys`, which the device writes if `device_writes`,
+    /// else reads. Call [`Transport::notify_queue`] after. The caller owns the buffer again
+    /// once [`Queue::take_used`] returns `desc`.
+    pub fn submit(&mut self, desc: u16, phys: u64, len: u32, device_writes: bool) {
+        debug_assert!(desc < self.size);
+        let d = self.page + usize::from(desc % self.size) * 16;
+        let slot = self.next_avail % self.size;
+        // SAFETY: the descriptor table (16 bytes per entry, at most `MAX_QUEUE_SIZE` entries)
+        // and the available ring lie in the mapped DMA page; the device reads them only after
+        // the notify's barrier.
         unsafe {
-            (desc as *mut u64).write_volatile(self.phys + offset as u64);
-            ((desc + 8) as *mut u32).write_volatile(len);
-            ((desc + 12) as *mut u16).write_volatile(DESC_WRITE);
-            ((desc + 14) as *mut u16).write_volatile(0);
+            (d as *mut u64).write_volatile(phys);
+            ((d + 8) as *mut u32).write_volatile(len);
+            ((d + 12) as *mut u16).write_volatile(if device_writes { DESC_WRITE } else { 0 });
+            ((d + 14) as *mut u16).write_volatile(0);
             let ring = self.page + AVAIL + 4 + usize::from(slot) * 2;
-            (ring as *mut u16).write_volatile(slot);
+            (ring as *mut u16).write_volatile(desc);
         }
         dma_barrier();
         self.next_avail = self.next_avail.wrapping_add(1);
         // SAFETY: the available ring's index (offset 2) in the mapped page.
         unsafe { ((self.page + AVAIL + 2) as *mut u16).write_volatile(self.next_avail) };
+    }
+
+    /// Asks the device not to interrupt when it uses this queue's buffers (a hint the device
+    /// may ignore; the driver then finds them with [`Queue::take_used`] when it next looks).
+    pub fn suppress_interrupts(&mut self) {
+        // SAFETY: the available ring's flags (offset 0) in the mapped page.
+        unsafe { ((self.page + AVAIL) as *mut u16).write_volatile(AVAIL_NO_INTERRUPT) };
+        dma_barrier();
+    }
+
+    /// Whether the device returned a buffer that [`Queue::take_used`] has not taken yet.
+    pub fn has_used(&self) -> bool {
+        dma_barrier();
+        // SAFETY: the used ring's index (offset 2) in the mapped page, written by the device.
+        let idx = unsafe { ((self.page + USED + 2) as *const u16).read_volatile() };
+        idx != self.last_used
     }
 
     /// The next buffer the device returned: its descriptor index and the bytes written.
@@ -230,7 +324,7 @@ impl Queue {
         if idx == self.last_used {
             return None;
         }
-        let e = self.page + USED + 4 + usize::from(self.last_used % QUEUE_SIZE) * 8;
+        let e = self.page + USED + 4 + usize::from(self.last_used % self.size) * 8;
         // SAFETY: a used-ring element (id, len) in the mapped page.
         let used = unsafe {
             (

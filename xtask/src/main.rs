@@ -18,6 +18,7 @@ mod deps;
 mod flash;
 mod imagetrace;
 mod libtest;
+mod net;
 mod proc;
 mod qemu;
 mod sim;

@@ -93,7 +93,9 @@ impl Cmd {
         words.join(" ")
     }
 
-    fn command(&self, dir: &Path) -> Command {
+    /// The command as a `std::process::Command` run in `dir`, for callers that manage the
+    /// child themselves.
+    pub fn command(&self, dir: &Path) -> Command {
         let mut cmd = Command::new(&self.program);
         cmd.args(&self.args).current_dir(dir);
         for (k, v) in &self.env {

@@ -33,6 +33,9 @@ use crate::proc::Cmd;
 /// Console lines shown when a run fails.
 pub const TAIL: usize = 25;
 
+/// Seconds a run may take unless `--timeout` says otherwise.
+pub const DEFAULT_TIMEOUT_SECS: u64 = 60;
+
 /// Architectures `--arch` accepts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Arch {
@@ -230,9 +233,29 @@ pub struct QemuArgs {
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub rounds: Option<u32>,
 
-    /// Seconds before a run that has not ended is killed and reported as a hang.
-    #[arg(long, default_value_t = 60)]
-    pub timeout: u64,
+    /// Seconds before a run that has not ended is killed and reported as a hang (default 60;
+    /// with `--net`, no limit unless given: the server runs until Ctrl-C).
+    #[arg(long)]
+    pub timeout: Option<u64>,
+
+    /// Boot the network server (`mode=net`, see `servers::net`): a user-level virtio-net driver,
+    /// a TCP/IP stack and a Redis-protocol key-value server on core 0, reachable from the host
+    /// through QEMU's user network on a forwarded port (`redis-cli -p PORT ping`, printed when
+    /// the server is up). Runs until Ctrl-C or `--timeout`.
+    #[arg(long, conflicts_with_all = ["tests", "stack_overflow", "fuzz", "memory"])]
+    pub net: bool,
+
+    /// `--net`: the host port forwarded to the server's port 6379 (default: a free one).
+    #[arg(long, requires = "net")]
+    pub port: Option<u16>,
+
+    /// `--net`: instead of serving until stopped, run a scripted RESP session from the host
+    /// (PING, SET/GET, 100 pipelined SETs and GETs, INCR, an unknown command, a second
+    /// concurrent connection, a malformed request, a client leaving mid-request, one connection
+    /// more than the server's sockets), then stop QEMU; the exit status says whether every reply was
+    /// right (the `cargo xtask test` step `net:x86_64-resp`).
+    #[arg(long, requires = "net")]
+    pub check: bool,
 
     /// More kernel command-line words (`key=value`); they come first, so they override the
     /// ones xtask sets (`--append lock=bogus` shows the kernel's own check).
@@ -432,7 +455,7 @@ pub fn guest_cmd(guest: &Guest) -> Cmd {
 }
 
 /// The QEMU command for `elf`.
-fn qemu_cmd(args: &QemuArgs, elf: &Path) -> Cmd {
+pub fn qemu_cmd(args: &QemuArgs, elf: &Path) -> Cmd {
     let rounds = args
         .rounds
         .unwrap_or(if args.tests || args.fuzz { 20 } else { 500 });
@@ -451,6 +474,8 @@ fn qemu_cmd(args: &QemuArgs, elf: &Path) -> Cmd {
         "fuzz"
     } else if args.tests {
         "test"
+    } else if args.net {
+        "net"
     } else if args.memory {
         append.push_str(&format!(
             "bench=memory runs=2 pages=32 pager={} nodes={} ",
@@ -474,6 +499,9 @@ fn qemu_cmd(args: &QemuArgs, elf: &Path) -> Cmd {
     } else {
         Vec::new()
     };
+    if let Some(port) = args.port.filter(|_| args.net) {
+        extra.extend(crate::net::qemu_args(port));
+    }
     if let Some(n) = args.numa {
         let board = crate::board::for_qemu_machine_or_exit(machine.name());
         let mib = memory_mib(&board.qemu.memory).unwrap_or_else(|| {
@@ -948,6 +976,9 @@ pub fn run(root: &Path, args: &QemuArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if args.net {
+        return crate::net::run(root, args, &elf);
+    }
     let cmd = qemu_cmd(args, &elf);
     eprintln!("qemu: {}", cmd.display());
     if args.interactive {
@@ -976,7 +1007,8 @@ pub fn run(root: &Path, args: &QemuArgs) -> ExitCode {
         };
     }
 
-    let out = match cmd.run_captured(root, true, Duration::from_secs(args.timeout)) {
+    let timeout = args.timeout.unwrap_or(DEFAULT_TIMEOUT_SECS);
+    let out = match cmd.run_captured(root, true, Duration::from_secs(timeout)) {
         Ok(out) => out,
         Err(e) => {
             eprintln!("qemu: could not run {}: {e}", qemu_binary(args.arch));
@@ -997,7 +1029,7 @@ pub fn run(root: &Path, args: &QemuArgs) -> ExitCode {
     if out.timed_out {
         eprintln!(
             "qemu: HANG: no exit after {} s, QEMU killed ({} cores, lock {})",
-            args.timeout,
+            timeout,
             args.smp,
             args.lock.name()
         );
@@ -1246,9 +1278,28 @@ mod tests {
             single_thread_tcg: false,
             console_uart2: false,
             rounds: None,
-            timeout: 60,
+            timeout: None,
+            net: false,
+            port: None,
+            check: false,
             append: None,
         }
+    }
+
+    #[test]
+    fn net_mode_adds_the_nic_and_the_forwarded_port() {
+        let mut net = default_args(Arch::X86_64);
+        net.net = true;
+        net.smp = 1;
+        net.port = Some(16379);
+        assert_eq!(
+            qemu_cmd(&net, Path::new("/img")).display(),
+            "qemu-system-x86_64 -M microvm -cpu max -smp 1 -m 256M -display none -serial stdio \
+             -no-reboot -device isa-debug-exit,iobase=0xf4,iosize=0x04 -kernel /img -append \
+             'lock=clh mode=net rounds=500' -global virtio-mmio.force-legacy=false -device \
+             virtio-rng-device -netdev user,id=n0,hostfwd=tcp:127.0.0.1:16379-:6379 -device \
+             virtio-net-device,netdev=n0"
+        );
     }
 
     #[test]

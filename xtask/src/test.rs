@@ -60,6 +60,10 @@ const FUZZ_SMP: &str = "4";
 /// run still going after this has hung (the overflow went unnoticed).
 const STACK_OVERFLOW_TIMEOUT_SECS: &str = "20";
 
+/// Seconds the network server's RESP session may take, boot included (the server is up in
+/// about a second and the session takes well under one on the 2-vCPU development VM).
+const NET_TIMEOUT_SECS: &str = "60";
+
 /// The lock crate: publishable on its own, checked with its MSRV, embedded by an outside crate.
 const LOCK_CRATE: &str = "kernel-locks";
 
@@ -578,6 +582,24 @@ fn qemu_steps() -> Vec<Step> {
         ]),
         Judge::ExitStatus,
     ));
+    // The network server (`mode=net`): a virtio-net driver, smoltcp and the RESP2 key-value
+    // server in the guest, driven from the host over QEMU's user network by `cargo xtask qemu
+    // --net --check`'s scripted session (PING, SET/GET, pipelining, INCR, an unknown command,
+    // two connections at once); QEMU is stopped at the end either way.
+    // The same driver on ARM `-M virt` (sabrelite has no virtio-mmio transports).
+    let machines: [(&str, &[&str]); 2] = [
+        ("net:x86_64-resp", &["--arch", "x86_64"]),
+        (
+            "net:armv7-virt-resp",
+            &["--arch", "armv7", "--machine", "virt"],
+        ),
+    ];
+    for (name, arch) in machines {
+        let mut args: Vec<String> = vec!["qemu".into(), "--net".into(), "--check".into()];
+        args.extend(arch.iter().map(|a| a.to_string()));
+        args.extend(["--smp", "1", "--timeout", NET_TIMEOUT_SECS].map(String::from));
+        steps.push(Step::from_result(name, cmd(args), Judge::ExitStatus));
+    }
     steps
 }
 
@@ -1113,7 +1135,7 @@ pub fn run(root: &Path, args: &TestArgs) -> ExitCode {
             .any(|s| prefixes.iter().any(|p| s.name.starts_with(p)))
     };
     let mut tools: Vec<crate::deps::Tool> = Vec::new();
-    if needs(&["qemu", "fuzz", "memory", "bench", "flash"]) {
+    if needs(&["qemu", "fuzz", "memory", "bench", "flash", "net"]) {
         tools.extend_from_slice(crate::deps::QEMU);
     }
     if needs(&["flash"]) {
@@ -1522,6 +1544,8 @@ mod tests {
             "qemu:armv7-sabrelite-stack-overflow",
             "qemu:armv7-virt-stack-overflow",
             "qemu:armv7-sabrelite-console-uart2",
+            "net:x86_64-resp",
+            "net:armv7-virt-resp",
             "bench:tiny",
             "bench:memory-tiny",
             "trace:hosted",

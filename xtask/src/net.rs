@@ -1,0 +1,554 @@
+//! `cargo xtask qemu --net`: boots the network server (`mode=net`, `servers::net`) with a
+//! virtio-net device on QEMU's user network, its port 6379 forwarded to a host port, and either
+//! serves until Ctrl-C or `--timeout`, or (`--check`) drives a scripted RESP session from the
+//! host and stops.
+//!
+//! The session is a small RESP2 client written here (no `redis-cli` needed): PING, SET/GET, 100
+//! pipelined SETs then 100 pipelined GETs, INCR and INCRBY, an unknown command, a second
+//! connection open at the same time as the first, sharing the store, a malformed request (a
+//! protocol error, then the server closes), a client leaving in the middle of a request, and
+//! as many connections as the guest has sockets plus one, which must be refused rather than
+//! hang. QEMU is killed at the end whatever happens ([`Qemu`]'s `Drop`). Both machines with
+//! virtio-mmio transports run it: x86_64 `-M microvm` and ARM `-M virt` (sabrelite has no
+//! virtio; its i.MX6 FEC would need a driver of its own).
+//!
+//! QEMU's user network (slirp) accepts forwarded connections on the host side itself, with a
+//! listen backlog of 1, and connects to the guest afterwards: a host `connect` succeeds before
+//! the guest has seen anything, so readiness is the guest's `net: listening` line, and every
+//! read has a deadline.
+
+use std::io::{self, BufRead, BufReader, Write};
+use std::net::{Ipv4Addr, TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{Child, ExitCode, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use crate::qemu::{qemu_cmd, QemuArgs, TAIL};
+
+/// The guest port the server listens on (`servers::net::PORT`).
+pub const GUEST_PORT: u16 = 6379;
+/// Seconds the guest may take to boot and print its `net: listening` line.
+const BOOT_SECS: u64 = 30;
+/// Seconds one reply may take.
+const REPLY_SECS: u64 = 10;
+/// Keys of the pipelined batch.
+const BATCH: usize = 100;
+/// Connections the guest serves at once (`servers::net::SOCKETS`): one more is refused.
+const GUEST_SOCKETS: usize = 8;
+
+/// QEMU options for the network device: user networking with host port `port` on 127.0.0.1
+/// forwarded to the guest's port 6379, and a virtio-net device on a virtio-mmio transport
+/// (microvm and ARM virt; the board's options already ask for modern virtio-mmio).
+pub fn qemu_args(port: u16) -> Vec<String> {
+    vec![
+        "-netdev".into(),
+        format!("user,id=n0,hostfwd=tcp:127.0.0.1:{port}-:{GUEST_PORT}"),
+        "-device".into(),
+        "virtio-net-device,netdev=n0".into(),
+    ]
+}
+
+/// A free TCP port on 127.0.0.1 (the kernel picks one; it is free again when this returns,
+/// so QEMU can usually bind it).
+fn free_port() -> io::Result<u16> {
+    Ok(TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?
+        .local_addr()?
+        .port())
+}
+
+/// A running QEMU whose console lines arrive on a channel (and are echoed); killed on drop.
+struct Qemu {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+    seen: Vec<String>,
+}
+
+impl Qemu {
+    fn spawn(cmd: &crate::proc::Cmd, root: &Path) -> io::Result<Qemu> {
+        let (reader, writer) = io::pipe()?;
+        let child = {
+            let mut c = cmd.command(root);
+            c.stdin(Stdio::null())
+                .stdout(writer.try_clone()?)
+                .stderr(writer);
+            c.spawn()?
+        };
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut reader = BufReader::new(reader);
+            let mut buf = Vec::new();
+            while matches!(reader.read_until(b'\n', &mut buf), Ok(n) if n > 0) {
+                let line = String::from_utf8_lossy(&buf)
+                    .trim_end_matches(['\n', '\r'])
+                    .to_owned();
+                println!("{line}");
+                if tx.send(line).is_err() {
+                    break;
+                }
+                buf.clear();
+            }
+        });
+        Ok(Qemu {
+            child,
+            lines: rx,
+            seen: Vec::new(),
+        })
+    }
+
+    /// Waits until a console line satisfies `ready` (`Ok`), or one satisfies `failed`, QEMU
+    /// exits or `deadline` passes (`Err` says which).
+    fn wait_for(
+        &mut self,
+        ready: impl Fn(&str) -> bool,
+        failed: impl Fn(&str) -> bool,
+        deadline: Instant,
+    ) -> Result<String, String> {
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    self.seen.push(line.clone());
+                    if ready(&line) {
+                        return Ok(line);
+                    }
+                    if failed(&line) {
+                        return Err(format!("the guest failed: {line}"));
+                    }
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => return Err("timed out".into()),
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    let status = self.child.wait().ok().and_then(|s| s.code());
+                    return Err(format!("QEMU exited (status {status:?})"));
+                }
+            }
+        }
+    }
+
+    /// Prints the last console lines.
+    fn tail(&mut self) {
+        while let Ok(line) = self.lines.try_recv() {
+            self.seen.push(line);
+        }
+        let start = self.seen.len().saturating_sub(TAIL);
+        eprintln!(
+            "net: ---- last {} console lines ----",
+            self.seen.len() - start
+        );
+        for line in &self.seen[start..] {
+            eprintln!("net: | {line}");
+        }
+    }
+}
+
+impl Drop for Qemu {
+    fn drop(&mut self) {
+        // Already gone is fine: either way it is reaped.
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A console line that means the server will not come up.
+fn guest_failed(line: &str) -> bool {
+    line.contains("net: FAILED") || line.contains("PANIC") || line.contains("!!! ")
+}
+
+/// Runs `cargo xtask qemu --net` with the image at `elf`.
+pub fn run(root: &Path, args: &QemuArgs, elf: &Path) -> ExitCode {
+    let port = match args.port.map_or_else(free_port, Ok) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("net: no free host port: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let mut args = args.clone();
+    args.port = Some(port);
+    let cmd = qemu_cmd(&args, elf);
+    eprintln!("net: {}", cmd.display());
+    let start = Instant::now();
+    let mut qemu = match Qemu::spawn(&cmd, root) {
+        Ok(q) => q,
+        Err(e) => {
+            eprintln!("net: could not run QEMU: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let limit = args.timeout.map(Duration::from_secs);
+    let boot = Duration::from_secs(BOOT_SECS).min(limit.unwrap_or(Duration::MAX));
+    if let Err(why) = qemu.wait_for(
+        |l| l.contains("net: listening on"),
+        guest_failed,
+        start + boot,
+    ) {
+        eprintln!(
+            "net: FAILED: the server did not come up within {} s: {why}",
+            boot.as_secs()
+        );
+        qemu.tail();
+        return ExitCode::FAILURE;
+    }
+    let up = start.elapsed().as_secs_f64();
+    if args.check {
+        let deadline = start + limit.unwrap_or(Duration::from_secs(60));
+        let result = session(port, deadline);
+        let secs = start.elapsed().as_secs_f64();
+        return match result {
+            Ok(summary) => {
+                eprintln!("net: ok: {summary} (server up after {up:.1} s, {secs:.1} s in all)");
+                ExitCode::SUCCESS
+            }
+            Err(why) => {
+                eprintln!("net: FAILED: {why} ({secs:.1} s)");
+                qemu.tail();
+                ExitCode::FAILURE
+            }
+        };
+    }
+    eprintln!(
+        "net: the server is up after {up:.1} s: `redis-cli -p {port} ping` (127.0.0.1:{port} is \
+         the guest's 10.0.2.15:{GUEST_PORT}); {}",
+        match limit {
+            Some(l) => format!("stopping after {} s", l.as_secs()),
+            None => "stop with Ctrl-C".to_owned(),
+        }
+    );
+    let end = limit.map_or(Instant::now() + Duration::from_secs(u64::MAX / 4), |l| {
+        start + l
+    });
+    match qemu.wait_for(|_| false, guest_failed, end) {
+        Err(why) if why == "timed out" => {
+            eprintln!("net: --timeout reached, QEMU stopped");
+            ExitCode::SUCCESS
+        }
+        Err(why) => {
+            eprintln!("net: FAILED: {why}");
+            qemu.tail();
+            ExitCode::FAILURE
+        }
+        Ok(_) => unreachable!("no line is the ready line"),
+    }
+}
+
+/// A RESP2 reply.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Reply {
+    Simple(String),
+    Error(String),
+    Int(i64),
+    Bulk(Option<Vec<u8>>),
+    Array(Option<Vec<Reply>>),
+}
+
+impl Reply {
+    fn bulk(s: &str) -> Reply {
+        Reply::Bulk(Some(s.as_bytes().to_vec()))
+    }
+}
+
+/// One connection to the server.
+struct Client {
+    reader: BufReader<TcpStream>,
+    writer: TcpStream,
+    deadline: Instant,
+}
+
+/// A command as a RESP array of bulk strings.
+fn encode(args: &[&str]) -> Vec<u8> {
+    let mut out = format!("*{}\r\n", args.len()).into_bytes();
+    for a in args {
+        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+        out.extend_from_slice(a.as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
+    out
+}
+
+impl Client {
+    fn connect(port: u16, deadline: Instant) -> Result<Client, String> {
+        let s = TcpStream::connect((Ipv4Addr::LOCALHOST, port))
+            .map_err(|e| format!("connecting to 127.0.0.1:{port}: {e}"))?;
+        s.set_nodelay(true).map_err(|e| e.to_string())?;
+        let writer = s.try_clone().map_err(|e| e.to_string())?;
+        Ok(Client {
+            reader: BufReader::new(s),
+            writer,
+            deadline,
+        })
+    }
+
+    fn send(&mut self, bytes: &[u8]) -> Result<(), String> {
+        self.writer
+            .write_all(bytes)
+            .map_err(|e| format!("sending: {e}"))
+    }
+
+    /// Reads one reply, waiting at most [`REPLY_SECS`] (and never past the deadline).
+    fn reply(&mut self) -> Result<Reply, String> {
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err("the session's time is up".into());
+        }
+        let wait = left.min(Duration::from_secs(REPLY_SECS));
+        self.reader
+            .get_ref()
+            .set_read_timeout(Some(wait))
+            .map_err(|e| e.to_string())?;
+        read_reply(&mut self.reader).map_err(|e| match e.kind() {
+            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => {
+                format!("no reply within {} s", wait.as_secs())
+            }
+            _ => format!("reading a reply: {e}"),
+        })
+    }
+
+    /// Sends one command and reads its reply.
+    fn call(&mut self, args: &[&str]) -> Result<Reply, String> {
+        self.send(&encode(args))?;
+        self.reply()
+    }
+
+    /// Sends `args`, requiring `want` back.
+    fn expect(&mut self, args: &[&str], want: Reply) -> Result<(), String> {
+        let got = self.call(args)?;
+        if got == want {
+            Ok(())
+        } else {
+            Err(format!(
+                "{}: expected {want:?}, got {got:?}",
+                args.join(" ")
+            ))
+        }
+    }
+}
+
+fn read_line(r: &mut impl BufRead) -> io::Result<String> {
+    let mut line = Vec::new();
+    r.read_until(b'\n', &mut line)?;
+    if !line.ends_with(b"\r\n") {
+        return Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            format!(
+                "connection closed or line without CRLF: {:?}",
+                String::from_utf8_lossy(&line)
+            ),
+        ));
+    }
+    line.truncate(line.len() - 2);
+    String::from_utf8(line).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+}
+
+fn bad(what: String) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, what)
+}
+
+/// Reads one RESP2 reply.
+fn read_reply(r: &mut impl BufRead) -> io::Result<Reply> {
+    let line = read_line(r)?;
+    let (kind, rest) = line.split_at_checked(1).unwrap_or(("", ""));
+    let int = |s: &str| {
+        s.parse::<i64>()
+            .map_err(|_| bad(format!("bad number in {line:?}")))
+    };
+    Ok(match kind {
+        "+" => Reply::Simple(rest.to_owned()),
+        "-" => Reply::Error(rest.to_owned()),
+        ":" => Reply::Int(int(rest)?),
+        "$" => match int(rest)? {
+            -1 => Reply::Bulk(None),
+            n if n >= 0 => {
+                let mut data = vec![0; n as usize + 2];
+                r.read_exact(&mut data)?;
+                if !data.ends_with(b"\r\n") {
+                    return Err(bad("bulk string without CRLF".into()));
+                }
+                data.truncate(n as usize);
+                Reply::Bulk(Some(data))
+            }
+            n => return Err(bad(format!("bulk length {n}"))),
+        },
+        "*" => match int(rest)? {
+            -1 => Reply::Array(None),
+            n if n >= 0 => Reply::Array(Some(
+                (0..n).map(|_| read_reply(r)).collect::<io::Result<_>>()?,
+            )),
+            n => return Err(bad(format!("array length {n}"))),
+        },
+        _ => return Err(bad(format!("not a RESP reply: {line:?}"))),
+    })
+}
+
+/// A new connection that the server answers PING on. The server frees a socket a moment
+/// after its client closed (it sees the FIN, closes its side, then listens again), so a reset
+/// is retried for up to a second.
+fn served(port: u16, deadline: Instant) -> Result<Client, String> {
+    let mut last = String::new();
+    for _ in 0..50 {
+        let mut c = Client::connect(port, deadline)?;
+        match c.call(&["PING"]) {
+            Ok(Reply::Simple(p)) if p == "PONG" => return Ok(c),
+            Ok(r) => return Err(format!("PING: expected PONG, got {r:?}")),
+            Err(e) => last = e,
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Err(format!("no connection served: {last}"))
+}
+
+/// The scripted session against the server on host port `port`; a summary, or the first
+/// wrong or missing reply.
+fn session(port: u16, deadline: Instant) -> Result<String, String> {
+    let t = Instant::now();
+    let ok = || Reply::Simple("OK".into());
+    let mut a = Client::connect(port, deadline)?;
+    a.expect(&["PING"], Reply::Simple("PONG".into()))
+        .map_err(|e| format!("first connection: {e}"))?;
+    let first = t.elapsed();
+    a.expect(&["SET", "greeting", "hello, world"], ok())?;
+    a.expect(&["GET", "greeting"], Reply::bulk("hello, world"))?;
+    a.expect(&["GET", "missing"], Reply::Bulk(None))?;
+
+    // A pipelined batch: every SET in one write, then the replies; the same for the GETs.
+    let mut batch = Vec::new();
+    for i in 0..BATCH {
+        batch.extend(encode(&["SET", &format!("key:{i}"), &format!("value-{i}")]));
+    }
+    a.send(&batch)?;
+    for i in 0..BATCH {
+        let r = a.reply().map_err(|e| format!("pipelined SET {i}: {e}"))?;
+        if r != ok() {
+            return Err(format!("pipelined SET key:{i}: expected OK, got {r:?}"));
+        }
+    }
+    let mut batch = Vec::new();
+    for i in 0..BATCH {
+        batch.extend(encode(&["GET", &format!("key:{i}")]));
+    }
+    a.send(&batch)?;
+    for i in 0..BATCH {
+        let r = a.reply().map_err(|e| format!("pipelined GET {i}: {e}"))?;
+        if r != Reply::bulk(&format!("value-{i}")) {
+            return Err(format!("pipelined GET key:{i}: got {r:?}"));
+        }
+    }
+
+    a.expect(&["INCR", "counter"], Reply::Int(1))?;
+    a.expect(&["INCR", "counter"], Reply::Int(2))?;
+    a.expect(&["INCRBY", "counter", "40"], Reply::Int(42))?;
+    match a.call(&["NOSUCHCOMMAND", "x"])? {
+        Reply::Error(e) if e.starts_with("ERR unknown command") => {}
+        r => {
+            return Err(format!(
+                "an unknown command: expected -ERR unknown command, got {r:?}"
+            ))
+        }
+    }
+    // The connection goes on after the error.
+    a.expect(&["PING"], Reply::Simple("PONG".into()))?;
+
+    // A second connection while the first stays open: both served, one store.
+    let mut b = Client::connect(port, deadline)?;
+    b.expect(&["PING"], Reply::Simple("PONG".into()))
+        .map_err(|e| format!("second connection: {e}"))?;
+    b.expect(&["GET", "greeting"], Reply::bulk("hello, world"))?;
+    b.expect(&["SET", "from-b", "2"], ok())?;
+    a.expect(&["GET", "from-b"], Reply::bulk("2"))?;
+    b.expect(&["INCR", "counter"], Reply::Int(43))?;
+    a.expect(&["GET", "counter"], Reply::bulk("43"))?;
+    b.expect(&["QUIT"], ok())?;
+    // Closed on our side too, so that the server's socket is free again (a client that never
+    // closes after QUIT holds it in FIN-WAIT-2).
+    drop(b);
+    a.expect(&["DBSIZE"], Reply::Int(BATCH as i64 + 3))?;
+
+    // A malformed request: a protocol error, then the server closes that connection.
+    let mut m = Client::connect(port, deadline)?;
+    m.send(b"*2\r\n$abc\r\n")?;
+    match m.reply()? {
+        Reply::Error(e) if e.starts_with("ERR Protocol error") => {}
+        r => {
+            return Err(format!(
+                "a malformed request: expected -ERR Protocol error, got {r:?}"
+            ))
+        }
+    }
+    if let Ok(r) = m.reply() {
+        return Err(format!(
+            "a malformed request: the connection stayed open ({r:?})"
+        ));
+    }
+    drop(m);
+    // A client that leaves in the middle of a request.
+    let mut p = Client::connect(port, deadline)?;
+    p.send(b"*3\r\n$3\r\nSET\r\n$1\r\nk")?;
+    drop(p);
+    a.expect(&["PING"], Reply::Simple("PONG".into()))
+        .map_err(|e| format!("after a client left mid-request: {e}"))?;
+
+    // Every socket taken: one more connection is refused (reset), never queued for ever, and
+    // a socket closed is listening again.
+    let mut more = Vec::new();
+    for i in 1..GUEST_SOCKETS {
+        let c = served(port, deadline)
+            .map_err(|e| format!("connection {} of {GUEST_SOCKETS}: {e}", i + 1))?;
+        more.push(c);
+    }
+    let mut extra = Client::connect(port, deadline)?;
+    match extra.call(&["PING"]) {
+        Err(e) if !e.starts_with("no reply") => {}
+        r => {
+            return Err(format!(
+                "connection {} (one more than the server's sockets): expected it refused, got \
+                 {r:?}",
+                GUEST_SOCKETS + 1
+            ))
+        }
+    }
+    drop(more.pop());
+    served(port, deadline)
+        .map_err(|e| format!("after one of the full set of connections closed: {e}"))?;
+    a.expect(&["GET", "greeting"], Reply::bulk("hello, world"))?;
+    Ok(format!(
+        "PING, SET/GET, {BATCH} pipelined SETs and GETs, INCR/INCRBY, an unknown command, a \
+         second concurrent connection, a malformed request, a client leaving mid-request and \
+         {GUEST_SOCKETS} connections plus a refused one all handled right (first reply after \
+         {:.0} ms, session {:.2} s)",
+        first.as_secs_f64() * 1e3,
+        t.elapsed().as_secs_f64()
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn encodes_commands_as_bulk_string_arrays() {
+        assert_eq!(encode(&["GET", "k"]), b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n");
+    }
+
+    #[test]
+    fn reads_every_reply_kind() {
+        let mut r: &[u8] =
+            b"+OK\r\n-ERR x\r\n:42\r\n$3\r\nabc\r\n$-1\r\n*2\r\n:1\r\n$0\r\n\r\n*-1\r\n";
+        assert_eq!(read_reply(&mut r).unwrap(), Reply::Simple("OK".into()));
+        assert_eq!(read_reply(&mut r).unwrap(), Reply::Error("ERR x".into()));
+        assert_eq!(read_reply(&mut r).unwrap(), Reply::Int(42));
+        assert_eq!(read_reply(&mut r).unwrap(), Reply::bulk("abc"));
+        assert_eq!(read_reply(&mut r).unwrap(), Reply::Bulk(None));
+        assert_eq!(
+            read_reply(&mut r).unwrap(),
+            Reply::Array(Some(vec![Reply::Int(1), Reply::bulk("")]))
+        );
+        assert_eq!(read_reply(&mut r).unwrap(), Reply::Array(None));
+        assert!(read_reply(&mut r).is_err());
+    }
+
+    #[test]
+    fn forwards_the_host_port_to_the_guest_port() {
+        let a = qemu_args(16379);
+        assert!(a.contains(&"user,id=n0,hostfwd=tcp:127.0.0.1:16379-:6379".to_owned()));
+        assert!(a.contains(&"virtio-net-device,netdev=n0".to_owned()));
+    }
+}
