@@ -1,6 +1,8 @@
 //! Records a kernel lock trace in the hosted harness (the kernel's `trace` feature) and writes
 //! it as a `sim` trace file: the kernel on `--cores` host threads running the IPC workload (a
-//! caller and a server per core) or, with `--workload memory`, the memory benchmark's (a
+//! caller and a server per core), with `--workload client-server` the client-server workload (a
+//! client on every core Calling one server on core 0: the cores share its endpoint and TCB;
+//! clh, ticket or fine) or, with `--workload memory`, the memory benchmark's (a
 //! worker per core whose page faults and frees user-level pagers serve, per core or one
 //! global with `--pager global`), every entry recorded on its core ([`tests::tracing`]: the
 //! cores' threads pinned and started together).
@@ -8,6 +10,8 @@
 //! ```text
 //! cargo run --release -p tests --features trace --example trace_hosted -- \
 //!     --cores 2 --lock clh --per 2000 --out target/trace/hosted.trace
+//! cargo run --release -p tests --features trace --example trace_hosted -- \
+//!     --workload client-server --cores 2 --lock fine --per 2000
 //! cargo run --release -p tests --features trace --example trace_hosted -- \
 //!     --workload memory --cores 2 --lock clh --pages 100 --tasks 16 --pager percore
 //! ```
@@ -21,7 +25,17 @@ use std::time::Duration;
 
 use sim::config::{Config, LockLatency, LockStrategy};
 use sim::trace::Strategy as TraceStrategy;
-use tests::tracing::{record, record_memory, KernelLock, MemoryRecording, Recording};
+use tests::tracing::{
+    record, record_client_server, record_memory, KernelLock, MemoryRecording, Recording,
+};
+
+/// `--workload` values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Workload {
+    Ipc,
+    ClientServer,
+    Memory,
+}
 
 struct Args {
     cores: usize,
@@ -29,7 +43,7 @@ struct Args {
     per: usize,
     alternate: bool,
     out: std::path::PathBuf,
-    memory: bool,
+    workload: Workload,
     pages: usize,
     tasks: usize,
     global: bool,
@@ -42,7 +56,7 @@ fn parse() -> Result<Args, String> {
         per: 2000,
         alternate: false,
         out: "target/trace/hosted.trace".into(),
-        memory: false,
+        workload: Workload::Ipc,
         pages: 100,
         tasks: 16,
         global: false,
@@ -56,11 +70,14 @@ fn parse() -> Result<Args, String> {
             "--per" => a.per = v()?.parse().map_err(|e| format!("--per: {e}"))?,
             "--out" => a.out = v()?.into(),
             "--alternate" => a.alternate = true,
-            "--workload" => match v()?.as_str() {
-                "ipc" => a.memory = false,
-                "memory" => a.memory = true,
-                w => return Err(format!("--workload {w}: ipc or memory")),
-            },
+            "--workload" => {
+                a.workload = match v()?.as_str() {
+                    "ipc" => Workload::Ipc,
+                    "client-server" => Workload::ClientServer,
+                    "memory" => Workload::Memory,
+                    w => return Err(format!("--workload {w}: ipc, client-server or memory")),
+                }
+            }
             "--pages" => a.pages = v()?.parse().map_err(|e| format!("--pages: {e}"))?,
             "--tasks" => a.tasks = v()?.parse().map_err(|e| format!("--tasks: {e}"))?,
             "--pager" => match v()?.as_str() {
@@ -71,9 +88,10 @@ fn parse() -> Result<Args, String> {
             "--help" | "-h" => {
                 return Err(
                     "usage: trace_hosted [--cores N (1..=8)] [--lock clh|ticket|fine|none] \
-                     [--out FILE] [--workload ipc|memory]; ipc: [--per MESSAGES] \
-                     [--alternate]; memory (lock clh, ticket, or none on 1 core): \
-                     [--pages N] [--tasks N] [--pager percore|global]"
+                     [--out FILE] [--workload ipc|client-server|memory]; ipc (a caller and \
+                     a server per core) and client-server (a client per core, one server on \
+                     core 0; lock clh, ticket or fine): [--per MESSAGES] [--alternate]; \
+                     memory (lock clh, ticket, or none on 1 core): [--pages N] [--tasks N] [--pager percore|global]"
                         .into(),
                 )
             }
@@ -101,7 +119,7 @@ fn main() -> ExitCode {
     let n = a.cores;
     let frequency_hz = tests::bench::tsc_hz(Duration::from_millis(50));
     let trace = match KernelLock::parse(&a.lock) {
-        Some(lock) if a.memory => record_memory(&MemoryRecording {
+        Some(lock) if a.workload == Workload::Memory => record_memory(&MemoryRecording {
             cores: n,
             lock,
             pages: a.pages,
@@ -109,13 +127,20 @@ fn main() -> ExitCode {
             tasks: a.tasks,
             frequency_hz,
         }),
-        Some(lock) => record(&Recording {
-            cores: n,
-            lock,
-            per: a.per,
-            alternate: a.alternate,
-            frequency_hz,
-        }),
+        Some(lock) => {
+            let what = Recording {
+                cores: n,
+                lock,
+                per: a.per,
+                alternate: a.alternate,
+                frequency_hz,
+            };
+            if a.workload == Workload::ClientServer {
+                record_client_server(&what)
+            } else {
+                record(&what)
+            }
+        }
         None => Err(format!("--lock {}: clh, ticket, fine or none", a.lock)),
     };
     let trace = match trace {
@@ -133,9 +158,13 @@ fn main() -> ExitCode {
         return ExitCode::FAILURE;
     }
     let recorded = trace.end() - trace.start();
-    // The fine-grained kernel's object locks are not in the trace yet (its section lock is the
-    // big-reader lock's shared side): replayed without a lock until they are.
+    // The recording kernel's own strategy: a fine-grained kernel's entries name the object
+    // locks they took (its section lock is the big-reader lock's shared side, which never
+    // waits here), replayed as per-object locks; without them, as no lock.
     let strategy = match trace.strategy {
+        TraceStrategy::FineGrained if trace.records.iter().any(|r| r.object_count > 0) => {
+            LockStrategy::FineGrained
+        }
         TraceStrategy::FineGrained | TraceStrategy::None => LockStrategy::NoLock,
         _ => LockStrategy::BigLock,
     };

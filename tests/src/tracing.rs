@@ -1,6 +1,10 @@
 //! Recording kernel lock traces in the hosted harness (the `trace` feature): the IPC workload
 //! (one private caller/server pair per kernel core, [`workload::ipc`]) on a kernel with tracing
 //! on, every entry recorded on its core, returned as a [`sim::trace::Trace`].
+//! [`record_client_server`] records the client-server workload instead (a client on every core
+//! Calling one server on core 0, [`workload::client_server`]): the same checks, but the cores
+//! share the endpoint and the server's TCB, which is what the fine-grained kernel's object locks
+//! in the trace show and what the simulator's per-object locks replay.
 //!
 //! `examples/trace_hosted.rs` writes such a trace to a file, and `examples/calibrate.rs` records
 //! the same workload with the cores taking turns ([`RunConfig::alternate`]) to measure what a
@@ -48,8 +52,28 @@ pub struct Recording {
     pub frequency_hz: u64,
 }
 
+/// Which IPC workload [`record_with`] builds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Layout {
+    /// [`workload::ipc`]: one private caller/server pair per core.
+    Pairs,
+    /// [`workload::client_server`]: a client per core, one server on core 0.
+    ClientServer,
+}
+
 /// Records the IPC workload as `what` says.
 pub fn record(what: &Recording) -> Result<Trace, String> {
+    record_layout(what, Layout::Pairs)
+}
+
+/// Records the client-server workload ([`workload::client_server`]): one server on core 0,
+/// a client on every core making `what.per` Calls. Refuses lock `none`: the cores share the
+/// server's endpoint, TCB and run queue, so a kernel without a lock would race on them.
+pub fn record_client_server(what: &Recording) -> Result<Trace, String> {
+    record_layout(what, Layout::ClientServer)
+}
+
+fn record_layout(what: &Recording, layout: Layout) -> Result<Trace, String> {
     if !(1..=kernel::config::MAX_CPUS).contains(&what.cores) {
         return Err(format!(
             "{} cores: the kernel supports 1..={}",
@@ -64,16 +88,25 @@ pub fn record(what: &Recording) -> Result<Trace, String> {
             BigLock::new(ClhLock::<{ kernel::config::MAX_CPUS }, HostRelax>::new()),
             TraceStrategy::BigLock,
             what,
+            layout,
         ),
         KernelLock::Ticket => record_with(
             BigLock::new(TicketLock::<HostRelax>::with_cpus(n)),
             TraceStrategy::BigLock,
             what,
+            layout,
         ),
         KernelLock::Fine => record_with(
             FineGrained::<HostRelax>::new(),
             TraceStrategy::FineGrained,
             what,
+            layout,
+        ),
+        KernelLock::None if layout == Layout::ClientServer => Err(
+            "lock none cannot run the client-server workload: every core's client Calls the \
+             one server, so the cores share its endpoint, TCB and run queue; record clh, \
+             ticket or fine"
+                .into(),
         ),
         KernelLock::None => record_with(
             // SAFETY: `workload::ipc` without its shared part gives each core one caller and one
@@ -85,6 +118,7 @@ pub fn record(what: &Recording) -> Result<Trace, String> {
             unsafe { NoLock::new() },
             TraceStrategy::None,
             what,
+            layout,
         ),
     }
 }
@@ -93,6 +127,7 @@ fn record_with<S: Strategy>(
     strategy: S,
     kind: TraceStrategy,
     a: &Recording,
+    layout: Layout,
 ) -> Result<Trace, String> {
     // The rings are written only by the cores' threads of a run, and none runs now.
     for cpu in 0..kernel::config::MAX_CPUS {
@@ -101,7 +136,10 @@ fn record_with<S: Strategy>(
     let mut k = Box::new(Kernel::new(strategy, FakeHal::new(a.cores), a.cores));
     k.set_tracer(&TRACER);
     let programs = Programs::new();
-    let w = workload::ipc(&mut k, &programs, a.per, false, 1);
+    let w = match layout {
+        Layout::Pairs => workload::ipc(&mut k, &programs, a.per, false, 1),
+        Layout::ClientServer => workload::client_server(&mut k, &programs, a.per),
+    };
     let cfg = RunConfig {
         timeout: Duration::from_secs(120),
         start_together: true,

@@ -1,5 +1,6 @@
-//! Workloads for the harness: the IPC stress mix with its delivery ledger, and the adversarial
-//! mix of random system calls.
+//! Workloads for the harness: the IPC stress mix with its delivery ledger, the client-server
+//! workload (every core's client Calls one shared server, checked by the same ledger), and the
+//! adversarial mix of random system calls.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::*};
 use std::sync::{Arc, Mutex};
@@ -368,6 +369,71 @@ pub fn ipc<S: Strategy>(
     ledger
         .expected_replies
         .store((w.callers.len() * per) as u64, Relaxed);
+    w
+}
+
+/// Priority of [`client_server`]'s server: above its clients', so that a Call from another core
+/// preempts core 0's client (the server is woken there by a Reschedule IPI) instead of waiting
+/// for that client to block.
+pub const SERVER_PRIORITY: usize = 11;
+/// Priority of [`client_server`]'s clients.
+pub const CLIENT_PRIORITY: usize = 10;
+
+/// Builds the client-server workload on `cores` cores, `per` Calls per client: one server
+/// thread on core 0 in ReplyRecv on one shared endpoint, and one client on every core (core 0's
+/// too) Calling it, each with its own badge. Every message and reply goes through the
+/// [`Ledger`] as in [`ipc`] ([`IpcWorkload::verify`] checks each delivered exactly once).
+///
+/// Unlike [`ipc`]'s private pairs, the cores share objects here: the endpoint, the server's TCB
+/// and core 0's run queue. That is the contended case of the client-server benchmark's `shared`
+/// variant ([`crate::bench`], which puts the clients on cores 1.. only and is timed rather than
+/// checked); here core 0 also runs a client, so that every core makes Calls and a 1-core run is
+/// the ping-pong. No lock-free kernel can run it (`NoLock` would race on the shared objects).
+pub fn client_server<S: Strategy>(
+    k: &mut Kernel<S, FakeHal>,
+    programs: &Programs,
+    per: usize,
+) -> IpcWorkload {
+    let cores = k.cores();
+    let ledger = Arc::new(Ledger::new(per));
+    let mut w = IpcWorkload {
+        ledger: ledger.clone(),
+        senders: vec![],
+        callers: vec![],
+    };
+    let ep = k.create_endpoint().expect("endpoint");
+    let s = k
+        .create_thread(SERVER_PRIORITY, 0, None)
+        .expect("server thread");
+    k.install_cap(
+        s,
+        slot(0),
+        ObjRef::Endpoint(ep),
+        Rights::READ | Rights::WRITE,
+        0,
+    )
+    .expect("server cap");
+    programs.set(s, false, server(ledger.clone()));
+    k.start(s).expect("start server");
+    for core in 0..cores {
+        let c = k
+            .create_thread(CLIENT_PRIORITY, core, None)
+            .expect("client thread");
+        k.install_cap(
+            c,
+            slot(0),
+            ObjRef::Endpoint(ep),
+            Rights::WRITE,
+            c.index() + 100,
+        )
+        .expect("client cap");
+        programs.set(c, true, client(ledger.clone(), c.index(), per, true));
+        park(k, programs, c);
+        k.start(c).expect("start client");
+        w.callers.push(c);
+    }
+    ledger.expected_msgs.store((cores * per) as u64, Relaxed);
+    ledger.expected_replies.store((cores * per) as u64, Relaxed);
     w
 }
 

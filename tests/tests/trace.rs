@@ -339,3 +339,101 @@ fn rtm_entries_record_their_outcome_retries_and_causes() {
     );
     assert_eq!(r[0].rtm_abort_cause, 0b100);
 }
+
+/// The client-server workload traced (`tests::tracing::record_client_server`): a client on
+/// each of 2 cores Calls one server on core 0. One record per entry, every client's Calls and
+/// the server's ReplyRecvs in it, every record valid, and a replay on the recorded cores runs;
+/// under the fine-grained kernel the shared endpoint's lock is in records of both cores (the
+/// object the simulator's per-object locks make the cores contend for). `none` is refused.
+#[test]
+fn the_client_server_workload_records_every_call_and_shares_the_endpoint() {
+    use kernel::syscall::nr;
+    use std::collections::BTreeSet;
+    use tests::tracing::{record_client_server, KernelLock, Recording};
+    const PER: usize = 300;
+    let what = |lock| Recording {
+        cores: CORES,
+        lock,
+        per: PER,
+        alternate: false,
+        frequency_hz: 1_000_000_000,
+    };
+    for lock in [KernelLock::Clh, KernelLock::Fine] {
+        let t = record_client_server(&what(lock)).unwrap_or_else(|e| panic!("{lock:?}: {e}"));
+        assert_eq!(usize::from(t.cores), CORES);
+        let calls_on = |core: u16| {
+            t.records
+                .iter()
+                .filter(|r| {
+                    r.core == core
+                        && r.kind == EntryKind::Syscall
+                        && usize::from(r.number) == nr::CALL
+                })
+                .count()
+        };
+        // Each client's Calls on its own core (none is interrupted: nothing migrates).
+        for core in 0..CORES as u16 {
+            assert_eq!(calls_on(core), PER, "{lock:?}: Calls on core {core}");
+        }
+        // The server on core 0 replies to every Call: one ReplyRecv per message and its first.
+        let reply_recvs = t
+            .records
+            .iter()
+            .filter(|r| r.kind == EntryKind::Syscall && usize::from(r.number) == nr::REPLY_RECV)
+            .inspect(|r| assert_eq!(r.core, 0, "{lock:?}: a ReplyRecv off the server's core"))
+            .count();
+        assert_eq!(reply_recvs, CORES * PER + 1, "{lock:?}: ReplyRecvs");
+        for (i, r) in t.records.iter().enumerate() {
+            r.validate()
+                .unwrap_or_else(|e| panic!("{lock:?} record {i}: {e}: {r:?}"));
+        }
+        let strategy = match lock {
+            KernelLock::Fine => {
+                assert_eq!(t.strategy, TraceStrategy::FineGrained);
+                // The endpoint (lock kind 1; there is one) in records of both cores.
+                let endpoint_on: BTreeSet<u16> = t
+                    .records
+                    .iter()
+                    .filter(|r| r.object_locks().iter().any(|o| o.id >> 28 == 1))
+                    .map(|r| r.core)
+                    .collect();
+                assert_eq!(
+                    endpoint_on,
+                    (0..CORES as u16).collect(),
+                    "cores whose records name the endpoint"
+                );
+                let endpoints: BTreeSet<u32> = t
+                    .records
+                    .iter()
+                    .flat_map(|r| r.object_locks().iter().map(|o| o.id))
+                    .filter(|id| id >> 28 == 1)
+                    .collect();
+                assert_eq!(endpoints.len(), 1, "one shared endpoint: {endpoints:x?}");
+                // The server's TCB (kind 4) too: some TCB is locked from both cores.
+                let tcbs_on = |core: u16| -> BTreeSet<u32> {
+                    t.records
+                        .iter()
+                        .filter(|r| r.core == core)
+                        .flat_map(|r| r.object_locks().iter().map(|o| o.id))
+                        .filter(|id| id >> 28 == 4)
+                        .collect()
+                };
+                assert!(
+                    tcbs_on(0).intersection(&tcbs_on(1)).next().is_some(),
+                    "no TCB locked from both cores"
+                );
+                LockStrategy::FineGrained
+            }
+            _ => {
+                assert_eq!(t.strategy, TraceStrategy::BigLock);
+                LockStrategy::BigLock
+            }
+        };
+        let sim = sim::simulate::simulate(&t, &Config::new(CORES, strategy))
+            .unwrap_or_else(|e| panic!("{lock:?}: replay: {e:?}"));
+        assert_eq!(sim.entries, t.records.len() as u64);
+        assert!(sim.run_cycles > 0);
+    }
+    let e = record_client_server(&what(KernelLock::None)).unwrap_err();
+    assert!(e.contains("none"), "{e}");
+}

@@ -484,9 +484,11 @@ pub struct TraceArgs {
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=8))]
     cores: u16,
 
-    /// With --hosted: the workload: `ipc` (a caller and a server per core) or `memory` (the
-    /// memory benchmark's: a worker per core whose page faults and frees user-level pagers
-    /// serve, 100 pages per task, 16 tasks; lock clh or ticket).
+    /// With --hosted: the workload: `ipc` (a caller and a server per core: the ping-pong),
+    /// `client-server` (one server thread on core 0 and one client on every core, core 0's
+    /// too, each making 2000 Calls to it on one shared endpoint; lock clh, ticket or fine) or
+    /// `memory` (the memory benchmark's: a worker per core whose page faults and frees
+    /// user-level pagers serve, 100 pages per task, 16 tasks; lock clh or ticket).
     #[arg(long, value_enum, default_value_t = Workload::Ipc, requires = "hosted")]
     workload: Workload,
 
@@ -505,6 +507,8 @@ pub struct TraceArgs {
 enum Workload {
     /// IPC ping-pong, one private pair per core.
     Ipc,
+    /// A client per core Calling one shared server on core 0.
+    ClientServer,
     /// The memory benchmark's page faults and frees.
     Memory,
 }
@@ -532,47 +536,79 @@ pub fn run(root: &Path, args: &TraceArgs) -> ExitCode {
     }
 }
 
+/// What `--hosted` records: the trace file's name stem and the `trace_hosted` example's
+/// arguments other than `--cores` and `--out`; an error for a lock the workload cannot run.
+fn hosted_plan(args: &TraceArgs) -> Result<(String, Vec<&'static str>), String> {
+    let lock = args.lock.first().copied().unwrap_or(Lock::Clh);
+    let name =
+        match (lock, args.workload) {
+            (Lock::Clh | Lock::Ticket, _) => lock.name(),
+            (Lock::Fine, Workload::Ipc | Workload::ClientServer) => lock.name(),
+            (Lock::None, Workload::ClientServer) => return Err(
+                "--workload client-server needs a kernel lock (clh, ticket or fine), not none: \
+                 every core's client Calls the one server, so the cores share its endpoint, \
+                 TCB and run queue"
+                    .into(),
+            ),
+            (other, _) => {
+                return Err(format!(
+                    "--hosted records clh, ticket or fine (the memory workload: clh or ticket), \
+                 not {}",
+                    other.name()
+                ))
+            }
+        };
+    Ok(match args.workload {
+        Workload::Ipc => (format!("hosted-{name}"), vec!["--lock", name]),
+        Workload::ClientServer => (
+            format!("hosted-client-server-{name}"),
+            vec![
+                "--lock",
+                name,
+                "--workload",
+                "client-server",
+                "--per",
+                "2000",
+            ],
+        ),
+        Workload::Memory => {
+            let pager = if args.global_pager {
+                "global"
+            } else {
+                "percore"
+            };
+            (
+                format!("hosted-memory-{pager}-{name}"),
+                vec![
+                    "--lock",
+                    name,
+                    "--workload",
+                    "memory",
+                    "--pages",
+                    "100",
+                    "--tasks",
+                    "16",
+                    "--pager",
+                    pager,
+                ],
+            )
+        }
+    })
+}
+
 /// `--hosted`: records a kernel lock trace in the hosted harness, then analyses and sweeps it.
 fn run_hosted(root: &Path, args: &TraceArgs) -> Result<(), String> {
-    let lock = args.lock.first().copied().unwrap_or(Lock::Clh);
-    let memory = args.workload == Workload::Memory;
-    let name = match lock {
-        Lock::Clh | Lock::Ticket => lock.name(),
-        Lock::Fine if !memory => lock.name(),
-        other => {
-            return Err(format!(
-                "--hosted records clh, ticket or fine (the memory workload: clh or ticket), \
-                 not {}",
-                other.name()
-            ))
-        }
-    };
+    let (stem, example_args) = hosted_plan(args)?;
     let out = args
         .out
         .clone()
         .unwrap_or_else(|| crate::target_dir(root).join("sim"));
-    let stem = if memory {
-        format!(
-            "hosted-memory-{}-{name}",
-            if args.global_pager {
-                "global"
-            } else {
-                "percore"
-            }
-        )
-    } else {
-        format!("hosted-{name}")
-    };
     let file = out.join(format!("{stem}-{}cores.trace", args.cores));
-    let mut cmd = crate::sim::traced_example("run", "trace_hosted")
-        .args(["--cores", &args.cores.to_string(), "--lock", name, "--out"])
+    let cmd = crate::sim::traced_example("run", "trace_hosted")
+        .args(["--cores", &args.cores.to_string()])
+        .args(example_args)
+        .arg("--out")
         .arg(&file);
-    if memory {
-        cmd = cmd.args(["--workload", "memory", "--pages", "100", "--tasks", "16"]);
-        if args.global_pager {
-            cmd = cmd.args(["--pager", "global"]);
-        }
-    }
     let status = cmd
         .run_inherited(root)
         .map_err(|e| format!("{}: {e}", cmd.display()))?;
@@ -720,6 +756,45 @@ pub fn record(machine: Machine, lock: Lock, rounds: u64, p: &PerRoundTrip) -> se
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        trace: TraceArgs,
+    }
+
+    fn plan(args: &[&str]) -> Result<(String, Vec<&'static str>), String> {
+        let cli = Cli::try_parse_from(std::iter::once("trace").chain(args.iter().copied()))
+            .map_err(|e| e.to_string())?;
+        hosted_plan(&cli.trace)
+    }
+
+    #[test]
+    fn hosted_workloads_and_the_locks_they_take() {
+        let (stem, a) = plan(&["--hosted"]).unwrap();
+        assert_eq!((stem.as_str(), a), ("hosted-clh", vec!["--lock", "clh"]));
+        let (stem, a) =
+            plan(&["--hosted", "--workload", "client-server", "--lock", "fine"]).unwrap();
+        assert_eq!(stem, "hosted-client-server-fine");
+        assert_eq!(a[..4], ["--lock", "fine", "--workload", "client-server"]);
+        for lock in ["clh", "ticket"] {
+            let (stem, _) =
+                plan(&["--hosted", "--workload", "client-server", "--lock", lock]).unwrap();
+            assert_eq!(stem, format!("hosted-client-server-{lock}"));
+        }
+        // A shared server needs a lock.
+        let e = plan(&["--hosted", "--workload", "client-server", "--lock", "none"]).unwrap_err();
+        assert!(e.contains("needs a kernel lock"), "{e}");
+        let (stem, a) = plan(&["--hosted", "--workload", "memory", "--global-pager"]).unwrap();
+        assert_eq!(stem, "hosted-memory-global-clh");
+        assert!(a.ends_with(&["--pager", "global"]));
+        assert!(plan(&["--hosted", "--workload", "memory", "--lock", "fine"]).is_err());
+        assert!(
+            plan(&["--workload", "client-server"]).is_err(),
+            "needs --hosted"
+        );
+    }
 
     #[test]
     fn a32_barrier_encodings() {
