@@ -11,7 +11,7 @@
 //! | mode switch | configured extra cost (0 replays the recorded kernel) |
 //! | shared lines | the cache model's kernel-entry cost before the lock (0 without it) |
 //! | kernel (before the lock) | recorded `lock_requested` |
-//! | lock entry | configured entry latency (+ the cache model's hand-off cost); waits while the lock is held |
+//! | lock entry | configured entry latency (+ the cache model's hand-off cost); waits while the lock is held; without a lock, the recorded entry up to that latency |
 //! | shared lines | the cache model's kernel-entry cost in the critical section (0 without it) |
 //! | critical section | recorded `lock_released - lock_acquired` (less recorded object waits) |
 //! | lock exit | configured exit latency; releases the lock at its end |
@@ -353,7 +353,12 @@ impl Sim<'_> {
                 ]);
             }
             LockStrategy::FineGrained | LockStrategy::NoLock => {
-                v.extend([Step::Work(pre), shared, Step::Work(held + post)]);
+                // No lock to wait for, but entering the section still costs what the record
+                // shows up to the uncontended entry latency (a lock-free kernel's record has
+                // the timestamp reads there; a big-lock record replayed as a what-if keeps its
+                // uncontended acquisition, not its waiting).
+                let enter = u64::from(r.lock_wait()).min(self.entry_latency());
+                v.extend([Step::Work(pre + enter), shared, Step::Work(held + post)]);
             }
         }
         v.push_back(Step::Work(ms));

@@ -618,3 +618,22 @@ fn pre_lock_lines_overlap_the_other_cores_section() {
         })
     );
 }
+
+/// Without a lock the replay keeps the recorded entry into the section up to the configured
+/// entry latency: a lock-free kernel's trace (its "wait" is the timestamp reads) replays to its
+/// own run time when the latency is the recorded one, and a contended wait is not replayed.
+#[test]
+fn no_lock_replay_keeps_the_uncontended_entry() {
+    let rows: Vec<Record> = (0..3).map(|i| rec(0, i * 1000, 5, 10, 50, 10)).collect();
+    let t = trace(1, rows);
+    let recorded = t.end() - t.start();
+    let r = simulate(&t, &cfg(1, LockStrategy::NoLock, 10, 0)).unwrap();
+    assert_eq!(r.run_cycles, recorded);
+    // Each entry 6 cycles shorter; the recorded user time between entries is kept.
+    let r = simulate(&t, &cfg(1, LockStrategy::NoLock, 4, 0)).unwrap();
+    assert_eq!(r.run_cycles, recorded - 3 * 6);
+    // A record that waited 500 cycles keeps only the 10 of an uncontended entry.
+    let t = trace(1, vec![rec(0, 0, 5, 500, 50, 10)]);
+    let r = simulate(&t, &cfg(1, LockStrategy::NoLock, 10, 0)).unwrap();
+    assert_eq!(r.run_cycles, 75);
+}
