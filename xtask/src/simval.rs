@@ -390,7 +390,8 @@ pub fn validate(root: &Path, cal: &Calibration, plan: &Plan, out: &Path) -> Resu
          and started together) recorded on 1 and 2 cores per run and kernel lock; lock latency \
          from each trace; predictions of 2 cores from each 1-core trace without and with the \
          calibration's cache model, against the measured 2-core throughput (entries per second, \
-         first entry to last exit); fine and none replayed without a lock",
+         first entry to last exit); fine replayed with its traced object locks, none without \
+         a lock",
         plan.runs, plan.per, plan.max_cores, plan.per
     );
     let validation = Validation {
