@@ -20,7 +20,7 @@
 use std::io::{self, BufRead, BufReader, Write};
 use std::net::{Ipv4Addr, TcpListener, TcpStream};
 use std::path::Path;
-use std::process::{Child, ExitCode, Stdio};
+use std::process::{Child, ExitCode};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -66,32 +66,10 @@ struct Qemu {
 
 impl Qemu {
     fn spawn(cmd: &crate::proc::Cmd, root: &Path) -> io::Result<Qemu> {
-        let (reader, writer) = io::pipe()?;
-        let child = {
-            let mut c = cmd.command(root);
-            c.stdin(Stdio::null())
-                .stdout(writer.try_clone()?)
-                .stderr(writer);
-            c.spawn()?
-        };
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            let mut reader = BufReader::new(reader);
-            let mut buf = Vec::new();
-            while matches!(reader.read_until(b'\n', &mut buf), Ok(n) if n > 0) {
-                let line = String::from_utf8_lossy(&buf)
-                    .trim_end_matches(['\n', '\r'])
-                    .to_owned();
-                println!("{line}");
-                if tx.send(line).is_err() {
-                    break;
-                }
-                buf.clear();
-            }
-        });
+        let (child, lines) = cmd.spawn_lines(root)?;
         Ok(Qemu {
             child,
-            lines: rx,
+            lines,
             seen: Vec::new(),
         })
     }
@@ -108,6 +86,8 @@ impl Qemu {
             let left = deadline.saturating_duration_since(Instant::now());
             match self.lines.recv_timeout(left) {
                 Ok(line) => {
+                    // The console, echoed as it arrives.
+                    println!("{line}");
                     self.seen.push(line.clone());
                     if ready(&line) {
                         return Ok(line);

@@ -126,32 +126,7 @@ impl Cmd {
         on_line: &mut dyn FnMut(&str),
     ) -> io::Result<Captured> {
         let start = Instant::now();
-        let (reader, writer) = io::pipe()?;
-        let mut child = {
-            // The command owns the pipe's write ends; it is dropped at the end of this block, so
-            // that the reader sees end-of-file once the child (and its children) exit.
-            let mut cmd = self.command(dir);
-            cmd.stdin(std::process::Stdio::null())
-                .stdout(writer.try_clone()?)
-                .stderr(writer);
-            cmd.spawn()?
-        };
-
-        let (tx, rx) = mpsc::channel::<String>();
-        std::thread::spawn(move || {
-            let mut reader = BufReader::new(reader);
-            let mut buf = Vec::new();
-            while matches!(reader.read_until(b'\n', &mut buf), Ok(n) if n > 0) {
-                let line = String::from_utf8_lossy(&buf)
-                    .trim_end_matches(['\n', '\r'])
-                    .to_owned();
-                if tx.send(line).is_err() {
-                    break;
-                }
-                buf.clear();
-            }
-        });
-
+        let (mut child, rx) = self.spawn_lines(dir)?;
         let mut lines = Vec::new();
         let mut timed_out = false;
         // After a kill, how long to keep collecting what the killed processes had written.
@@ -180,6 +155,37 @@ impl Cmd {
             elapsed: start.elapsed(),
             timed_out,
         })
+    }
+
+    /// Starts the command in `dir` with standard input closed and stdout and stderr merged into
+    /// one pipe, read by a thread that sends each line (without its line end) on the returned
+    /// channel; the channel closes once every process holding the pipe has exited.
+    pub fn spawn_lines(&self, dir: &Path) -> io::Result<(Child, mpsc::Receiver<String>)> {
+        let (reader, writer) = io::pipe()?;
+        let child = {
+            // The command owns the pipe's write ends; it is dropped at the end of this block, so
+            // that the reader sees end-of-file once the child (and its children) exit.
+            let mut cmd = self.command(dir);
+            cmd.stdin(std::process::Stdio::null())
+                .stdout(writer.try_clone()?)
+                .stderr(writer);
+            cmd.spawn()?
+        };
+        let (tx, rx) = mpsc::channel::<String>();
+        std::thread::spawn(move || {
+            let mut reader = BufReader::new(reader);
+            let mut buf = Vec::new();
+            while matches!(reader.read_until(b'\n', &mut buf), Ok(n) if n > 0) {
+                let line = String::from_utf8_lossy(&buf)
+                    .trim_end_matches(['\n', '\r'])
+                    .to_owned();
+                if tx.send(line).is_err() {
+                    break;
+                }
+                buf.clear();
+            }
+        });
+        Ok((child, rx))
     }
 
     /// Runs the command in `dir` with the terminal's stdin, stdout and stderr.
