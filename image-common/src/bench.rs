@@ -468,6 +468,16 @@ type Planned = (usize, Record, u32, bool);
 /// The most records one benchmark kind prints (`ipc`: three per variant and `null-syscall`).
 const MAX_PLANNED: usize = 7;
 
+/// The extra values of a batch-timed record (`ipc-roundtrip`, `null-syscall`): the batch size,
+/// the warm-up batches, and the counter-read cost subtracted from each batch before dividing
+/// (filled from the collector).
+const BATCH_EXTRA: [Option<(&str, u64)>; 4] = [
+    Some(("batch", BATCH as u64)),
+    Some(("warmup_batches", WARMUP_BATCHES as u64)),
+    Some(("overhead_per_batch", 0)),
+    None,
+];
+
 /// The records of benchmark `kind`, in print order; `None` past the end.
 fn plan(kind: Kind, info: &RunInfo) -> [Option<Planned>; MAX_PLANNED] {
     let base = Record {
@@ -522,14 +532,7 @@ fn plan(kind: Kind, info: &RunInfo) -> [Option<Planned>; MAX_PLANNED] {
                         bench: "ipc-roundtrip",
                         variant,
                         divisor: BATCH as u64,
-                        extra: [
-                            Some(("batch", BATCH as u64)),
-                            Some(("warmup_batches", WARMUP_BATCHES as u64)),
-                            // Filled from the collector: the counter-read cost subtracted from
-                            // each batch before dividing.
-                            Some(("overhead_per_batch", 0)),
-                            None,
-                        ],
+                        extra: BATCH_EXTRA,
                         ..base
                     },
                     1,
@@ -544,12 +547,7 @@ fn plan(kind: Kind, info: &RunInfo) -> [Option<Planned>; MAX_PLANNED] {
                 Record {
                     bench: "null-syscall",
                     divisor: BATCH as u64,
-                    extra: [
-                        Some(("batch", BATCH as u64)),
-                        Some(("warmup_batches", WARMUP_BATCHES as u64)),
-                        Some(("overhead_per_batch", 0)),
-                        None,
-                    ],
+                    extra: BATCH_EXTRA,
                     ..base
                 },
                 1,
