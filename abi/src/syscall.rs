@@ -286,7 +286,8 @@ pub enum Syscall {
         dest: CapSlot,
     },
     /// A kernel statistic ([`info`] keys): page-table frames free and in all, free region and
-    /// endpoint and notification objects. Needs no capability.
+    /// endpoint and notification objects, the kernel's cycle counter and each core's idle
+    /// cycles. Needs no capability.
     KernelInfo {
         /// What to read.
         key: usize,
@@ -506,8 +507,21 @@ pub mod info {
     pub const FREE_ENDPOINTS: usize = 3;
     /// Notifications that can still be created.
     pub const FREE_NOTIFICATIONS: usize = 4;
-    /// Largest key.
-    pub const MAX: usize = 4;
+    /// The kernel's cycle counter now: the clock of the idle keys (on 32-bit machines its low
+    /// word, like them: take differences modulo the word size).
+    pub const CYCLES: usize = 5;
+    /// Largest plain key.
+    pub const MAX: usize = 5;
+    /// Key `IDLE_BASE + c` (`c < MAX_CPUS`): the cycles core `c` has spent idle since boot
+    /// (no thread to run: from the kernel exit that left the core idle to its next entry, an
+    /// interrupt, IPI or tick), 0 for a core the kernel does not run on. Utilisation over an
+    /// interval is 1 - (idle difference / [`CYCLES`] difference).
+    pub const IDLE_BASE: usize = 16;
+
+    /// Whether `key` is a key of [`KernelInfo`](super::Syscall::KernelInfo).
+    pub const fn valid(key: usize) -> bool {
+        key <= MAX || (key >= IDLE_BASE && key < IDLE_BASE + crate::limits::MAX_CPUS)
+    }
 }
 
 impl Syscall {
@@ -640,7 +654,7 @@ impl Syscall {
             }
             KERNEL_INFO => {
                 zero(&a[2..])?;
-                if a[1] > info::MAX {
+                if !info::valid(a[1]) {
                     return Err(Error::OutOfRange);
                 }
                 Syscall::KernelInfo { key: a[1] }

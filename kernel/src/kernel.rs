@@ -452,6 +452,22 @@ pub struct Kernel<S: Strategy, H: Hal> {
     /// Entries the fastpath completed (unit tests: that their scenarios reach it).
     #[cfg(test)]
     pub(crate) fast_taken: core::sync::atomic::AtomicUsize,
+    /// Per core: its idle clock (see [`IdleClock`]).
+    idle: [CachePadded<IdleClock>; MAX_CPUS],
+}
+
+/// A core's idle accounting: when it last went idle, and its idle cycles so far. Written only
+/// by that core; the total is read by any core (`KernelInfo`).
+///
+/// Relaxed throughout: the owner's own accesses are in program order, and a reader on another
+/// core only needs some recent total (a statistic that orders nothing). The owner writes with a
+/// plain load and store (no read-modify-write).
+#[derive(Debug, Default)]
+pub(crate) struct IdleClock {
+    /// The counter when the core's last entry left it idle; 0: not idle.
+    since: AtomicU64,
+    /// Idle cycles since boot.
+    total: AtomicU64,
 }
 
 // SAFETY: all shared mutable state is in `UnsafeCell`s reached only through the accessors
@@ -551,6 +567,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             fastpath: true,
             #[cfg(test)]
             fast_taken: core::sync::atomic::AtomicUsize::new(0),
+            idle: core::array::from_fn(|_| CachePadded::new(IdleClock::default())),
         }
     }
 
@@ -868,17 +885,20 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
     /// An inter-processor interrupt of `kind` arrived on `cpu`.
     pub fn ipi(&self, cpu: CpuId, kind: IpiKind) -> Exit {
         let _ = kind; // every kind is handled alike: reschedule, and acknowledge shoot-downs
+        self.leave_idle(cpu);
         self.entry(cpu, Side::Shared, Entry::Ipi)
     }
 
     /// A timer tick on `cpu` (round-robin among equal priorities).
     pub fn timer_tick(&self, cpu: CpuId) -> Exit {
+        self.leave_idle(cpu);
         self.entry(cpu, Side::Shared, Entry::Timer)
     }
 
     /// Device interrupt `irq` on `cpu`: masked and signalled to its bound notification.
     /// Unknown lines are ignored.
     pub fn interrupt(&self, cpu: CpuId, irq: usize) -> Exit {
+        self.leave_idle(cpu);
         self.entry(cpu, Side::Shared, Entry::Interrupt(irq))
     }
 
@@ -973,6 +993,10 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             None => {
                 let (rotate, cur) = self.handle(ctx, cur, entry);
                 let next = self.schedule(ctx, cur, rotate);
+                if next.is_none() {
+                    // The fastpath always hands the core to a thread: only here can it go idle.
+                    self.enter_idle(cpu);
+                }
                 self.exit_regs(ctx, next)
             }
         };
@@ -1043,6 +1067,42 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         // Relaxed: see the swap above.
         self.in_kernel[cpu].store(false, Ordering::Relaxed);
         exit
+    }
+
+    /// The core will leave the kernel with no thread to run: its idle time starts now (a few
+    /// instructions before the exit, counted as idle).
+    #[cold]
+    fn enter_idle(&self, cpu: CpuId) {
+        // 0 means "not idle": a counter that reads 0 counts from 1.
+        let now = self.hal.cycles().max(1);
+        self.idle[cpu].since.store(now, Ordering::Relaxed);
+    }
+
+    /// An interrupt, IPI or tick arrived on `cpu`: if the core was idle, its idle time ends
+    /// now. (System calls and faults come from a running thread, never from an idle core, so
+    /// their entry path does not look.)
+    #[inline]
+    fn leave_idle(&self, cpu: CpuId) {
+        let Some(clock) = self.idle.get(cpu) else {
+            return; // `entry` reports the bad core index
+        };
+        let since = clock.since.load(Ordering::Relaxed);
+        if since != 0 {
+            let idle = self.hal.cycles().saturating_sub(since);
+            clock.since.store(0, Ordering::Relaxed);
+            let total = clock.total.load(Ordering::Relaxed);
+            clock
+                .total
+                .store(total.wrapping_add(idle), Ordering::Relaxed);
+        }
+    }
+
+    /// Cycles core `cpu` has spent idle since boot (its current idle stretch not included).
+    pub(crate) fn idle_cycles(&self, cpu: CpuId) -> u64 {
+        self.idle
+            .get(cpu)
+            .filter(|_| cpu < self.cores)
+            .map_or(0, |c| c.total.load(Ordering::Relaxed))
     }
 
     /// Adds `n` to a counter of this core's [`EntryCounts`]. Relaxed load and store, no

@@ -1025,7 +1025,13 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             TABLE_FRAMES_TOTAL => self.hal.table_frames().1,
             FREE_REGIONS => self.meta(|m| m.regions.iter().filter(|r| !r.live).count()),
             FREE_ENDPOINTS => MAX_ENDPOINTS - self.meta(|m| m.n_eps),
-            _ => MAX_NOTIFICATIONS - self.meta(|m| m.n_ntfns),
+            FREE_NOTIFICATIONS => MAX_NOTIFICATIONS - self.meta(|m| m.n_ntfns),
+            // The low word on 32-bit machines (documented with the keys).
+            CYCLES => self.hal.cycles() as usize,
+            // Decode admitted only the keys above and the idle range.
+            _ => key
+                .checked_sub(IDLE_BASE)
+                .map_or(0, |c| self.idle_cycles(c) as usize),
         }
     }
 

@@ -2077,3 +2077,45 @@ fn ping_pong_on_one_core_runs_on_the_fastpath() {
         20
     );
 }
+
+/// Idle accounting: a core with no thread to run counts cycles from the exit that left it idle
+/// to its next interrupt, IPI or tick; `KernelInfo` reads each core's total and the counter.
+#[test]
+fn idle_cycles_count_from_the_idle_exit_to_the_next_interrupt() {
+    use crate::syscall::info::{CYCLES, IDLE_BASE};
+    let (k, ts, _, _) = setup(2, &[0, 1]);
+    let info = |key| call(&k, 0, Syscall::KernelInfo { key });
+    assert_eq!(k.timer_tick(0).thread, Some(ts[0]));
+    assert_eq!(k.timer_tick(1).thread, Some(ts[1]));
+    assert_eq!(ok(&info(IDLE_BASE + 1)).0, 0, "core 1 has not been idle");
+    // Core 1's thread waits on an empty notification: core 1 goes idle.
+    assert_eq!(call(&k, 1, Syscall::Wait { ntfn: s(1) }).thread, None);
+    let before = ok(&info(CYCLES)).0;
+    // The counter advances one per read here; three ticks wake core 1, each ends an idle
+    // stretch (and it goes idle again).
+    for _ in 0..3 {
+        assert_eq!(k.timer_tick(1).thread, None);
+    }
+    let idle = ok(&info(IDLE_BASE + 1)).0;
+    let after = ok(&info(CYCLES)).0;
+    assert!(
+        idle >= 3,
+        "three idle stretches of at least one cycle: {idle}"
+    );
+    assert!(
+        idle < after - before + 3,
+        "idle {idle} within the elapsed {}",
+        after - before
+    );
+    assert_eq!(ok(&info(IDLE_BASE)).0, 0, "core 0 never idled");
+    // A core the kernel does not run on reads 0; keys outside the ranges are refused.
+    assert_eq!(ok(&info(IDLE_BASE + 2)).0, 0);
+    assert_eq!(
+        err(&k.syscall(0, [nr::KERNEL_INFO, CYCLES + 1, 0, 0, 0, 0])),
+        Error::OutOfRange
+    );
+    assert_eq!(
+        err(&k.syscall(0, [nr::KERNEL_INFO, IDLE_BASE + MAX_CPUS, 0, 0, 0, 0])),
+        Error::OutOfRange
+    );
+}
