@@ -658,10 +658,16 @@ fn run_inner(root: &Path, args: &TraceArgs) -> Result<(), String> {
         let kinds = Kind::of_arch(arch);
         eprintln!(
             "trace: {arch:?}: {} runs of the one-core demo (rounds={} and {}) under -icount \
-             shift=0 -singlestep -d exec,nochain",
+             shift=0 -singlestep -d exec,nochain{}",
             2 * machines.len() * locks.len(),
             args.rounds,
-            2 * args.rounds
+            2 * args.rounds,
+            if args.no_fastpath { ", fastpath=0" } else { "" }
+        );
+        eprintln!(
+            "trace: the demo's round trip includes its client's user code (the reply check, \
+             the typed library loop: about 200 instructions), so `insns` is above `cargo xtask \
+             bench`'s ipc-roundtrip, whose raw loop has none; kernel and trap paths are the same"
         );
         print!(
             "{:<10} {:<7} {:>8} {:>6} {:>8}",

@@ -601,6 +601,15 @@ pub fn render(records: &[Record], ctx: &Context) -> String {
     );
     let _ = writeln!(
         s,
+        "* `ipc-barriers` comes from `cargo xtask trace` (QEMU exec traces of the one-core demo, \
+         `mode=demo`), not from the benchmark programs. Its instructions per round trip \
+         (`extra.instructions_per_round_trip`) are higher than `ipc-roundtrip`'s: the demo's \
+         client checks every reply (a `memcmp`) and runs a typed library loop, about 200 \
+         instructions of user code per round trip that the benchmark's raw `Call` loop does \
+         not have; the kernel and trap paths are the same in both."
+    );
+    let _ = writeln!(
+        s,
         "* Kernel tracing (`--kernel-trace {}`): guest records measured with the {}.",
         ctx.kernel_trace.name(),
         ctx.kernel_trace.describe()
