@@ -32,6 +32,14 @@ pub const QEMU: &[Tool] = &[
     },
 ];
 
+/// The real Redis client: `cargo xtask qemu --net` tells how to reach the server with it, and
+/// its `--check` (the `net:*` test steps) runs it against the server beside xtask's own
+/// RESP client.
+pub const NET: &[Tool] = &[Tool {
+    what: "redis-cli",
+    package: "redis-tools",
+}];
+
 /// The boot-media tools of `cargo xtask flash` and its `flash:*` test steps: GRUB for BIOS and
 /// UEFI, xorriso and mtools (`grub-mkrescue`), OVMF (UEFI for QEMU), sfdisk, mkimage, and
 /// Debian's U-Boot for QEMU virt (the SD image's boot test).
@@ -219,7 +227,7 @@ mod tests {
             .and_then(|r| r.split(')').next())
             .expect(".ci/run has a packages=( ... ) list");
         let listed: Vec<&str> = list.split_whitespace().collect();
-        for t in QEMU.iter().chain(FLASH) {
+        for t in QEMU.iter().chain(FLASH).chain(NET) {
             assert!(
                 listed.contains(&t.package),
                 ".ci/run does not install {} (for {})",

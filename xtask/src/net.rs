@@ -3,12 +3,14 @@
 //! serves until Ctrl-C or `--timeout`, or (`--check`) drives a scripted RESP session from the
 //! host and stops.
 //!
-//! The session is a small RESP2 client written here (no `redis-cli` needed): PING, SET/GET, 100
+//! The session is a small RESP2 client written here: PING, SET/GET, 100
 //! pipelined SETs then 100 pipelined GETs, INCR and INCRBY, an unknown command, a second
 //! connection open at the same time as the first, sharing the store, a malformed request (a
 //! protocol error, then the server closes), a client leaving in the middle of a request, and
 //! as many connections as the guest has sockets plus one, which must be refused rather than
-//! hang. QEMU is killed at the end whatever happens ([`Qemu`]'s `Drop`). Both machines with
+//! hang; then the real `redis-cli` (Debian's redis-tools, installed with the QEMU packages
+//! for `--net`) runs PING, SET, GET, INCRBY and HSET, each on a connection of its own.
+//! QEMU is killed at the end whatever happens ([`Qemu`]'s `Drop`). Both machines with
 //! virtio-mmio transports run it: x86_64 `-M microvm` and ARM `-M virt` (sabrelite has no
 //! virtio; its i.MX6 FEC would need a driver of its own).
 //!
@@ -172,7 +174,8 @@ pub fn run(root: &Path, args: &QemuArgs, elf: &Path) -> ExitCode {
     let up = start.elapsed().as_secs_f64();
     if args.check {
         let deadline = start + limit.unwrap_or(Duration::from_secs(60));
-        let result = session(port, deadline);
+        let result = session(port, deadline)
+            .and_then(|ours| Ok(format!("{ours}; {}", redis_cli_session(root, port)?)));
         let secs = start.elapsed().as_secs_f64();
         return match result {
             Ok(summary) => {
@@ -209,6 +212,41 @@ pub fn run(root: &Path, args: &QemuArgs, elf: &Path) -> ExitCode {
         }
         Ok(_) => unreachable!("no line is the ready line"),
     }
+}
+
+/// The real client against the server: `redis-cli` (Debian's redis-tools, which `cargo xtask
+/// qemu --net` installs when missing) runs a few commands, each on a connection of its own,
+/// and its output (raw, since it is not a terminal) must be what Redis would print.
+fn redis_cli_session(root: &Path, port: u16) -> Result<String, String> {
+    let port = port.to_string();
+    let steps: [(&[&str], &str); 5] = [
+        (&["PING"], "PONG"),
+        (&["SET", "cli:greeting", "hello from redis-cli"], "OK"),
+        (&["GET", "cli:greeting"], "hello from redis-cli"),
+        (&["INCRBY", "cli:counter", "41"], "41"),
+        (&["HSET", "cli:hash", "field", "value"], "1"),
+    ];
+    for (args, want) in steps {
+        let cmd = crate::proc::Cmd::new("redis-cli")
+            .args(["-h", "127.0.0.1", "-p", &port])
+            .args(args.iter().copied());
+        let out = cmd
+            .run_captured(root, false, Duration::from_secs(10))
+            .map_err(|e| format!("redis-cli: {e} (install redis-tools)"))?;
+        let got = out.lines.join("\n");
+        if !out.status.success() || out.timed_out || got != want {
+            return Err(format!(
+                "redis-cli {}: expected {want:?}, got {got:?} ({}{})",
+                args.join(" "),
+                out.status,
+                if out.timed_out { ", timed out" } else { "" }
+            ));
+        }
+    }
+    Ok(format!(
+        "redis-cli: {} commands as Redis answers them",
+        steps.len()
+    ))
 }
 
 /// A RESP2 reply.

@@ -937,7 +937,11 @@ pub fn parse_suite(lines: &[String], min_plan: usize) -> Suite {
 
 /// Runs `cargo xtask qemu`.
 pub fn run(root: &Path, args: &QemuArgs) -> ExitCode {
-    if let Err(why) = crate::deps::ensure("cargo xtask qemu", crate::deps::QEMU) {
+    let mut tools = crate::deps::QEMU.to_vec();
+    if args.net {
+        tools.extend_from_slice(crate::deps::NET);
+    }
+    if let Err(why) = crate::deps::ensure("cargo xtask qemu", &tools) {
         eprintln!("{why}");
         return ExitCode::FAILURE;
     }

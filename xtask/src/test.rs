@@ -1141,6 +1141,9 @@ pub fn run(root: &Path, args: &TestArgs) -> ExitCode {
     if needs(&["flash"]) {
         tools.extend_from_slice(crate::deps::FLASH);
     }
+    if needs(&["net"]) {
+        tools.extend_from_slice(crate::deps::NET);
+    }
     if let Err(why) = crate::deps::ensure("cargo xtask test", &tools) {
         eprintln!("{why}");
         println!("test: 0 passed, 1 failed");
