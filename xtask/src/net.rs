@@ -172,6 +172,40 @@ pub fn run(root: &Path, args: &QemuArgs, elf: &Path) -> ExitCode {
         return ExitCode::FAILURE;
     }
     let up = start.elapsed().as_secs_f64();
+    if let Some(client) = &args.client {
+        let cmd = crate::proc::Cmd::new("sh")
+            .args(["-c", client.as_str()])
+            .env("REDIS_TEST_HOST", "127.0.0.1")
+            .env("REDIS_TEST_PORT", port.to_string());
+        eprintln!("net: the server is up after {up:.1} s on port {port}; running: {client}");
+        let limit = limit.unwrap_or(Duration::from_secs(600));
+        return match cmd.run_captured(root, true, limit.saturating_sub(start.elapsed())) {
+            Ok(out) if out.status.success() && !out.timed_out => {
+                eprintln!(
+                    "net: ok: the client command succeeded ({:.1} s)",
+                    out.elapsed.as_secs_f64()
+                );
+                ExitCode::SUCCESS
+            }
+            Ok(out) => {
+                eprintln!(
+                    "net: FAILED: the client command {} ({:.1} s)",
+                    if out.timed_out {
+                        "timed out".to_owned()
+                    } else {
+                        out.status.to_string()
+                    },
+                    out.elapsed.as_secs_f64()
+                );
+                qemu.tail();
+                ExitCode::FAILURE
+            }
+            Err(e) => {
+                eprintln!("net: FAILED: could not run the client command: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     if args.check {
         let deadline = start + limit.unwrap_or(Duration::from_secs(60));
         let result = session(port, deadline)

@@ -257,6 +257,18 @@ pub struct QemuArgs {
     #[arg(long, requires = "net")]
     pub check: bool,
 
+    /// `--net`: once the server is up, run this shell command against it instead of serving
+    /// (environment: `REDIS_TEST_HOST=127.0.0.1`, `REDIS_TEST_PORT=<port>`), then stop QEMU;
+    /// the command's exit status is the result (the `ycsb:against-net` step runs the YCSB
+    /// binding's tests this way).
+    #[arg(
+        long,
+        requires = "net",
+        conflicts_with = "check",
+        value_name = "SHELL COMMAND"
+    )]
+    pub client: Option<String>,
+
     /// More kernel command-line words (`key=value`); they come first, so they override the
     /// ones xtask sets (`--append lock=bogus` shows the kernel's own check).
     #[arg(long, value_name = "WORDS")]
@@ -1286,6 +1298,7 @@ mod tests {
             net: false,
             port: None,
             check: false,
+            client: None,
             append: None,
         }
     }

@@ -17,6 +17,7 @@ import java.util.Set;
 import java.util.Vector;
 
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Assertions;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
@@ -33,9 +34,10 @@ import site.ycsb.Status;
 /**
  * Round trips through {@link RedisClient} against a live Redis-protocol server.
  *
- * <p>Runs only when {@code REDIS_TEST_PORT} names a port where a server accepts connections
- * (host {@code REDIS_TEST_HOST}, default 127.0.0.1); otherwise every test is skipped and the
- * reason printed. Keys are prefixed with a per-run tag and deleted afterwards; the server's
+ * <p>Runs when {@code REDIS_TEST_PORT} is set (host {@code REDIS_TEST_HOST}, default
+ * 127.0.0.1); without it every test is skipped and the reason printed. Set, it is required: a
+ * bad port or no server there fails every test (a server that did not come up must not pass as
+ * skipped). Keys are prefixed with a per-run tag and deleted afterwards; the server's
  * other keys are left alone.
  */
 class RedisClientTest {
@@ -43,6 +45,8 @@ class RedisClientTest {
   private static int port;
   /** Why the tests cannot run, or null when a server answered. */
   private static String skipReason;
+  /** Whether REDIS_TEST_PORT was set: then a missing server is a failure, not a skip. */
+  private static boolean required;
 
   private final String tag = "ycsb-binding-test:" + System.nanoTime() + ":";
   private final List<String> keys = new ArrayList<>();
@@ -53,7 +57,8 @@ class RedisClientTest {
     String p = System.getenv("REDIS_TEST_PORT");
     host = System.getenv().getOrDefault("REDIS_TEST_HOST", "127.0.0.1");
     String reason = null;
-    if (p == null || p.isBlank()) {
+    required = p != null && !p.isBlank();
+    if (!required) {
       reason = "REDIS_TEST_PORT is not set";
     } else {
       try {
@@ -68,7 +73,8 @@ class RedisClientTest {
       }
     }
     if (reason != null) {
-      System.out.println("[RedisClientTest] all tests skipped: " + reason);
+      System.out.println(
+          "[RedisClientTest] " + (required ? "every test fails: " : "all tests skipped: ") + reason);
     }
     skipReason = reason;
   }
@@ -76,6 +82,9 @@ class RedisClientTest {
   @BeforeEach
   void connect() throws DBException {
     // Per test rather than in @BeforeAll, so each test is reported as skipped.
+    if (required) {
+      Assertions.assertNull(skipReason, skipReason);
+    }
     Assumptions.assumeTrue(skipReason == null, skipReason);
     db = open("hset");
   }
