@@ -60,6 +60,21 @@ pub enum KernelLock {
     None,
 }
 
+impl crate::trace::Strategy {
+    /// The strategy the simulator replays a trace of this recording kernel with: per-object
+    /// locks for a fine-grained kernel (an entry with no object locks then replays as no lock),
+    /// no lock for a lock-free one, the big lock for a big-lock kernel and for an RTM kernel
+    /// (its fallback lock).
+    pub fn replayed_as(self) -> LockStrategy {
+        use crate::trace::Strategy;
+        match self {
+            Strategy::FineGrained => LockStrategy::FineGrained,
+            Strategy::None => LockStrategy::NoLock,
+            Strategy::BigLock | Strategy::Rtm => LockStrategy::BigLock,
+        }
+    }
+}
+
 impl KernelLock {
     /// Every lock, in the order reports list them.
     pub const ALL: [KernelLock; 4] = [
@@ -84,15 +99,20 @@ impl KernelLock {
         KernelLock::ALL.into_iter().find(|l| l.name() == s)
     }
 
-    /// The strategy the simulator replays this kernel's traces with: the big lock for the big
-    /// locks, the traced object locks for the fine-grained kernel, no lock for the lock-free
-    /// one.
-    pub fn replay_strategy(self) -> LockStrategy {
+    /// What a trace of this kernel names as its strategy (the file header's).
+    pub fn recorded_as(self) -> crate::trace::Strategy {
+        use crate::trace::Strategy;
         match self {
-            KernelLock::Clh | KernelLock::Ticket => LockStrategy::BigLock,
-            KernelLock::Fine => LockStrategy::FineGrained,
-            KernelLock::None => LockStrategy::NoLock,
+            KernelLock::Clh | KernelLock::Ticket => Strategy::BigLock,
+            KernelLock::Fine => Strategy::FineGrained,
+            KernelLock::None => Strategy::None,
         }
+    }
+
+    /// The strategy the simulator replays this kernel's traces with (see
+    /// [`Strategy::replayed_as`](crate::trace::Strategy::replayed_as)).
+    pub fn replay_strategy(self) -> LockStrategy {
+        self.recorded_as().replayed_as()
     }
 }
 

@@ -23,8 +23,7 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
-use sim::config::{Config, LockLatency, LockStrategy};
-use sim::trace::Strategy as TraceStrategy;
+use sim::config::{Config, LockLatency};
 use tests::tracing::{
     record, record_client_server, record_memory, KernelLock, MemoryRecording, Recording,
 };
@@ -158,16 +157,10 @@ fn main() -> ExitCode {
         return ExitCode::FAILURE;
     }
     let recorded = trace.end() - trace.start();
-    // The recording kernel's own strategy: a fine-grained kernel's entries name the object
-    // locks they took (its section lock is the big-reader lock's shared side, which never
-    // waits here), replayed as per-object locks; without them, as no lock.
-    let strategy = match trace.strategy {
-        TraceStrategy::FineGrained if trace.records.iter().any(|r| r.object_count > 0) => {
-            LockStrategy::FineGrained
-        }
-        TraceStrategy::FineGrained | TraceStrategy::None => LockStrategy::NoLock,
-        _ => LockStrategy::BigLock,
-    };
+    // The recording kernel's own strategy (a fine-grained kernel's entries name the object
+    // locks they took; its section lock is the big-reader lock's shared side, which never
+    // waits here).
+    let strategy = trace.strategy.replayed_as();
     let cfg = Config {
         lock_latency: LockLatency::measured(&trace),
         ..Config::new(n, strategy)

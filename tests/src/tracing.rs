@@ -23,7 +23,7 @@ use std::time::Duration;
 use kernel::trace::{Record, Tracer};
 use kernel::{BigLock, FineGrained, Kernel, NoLock, Strategy};
 use kernel_locks::{ClhLock, TicketLock};
-use sim::trace::{Strategy as TraceStrategy, Trace};
+use sim::trace::Trace;
 
 use crate::{run, workload, FakeHal, HostRelax, Programs, RunConfig};
 
@@ -86,22 +86,15 @@ fn record_layout(what: &Recording, layout: Layout) -> Result<Trace, String> {
     match what.lock {
         KernelLock::Clh => record_with(
             BigLock::new(ClhLock::<{ kernel::config::MAX_CPUS }, HostRelax>::new()),
-            TraceStrategy::BigLock,
             what,
             layout,
         ),
         KernelLock::Ticket => record_with(
             BigLock::new(TicketLock::<HostRelax>::with_cpus(n)),
-            TraceStrategy::BigLock,
             what,
             layout,
         ),
-        KernelLock::Fine => record_with(
-            FineGrained::<HostRelax>::new(),
-            TraceStrategy::FineGrained,
-            what,
-            layout,
-        ),
+        KernelLock::Fine => record_with(FineGrained::<HostRelax>::new(), what, layout),
         KernelLock::None if layout == Layout::ClientServer => Err(
             "lock none cannot run the client-server workload: every core's client Calls the \
              one server, so the cores share its endpoint, TCB and run queue; record clh, \
@@ -116,19 +109,13 @@ fn record_layout(what: &Recording, layout: Layout) -> Result<Trace, String> {
             // enters the kernel only for them, timer ticks and IPIs (none sent by IPC between
             // threads of one core).
             unsafe { NoLock::new() },
-            TraceStrategy::None,
             what,
             layout,
         ),
     }
 }
 
-fn record_with<S: Strategy>(
-    strategy: S,
-    kind: TraceStrategy,
-    a: &Recording,
-    layout: Layout,
-) -> Result<Trace, String> {
+fn record_with<S: Strategy>(strategy: S, a: &Recording, layout: Layout) -> Result<Trace, String> {
     // The rings are written only by the cores' threads of a run, and none runs now.
     for cpu in 0..kernel::config::MAX_CPUS {
         TRACER.ring(cpu).reset();
@@ -170,7 +157,7 @@ fn record_with<S: Strategy>(
     }
     Ok(Trace {
         cores: a.cores as u16,
-        strategy: kind,
+        strategy: a.lock.recorded_as(),
         frequency_hz: a.frequency_hz,
         records,
     })
@@ -210,10 +197,10 @@ pub fn record_memory(what: &MemoryRecording) -> Result<Trace, String> {
     if !(1..=MAX_PAGES).contains(&what.pages) {
         return Err(format!("{} pages: 1..={MAX_PAGES} per task", what.pages));
     }
-    let (lock, kind) = match what.lock {
-        KernelLock::Clh => (Lock::Clh, TraceStrategy::BigLock),
-        KernelLock::Ticket => (Lock::Ticket, TraceStrategy::BigLock),
-        KernelLock::None if what.cores == 1 => (Lock::None, TraceStrategy::None),
+    let lock = match what.lock {
+        KernelLock::Clh => Lock::Clh,
+        KernelLock::Ticket => Lock::Ticket,
+        KernelLock::None if what.cores == 1 => Lock::None,
         KernelLock::None => {
             return Err("lock none runs the memory workload on 1 core only".into());
         }
@@ -269,7 +256,7 @@ pub fn record_memory(what: &MemoryRecording) -> Result<Trace, String> {
     }
     Ok(Trace {
         cores: what.cores as u16,
-        strategy: kind,
+        strategy: what.lock.recorded_as(),
         frequency_hz: what.frequency_hz,
         records,
     })

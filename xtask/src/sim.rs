@@ -171,20 +171,6 @@ pub fn calibrate(root: &Path, file: &Path, quick: bool) -> Result<Calibration, S
     read_calibration(file)
 }
 
-/// The simulator's strategy for the kernel that recorded `trace`: per-object locks where the
-/// trace names them (a fine-grained kernel's; without them the strategy would replay as no
-/// lock), no lock for a no-lock kernel, else the big lock (RTM kernels replay as their
-/// fallback lock).
-fn recorded_strategy(trace: &Trace) -> LockStrategy {
-    match trace.strategy {
-        TraceStrategy::FineGrained if trace.records.iter().any(|r| r.object_count > 0) => {
-            LockStrategy::FineGrained
-        }
-        TraceStrategy::None => LockStrategy::NoLock,
-        _ => LockStrategy::BigLock,
-    }
-}
-
 /// Reads, analyses and sweeps a trace; writes the three files into `out`. `calibration`: a
 /// calibration and the kernel lock whose model replaces the configuration's cache model (see
 /// [`model_for`]).
@@ -206,7 +192,7 @@ pub fn analyse_and_sweep(
         // The recording kernel's own strategy: its replay on the recorded cores is the check.
         None => Config {
             lock_latency: LockLatency::measured(&trace),
-            ..Config::new(1, recorded_strategy(&trace))
+            ..Config::new(1, trace.strategy.replayed_as())
         },
     };
     if let Some((cal, lock)) = calibration {
