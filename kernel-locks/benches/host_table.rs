@@ -17,8 +17,17 @@
 //! * Contended: T threads, thread i acting as CPU i (pinned to CPU i when T does not exceed the
 //!   CPUs), start together and for a fixed time acquire, increment a shared counter (relaxed load
 //!   and store), release. Reported: total operations per second, median, min and max of
-//!   [`REPEATS`] runs. For exclusive locks the counter must equal the operation count; a
+//!   the runs (one per round). For exclusive locks the counter must equal the operation count; a
 //!   difference means broken mutual exclusion and the benchmark panics.
+//! * Rounds: the whole table is measured `--rounds` times (default [`ROUNDS`]), every lock once
+//!   per round, so that a lock and its peer are measured alternately, under the same background
+//!   load, rather than one after the other. Uncontended figures pool the batches of all rounds;
+//!   each contended run is one round's.
+//! * Parity ([`PARITY`]): each of our locks beside the best peer of its kind, from the same rounds:
+//!   uncontended ticks (median of the per-round medians, and in how many rounds ours was at or
+//!   below the peer) and contended ops/s per thread count. Code and data placement move a lock of
+//!   this size by a tick or two between binaries (documented in docs/bench/host-locks-issue16.md),
+//!   so only a comparison inside one run means anything.
 
 #[path = "common/mod.rs"]
 mod common;
@@ -42,14 +51,19 @@ const QUICK_BATCHES: usize = 61;
 const DURATION: Duration = Duration::from_millis(200);
 /// Length of one contended run with `--quick`.
 const QUICK_DURATION: Duration = Duration::from_millis(50);
-/// Contended runs per lock and thread count.
-const REPEATS: usize = 3;
+/// Rounds over the whole table (each gives every lock one contended run per thread count).
+const ROUNDS: usize = 5;
+/// Rounds with `--quick`.
+const QUICK_ROUNDS: usize = 3;
+/// Our locks and the best peer of their kind, compared in the report's parity section.
+const PARITY: [(&str, &str); 2] = [("clh", "clhlock"), ("ticket", "spin-ticket")];
 
 /// Command-line options (cargo bench adds `--bench`, which is ignored).
 struct Options {
     json: Option<std::path::PathBuf>,
     threads: Vec<usize>,
     quick: bool,
+    rounds: Option<usize>,
 }
 
 fn options() -> Options {
@@ -57,6 +71,7 @@ fn options() -> Options {
         json: None,
         threads: Vec::new(),
         quick: false,
+        rounds: None,
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -77,6 +92,18 @@ fn options() -> Options {
                     .collect();
             }
             "--quick" => opts.quick = true,
+            "--rounds" => {
+                let text = args.next().unwrap_or_default();
+                opts.rounds = Some(
+                    text.trim()
+                        .parse()
+                        .ok()
+                        .filter(|n: &usize| (1..=100).contains(n))
+                        .unwrap_or_else(|| {
+                            usage(&format!("--rounds must be 1..=100, not {text:?}"))
+                        }),
+                );
+            }
             "--bench" => {}
             "-h" | "--help" => usage(""),
             other => usage(&format!("unknown argument {other:?}")),
@@ -89,7 +116,7 @@ fn usage(problem: &str) -> ! {
     if !problem.is_empty() {
         eprintln!("host_table: {problem}");
     }
-    eprintln!("usage: host_table [--json FILE] [--threads 1,2,4] [--quick]");
+    eprintln!("usage: host_table [--json FILE] [--threads 1,2,4] [--quick] [--rounds R]");
     std::process::exit(if problem.is_empty() { 0 } else { 2 })
 }
 
@@ -138,22 +165,36 @@ fn pin(cores: &[core_affinity::CoreId], index: usize) -> bool {
         .is_some_and(|core| core_affinity::set_for_current(*core))
 }
 
+/// One lock's measurements, gathered over the rounds.
+struct Gathered {
+    info: Info,
+    /// Per-op ns and ticks of every batch of every round.
+    ns: Vec<f64>,
+    ticks: Vec<f64>,
+    /// Per-round medians of the batches (ticks where there is a TSC, else ns).
+    round_medians: Vec<f64>,
+    /// Contended ops/s, per thread count (in `Runner::threads` order), one per round.
+    contended: Vec<Vec<f64>>,
+}
+
 struct Runner {
     threads: Vec<usize>,
     batches: usize,
     duration: Duration,
     cores: Vec<core_affinity::CoreId>,
-    locks: Vec<Value>,
+    locks: Vec<Gathered>,
+    /// The round being measured (from 1) and how many there are, for the progress lines.
+    round: (usize, usize),
     /// (ticks, ns) summed over all uncontended batches, for the TSC frequency estimate.
     tsc: (f64, f64),
 }
 
 impl Runner {
-    /// Median/min/max per-op ns and ticks over the batches.
-    fn uncontended<S: Subject>(&mut self, make: &(dyn Fn() -> S + Sync)) -> Value {
+    /// Per-op ns and ticks of each batch (ticks empty without a TSC).
+    fn uncontended<S: Subject>(&mut self, make: &(dyn Fn() -> S + Sync)) -> (Vec<f64>, Vec<f64>) {
         let batches = self.batches;
         let cores = &self.cores;
-        let (mut ns, mut tk) = std::thread::scope(|s| {
+        let (ns, tk) = std::thread::scope(|s| {
             s.spawn(|| {
                 pin(cores, 0);
                 let lock = make();
@@ -185,10 +226,7 @@ impl Runner {
             self.tsc.0 += tk.iter().sum::<f64>();
             self.tsc.1 += ns.iter().sum::<f64>();
         }
-        json!({
-            "ns_per_op": stats(&mut ns),
-            "ticks_per_op": if tk.is_empty() { Value::Null } else { stats(&mut tk) },
-        })
+        (ns, tk)
     }
 
     /// Total ops/s of `threads` threads hammering one lock for `self.duration`.
@@ -248,43 +286,161 @@ impl Runner {
 
 impl Visitor for Runner {
     fn visit<S: Subject>(&mut self, info: Info, make: &(dyn Fn() -> S + Sync)) {
-        eprint!("host_table: {:<14}", info.name);
-        let uncontended = self.uncontended(make);
         eprint!(
-            " {:>7.2} ns",
-            uncontended["ns_per_op"]["median"]
-                .as_f64()
-                .unwrap_or(f64::NAN)
+            "host_table: round {}/{} {:<14}",
+            self.round.0, self.round.1, info.name
+        );
+        let (ns, ticks) = self.uncontended(make);
+        let mut round = if ticks.is_empty() {
+            ns.clone()
+        } else {
+            ticks.clone()
+        };
+        let round_median = median(&mut round);
+        eprint!(
+            " {:>7.2} {}",
+            round_median,
+            if ticks.is_empty() { "ns" } else { "ticks" }
         );
         let mut contended = Vec::new();
         if info.contended {
             for &threads in &self.threads {
-                let mut runs: Vec<f64> = (0..REPEATS)
-                    .map(|_| self.contended_once(&info, make, threads))
-                    .collect();
-                let raw = runs.clone();
-                let ops = stats(&mut runs);
-                eprint!(
-                    " | {threads} thr {:>6.1} Mops/s",
-                    ops["median"].as_f64().unwrap_or(0.0) / 1e6
-                );
-                contended.push(json!({
-                    "threads": threads,
-                    "pinned": threads <= self.cores.len(),
-                    "ops_per_s": ops,
-                    "runs": raw,
-                }));
+                let ops = self.contended_once(&info, make, threads);
+                eprint!(" | {threads} thr {:>6.1} Mops/s", ops / 1e6);
+                contended.push(ops);
             }
         }
         eprintln!();
-        self.locks.push(json!({
-            "name": info.name,
-            "origin": info.origin.as_str(),
-            "about": info.about,
-            "exclusive": info.exclusive,
-            "uncontended": uncontended,
-            "contended": contended,
-        }));
+        let at = match self.locks.iter().position(|g| g.info.name == info.name) {
+            Some(at) => at,
+            None => {
+                self.locks.push(Gathered {
+                    info,
+                    ns: Vec::new(),
+                    ticks: Vec::new(),
+                    round_medians: Vec::new(),
+                    contended: vec![Vec::new(); self.threads.len()],
+                });
+                self.locks.len() - 1
+            }
+        };
+        let g = &mut self.locks[at];
+        g.ns.extend(ns);
+        g.ticks.extend(ticks);
+        g.round_medians.push(round_median);
+        for (runs, ops) in g.contended.iter_mut().zip(contended) {
+            runs.push(ops);
+        }
+    }
+}
+
+/// The median of `values` (NaN when empty).
+fn median(values: &mut [f64]) -> f64 {
+    stats(values)["median"].as_f64().unwrap_or(f64::NAN)
+}
+
+impl Runner {
+    /// The per-lock JSON entries.
+    fn locks_json(&self) -> Vec<Value> {
+        self.locks
+            .iter()
+            .map(|g| {
+                let contended: Vec<Value> = self
+                    .threads
+                    .iter()
+                    .zip(&g.contended)
+                    .filter(|(_, runs)| !runs.is_empty())
+                    .map(|(&threads, runs)| {
+                        json!({
+                            "threads": threads,
+                            "pinned": threads <= self.cores.len(),
+                            "ops_per_s": stats(&mut runs.clone()),
+                            "runs": runs,
+                        })
+                    })
+                    .collect();
+                json!({
+                    "name": g.info.name,
+                    "origin": g.info.origin.as_str(),
+                    "about": g.info.about,
+                    "exclusive": g.info.exclusive,
+                    "uncontended": {
+                        "ns_per_op": stats(&mut g.ns.clone()),
+                        "ticks_per_op": if g.ticks.is_empty() {
+                            Value::Null
+                        } else {
+                            stats(&mut g.ticks.clone())
+                        },
+                        "round_medians": g.round_medians,
+                        "round_unit": if g.ticks.is_empty() { "ns" } else { "ticks" },
+                    },
+                    "contended": contended,
+                })
+            })
+            .collect()
+    }
+
+    /// Each [`PARITY`] pair from the same rounds: ours at or below the peer uncontended, and at
+    /// or above it contended at every pinned thread count (oversubscribed runs measure the
+    /// scheduler, not the lock, so they do not count).
+    fn parity_json(&self) -> Vec<Value> {
+        let find = |name: &str| self.locks.iter().find(|g| g.info.name == name);
+        PARITY
+            .iter()
+            .filter_map(|&(ours, peer)| {
+                let (o, p) = (find(ours)?, find(peer)?);
+                let unit = if o.ticks.is_empty() { "ns" } else { "ticks" };
+                let (om, pm) = (
+                    median(&mut o.round_medians.clone()),
+                    median(&mut p.round_medians.clone()),
+                );
+                let at_or_below = o
+                    .round_medians
+                    .iter()
+                    .zip(&p.round_medians)
+                    .filter(|(a, b)| a <= b)
+                    .count();
+                let mut contended_met = true;
+                let contended: Vec<Value> = self
+                    .threads
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &threads)| {
+                        let ours_ops = median(&mut o.contended[i].clone());
+                        let peer_ops = median(&mut p.contended[i].clone());
+                        let pinned = threads <= self.cores.len();
+                        let met = ours_ops >= peer_ops;
+                        if pinned && threads > 1 {
+                            contended_met &= met;
+                        }
+                        json!({
+                            "threads": threads,
+                            "pinned": pinned,
+                            "ours_ops_per_s": ours_ops,
+                            "peer_ops_per_s": peer_ops,
+                            "ratio": ours_ops / peer_ops,
+                            "met": met,
+                        })
+                    })
+                    .collect();
+                let uncontended_met = om <= pm;
+                Some(json!({
+                    "ours": ours,
+                    "peer": peer,
+                    "uncontended": {
+                        "unit": unit,
+                        "ours": om,
+                        "peer": pm,
+                        "ratio": om / pm,
+                        "rounds_at_or_below_peer": at_or_below,
+                        "rounds": o.round_medians.len().min(p.round_medians.len()),
+                        "met": uncontended_met,
+                    },
+                    "contended": contended,
+                    "met": uncontended_met && contended_met,
+                }))
+            })
+            .collect()
     }
 }
 
@@ -330,16 +486,24 @@ fn main() {
         opts.threads.clone()
     };
     let cores = core_affinity::get_core_ids().unwrap_or_default();
+    let rounds = opts
+        .rounds
+        .unwrap_or(if opts.quick { QUICK_ROUNDS } else { ROUNDS });
     let mut runner = Runner {
         threads: threads.clone(),
         batches: if opts.quick { QUICK_BATCHES } else { BATCHES },
         duration: if opts.quick { QUICK_DURATION } else { DURATION },
         cores,
         locks: Vec::new(),
+        round: (0, rounds),
         tsc: (0.0, 0.0),
     };
     let max_threads = threads.iter().copied().max().unwrap_or(1).max(2);
-    let lock_cpus = common::visit_subjects(max_threads, &mut runner);
+    let mut lock_cpus = 0;
+    for round in 1..=rounds {
+        runner.round.0 = round;
+        lock_cpus = common::visit_subjects(max_threads, &mut runner);
+    }
 
     let mut notes = Vec::new();
     if threads.iter().any(|&t| t > cpus) {
@@ -372,25 +536,31 @@ fn main() {
         "method": {
             "uncontended": format!(
                 "1 thread, empty critical section, lock reached through black_box on every call \
-                 (no hoisting across calls), {} batches of {BATCH_OPS} acquire+release timed \
-                 with lfence;rdtsc;lfence and Instant, per-op median",
+                 (no hoisting across calls), {} batches of {BATCH_OPS} acquire+release per \
+                 round timed with lfence;rdtsc;lfence and Instant, {rounds} rounds, per-op \
+                 median of all batches",
                 runner.batches
             ),
             "contended": format!(
                 "T threads (pinned when T <= CPUs) acquire, increment a shared counter, release \
-                 for {} ms; total ops/s over {REPEATS} runs",
+                 for {} ms; total ops/s, one run per round, {rounds} rounds",
                 runner.duration.as_millis()
             ),
+            "rounds": rounds,
+            "parity": "ours beside the best peer of its kind, from the same rounds: \
+                 uncontended, median of the per-round medians (met: ours <= peer); contended, \
+                 median ops/s (met: ours >= peer at every pinned thread count above 1)",
             "batch_ops": BATCH_OPS,
             "batches": runner.batches,
             "duration_ms": runner.duration.as_millis() as u64,
-            "repeats": REPEATS,
+            "repeats": rounds,
             "threads": threads,
             "lock_cpus": lock_cpus,
             "quick": opts.quick,
             "profile": "bench (release with debug info)",
         },
-        "locks": runner.locks,
+        "locks": runner.locks_json(),
+        "parity": runner.parity_json(),
         "notes": notes,
     });
     let text = serde_json::to_string_pretty(&report).expect("JSON serialisation") + "\n";

@@ -86,9 +86,42 @@ struct Node {
     /// Counts this CPU's enqueues; part of the tail tag.
     gen: AtomicUsize,
     /// How many CPUs the lock serves (`with_cpus`), the same in every node: a copy on each CPU's
-    /// own line, so that the range check on every operation reads only that line. Never written
+    /// own line, so that the range check reads only that line. Never written
     /// after construction.
     cpus: usize,
+}
+
+/// The `N + 1` request slots: `N` then the spare, one contiguous run of equal cache lines
+/// (`repr(C)`, and a `CachePadded`'s size is a multiple of its alignment, so there is no gap), so
+/// that slot `i` is one address computation for every `i`, the spare included. Stable Rust cannot
+/// write the type `[_; N + 1]`.
+#[repr(C)]
+struct Slots<const N: usize> {
+    first: [CachePadded<AtomicUsize>; N],
+    spare: CachePadded<AtomicUsize>,
+}
+
+impl<const N: usize> Slots<N> {
+    /// Slot `index`, which must be at most `N`.
+    ///
+    /// Unchecked because every index the lock uses is a slot index by construction: `myreq`
+    /// starts as the CPU's own number (`< N`) and is only ever replaced by a `watch`; `watch` and
+    /// the tail's index bits only ever hold values of `myreq` (the tail starts at the spare, `N`).
+    /// A bounds check would add a compare and a branch to each of the three slot accesses of a
+    /// lock-unlock pair.
+    #[inline(always)]
+    fn get(&self, index: usize) -> &AtomicUsize {
+        debug_assert!(
+            index <= N,
+            "ClhLock: slot index {index} beyond the spare {N}"
+        );
+        let first: *const CachePadded<AtomicUsize> = (self as *const Self).cast();
+        // SAFETY: `index <= N` (see above). `Slots` is `repr(C)`: `first`'s `N` elements and then
+        // `spare`, all of the same type, whose size is a multiple of its alignment, so element
+        // `index` of a run of `N + 1` starting at `self` is `first[index]` or, for `N`, `spare`.
+        // The pointer is derived from `&self` as a whole, so it may reach `spare`.
+        unsafe { &*first.add(index) }
+    }
 }
 
 /// A CLH queue lock for up to `N` CPUs; see the [module docs](self) for the algorithm.
@@ -115,9 +148,8 @@ pub struct ClhLock<const N: usize, R: Relax = Spin, A: Alignment = Erg> {
     _align: [A; 0],
     /// Tagged index of the newest request slot.
     tail: CachePadded<AtomicUsize>,
-    /// Request slots `0..N`; slot `N` is `spare`.
-    slots: [CachePadded<AtomicUsize>; N],
-    spare: CachePadded<AtomicUsize>,
+    /// Request slots `0..=N`, contiguous.
+    slots: Slots<N>,
     nodes: [CachePadded<Node>; N],
     _relax: PhantomData<fn() -> R>,
 }
@@ -136,8 +168,10 @@ impl<const N: usize, R: Relax, A: Alignment> ClhLock<N, R, A> {
             let mut lock = Self {
                 _align: [],
                 tail: CachePadded::new(AtomicUsize::new(N)),
-                slots: array_init!(N, CachePadded::new(AtomicUsize::new(GRANTED))),
-                spare: CachePadded::new(AtomicUsize::new(GRANTED)),
+                slots: Slots {
+                    first: array_init!(N, CachePadded::new(AtomicUsize::new(GRANTED))),
+                    spare: CachePadded::new(AtomicUsize::new(GRANTED)),
+                },
                 nodes: array_init!(
                     N,
                     CachePadded::new(Node {
@@ -182,7 +216,7 @@ impl<const N: usize, R: Relax, A: Alignment> ClhLock<N, R, A> {
         }
     }
 
-    /// The node of `cpu`, after the range check every operation makes (against the run-time
+    /// The node of `cpu`, after the range check of `lock` and `try_lock` (against the run-time
     /// count, which this CPU's own node line holds).
     #[inline(always)]
     #[track_caller]
@@ -196,10 +230,7 @@ impl<const N: usize, R: Relax, A: Alignment> ClhLock<N, R, A> {
     /// The state word of request slot `index` (`N` is the spare).
     #[inline(always)]
     fn slot(&self, index: usize) -> &AtomicUsize {
-        match self.slots.get(index) {
-            Some(slot) => slot,
-            None => &self.spare,
-        }
+        self.slots.get(index)
     }
 
     /// Marks the slot of the CPU owning `node` pending and returns (slot, tail value that
@@ -226,11 +257,15 @@ impl<const N: usize, R: Relax, A: Alignment> ClhLock<N, R, A> {
     }
 }
 
-/// The panic of an unlock by a CPU that does not hold the lock, out of line.
+/// The panic of an unlock by a CPU that does not hold the lock, out of line. An id beyond the
+/// run-time count (which `unlock` leaves to this path) is reported as out of range.
 #[cold]
 #[inline(never)]
 #[track_caller]
-fn not_holder(cpu: CpuId) -> ! {
+fn not_holder(cpu: CpuId, cpus: usize) -> ! {
+    if cpu >= cpus {
+        crate::raw::cpu_out_of_range("ClhLock", cpu, cpus);
+    }
     panic!("ClhLock: unlock by CPU {cpu}, which does not hold the lock");
 }
 
@@ -299,14 +334,19 @@ unsafe impl<const N: usize, R: Relax, A: Alignment> KernelLock for ClhLock<N, R,
 
     #[inline]
     unsafe fn unlock(&self, cpu: CpuId) {
-        let node = self.node(cpu);
+        // Only the compile-time bound here: an id within `N` but beyond the run-time count never
+        // got past `lock`, so its slot is GRANTED and the holder check below catches it (and
+        // reports it as out of range).
+        let Some(node) = self.nodes.get(cpu) else {
+            crate::raw::cpu_out_of_range("ClhLock", cpu, self.max_cpus())
+        };
         let slot = self.slot(node.myreq.load(Ordering::Relaxed));
         // Checked in every build: the slot is this CPU's own line, which the store below writes
         // anyway (one cached load and a predictable branch). A CPU that does not hold the lock
         // has its slot GRANTED, so a stray unlock, a double unlock, or an unlock naming another
         // CPU than the holder is caught before it hands a lock it does not own to a successor.
         if slot.load(Ordering::Relaxed) != PENDING {
-            not_holder(cpu);
+            not_holder(cpu, node.cpus);
         }
         // Release: the critical section happens-before the successor's entry.
         slot.store(GRANTED, Ordering::Release);
@@ -422,6 +462,30 @@ mod tests {
     #[should_panic(expected = "ClhLock: CPU id 3 out of range (this lock supports CPUs 0..3)")]
     fn with_cpus_rejects_ids_beyond_the_count() {
         ClhLock::<8>::with_cpus(3).lock(3);
+    }
+
+    #[test]
+    #[should_panic(expected = "ClhLock: CPU id 3 out of range (this lock supports CPUs 0..3)")]
+    fn unlock_by_an_id_beyond_the_count_is_reported_as_out_of_range() {
+        let lock = ClhLock::<8>::with_cpus(3);
+        lock.lock(2);
+        // SAFETY: deliberately violated (CPU 3 does not exist); every build must catch it.
+        unsafe { lock.unlock(3) };
+    }
+
+    #[test]
+    fn every_slot_the_spare_included_is_its_own_line_in_order() {
+        let lock = ClhLock::<4>::new();
+        let base = lock.slot(0) as *const AtomicUsize as usize;
+        for i in 0..=4 {
+            let at = lock.slot(i) as *const AtomicUsize as usize;
+            assert_eq!(
+                at - base,
+                i * core::mem::size_of::<CachePadded<AtomicUsize>>()
+            );
+        }
+        assert!(core::ptr::eq(lock.slot(4), &*lock.slots.spare));
+        assert!(core::ptr::eq(lock.slot(3), &*lock.slots.first[3]));
     }
 
     #[test]

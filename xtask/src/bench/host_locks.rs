@@ -230,9 +230,11 @@ fn render(report: &Value) -> String {
     }
     let _ = writeln!(
         s,
-        "\nops/s: median of {} runs (min-max); ns and ticks: median per acquire+release.",
+        "\nops/s: median of {} runs (min-max), one per round; ns and ticks: median per \
+         acquire+release over the batches of every round.",
         method["repeats"].as_u64().unwrap_or(0)
     );
+    s.push_str(&render_parity(report));
     if threads.iter().any(|t| *t > cpus) {
         let _ = writeln!(
             s,
@@ -243,6 +245,59 @@ fn render(report: &Value) -> String {
         if let Some(note) = note.as_str() {
             let _ = writeln!(s, "note: {note}");
         }
+    }
+    s
+}
+
+/// The parity section: each of our locks beside the best peer of its kind (issue 16's target),
+/// from the same rounds.
+fn render_parity(report: &Value) -> String {
+    let mut s = String::new();
+    let Some(pairs) = report["parity"].as_array().filter(|p| !p.is_empty()) else {
+        return s;
+    };
+    let _ = writeln!(
+        s,
+        "\nparity with the best peer of each kind (same run, locks measured alternately):"
+    );
+    for pair in pairs {
+        let un = &pair["uncontended"];
+        let unit = un["unit"].as_str().unwrap_or("?");
+        let mut line = format!(
+            "  {} vs {}: uncontended {:.2} vs {:.2} {unit} ({:+.1}%, ours at or below in {} of {} \
+             rounds)",
+            pair["ours"].as_str().unwrap_or("?"),
+            pair["peer"].as_str().unwrap_or("?"),
+            un["ours"].as_f64().unwrap_or(f64::NAN),
+            un["peer"].as_f64().unwrap_or(f64::NAN),
+            (un["ratio"].as_f64().unwrap_or(f64::NAN) - 1.0) * 100.0,
+            un["rounds_at_or_below_peer"].as_u64().unwrap_or(0),
+            un["rounds"].as_u64().unwrap_or(0),
+        );
+        for c in pair["contended"].as_array().into_iter().flatten() {
+            let threads = c["threads"].as_u64().unwrap_or(0);
+            if threads < 2 {
+                continue;
+            }
+            let _ = write!(
+                line,
+                "; {threads} thr {} vs {} ops/s ({:+.1}%){}",
+                si(c["ours_ops_per_s"].as_f64().unwrap_or(f64::NAN)),
+                si(c["peer_ops_per_s"].as_f64().unwrap_or(f64::NAN)),
+                (c["ratio"].as_f64().unwrap_or(f64::NAN) - 1.0) * 100.0,
+                if c["pinned"].as_bool() == Some(false) {
+                    " (oversubscribed, not judged)"
+                } else {
+                    ""
+                },
+            );
+        }
+        let verdict = if pair["met"].as_bool() == Some(true) {
+            "met"
+        } else {
+            "NOT met"
+        };
+        let _ = writeln!(s, "{line}: {verdict}");
     }
     s
 }
@@ -277,5 +332,42 @@ mod tests {
         assert!(text.contains("xchg (reference)"), "{text}");
         assert!(text.contains("100M (90.0M-110M)"), "{text}");
         assert!(text.contains("4 thr ops/s*"), "{text}");
+        assert!(
+            !text.contains("parity"),
+            "no parity section without pairs: {text}"
+        );
+    }
+
+    #[test]
+    fn render_parity_gives_figures_and_verdicts() {
+        let report = json!({
+            "parity": [
+                {"ours": "clh", "peer": "clhlock", "met": true,
+                 "uncontended": {"unit": "ticks", "ours": 9.0, "peer": 10.0, "ratio": 0.9,
+                                 "rounds_at_or_below_peer": 4, "rounds": 5, "met": true},
+                 "contended": [
+                    {"threads": 1, "ours_ops_per_s": 1e8, "peer_ops_per_s": 1e8, "ratio": 1.0,
+                     "pinned": true},
+                    {"threads": 2, "ours_ops_per_s": 2e7, "peer_ops_per_s": 1e7, "ratio": 2.0,
+                     "pinned": true}]},
+                {"ours": "ticket", "peer": "spin-ticket", "met": false,
+                 "uncontended": {"unit": "ticks", "ours": 6.0, "peer": 5.0, "ratio": 1.2,
+                                 "rounds_at_or_below_peer": 0, "rounds": 5, "met": false},
+                 "contended": [
+                    {"threads": 4, "ours_ops_per_s": 1e6, "peer_ops_per_s": 2e6, "ratio": 0.5,
+                     "pinned": false}]}
+            ],
+        });
+        let text = render_parity(&report);
+        assert!(
+            text.contains("clh vs clhlock: uncontended 9.00 vs 10.00 ticks (-10.0%, ours at or below in 4 of 5 rounds); 2 thr 20.0M vs 10.0M ops/s (+100.0%): met"),
+            "{text}"
+        );
+        assert!(text.contains("ticket vs spin-ticket"), "{text}");
+        assert!(
+            text.contains("(oversubscribed, not judged): NOT met"),
+            "{text}"
+        );
+        assert!(!text.contains("1 thr"), "{text}");
     }
 }
