@@ -514,7 +514,8 @@ pub mod info {
     pub const MAX: usize = 5;
     /// Key `IDLE_BASE + c` (`c < MAX_CPUS`): the cycles core `c` has spent idle since boot
     /// (no thread to run: from the kernel exit that left the core idle to its next entry, an
-    /// interrupt, IPI or tick), 0 for a core the kernel does not run on. Utilisation over an
+    /// interrupt, IPI or tick; a stretch still going on counts up to the moment of the call),
+    /// 0 for a core the kernel does not run on. Utilisation over an
     /// interval is 1 - (idle difference / [`CYCLES`] difference).
     pub const IDLE_BASE: usize = 16;
 

@@ -457,11 +457,16 @@ pub struct Kernel<S: Strategy, H: Hal> {
 }
 
 /// A core's idle accounting: when it last went idle, and its idle cycles so far. Written only
-/// by that core; the total is read by any core (`KernelInfo`).
+/// by that core, with plain loads and stores (no read-modify-write); read by any core
+/// (`KernelInfo`), which adds the current idle stretch: a core idle since boot with no
+/// interrupt would otherwise read 0 for as long as it stays idle.
 ///
-/// Relaxed throughout: the owner's own accesses are in program order, and a reader on another
-/// core only needs some recent total (a statistic that orders nothing). The owner writes with a
-/// plain load and store (no read-modify-write).
+/// Ordering: ending a stretch clears `since` and then adds the stretch to `total` with a
+/// Release store. A reader loads `total` (Acquire), then `since`, then `total` again, and
+/// retries if the totals differ: if its first load saw a total that includes a stretch, the
+/// Acquire makes the cleared `since` visible, so no stretch is counted twice. Starting a
+/// stretch is a Relaxed store (a reader that misses it just reads the idle time a moment
+/// late).
 #[derive(Debug, Default)]
 pub(crate) struct IdleClock {
     /// The counter when the core's last entry left it idle; 0: not idle.
@@ -1091,18 +1096,30 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             let idle = self.hal.cycles().saturating_sub(since);
             clock.since.store(0, Ordering::Relaxed);
             let total = clock.total.load(Ordering::Relaxed);
+            // Release: a reader that sees the new total sees `since` cleared (type docs).
             clock
                 .total
-                .store(total.wrapping_add(idle), Ordering::Relaxed);
+                .store(total.wrapping_add(idle), Ordering::Release);
         }
     }
 
-    /// Cycles core `cpu` has spent idle since boot (its current idle stretch not included).
+    /// Cycles core `cpu` has spent idle since boot, its current idle stretch included (see
+    /// [`IdleClock`] for why this is consistent).
     pub(crate) fn idle_cycles(&self, cpu: CpuId) -> u64 {
-        self.idle
-            .get(cpu)
-            .filter(|_| cpu < self.cores)
-            .map_or(0, |c| c.total.load(Ordering::Relaxed))
+        let Some(clock) = self.idle.get(cpu).filter(|_| cpu < self.cores) else {
+            return 0;
+        };
+        loop {
+            let total = clock.total.load(Ordering::Acquire);
+            let since = clock.since.load(Ordering::Relaxed);
+            if clock.total.load(Ordering::Relaxed) != total {
+                continue; // a stretch ended meanwhile: read again
+            }
+            if since == 0 {
+                return total;
+            }
+            return total.wrapping_add(self.hal.cycles().saturating_sub(since));
+        }
     }
 
     /// Adds `n` to a counter of this core's [`EntryCounts`]. Relaxed load and store, no

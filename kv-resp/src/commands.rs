@@ -12,7 +12,7 @@
 
 use crate::output::{fmt_i64, Counter, Overflow, Reply};
 use crate::parser::{parse_int, Command};
-use crate::store::{Budget, Kind, Store, DATABASES, HDR, NIL};
+use crate::store::{Budget, Kind, Store, DATABASES, HDR, INFO_SECTION_MAX, NIL};
 
 /// What a connection holds between commands: its selected database.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -380,14 +380,28 @@ impl Store<'_> {
             }
             Cmd::Info => {
                 self.sweep_all(now);
+                // The server's section is written once, here, so that both passes below (the
+                // length, then the text) see the same bytes.
+                let mut buf = [0u8; INFO_SECTION_MAX];
+                let mut section = SliceWriter {
+                    buf: &mut buf,
+                    len: 0,
+                };
+                let extra = match self.info_section {
+                    None => Ok(""),
+                    Some(write) => match write(&mut section) {
+                        Ok(()) => Ok(section.text()),
+                        Err(_) => Err(()),
+                    },
+                };
                 let mut n = Counter(0);
                 // Writing into a counter cannot fail.
-                let _ = self.info(&mut n);
+                let _ = self.info(&mut n, extra);
                 r.raw(b"$")?;
                 r.raw(fmt_i64(n.0 as i64, &mut [0; 24]))?;
                 r.raw(b"\r\n")?;
                 r.reserve(n.0 + 2)?;
-                self.info(r).map_err(|_| Overflow)?;
+                self.info(r, extra).map_err(|_| Overflow)?;
                 r.raw(b"\r\n")?;
             }
             Cmd::Command => r.array(0)?,
@@ -766,8 +780,9 @@ impl Store<'_> {
         Ok(())
     }
 
-    /// The `INFO` text (its sections are always all written).
-    fn info(&self, w: &mut impl core::fmt::Write) -> core::fmt::Result {
+    /// The `INFO` text (its sections are always all written), ending with the server's own
+    /// section `extra` (`Err`: it did not fit its buffer).
+    fn info(&self, w: &mut impl core::fmt::Write, extra: Result<&str, ()>) -> core::fmt::Result {
         write!(
             w,
             "# Server\r\nredis_version:7.0.0\r\nredis_mode:standalone\r\n\
@@ -795,6 +810,38 @@ impl Store<'_> {
                 self.keys[db]
             )?;
         }
+        match extra {
+            Ok("") => Ok(()),
+            Ok(text) => write!(w, "\r\n{text}"),
+            Err(()) => write!(
+                w,
+                "\r\n# Extra\r\ninfo_section_error:longer than {INFO_SECTION_MAX} bytes\r\n"
+            ),
+        }
+    }
+}
+
+/// A `fmt::Write` into a fixed buffer that fails rather than truncate.
+struct SliceWriter<'b> {
+    buf: &'b mut [u8],
+    len: usize,
+}
+
+impl SliceWriter<'_> {
+    /// What was written: whole `&str`s, so valid UTF-8.
+    fn text(&self) -> &str {
+        core::str::from_utf8(&self.buf[..self.len]).unwrap_or("")
+    }
+}
+
+impl core::fmt::Write for SliceWriter<'_> {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        let end = self.len.checked_add(s.len()).ok_or(core::fmt::Error)?;
+        self.buf
+            .get_mut(self.len..end)
+            .ok_or(core::fmt::Error)?
+            .copy_from_slice(s.as_bytes());
+        self.len = end;
         Ok(())
     }
 }

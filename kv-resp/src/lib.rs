@@ -72,7 +72,7 @@ pub use commands::{NeedOutput, Outcome, Session};
 pub use connection::{Connection, Progress, MIN_INPUT};
 pub use output::{OutBuf, MIN_OUTPUT};
 pub use parser::{Args, Command, Parser, ProtocolError};
-pub use store::{Slot, Store, DATABASES};
+pub use store::{InfoSection, Slot, Store, DATABASES, INFO_SECTION_MAX};
 
 #[cfg(test)]
 mod tests;

@@ -119,7 +119,18 @@ pub struct Store<'a> {
     pub(crate) free_slots: usize,
     pub(crate) keys: [u32; DATABASES],
     cursor: usize,
+    /// Writes the server's own `INFO` section (see [`Store::set_info_section`]).
+    pub(crate) info_section: Option<InfoSection>,
 }
+
+/// A function that writes a section of the `INFO` reply that the embedding server knows and the
+/// store does not (the network server writes its cores' busy and idle cycles there). It is
+/// called once per `INFO`, into a buffer of [`INFO_SECTION_MAX`] bytes; a section that does not
+/// fit is left out whole (the reply then says so in `info_section_error`).
+pub type InfoSection = fn(&mut dyn core::fmt::Write) -> core::fmt::Result;
+
+/// The most bytes an [`InfoSection`] may write.
+pub const INFO_SECTION_MAX: usize = 1024;
 
 fn fnv(mut h: u32, bytes: &[u8]) -> u32 {
     for &b in bytes {
@@ -154,6 +165,7 @@ impl<'a> Store<'a> {
             free_slots: 0,
             keys: [0; DATABASES],
             cursor: 0,
+            info_section: None,
         };
         s.clear_all();
         s
@@ -172,6 +184,11 @@ impl<'a> Store<'a> {
         self.used = 0;
         self.keys = [0; DATABASES];
         self.cursor = 0;
+    }
+
+    /// Adds the server's own section to every `INFO` reply, after the store's sections.
+    pub fn set_info_section(&mut self, section: InfoSection) {
+        self.info_section = Some(section);
     }
 
     /// Arena bytes in use (keys, values and 8 bytes of header per entry).

@@ -64,15 +64,17 @@ struct Qemu {
     child: Child,
     lines: mpsc::Receiver<String>,
     seen: Vec<String>,
+    echo: bool,
 }
 
 impl Qemu {
-    fn spawn(cmd: &crate::proc::Cmd, root: &Path) -> io::Result<Qemu> {
+    fn spawn(cmd: &crate::proc::Cmd, root: &Path, echo: bool) -> io::Result<Qemu> {
         let (child, lines) = cmd.spawn_lines(root)?;
         Ok(Qemu {
             child,
             lines,
             seen: Vec::new(),
+            echo,
         })
     }
 
@@ -89,7 +91,9 @@ impl Qemu {
             match self.lines.recv_timeout(left) {
                 Ok(line) => {
                     // The console, echoed as it arrives.
-                    println!("{line}");
+                    if self.echo {
+                        println!("{line}");
+                    }
                     self.seen.push(line.clone());
                     if ready(&line) {
                         return Ok(line);
@@ -136,41 +140,74 @@ fn guest_failed(line: &str) -> bool {
     line.contains("net: FAILED") || line.contains("PANIC") || line.contains("!!! ")
 }
 
-/// Runs `cargo xtask qemu --net` with the image at `elf`.
-pub fn run(root: &Path, args: &QemuArgs, elf: &Path) -> ExitCode {
-    let port = match args.port.map_or_else(free_port, Ok) {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("net: no free host port: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
+/// A booted network server: QEMU (killed on drop) and the host port that reaches the guest's
+/// server.
+pub struct Server {
+    qemu: Qemu,
+    /// The host port forwarded to the guest's [`GUEST_PORT`].
+    pub port: u16,
+    /// When QEMU was started.
+    pub started: Instant,
+}
+
+impl Server {
+    /// Prints the last console lines (after a failure).
+    pub fn tail(&mut self) {
+        self.qemu.tail();
+    }
+}
+
+/// Boots the network image at `elf` with `args` (a free host port unless `args.port` names
+/// one) and waits for the server's `net: listening` line, at most [`BOOT_SECS`] (or the
+/// `--timeout`, if shorter). `echo`: the console is echoed as it arrives.
+pub fn start(root: &Path, args: &QemuArgs, elf: &Path, echo: bool) -> Result<Server, String> {
+    let port = args
+        .port
+        .map_or_else(free_port, Ok)
+        .map_err(|e| format!("no free host port: {e}"))?;
     let mut args = args.clone();
     args.port = Some(port);
     let cmd = qemu_cmd(&args, elf);
-    eprintln!("net: {}", cmd.display());
-    let start = Instant::now();
-    let mut qemu = match Qemu::spawn(&cmd, root) {
-        Ok(q) => q,
-        Err(e) => {
-            eprintln!("net: could not run QEMU: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
+    if echo {
+        eprintln!("net: {}", cmd.display());
+    }
+    let started = Instant::now();
+    let mut qemu = Qemu::spawn(&cmd, root, echo).map_err(|e| format!("could not run QEMU: {e}"))?;
     let limit = args.timeout.map(Duration::from_secs);
     let boot = Duration::from_secs(BOOT_SECS).min(limit.unwrap_or(Duration::MAX));
     if let Err(why) = qemu.wait_for(
         |l| l.contains("net: listening on"),
         guest_failed,
-        start + boot,
+        started + boot,
     ) {
-        eprintln!(
-            "net: FAILED: the server did not come up within {} s: {why}",
-            boot.as_secs()
-        );
         qemu.tail();
-        return ExitCode::FAILURE;
+        return Err(format!(
+            "the server did not come up within {} s: {why}",
+            boot.as_secs()
+        ));
     }
+    Ok(Server {
+        qemu,
+        port,
+        started,
+    })
+}
+
+/// Runs `cargo xtask qemu --net` with the image at `elf`.
+pub fn run(root: &Path, args: &QemuArgs, elf: &Path) -> ExitCode {
+    let server = match start(root, args, elf, true) {
+        Ok(s) => s,
+        Err(why) => {
+            eprintln!("net: FAILED: {why}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let Server {
+        mut qemu,
+        port,
+        started: start,
+    } = server;
+    let limit = args.timeout.map(Duration::from_secs);
     let up = start.elapsed().as_secs_f64();
     if let Some(client) = &args.client {
         let cmd = crate::proc::Cmd::new("sh")
@@ -446,6 +483,24 @@ fn served(port: u16, deadline: Instant) -> Result<Client, String> {
         std::thread::sleep(Duration::from_millis(20));
     }
     Err(format!("no connection served: {last}"))
+}
+
+/// A connection for reading the server's `INFO` (the benchmark's utilisation sampler).
+pub struct InfoReader(Client);
+
+impl InfoReader {
+    /// Connects to the server on host port `port` (retrying while a socket is being freed).
+    pub fn connect(port: u16) -> Result<InfoReader, String> {
+        served(port, Instant::now() + Duration::from_secs(REPLY_SECS)).map(InfoReader)
+    }
+
+    /// The `INFO` text.
+    pub fn info(&mut self) -> Result<String, String> {
+        match self.0.call(&["INFO"])? {
+            Reply::Bulk(Some(text)) => Ok(String::from_utf8_lossy(&text).into_owned()),
+            other => Err(format!("INFO: expected a bulk string, got {other:?}")),
+        }
+    }
 }
 
 /// The scripted session against the server on host port `port`; a summary, or the first

@@ -329,6 +329,7 @@ fn steps(root: &Path, quick: bool) -> Vec<Step> {
     steps.extend(memory_steps());
     steps.push(bench_tiny_step(root));
     steps.push(bench_memory_tiny_step(root));
+    steps.push(bench_redis_tiny_step(root));
     steps.push(trace_hosted_step(root));
     steps.push(trace_image_step(root));
     steps.push(sim_calibrate_step(root));
@@ -994,6 +995,26 @@ fn bench_memory_tiny_step(root: &Path) -> Step {
     )
 }
 
+/// The network macro-benchmark end to end on a tiny configuration (`bench:redis-tiny`): `cargo
+/// xtask bench` with [`crate::bench::REDIS_TINY`]: the network image with locks none and clh
+/// on x86_64 (microvm) and ARMv7 (virt), each driven by redis-benchmark (SET and GET,
+/// unpipelined and pipelined) and YCSB workload A (load, then run), with the server's CPU
+/// section sampled for utilisation; fails if any client run fails. Output in
+/// `<target>/bench-redis-tiny`; about a minute.
+fn bench_redis_tiny_step(root: &Path) -> Step {
+    bench_step(
+        root,
+        "bench:redis-tiny",
+        "bench-redis-tiny",
+        &crate::bench::REDIS_TINY,
+    )
+    .tools(&[
+        ("mvn", "maven"),
+        ("java", "default-jre-headless"),
+        ("redis-benchmark", "redis-tools"),
+    ])
+}
+
 /// Step `name`: this xtask's `bench` with `args`, the QEMU timeout, and `--out <target>/out`.
 fn bench_step(root: &Path, name: &'static str, out: &str, args: &[&str]) -> Step {
     let args: Vec<&str> = ["bench"]
@@ -1571,6 +1592,7 @@ mod tests {
             "net:x86_64-ycsb",
             "bench:tiny",
             "bench:memory-tiny",
+            "bench:redis-tiny",
             "trace:hosted",
             "trace:image",
             "sim:calibrate",

@@ -341,6 +341,42 @@ fn select_and_flush() {
 }
 
 #[test]
+fn info_ends_with_the_servers_section_written_once() {
+    use core::sync::atomic::{AtomicUsize, Ordering};
+    static CALLS: AtomicUsize = AtomicUsize::new(0);
+    fn section(w: &mut dyn core::fmt::Write) -> core::fmt::Result {
+        // A different value on every call: a second call would make the bulk length wrong.
+        let n = CALLS.fetch_add(1, Ordering::Relaxed);
+        write!(w, "# CPU\r\ncalls:{}\r\n", 10usize.pow(n as u32 % 6))
+    }
+    fn too_long(w: &mut dyn core::fmt::Write) -> core::fmt::Result {
+        for _ in 0..=crate::INFO_SECTION_MAX {
+            w.write_str("x")?;
+        }
+        Ok(())
+    }
+    let mut t = T::new();
+    t.st.set_info_section(section);
+    let info = t.c(&["INFO"]);
+    assert_eq!(CALLS.load(Ordering::Relaxed), 1, "one call per INFO");
+    let body_start = info.find("\r\n").unwrap() + 2;
+    let len: usize = info[1..body_start - 2].parse().unwrap();
+    assert_eq!(
+        info.len(),
+        body_start + len + 2,
+        "bulk length matches: {info:?}"
+    );
+    assert!(info.ends_with("\r\n# CPU\r\ncalls:1\r\n\r\n"), "{info:?}");
+    t.st.set_info_section(too_long);
+    let info = t.c(&["INFO"]);
+    assert!(
+        info.contains("info_section_error:longer than 1024 bytes"),
+        "{info:?}"
+    );
+    assert!(!info.contains("xxxx"), "{info:?}");
+}
+
+#[test]
 fn info_command_config() {
     let mut t = T::sized(5000, 10);
     t.c(&["SET", "k", "v", "EX", "100"]);

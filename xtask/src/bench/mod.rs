@@ -23,6 +23,7 @@ mod paper;
 mod plan;
 pub(crate) mod plot;
 pub(crate) mod records;
+mod redis;
 mod report;
 mod stats;
 mod steps;
@@ -104,6 +105,19 @@ TIME (2-vCPU VM): `cargo xtask bench --lock=clh` boots about 55 short guests (un
 each) and runs the hosted benchmark: 1-2 minutes once the images and the hosted benchmark are
 built, a few more for a first build. Every lock (the default) takes 2-4 minutes. --quick with
 --cores 1 takes well under a minute once built (`cargo xtask test --only bench:tiny`: ~10 s).
+
+REDIS SUITE: `cargo xtask bench --suite redis [--lock ...] [--arch ...] [--cores 1,2]
+[--quick]` boots the network image (mode=net: virtio-net driver, smoltcp, the Redis-protocol
+server on core 0) under QEMU TCG for every arch (x86_64 microvm, ARMv7 virt), lock and core
+count (default 1), and drives it with redis-benchmark (SET and GET, 4 connections, unpipelined
+and -P 16) and YCSB 0.17.0 workload A (bench/ycsb-redis: load 32000 records, run 20000
+operations; --quick: 1000 and 2000), each client 3 times per boot (--quick: once; the median
+run is kept). Utilisation per core comes from the server's INFO `# CPU` section (the kernel's
+idle accounting) sampled every 500 ms while a client runs; Xput = throughput / average
+utilisation. Files, in a folder per run under <target>/bench/redis/runs/ (latest:
+<target>/bench/redis/latest) or --out: results.json, results.csv, report.md,
+fig3-redis-throughput and fig4-redis-xput (SVG and PNG). Needs redis-tools, Java and Maven
+(the binding is built on first use). Not yet: per-core stacks, the Linux + Redis baseline.
 
 MEMORY SUITE: `cargo xtask bench --suite memory` measures the per-core-pager paper's workload
 (per-core-pager-fiasco; servers::memory in the guest, docs/memory.md): one worker per core
@@ -272,6 +286,10 @@ pub enum Suite {
     Ipc,
     /// The memory benchmark (issue 13): per-core vs global pagers, Figures 4-5.
     Memory,
+    /// The network macro-benchmark (issue 14): the kernel's Redis-protocol server under QEMU
+    /// driven by redis-benchmark and YCSB workload A; throughput, utilisation and Xput per
+    /// lock (the big-lock paper's Figures 3-4). Its results go to <target>/bench/redis/.
+    Redis,
 }
 
 /// The most samples per point a guest takes (its `runs=`: `servers::abi::bench::MAX_RUNS`).
@@ -335,6 +353,12 @@ pub const MEMORY_TINY: [&str; 15] = [
     "--check",
 ];
 
+/// The options of the redis suite's tiny end-to-end configuration that `cargo xtask test` runs
+/// as `bench:redis-tiny`: locks none and clh on both architectures, 1 core, `--quick`.
+pub const REDIS_TINY: [&str; 7] = [
+    "--suite", "redis", "--lock", "clh", "--arch", "all", "--quick",
+];
+
 /// Runs `cargo xtask bench` (a run, or the subcommand given).
 pub fn run(root: &Path, args: &BenchArgs) -> ExitCode {
     match &args.command {
@@ -344,7 +368,7 @@ pub fn run(root: &Path, args: &BenchArgs) -> ExitCode {
 }
 
 /// `--out DIR` made absolute (relative to the current directory).
-fn absolute(dir: &Path) -> PathBuf {
+pub(crate) fn absolute(dir: &Path) -> PathBuf {
     if dir.is_absolute() {
         dir.to_path_buf()
     } else {
@@ -355,7 +379,7 @@ fn absolute(dir: &Path) -> PathBuf {
 }
 
 /// The bench root: `<target>/bench`.
-fn bench_root(root: &Path) -> PathBuf {
+pub(crate) fn bench_root(root: &Path) -> PathBuf {
     crate::target_dir(root).join("bench")
 }
 
@@ -404,6 +428,19 @@ fn run_benchmarks(root: &Path, args: &RunArgs) -> ExitCode {
         }
     };
     let sweep = match args.suite {
+        Suite::Redis => {
+            if !args.pager.is_empty() || !args.pages.is_empty() {
+                eprintln!(
+                    "cargo xtask bench: --pager and --pages belong to the memory suite, not redis"
+                );
+                return ExitCode::from(2);
+            }
+            if args.kernel_trace != KernelTrace::Off {
+                eprintln!("cargo xtask bench: --kernel-trace is not supported by the redis suite");
+                return ExitCode::from(2);
+            }
+            return redis::run(root, args, &plan);
+        }
         Suite::Memory => {
             plan.locks = memory::locks(&plan, !args.lock.is_empty());
             plan.baseline_added = false;
@@ -780,7 +817,7 @@ fn kernel_benchmarks(
 
 /// Switches `root/latest` to the run's folder `dir` if the run produced records, and says what
 /// `latest` names now.
-fn publish(root: &Path, dir: &Path, records: usize) -> Result<(), String> {
+pub(crate) fn publish(root: &Path, dir: &Path, records: usize) -> Result<(), String> {
     let latest = root.join(layout::LATEST);
     if records == 0 {
         match layout::read_latest(root) {

@@ -1,0 +1,1120 @@
+//! `cargo xtask bench --suite redis`: the network macro-benchmark (issue 14; Figures 3 and 4
+//! of the big-lock paper) against the kernel's own Redis-protocol server (`mode=net`).
+//!
+//! For every architecture with a virtio NIC (x86_64 `-M microvm`, ARMv7 `-M virt`), lock and
+//! core count, it boots the network image under QEMU (TCG: real time, not `-icount`, since the
+//! clients are real programs on the host) and drives the server with clients nobody here
+//! wrote:
+//! * `redis-benchmark` (Debian's redis-tools): SET and GET with 4 connections, unpipelined and
+//!   16-deep pipelined, random keys;
+//! * YCSB 0.17.0 workload A (50% reads, 50% updates, zipfian) through this project's Jedis
+//!   binding (`bench/ycsb-redis`): the load phase, then the run phase, 4 client threads.
+//!
+//! While each client runs, a sampler reads the server's `INFO` every half second: its `# CPU`
+//! section has the kernel's cycle counter and each core's idle cycles (`KernelInfo`), so the
+//! utilisation of each core over exactly the client's run is `1 - idle / elapsed`, summed over
+//! the samples (on 32-bit ARM the counters are one word wide: each half-second difference is
+//! taken modulo the word). Reported per client run: operations per second, latency
+//! percentiles from the client's own output, utilisation per core and on average, and
+//! Xput = throughput / average utilisation (the paper's metric: throughput per fully busy core).
+//!
+//! Not built yet, and said so in the report: per-core network stacks (the server runs on core
+//! 0, so with more cores the others idle), and the Linux + Redis baseline on the same QEMU
+//! machine.
+
+use std::fmt::Write as _;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use clap::Parser;
+use serde_json::{json, Value};
+
+use super::layout;
+use super::plot::{self, Line, LinePanel, Point};
+use super::RunArgs;
+use crate::proc::Cmd;
+use crate::qemu::{self, Arch, Lock, Machine, QemuArgs};
+
+/// The suite's own folder under `<target>/bench` (its runs and `latest`): its results have their
+/// own schema, which `bench compare` does not read.
+const SUITE_DIR: &str = "redis";
+/// Connections of `redis-benchmark` (and YCSB's client threads); the guest serves 8 at once
+/// and the sampler takes one more.
+const CONNECTIONS: u32 = 4;
+/// Depth of the pipelined runs.
+const PIPELINE: u32 = 16;
+/// How often the sampler reads `INFO`.
+const SAMPLE_EVERY: Duration = Duration::from_millis(500);
+/// The longest a client may run.
+const CLIENT_LIMIT: Duration = Duration::from_secs(600);
+/// The YCSB binding's jar that says it is built.
+const YCSB_BUILT: &str = "bench/ycsb-redis/target/lib/core-0.17.0.jar";
+
+/// Figure file stems.
+pub const STEMS: [&str; 2] = ["fig3-redis-throughput", "fig4-redis-xput"];
+
+/// `cargo xtask qemu`'s options, for building them from words.
+#[derive(Parser)]
+struct QemuCli {
+    #[command(flatten)]
+    args: QemuArgs,
+}
+
+/// Sizes of the client runs.
+#[derive(Clone, Copy, Debug)]
+struct Sizes {
+    /// Requests per unpipelined redis-benchmark test.
+    requests: u32,
+    /// Requests per pipelined test.
+    pipelined: u32,
+    /// YCSB records loaded.
+    records: u32,
+    /// YCSB operations of the run phase.
+    operations: u32,
+    /// Runs of each client per point; the row is the median run by throughput.
+    repeats: usize,
+}
+
+impl Sizes {
+    fn new(quick: bool) -> Sizes {
+        if quick {
+            Sizes {
+                requests: 2_000,
+                pipelined: 10_000,
+                records: 1_000,
+                operations: 2_000,
+                repeats: 1,
+            }
+        } else {
+            Sizes {
+                requests: 20_000,
+                pipelined: 100_000,
+                records: 32_000,
+                operations: 20_000,
+                repeats: 3,
+            }
+        }
+    }
+}
+
+/// One client run: what ran, what it measured.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Row {
+    pub arch: String,
+    pub board: String,
+    pub lock: String,
+    pub cores: u32,
+    /// `redis-benchmark` or `ycsb`.
+    pub client: String,
+    /// `SET`, `GET`, `SET -P 16`, `A` ...
+    pub workload: String,
+    pub ops_per_s: f64,
+    /// Latency percentiles in milliseconds, as the client printed them.
+    pub p50_ms: Option<f64>,
+    pub p99_ms: Option<f64>,
+    /// Busy fraction of each core over the run.
+    pub utilisation: Vec<f64>,
+    pub seconds: f64,
+    /// Throughput of every run of this client at this point (the row is their median run).
+    pub runs: Vec<f64>,
+}
+
+impl Row {
+    /// Average utilisation over the cores.
+    pub fn mean_utilisation(&self) -> f64 {
+        if self.utilisation.is_empty() {
+            return f64::NAN;
+        }
+        self.utilisation.iter().sum::<f64>() / self.utilisation.len() as f64
+    }
+
+    /// Throughput per fully busy core (the paper's Xput).
+    pub fn xput(&self) -> f64 {
+        self.ops_per_s / self.mean_utilisation()
+    }
+}
+
+/// One reading of the server's `# CPU` section.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CpuSample {
+    pub cycles: u64,
+    pub idle: Vec<u64>,
+    pub word_bits: u32,
+}
+
+/// Parses the `# CPU` section of an `INFO` reply.
+pub fn parse_cpu(info: &str) -> Result<CpuSample, String> {
+    let field = |name: &str| {
+        info.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+            .map(str::trim)
+    };
+    let number = |name: &str| -> Result<u64, String> {
+        field(name)
+            .ok_or_else(|| format!("INFO has no `{name}` (is this the kernel's server?)"))?
+            .parse()
+            .map_err(|_| format!("INFO: `{name}` is not a number"))
+    };
+    let cpus = number("cpus")?;
+    if !(1..=64).contains(&cpus) {
+        return Err(format!("INFO: cpus {cpus}"));
+    }
+    let word_bits = number("word_bits")? as u32;
+    if word_bits != 32 && word_bits != 64 {
+        return Err(format!("INFO: word_bits {word_bits}"));
+    }
+    Ok(CpuSample {
+        cycles: number("kernel_cycles")?,
+        idle: (0..cpus)
+            .map(|c| number(&format!("idle_cycles_cpu{c}")))
+            .collect::<Result<_, _>>()?,
+        word_bits,
+    })
+}
+
+/// Each core's busy fraction over `samples` (in time order): the idle and elapsed differences
+/// of consecutive samples, each modulo the counters' word, summed.
+pub fn utilisation(samples: &[CpuSample]) -> Result<Vec<f64>, String> {
+    let (Some(first), true) = (samples.first(), samples.len() >= 2) else {
+        return Err("fewer than two CPU samples".into());
+    };
+    let mask = if first.word_bits >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << first.word_bits) - 1
+    };
+    let cores = first.idle.len();
+    let mut elapsed = 0u64;
+    let mut idle = vec![0u64; cores];
+    for pair in samples.windows(2) {
+        let (a, b) = (&pair[0], &pair[1]);
+        if b.idle.len() != cores {
+            return Err("the core count changed between samples".into());
+        }
+        let d = b.cycles.wrapping_sub(a.cycles) & mask;
+        elapsed += d;
+        for (sum, (x, y)) in idle.iter_mut().zip(a.idle.iter().zip(&b.idle)) {
+            // A core's idle time within one interval cannot exceed the interval.
+            *sum += (y.wrapping_sub(*x) & mask).min(d);
+        }
+    }
+    if elapsed == 0 {
+        return Err("the kernel's cycle counter did not advance".into());
+    }
+    Ok(idle
+        .iter()
+        .map(|&i| 1.0 - i as f64 / elapsed as f64)
+        .collect())
+}
+
+/// Samples the server's `INFO` every [`SAMPLE_EVERY`] while a client runs.
+struct Sampler {
+    stop: Arc<AtomicBool>,
+    handle: std::thread::JoinHandle<Result<Vec<CpuSample>, String>>,
+}
+
+impl Sampler {
+    fn start(port: u16) -> Result<Sampler, String> {
+        let mut reader = crate::net::InfoReader::connect(port)?;
+        let first = parse_cpu(&reader.info()?)?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
+        let handle = std::thread::spawn(move || {
+            let mut samples = vec![first];
+            loop {
+                let last = flag.load(Ordering::Relaxed);
+                if !last {
+                    std::thread::sleep(SAMPLE_EVERY);
+                }
+                samples.push(parse_cpu(&reader.info()?)?);
+                if last || flag.load(Ordering::Relaxed) {
+                    // One more sample right after the stop closes the window.
+                    if !last {
+                        samples.push(parse_cpu(&reader.info()?)?);
+                    }
+                    return Ok(samples);
+                }
+            }
+        });
+        Ok(Sampler { stop, handle })
+    }
+
+    fn finish(self) -> Result<Vec<f64>, String> {
+        self.stop.store(true, Ordering::Relaxed);
+        let samples = self
+            .handle
+            .join()
+            .map_err(|_| "the CPU sampler panicked".to_string())??;
+        utilisation(&samples)
+    }
+}
+
+/// A client's results as parsed from its output.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Measured {
+    pub ops_per_s: f64,
+    pub p50_ms: Option<f64>,
+    pub p99_ms: Option<f64>,
+}
+
+/// Parses `redis-benchmark --csv` output: the row of `test` (quoted CSV: test, rps,
+/// avg_latency_ms, min, p50, p95, p99, max).
+pub fn parse_redis_benchmark(lines: &[String], test: &str) -> Result<Measured, String> {
+    for line in lines {
+        let cells: Vec<&str> = line
+            .split(',')
+            .map(|c| c.trim().trim_matches('"'))
+            .collect();
+        if cells.first() != Some(&test) || cells.len() < 7 {
+            continue;
+        }
+        let num = |i: usize| cells[i].parse::<f64>().ok();
+        let Some(rps) = num(1).filter(|r| *r > 0.0) else {
+            return Err(format!(
+                "redis-benchmark: no requests per second in {line:?}"
+            ));
+        };
+        return Ok(Measured {
+            ops_per_s: rps,
+            p50_ms: num(4),
+            p99_ms: num(6),
+        });
+    }
+    Err(format!(
+        "redis-benchmark printed no `{test}` result (last line: {:?})",
+        lines.last().map(String::as_str).unwrap_or("")
+    ))
+}
+
+/// Parses YCSB's summary: `[OVERALL], Throughput(ops/sec), N` and the read and update
+/// latency percentiles (microseconds; the larger of the two is reported).
+pub fn parse_ycsb(lines: &[String]) -> Result<Measured, String> {
+    let value = |section: &str, metric: &str| {
+        lines.iter().find_map(|l| {
+            let cells: Vec<&str> = l.split(',').map(str::trim).collect();
+            (cells.len() == 3 && cells[0] == section && cells[1] == metric)
+                .then(|| cells[2].parse::<f64>().ok())
+                .flatten()
+        })
+    };
+    let ops = value("[OVERALL]", "Throughput(ops/sec)")
+        .filter(|v| *v > 0.0)
+        .ok_or("YCSB printed no [OVERALL] throughput")?;
+    let worst = |metric: &str| {
+        let r = value("[READ]", metric);
+        let u = value("[UPDATE]", metric);
+        match (r, u) {
+            (Some(a), Some(b)) => Some(a.max(b) / 1000.0),
+            (a, b) => a.or(b).map(|v| v / 1000.0),
+        }
+    };
+    Ok(Measured {
+        ops_per_s: ops,
+        p50_ms: worst("50thPercentileLatency(us)").or(worst("AverageLatency(us)")),
+        p99_ms: worst("99thPercentileLatency(us)"),
+    })
+}
+
+/// The board the suite boots for `arch`: the one with a virtio-mmio NIC.
+fn machine_for(arch: Arch) -> Machine {
+    match arch {
+        Arch::X86_64 => Machine::Microvm,
+        Arch::Armv7 => Machine::Virt,
+    }
+}
+
+/// Runs `--suite redis`. Every option is checked before anything is built.
+pub fn run(root: &Path, args: &RunArgs, plan: &super::plan::Plan) -> ExitCode {
+    match run_inner(root, args, plan) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(e) => {
+            eprintln!("cargo xtask bench: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run_inner(root: &Path, args: &RunArgs, plan: &super::plan::Plan) -> Result<bool, String> {
+    crate::deps::ensure("cargo xtask bench --suite redis", crate::deps::NET)?;
+    for tool in ["redis-benchmark"] {
+        if Cmd::new(tool).arg("--version").read_stdout(root).is_none() {
+            return Err(format!(
+                "{tool} is missing: install Debian's redis-tools (apt-get install redis-tools)"
+            ));
+        }
+    }
+    let cores: Vec<u32> = if args.cores.is_empty() {
+        vec![1]
+    } else {
+        plan.cores.clone()
+    };
+    let sizes = Sizes::new(args.quick);
+    let unix = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let revision = layout::git_revision(root);
+    let suite_root = super::bench_root(root).join(SUITE_DIR);
+    let (out_dir, run_root) = match args.out.as_deref() {
+        Some(dir) => {
+            let dir = super::absolute(dir);
+            layout::ensure_writable(&dir).map_err(|e| format!("--out: {e}"))?;
+            (dir, None)
+        }
+        None => {
+            let dir = layout::create_run_dir(&suite_root, &layout::run_name(unix, &revision))?;
+            (dir, Some(suite_root.clone()))
+        }
+    };
+    let start = Instant::now();
+    let machine = super::machine::detect(root);
+    println!("bench: redis suite; results go to {}", out_dir.display());
+    println!(
+        "bench: machine: {} ({} host cores), {}, {}",
+        machine.cpu, machine.host_cores, machine.qemu, machine.rustc
+    );
+    let mut notes: Vec<String> = vec![
+        "One server (virtio-net driver, smoltcp stack and key-value server in one program) runs \
+         on core 0: per-core stacks are not built yet, so with more cores the others idle and \
+         the average utilisation, hence Xput, counts them idle."
+            .into(),
+        "The server blocks in Wait when smoltcp has nothing to do, but polls (checks its \
+         receive ring and yields) while smoltcp has a timer pending, for want of a timed wait \
+         in the kernel: that time counts as busy."
+            .into(),
+        "No Linux + Redis baseline yet: the paper's comparison with Linux is not measured.".into(),
+    ];
+    let mut errors: Vec<String> = Vec::new();
+
+    // YCSB: the binding, built once (Maven fetches its dependencies the first time).
+    let ycsb = prepare_ycsb(root);
+    if let Err(why) = &ycsb {
+        errors.push(format!("YCSB not run: {why}"));
+    }
+
+    let elves: Vec<(Arch, PathBuf)> = plan
+        .archs
+        .iter()
+        .map(|&arch| {
+            qemu::ensure_qemu(arch)?;
+            println!("bench: building the {} image", qemu::arch_name(arch));
+            qemu::build_image(root, arch, false, "bench").map(|elf| (arch, elf))
+        })
+        .collect::<Result<_, _>>()?;
+
+    let mut points: Vec<(Arch, &PathBuf, Lock, u32)> = Vec::new();
+    for (arch, elf) in &elves {
+        for &lock in &plan.locks {
+            for &n in &cores {
+                points.push((*arch, elf, lock, n));
+            }
+        }
+    }
+    let mut rows: Vec<Row> = Vec::new();
+    for (i, (arch, elf, lock, n)) in points.iter().enumerate() {
+        let label = format!(
+            "[{}/{}] {} {} {} core{}",
+            i + 1,
+            points.len(),
+            qemu::arch_name(*arch),
+            lock.name(),
+            n,
+            if *n == 1 { "" } else { "s" }
+        );
+        println!("bench: {label}: booting");
+        match measure_point(root, *arch, elf, *lock, *n, sizes, ycsb.is_ok(), &label) {
+            Ok((measured, errs)) => {
+                rows.extend(measured);
+                errors.extend(errs.into_iter().map(|e| format!("{label}: {e}")));
+            }
+            Err(e) => {
+                println!("bench: {label}: FAILED: {e}");
+                errors.push(format!("{label}: {e}"));
+            }
+        }
+    }
+    if machine.host_cores < cores.iter().copied().max().unwrap_or(1) as usize {
+        notes.push(format!(
+            "Some core counts exceed this host's {} cores: their guest cores share host cores.",
+            machine.host_cores
+        ));
+    }
+
+    let method = json!({
+        "platform": "qemu (TCG, real time; the clients are real programs on the host)",
+        "network": "QEMU user networking (slirp), guest port 6379 forwarded to a host port on \
+                    127.0.0.1",
+        "redis_benchmark": format!(
+            "redis-benchmark -c {CONNECTIONS} -r 100000 --csv, -t set and -t get each with -n \
+             {} unpipelined and -n {} with -P {PIPELINE}",
+            sizes.requests, sizes.pipelined
+        ),
+        "ycsb": format!(
+            "YCSB 0.17.0 workload A (bench/ycsb-redis/workloads/workloada), recordcount {}, \
+             operationcount {}, {CONNECTIONS} threads; load phase, then the run phase measured",
+            sizes.records, sizes.operations
+        ),
+        "repeats": format!(
+            "each client {} time(s) per point, one boot per point; the row is the run with the \
+             median throughput (all runs' throughput in runs_ops_per_s)",
+            sizes.repeats
+        ),
+        "utilisation": format!(
+            "the server's INFO # CPU section (kernel cycle counter and per-core idle cycles) read \
+             every {} ms during each client run; busy = 1 - idle / elapsed per core",
+            SAMPLE_EVERY.as_millis()
+        ),
+        "xput": "throughput / average utilisation over the guest's cores",
+        "quick": args.quick,
+    });
+    let results = json!({
+        "schema": "locked-in/bench-redis/1",
+        "revision": revision,
+        "unix_time": unix,
+        "machine": machine,
+        "method": method,
+        "rows": rows.iter().map(row_json).collect::<Vec<_>>(),
+        "notes": notes,
+        "errors": errors,
+    });
+    let write = |name: &str, text: String| {
+        let path = out_dir.join(name);
+        fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
+    };
+    write(
+        super::RESULTS_JSON,
+        serde_json::to_string_pretty(&results).unwrap_or_default() + "\n",
+    )?;
+    write(super::RESULTS_CSV, csv(&rows))?;
+    write(super::REPORT_MD, report(&rows, &method, &notes, &errors))?;
+    let figures = write_figures(&out_dir, &rows, machine.host_cores)?;
+
+    println!("\nbench: redis results:");
+    print!("{}", table(&rows));
+    for e in &errors {
+        println!("bench: ERROR: {e}");
+    }
+    for f in &figures {
+        println!("bench: wrote {}", f.display());
+    }
+    if let Some(root) = run_root {
+        super::publish(&root, &out_dir, rows.len())?;
+    }
+    println!(
+        "bench: {} client runs in {:.0} s{}",
+        rows.len(),
+        start.elapsed().as_secs_f64(),
+        if errors.is_empty() {
+            ""
+        } else {
+            " (with errors, listed above)"
+        }
+    );
+    Ok(errors.is_empty() && !rows.is_empty())
+}
+
+/// Builds the YCSB binding unless it is built; `Err` says why YCSB cannot run.
+fn prepare_ycsb(root: &Path) -> Result<(), String> {
+    for tool in ["java", "mvn"] {
+        if Cmd::new(tool).arg("-version").read_stdout(root).is_none()
+            && Cmd::new(tool).arg("--version").read_stdout(root).is_none()
+        {
+            return Err(format!(
+                "`{tool}` is missing (YCSB needs Java and Maven: apt-get install \
+                 default-jdk-headless maven)"
+            ));
+        }
+    }
+    if root.join(YCSB_BUILT).exists() {
+        return Ok(());
+    }
+    println!("bench: building the YCSB binding (bench/ycsb-redis, Maven)");
+    let out = Cmd::new("mvn")
+        .args(["-B", "-q", "-f", "bench/ycsb-redis/pom.xml", "package"])
+        .run_captured(root, false, CLIENT_LIMIT)
+        .map_err(|e| format!("cannot run mvn: {e}"))?;
+    if !out.status.success() || out.timed_out {
+        return Err(format!(
+            "building the binding failed: {}",
+            out.lines.last().map(String::as_str).unwrap_or("")
+        ));
+    }
+    Ok(())
+}
+
+/// Boots one point and runs every client against it: the rows measured and the errors of the
+/// clients that failed.
+#[allow(clippy::too_many_arguments)]
+fn measure_point(
+    root: &Path,
+    arch: Arch,
+    elf: &Path,
+    lock: Lock,
+    cores: u32,
+    sizes: Sizes,
+    with_ycsb: bool,
+    label: &str,
+) -> Result<(Vec<Row>, Vec<String>), String> {
+    let machine = machine_for(arch);
+    let words: Vec<String> = [
+        "qemu",
+        "--net",
+        "--arch",
+        qemu::arch_name(arch),
+        "--machine",
+        machine.name(),
+        "--lock",
+        lock.name(),
+        "--smp",
+        &cores.to_string(),
+        "--timeout",
+        "3600",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let qargs = QemuCli::try_parse_from(&words)
+        .map_err(|e| format!("qemu options {words:?}: {e}"))?
+        .args;
+    let mut server = crate::net::start(root, &qargs, elf, false)?;
+    let port = server.port;
+    let row = |client: &str, workload: &str, runs: Vec<Run>| {
+        let all: Vec<f64> = runs.iter().map(|r| r.0.ops_per_s).collect();
+        let (m, util, secs) = median_run(runs);
+        Row {
+            arch: qemu::arch_name(arch).to_owned(),
+            board: machine.name().to_owned(),
+            lock: lock.name().to_owned(),
+            cores,
+            client: client.to_owned(),
+            workload: workload.to_owned(),
+            ops_per_s: m.ops_per_s,
+            p50_ms: m.p50_ms,
+            p99_ms: m.p99_ms,
+            utilisation: util,
+            seconds: secs,
+            runs: all,
+        }
+    };
+    let mut rows = Vec::new();
+    let mut errors = Vec::new();
+    let port_s = port.to_string();
+    for (test, pipeline) in [("SET", 1), ("GET", 1), ("SET", PIPELINE), ("GET", PIPELINE)] {
+        let n = if pipeline == 1 {
+            sizes.requests
+        } else {
+            sizes.pipelined
+        };
+        let workload = if pipeline == 1 {
+            test.to_owned()
+        } else {
+            format!("{test} -P {pipeline}")
+        };
+        println!("bench: {label}: redis-benchmark {workload} ({n} requests)");
+        let cmd = Cmd::new("redis-benchmark").args([
+            "-h",
+            "127.0.0.1",
+            "-p",
+            &port_s,
+            "-c",
+            &CONNECTIONS.to_string(),
+            "-n",
+            &n.to_string(),
+            "-r",
+            "100000",
+            "-P",
+            &pipeline.to_string(),
+            "-t",
+            &test.to_lowercase(),
+            "--csv",
+        ]);
+        match repeat(sizes.repeats, || {
+            let r = run_client(root, port, &cmd, |lines| parse_redis_benchmark(lines, test));
+            settle();
+            r
+        }) {
+            Ok(runs) => rows.push(row("redis-benchmark", &workload, runs)),
+            Err(e) => errors.push(format!("redis-benchmark {workload}: {e}")),
+        }
+    }
+    if with_ycsb {
+        let common = |phase: &str| {
+            Cmd::new("bench/ycsb-redis/run-ycsb.sh").args([
+                phase,
+                "-P",
+                "bench/ycsb-redis/workloads/workloada",
+                "-p",
+                "redis.host=127.0.0.1",
+                "-p",
+                &format!("redis.port={port}"),
+                "-p",
+                &format!("recordcount={}", sizes.records),
+                "-p",
+                &format!("operationcount={}", sizes.operations),
+                "-threads",
+                &CONNECTIONS.to_string(),
+            ])
+        };
+        println!(
+            "bench: {label}: YCSB workload A: load {} records",
+            sizes.records
+        );
+        match common("load").run_captured(root, false, CLIENT_LIMIT) {
+            Ok(out) if out.status.success() && !out.timed_out => {
+                settle();
+                println!(
+                    "bench: {label}: YCSB workload A: run {} operations{}",
+                    sizes.operations,
+                    if sizes.repeats > 1 {
+                        format!(", {} times", sizes.repeats)
+                    } else {
+                        String::new()
+                    }
+                );
+                match repeat(sizes.repeats, || {
+                    let r = run_client(root, port, &common("run"), parse_ycsb);
+                    settle();
+                    r
+                }) {
+                    Ok(runs) => rows.push(row("ycsb", "A", runs)),
+                    Err(e) => errors.push(format!("YCSB run: {e}")),
+                }
+            }
+            Ok(out) => errors.push(format!(
+                "YCSB load failed ({}): {}",
+                out.status,
+                out.lines.last().map(String::as_str).unwrap_or("")
+            )),
+            Err(e) => errors.push(format!("cannot run YCSB: {e}")),
+        }
+    }
+    if !errors.is_empty() {
+        server.tail();
+    }
+    Ok((rows, errors))
+}
+
+/// One client run: what it measured, each core's utilisation, its wall time.
+type Run = (Measured, Vec<f64>, f64);
+
+/// `f` run `n` times (at least once); the first error ends it.
+fn repeat(n: usize, mut f: impl FnMut() -> Result<Run, String>) -> Result<Vec<Run>, String> {
+    (0..n.max(1)).map(|_| f()).collect()
+}
+
+/// The run with the median throughput (the lower middle one of an even count).
+fn median_run(mut runs: Vec<Run>) -> Run {
+    runs.sort_by(|a, b| a.0.ops_per_s.total_cmp(&b.0.ops_per_s));
+    let mid = (runs.len().max(1) - 1) / 2;
+    runs.swap_remove(mid)
+}
+
+/// Lets the server free the sockets of the last client before the next one connects.
+fn settle() {
+    std::thread::sleep(Duration::from_millis(500));
+}
+
+/// Runs one client with the sampler around it: what it measured, each core's utilisation,
+/// and its wall time.
+fn run_client(
+    root: &Path,
+    port: u16,
+    cmd: &Cmd,
+    parse: impl Fn(&[String]) -> Result<Measured, String>,
+) -> Result<Run, String> {
+    let sampler = Sampler::start(port)?;
+    let out = cmd.run_captured(root, false, CLIENT_LIMIT);
+    let util = sampler.finish();
+    let out = out.map_err(|e| format!("cannot run {}: {e}", cmd.display()))?;
+    if out.timed_out {
+        return Err(format!("timed out after {} s", CLIENT_LIMIT.as_secs()));
+    }
+    if !out.status.success() {
+        return Err(format!(
+            "{} ({})",
+            out.status,
+            out.lines.last().map(String::as_str).unwrap_or("")
+        ));
+    }
+    let m = parse(&out.lines)?;
+    Ok((m, util?, out.elapsed.as_secs_f64()))
+}
+
+fn row_json(r: &Row) -> Value {
+    json!({
+        "arch": r.arch, "board": r.board, "lock": r.lock, "cores": r.cores,
+        "client": r.client, "workload": r.workload, "ops_per_s": r.ops_per_s,
+        "p50_ms": r.p50_ms, "p99_ms": r.p99_ms, "utilisation": r.utilisation,
+        "mean_utilisation": r.mean_utilisation(), "xput": r.xput(), "seconds": r.seconds,
+        "runs_ops_per_s": r.runs,
+    })
+}
+
+fn opt(v: Option<f64>) -> String {
+    v.map(|v| format!("{v:.3}")).unwrap_or_default()
+}
+
+/// `results.csv`: one line per client run.
+pub fn csv(rows: &[Row]) -> String {
+    let mut s = String::from(
+        "arch,board,lock,cores,client,workload,ops_per_s,p50_ms,p99_ms,mean_utilisation,xput,\
+         seconds\n",
+    );
+    for r in rows {
+        let _ = writeln!(
+            s,
+            "{},{},{},{},{},{},{:.1},{},{},{:.4},{:.1},{:.2}",
+            r.arch,
+            r.board,
+            r.lock,
+            r.cores,
+            r.client,
+            r.workload,
+            r.ops_per_s,
+            opt(r.p50_ms),
+            opt(r.p99_ms),
+            r.mean_utilisation(),
+            r.xput(),
+            r.seconds
+        );
+    }
+    s
+}
+
+/// The rows as a text table.
+fn table(rows: &[Row]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "  {:<6} {:<7} {:>5} {:<16} {:<9} {:>10} {:>8} {:>8} {:>6} {:>10}",
+        "arch", "lock", "cores", "client", "workload", "ops/s", "p50 ms", "p99 ms", "util", "Xput"
+    );
+    for r in rows {
+        let _ = writeln!(
+            s,
+            "  {:<6} {:<7} {:>5} {:<16} {:<9} {:>10.0} {:>8} {:>8} {:>5.1}% {:>10.0}",
+            r.arch,
+            r.lock,
+            r.cores,
+            r.client,
+            r.workload,
+            r.ops_per_s,
+            opt(r.p50_ms),
+            opt(r.p99_ms),
+            r.mean_utilisation() * 100.0,
+            r.xput()
+        );
+    }
+    s
+}
+
+/// Distinct values in first-seen order.
+fn distinct<T: PartialEq + Clone>(items: impl Iterator<Item = T>) -> Vec<T> {
+    let mut out: Vec<T> = Vec::new();
+    for i in items {
+        if !out.contains(&i) {
+            out.push(i);
+        }
+    }
+    out
+}
+
+/// The spread of the strategies' throughput at the largest core count of each (arch,
+/// workload): (max - min) / max. The paper's finding is that it is small (the target: 5%).
+fn spreads(rows: &[Row]) -> Vec<(String, String, u32, f64)> {
+    let mut out = Vec::new();
+    for arch in distinct(rows.iter().map(|r| r.arch.clone())) {
+        for w in distinct(
+            rows.iter()
+                .filter(|r| r.arch == arch)
+                .map(|r| r.workload.clone()),
+        ) {
+            let sel: Vec<&Row> = rows
+                .iter()
+                .filter(|r| r.arch == arch && r.workload == w)
+                .collect();
+            let Some(max_cores) = sel.iter().map(|r| r.cores).max() else {
+                continue;
+            };
+            let at: Vec<f64> = sel
+                .iter()
+                .filter(|r| r.cores == max_cores)
+                .map(|r| r.ops_per_s)
+                .collect();
+            if at.len() < 2 {
+                continue;
+            }
+            let hi = at.iter().copied().fold(f64::MIN, f64::max);
+            let lo = at.iter().copied().fold(f64::MAX, f64::min);
+            out.push((arch.clone(), w, max_cores, (hi - lo) / hi));
+        }
+    }
+    out
+}
+
+/// `report.md`.
+pub fn report(rows: &[Row], method: &Value, notes: &[String], errors: &[String]) -> String {
+    let mut s = String::from(
+        "# Network macro-benchmark: Redis protocol (issue 14)\n\n\
+         The kernel's network server (`mode=net`: virtio-net driver, smoltcp, the `kv-resp` \
+         key-value server) under QEMU, driven by `redis-benchmark` and YCSB workload A, per \
+         locking strategy. Figures: `fig3-redis-throughput` (throughput against cores, the \
+         paper's Figure 3) and `fig4-redis-xput` (Xput = throughput / average core \
+         utilisation, Figure 4).\n\n## Method\n\n",
+    );
+    if let Some(m) = method.as_object() {
+        for (k, v) in m {
+            let _ = writeln!(
+                s,
+                "- {k}: {}",
+                v.as_str().map_or(v.to_string(), str::to_owned)
+            );
+        }
+    }
+    s.push_str(
+        "\n## Results\n\n| arch | lock | cores | client | workload | ops/s | p50 ms | p99 ms | \
+         utilisation | Xput |\n|---|---|---:|---|---|---:|---:|---:|---:|---:|\n",
+    );
+    for r in rows {
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {:.0} | {} | {} | {:.1}% | {:.0} |",
+            r.arch,
+            r.lock,
+            r.cores,
+            r.client,
+            r.workload,
+            r.ops_per_s,
+            opt(r.p50_ms),
+            opt(r.p99_ms),
+            r.mean_utilisation() * 100.0,
+            r.xput()
+        );
+    }
+    s.push_str("\n## Targets\n\n");
+    let spread = spreads(rows);
+    if spread.is_empty() {
+        s.push_str(
+            "- The strategies within 5% of each other: not measured (fewer than two locks).\n",
+        );
+    }
+    for (arch, w, cores, sp) in spread {
+        let _ = writeln!(
+            s,
+            "- {arch} {w} at {cores} core(s): the strategies' throughput within {:.1}% of each \
+             other (target 5%, the paper's finding): {}",
+            sp * 100.0,
+            if sp <= 0.05 { "met" } else { "not met" }
+        );
+    }
+    s.push_str(
+        "- Xput at or above Linux's on the same QEMU machine: not measured (no Linux baseline \
+         yet).\n\n## Notes\n\n",
+    );
+    for n in notes {
+        let _ = writeln!(s, "- {n}");
+    }
+    if !errors.is_empty() {
+        s.push_str("\n## Errors\n\n");
+        for e in errors {
+            let _ = writeln!(s, "- {e}");
+        }
+    }
+    s
+}
+
+/// Line panels of one metric: per (arch, workload), x = cores, a line per lock.
+fn panels(
+    rows: &[Row],
+    host_cores: usize,
+    unit: &str,
+    value: impl Fn(&Row) -> f64,
+) -> Vec<LinePanel> {
+    let mut out = Vec::new();
+    for arch in distinct(rows.iter().map(|r| r.arch.clone())) {
+        for w in distinct(
+            rows.iter()
+                .filter(|r| r.arch == arch)
+                .map(|r| r.workload.clone()),
+        ) {
+            let sel: Vec<&Row> = rows
+                .iter()
+                .filter(|r| r.arch == arch && r.workload == w)
+                .collect();
+            let lines = distinct(sel.iter().map(|r| r.lock.clone()))
+                .into_iter()
+                .map(|lock| Line {
+                    points: sel
+                        .iter()
+                        .filter(|r| r.lock == lock)
+                        .map(|r| Point {
+                            x: r.cores,
+                            cores: r.cores,
+                            mean: value(r),
+                            sd: 0.0,
+                            oversubscribed: r.cores as usize > host_cores,
+                        })
+                        .collect(),
+                    lock,
+                })
+                .collect();
+            out.push(LinePanel {
+                title: format!("{arch} ({}): {} {w}", sel[0].board, sel[0].client),
+                unit: unit.to_owned(),
+                x_desc: "cores",
+                lines,
+                emulated: true,
+                host_cores,
+                ideal: false,
+            });
+        }
+    }
+    out
+}
+
+/// Writes Figures 3 and 4; returns the paths.
+fn write_figures(dir: &Path, rows: &[Row], host_cores: usize) -> Result<Vec<PathBuf>, String> {
+    let mut written = plot::write_lines(
+        dir,
+        STEMS[0],
+        "Figure 3 (network): Redis-protocol throughput against cores, per lock (median run)",
+        "no client run succeeded",
+        &panels(rows, host_cores, "ops/s", |r| r.ops_per_s),
+    )?;
+    written.extend(plot::write_lines(
+        dir,
+        STEMS[1],
+        "Figure 4 (network): Xput = throughput / average core utilisation, per lock",
+        "no client run succeeded",
+        &panels(rows, host_cores, "ops/s per busy core", Row::xput),
+    )?);
+    Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(cycles: u64, idle: &[u64], bits: u32) -> CpuSample {
+        CpuSample {
+            cycles,
+            idle: idle.to_vec(),
+            word_bits: bits,
+        }
+    }
+
+    #[test]
+    fn cpu_section_parses_and_rejects_what_is_not_ours() {
+        let info = "# Server\r\nredis_version:7.0.0\r\n\r\n# CPU\r\ncpus:2\r\ncounter_hz:100\r\n\
+                    word_bits:64\r\nkernel_cycles:1000\r\nidle_cycles_cpu0:10\r\n\
+                    idle_cycles_cpu1:900\r\n";
+        assert_eq!(parse_cpu(info).unwrap(), sample(1000, &[10, 900], 64));
+        let real_redis = "# Server\r\nredis_version:7.0.15\r\n# CPU\r\nused_cpu_sys:1.0\r\n";
+        assert!(parse_cpu(real_redis).unwrap_err().contains("cpus"));
+        assert!(parse_cpu(&info.replace("idle_cycles_cpu1:900", "x"))
+            .unwrap_err()
+            .contains("idle_cycles_cpu1"));
+    }
+
+    #[test]
+    fn utilisation_sums_intervals_and_wraps_32_bit_counters() {
+        let s = [
+            sample(1000, &[0, 0], 64),
+            sample(2000, &[250, 1000], 64),
+            sample(3000, &[250, 2000], 64),
+        ];
+        let u = utilisation(&s).unwrap();
+        assert!((u[0] - 0.875).abs() < 1e-9, "{u:?}");
+        assert!(u[1].abs() < 1e-9, "{u:?}");
+        // 32-bit: the counter wraps between the samples.
+        let w = [
+            sample(u32::MAX as u64 - 99, &[u32::MAX as u64 - 9], 32),
+            sample(100, &[40], 32),
+        ];
+        let u = utilisation(&w).unwrap();
+        assert!((u[0] - 0.75).abs() < 1e-9, "{u:?}");
+        assert!(utilisation(&s[..1]).is_err());
+        assert!(utilisation(&[s[0].clone(), s[0].clone()]).is_err());
+    }
+
+    #[test]
+    fn redis_benchmark_csv_and_ycsb_output_parse() {
+        let lines: Vec<String> = [
+            "\"test\",\"rps\",\"avg_latency_ms\",\"min_latency_ms\",\"p50_latency_ms\",\
+             \"p95_latency_ms\",\"p99_latency_ms\",\"max_latency_ms\"",
+            "\"SET\",\"18656.72\",\"0.096\",\"0.040\",\"0.103\",\"0.135\",\"0.151\",\"1.207\"",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let m = parse_redis_benchmark(&lines, "SET").unwrap();
+        assert_eq!(
+            m,
+            Measured {
+                ops_per_s: 18656.72,
+                p50_ms: Some(0.103),
+                p99_ms: Some(0.151)
+            }
+        );
+        assert!(parse_redis_benchmark(&lines, "GET").is_err());
+
+        let y: Vec<String> = [
+            "[OVERALL], RunTime(ms), 2000",
+            "[OVERALL], Throughput(ops/sec), 4521.5",
+            "[READ], 50thPercentileLatency(us), 180",
+            "[READ], 99thPercentileLatency(us), 400",
+            "[UPDATE], 50thPercentileLatency(us), 200",
+            "[UPDATE], 99thPercentileLatency(us), 350",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let m = parse_ycsb(&y).unwrap();
+        assert_eq!(m.ops_per_s, 4521.5);
+        assert_eq!(m.p50_ms, Some(0.2));
+        assert_eq!(m.p99_ms, Some(0.4));
+        assert!(parse_ycsb(&y[2..]).is_err());
+    }
+
+    fn row(lock: &str, ops: f64, util: &[f64]) -> Row {
+        Row {
+            arch: "x86_64".into(),
+            board: "microvm".into(),
+            lock: lock.into(),
+            cores: 1,
+            client: "redis-benchmark".into(),
+            workload: "SET".into(),
+            ops_per_s: ops,
+            p50_ms: Some(0.1),
+            p99_ms: None,
+            utilisation: util.to_vec(),
+            seconds: 1.0,
+            runs: vec![ops],
+        }
+    }
+
+    #[test]
+    fn xput_report_and_csv() {
+        let rows = [row("none", 1000.0, &[0.5]), row("clh", 980.0, &[1.0, 0.0])];
+        assert!((rows[0].xput() - 2000.0).abs() < 1e-9);
+        assert!((rows[1].xput() - 1960.0).abs() < 1e-9);
+        let text = report(&rows, &json!({"quick": true}), &["a note".into()], &[]);
+        assert!(
+            text.contains("within 2.0% of each other (target 5%"),
+            "{text}"
+        );
+        assert!(text.contains(": met"), "{text}");
+        assert!(text.contains("- a note"), "{text}");
+        let c = csv(&rows);
+        assert_eq!(c.lines().count(), 3);
+        assert!(c.contains("x86_64,microvm,clh,1,redis-benchmark,SET,980.0,0.100,,0.5000,1960.0"));
+        let p = panels(&rows, 2, "ops/s", |r| r.ops_per_s);
+        assert_eq!(p.len(), 1);
+        assert_eq!(p[0].lines.len(), 2);
+    }
+}
