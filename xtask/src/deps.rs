@@ -40,6 +40,20 @@ pub const NET: &[Tool] = &[Tool {
     package: "redis-tools",
 }];
 
+/// The clients and the baseline server of `cargo xtask bench --suite redis` and its
+/// `bench:redis-tiny` step: redis-benchmark, and the real redis-server that the Linux baseline
+/// runs (copied into its initramfs).
+pub const REDIS_BENCH: &[Tool] = &[
+    Tool {
+        what: "redis-benchmark",
+        package: "redis-tools",
+    },
+    Tool {
+        what: "redis-server",
+        package: "redis-server",
+    },
+];
+
 /// The boot-media tools of `cargo xtask flash` and its `flash:*` test steps: GRUB for BIOS and
 /// UEFI, xorriso and mtools (`grub-mkrescue`), OVMF (UEFI for QEMU), sfdisk, mkimage, and
 /// Debian's U-Boot for QEMU virt (the SD image's boot test).
@@ -227,7 +241,7 @@ mod tests {
             .and_then(|r| r.split(')').next())
             .expect(".ci/run has a packages=( ... ) list");
         let listed: Vec<&str> = list.split_whitespace().collect();
-        for t in QEMU.iter().chain(FLASH).chain(NET) {
+        for t in QEMU.iter().chain(FLASH).chain(NET).chain(REDIS_BENCH) {
             assert!(
                 listed.contains(&t.package),
                 ".ci/run does not install {} (for {})",

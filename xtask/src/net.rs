@@ -43,9 +43,18 @@ const GUEST_SOCKETS: usize = 8;
 /// forwarded to the guest's port 6379, and a virtio-net device on a virtio-mmio transport
 /// (microvm and ARM virt; the board's options already ask for modern virtio-mmio).
 pub fn qemu_args(port: u16) -> Vec<String> {
+    qemu_args_forwarding(&[(port, GUEST_PORT)])
+}
+
+/// [`qemu_args`] with any number of (host port, guest port) forwards.
+pub fn qemu_args_forwarding(forwards: &[(u16, u16)]) -> Vec<String> {
+    let mut netdev = "user,id=n0".to_owned();
+    for (host, guest) in forwards {
+        netdev.push_str(&format!(",hostfwd=tcp:127.0.0.1:{host}-:{guest}"));
+    }
     vec![
         "-netdev".into(),
-        format!("user,id=n0,hostfwd=tcp:127.0.0.1:{port}-:{GUEST_PORT}"),
+        netdev,
         "-device".into(),
         "virtio-net-device,netdev=n0".into(),
     ]
@@ -53,7 +62,7 @@ pub fn qemu_args(port: u16) -> Vec<String> {
 
 /// A free TCP port on 127.0.0.1 (the kernel picks one; it is free again when this returns,
 /// so QEMU can usually bind it).
-fn free_port() -> io::Result<u16> {
+pub fn free_port() -> io::Result<u16> {
     Ok(TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?
         .local_addr()?
         .port())
@@ -167,13 +176,24 @@ pub fn start(root: &Path, args: &QemuArgs, elf: &Path, echo: bool) -> Result<Ser
         .map_err(|e| format!("no free host port: {e}"))?;
     let mut args = args.clone();
     args.port = Some(port);
-    let cmd = qemu_cmd(&args, elf);
+    let limit = args.timeout.map(Duration::from_secs);
+    start_cmd(root, &qemu_cmd(&args, elf), port, limit, echo)
+}
+
+/// Starts the QEMU command `cmd`, whose guest serves on host port `port`, and waits for its
+/// `net: listening` line (at most [`BOOT_SECS`], or `limit` if shorter).
+pub fn start_cmd(
+    root: &Path,
+    cmd: &crate::proc::Cmd,
+    port: u16,
+    limit: Option<Duration>,
+    echo: bool,
+) -> Result<Server, String> {
     if echo {
         eprintln!("net: {}", cmd.display());
     }
     let started = Instant::now();
-    let mut qemu = Qemu::spawn(&cmd, root, echo).map_err(|e| format!("could not run QEMU: {e}"))?;
-    let limit = args.timeout.map(Duration::from_secs);
+    let mut qemu = Qemu::spawn(cmd, root, echo).map_err(|e| format!("could not run QEMU: {e}"))?;
     let boot = Duration::from_secs(BOOT_SECS).min(limit.unwrap_or(Duration::MAX));
     if let Err(why) = qemu.wait_for(
         |l| l.contains("net: listening on"),

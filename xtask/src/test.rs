@@ -1012,6 +1012,7 @@ fn bench_redis_tiny_step(root: &Path) -> Step {
         ("mvn", "maven"),
         ("java", "default-jre-headless"),
         ("redis-benchmark", "redis-tools"),
+        ("dpkg-deb", "dpkg"),
     ])
 }
 
@@ -1183,6 +1184,9 @@ pub fn run(root: &Path, args: &TestArgs) -> ExitCode {
     }
     if needs(&["net"]) {
         tools.extend_from_slice(crate::deps::NET);
+    }
+    if needs(&["bench:redis"]) {
+        tools.extend_from_slice(crate::deps::REDIS_BENCH);
     }
     if let Err(why) = crate::deps::ensure("cargo xtask test", &tools) {
         eprintln!("{why}");

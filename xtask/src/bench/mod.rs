@@ -17,6 +17,7 @@ mod guest;
 mod host_locks;
 mod hosted;
 mod layout;
+mod linux;
 mod machine;
 mod memory;
 mod paper;
@@ -273,6 +274,11 @@ pub struct RunArgs {
     #[arg(long, value_enum, default_value_t = KernelTrace::Off, value_name = "MODE",
           conflicts_with = "host")]
     kernel_trace: KernelTrace,
+
+    /// --suite redis: leave out the Linux + Redis baseline (built from Debian packages at
+    /// bench time: apt-get download of the kernel and busybox-static, the host's redis-server).
+    #[arg(long)]
+    no_linux: bool,
 
     /// --host only: thread counts of the contended runs [default: 1, 2, 4, ... up to the CPUs].
     #[arg(long, value_name = "N,...", value_delimiter = ',', requires = "host")]

@@ -67,6 +67,8 @@ pub(crate) fn colour(lock: &str) -> RGBColor {
         "percore free" => RGBColor(120, 175, 220),
         "global alloc" => RGBColor(214, 39, 40),
         "global free" => RGBColor(245, 140, 130),
+        // The redis suite's baseline (super::redis): Linux + Redis, black.
+        "linux" => RGBColor(0, 0, 0),
         _ => RGBColor(148, 103, 189),
     }
 }

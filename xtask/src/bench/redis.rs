@@ -54,6 +54,9 @@ const CLIENT_LIMIT: Duration = Duration::from_secs(600);
 /// The YCSB binding's jar that says it is built.
 const YCSB_BUILT: &str = "bench/ycsb-redis/target/lib/core-0.17.0.jar";
 
+/// The lock name of the Linux + Redis baseline's rows.
+pub const LINUX: &str = "linux";
+
 /// Figure file stems.
 pub const STEMS: [&str; 2] = ["fig3-redis-throughput", "fig4-redis-xput"];
 
@@ -211,48 +214,6 @@ pub fn utilisation(samples: &[CpuSample]) -> Result<Vec<f64>, String> {
         .collect())
 }
 
-/// Samples the server's `INFO` every [`SAMPLE_EVERY`] while a client runs.
-struct Sampler {
-    stop: Arc<AtomicBool>,
-    handle: std::thread::JoinHandle<Result<Vec<CpuSample>, String>>,
-}
-
-impl Sampler {
-    fn start(port: u16) -> Result<Sampler, String> {
-        let mut reader = crate::net::InfoReader::connect(port)?;
-        let first = parse_cpu(&reader.info()?)?;
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = Arc::clone(&stop);
-        let handle = std::thread::spawn(move || {
-            let mut samples = vec![first];
-            loop {
-                let last = flag.load(Ordering::Relaxed);
-                if !last {
-                    std::thread::sleep(SAMPLE_EVERY);
-                }
-                samples.push(parse_cpu(&reader.info()?)?);
-                if last || flag.load(Ordering::Relaxed) {
-                    // One more sample right after the stop closes the window.
-                    if !last {
-                        samples.push(parse_cpu(&reader.info()?)?);
-                    }
-                    return Ok(samples);
-                }
-            }
-        });
-        Ok(Sampler { stop, handle })
-    }
-
-    fn finish(self) -> Result<Vec<f64>, String> {
-        self.stop.store(true, Ordering::Relaxed);
-        let samples = self
-            .handle
-            .join()
-            .map_err(|_| "the CPU sampler panicked".to_string())??;
-        utilisation(&samples)
-    }
-}
-
 /// A client's results as parsed from its output.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Measured {
@@ -340,14 +301,10 @@ pub fn run(root: &Path, args: &RunArgs, plan: &super::plan::Plan) -> ExitCode {
 }
 
 fn run_inner(root: &Path, args: &RunArgs, plan: &super::plan::Plan) -> Result<bool, String> {
-    crate::deps::ensure("cargo xtask bench --suite redis", crate::deps::NET)?;
-    for tool in ["redis-benchmark"] {
-        if Cmd::new(tool).arg("--version").read_stdout(root).is_none() {
-            return Err(format!(
-                "{tool} is missing: install Debian's redis-tools (apt-get install redis-tools)"
-            ));
-        }
-    }
+    let mut tools = crate::deps::QEMU.to_vec();
+    tools.extend_from_slice(crate::deps::NET);
+    tools.extend_from_slice(crate::deps::REDIS_BENCH);
+    crate::deps::ensure("cargo xtask bench --suite redis", &tools)?;
     let cores: Vec<u32> = if args.cores.is_empty() {
         vec![1]
     } else {
@@ -407,28 +364,78 @@ fn run_inner(root: &Path, args: &RunArgs, plan: &super::plan::Plan) -> Result<bo
         })
         .collect::<Result<_, _>>()?;
 
-    let mut points: Vec<(Arch, &PathBuf, Lock, u32)> = Vec::new();
+    // The Linux baseline: x86_64 only (see `linux`), unless --no-linux.
+    let baseline = if plan.archs.contains(&Arch::X86_64) && !args.no_linux {
+        println!("bench: preparing the Linux + Redis baseline (Debian packages)");
+        match super::linux::prepare(root) {
+            Ok(b) => {
+                println!("bench: linux baseline: kernel {}, {}", b.release, b.redis);
+                notes.push(format!(
+                    "Linux baseline: Debian's kernel {} and {} (one instance per core) on the \
+                     same QEMU machine (x86_64 microvm, same board file) and network; its \
+                     utilisation from /proc/stat (idle + iowait) sampled the same way.",
+                    b.release, b.redis
+                ));
+                Some(b)
+            }
+            Err(e) => {
+                errors.push(format!("Linux baseline not run: {e}"));
+                None
+            }
+        }
+    } else {
+        None
+    };
+    if baseline.is_none() {
+        notes.push(
+            "No Linux + Redis baseline in this run (--no-linux, no x86_64, or it could not be \
+             built: see the errors); ARMv7 has none yet (it would need armhf packages)."
+                .into(),
+        );
+    }
+
+    // Points: (arch, the image and lock or (None) the Linux baseline, cores).
+    type Point<'e> = (Arch, Option<(&'e PathBuf, Lock)>, u32);
+    let mut points: Vec<Point> = Vec::new();
     for (arch, elf) in &elves {
         for &lock in &plan.locks {
             for &n in &cores {
-                points.push((*arch, elf, lock, n));
+                points.push((*arch, Some((elf, lock)), n));
+            }
+        }
+        if *arch == Arch::X86_64 && baseline.is_some() {
+            for &n in &cores {
+                points.push((*arch, None, n));
             }
         }
     }
     let mut rows: Vec<Row> = Vec::new();
-    for (i, (arch, elf, lock, n)) in points.iter().enumerate() {
+    for (i, (arch, what, n)) in points.iter().enumerate() {
+        let lock = what.map_or(LINUX, |(_, l)| l.name());
         let label = format!(
             "[{}/{}] {} {} {} core{}",
             i + 1,
             points.len(),
             qemu::arch_name(*arch),
-            lock.name(),
+            lock,
             n,
             if *n == 1 { "" } else { "s" }
         );
         println!("bench: {label}: booting");
-        match measure_point(root, *arch, elf, *lock, *n, sizes, ycsb.is_ok(), &label) {
-            Ok((measured, errs)) => {
+        let booted = match (what, &baseline) {
+            (Some((elf, l)), _) => boot_ours(root, *arch, elf, *l, *n),
+            (None, Some(b)) => boot_linux(root, b, *n),
+            (None, None) => unreachable!("Linux points exist only with a baseline"),
+        };
+        match booted {
+            Ok((server, target)) => {
+                let id = PointId {
+                    arch: *arch,
+                    lock,
+                    cores: *n,
+                    label: &label,
+                };
+                let (measured, errs) = measure(root, server, &target, &id, sizes, ycsb.is_ok());
                 rows.extend(measured);
                 errors.extend(errs.into_iter().map(|e| format!("{label}: {e}")));
             }
@@ -547,19 +554,95 @@ fn prepare_ycsb(root: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// Boots one point and runs every client against it: the rows measured and the errors of the
-/// clients that failed.
-#[allow(clippy::too_many_arguments)]
-fn measure_point(
+/// What a booted point serves: the host ports of its server instances and how to read its
+/// cores' utilisation.
+struct Target {
+    ports: Vec<u16>,
+    probe: Probe,
+}
+
+/// Where utilisation comes from.
+#[derive(Clone, Copy, Debug)]
+enum Probe {
+    /// The kernel's server: `INFO`'s `# CPU` section, on this host port.
+    Info(u16),
+    /// Linux: `/proc/stat` over HTTP on this host port (the baseline's busybox `httpd`).
+    ProcStat(u16),
+}
+
+impl Probe {
+    /// Connects (where the probe keeps a connection) and takes one sample per call.
+    fn sampler(self) -> Result<Box<dyn FnMut() -> Result<CpuSample, String> + Send>, String> {
+        match self {
+            Probe::Info(port) => {
+                let mut reader = crate::net::InfoReader::connect(port)?;
+                Ok(Box::new(move || parse_cpu(&reader.info()?)))
+            }
+            Probe::ProcStat(port) => Ok(Box::new(move || parse_proc_stat(&http_get(port)?))),
+        }
+    }
+}
+
+/// The body of `GET /cgi-bin/stat` from 127.0.0.1:`port`.
+fn http_get(port: u16) -> Result<String, String> {
+    use std::io::{Read, Write};
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    let mut s = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(5))
+        .map_err(|e| format!("/proc/stat server: {e}"))?;
+    s.set_read_timeout(Some(Duration::from_secs(5)))
+        .map_err(|e| e.to_string())?;
+    s.write_all(b"GET /cgi-bin/stat HTTP/1.0\r\n\r\n")
+        .map_err(|e| format!("/proc/stat server: {e}"))?;
+    let mut text = String::new();
+    s.read_to_string(&mut text)
+        .map_err(|e| format!("/proc/stat server: {e}"))?;
+    Ok(text
+        .split_once("\r\n\r\n")
+        .map_or(text.as_str(), |(_, body)| body)
+        .to_owned())
+}
+
+/// Linux's `/proc/stat` as a [`CpuSample`]: per core, idle = idle + iowait, and the clock is
+/// the largest core total of user..steal (USER_HZ ticks; the cores' totals agree to a tick).
+pub fn parse_proc_stat(text: &str) -> Result<CpuSample, String> {
+    let mut totals = Vec::new();
+    let mut idle = Vec::new();
+    for line in text.lines() {
+        let mut words = line.split_whitespace();
+        let Some(name) = words.next() else { continue };
+        let Some(core) = name.strip_prefix("cpu").filter(|c| !c.is_empty()) else {
+            continue;
+        };
+        let core: usize = core
+            .parse()
+            .map_err(|_| format!("/proc/stat: bad line {line:?}"))?;
+        let v: Vec<u64> = words.take(8).filter_map(|w| w.parse().ok()).collect();
+        if v.len() < 5 || core != totals.len() {
+            return Err(format!("/proc/stat: bad line {line:?}"));
+        }
+        totals.push(v.iter().sum::<u64>());
+        idle.push(v[3] + v[4]);
+    }
+    let cycles = totals
+        .iter()
+        .copied()
+        .max()
+        .ok_or("/proc/stat has no cpuN lines")?;
+    Ok(CpuSample {
+        cycles,
+        idle,
+        word_bits: 64,
+    })
+}
+
+/// Boots the kernel's network image for one point.
+fn boot_ours(
     root: &Path,
     arch: Arch,
     elf: &Path,
     lock: Lock,
     cores: u32,
-    sizes: Sizes,
-    with_ycsb: bool,
-    label: &str,
-) -> Result<(Vec<Row>, Vec<String>), String> {
+) -> Result<(crate::net::Server, Target), String> {
     let machine = machine_for(arch);
     let words: Vec<String> = [
         "qemu",
@@ -581,16 +664,82 @@ fn measure_point(
     let qargs = QemuCli::try_parse_from(&words)
         .map_err(|e| format!("qemu options {words:?}: {e}"))?
         .args;
-    let mut server = crate::net::start(root, &qargs, elf, false)?;
+    let server = crate::net::start(root, &qargs, elf, false)?;
     let port = server.port;
+    Ok((
+        server,
+        Target {
+            ports: vec![port],
+            probe: Probe::Info(port),
+        },
+    ))
+}
+
+/// Boots the Linux baseline on x86_64 microvm with `cores` cores: a `redis-server` per core.
+fn boot_linux(
+    root: &Path,
+    baseline: &super::linux::Baseline,
+    cores: u32,
+) -> Result<(crate::net::Server, Target), String> {
+    let free = || crate::net::free_port().map_err(|e| format!("no free host port: {e}"));
+    let ports: Vec<u16> = (0..cores).map(|_| free()).collect::<Result<_, _>>()?;
+    let stat = free()?;
+    let mut forwards: Vec<(u16, u16)> = ports
+        .iter()
+        .enumerate()
+        .map(|(i, &p)| (p, super::linux::REDIS_PORT + i as u16))
+        .collect();
+    forwards.push((stat, super::linux::STAT_PORT));
+    let mut extra = vec!["-initrd".to_owned(), baseline.initrd.display().to_string()];
+    extra.extend(crate::net::qemu_args_forwarding(&forwards));
+    let cmd = qemu::guest_cmd(&qemu::Guest {
+        arch: Arch::X86_64,
+        machine: Machine::Microvm,
+        smp: cores,
+        elf: &baseline.kernel,
+        append: super::linux::APPEND.to_owned(),
+        extra,
+        console_port: 0,
+    });
+    let server =
+        crate::net::start_cmd(root, &cmd, ports[0], Some(Duration::from_secs(120)), false)?;
+    Ok((
+        server,
+        Target {
+            ports,
+            probe: Probe::ProcStat(stat),
+        },
+    ))
+}
+
+/// What one point is.
+struct PointId<'a> {
+    arch: Arch,
+    lock: &'a str,
+    cores: u32,
+    label: &'a str,
+}
+
+/// Runs every client against a booted point: the rows measured and the errors of the clients
+/// that failed. With several server instances (Linux, one per core), each client runs once per
+/// instance, all at the same time, and the throughputs add up.
+fn measure(
+    root: &Path,
+    mut server: crate::net::Server,
+    target: &Target,
+    id: &PointId<'_>,
+    sizes: Sizes,
+    with_ycsb: bool,
+) -> (Vec<Row>, Vec<String>) {
+    let machine = machine_for(id.arch);
     let row = |client: &str, workload: &str, runs: Vec<Run>| {
         let all: Vec<f64> = runs.iter().map(|r| r.0.ops_per_s).collect();
         let (m, util, secs) = median_run(runs);
         Row {
-            arch: qemu::arch_name(arch).to_owned(),
+            arch: qemu::arch_name(id.arch).to_owned(),
             board: machine.name().to_owned(),
-            lock: lock.name().to_owned(),
-            cores,
+            lock: id.lock.to_owned(),
+            cores: id.cores,
             client: client.to_owned(),
             workload: workload.to_owned(),
             ops_per_s: m.ops_per_s,
@@ -601,9 +750,9 @@ fn measure_point(
             runs: all,
         }
     };
+    let label = id.label;
     let mut rows = Vec::new();
     let mut errors = Vec::new();
-    let port_s = port.to_string();
     for (test, pipeline) in [("SET", 1), ("GET", 1), ("SET", PIPELINE), ("GET", PIPELINE)] {
         let n = if pipeline == 1 {
             sizes.requests
@@ -616,25 +765,29 @@ fn measure_point(
             format!("{test} -P {pipeline}")
         };
         println!("bench: {label}: redis-benchmark {workload} ({n} requests)");
-        let cmd = Cmd::new("redis-benchmark").args([
-            "-h",
-            "127.0.0.1",
-            "-p",
-            &port_s,
-            "-c",
-            &CONNECTIONS.to_string(),
-            "-n",
-            &n.to_string(),
-            "-r",
-            "100000",
-            "-P",
-            &pipeline.to_string(),
-            "-t",
-            &test.to_lowercase(),
-            "--csv",
-        ]);
+        let make = |port: u16| {
+            Cmd::new("redis-benchmark").args([
+                "-h".to_owned(),
+                "127.0.0.1".to_owned(),
+                "-p".to_owned(),
+                port.to_string(),
+                "-c".to_owned(),
+                CONNECTIONS.to_string(),
+                "-n".to_owned(),
+                n.to_string(),
+                "-r".to_owned(),
+                "100000".to_owned(),
+                "-P".to_owned(),
+                pipeline.to_string(),
+                "-t".to_owned(),
+                test.to_lowercase(),
+                "--csv".to_owned(),
+            ])
+        };
         match repeat(sizes.repeats, || {
-            let r = run_client(root, port, &cmd, |lines| parse_redis_benchmark(lines, test));
+            let r = run_clients(root, target, &make, |lines| {
+                parse_redis_benchmark(lines, test)
+            });
             settle();
             r
         }) {
@@ -643,29 +796,31 @@ fn measure_point(
         }
     }
     if with_ycsb {
-        let common = |phase: &str| {
-            Cmd::new("bench/ycsb-redis/run-ycsb.sh").args([
-                phase,
-                "-P",
-                "bench/ycsb-redis/workloads/workloada",
-                "-p",
-                "redis.host=127.0.0.1",
-                "-p",
-                &format!("redis.port={port}"),
-                "-p",
-                &format!("recordcount={}", sizes.records),
-                "-p",
-                &format!("operationcount={}", sizes.operations),
-                "-threads",
-                &CONNECTIONS.to_string(),
-            ])
+        let ycsb = |phase: &'static str| {
+            move |port: u16| {
+                Cmd::new("bench/ycsb-redis/run-ycsb.sh").args([
+                    phase.to_owned(),
+                    "-P".to_owned(),
+                    "bench/ycsb-redis/workloads/workloada".to_owned(),
+                    "-p".to_owned(),
+                    "redis.host=127.0.0.1".to_owned(),
+                    "-p".to_owned(),
+                    format!("redis.port={port}"),
+                    "-p".to_owned(),
+                    format!("recordcount={}", sizes.records),
+                    "-p".to_owned(),
+                    format!("operationcount={}", sizes.operations),
+                    "-threads".to_owned(),
+                    CONNECTIONS.to_string(),
+                ])
+            }
         };
         println!(
             "bench: {label}: YCSB workload A: load {} records",
             sizes.records
         );
-        match common("load").run_captured(root, false, CLIENT_LIMIT) {
-            Ok(out) if out.status.success() && !out.timed_out => {
+        match run_clients(root, target, &ycsb("load"), parse_ycsb) {
+            Ok(_) => {
                 settle();
                 println!(
                     "bench: {label}: YCSB workload A: run {} operations{}",
@@ -677,7 +832,7 @@ fn measure_point(
                     }
                 );
                 match repeat(sizes.repeats, || {
-                    let r = run_client(root, port, &common("run"), parse_ycsb);
+                    let r = run_clients(root, target, &ycsb("run"), parse_ycsb);
                     settle();
                     r
                 }) {
@@ -685,18 +840,13 @@ fn measure_point(
                     Err(e) => errors.push(format!("YCSB run: {e}")),
                 }
             }
-            Ok(out) => errors.push(format!(
-                "YCSB load failed ({}): {}",
-                out.status,
-                out.lines.last().map(String::as_str).unwrap_or("")
-            )),
-            Err(e) => errors.push(format!("cannot run YCSB: {e}")),
+            Err(e) => errors.push(format!("YCSB load: {e}")),
         }
     }
     if !errors.is_empty() {
         server.tail();
     }
-    Ok((rows, errors))
+    (rows, errors)
 }
 
 /// One client run: what it measured, each core's utilisation, its wall time.
@@ -719,30 +869,76 @@ fn settle() {
     std::thread::sleep(Duration::from_millis(500));
 }
 
-/// Runs one client with the sampler around it: what it measured, each core's utilisation,
-/// and its wall time.
-fn run_client(
+/// Runs the client `make(port)` against every server instance of `target` at once, with the
+/// sampler around them: the summed throughput (latency: the worst instance's), each core's
+/// utilisation, and the wall time of the slowest.
+fn run_clients(
     root: &Path,
-    port: u16,
-    cmd: &Cmd,
+    target: &Target,
+    make: &(dyn Fn(u16) -> Cmd + Sync),
     parse: impl Fn(&[String]) -> Result<Measured, String>,
 ) -> Result<Run, String> {
-    let sampler = Sampler::start(port)?;
-    let out = cmd.run_captured(root, false, CLIENT_LIMIT);
-    let util = sampler.finish();
-    let out = out.map_err(|e| format!("cannot run {}: {e}", cmd.display()))?;
-    if out.timed_out {
-        return Err(format!("timed out after {} s", CLIENT_LIMIT.as_secs()));
+    let mut probe = target.probe.sampler()?;
+    let first = probe()?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&stop);
+    let sampler = std::thread::spawn(move || -> Result<Vec<CpuSample>, String> {
+        let mut samples = vec![first];
+        while !flag.load(Ordering::Relaxed) {
+            std::thread::sleep(SAMPLE_EVERY);
+            samples.push(probe()?);
+        }
+        // One more right after the clients end closes the window.
+        samples.push(probe()?);
+        Ok(samples)
+    });
+    let outs: Vec<_> = std::thread::scope(|s| {
+        let handles: Vec<_> = target
+            .ports
+            .iter()
+            .map(|&port| {
+                let cmd = make(port);
+                s.spawn(move || (cmd.display(), cmd.run_captured(root, false, CLIENT_LIMIT)))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("client thread panicked"))
+            .collect()
+    });
+    stop.store(true, Ordering::Relaxed);
+    let samples = sampler
+        .join()
+        .map_err(|_| "the CPU sampler panicked".to_string())?;
+    let mut total = Measured {
+        ops_per_s: 0.0,
+        p50_ms: None,
+        p99_ms: None,
+    };
+    let mut secs: f64 = 0.0;
+    for (shown, out) in outs {
+        let out = out.map_err(|e| format!("cannot run {shown}: {e}"))?;
+        if out.timed_out {
+            return Err(format!("timed out after {} s", CLIENT_LIMIT.as_secs()));
+        }
+        if !out.status.success() {
+            return Err(format!(
+                "{} ({})",
+                out.status,
+                out.lines.last().map(String::as_str).unwrap_or("")
+            ));
+        }
+        let m = parse(&out.lines)?;
+        total.ops_per_s += m.ops_per_s;
+        let worst = |a: Option<f64>, b: Option<f64>| match (a, b) {
+            (Some(x), Some(y)) => Some(x.max(y)),
+            (x, y) => x.or(y),
+        };
+        total.p50_ms = worst(total.p50_ms, m.p50_ms);
+        total.p99_ms = worst(total.p99_ms, m.p99_ms);
+        secs = secs.max(out.elapsed.as_secs_f64());
     }
-    if !out.status.success() {
-        return Err(format!(
-            "{} ({})",
-            out.status,
-            out.lines.last().map(String::as_str).unwrap_or("")
-        ));
-    }
-    let m = parse(&out.lines)?;
-    Ok((m, util?, out.elapsed.as_secs_f64()))
+    Ok((total, utilisation(&samples?)?, secs))
 }
 
 fn row_json(r: &Row) -> Value {
@@ -836,7 +1032,7 @@ fn spreads(rows: &[Row]) -> Vec<(String, String, u32, f64)> {
         ) {
             let sel: Vec<&Row> = rows
                 .iter()
-                .filter(|r| r.arch == arch && r.workload == w)
+                .filter(|r| r.arch == arch && r.workload == w && r.lock != LINUX)
                 .collect();
             let Some(max_cores) = sel.iter().map(|r| r.cores).max() else {
                 continue;
@@ -912,10 +1108,40 @@ pub fn report(rows: &[Row], method: &Value, notes: &[String], errors: &[String])
             if sp <= 0.05 { "met" } else { "not met" }
         );
     }
-    s.push_str(
-        "- Xput at or above Linux's on the same QEMU machine: not measured (no Linux baseline \
-         yet).\n\n## Notes\n\n",
-    );
+    let mut compared = false;
+    for linux in rows.iter().filter(|r| r.lock == LINUX) {
+        for r in rows.iter().filter(|r| {
+            r.lock != LINUX
+                && r.arch == linux.arch
+                && r.workload == linux.workload
+                && r.cores == linux.cores
+        }) {
+            compared = true;
+            let _ = writeln!(
+                s,
+                "- {} {} {} at {} core(s): Xput {:.0} against Linux's {:.0} ({:+.0}%; target: at \
+                 or above): {}",
+                r.arch,
+                r.lock,
+                r.workload,
+                r.cores,
+                r.xput(),
+                linux.xput(),
+                (r.xput() / linux.xput() - 1.0) * 100.0,
+                if r.xput() >= linux.xput() {
+                    "met"
+                } else {
+                    "not met"
+                }
+            );
+        }
+    }
+    if !compared {
+        s.push_str(
+            "- Xput at or above Linux's on the same QEMU machine: not measured (no Linux rows).\n",
+        );
+    }
+    s.push_str("\n## Notes\n\n");
     for n in notes {
         let _ = writeln!(s, "- {n}");
     }
