@@ -123,6 +123,10 @@ const NTFN_SLOT: usize = slot::ROOT_FIRST_THREAD + 2;
 /// The server: sets everything up, then serves for ever; a setup failure is printed
 /// (`net: ...`) and the program parks.
 pub fn run() -> ! {
+    // The other cores start scheduling (and so idling, as the kernel accounts it): without
+    // this they would sleep in the image's boot loop, which the kernel never sees, and their
+    // idle time would read 0.
+    debug::release_cores();
     match setup() {
         Ok(server) => server.serve(),
         Err(e) => {

@@ -26,8 +26,6 @@ use std::fmt::Write as _;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use clap::Parser;
@@ -344,7 +342,6 @@ fn run_inner(root: &Path, args: &RunArgs, plan: &super::plan::Plan) -> Result<bo
          receive ring and yields) while smoltcp has a timer pending, for want of a timed wait \
          in the kernel: that time counts as busy."
             .into(),
-        "No Linux + Redis baseline yet: the paper's comparison with Linux is not measured.".into(),
     ];
     let mut errors: Vec<String> = Vec::new();
 
@@ -880,17 +877,22 @@ fn run_clients(
 ) -> Result<Run, String> {
     let mut probe = target.probe.sampler()?;
     let first = probe()?;
-    let stop = Arc::new(AtomicBool::new(false));
-    let flag = Arc::clone(&stop);
+    // The stop message wakes the sampler at once, so its last sample closes the window right
+    // when the clients end (a sleeping sampler would count up to a period of idle time after
+    // them).
+    let (stop, stopped) = std::sync::mpsc::channel::<()>();
     let sampler = std::thread::spawn(move || -> Result<Vec<CpuSample>, String> {
         let mut samples = vec![first];
-        while !flag.load(Ordering::Relaxed) {
-            std::thread::sleep(SAMPLE_EVERY);
+        loop {
+            let last = !matches!(
+                stopped.recv_timeout(SAMPLE_EVERY),
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout)
+            );
             samples.push(probe()?);
+            if last {
+                return Ok(samples);
+            }
         }
-        // One more right after the clients end closes the window.
-        samples.push(probe()?);
-        Ok(samples)
     });
     let outs: Vec<_> = std::thread::scope(|s| {
         let handles: Vec<_> = target
@@ -906,7 +908,7 @@ fn run_clients(
             .map(|h| h.join().expect("client thread panicked"))
             .collect()
     });
-    stop.store(true, Ordering::Relaxed);
+    let _ = stop.send(());
     let samples = sampler
         .join()
         .map_err(|_| "the CPU sampler panicked".to_string())?;
