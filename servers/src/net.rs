@@ -67,8 +67,9 @@ pub const PREFIX: u8 = 24;
 /// The default gateway (QEMU user networking's host side).
 pub const GATEWAY: [u8; 4] = [10, 0, 2, 2];
 
-/// TCP sockets, so concurrent connections.
-pub const SOCKETS: usize = 8;
+/// TCP sockets, so concurrent connections: enough for `redis-benchmark -c 50` and a few more
+/// (one more connection is refused).
+pub const SOCKETS: usize = 64;
 /// Bytes of each socket's receive buffer (the TCP window).
 pub const TCP_RX: usize = 8 * 1024;
 /// Bytes of each socket's transmit buffer.
@@ -100,9 +101,13 @@ const MAX_FRAME: usize = 1514;
 /// DMA pages: the two queues' rings, then the receive and the transmit buffers.
 pub const DMA_PAGES: usize = 2 + (RX_BUFFERS + TX_BUFFERS) * BUF_SIZE / PAGE;
 /// Pages of the heap the stack and the server keep their state in: the store's arena and slot
-/// table, and 1 MiB for the sockets, their buffers and the connections (about 600 KiB used).
-pub const HEAP_PAGES: usize =
-    (ARENA_SIZE + SLOTS * core::mem::size_of::<Slot>()).div_ceil(PAGE) + 256;
+/// table, each socket's TCP and connection buffers, and 256 KiB for the rest (the socket and
+/// connection tables, smoltcp's interface).
+pub const HEAP_PAGES: usize = (ARENA_SIZE
+    + SLOTS * core::mem::size_of::<Slot>()
+    + SOCKETS * (TCP_RX + TCP_TX + CONN_IN + CONN_OUT))
+    .div_ceil(PAGE)
+    + 64;
 
 const PAGE: usize = 4096;
 /// Feature bit 5: the device has a MAC address in its configuration space.
@@ -342,7 +347,9 @@ struct Server {
     dev: VirtioNet,
     iface: Interface,
     sockets: SocketSet<'static>,
-    clients: [Client; SOCKETS],
+    /// One per socket (all `Some` once set up), in the heap: a table of [`SOCKETS`] clients
+    /// would crowd the 32 KiB stack.
+    clients: &'static mut [Option<Client>],
     store: Store<'static>,
     clock: Clock,
     transport: Transport,
@@ -490,7 +497,7 @@ fn setup() -> Result<Server, &'static str> {
         listen(&mut sock);
         *h = Some(sockets.add(sock));
     }
-    let mut clients: [Option<Client>; SOCKETS] = [const { None }; SOCKETS];
+    let clients: &'static mut [Option<Client>] = heap.array(SOCKETS, || None)?;
     for (c, h) in clients.iter_mut().zip(handles) {
         let input: *mut [u8] = heap.bytes(CONN_IN)?;
         let output: *mut [u8] = heap.bytes(CONN_OUT)?;
@@ -501,7 +508,6 @@ fn setup() -> Result<Server, &'static str> {
             conn: None,
         });
     }
-    let clients = clients.map(|c| c.expect("every socket was made above"));
     let mut store = Store::new(heap.bytes(ARENA_SIZE)?, heap.array(SLOTS, || Slot::EMPTY)?);
     store.set_info_section(cpu_section);
 
@@ -650,7 +656,7 @@ impl Server {
     fn serve_sockets(&mut self, now: Instant) -> bool {
         let now_ms = now.total_millis() as u64;
         let mut any = false;
-        for c in self.clients.iter_mut() {
+        for c in self.clients.iter_mut().flatten() {
             let sock = self.sockets.get_mut::<tcp::Socket>(c.handle);
             if !sock.is_open() {
                 // Closed (by either side, or reset): forget the client, listen again.
