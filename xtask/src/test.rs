@@ -1451,10 +1451,41 @@ fn print_failure_details(root: &Path, cmd: &Cmd, out: &Captured, verbose: bool) 
             println!("    | {line}");
         }
         println!("    ----");
+        // A failed test's own report (`---- name stdout ----` up to the next blank line after
+        // its panic) is usually far above the tail in a workspace run: show it too.
+        let reports = failure_reports(&out.lines[..start]);
+        if !reports.is_empty() {
+            println!("    ---- failed tests' reports ----");
+            for line in reports {
+                println!("    | {line}");
+            }
+            println!("    ----");
+        }
     }
     for hint in hints(&out.lines) {
         println!("    hint: {hint}");
     }
+}
+
+/// The libtest failure reports in `lines`: each `---- <test> stdout ----` block up to the
+/// `failures:` list or the next block, at most 40 lines each.
+fn failure_reports(lines: &[String]) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut taken = None;
+    for line in lines {
+        if line.starts_with("---- ") && line.ends_with(" stdout ----") {
+            taken = Some(0);
+        } else if line.trim() == "failures:" || line.starts_with("test result:") {
+            taken = None;
+        }
+        if let Some(n) = taken.as_mut() {
+            if *n < 40 {
+                out.push(line.as_str());
+            }
+            *n += 1;
+        }
+    }
+    out
 }
 
 /// Fixes for errors that mean a missing tool rather than a broken project.
@@ -1608,6 +1639,39 @@ mod tests {
         }
         let quick = steps(&root, true);
         assert!(!names_contain(&quick, "loom"));
+    }
+
+    #[test]
+    fn failure_reports_are_picked_out_of_a_long_log() {
+        let lines: Vec<String> = [
+            "running 2 tests",
+            "test a ... ok",
+            "test b ... FAILED",
+            "",
+            "failures:",
+            "",
+            "---- b stdout ----",
+            "thread 'b' panicked at src/lib.rs:3:5:",
+            "assertion failed: x",
+            "",
+            "failures:",
+            "    b",
+            "",
+            "test result: FAILED. 1 passed; 1 failed",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        assert_eq!(
+            failure_reports(&lines),
+            [
+                "---- b stdout ----",
+                "thread 'b' panicked at src/lib.rs:3:5:",
+                "assertion failed: x",
+                ""
+            ]
+        );
+        assert!(failure_reports(&lines[..4]).is_empty());
     }
 
     fn names_contain(steps: &[Step], name: &str) -> bool {
