@@ -984,29 +984,59 @@ pub fn csv(rows: &[Row]) -> String {
     s
 }
 
-/// The rows as a text table.
+/// The columns of the results tables (the console's and report.md's).
+const COLUMNS: [&str; 10] = [
+    "arch", "lock", "cores", "client", "workload", "ops/s", "p50 ms", "p99 ms", "util", "Xput",
+];
+
+impl Row {
+    /// This row's cells under [`COLUMNS`].
+    fn cells(&self) -> [String; 10] {
+        [
+            self.arch.clone(),
+            self.lock.clone(),
+            self.cores.to_string(),
+            self.client.clone(),
+            self.workload.clone(),
+            format!("{:.0}", self.ops_per_s),
+            opt(self.p50_ms),
+            opt(self.p99_ms),
+            format!("{:.1}%", self.mean_utilisation() * 100.0),
+            format!("{:.0}", self.xput()),
+        ]
+    }
+}
+
+/// The rows as a text table, each column as wide as its widest cell (text left, numbers right).
 fn table(rows: &[Row]) -> String {
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "  {:<6} {:<7} {:>5} {:<16} {:<9} {:>10} {:>8} {:>8} {:>6} {:>10}",
-        "arch", "lock", "cores", "client", "workload", "ops/s", "p50 ms", "p99 ms", "util", "Xput"
-    );
-    for r in rows {
-        let _ = writeln!(
-            s,
-            "  {:<6} {:<7} {:>5} {:<16} {:<9} {:>10.0} {:>8} {:>8} {:>5.1}% {:>10.0}",
-            r.arch,
-            r.lock,
-            r.cores,
-            r.client,
-            r.workload,
-            r.ops_per_s,
-            opt(r.p50_ms),
-            opt(r.p99_ms),
-            r.mean_utilisation() * 100.0,
-            r.xput()
-        );
+    let cells: Vec<[String; 10]> = rows.iter().map(Row::cells).collect();
+    let widths: Vec<usize> = (0..COLUMNS.len())
+        .map(|c| {
+            cells
+                .iter()
+                .map(|r| r[c].len())
+                .chain([COLUMNS[c].len()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let line = |row: &[&str]| {
+        let parts: Vec<String> = row
+            .iter()
+            .enumerate()
+            .map(|(c, cell)| {
+                if c < 5 && c != 2 {
+                    format!("{cell:<w$}", w = widths[c])
+                } else {
+                    format!("{cell:>w$}", w = widths[c])
+                }
+            })
+            .collect();
+        format!("  {}\n", parts.join(" "))
+    };
+    let mut s = line(&COLUMNS);
+    for r in &cells {
+        s.push_str(&line(&r.iter().map(String::as_str).collect::<Vec<_>>()));
     }
     s
 }
@@ -1085,25 +1115,13 @@ pub fn report(rows: &[Row], method: &Value, notes: &[String], errors: &[String])
             );
         }
     }
-    s.push_str(
-        "\n## Results\n\n| arch | lock | cores | client | workload | ops/s | p50 ms | p99 ms | \
-         utilisation | Xput |\n|---|---|---:|---|---|---:|---:|---:|---:|---:|\n",
+    let _ = writeln!(
+        s,
+        "\n## Results\n\n| {} |\n|---|---|---:|---|---|---:|---:|---:|---:|---:|",
+        COLUMNS.join(" | ")
     );
     for r in rows {
-        let _ = writeln!(
-            s,
-            "| {} | {} | {} | {} | {} | {:.0} | {} | {} | {:.1}% | {:.0} |",
-            r.arch,
-            r.lock,
-            r.cores,
-            r.client,
-            r.workload,
-            r.ops_per_s,
-            opt(r.p50_ms),
-            opt(r.p99_ms),
-            r.mean_utilisation() * 100.0,
-            r.xput()
-        );
+        let _ = writeln!(s, "| {} |", r.cells().join(" | "));
     }
     s.push_str("\n## Targets\n\n");
     let spread = spreads(rows);
@@ -1381,6 +1399,19 @@ mod tests {
         let c = csv(&rows);
         assert_eq!(c.lines().count(), 3);
         assert!(c.contains("x86_64,microvm,clh,1,redis-benchmark,SET,980.0,0.100,,0.5000,1960.0"));
+        assert!(
+            text.contains(
+                "| x86_64 | clh | 1 | redis-benchmark | SET | 980 | 0.100 |  | 50.0% | 1960 |"
+            ),
+            "{text}"
+        );
+        let t = table(&rows);
+        assert_eq!(t.lines().count(), 3, "{t}");
+        assert!(
+            t.lines()
+                .all(|l| l.len() == t.lines().next().unwrap().len()),
+            "{t}"
+        );
         let p = panels(&rows, 2, "ops/s", |r| r.ops_per_s);
         assert_eq!(p.len(), 1);
         assert_eq!(p[0].lines.len(), 2);
