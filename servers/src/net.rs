@@ -557,6 +557,13 @@ fn setup() -> Result<Server, &'static str> {
 
 /// Puts a closed socket back to listening on [`PORT`], with delayed ACKs off (the reply
 /// carries the ACK; a pending delayed ACK would keep the server polling).
+/// The sockets by state, as the server last saw them (`serve_sockets`): listening, connected
+/// (established or half-closed by the client), closing on the server's side (FIN sent: FIN-WAIT,
+/// CLOSING, LAST-ACK) and in TIME-WAIT. Written by the one server thread, read by its own
+/// `INFO`; atomics only because the section function has no other way to reach them.
+static SOCKET_STATES: [core::sync::atomic::AtomicUsize; 4] =
+    [const { core::sync::atomic::AtomicUsize::new(0) }; 4];
+
 /// The `# CPU` section of `INFO`, which `cargo xtask bench --suite redis` reads for the
 /// utilisation of each core: the kernel's cycle counter and each core's idle cycles
 /// ([`KernelInfo`](abi::Syscall::KernelInfo) keys `CYCLES` and `IDLE_BASE + c`), with the
@@ -577,7 +584,14 @@ fn cpu_section(w: &mut dyn core::fmt::Write) -> core::fmt::Result {
         let idle = sys::kernel_info(kinfo::IDLE_BASE + c).unwrap_or(0);
         write!(w, "idle_cycles_cpu{c}:{idle}\r\n")?;
     }
-    Ok(())
+    let [listening, connected, closing, time_wait] =
+        SOCKET_STATES.each_ref().map(|a| a.load(Ordering::Relaxed));
+    write!(
+        w,
+        "\r\n# Sockets\r\nsockets:{SOCKETS}\r\nsockets_listening:{listening}\r\n\
+         sockets_connected:{connected}\r\nsockets_closing:{closing}\r\n\
+         sockets_time_wait:{time_wait}\r\n"
+    )
 }
 
 fn listen(sock: &mut tcp::Socket<'_>) {
@@ -656,8 +670,17 @@ impl Server {
     fn serve_sockets(&mut self, now: Instant) -> bool {
         let now_ms = now.total_millis() as u64;
         let mut any = false;
+        let mut states = [0usize; 4];
         for c in self.clients.iter_mut().flatten() {
             let sock = self.sockets.get_mut::<tcp::Socket>(c.handle);
+            use tcp::State as S;
+            match sock.state() {
+                S::Listen => states[0] += 1,
+                S::SynReceived | S::SynSent | S::Established | S::CloseWait => states[1] += 1,
+                S::FinWait1 | S::FinWait2 | S::Closing | S::LastAck => states[2] += 1,
+                S::TimeWait => states[3] += 1,
+                S::Closed => {}
+            }
             if !sock.is_open() {
                 // Closed (by either side, or reset): forget the client, listen again.
                 c.conn = None;
@@ -706,6 +729,9 @@ impl Server {
                     break;
                 }
             }
+        }
+        for (counter, n) in SOCKET_STATES.iter().zip(states) {
+            counter.store(n, Ordering::Relaxed);
         }
         any
     }
