@@ -474,6 +474,10 @@ fn run_inner(root: &Path, args: &RunArgs, plan: &super::plan::Plan) -> Result<bo
             SAMPLE_EVERY.as_millis()
         ),
         "xput": "throughput / average utilisation over the guest's cores",
+        "retries": format!(
+            "a client run that fails (QEMU's user network resets a connect now and then) is run \
+             again, up to {ATTEMPTS} attempts; the console shows each retry"
+        ),
         "quick": args.quick,
     });
     let results = json!({
@@ -782,8 +786,10 @@ fn measure(
             ])
         };
         match repeat(sizes.repeats, || {
-            let r = run_clients(root, target, &make, |lines| {
-                parse_redis_benchmark(lines, test)
+            let r = retried(&format!("{label}: redis-benchmark {workload}"), || {
+                run_clients(root, target, &make, |lines| {
+                    parse_redis_benchmark(lines, test)
+                })
             });
             settle();
             r
@@ -816,7 +822,9 @@ fn measure(
             "bench: {label}: YCSB workload A: load {} records",
             sizes.records
         );
-        match run_clients(root, target, &ycsb("load"), parse_ycsb) {
+        match retried(&format!("{label}: YCSB load"), || {
+            run_clients(root, target, &ycsb("load"), parse_ycsb)
+        }) {
             Ok(_) => {
                 settle();
                 println!(
@@ -829,7 +837,9 @@ fn measure(
                     }
                 );
                 match repeat(sizes.repeats, || {
-                    let r = run_clients(root, target, &ycsb("run"), parse_ycsb);
+                    let r = retried(&format!("{label}: YCSB run"), || {
+                        run_clients(root, target, &ycsb("run"), parse_ycsb)
+                    });
                     settle();
                     r
                 }) {
@@ -848,6 +858,29 @@ fn measure(
 
 /// One client run: what it measured, each core's utilisation, its wall time.
 type Run = (Measured, Vec<f64>, f64);
+
+/// Attempts per client run. QEMU's user network now and then resets a connect when several
+/// arrive at once (slirp accepts forwarded connections itself, with a backlog of 1); a client
+/// that fails is run again, and only the third failure is an error. Each retry is printed.
+const ATTEMPTS: usize = 3;
+
+/// `f` until it succeeds, at most [`ATTEMPTS`] times; the last error otherwise.
+fn retried<T>(what: &str, mut f: impl FnMut() -> Result<T, String>) -> Result<T, String> {
+    let mut last = String::new();
+    for attempt in 1..=ATTEMPTS {
+        match f() {
+            Ok(v) => return Ok(v),
+            Err(e) => {
+                if attempt < ATTEMPTS {
+                    println!("bench: {what}: attempt {attempt} failed ({e}); again");
+                    settle();
+                }
+                last = e;
+            }
+        }
+    }
+    Err(last)
+}
 
 /// `f` run `n` times (at least once); the first error ends it.
 fn repeat(n: usize, mut f: impl FnMut() -> Result<Run, String>) -> Result<Vec<Run>, String> {
