@@ -123,7 +123,8 @@ pub fn install_command(packages: &[&str]) -> String {
     )
 }
 
-fn is_root() -> bool {
+/// Whether this process runs as root (and so may install packages or refresh their lists).
+pub fn is_root() -> bool {
     Command::new("id")
         .arg("-u")
         .output()

@@ -192,10 +192,23 @@ fn download(dir: &Path, pkg: &str) -> Result<PathBuf, String> {
         return Ok(deb);
     }
     println!("bench: linux baseline: apt-get download {pkg}");
-    let out = Cmd::new("apt-get")
-        .args(["download", pkg])
-        .run_captured(dir, false, std::time::Duration::from_secs(600))
-        .map_err(|e| format!("cannot run apt-get: {e}"))?;
+    let fetch = || {
+        Cmd::new("apt-get")
+            .args(["download", pkg])
+            .run_captured(dir, false, std::time::Duration::from_secs(600))
+            .map_err(|e| format!("cannot run apt-get: {e}"))
+    };
+    let mut out = fetch()?;
+    if find().is_none() && crate::deps::is_root() {
+        // A fresh machine (a container image) may have no package lists yet.
+        println!("bench: linux baseline: apt-get update, then again");
+        let _ = Cmd::new("apt-get").args(["update", "-qq"]).run_captured(
+            dir,
+            false,
+            std::time::Duration::from_secs(600),
+        );
+        out = fetch()?;
+    }
     match find() {
         Some(deb) if out.status.success() => Ok(deb),
         _ => Err(format!(
