@@ -555,8 +555,6 @@ fn setup() -> Result<Server, &'static str> {
     Ok(server)
 }
 
-/// Puts a closed socket back to listening on [`PORT`], with delayed ACKs off (the reply
-/// carries the ACK; a pending delayed ACK would keep the server polling).
 /// The sockets by state, as the server last saw them (`serve_sockets`): listening, connected
 /// (established or half-closed by the client), closing on the server's side (FIN sent: FIN-WAIT,
 /// CLOSING, LAST-ACK) and in TIME-WAIT. Written by the one server thread, read by its own
@@ -564,11 +562,12 @@ fn setup() -> Result<Server, &'static str> {
 static SOCKET_STATES: [core::sync::atomic::AtomicUsize; 4] =
     [const { core::sync::atomic::AtomicUsize::new(0) }; 4];
 
-/// The `# CPU` section of `INFO`, which `cargo xtask bench --suite redis` reads for the
-/// utilisation of each core: the kernel's cycle counter and each core's idle cycles
+/// The server's own `INFO` sections. `# CPU`, which `cargo xtask bench --suite redis` reads
+/// for the utilisation of each core: the kernel's cycle counter and each core's idle cycles
 /// ([`KernelInfo`](abi::Syscall::KernelInfo) keys `CYCLES` and `IDLE_BASE + c`), with the
 /// counter's frequency and word size (on 32-bit machines the values are the low word: the
 /// reader takes differences modulo `2^word_bits`, over intervals shorter than a wrap).
+/// `# Sockets`: the sockets by state ([`SOCKET_STATES`]).
 fn cpu_section(w: &mut dyn core::fmt::Write) -> core::fmt::Result {
     use abi::syscall::info as kinfo;
     let cpus = debug::info(info::CPUS).clamp(1, abi::limits::MAX_CPUS);
@@ -594,6 +593,8 @@ fn cpu_section(w: &mut dyn core::fmt::Write) -> core::fmt::Result {
     )
 }
 
+/// Puts a closed socket back to listening on [`PORT`], with delayed ACKs off (the reply
+/// carries the ACK; a pending delayed ACK would keep the server polling).
 fn listen(sock: &mut tcp::Socket<'_>) {
     sock.set_ack_delay(None);
     sock.set_nagle_enabled(false);
