@@ -32,7 +32,7 @@ use std::process::{Child, ExitCode};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use crate::qemu::{qemu_cmd, QemuArgs, TAIL};
+use crate::qemu::{qemu_cmd, QemuArgs};
 
 /// The guest port the server listens on (`servers::net::PORT`).
 pub const GUEST_PORT: u16 = 6379;
@@ -131,14 +131,7 @@ impl Qemu {
         while let Ok(line) = self.lines.try_recv() {
             self.seen.push(line);
         }
-        let start = self.seen.len().saturating_sub(TAIL);
-        eprintln!(
-            "net: ---- last {} console lines ----",
-            self.seen.len() - start
-        );
-        for line in &self.seen[start..] {
-            eprintln!("net: | {line}");
-        }
+        crate::qemu::print_tail("net", &self.seen);
     }
 }
 

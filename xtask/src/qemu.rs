@@ -33,6 +33,18 @@ use crate::proc::Cmd;
 /// Console lines shown when a run fails.
 pub const TAIL: usize = 25;
 
+/// Prints the last [`TAIL`] console `lines` on stderr, each prefixed with `who`.
+pub fn print_tail(who: &str, lines: &[String]) {
+    let start = lines.len().saturating_sub(TAIL);
+    eprintln!(
+        "{who}: ---- last {} console lines ----",
+        lines.len() - start
+    );
+    for line in &lines[start..] {
+        eprintln!("{who}: | {line}");
+    }
+}
+
 /// Seconds a run may take unless `--timeout` says otherwise.
 pub const DEFAULT_TIMEOUT_SECS: u64 = 60;
 
@@ -1032,16 +1044,7 @@ pub fn run(root: &Path, args: &QemuArgs) -> ExitCode {
         }
     };
     let secs = out.elapsed.as_secs_f64();
-    let tail = || {
-        let start = out.lines.len().saturating_sub(TAIL);
-        eprintln!(
-            "qemu: ---- last {} console lines ----",
-            out.lines.len() - start
-        );
-        for line in &out.lines[start..] {
-            eprintln!("qemu: | {line}");
-        }
-    };
+    let tail = || print_tail("qemu", &out.lines);
     if out.timed_out {
         eprintln!(
             "qemu: HANG: no exit after {} s, QEMU killed ({} cores, lock {})",

@@ -1085,6 +1085,22 @@ fn distinct<T: PartialEq + Clone>(items: impl Iterator<Item = T>) -> Vec<T> {
     out
 }
 
+/// The rows grouped by (arch, workload), in first-seen order: one group per panel of the
+/// figures and per target of the report.
+fn groups(rows: &[Row]) -> Vec<(&str, &str, Vec<&Row>)> {
+    let mut out: Vec<(&str, &str, Vec<&Row>)> = Vec::new();
+    for r in rows {
+        match out
+            .iter_mut()
+            .find(|(a, w, _)| *a == r.arch && *w == r.workload)
+        {
+            Some((_, _, sel)) => sel.push(r),
+            None => out.push((&r.arch, &r.workload, vec![r])),
+        }
+    }
+    out
+}
+
 /// `(max - min) / max` of `values` (0 for fewer than two).
 fn spread_of(values: impl Iterator<Item = f64>) -> f64 {
     let v: Vec<f64> = values.collect();
@@ -1101,30 +1117,21 @@ fn spread_of(values: impl Iterator<Item = f64>) -> f64 {
 /// repeated runs there. The paper's finding is that the strategies are close (target: 5%).
 fn spreads(rows: &[Row]) -> Vec<(String, String, u32, f64, f64)> {
     let mut out = Vec::new();
-    for arch in distinct(rows.iter().map(|r| r.arch.clone())) {
-        for w in distinct(
-            rows.iter()
-                .filter(|r| r.arch == arch)
-                .map(|r| r.workload.clone()),
-        ) {
-            let sel: Vec<&Row> = rows
-                .iter()
-                .filter(|r| r.arch == arch && r.workload == w && r.lock != LINUX)
-                .collect();
-            let Some(max_cores) = sel.iter().map(|r| r.cores).max() else {
-                continue;
-            };
-            let at: Vec<&&Row> = sel.iter().filter(|r| r.cores == max_cores).collect();
-            if at.len() < 2 {
-                continue;
-            }
-            let between = spread_of(at.iter().map(|r| r.ops_per_s));
-            let noise = at
-                .iter()
-                .map(|r| spread_of(r.runs.iter().copied()))
-                .fold(0.0, f64::max);
-            out.push((arch.clone(), w, max_cores, between, noise));
+    for (arch, w, sel) in groups(rows) {
+        let sel: Vec<&Row> = sel.into_iter().filter(|r| r.lock != LINUX).collect();
+        let Some(max_cores) = sel.iter().map(|r| r.cores).max() else {
+            continue;
+        };
+        let at: Vec<&Row> = sel.into_iter().filter(|r| r.cores == max_cores).collect();
+        if at.len() < 2 {
+            continue;
         }
+        let between = spread_of(at.iter().map(|r| r.ops_per_s));
+        let noise = at
+            .iter()
+            .map(|r| spread_of(r.runs.iter().copied()))
+            .fold(0.0, f64::max);
+        out.push((arch.to_owned(), w.to_owned(), max_cores, between, noise));
     }
     out
 }
@@ -1232,17 +1239,9 @@ fn panels(
     unit: &str,
     value: impl Fn(&Row) -> f64,
 ) -> Vec<LinePanel> {
-    let mut out = Vec::new();
-    for arch in distinct(rows.iter().map(|r| r.arch.clone())) {
-        for w in distinct(
-            rows.iter()
-                .filter(|r| r.arch == arch)
-                .map(|r| r.workload.clone()),
-        ) {
-            let sel: Vec<&Row> = rows
-                .iter()
-                .filter(|r| r.arch == arch && r.workload == w)
-                .collect();
+    groups(rows)
+        .into_iter()
+        .map(|(arch, w, sel)| {
             let lines = distinct(sel.iter().map(|r| r.lock.clone()))
                 .into_iter()
                 .map(|lock| Line {
@@ -1260,7 +1259,7 @@ fn panels(
                     lock,
                 })
                 .collect();
-            out.push(LinePanel {
+            LinePanel {
                 title: format!("{arch} ({}): {} {w}", sel[0].board, sel[0].client),
                 unit: unit.to_owned(),
                 x_desc: "cores",
@@ -1268,10 +1267,9 @@ fn panels(
                 emulated: true,
                 host_cores,
                 ideal: false,
-            });
-        }
-    }
-    out
+            }
+        })
+        .collect()
 }
 
 /// Writes Figures 3 and 4; returns the paths.
