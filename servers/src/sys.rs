@@ -300,6 +300,17 @@ pub fn write_registers(thread: CapSlot, pc: usize, sp: usize, arg: usize) -> Res
     .map(|_| ())
 }
 
+/// The initial stack pointer of a thread whose stack ends at `top` (for [`write_registers`]):
+/// x86_64 enters a function with the stack 8 bytes below 16-byte alignment (as after a
+/// `call`); ARMv7 with it 8-byte aligned.
+pub fn initial_sp(top: usize) -> usize {
+    if cfg!(target_arch = "x86_64") {
+        top - 8
+    } else {
+        top
+    }
+}
+
 /// Copies the capability in `src` with `rights` and `badge` into slot `dest` of `target`'s
 /// CSpace (see [`abi::Syscall::Mint`]).
 pub fn mint(

@@ -45,11 +45,15 @@ const BATCH: usize = 100;
 /// Connections the guest serves at once (`servers::net::SOCKETS`): one more is refused.
 const GUEST_SOCKETS: usize = 64;
 
-/// QEMU options for the network device: user networking with host port `port` on 127.0.0.1
-/// forwarded to the guest's port 6379, and a virtio-net device on a virtio-mmio transport
-/// (microvm and ARM virt; the board's options already ask for modern virtio-mmio).
-pub fn qemu_args(port: u16) -> Vec<String> {
-    qemu_args_forwarding(&[(port, GUEST_PORT)])
+/// QEMU options for the network device: user networking with host ports `port`,
+/// `port + 1`, ... on 127.0.0.1 forwarded to the `stacks` per-core servers' guest ports 6379,
+/// 6380, ..., and a virtio-net device on a virtio-mmio transport (microvm and ARM virt; the
+/// board's options already ask for modern virtio-mmio).
+pub fn qemu_args(port: u16, stacks: u32) -> Vec<String> {
+    let forwards: Vec<(u16, u16)> = (0..stacks as u16)
+        .map(|k| (port + k, GUEST_PORT + k))
+        .collect();
+    qemu_args_forwarding(&forwards)
 }
 
 /// [`qemu_args`] with any number of (host port, guest port) forwards.
@@ -72,6 +76,28 @@ pub fn free_port() -> io::Result<u16> {
     Ok(TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?
         .local_addr()?
         .port())
+}
+
+/// The first of `n` consecutive free TCP ports on 127.0.0.1 (each bound once to check, free
+/// again when this returns).
+pub fn free_ports(n: u32) -> io::Result<u16> {
+    let n = n.max(1) as u16;
+    for _ in 0..100 {
+        let base = free_port()?;
+        if base.checked_add(n).is_none() {
+            continue;
+        }
+        let held: Result<Vec<TcpListener>, _> = (1..n)
+            .map(|k| TcpListener::bind((Ipv4Addr::LOCALHOST, base + k)))
+            .collect();
+        if held.is_ok() {
+            return Ok(base);
+        }
+    }
+    Err(io::Error::new(
+        io::ErrorKind::AddrInUse,
+        format!("no {n} consecutive free ports found in 100 tries"),
+    ))
 }
 
 /// A running QEMU whose console lines arrive on a channel (and are echoed); killed on drop.
@@ -148,43 +174,54 @@ fn guest_failed(line: &str) -> bool {
     line.contains("net: FAILED") || line.contains("PANIC") || line.contains("!!! ")
 }
 
-/// A booted network server: QEMU (killed on drop) and the host port that reaches the guest's
-/// server.
+/// A booted network server: QEMU (killed on drop) and the host ports that reach the guest's
+/// servers.
 pub struct Server {
     qemu: Qemu,
-    /// The host port forwarded to the guest's [`GUEST_PORT`].
+    /// The host port forwarded to the guest's [`GUEST_PORT`] (core 0's server); core `k`'s
+    /// is `port + k`.
     pub port: u16,
+    /// The servers (one per core for the kernel's image).
+    pub stacks: u32,
     /// When QEMU was started.
     pub started: Instant,
 }
 
 impl Server {
+    /// The host ports of the servers, core 0's first.
+    pub fn ports(&self) -> Vec<u16> {
+        (0..self.stacks as u16).map(|k| self.port + k).collect()
+    }
+
     /// Prints the last console lines (after a failure).
     pub fn tail(&mut self) {
         self.qemu.tail();
     }
 }
 
-/// Boots the network image at `elf` with `args` (a free host port unless `args.port` names
-/// one) and waits for the server's `net: listening` line, at most [`BOOT_SECS`] (or the
-/// `--timeout`, if shorter). `echo`: the console is echoed as it arrives.
+/// Boots the network image at `elf` with `args` and waits for the server's `net: listening`
+/// line, at most [`BOOT_SECS`] (or the `--timeout`, if shorter). One server per core: host
+/// ports `args.port`, `args.port + 1`, ... (free ones unless `--port` names the first).
+/// `echo`: the console is echoed as it arrives.
 pub fn start(root: &Path, args: &QemuArgs, elf: &Path, echo: bool) -> Result<Server, String> {
     let port = args
         .port
-        .map_or_else(free_port, Ok)
+        .map_or_else(|| free_ports(args.smp), Ok)
         .map_err(|e| format!("no free host port: {e}"))?;
     let mut args = args.clone();
     args.port = Some(port);
     let limit = args.timeout.map(Duration::from_secs);
-    start_cmd(root, &qemu_cmd(&args, elf), port, limit, echo)
+    start_cmd(root, &qemu_cmd(&args, elf), port, args.smp, limit, echo)
 }
 
-/// Starts the QEMU command `cmd`, whose guest serves on host port `port`, and waits for its
-/// `net: listening` line (at most [`BOOT_SECS`], or `limit` if shorter).
+/// Starts the QEMU command `cmd`, whose guest's `stacks` servers serve on host ports `port`,
+/// `port + 1`, ..., and waits for its `net: listening` line (at most [`BOOT_SECS`], or `limit`
+/// if shorter).
 pub fn start_cmd(
     root: &Path,
     cmd: &crate::proc::Cmd,
     port: u16,
+    stacks: u32,
     limit: Option<Duration>,
     echo: bool,
 ) -> Result<Server, String> {
@@ -208,6 +245,7 @@ pub fn start_cmd(
     Ok(Server {
         qemu,
         port,
+        stacks,
         started,
     })
 }
@@ -221,18 +259,22 @@ pub fn run(root: &Path, args: &QemuArgs, elf: &Path) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let ports = server.ports();
     let Server {
         mut qemu,
         port,
+        stacks,
         started: start,
     } = server;
     let limit = args.timeout.map(Duration::from_secs);
     let up = start.elapsed().as_secs_f64();
+    let port_list: Vec<String> = ports.iter().map(u16::to_string).collect();
     if let Some(client) = &args.client {
         let cmd = crate::proc::Cmd::new("sh")
             .args(["-c", client.as_str()])
             .env("REDIS_TEST_HOST", "127.0.0.1")
-            .env("REDIS_TEST_PORT", port.to_string());
+            .env("REDIS_TEST_PORT", port.to_string())
+            .env("REDIS_TEST_PORTS", port_list.join(","));
         eprintln!("net: the server is up after {up:.1} s on port {port}; running: {client}");
         let limit = limit.unwrap_or(Duration::from_secs(600));
         return match cmd.run_captured(root, true, limit.saturating_sub(start.elapsed())) {
@@ -264,7 +306,11 @@ pub fn run(root: &Path, args: &QemuArgs, elf: &Path) -> ExitCode {
     }
     if args.check {
         let deadline = start + limit.unwrap_or(Duration::from_secs(60));
-        let result = session(port, deadline)
+        // The other cores' servers first: the session ends with every socket of core 0's
+        // server taken and then closed, and a connection made while they close waits for
+        // slirp's retransmission (seconds).
+        let result = per_core_session(&ports, deadline)
+            .and_then(|cores| Ok(format!("{}; {cores}", session(port, deadline)?)))
             .and_then(|ours| Ok(format!("{ours}; {}", redis_cli_session(root, port)?)));
         let secs = start.elapsed().as_secs_f64();
         return match result {
@@ -279,9 +325,21 @@ pub fn run(root: &Path, args: &QemuArgs, elf: &Path) -> ExitCode {
             }
         };
     }
+    let reach = if stacks == 1 {
+        format!(
+            "`redis-cli -p {port} ping` (127.0.0.1:{port} is the guest's 10.0.2.15:{GUEST_PORT})"
+        )
+    } else {
+        format!(
+            "one server per core, each with a store of its own: `redis-cli -p {port} ping` for \
+             core 0, ... `-p {}` for core {} (127.0.0.1:{port}+k is the guest's \
+             10.0.2.15:{GUEST_PORT}+k)",
+            port + stacks as u16 - 1,
+            stacks - 1
+        )
+    };
     eprintln!(
-        "net: the server is up after {up:.1} s: `redis-cli -p {port} ping` (127.0.0.1:{port} is \
-         the guest's 10.0.2.15:{GUEST_PORT}); {}",
+        "net: the server is up after {up:.1} s: {reach}; {}",
         match limit {
             Some(l) => format!("stopping after {} s", l.as_secs()),
             None => "stop with Ctrl-C".to_owned(),
@@ -647,6 +705,66 @@ fn session(port: u16, deadline: Instant) -> Result<String, String> {
     ))
 }
 
+/// With one server per core (`ports`, core 0's first): every other core's server answers on
+/// its own port, pipelined, with a store of its own, and its `INFO` names its stack.
+fn per_core_session(ports: &[u16], deadline: Instant) -> Result<String, String> {
+    if ports.len() < 2 {
+        return Ok("1 core's server".to_owned());
+    }
+    let mut zero = Client::connect(ports[0], deadline)?;
+    zero.expect(&["SET", "core", "0"], Reply::Simple("OK".into()))?;
+    for (k, &port) in ports.iter().enumerate().skip(1) {
+        let fail = |e: String| format!("core {k}'s server (host port {port}): {e}");
+        let mut c = served(port, deadline).map_err(fail)?;
+        c.expect(&["FLUSHALL"], Reply::Simple("OK".into()))
+            .map_err(fail)?;
+        c.expect(&["GET", "core"], Reply::Bulk(None))
+            .map_err(|e| fail(format!("its store is core 0's: {e}")))?;
+        let mut batch = Vec::new();
+        for i in 0..BATCH {
+            batch.extend(encode(&[
+                "SET",
+                &format!("key:{i}"),
+                &format!("core-{k}-{i}"),
+            ]));
+        }
+        batch.extend(encode(&["SET", "core", &k.to_string()]));
+        c.send(&batch).map_err(fail)?;
+        for i in 0..=BATCH {
+            match c.reply().map_err(fail)? {
+                Reply::Simple(ok) if ok == "OK" => {}
+                r => return Err(fail(format!("pipelined SET {i}: expected OK, got {r:?}"))),
+            }
+        }
+        c.expect(
+            &["GET", &format!("key:{}", BATCH - 1)],
+            Reply::bulk(&format!("core-{k}-{}", BATCH - 1)),
+        )
+        .map_err(fail)?;
+        c.expect(&["DBSIZE"], Reply::Int(BATCH as i64 + 1))
+            .map_err(fail)?;
+        match c.call(&["INFO"]).map_err(fail)? {
+            Reply::Bulk(Some(text)) => {
+                let text = String::from_utf8_lossy(&text);
+                let want = format!("stack:{k}\r\nport:{}\r\n", GUEST_PORT as usize + k);
+                if !text.contains(&want) {
+                    return Err(fail(format!("INFO does not say {want:?}: {text}")));
+                }
+            }
+            r => return Err(fail(format!("INFO: expected a bulk string, got {r:?}"))),
+        }
+    }
+    zero.expect(&["GET", "core"], Reply::bulk("0"))
+        .map_err(|e| format!("core 0's store after the other cores' SETs: {e}"))?;
+    let others = match ports.len() - 1 {
+        1 => "core 1's server".to_owned(),
+        n => format!("the servers of cores 1..{n} each"),
+    };
+    Ok(format!(
+        "{others} answered {BATCH} pipelined SETs on its own port with a store of its own"
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -675,8 +793,21 @@ mod tests {
 
     #[test]
     fn forwards_the_host_port_to_the_guest_port() {
-        let a = qemu_args(16379);
+        let a = qemu_args(16379, 1);
         assert!(a.contains(&"user,id=n0,hostfwd=tcp:127.0.0.1:16379-:6379".to_owned()));
         assert!(a.contains(&"virtio-net-device,netdev=n0".to_owned()));
+        let two = qemu_args(16379, 2);
+        assert!(two.contains(
+            &"user,id=n0,hostfwd=tcp:127.0.0.1:16379-:6379,hostfwd=tcp:127.0.0.1:16380-:6380"
+                .to_owned()
+        ));
+    }
+
+    #[test]
+    fn consecutive_free_ports_are_free() {
+        let base = free_ports(3).unwrap();
+        for k in 0..3 {
+            TcpListener::bind((Ipv4Addr::LOCALHOST, base + k)).unwrap();
+        }
     }
 }

@@ -250,14 +250,16 @@ pub struct QemuArgs {
     #[arg(long)]
     pub timeout: Option<u64>,
 
-    /// Boot the network server (`mode=net`, see `servers::net`): a user-level virtio-net driver,
-    /// a TCP/IP stack and a Redis-protocol key-value server on core 0, reachable from the host
-    /// through QEMU's user network on a forwarded port (`redis-cli -p PORT ping`, printed when
-    /// the server is up). Runs until Ctrl-C or `--timeout`.
+    /// Boot the network server (`mode=net`, see `servers::net`): a user-level virtio-net driver
+    /// on core 0 and, on every core, a TCP/IP stack and a Redis-protocol key-value server,
+    /// reachable from the host through QEMU's user network on forwarded ports (`redis-cli -p
+    /// PORT ping`, printed when the server is up; core k's server on PORT + k). Runs until
+    /// Ctrl-C or `--timeout`.
     #[arg(long, conflicts_with_all = ["tests", "stack_overflow", "fuzz", "memory"])]
     pub net: bool,
 
-    /// `--net`: the host port forwarded to the server's port 6379 (default: a free one).
+    /// `--net`: the host port forwarded to core 0's server (guest port 6379); core `k`'s is this
+    /// port + k (default: free ones).
     #[arg(long, requires = "net")]
     pub port: Option<u16>,
 
@@ -524,7 +526,7 @@ pub fn qemu_cmd(args: &QemuArgs, elf: &Path) -> Cmd {
         Vec::new()
     };
     if let Some(port) = args.port.filter(|_| args.net) {
-        extra.extend(crate::net::qemu_args(port));
+        extra.extend(crate::net::qemu_args(port, args.smp));
     }
     if let Some(n) = args.numa {
         let board = crate::board::for_qemu_machine_or_exit(machine.name());

@@ -304,7 +304,7 @@ fn steps(root: &Path, quick: bool) -> Vec<Step> {
     ));
 
     if !quick {
-        steps.push(loom_step(root));
+        steps.extend(LOOM_CRATES.map(|c| loom_step(root, c)));
     }
     steps.extend(lock_crate_steps(root));
     steps.extend(embed_steps(root));
@@ -572,11 +572,12 @@ fn qemu_steps() -> Vec<Step> {
         ]),
         Judge::ExitStatus,
     ));
-    // The network server (`mode=net`): a virtio-net driver, smoltcp and the RESP2 key-value
-    // server in the guest, driven from the host over QEMU's user network by `cargo xtask qemu
-    // --net --check`'s scripted session (PING, SET/GET, pipelining, INCR, an unknown command,
-    // two connections at once); QEMU is stopped at the end either way.
-    // The same driver on ARM `-M virt` (sabrelite has no virtio-mmio transports).
+    // The network server (`mode=net`): a virtio-net driver on core 0, and smoltcp and the RESP2
+    // key-value server on each of 2 cores, driven from the host over QEMU's user network by
+    // `cargo xtask qemu --net --check`'s scripted session (PING, SET/GET, pipelining, INCR, an
+    // unknown command, two connections at once, every socket taken, core 1's server with its
+    // own store); QEMU is stopped at the end either way. The same driver on ARM `-M virt`
+    // (sabrelite has no virtio-mmio transports). One core: `bench:redis-tiny`.
     let machines: [(&str, &[&str]); 2] = [
         ("net:x86_64-resp", &["--arch", "x86_64"]),
         (
@@ -587,7 +588,7 @@ fn qemu_steps() -> Vec<Step> {
     for (name, arch) in machines {
         let mut args: Vec<String> = vec!["qemu".into(), "--net".into(), "--check".into()];
         args.extend(arch.iter().map(|a| a.to_string()));
-        args.extend(["--smp", "1", "--timeout", NET_TIMEOUT_SECS].map(String::from));
+        args.extend(["--smp", "2", "--timeout", NET_TIMEOUT_SECS].map(String::from));
         steps.push(Step::from_result(name, cmd(args), Judge::ExitStatus));
     }
     // The real clients against the guest's server: the YCSB binding (built with Maven from
@@ -1061,12 +1062,20 @@ fn boot_demo_step(
         .fix(fix)
 }
 
-/// The loom step: every `kernel-locks/tests/loom_*.rs` target, under `--cfg kernel_locks_loom`
-/// (the crate's own loom cfg), in release mode, in
-/// its own target directory (changing `RUSTFLAGS` would otherwise rebuild everything in the main
-/// one, back and forth).
-fn loom_step(root: &Path) -> Step {
-    let tests_dir = root.join("kernel-locks").join("tests");
+/// The crates with loom models: (step, crate, the crate's own loom cfg, features the models
+/// need). Each crate has a cfg of its own, so that a program's global `--cfg loom` leaves it
+/// alone.
+const LOOM_CRATES: [(&str, &str, &str, &[&str]); 2] = [
+    // The RTM models use the simulated engines of `rtm::testing`.
+    ("loom", LOCK_CRATE, LOOM_CFG, &["testing"]),
+    ("loom:frame-ring", "frame-ring", "frame_ring_loom", &[]),
+];
+
+/// A loom step: every `<crate>/tests/loom_*.rs` target, under the crate's own loom cfg, in
+/// release mode, in its own target directory (changing `RUSTFLAGS` would otherwise rebuild
+/// everything in the main one, back and forth; the crates share it, each under its cfg).
+fn loom_step(root: &Path, (name, krate, cfg, features): (&str, &str, &str, &[&str])) -> Step {
+    let tests_dir = root.join(krate).join("tests");
     let mut targets: Vec<String> = fs::read_dir(&tests_dir)
         .into_iter()
         .flatten()
@@ -1082,31 +1091,25 @@ fn loom_step(root: &Path) -> Step {
             "no loom model tests found (expected {}/loom_*.rs)",
             display_rel(root, &tests_dir)
         );
-        return Step::from_result("loom", Err(why), Judge::Libtest);
+        return Step::from_result(name, Err(why), Judge::Libtest);
     }
     // Setting RUSTFLAGS replaces `build.rustflags` from .cargo/config.toml, so keep whatever the
     // environment already had and add the cfg.
     let rustflags = match std::env::var("RUSTFLAGS") {
-        Ok(flags) if !flags.trim().is_empty() => format!("{flags} --cfg {LOOM_CFG}"),
-        _ => format!("--cfg {LOOM_CFG}"),
+        Ok(flags) if !flags.trim().is_empty() => format!("{flags} --cfg {cfg}"),
+        _ => format!("--cfg {cfg}"),
     };
-    let mut cmd = Cmd::cargo().args([
-        "test",
-        "-p",
-        LOCK_CRATE,
-        "--release",
-        "--no-fail-fast",
-        // The RTM models use the simulated engines of `rtm::testing`.
-        "--features",
-        "testing",
-    ]);
+    let mut cmd = Cmd::cargo().args(["test", "-p", krate, "--release", "--no-fail-fast"]);
+    if !features.is_empty() {
+        cmd = cmd.args(["--features".to_owned(), features.join(",")]);
+    }
     for target in &targets {
         cmd = cmd.args(["--test", target]);
     }
     let cmd = cmd
         .env("RUSTFLAGS", rustflags)
         .env("CARGO_TARGET_DIR", crate::target_dir(root).join("loom"));
-    Step::new("loom", cmd, Judge::Libtest)
+    Step::new(name, cmd, Judge::Libtest)
 }
 
 /// `path` relative to `root` if it is inside it.
@@ -1612,6 +1615,7 @@ mod tests {
             "build:armv7a-none-eabi",
             "test",
             "loom",
+            "loom:frame-ring",
             "example:embed",
             "qemu:demo",
             "qemu:smp1-clh",
@@ -1710,11 +1714,15 @@ mod tests {
     #[test]
     fn loom_step_uses_its_own_target_dir_and_cfg() {
         let root = crate::workspace_root();
-        let step = loom_step(&root);
-        if let Ok(cmd) = step.cmd {
-            let shown = cmd.display();
-            assert!(shown.contains("--cfg kernel_locks_loom"), "{shown}");
+        for (c, cfg) in LOOM_CRATES
+            .into_iter()
+            .zip(["kernel_locks_loom", "frame_ring_loom"])
+        {
+            let step = loom_step(&root, c);
+            let shown = step.cmd.expect("the crate has loom tests").display();
+            assert!(shown.contains(&format!("--cfg {cfg}")), "{shown}");
             assert!(shown.contains("loom "), "{shown}");
+            assert!(shown.contains("loom_"), "{shown}");
             assert!(shown.contains("--release"), "{shown}");
         }
     }

@@ -95,16 +95,6 @@ fn stack(k: usize) -> (usize, usize) {
     (bottom, bottom + STACK_PAGES * PAGE)
 }
 
-/// The initial stack pointer at `top`: x86_64 enters a function with the stack 8 bytes below
-/// 16-byte alignment (as after a `call`); ARMv7 with it 8-byte aligned.
-fn initial_sp(top: usize) -> usize {
-    if cfg!(target_arch = "x86_64") {
-        top - 8
-    } else {
-        top
-    }
-}
-
 /// A RAM region the image gave the loader.
 #[derive(Clone, Copy, Debug, Default)]
 struct Region {
@@ -587,7 +577,7 @@ fn create(k: usize, space: usize, core: usize, prio: usize, arg: usize) -> Resul
         0,
     )?;
     let entry = super::entry as extern "C" fn(usize) -> ! as usize;
-    sys::write_registers(t, entry, initial_sp(stack(k).1), arg)
+    sys::write_registers(t, entry, sys::initial_sp(stack(k).1), arg)
 }
 
 /// Starts the thread in `L_THREAD` and drops the loader's capability to it.

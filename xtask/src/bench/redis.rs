@@ -18,9 +18,11 @@
 //! percentiles from the client's own output, utilisation per core and on average, and
 //! Xput = throughput / average utilisation (the paper's metric: throughput per fully busy core).
 //!
-//! Not built yet, and said so in the report: per-core network stacks (the server runs on core
-//! 0, so with more cores the others idle), and the Linux + Redis baseline on the same QEMU
-//! machine.
+//! The kernel's image runs one server per core (a smoltcp stack and a key-value store on each,
+//! fed by the virtio-net driver on core 0 through shared-memory rings; `servers::net`), on
+//! guest ports 6379 + k, as the Linux + Redis baseline (`linux.rs`) runs one `redis-server`
+//! per core: each client runs once per server, all at the same time, and the throughputs add
+//! up.
 
 use std::fmt::Write as _;
 use std::fs;
@@ -334,11 +336,12 @@ fn run_inner(root: &Path, args: &RunArgs, plan: &super::plan::Plan) -> Result<bo
         machine.cpu, machine.host_cores, machine.qemu, machine.rustc
     );
     let mut notes: Vec<String> = vec![
-        "One server (virtio-net driver, smoltcp stack and key-value server in one program) runs \
-         on core 0: per-core stacks are not built yet, so with more cores the others idle and \
-         the average utilisation, hence Xput, counts them idle."
+        "The kernel's image runs one server per core (a smoltcp stack and a key-value store \
+         each, guest port 6379 + core), fed by one virtio-net driver on core 0 through \
+         shared-memory rings; Linux runs one redis-server per core. Each client runs once per \
+         server, all at the same time, and the throughputs add up."
             .into(),
-        "The server blocks in Wait when smoltcp has nothing to do, but polls (checks its \
+        "A stack blocks in Wait when smoltcp has nothing to do, but polls (checks its \
          receive ring and yields) while smoltcp has a timer pending, for want of a timed wait \
          in the kernel: that time counts as busy."
             .into(),
@@ -451,8 +454,8 @@ fn run_inner(root: &Path, args: &RunArgs, plan: &super::plan::Plan) -> Result<bo
 
     let method = json!({
         "platform": "qemu (TCG, real time; the clients are real programs on the host)",
-        "network": "QEMU user networking (slirp), guest port 6379 forwarded to a host port on \
-                    127.0.0.1",
+        "network": "QEMU user networking (slirp), guest ports 6379 + k (core k's server) \
+                    forwarded to host ports on 127.0.0.1",
         "redis_benchmark": format!(
             "redis-benchmark -c {CONNECTIONS} -r 100000 --csv, -t set and -t get each with -n \
              {} unpipelined and -n {} with -P {PIPELINE}",
@@ -666,12 +669,12 @@ fn boot_ours(
         .map_err(|e| format!("qemu options {words:?}: {e}"))?
         .args;
     let server = crate::net::start(root, &qargs, elf, false)?;
-    let port = server.port;
+    let ports = server.ports();
     Ok((
         server,
         Target {
-            ports: vec![port],
-            probe: Probe::Info(port),
+            probe: Probe::Info(ports[0]),
+            ports,
         },
     ))
 }
@@ -682,9 +685,10 @@ fn boot_linux(
     baseline: &super::linux::Baseline,
     cores: u32,
 ) -> Result<(crate::net::Server, Target), String> {
-    let free = || crate::net::free_port().map_err(|e| format!("no free host port: {e}"));
-    let ports: Vec<u16> = (0..cores).map(|_| free()).collect::<Result<_, _>>()?;
-    let stat = free()?;
+    // The servers' ports, then /proc/stat's.
+    let base = crate::net::free_ports(cores + 1).map_err(|e| format!("no free host ports: {e}"))?;
+    let ports: Vec<u16> = (0..cores as u16).map(|k| base + k).collect();
+    let stat = base + cores as u16;
     let mut forwards: Vec<(u16, u16)> = ports
         .iter()
         .enumerate()
@@ -702,8 +706,14 @@ fn boot_linux(
         extra,
         console_port: 0,
     });
-    let server =
-        crate::net::start_cmd(root, &cmd, ports[0], Some(Duration::from_secs(120)), false)?;
+    let server = crate::net::start_cmd(
+        root,
+        &cmd,
+        base,
+        cores,
+        Some(Duration::from_secs(120)),
+        false,
+    )?;
     Ok((
         server,
         Target {
@@ -722,7 +732,7 @@ struct PointId<'a> {
 }
 
 /// Runs every client against a booted point: the rows measured and the errors of the clients
-/// that failed. With several server instances (Linux, one per core), each client runs once per
+/// that failed. With several server instances (one per core), each client runs once per
 /// instance, all at the same time, and the throughputs add up.
 fn measure(
     root: &Path,
