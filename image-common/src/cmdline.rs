@@ -88,8 +88,9 @@ pub struct Cmdline {
     pub stack_overflow: bool,
     /// `mode=fuzz`: the in-guest system-call fuzzer on every core (see `servers::fuzz`).
     pub fuzz: Option<Fuzz>,
-    /// `mode=net`: the network server (virtio-net driver, TCP/IP stack and RESP2 key-value
-    /// server, see `servers::net`) on core 0, running until the machine is stopped.
+    /// `mode=net`: the network server (virtio-net driver on core 0, a TCP/IP stack and RESP2
+    /// key-value server on every core, see `servers::net`), running until the machine is
+    /// stopped.
     pub net: bool,
     /// `cpus=N`: use at most N cores (the others are started and stay parked), so that a
     /// machine's core count can be chosen where there is no QEMU `-smp` (`cargo xtask flash
@@ -151,6 +152,11 @@ pub enum CmdlineError<'a> {
         /// The cores it would run on.
         cores: usize,
     },
+    /// The network server (`mode=net`) on several cores with `lock=none`.
+    NetWithoutLock {
+        /// The cores it would run on.
+        cores: usize,
+    },
 }
 
 impl fmt::Display for CmdlineError<'_> {
@@ -208,6 +214,12 @@ impl fmt::Display for CmdlineError<'_> {
                 "bench: the memory benchmark on {cores} cores maps pages into one address space \
                  from every core and lets pagers borrow each other's memory, which lock=none \
                  forbids (use cpus=1 or another lock)"
+            ),
+            CmdlineError::NetWithoutLock { cores } => write!(
+                f,
+                "mode=net on {cores} cores creates the stacks' threads on the other cores and \
+                 signals notifications across cores (driver and stacks wake each other), which \
+                 lock=none forbids (use cpus=1 or another lock)"
             ),
         }
     }
@@ -310,6 +322,9 @@ impl Cmdline {
     /// The configuration on `cores` cores, or the error if the benchmark asked for cannot run
     /// there under the lock asked for.
     pub fn on_cores(self, cores: usize) -> Result<Config, CmdlineError<'static>> {
+        if self.lock == LockChoice::None && self.net && cores > 1 {
+            return Err(CmdlineError::NetWithoutLock { cores });
+        }
         if let Some(kind) = self.bench {
             if self.lock == LockChoice::None && kind.shares_objects_across_cores(cores) {
                 return Err(match kind {
@@ -554,6 +569,17 @@ mod tests {
         let e = none.on_cores(2).unwrap_err();
         assert_eq!(e, CmdlineError::MemoryWithoutLock { cores: 2 });
         assert!(e.to_string().contains("use cpus=1 or another lock"));
+    }
+
+    #[test]
+    fn the_network_server_on_several_cores_needs_a_lock() {
+        let none = Cmdline::parse(words("lock=none mode=net")).unwrap();
+        assert!(none.on_cores(1).is_ok());
+        let e = none.on_cores(2).unwrap_err();
+        assert_eq!(e, CmdlineError::NetWithoutLock { cores: 2 });
+        assert!(e.to_string().contains("use cpus=1 or another lock"), "{e}");
+        let clh = Cmdline::parse(words("lock=clh mode=net")).unwrap();
+        assert!(clh.on_cores(2).is_ok());
     }
 
     #[test]

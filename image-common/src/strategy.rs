@@ -40,8 +40,8 @@ pub fn boot_with<B: Boot>(lock: LockChoice, cfg: Config, image: B) -> ! {
             // core c, the root task makes its management calls before any other core enters the
             // kernel (the other cores wait for its RELEASE), the pager test (a management call
             // after the release) is left out under this strategy (see `system::build`), and the
-            // command line refuses the shared client-server benchmark on several cores
-            // (`Cmdline::on_cores`).
+            // command line refuses the shared client-server benchmark, the memory benchmark and
+            // the network server on several cores (`Cmdline::on_cores`).
             image.boot(unsafe { NoLock::new() }, cfg)
         }
     }

@@ -642,8 +642,9 @@ fn give_memory<S: Strategy, A: Arch>(
 /// Builds `mode=net`: the root thread (priority 31, core 0) runs the network server
 /// (`servers::net`) instead of the root task, holding what the root task would (the machine's
 /// free RAM and device regions, the control capability, its own address space; see
-/// [`give_memory`]): it drives the NIC itself, so nothing else runs and nothing reports, and
-/// the run lasts until the machine is stopped. The other cores are never released.
+/// [`give_memory`]): it drives the NIC and creates the other cores' stack threads itself, so
+/// nothing else runs and nothing reports, and the run lasts until the machine is stopped. The
+/// server releases the other cores (`servers::debug::release_cores`).
 pub fn build_net<S: Strategy, A: Arch>(
     arch: &A,
     k: &mut Kernel<S, A::Hal>,

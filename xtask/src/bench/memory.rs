@@ -119,16 +119,6 @@ impl Sweep {
     }
 }
 
-/// The core counts `lock` runs on: all of `cores`, but `none` only on 1 core (pagers share
-/// state across cores, which no lock cannot protect; the guest refuses it).
-pub fn cores_for(lock: &str, cores: &[u32]) -> Vec<u32> {
-    cores
-        .iter()
-        .copied()
-        .filter(|&c| lock != "none" || c == 1)
-        .collect()
-}
-
 /// The guest boots of `platform` (`qemu-icount` or `qemu`) on `archs`, per board and lock.
 ///
 /// `qemu` (multi-threaded TCG, the cores in parallel): every core count with each pager mode
@@ -168,7 +158,10 @@ pub fn guest_runs(
                 };
                 if !icount {
                     let fits = |n: &u32| *n <= sweep.qemu_max_cores;
-                    for n in cores_for(lock.name(), &plan.cores).into_iter().filter(fits) {
+                    for n in super::cores_for(lock.name(), &plan.cores)
+                        .into_iter()
+                        .filter(fits)
+                    {
                         for &pager in &sweep.pagers {
                             runs.push(at(n, sweep.core_pages, pager));
                         }

@@ -365,6 +365,17 @@ pub const REDIS_TINY: [&str; 7] = [
     "--suite", "redis", "--lock", "clh", "--arch", "all", "--quick",
 ];
 
+/// The core counts `lock` runs on in the suites whose cores share kernel objects (the memory
+/// suite's pagers, the redis suite's driver and per-core stacks): all of `cores`, but `none`
+/// only on 1 core (no lock cannot protect what cores share; the guest refuses it).
+pub fn cores_for(lock: &str, cores: &[u32]) -> Vec<u32> {
+    cores
+        .iter()
+        .copied()
+        .filter(|&c| lock != "none" || c == 1)
+        .collect()
+}
+
 /// Runs `cargo xtask bench` (a run, or the subcommand given).
 pub fn run(root: &Path, args: &BenchArgs) -> ExitCode {
     match &args.command {

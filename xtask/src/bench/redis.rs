@@ -394,12 +394,20 @@ fn run_inner(root: &Path, args: &RunArgs, plan: &super::plan::Plan) -> Result<bo
         );
     }
 
+    if plan.locks.iter().any(|l| l.name() == "none") && cores.iter().any(|&c| c > 1) {
+        notes.push(
+            "lock=none runs on 1 core only: with more, the driver and the stacks signal each \
+             other's notifications across cores, which no lock cannot protect (the guest \
+             refuses it)."
+                .into(),
+        );
+    }
     // Points: (arch, the image and lock or (None) the Linux baseline, cores).
     type Point<'e> = (Arch, Option<(&'e PathBuf, Lock)>, u32);
     let mut points: Vec<Point> = Vec::new();
     for (arch, elf) in &elves {
         for &lock in &plan.locks {
-            for &n in &cores {
+            for n in super::cores_for(lock.name(), &cores) {
                 points.push((*arch, Some((elf, lock)), n));
             }
         }
