@@ -40,6 +40,13 @@ pub const NET: &[Tool] = &[Tool {
     package: "redis-tools",
 }];
 
+/// The user-mode network process of `cargo xtask qemu --net --network passt` and the
+/// `net:x86_64-c50-passt` step.
+pub const PASST: &[Tool] = &[Tool {
+    what: "passt",
+    package: "passt",
+}];
+
 /// The clients and the baseline server of `cargo xtask bench --suite redis` and its
 /// `bench:redis-tiny` step: redis-benchmark, and the real redis-server that the Linux baseline
 /// runs (copied into its initramfs).
@@ -242,7 +249,13 @@ mod tests {
             .and_then(|r| r.split(')').next())
             .expect(".ci/run has a packages=( ... ) list");
         let listed: Vec<&str> = list.split_whitespace().collect();
-        for t in QEMU.iter().chain(FLASH).chain(NET).chain(REDIS_BENCH) {
+        for t in QEMU
+            .iter()
+            .chain(FLASH)
+            .chain(NET)
+            .chain(PASST)
+            .chain(REDIS_BENCH)
+        {
             assert!(
                 listed.contains(&t.package),
                 ".ci/run does not install {} (for {})",

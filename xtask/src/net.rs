@@ -1,33 +1,42 @@
-//! `cargo xtask qemu --net`: boots the network server (`mode=net`, `servers::net`) with a
-//! virtio-net device on QEMU's user network, its port 6379 forwarded to a host port, and either
-//! serves until Ctrl-C or `--timeout`, or (`--check`) drives a scripted RESP session from the
-//! host and stops.
+//! `cargo xtask qemu --net`: boots the network server (`mode=net`, `servers::net`: the
+//! virtio-net driver on core 0, a stack and key-value server on every core) with a virtio-net
+//! device, the guest ports 6379, 6380, ... (core k's server on 6379 + k) forwarded to host ports
+//! on 127.0.0.1, and either serves until Ctrl-C or `--timeout`, runs a `--client` command with
+//! the ports in its environment, or (`--check`) drives a scripted RESP session from the host and
+//! stops.
 //!
-//! The session is a small RESP2 client written here: PING, SET/GET, 100
-//! pipelined SETs then 100 pipelined GETs, INCR and INCRBY, an unknown command, a second
-//! connection open at the same time as the first, sharing the store, a malformed request (a
-//! protocol error, then the server closes), a client leaving in the middle of a request, and
-//! as many connections as the guest has sockets plus one, which must be refused rather than
-//! hang; then the real `redis-cli` (Debian's redis-tools, installed with the QEMU packages
-//! for `--net`) runs PING, SET, GET, INCRBY and HSET, each on a connection of its own.
-//!
-//! Not in the check: `redis-benchmark -c 50` (issue 14 asks for it). Through QEMU's user
-//! network it fails with "Connection reset by peer" in about half the runs. The guest had 63 of
-//! its 64 sockets listening at the time (its `INFO` `# Sockets` section), so the resets come from
-//! slirp, which accepts forwarded connections itself with a backlog of 1. The test waits for
-//! passt or a tap device in a network namespace.
-//! QEMU is killed at the end whatever happens ([`Qemu`]'s `Drop`). Both machines with
+//! The session is a small RESP2 client written here. With several cores, core 1's server first
+//! (and so on): 100 pipelined SETs, a store of its own, its `INFO` naming its stack. Then core
+//! 0's: PING, SET/GET, 100 pipelined SETs then 100 pipelined GETs, INCR and INCRBY, an unknown
+//! command, a second connection open at the same time as the first, sharing the store, a
+//! malformed request (a protocol error, then the server closes), a client leaving in the middle
+//! of a request, and as many connections as the guest has sockets plus one, which must be
+//! refused rather than hang. Then the real `redis-cli` (Debian's redis-tools, installed with
+//! the QEMU packages for `--net`) runs PING, SET, GET, INCRBY and HSET, each on a connection of
+//! its own. QEMU is killed at the end whatever happens ([`Qemu`]'s `Drop`). Both machines with
 //! virtio-mmio transports run it: x86_64 `-M microvm` and ARM `-M virt` (sabrelite has no
 //! virtio; its i.MX6 FEC would need a driver of its own).
 //!
-//! QEMU's user network (slirp) accepts forwarded connections on the host side itself, with a
-//! listen backlog of 1, and connects to the guest afterwards: a host `connect` succeeds before
-//! the guest has seen anything, so readiness is the guest's `net: listening` line, and every
-//! read has a deadline.
+//! Two ways to the host (`--network`):
+//! - `user`, the default: QEMU's user network (slirp). It accepts forwarded connections on the
+//!   host side itself and connects to the guest afterwards: a host `connect` succeeds before the
+//!   guest has seen anything, so readiness is the guest's `net: listening` line, and every read
+//!   has a deadline.
+//! - `passt`: the passt process (Debian package), which QEMU reaches over a UNIX socket
+//!   (`-netdev stream`, QEMU 7.2 and later). It listens on the host ports itself and gives the
+//!   guest the same addresses as slirp (10.0.2.15/24, gateway 10.0.2.2), so the server needs no
+//!   change. A second, independent user-mode network: a result that holds on both is not an
+//!   artefact of slirp.
+//!
+//! `redis-benchmark -c 50` (steps `net:x86_64-c50` over slirp and `net:x86_64-c50-passt` over
+//! passt) once failed with "Connection reset by peer" on both. A capture (`-object
+//! filter-dump`) showed the resets were the guest's: between its tests redis-benchmark closes
+//! 50 connections and opens 50 new ones at once, and with 64 sockets the closing ones (last ACK
+//! still to come) left too few listening. The server has 128 per core since.
 
 use std::io::{self, BufRead, BufReader, Write};
 use std::net::{Ipv4Addr, TcpListener, TcpStream};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, ExitCode};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -43,7 +52,7 @@ const REPLY_SECS: u64 = 10;
 /// Keys of the pipelined batch.
 const BATCH: usize = 100;
 /// Connections the guest serves at once (`servers::net::SOCKETS`): one more is refused.
-const GUEST_SOCKETS: usize = 64;
+const GUEST_SOCKETS: usize = 128;
 
 /// QEMU options for the network device: user networking with host ports `port`,
 /// `port + 1`, ... on 127.0.0.1 forwarded to the `stacks` per-core servers' guest ports 6379,
@@ -68,6 +77,109 @@ pub fn qemu_args_forwarding(forwards: &[(u16, u16)]) -> Vec<String> {
         "-device".into(),
         "virtio-net-device,netdev=n0".into(),
     ]
+}
+
+/// How the guest's NIC reaches the host (`cargo xtask qemu --net --network ...`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Network {
+    /// QEMU's user network (slirp, built into QEMU).
+    User,
+    /// passt (Debian package `passt`): a user-mode network process that QEMU talks to over a
+    /// UNIX socket (`-netdev stream`); it forwards the host ports itself.
+    Passt,
+}
+
+/// The UNIX socket between passt and QEMU for host port `port` (in the temporary directory:
+/// passt, started as root, drops to user `nobody`).
+pub fn passt_socket(port: u16) -> PathBuf {
+    std::env::temp_dir().join(format!("locked-in-passt-{port}.socket"))
+}
+
+/// QEMU options for the network device on passt's socket for host port `port`.
+pub fn qemu_args_passt(port: u16) -> Vec<String> {
+    vec![
+        "-netdev".into(),
+        format!(
+            "stream,id=n0,server=off,addr.type=unix,addr.path={}",
+            passt_socket(port).display()
+        ),
+        "-device".into(),
+        "virtio-net-device,netdev=n0".into(),
+    ]
+}
+
+/// passt's command line: the guest's address, prefix and gateway as QEMU's user network has
+/// them (the server's static configuration), IPv4 only, no DHCP, and host ports `port`,
+/// `port + 1`, ... on 127.0.0.1 forwarded to the `stacks` servers' guest ports; in the
+/// foreground, quiet, and gone when QEMU disconnects (`-1`).
+pub fn passt_cmd(port: u16, stacks: u32) -> crate::proc::Cmd {
+    let last = stacks.max(1) as u16 - 1;
+    let spec = if last == 0 {
+        format!("127.0.0.1/{port}:{GUEST_PORT}")
+    } else {
+        format!(
+            "127.0.0.1/{port}-{}:{GUEST_PORT}-{}",
+            port + last,
+            GUEST_PORT + last
+        )
+    };
+    crate::proc::Cmd::new("passt").args([
+        "-f",
+        "-q",
+        "-1",
+        "-4",
+        "--no-dhcp",
+        "-s",
+        &passt_socket(port).display().to_string(),
+        "-a",
+        "10.0.2.15",
+        "-n",
+        "24",
+        "-g",
+        "10.0.2.2",
+        "-t",
+        &spec,
+    ])
+}
+
+/// A running passt: killed on drop, its socket removed.
+struct Passt {
+    child: Child,
+    socket: PathBuf,
+}
+
+impl Passt {
+    /// Starts passt for host port `port` and waits (at most 5 s) for its socket.
+    fn start(root: &Path, port: u16, stacks: u32) -> Result<Passt, String> {
+        let socket = passt_socket(port);
+        let _ = std::fs::remove_file(&socket);
+        let cmd = passt_cmd(port, stacks);
+        let child = cmd
+            .spawn_quiet(root)
+            .map_err(|e| format!("could not run {}: {e}", cmd.display()))?;
+        let mut passt = Passt { child, socket };
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !passt.socket.exists() {
+            if let Ok(Some(status)) = passt.child.try_wait() {
+                return Err(format!("{} exited ({status})", cmd.display()));
+            }
+            if Instant::now() > deadline {
+                return Err(format!("{} made no socket within 5 s", cmd.display()));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // The socket file appears at bind(); listen() follows at once.
+        std::thread::sleep(Duration::from_millis(50));
+        Ok(passt)
+    }
+}
+
+impl Drop for Passt {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_file(&self.socket);
+    }
 }
 
 /// A free TCP port on 127.0.0.1 (the kernel picks one; it is free again when this returns,
@@ -178,6 +290,8 @@ fn guest_failed(line: &str) -> bool {
 /// servers.
 pub struct Server {
     qemu: Qemu,
+    /// passt, with `--network passt` (dropped after QEMU).
+    _passt: Option<Passt>,
     /// The host port forwarded to the guest's [`GUEST_PORT`] (core 0's server); core `k`'s
     /// is `port + k`.
     pub port: u16,
@@ -210,13 +324,31 @@ pub fn start(root: &Path, args: &QemuArgs, elf: &Path, echo: bool) -> Result<Ser
         .map_err(|e| format!("no free host port: {e}"))?;
     let mut args = args.clone();
     args.port = Some(port);
-    let limit = args.timeout.map(Duration::from_secs);
-    start_cmd(root, &qemu_cmd(&args, elf), port, args.smp, limit, echo)
+    // The boot may take [`BOOT_SECS`], or the whole `--timeout` if that is shorter.
+    let boot = Duration::from_secs(BOOT_SECS).min(
+        args.timeout
+            .map(Duration::from_secs)
+            .unwrap_or(Duration::MAX),
+    );
+    let passt = match args.network {
+        Some(Network::Passt) => Some(Passt::start(root, port, args.smp)?),
+        _ => None,
+    };
+    let mut server = start_cmd(
+        root,
+        &qemu_cmd(&args, elf),
+        port,
+        args.smp,
+        Some(boot),
+        echo,
+    )?;
+    server._passt = passt;
+    Ok(server)
 }
 
 /// Starts the QEMU command `cmd`, whose guest's `stacks` servers serve on host ports `port`,
-/// `port + 1`, ..., and waits for its `net: listening` line (at most [`BOOT_SECS`], or `limit`
-/// if shorter).
+/// `port + 1`, ..., and waits for its `net: listening` line (at most `limit`, or [`BOOT_SECS`]
+/// without one: Linux asks for longer).
 pub fn start_cmd(
     root: &Path,
     cmd: &crate::proc::Cmd,
@@ -230,7 +362,7 @@ pub fn start_cmd(
     }
     let started = Instant::now();
     let mut qemu = Qemu::spawn(cmd, root, echo).map_err(|e| format!("could not run QEMU: {e}"))?;
-    let boot = Duration::from_secs(BOOT_SECS).min(limit.unwrap_or(Duration::MAX));
+    let boot = limit.unwrap_or(Duration::from_secs(BOOT_SECS));
     if let Err(why) = qemu.wait_for(
         |l| l.contains("net: listening on"),
         guest_failed,
@@ -244,6 +376,7 @@ pub fn start_cmd(
     }
     Ok(Server {
         qemu,
+        _passt: None,
         port,
         stacks,
         started,
@@ -262,6 +395,7 @@ pub fn run(root: &Path, args: &QemuArgs, elf: &Path) -> ExitCode {
     let ports = server.ports();
     let Server {
         mut qemu,
+        _passt,
         port,
         stacks,
         started: start,
@@ -801,6 +935,21 @@ mod tests {
             &"user,id=n0,hostfwd=tcp:127.0.0.1:16379-:6379,hostfwd=tcp:127.0.0.1:16380-:6380"
                 .to_owned()
         ));
+    }
+
+    #[test]
+    fn passt_forwards_every_core_and_qemu_reaches_it_by_its_socket() {
+        let one = passt_cmd(16379, 1).display();
+        assert!(one.contains("-t 127.0.0.1/16379:6379"), "{one}");
+        assert!(one.contains("-a 10.0.2.15 -n 24 -g 10.0.2.2"), "{one}");
+        let two = passt_cmd(16379, 2).display();
+        assert!(two.contains("-t 127.0.0.1/16379-16380:6379-6380"), "{two}");
+        let sock = passt_socket(16379).display().to_string();
+        assert!(two.contains(&format!("-s {sock}")), "{two}");
+        let q = qemu_args_passt(16379);
+        assert!(q.contains(&format!(
+            "stream,id=n0,server=off,addr.type=unix,addr.path={sock}"
+        )));
     }
 
     #[test]

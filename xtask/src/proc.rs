@@ -157,6 +157,16 @@ impl Cmd {
         })
     }
 
+    /// Starts the command in `dir` in the background, its standard streams closed (a helper
+    /// process whose output nobody reads, such as passt).
+    pub fn spawn_quiet(&self, dir: &Path) -> io::Result<Child> {
+        self.command(dir)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+    }
+
     /// Starts the command in `dir` with standard input closed and stdout and stderr merged into
     /// one pipe, read by a thread that sends each line (without its line end) on the returned
     /// channel; the channel closes once every process holding the pipe has exited.

@@ -258,6 +258,11 @@ pub struct QemuArgs {
     #[arg(long, conflicts_with_all = ["tests", "stack_overflow", "fuzz", "memory"])]
     pub net: bool,
 
+    /// `--net`: how the NIC reaches the host: `user` (QEMU's user network, slirp; the default)
+    /// or `passt` (the passt process, Debian package `passt`, over `-netdev stream`).
+    #[arg(long, value_enum, requires = "net")]
+    pub network: Option<crate::net::Network>,
+
     /// `--net`: the host port forwarded to core 0's server (guest port 6379); core `k`'s is this
     /// port + k (default: free ones).
     #[arg(long, requires = "net")]
@@ -526,7 +531,10 @@ pub fn qemu_cmd(args: &QemuArgs, elf: &Path) -> Cmd {
         Vec::new()
     };
     if let Some(port) = args.port.filter(|_| args.net) {
-        extra.extend(crate::net::qemu_args(port, args.smp));
+        extra.extend(match args.network {
+            Some(crate::net::Network::Passt) => crate::net::qemu_args_passt(port),
+            _ => crate::net::qemu_args(port, args.smp),
+        });
     }
     if let Some(n) = args.numa {
         let board = crate::board::for_qemu_machine_or_exit(machine.name());
@@ -967,6 +975,9 @@ pub fn run(root: &Path, args: &QemuArgs) -> ExitCode {
     if args.net {
         tools.extend_from_slice(crate::deps::NET);
     }
+    if args.network == Some(crate::net::Network::Passt) {
+        tools.extend_from_slice(crate::deps::PASST);
+    }
     if let Err(why) = crate::deps::ensure("cargo xtask qemu", &tools) {
         eprintln!("{why}");
         return ExitCode::FAILURE;
@@ -1301,6 +1312,7 @@ mod tests {
             rounds: None,
             timeout: None,
             net: false,
+            network: None,
             port: None,
             check: false,
             client: None,

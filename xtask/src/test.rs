@@ -591,6 +591,47 @@ fn qemu_steps() -> Vec<Step> {
         args.extend(["--smp", "2", "--timeout", NET_TIMEOUT_SECS].map(String::from));
         steps.push(Step::from_result(name, cmd(args), Judge::ExitStatus));
     }
+    // redis-benchmark with 50 connections at once against every core's server (issue 14's
+    // `-c 50`; each of its tests closes 50 connections and opens 50 new ones at once), over
+    // QEMU's user network and over passt. Fails if a connection is refused or reset
+    // (redis-benchmark exits non-zero).
+    let c50 = "for p in $(echo $REDIS_TEST_PORTS | tr , ' '); do \
+               redis-benchmark -p $p -c 50 -n 5000 -r 100000 -t set,get,incr -q || exit 1; done";
+    for (name, network, tools) in [
+        (
+            "net:x86_64-c50",
+            "user",
+            &[("redis-benchmark", "redis-tools")][..],
+        ),
+        (
+            "net:x86_64-c50-passt",
+            "passt",
+            &[("redis-benchmark", "redis-tools"), ("passt", "passt")][..],
+        ),
+    ] {
+        let args = [
+            "qemu",
+            "--net",
+            "--network",
+            network,
+            "--arch",
+            "x86_64",
+            "--smp",
+            "2",
+            "--timeout",
+            "300",
+            "--client",
+            c50,
+        ];
+        steps.push(
+            Step::from_result(
+                name,
+                cmd(args.map(String::from).to_vec()),
+                Judge::ExitStatus,
+            )
+            .tools(tools),
+        );
+    }
     // The real clients against the guest's server: the YCSB binding (built with Maven from
     // `site.ycsb:core` and Jedis) runs its JUnit round trips with `REDIS_TEST_PORT` set, so a
     // server that does not answer fails them, then YCSB itself loads 100 records and runs 2000
@@ -1187,6 +1228,7 @@ pub fn run(root: &Path, args: &TestArgs) -> ExitCode {
     }
     if needs(&["net"]) {
         tools.extend_from_slice(crate::deps::NET);
+        tools.extend_from_slice(crate::deps::PASST);
     }
     if needs(&["bench:redis"]) {
         tools.extend_from_slice(crate::deps::REDIS_BENCH);
@@ -1629,6 +1671,8 @@ mod tests {
             "net:x86_64-resp",
             "net:armv7-virt-resp",
             "net:x86_64-ycsb",
+            "net:x86_64-c50",
+            "net:x86_64-c50-passt",
             "bench:tiny",
             "bench:memory-tiny",
             "bench:redis-tiny",

@@ -3,6 +3,8 @@
 //! stack it is for ([`demux`](super::demux)) and every frame the stacks put in their transmit
 //! rings into a DMA buffer for the device.
 
+use core::sync::atomic::Ordering::Relaxed;
+
 use frame_ring::{Consumer, Producer};
 
 use abi::PageAttrs;
@@ -156,6 +158,8 @@ pub struct Driver {
     wake: [CapSlot; abi::limits::MAX_CPUS],
     /// The stack whose transmit ring is drained first next time (round robin).
     next_tx: usize,
+    /// A received frame (its buffer and length) whose ring was full: delivered first next time.
+    held: Option<(u16, usize)>,
 }
 
 impl Driver {
@@ -229,6 +233,7 @@ impl Driver {
                 from_stacks,
                 wake,
                 next_tx: 0,
+                held: None,
             },
             mac,
             own_mac,
@@ -237,12 +242,23 @@ impl Driver {
 
     /// Moves frames: received ones into the stacks' rings (waking the stacks that sleep), and
     /// the stacks' outgoing ones to the device. Returns whether anything moved.
+    ///
+    /// A frame whose ring is full stays with the driver ([`Driver::held`]), and the frames
+    /// behind it stay in the device, until the stack has taken some: nothing is dropped. The
+    /// device then runs out of receive buffers and QEMU queues what arrives (its network
+    /// backends hold packets while a device cannot receive), as a NIC's flow control would.
     pub fn pump(&mut self) -> bool {
         let n = self.links.len();
         let mut got = 0usize;
         let mut received = false;
-        while let Some((id, len)) = self.rx.q.take_used() {
-            let (id, len) = (id as u16, len as usize);
+        loop {
+            let (id, len) = match self.held.take() {
+                Some(h) => h,
+                None => match self.rx.q.take_used() {
+                    Some((id, len)) => (id as u16, len as usize),
+                    None => break,
+                },
+            };
             if usize::from(id) >= RX_BUFFERS {
                 continue;
             }
@@ -253,7 +269,22 @@ impl Driver {
                 // by the device (the used ring's barrier in `take_used` orders them before
                 // this read), and the device does not touch it until `post` gives it back.
                 let frame = unsafe { core::slice::from_raw_parts(at as *const u8, len - HDR) };
-                match classify(frame, PORT, n) {
+                let dest = classify(frame, PORT, n);
+                let full = match dest {
+                    Dest::Stack(k) => self.to_stacks[k].is_full(),
+                    Dest::All => self.to_stacks.iter_mut().any(|p| p.is_full()),
+                };
+                if full {
+                    let k = match dest {
+                        Dest::Stack(k) => k,
+                        Dest::All => 0,
+                    };
+                    let waits = &self.links[k].waits;
+                    waits.store(waits.load(Relaxed) + 1, Relaxed);
+                    self.held = Some((id, len));
+                    break;
+                }
+                match dest {
                     Dest::Stack(k) => {
                         deliver(&mut self.to_stacks[k], &self.links[k], frame);
                         got |= 1 << k;
@@ -308,7 +339,9 @@ impl Driver {
 
     /// Whether there is work: a received frame, or a frame a stack wants sent.
     pub fn pending(&mut self) -> bool {
-        self.rx.q.has_used() || self.from_stacks.iter_mut().any(|c| !c.is_empty())
+        self.held.is_some()
+            || self.rx.q.has_used()
+            || self.from_stacks.iter_mut().any(|c| !c.is_empty())
     }
 
     /// Sends one ARP request for the gateway, so that QEMU's user network learns the guest's
@@ -338,19 +371,16 @@ impl Driver {
     }
 }
 
-/// Copies `frame` into a stack's receive ring, or counts it dropped when the ring is full (the
-/// stack is behind; TCP sends it again). The driver is the counters' only writer.
+/// Copies `frame` into a stack's receive ring (the caller checked it has room) and counts it.
+/// The driver is the counter's only writer.
 fn deliver(p: &mut Producer<'static, RING_SLOTS, MAX_FRAME>, link: &Link, frame: &[u8]) {
-    use core::sync::atomic::Ordering::Relaxed;
     let pushed = p.push(|slot| {
         let len = frame.len().min(MAX_FRAME);
         slot[..len].copy_from_slice(&frame[..len]);
         (len, ())
     });
-    let counter = if pushed.is_some() {
-        &link.delivered
-    } else {
-        &link.dropped
-    };
-    counter.store(counter.load(Relaxed) + 1, Relaxed);
+    if pushed.is_some() {
+        link.delivered
+            .store(link.delivered.load(Relaxed) + 1, Relaxed);
+    }
 }

@@ -368,7 +368,8 @@ static SOCKET_STATES: [[AtomicUsize; 4]; abi::limits::MAX_CPUS] =
 /// counter's frequency and word size (on 32-bit machines the values are the low word: the
 /// reader takes differences modulo `2^word_bits`, over intervals shorter than a wrap).
 /// `# Sockets`: this stack's sockets by state ([`SOCKET_STATES`]). `# Net`: the stacks, this
-/// one's port, and the frames the driver put in its ring or dropped because it was full.
+/// one's port, the frames the driver put in its ring, and how often the driver found the ring
+/// full and waited.
 fn info_sections(w: &mut dyn core::fmt::Write) -> core::fmt::Result {
     use abi::syscall::info as kinfo;
     let cpus = debug::info(info::CPUS).clamp(1, abi::limits::MAX_CPUS);
@@ -395,16 +396,16 @@ fn info_sections(w: &mut dyn core::fmt::Write) -> core::fmt::Result {
          sockets_connected:{connected}\r\nsockets_closing:{closing}\r\n\
          sockets_time_wait:{time_wait}\r\n"
     )?;
-    let (delivered, dropped) = stacks.get(k).map_or((0, 0), |l| {
+    let (delivered, waits) = stacks.get(k).map_or((0, 0), |l| {
         (
             l.delivered.load(Ordering::Relaxed),
-            l.dropped.load(Ordering::Relaxed),
+            l.waits.load(Ordering::Relaxed),
         )
     });
     write!(
         w,
         "\r\n# Net\r\nstacks:{}\r\nstack:{k}\r\nport:{}\r\nframes_delivered:{delivered}\r\n\
-         frames_dropped:{dropped}\r\n",
+         ring_full_waits:{waits}\r\n",
         stacks.len(),
         PORT as usize + k
     )

@@ -486,7 +486,7 @@ fn run_inner(root: &Path, args: &RunArgs, plan: &super::plan::Plan) -> Result<bo
         ),
         "xput": "throughput / average utilisation over the guest's cores",
         "retries": format!(
-            "a client run that fails (QEMU's user network resets a connect now and then) is run \
+            "a client run that fails (a connect reset, say) is run \
              again, up to {ATTEMPTS} attempts; the console shows each retry"
         ),
         "quick": args.quick,
@@ -877,9 +877,10 @@ fn measure(
 /// One client run: what it measured, each core's utilisation, its wall time.
 type Run = (Measured, Vec<f64>, f64);
 
-/// Attempts per client run. QEMU's user network now and then resets a connect when several
-/// arrive at once (slirp accepts forwarded connections itself, with a backlog of 1); a client
-/// that fails is run again, and only the third failure is an error. Each retry is printed.
+/// Attempts per client run: a client that fails is run again, and only the third failure is an
+/// error. Each retry is printed and the report's method says so. (Connects used to be reset
+/// when a client closed and reopened its connections at once and the server had too few
+/// sockets; a safety net now.)
 const ATTEMPTS: usize = 3;
 
 /// `f` until it succeeds, at most [`ATTEMPTS`] times; the last error otherwise.
