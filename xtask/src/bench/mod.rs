@@ -108,17 +108,22 @@ built, a few more for a first build. Every lock (the default) takes 2-4 minutes.
 --cores 1 takes well under a minute once built (`cargo xtask test --only bench:tiny`: ~10 s).
 
 REDIS SUITE: `cargo xtask bench --suite redis [--lock ...] [--arch ...] [--cores 1,2]
-[--quick]` boots the network image (mode=net: virtio-net driver, smoltcp, the Redis-protocol
-server on core 0) under QEMU TCG for every arch (x86_64 microvm, ARMv7 virt), lock and core
-count (default 1), and drives it with redis-benchmark (SET and GET, 4 connections, unpipelined
-and -P 16) and YCSB 0.17.0 workload A (bench/ycsb-redis: load 32000 records, run 20000
-operations; --quick: 1000 and 2000), each client 3 times per boot (--quick: once; the median
-run is kept). Utilisation per core comes from the server's INFO `# CPU` section (the kernel's
-idle accounting) sampled every 500 ms while a client runs; Xput = throughput / average
-utilisation. Files, in a folder per run under <target>/bench/redis/runs/ (latest:
+[--quick]` boots the network image (mode=net: a virtio-net driver on core 0 feeding a smoltcp
+stack and Redis-protocol server on every core, core k's on guest port 6379+k) under QEMU TCG
+for every arch (x86_64 microvm, ARMv7 virt), lock and core count (default 1 and 2; lock=none
+on 1 core only), and drives every core's server at once with redis-benchmark (SET and GET, 4
+connections, unpipelined and -P 16) and YCSB 0.17.0 workload A (bench/ycsb-redis: load 32000
+records, run 20000 operations; --quick: 1000 and 2000), each client 3 times per boot (--quick:
+once; the median run is kept), throughputs summed over the cores. Utilisation per core comes
+from the server's INFO `# CPU` section (the kernel's idle accounting) sampled every 500 ms
+while a client runs; Xput = throughput / average utilisation. The Linux + Redis baseline
+(x86_64: Debian's kernel and the real redis-server, one per core, on the same QEMU machine,
+built from Debian packages at bench time; --no-linux leaves it out) runs the same clients.
+Files, in a folder per run under <target>/bench/redis/runs/ (latest:
 <target>/bench/redis/latest) or --out: results.json, results.csv, report.md,
-fig3-redis-throughput and fig4-redis-xput (SVG and PNG). Needs redis-tools, Java and Maven
-(the binding is built on first use). Not yet: per-core stacks, the Linux + Redis baseline.
+fig3-redis-throughput and fig4-redis-xput (SVG and PNG). Needs redis-tools, redis-server,
+Java and Maven (the binding is built on first use). TIME (2-vCPU VM): about 18 minutes for
+every lock, both arches and 1-2 cores; --quick about a minute.
 
 MEMORY SUITE: `cargo xtask bench --suite memory` measures the per-core-pager paper's workload
 (per-core-pager-fiasco; servers::memory in the guest, docs/memory.md): one worker per core
@@ -360,9 +365,10 @@ pub const MEMORY_TINY: [&str; 15] = [
 ];
 
 /// The options of the redis suite's tiny end-to-end configuration that `cargo xtask test` runs
-/// as `bench:redis-tiny`: locks none and clh on both architectures, 1 core, `--quick`.
-pub const REDIS_TINY: [&str; 7] = [
-    "--suite", "redis", "--lock", "clh", "--arch", "all", "--quick",
+/// as `bench:redis-tiny`: locks none (1 core) and clh (1 and 2 cores) on both architectures,
+/// and the Linux baseline, `--quick`.
+pub const REDIS_TINY: [&str; 9] = [
+    "--suite", "redis", "--lock", "clh", "--arch", "all", "--cores", "1,2", "--quick",
 ];
 
 /// The core counts `lock` runs on in the suites whose cores share kernel objects (the memory
