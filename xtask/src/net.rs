@@ -1,5 +1,5 @@
 //! `cargo xtask qemu --net`: boots the network server (`mode=net`, `servers::net`) with a
-//! virtio-net device on QEMU's user network, its port 6379 forwarded to a host port, and either
+//! NIC on QEMU's user network (virtio-net; on sabrelite the i.MX6's own ENET), its port 6379 forwarded to a host port, and either
 //! serves until Ctrl-C or `--timeout`, or (`--check`) drives a scripted RESP session from the
 //! host and stops.
 //!
@@ -16,9 +16,10 @@
 //! its 64 sockets listening at the time (its `INFO` `# Sockets` section), so the resets come from
 //! slirp, which accepts forwarded connections itself with a backlog of 1. The test waits for
 //! passt or a tap device in a network namespace.
-//! QEMU is killed at the end whatever happens ([`Qemu`]'s `Drop`). Both machines with
-//! virtio-mmio transports run it: x86_64 `-M microvm` and ARM `-M virt` (sabrelite has no
-//! virtio; its i.MX6 FEC would need a driver of its own).
+//! QEMU is killed at the end whatever happens ([`Qemu`]'s `Drop`). The machines with
+//! virtio-mmio transports run it with virtio-net (x86_64 `-M microvm`, ARM `-M virt`), and
+//! ARM `-M sabrelite` with its i.MX6 ENET (QEMU's `imx.enet`; the guest's `servers::net::enet`
+//! driver).
 //!
 //! QEMU's user network (slirp) accepts forwarded connections on the host side itself, with a
 //! listen backlog of 1, and connects to the guest afterwards: a host `connect` succeeds before
@@ -32,7 +33,7 @@ use std::process::{Child, ExitCode};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use crate::qemu::{qemu_cmd, QemuArgs};
+use crate::qemu::{qemu_cmd, Machine, QemuArgs};
 
 /// The guest port the server listens on (`servers::net::PORT`).
 pub const GUEST_PORT: u16 = 6379;
@@ -47,27 +48,34 @@ const GUEST_SOCKETS: usize = 64;
 
 /// QEMU options for the network device: user networking with host ports `port`,
 /// `port + 1`, ... on 127.0.0.1 forwarded to the `stacks` per-core servers' guest ports 6379,
-/// 6380, ..., and a virtio-net device on a virtio-mmio transport (microvm and ARM virt; the
-/// board's options already ask for modern virtio-mmio).
-pub fn qemu_args(port: u16, stacks: u32) -> Vec<String> {
+/// 6380, ..., and `machine`'s NIC ([`nic_args`]).
+pub fn qemu_args(port: u16, stacks: u32, machine: Machine) -> Vec<String> {
     let forwards: Vec<(u16, u16)> = (0..stacks as u16)
         .map(|k| (port + k, GUEST_PORT + k))
         .collect();
-    qemu_args_forwarding(&forwards)
+    qemu_args_forwarding(&forwards, machine)
 }
 
 /// [`qemu_args`] with any number of (host port, guest port) forwards.
-pub fn qemu_args_forwarding(forwards: &[(u16, u16)]) -> Vec<String> {
+pub fn qemu_args_forwarding(forwards: &[(u16, u16)], machine: Machine) -> Vec<String> {
     let mut netdev = "user,id=n0".to_owned();
     for (host, guest) in forwards {
         netdev.push_str(&format!(",hostfwd=tcp:127.0.0.1:{host}-:{guest}"));
     }
-    vec![
-        "-netdev".into(),
-        netdev,
-        "-device".into(),
-        "virtio-net-device,netdev=n0".into(),
-    ]
+    let mut args = vec!["-netdev".into(), netdev];
+    args.extend(nic_args(machine));
+    args
+}
+
+/// The NIC attached to the user network `n0`: a virtio-net device on a virtio-mmio transport
+/// (microvm and ARM virt; the board's options already ask for modern virtio-mmio), or, on
+/// sabrelite, the i.MX6's own ENET (QEMU's `imx.enet`, built into the SoC model: it takes the
+/// first `-net nic`).
+pub fn nic_args(machine: Machine) -> Vec<String> {
+    match machine {
+        Machine::Sabrelite => vec!["-net".into(), "nic,netdev=n0,model=imx.enet".into()],
+        _ => vec!["-device".into(), "virtio-net-device,netdev=n0".into()],
+    }
 }
 
 /// A free TCP port on 127.0.0.1 (the kernel picks one; it is free again when this returns,
@@ -793,14 +801,29 @@ mod tests {
 
     #[test]
     fn forwards_the_host_port_to_the_guest_port() {
-        let a = qemu_args(16379, 1);
+        let a = qemu_args(16379, 1, Machine::Microvm);
         assert!(a.contains(&"user,id=n0,hostfwd=tcp:127.0.0.1:16379-:6379".to_owned()));
         assert!(a.contains(&"virtio-net-device,netdev=n0".to_owned()));
-        let two = qemu_args(16379, 2);
+        let two = qemu_args(16379, 2, Machine::Virt);
         assert!(two.contains(
             &"user,id=n0,hostfwd=tcp:127.0.0.1:16379-:6379,hostfwd=tcp:127.0.0.1:16380-:6380"
                 .to_owned()
         ));
+        assert_eq!(two[2..], ["-device", "virtio-net-device,netdev=n0"]);
+    }
+
+    #[test]
+    fn sabrelite_uses_its_own_enet() {
+        let a = qemu_args(16379, 2, Machine::Sabrelite);
+        assert_eq!(
+            a,
+            [
+                "-netdev",
+                "user,id=n0,hostfwd=tcp:127.0.0.1:16379-:6379,hostfwd=tcp:127.0.0.1:16380-:6380",
+                "-net",
+                "nic,netdev=n0,model=imx.enet"
+            ]
+        );
     }
 
     #[test]
