@@ -1,6 +1,6 @@
-//! `cargo xtask qemu --net`: boots the network server (`mode=net`, `servers::net`: the
-//! virtio-net driver on core 0, a stack and key-value server on every core) with a virtio-net
-//! device, the guest ports 6379, 6380, ... (core k's server on 6379 + k) forwarded to host ports
+//! `cargo xtask qemu --net`: boots the network server (`mode=net`, `servers::net`: the NIC
+//! driver on core 0, a stack and key-value server on every core) with a NIC (virtio-net; on
+//! sabrelite the i.MX6's own ENET, QEMU's `imx.enet`), the guest ports 6379, 6380, ... (core k's server on 6379 + k) forwarded to host ports
 //! on 127.0.0.1, and either serves until Ctrl-C or `--timeout`, runs a `--client` command with
 //! the ports in its environment, or (`--check`) drives a scripted RESP session from the host and
 //! stops.
@@ -13,9 +13,9 @@
 //! of a request, and as many connections as the guest has sockets plus one, which must be
 //! refused rather than hang. Then the real `redis-cli` (Debian's redis-tools, installed with
 //! the QEMU packages for `--net`) runs PING, SET, GET, INCRBY and HSET, each on a connection of
-//! its own. QEMU is killed at the end whatever happens ([`Qemu`]'s `Drop`). Both machines with
-//! virtio-mmio transports run it: x86_64 `-M microvm` and ARM `-M virt` (sabrelite has no
-//! virtio; its i.MX6 FEC would need a driver of its own).
+//! its own. QEMU is killed at the end whatever happens ([`Qemu`]'s `Drop`). The machines with
+//! virtio-mmio transports run it with virtio-net (x86_64 `-M microvm`, ARM `-M virt`), and
+//! ARM `-M sabrelite` with its i.MX6 ENET (the guest's `servers::net::enet` driver).
 //!
 //! Two ways to the host (`--network`):
 //! - `user`, the default: QEMU's user network (slirp). It accepts forwarded connections on the
@@ -41,7 +41,7 @@ use std::process::{Child, ExitCode};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use crate::qemu::{qemu_cmd, QemuArgs};
+use crate::qemu::{qemu_cmd, Machine, QemuArgs};
 
 /// The guest port the server listens on (`servers::net::PORT`).
 pub const GUEST_PORT: u16 = 6379;
@@ -56,27 +56,34 @@ const GUEST_SOCKETS: usize = 128;
 
 /// QEMU options for the network device: user networking with host ports `port`,
 /// `port + 1`, ... on 127.0.0.1 forwarded to the `stacks` per-core servers' guest ports 6379,
-/// 6380, ..., and a virtio-net device on a virtio-mmio transport (microvm and ARM virt; the
-/// board's options already ask for modern virtio-mmio).
-pub fn qemu_args(port: u16, stacks: u32) -> Vec<String> {
+/// 6380, ..., and `machine`'s NIC ([`nic_args`]).
+pub fn qemu_args(port: u16, stacks: u32, machine: Machine) -> Vec<String> {
     let forwards: Vec<(u16, u16)> = (0..stacks as u16)
         .map(|k| (port + k, GUEST_PORT + k))
         .collect();
-    qemu_args_forwarding(&forwards)
+    qemu_args_forwarding(&forwards, machine)
 }
 
 /// [`qemu_args`] with any number of (host port, guest port) forwards.
-pub fn qemu_args_forwarding(forwards: &[(u16, u16)]) -> Vec<String> {
+pub fn qemu_args_forwarding(forwards: &[(u16, u16)], machine: Machine) -> Vec<String> {
     let mut netdev = "user,id=n0".to_owned();
     for (host, guest) in forwards {
         netdev.push_str(&format!(",hostfwd=tcp:127.0.0.1:{host}-:{guest}"));
     }
-    vec![
-        "-netdev".into(),
-        netdev,
-        "-device".into(),
-        "virtio-net-device,netdev=n0".into(),
-    ]
+    let mut args = vec!["-netdev".into(), netdev];
+    args.extend(nic_args(machine));
+    args
+}
+
+/// The NIC attached to the user network `n0`: a virtio-net device on a virtio-mmio transport
+/// (microvm and ARM virt; the board's options already ask for modern virtio-mmio), or, on
+/// sabrelite, the i.MX6's own ENET (QEMU's `imx.enet`, built into the SoC model: it takes the
+/// first `-net nic`).
+pub fn nic_args(machine: Machine) -> Vec<String> {
+    match machine {
+        Machine::Sabrelite => vec!["-net".into(), "nic,netdev=n0,model=imx.enet".into()],
+        _ => vec!["-device".into(), "virtio-net-device,netdev=n0".into()],
+    }
 }
 
 /// How the guest's NIC reaches the host (`cargo xtask qemu --net --network ...`).
@@ -95,17 +102,17 @@ pub fn passt_socket(port: u16) -> PathBuf {
     std::env::temp_dir().join(format!("locked-in-passt-{port}.socket"))
 }
 
-/// QEMU options for the network device on passt's socket for host port `port`.
-pub fn qemu_args_passt(port: u16) -> Vec<String> {
-    vec![
+/// QEMU options for the network device on `machine`, on passt's socket for host port `port`.
+pub fn qemu_args_passt(port: u16, machine: Machine) -> Vec<String> {
+    let mut args = vec![
         "-netdev".into(),
         format!(
             "stream,id=n0,server=off,addr.type=unix,addr.path={}",
             passt_socket(port).display()
         ),
-        "-device".into(),
-        "virtio-net-device,netdev=n0".into(),
-    ]
+    ];
+    args.extend(nic_args(machine));
+    args
 }
 
 /// passt's command line: the guest's address, prefix and gateway as QEMU's user network has
@@ -927,14 +934,29 @@ mod tests {
 
     #[test]
     fn forwards_the_host_port_to_the_guest_port() {
-        let a = qemu_args(16379, 1);
+        let a = qemu_args(16379, 1, Machine::Microvm);
         assert!(a.contains(&"user,id=n0,hostfwd=tcp:127.0.0.1:16379-:6379".to_owned()));
         assert!(a.contains(&"virtio-net-device,netdev=n0".to_owned()));
-        let two = qemu_args(16379, 2);
+        let two = qemu_args(16379, 2, Machine::Virt);
         assert!(two.contains(
             &"user,id=n0,hostfwd=tcp:127.0.0.1:16379-:6379,hostfwd=tcp:127.0.0.1:16380-:6380"
                 .to_owned()
         ));
+        assert_eq!(two[2..], ["-device", "virtio-net-device,netdev=n0"]);
+    }
+
+    #[test]
+    fn sabrelite_uses_its_own_enet() {
+        let a = qemu_args(16379, 2, Machine::Sabrelite);
+        assert_eq!(
+            a,
+            [
+                "-netdev",
+                "user,id=n0,hostfwd=tcp:127.0.0.1:16379-:6379,hostfwd=tcp:127.0.0.1:16380-:6380",
+                "-net",
+                "nic,netdev=n0,model=imx.enet"
+            ]
+        );
     }
 
     #[test]
@@ -946,7 +968,7 @@ mod tests {
         assert!(two.contains("-t 127.0.0.1/16379-16380:6379-6380"), "{two}");
         let sock = passt_socket(16379).display().to_string();
         assert!(two.contains(&format!("-s {sock}")), "{two}");
-        let q = qemu_args_passt(16379);
+        let q = qemu_args_passt(16379, Machine::Microvm);
         assert!(q.contains(&format!(
             "stream,id=n0,server=off,addr.type=unix,addr.path={sock}"
         )));

@@ -250,8 +250,8 @@ pub struct QemuArgs {
     #[arg(long)]
     pub timeout: Option<u64>,
 
-    /// Boot the network server (`mode=net`, see `servers::net`): a user-level virtio-net driver
-    /// on core 0 and, on every core, a TCP/IP stack and a Redis-protocol key-value server,
+    /// Boot the network server (`mode=net`, see `servers::net`): a user-level NIC driver
+    /// (virtio-net; the i.MX6 ENET on sabrelite) on core 0 and, on every core, a TCP/IP stack and a Redis-protocol key-value server,
     /// reachable from the host through QEMU's user network on forwarded ports (`redis-cli -p
     /// PORT ping`, printed when the server is up; core k's server on PORT + k). Runs until
     /// Ctrl-C or `--timeout`.
@@ -532,8 +532,8 @@ pub fn qemu_cmd(args: &QemuArgs, elf: &Path) -> Cmd {
     };
     if let Some(port) = args.port.filter(|_| args.net) {
         extra.extend(match args.network {
-            Some(crate::net::Network::Passt) => crate::net::qemu_args_passt(port),
-            _ => crate::net::qemu_args(port, args.smp),
+            Some(crate::net::Network::Passt) => crate::net::qemu_args_passt(port, machine),
+            _ => crate::net::qemu_args(port, args.smp, machine),
         });
     }
     if let Some(n) = args.numa {
@@ -1333,6 +1333,19 @@ mod tests {
              'lock=clh mode=net rounds=500' -global virtio-mmio.force-legacy=false -device \
              virtio-rng-device -netdev user,id=n0,hostfwd=tcp:127.0.0.1:16379-:6379 -device \
              virtio-net-device,netdev=n0"
+        );
+        // sabrelite: the SoC's own ENET on the same user network.
+        let mut imx = default_args(Arch::Armv7);
+        imx.net = true;
+        imx.smp = 2;
+        imx.port = Some(16379);
+        imx.machine = Some(Machine::Sabrelite);
+        assert_eq!(
+            qemu_cmd(&imx, Path::new("/img")).display(),
+            "qemu-system-arm -M sabrelite -m 1G -smp 2 -display none -serial stdio -semihosting \
+             -no-reboot -kernel /img -append 'lock=clh mode=net rounds=500' -netdev \
+             user,id=n0,hostfwd=tcp:127.0.0.1:16379-:6379,hostfwd=tcp:127.0.0.1:16380-:6380 \
+             -net nic,netdev=n0,model=imx.enet"
         );
     }
 

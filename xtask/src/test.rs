@@ -572,17 +572,22 @@ fn qemu_steps() -> Vec<Step> {
         ]),
         Judge::ExitStatus,
     ));
-    // The network server (`mode=net`): a virtio-net driver on core 0, and smoltcp and the RESP2
+    // The network server (`mode=net`): a NIC driver on core 0, and smoltcp and the RESP2
     // key-value server on each of 2 cores, driven from the host over QEMU's user network by
     // `cargo xtask qemu --net --check`'s scripted session (PING, SET/GET, pipelining, INCR, an
     // unknown command, two connections at once, every socket taken, core 1's server with its
-    // own store); QEMU is stopped at the end either way. The same driver on ARM `-M virt`
-    // (sabrelite has no virtio-mmio transports). One core: `bench:redis-tiny`.
-    let machines: [(&str, &[&str]); 2] = [
+    // own store); QEMU is stopped at the end either way. The virtio-net driver on x86_64
+    // microvm and ARM `-M virt`, the i.MX6 ENET driver on sabrelite. One core:
+    // `bench:redis-tiny`.
+    let machines: [(&str, &[&str]); 3] = [
         ("net:x86_64-resp", &["--arch", "x86_64"]),
         (
             "net:armv7-virt-resp",
             &["--arch", "armv7", "--machine", "virt"],
+        ),
+        (
+            "net:armv7-sabrelite-resp",
+            &["--arch", "armv7", "--machine", "sabrelite"],
         ),
     ];
     for (name, arch) in machines {
@@ -1671,6 +1676,7 @@ mod tests {
             "qemu:armv7-sabrelite-console-uart2",
             "net:x86_64-resp",
             "net:armv7-virt-resp",
+            "net:armv7-sabrelite-resp",
             "net:x86_64-ycsb",
             "net:x86_64-c50",
             "net:x86_64-c50-passt",

@@ -1,7 +1,14 @@
-//! The virtio-net driver on core 0 (see the module docs of [`super`]): it finds and starts
-//! the device, copies every received frame from its DMA buffer into the receive ring of the
-//! stack it is for ([`demux`](super::demux)) and every frame the stacks put in their transmit
-//! rings into a DMA buffer for the device.
+//! The NIC driver on core 0 (see the module docs of [`super`]): it finds and starts the
+//! board's network device, copies every received frame from its DMA buffer into the receive
+//! ring of the stack it is for ([`demux`](super::demux)) and every frame the stacks put in
+//! their transmit rings into a DMA buffer for the device.
+//!
+//! The moving of frames ([`Driver`]) is written once; what differs between devices is behind
+//! [`Nic`], whose methods each device implements: [`VirtioNet`] (virtio-net on a virtio-mmio
+//! transport: x86_64 `-M microvm`, ARM `-M virt`) and [`Enet`] (the i.MX6 ENET of
+//! `-M sabrelite`). Which one is found is decided by the root's device regions ([`board`]).
+
+use core::fmt;
 
 use core::sync::atomic::Ordering::Relaxed;
 
@@ -10,146 +17,190 @@ use frame_ring::{Consumer, Producer};
 use abi::PageAttrs;
 
 use super::demux::{classify, Dest};
+use super::enet::{self, Enet};
+use super::virtio_net::{self, VirtioNet};
 use super::{Link, DMA_VA, MAX_FRAME, PAGE, PORT, RING_SLOTS};
 use crate::abi::slot;
 use crate::sys::{self, slot as s, CapSlot};
-use crate::virtio::{self, Queue, Transport};
 
-/// Entries of each virtqueue.
-pub const QUEUE_ENTRIES: u16 = 32;
-/// Receive buffers (one per receive-queue entry).
-pub const RX_BUFFERS: usize = QUEUE_ENTRIES as usize;
-/// Transmit buffers (one per transmit-queue entry).
-pub const TX_BUFFERS: usize = QUEUE_ENTRIES as usize;
-/// Bytes of a frame buffer: the 12-byte header and an Ethernet frame of up to 1514 bytes.
+/// Receive buffers (and descriptors), for either device.
+pub const RX_BUFFERS: usize = 32;
+/// Transmit buffers (and descriptors).
+pub const TX_BUFFERS: usize = 32;
+/// Bytes of a frame buffer: room for an Ethernet frame of up to 1514 bytes and the device's
+/// header (virtio-net's 12 bytes) or trailer (the ENET's 4-byte FCS).
 pub const BUF_SIZE: usize = 2048;
-/// Bytes of the `virtio_net_hdr` in front of every frame (virtio 1.x: `num_buffers` included).
-const HDR: usize = 12;
-/// DMA pages: the two queues' rings, then the receive and the transmit buffers.
+/// DMA pages: two pages of rings or descriptors, then the receive and the transmit buffers.
 pub const DMA_PAGES: usize = 2 + (RX_BUFFERS + TX_BUFFERS) * BUF_SIZE / PAGE;
-/// Feature bit 5: the device has a MAC address in its configuration space.
-const F_MAC: u64 = 1 << 5;
+// A frame fits a buffer with virtio-net's header or the ENET's FCS.
+const _: () = assert!(BUF_SIZE >= MAX_FRAME + 12 && BUF_SIZE >= MAX_FRAME + 4);
+/// The address used when the device has none: locally administered, unicast.
+pub const MADE_UP_MAC: [u8; 6] = [0x02, 0x00, 0x00, 0x00, 0x00, 0x01];
 /// Where the device registers are mapped.
 const DEV_VA: usize = 0x1900_0000;
 
-/// The board's virtio-mmio window: its name, transports and first transport's interrupt line
-/// (the layouts of `devtest`).
-fn window(base: usize) -> Option<(&'static str, usize, usize)> {
-    match base {
-        0xFEB0_0000 => Some(("x86_64 microvm", 24, 24)),
-        0x0A00_0000 => Some(("ARM virt", 32, 16)),
-        _ => None,
+/// The network device the root's device regions announce.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Board {
+    /// Virtio-mmio transports in the first region.
+    Virtio(virtio_net::Window),
+    /// The i.MX6 ENET, the root's device region `region` (0-based).
+    Enet { region: usize },
+}
+
+/// The board whose root device regions start at the physical addresses `bases` (`None`: no
+/// region in that slot): the ENET wherever its region is (sabrelite: after the spare UART),
+/// else virtio-mmio transports if the first region is a known window.
+pub fn board(bases: &[Option<usize>]) -> Option<Board> {
+    if let Some(region) = bases.iter().position(|&b| b == Some(enet::BASE)) {
+        return Some(Board::Enet { region });
+    }
+    bases
+        .first()
+        .copied()
+        .flatten()
+        .and_then(virtio_net::window)
+        .map(Board::Virtio)
+}
+
+/// The network device found on the board, its registers mapped, not yet started.
+pub enum Found {
+    Virtio(virtio_net::Found),
+    /// The ENET, its registers mapped at the address held.
+    Enet(usize),
+}
+
+impl Found {
+    /// The device's interrupt line.
+    pub fn irq(&self) -> usize {
+        match self {
+            Found::Virtio(f) => f.irq,
+            Found::Enet(_) => enet::IRQ,
+        }
     }
 }
 
-/// The virtio-net device found on the board, not yet started.
-pub struct Found {
-    /// Its transport.
-    pub transport: Transport,
-    /// The board, for the console.
-    pub board: &'static str,
-    /// The transport's index.
-    pub index: usize,
-    /// Its interrupt line.
-    pub irq: usize,
+impl fmt::Display for Found {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Found::Virtio(v) => write!(f, "virtio-net on {} transport {}", v.board, v.index),
+            Found::Enet(_) => write!(f, "i.MX6 ENET on sabrelite"),
+        }
+    }
 }
 
-/// Maps the board's virtio-mmio transports (uncached) and finds the virtio-net device.
+/// Finds the board's network device and maps its registers (uncached).
 pub fn find() -> Result<Found, &'static str> {
-    let dev = s(slot::ROOT_DEVICE);
-    let aspace = s(slot::ROOT_ASPACE);
-    let (base, pages, _) = sys::mem_info(dev).map_err(|_| "no device region")?;
-    let (board, count, irq_base) = window(base).ok_or("no virtio-mmio transports on this board")?;
-    for p in 0..pages {
+    let mut bases = [None; slot::ROOT_DEVICE_SLOTS];
+    let mut pages = [0; slot::ROOT_DEVICE_SLOTS];
+    for (i, (b, p)) in bases.iter_mut().zip(pages.iter_mut()).enumerate() {
+        if let Ok((base, n, _)) = sys::mem_info(s(slot::ROOT_DEVICE + i)) {
+            (*b, *p) = (Some(base), n);
+        }
+    }
+    let board = board(&bases).ok_or(
+        "no network device on this board: neither virtio-mmio transports (x86_64 microvm, \
+         ARM virt) nor the i.MX6 ENET (sabrelite) among the root's device regions",
+    )?;
+    let region = match board {
+        Board::Virtio(_) => 0,
+        Board::Enet { region } => region,
+    };
+    let dev = s(slot::ROOT_DEVICE + region);
+    for p in 0..pages[region] {
         let va = DEV_VA + p * PAGE;
-        sys::map_page(aspace, dev, p, va, PageAttrs::WRITE | PageAttrs::DEVICE)
-            .map_err(|_| "mapping the device registers failed")?;
+        sys::map_page(
+            s(slot::ROOT_ASPACE),
+            dev,
+            p,
+            va,
+            PageAttrs::WRITE | PageAttrs::DEVICE,
+        )
+        .map_err(|_| "mapping the device registers failed")?;
     }
-    for index in 0..count.min(pages * PAGE / virtio::TRANSPORT_SIZE) {
-        // SAFETY: the transport's registers lie in the pages mapped just above.
-        let transport = unsafe { Transport::new(DEV_VA + index * virtio::TRANSPORT_SIZE) };
-        match transport.probe() {
-            Ok(virtio::DEVICE_NET) => {
-                return Ok(Found {
-                    transport,
-                    board,
-                    index,
-                    irq: irq_base + index,
-                })
-            }
-            Err(virtio::VirtioError::Legacy) => {
-                return Err("legacy virtio-mmio transport (version 1): start QEMU with \
-                            -global virtio-mmio.force-legacy=false");
-            }
-            _ => {}
+    match board {
+        Board::Virtio(w) => {
+            // SAFETY: the window's pages were mapped at DEV_VA just above, device memory, for
+            // the rest of the run.
+            unsafe { virtio_net::find(w, DEV_VA, pages[region]) }.map(Found::Virtio)
         }
-    }
-    Err(
-        "no virtio-net device on the virtio-mmio transports (QEMU needs \
-         -device virtio-net-device,netdev=...)",
-    )
-}
-
-struct RxSide {
-    q: Queue,
-    va: usize,
-    phys: u64,
-}
-
-struct TxSide {
-    q: Queue,
-    va: usize,
-    phys: u64,
-    /// Bit `i`: transmit buffer (and descriptor) `i` is free.
-    free: u64,
-}
-
-impl RxSide {
-    /// Gives receive buffer `i` (back) to the device.
-    fn post(&mut self, i: u16) {
-        let off = usize::from(i) * BUF_SIZE;
-        self.q
-            .submit(i, self.phys + off as u64, BUF_SIZE as u32, true);
+        Board::Enet { .. } if pages[region] < enet::PAGES => {
+            Err("the ENET's device region is smaller than its 16 KiB of registers")
+        }
+        Board::Enet { .. } => Ok(Found::Enet(DEV_VA)),
     }
 }
 
-impl TxSide {
-    /// Takes back the buffers the device has sent.
-    fn reclaim(&mut self) {
-        while let Some((id, _)) = self.q.take_used() {
-            if (id as usize) < TX_BUFFERS {
-                self.free |= 1 << id;
-            }
+/// The device, as the driver uses it: each method is the device's own.
+pub enum Nic {
+    Virtio(VirtioNet),
+    Enet(Enet),
+}
+
+impl Nic {
+    /// Hands the received frames (Ethernet header on, no device header or FCS) to `f`, in
+    /// order, and gives each buffer back to the device, which is told once at the end; returns
+    /// whether any buffer came back. When `f` answers `false` the frame is not taken: it stays
+    /// first in line for the next call, and this call stops.
+    fn receive(&mut self, f: impl FnMut(&[u8]) -> bool) -> bool {
+        match self {
+            Nic::Virtio(n) => n.receive(f),
+            Nic::Enet(n) => n.receive(f),
         }
     }
 
-    /// Queues `frame` in a free buffer (the caller checked there is one; the device is told
-    /// later, once per batch).
+    /// Whether a received frame waits for [`Nic::receive`].
+    fn has_received(&self) -> bool {
+        match self {
+            Nic::Virtio(n) => n.has_received(),
+            Nic::Enet(n) => n.has_received(),
+        }
+    }
+
+    /// Takes back the transmit buffers the device is done with; returns whether one is free.
+    fn reclaim(&mut self) -> bool {
+        match self {
+            Nic::Virtio(n) => n.reclaim(),
+            Nic::Enet(n) => n.reclaim(),
+        }
+    }
+
+    /// Whether a transmit buffer is free (as of the last [`Nic::reclaim`]).
+    fn can_send(&self) -> bool {
+        match self {
+            Nic::Virtio(n) => n.can_send(),
+            Nic::Enet(n) => n.can_send(),
+        }
+    }
+
+    /// Queues `frame` in a free transmit buffer (the caller checked [`Nic::can_send`]).
     fn send(&mut self, frame: &[u8]) {
-        let i = self.free.trailing_zeros() as usize;
-        self.free &= !(1 << i);
-        let len = frame.len().min(BUF_SIZE - HDR);
-        // SAFETY: transmit buffer `i` is mapped and free (the device is done with it); the
-        // header and the frame fit its BUF_SIZE bytes.
-        let buf = unsafe {
-            core::slice::from_raw_parts_mut((self.va + i * BUF_SIZE) as *mut u8, HDR + len)
-        };
-        buf[..HDR].fill(0);
-        buf[HDR..].copy_from_slice(&frame[..len]);
-        self.q.submit(
-            i as u16,
-            self.phys + (i * BUF_SIZE) as u64,
-            (HDR + len) as u32,
-            false,
-        );
+        match self {
+            Nic::Virtio(n) => n.send(frame),
+            Nic::Enet(n) => n.send(frame),
+        }
+    }
+
+    /// Tells the device about the frames [`Nic::send`] queued.
+    fn flush(&mut self) {
+        match self {
+            Nic::Virtio(n) => n.flush(),
+            Nic::Enet(n) => n.flush(),
+        }
+    }
+
+    /// Acknowledges the device's interrupt (it deasserts its line).
+    fn ack_interrupt(&mut self) {
+        match self {
+            Nic::Virtio(n) => n.ack_interrupt(),
+            Nic::Enet(n) => n.ack_interrupt(),
+        }
     }
 }
 
-/// The running driver: the device's queues and the driver's ends of every stack's rings.
+/// The running driver: the device and the driver's ends of every stack's rings.
 pub struct Driver {
-    transport: Transport,
-    rx: RxSide,
-    tx: TxSide,
+    nic: Nic,
     links: &'static [Link],
     /// Per stack: the receive ring's producer and the transmit ring's consumer.
     to_stacks: heapless::Vec<Producer<'static, RING_SLOTS, MAX_FRAME>, { abi::limits::MAX_CPUS }>,
@@ -158,8 +209,6 @@ pub struct Driver {
     wake: [CapSlot; abi::limits::MAX_CPUS],
     /// The stack whose transmit ring is drained first next time (round robin).
     next_tx: usize,
-    /// A received frame (its buffer and length) whose ring was full: delivered first next time.
-    held: Option<(u16, usize)>,
 }
 
 impl Driver {
@@ -169,51 +218,27 @@ impl Driver {
     ///
     /// # Safety
     /// Nothing else produces into the links' receive rings or consumes from their transmit
-    /// rings while the driver lives.
+    /// rings while the driver lives; the [`DMA_PAGES`] pages at [`DMA_VA`] are RAM at
+    /// physical `phys`, mapped writable, and used by nothing else.
     pub unsafe fn start(
         found: &Found,
         phys: u64,
         links: &'static [Link],
         wake: [CapSlot; abi::limits::MAX_CPUS],
     ) -> Result<(Driver, [u8; 6], bool), &'static str> {
-        let t = found.transport;
-        let features = t
-            .negotiate(F_MAC)
-            .map_err(|_| "the virtio-net device refused VIRTIO_F_VERSION_1")?;
-        let rxq = t
-            .setup_queue(0, QUEUE_ENTRIES, DMA_VA, phys)
-            .map_err(|_| "the virtio-net device has no usable receive queue")?;
-        let mut txq = t
-            .setup_queue(1, QUEUE_ENTRIES, DMA_VA + PAGE, phys + PAGE as u64)
-            .map_err(|_| "the virtio-net device has no usable transmit queue")?;
-        // Transmit buffers are reclaimed when a buffer is needed: no interrupt for them.
-        txq.suppress_interrupts();
-        let own_mac = features & F_MAC != 0;
-        let mac = if own_mac {
-            core::array::from_fn(|i| t.config_byte(i))
-        } else {
-            // Locally administered, unicast.
-            [0x02, 0x00, 0x00, 0x00, 0x00, 0x01]
+        let (nic, mac, own_mac) = match found {
+            Found::Virtio(f) => {
+                // SAFETY: the caller's promise about the DMA pages.
+                let (n, mac, own) = unsafe { VirtioNet::start(f, DMA_VA, phys)? };
+                (Nic::Virtio(n), mac, own)
+            }
+            &Found::Enet(regs) => {
+                // SAFETY: `find` mapped the ENET's registers at `regs` for the rest of the
+                // run; the caller's promise about the DMA pages.
+                let (n, mac, own) = unsafe { Enet::start(regs, DMA_VA, phys)? };
+                (Nic::Enet(n), mac, own)
+            }
         };
-        let bufs = DMA_VA + 2 * PAGE;
-        let bufs_phys = phys + 2 * PAGE as u64;
-        let tx_off = RX_BUFFERS * BUF_SIZE;
-        let mut rx = RxSide {
-            q: rxq,
-            va: bufs,
-            phys: bufs_phys,
-        };
-        for i in 0..RX_BUFFERS {
-            rx.post(i as u16);
-        }
-        let tx = TxSide {
-            q: txq,
-            va: bufs + tx_off,
-            phys: bufs_phys + tx_off as u64,
-            free: (1u64 << TX_BUFFERS) - 1,
-        };
-        t.driver_ok();
-        t.notify_queue(0);
         let mut to_stacks = heapless::Vec::new();
         let mut from_stacks = heapless::Vec::new();
         for link in links {
@@ -225,15 +250,12 @@ impl Driver {
         }
         Ok((
             Driver {
-                transport: t,
-                rx,
-                tx,
+                nic,
                 links,
                 to_stacks,
                 from_stacks,
                 wake,
                 next_tx: 0,
-                held: None,
             },
             mac,
             own_mac,
@@ -243,66 +265,44 @@ impl Driver {
     /// Moves frames: received ones into the stacks' rings (waking the stacks that sleep), and
     /// the stacks' outgoing ones to the device. Returns whether anything moved.
     ///
-    /// A frame whose ring is full stays with the driver ([`Driver::held`]), and the frames
-    /// behind it stay in the device, until the stack has taken some: nothing is dropped. The
-    /// device then runs out of receive buffers and QEMU queues what arrives (its network
-    /// backends hold packets while a device cannot receive), as a NIC's flow control would.
+    /// A frame whose ring is full stays in the device (the NIC keeps it for the next
+    /// [`Nic::receive`]), and the frames behind it too, until the stack has taken some: nothing
+    /// is dropped. The device then runs out of receive buffers and QEMU queues what arrives (its
+    /// network backends hold packets while a device cannot receive), as a NIC's flow control
+    /// would.
     pub fn pump(&mut self) -> bool {
         let n = self.links.len();
         let mut got = 0usize;
-        let mut received = false;
-        loop {
-            let (id, len) = match self.held.take() {
-                Some(h) => h,
-                None => match self.rx.q.take_used() {
-                    Some((id, len)) => (id as u16, len as usize),
-                    None => break,
-                },
+        let (links, to_stacks) = (self.links, &mut self.to_stacks);
+        let received = self.nic.receive(|frame| {
+            let dest = classify(frame, PORT, n);
+            let full = match dest {
+                Dest::Stack(k) => to_stacks[k].is_full(),
+                Dest::All => to_stacks.iter_mut().any(|p| p.is_full()),
             };
-            if usize::from(id) >= RX_BUFFERS {
-                continue;
-            }
-            // Anything no frame could be is dropped; the buffer goes back either way.
-            if len > HDR && len <= BUF_SIZE {
-                let at = self.rx.va + usize::from(id) * BUF_SIZE + HDR;
-                // SAFETY: receive buffer `id` is mapped, `len` <= BUF_SIZE bytes were written
-                // by the device (the used ring's barrier in `take_used` orders them before
-                // this read), and the device does not touch it until `post` gives it back.
-                let frame = unsafe { core::slice::from_raw_parts(at as *const u8, len - HDR) };
-                let dest = classify(frame, PORT, n);
-                let full = match dest {
-                    Dest::Stack(k) => self.to_stacks[k].is_full(),
-                    Dest::All => self.to_stacks.iter_mut().any(|p| p.is_full()),
+            if full {
+                let k = match dest {
+                    Dest::Stack(k) => k,
+                    Dest::All => 0,
                 };
-                if full {
-                    let k = match dest {
-                        Dest::Stack(k) => k,
-                        Dest::All => 0,
-                    };
-                    let waits = &self.links[k].waits;
-                    waits.store(waits.load(Relaxed) + 1, Relaxed);
-                    self.held = Some((id, len));
-                    break;
+                let waits = &links[k].waits;
+                waits.store(waits.load(Relaxed) + 1, Relaxed);
+                return false;
+            }
+            match dest {
+                Dest::Stack(k) => {
+                    deliver(&mut to_stacks[k], &links[k], frame);
+                    got |= 1 << k;
                 }
-                match dest {
-                    Dest::Stack(k) => {
-                        deliver(&mut self.to_stacks[k], &self.links[k], frame);
-                        got |= 1 << k;
+                Dest::All => {
+                    for (k, p) in to_stacks.iter_mut().enumerate() {
+                        deliver(p, &links[k], frame);
                     }
-                    Dest::All => {
-                        for (k, p) in self.to_stacks.iter_mut().enumerate() {
-                            deliver(p, &self.links[k], frame);
-                        }
-                        got = (1 << n) - 1;
-                    }
+                    got = (1 << n) - 1;
                 }
             }
-            self.rx.post(id);
-            received = true;
-        }
-        if received {
-            self.transport.notify_queue(0);
-        }
+            true
+        });
         // Stack 0 is this thread: it looks at its ring next, without a wake-up.
         for k in 1..n {
             if got & 1 << k != 0 && self.links[k].bell.needs_wake() {
@@ -317,14 +317,14 @@ impl Driver {
     /// The stacks' outgoing frames to the device, as many as it has buffers for, taking the
     /// rings in turn.
     fn transmit(&mut self) -> bool {
-        self.tx.reclaim();
+        self.nic.reclaim();
         let n = self.from_stacks.len();
         let mut sent = false;
         for j in 0..n {
             let k = (self.next_tx + j) % n;
-            while self.tx.free != 0 {
-                let tx = &mut self.tx;
-                if self.from_stacks[k].pop(|f| tx.send(f)).is_none() {
+            while self.nic.can_send() {
+                let nic = &mut self.nic;
+                if self.from_stacks[k].pop(|f| nic.send(f)).is_none() {
                     break;
                 }
                 sent = true;
@@ -332,16 +332,14 @@ impl Driver {
         }
         self.next_tx = (self.next_tx + 1) % n;
         if sent {
-            self.transport.notify_queue(1);
+            self.nic.flush();
         }
         sent
     }
 
     /// Whether there is work: a received frame, or a frame a stack wants sent.
     pub fn pending(&mut self) -> bool {
-        self.held.is_some()
-            || self.rx.q.has_used()
-            || self.from_stacks.iter_mut().any(|c| !c.is_empty())
+        self.nic.has_received() || self.from_stacks.iter_mut().any(|c| !c.is_empty())
     }
 
     /// Sends one ARP request for the gateway, so that QEMU's user network learns the guest's
@@ -357,16 +355,15 @@ impl Driver {
         f[22..28].copy_from_slice(&mac);
         f[28..32].copy_from_slice(&address);
         f[38..42].copy_from_slice(&gateway);
-        self.tx.reclaim();
-        if self.tx.free != 0 {
-            self.tx.send(&f);
-            self.transport.notify_queue(1);
+        if self.nic.reclaim() {
+            self.nic.send(&f);
+            self.nic.flush();
         }
     }
 
     /// After a wake-up with the interrupt's bit: acknowledges the device, then the line.
     pub fn ack_interrupt(&mut self, irq_handler: CapSlot) {
-        self.transport.ack_interrupt();
+        self.nic.ack_interrupt();
         let _ = sys::ack_irq(irq_handler);
     }
 }
@@ -382,5 +379,31 @@ fn deliver(p: &mut Producer<'static, RING_SLOTS, MAX_FRAME>, link: &Link, frame:
     if pushed.is_some() {
         link.delivered
             .store(link.delivered.load(Relaxed) + 1, Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_board_is_told_by_the_root_device_regions() {
+        // microvm and virt: virtio-mmio transports in the first region.
+        let microvm = board(&[Some(0xFEB0_0000), None]);
+        assert!(matches!(microvm, Some(Board::Virtio(w)) if w.irq_base == 24));
+        let virt = board(&[Some(0x0A00_0000), Some(0x0901_0000)]);
+        assert!(matches!(virt, Some(Board::Virtio(w)) if w.irq_base == 16));
+        // sabrelite: the spare UART first (UART2, or UART1 with the console on UART2), then
+        // the ENET.
+        for uart in [0x021E_8000, 0x0202_0000] {
+            assert_eq!(
+                board(&[Some(uart), Some(enet::BASE)]),
+                Some(Board::Enet { region: 1 })
+            );
+        }
+        // No known device: pc/q35 (no virtio-mmio), or nothing at all.
+        assert_eq!(board(&[Some(0xFEC0_0000), None]), None);
+        assert_eq!(board(&[None, None]), None);
+        assert_eq!(board(&[]), None);
     }
 }

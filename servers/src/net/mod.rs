@@ -1,19 +1,27 @@
-//! The network server of `mode=net`: a user-level virtio-net driver on core 0 and, on every
-//! core, a smoltcp TCP/IP stack with a Redis-protocol (RESP2) key-value server (`kv-resp`).
+//! The network server of `mode=net`: a user-level NIC driver on core 0 and, on every core, a
+//! smoltcp TCP/IP stack with a Redis-protocol (RESP2) key-value server (`kv-resp`).
 //! Stack `k` runs on core `k` and listens on TCP port [`PORT`]` + k`, as Linux runs one
 //! `redis-server` per core in the benchmark's baseline. The root thread of `mode=net` (core 0,
 //! which holds the machine's RAM and device regions and the control capability) is the driver
 //! and stack 0; it creates the other stacks' threads in its own address space.
 //!
 //! # The driver
-//! [`driver`] finds the virtio-net device by scanning the board's virtio-mmio transports for
-//! [`virtio::DEVICE_NET`](crate::virtio::DEVICE_NET) (QEMU `-device
-//! virtio-net-device,netdev=...`; `cargo xtask qemu --net` adds it), maps the transports'
-//! registers uncached, and takes [`DMA_PAGES`] pages of RAM whose physical addresses it asks
-//! the kernel for (`MemInfo`): one page of rings per queue and 2 KiB frame buffers. It
-//! negotiates `VIRTIO_F_VERSION_1` and, if offered, `VIRTIO_NET_F_MAC` (else it makes up a
-//! locally administered address), and nothing else: no offloads and no merged receive
-//! buffers, so every frame is one buffer of at most 1514 bytes after the 12-byte header.
+//! [`driver`] finds the board's NIC by the root's device regions and maps its registers
+//! uncached: on x86_64 microvm and ARM virt a virtio-net device on one of the virtio-mmio
+//! transports ([`virtio::DEVICE_NET`](crate::virtio::DEVICE_NET); QEMU `-device
+//! virtio-net-device,netdev=...`, which `cargo xtask qemu --net` adds), on the i.MX6 Sabre
+//! Lite the SoC's ENET ([`enet`]; QEMU's `imx.enet`, which `-net nic,...` connects). It takes
+//! [`DMA_PAGES`] pages of RAM whose physical addresses it asks the kernel for (`MemInfo`):
+//! two pages of rings or descriptors and 2 KiB frame buffers, 32 to receive into and 32 to
+//! send from. The virtio-net device is run with `VIRTIO_F_VERSION_1` and, if offered,
+//! `VIRTIO_NET_F_MAC` (else the driver makes up a locally administered address), and nothing
+//! else: no offloads and no merged receive buffers, so every frame is one buffer of at most
+//! 1514 bytes after the 12-byte header ([`virtio_net`]). The ENET is reset and run with its
+//! legacy 8-byte buffer descriptors, one buffer per frame, its MAC the one QEMU (or the boot
+//! loader) put in `PALR`/`PAUR`; only its receive interrupt is unmasked ([`enet`] says how the
+//! descriptors change hands on ARMv7 and what the real board would need besides). Moving
+//! frames between the device and the stacks is written once ([`driver::Driver`]) over the
+//! two ([`driver::Nic`]).
 //!
 //! # From the driver to the stacks and back
 //! Each stack has a [`Link`] in memory all the threads share (one address space): a ring of
@@ -28,9 +36,9 @@
 //! counts such waits).
 //!
 //! # Interrupts, sleeping and time
-//! The device's interrupt line (microvm: GSI 24 + transport; ARM virt: SPI 16 + transport) is
-//! bound to the root thread's notification (bit [`IRQ_BIT`]); the other stacks signal the same
-//! notification with bit [`KICK_BIT`] when they queued frames and the driver sleeps. When
+//! The device's interrupt line (microvm: GSI 24 + transport; ARM virt: SPI 16 + transport;
+//! sabrelite: the ENET's SPI 118) is bound to the root thread's notification (bit
+//! [`IRQ_BIT`]); the other stacks signal the same notification with bit [`KICK_BIT`] when they queued frames and the driver sleeps. When
 //! smoltcp has nothing to do and no timer pending (`poll_delay` is `None`: only listening or
 //! idle established sockets), a stack blocks in `Wait` on its notification (the root on its
 //! own, then acknowledges the device and the line if the interrupt's bit is set). The kernel
@@ -59,7 +67,9 @@
 
 mod demux;
 mod driver;
+mod enet;
 mod stack;
+mod virtio_net;
 
 use core::sync::atomic::{AtomicUsize, Ordering};
 
@@ -389,9 +399,10 @@ fn setup() -> Result<(Driver, Stack), &'static str> {
         sys::create_notification(control, *w).map_err(|_| "CreateNotification failed")?;
     }
     // SAFETY: the driver is the only producer of the receive rings and the only consumer of
-    // the transmit rings: the stacks take the other ends (`Stack::new`), nothing else any.
+    // the transmit rings: the stacks take the other ends (`Stack::new`), nothing else any. The
+    // DMA pages were mapped at DMA_VA above, from the region at `phys`, for the driver only.
     let (mut driver, mac, own_mac) = unsafe { Driver::start(&found, phys as u64, links, wake)? };
-    sys::issue_irq_handler(control, found.irq, s(IRQ_SLOT))
+    sys::issue_irq_handler(control, found.irq(), s(IRQ_SLOT))
         .map_err(|_| "IssueIrqHandler failed")?;
     sys::bind_irq(s(IRQ_SLOT), s(NTFN_SLOT), debug::cpu()).map_err(|_| "BindIrq failed")?;
 
@@ -425,12 +436,9 @@ fn setup() -> Result<(Driver, Stack), &'static str> {
     wait_for_stacks(stacks - 1, counter, hz)?;
 
     uprintln!(
-        "net: virtio-net on {} transport {} (irq {}), mac \
-         {:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}{}, driver on core 0, {} stack{} \
-         (rings of {RING_SLOTS} frames)",
-        found.board,
-        found.index,
-        found.irq,
+        "net: {found} (irq {}), mac {:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}{}, driver on core \
+         0, {} stack{} (rings of {RING_SLOTS} frames)",
+        found.irq(),
         mac[0],
         mac[1],
         mac[2],

@@ -705,7 +705,10 @@ fn boot_linux(
         .collect();
     forwards.push((stat, super::linux::STAT_PORT));
     let mut extra = vec!["-initrd".to_owned(), baseline.initrd.display().to_string()];
-    extra.extend(crate::net::qemu_args_forwarding(&forwards));
+    extra.extend(crate::net::qemu_args_forwarding(
+        &forwards,
+        Machine::Microvm,
+    ));
     let cmd = qemu::guest_cmd(&qemu::Guest {
         arch: Arch::X86_64,
         machine: Machine::Microvm,
