@@ -269,17 +269,19 @@ pub struct QemuArgs {
     pub port: Option<u16>,
 
     /// `--net`: instead of serving until stopped, run a scripted RESP session from the host
-    /// (PING, SET/GET, 100 pipelined SETs and GETs, INCR, an unknown command, a second
-    /// concurrent connection, a malformed request, a client leaving mid-request, one connection
-    /// more than the server's sockets), then stop QEMU; the exit status says whether every reply was
-    /// right (the `cargo xtask test` step `net:x86_64-resp`).
+    /// (with several cores, each other core's server first: pipelined SETs, a store of its
+    /// own; then core 0's: PING, SET/GET, 100 pipelined SETs and GETs, INCR, an unknown
+    /// command, a second concurrent connection, a malformed request, a client leaving
+    /// mid-request, one connection more than the server's sockets), then stop QEMU; the exit
+    /// status says whether every reply was right (the `cargo xtask test` steps `net:*-resp`).
     #[arg(long, requires = "net")]
     pub check: bool,
 
     /// `--net`: once the server is up, run this shell command against it instead of serving
-    /// (environment: `REDIS_TEST_HOST=127.0.0.1`, `REDIS_TEST_PORT=<port>`), then stop QEMU;
-    /// the command's exit status is the result (the `ycsb:against-net` step runs the YCSB
-    /// binding's tests this way).
+    /// (environment: `REDIS_TEST_HOST=127.0.0.1`, `REDIS_TEST_PORT=<core 0's port>`,
+    /// `REDIS_TEST_PORTS=<every core's port, comma-separated>`), then stop QEMU; the command's
+    /// exit status is the result (the `net:x86_64-ycsb` and `net:x86_64-c50` steps run their
+    /// clients this way).
     #[arg(
         long,
         requires = "net",
