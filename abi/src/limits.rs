@@ -21,8 +21,16 @@ pub const USER_TOP: usize = if usize::BITS >= 64 {
 };
 /// Message words per IPC (besides the badge).
 pub const MSG_WORDS: usize = 4;
-/// Device interrupt lines with a handler object (`0..MAX_IRQS`, numbered as the platform
-/// numbers them: the kernel's `Hal::irq_line_available` says which exist). 128 covers
-/// the 48 inputs of `-M microvm`'s two I/O APICs, the virt board's virtio-mmio transports (SPI
-/// 16..48) and the i.MX6's peripherals up to its Ethernet controller (SPI 118).
-pub const MAX_IRQS: usize = 128;
+/// Device interrupt lines (`0..DEVICE_IRQS`, numbered as the platform numbers them: the
+/// kernel's `Hal::irq_line_available` says which exist). 128 covers the 48 inputs of
+/// `-M microvm`'s two I/O APICs, the virt board's virtio-mmio transports (SPI 16..48) and the
+/// i.MX6's peripherals up to its Ethernet controller (SPI 118).
+pub const DEVICE_IRQS: usize = 128;
+/// The timer-tick line of core `c` is `TICK_IRQ_BASE + c` (`c` below the kernel's core
+/// count). It is issued, bound and acknowledged like a device line, but bound only to its own
+/// core: while it is unmasked, that core's next timer tick (100 Hz) signals the bound
+/// notification and masks the line until `AckIrq`. It is how a program sleeps in `Wait` with
+/// a deadline: acknowledge the line, then wait; a tick or the awaited signal wakes it.
+pub const TICK_IRQ_BASE: usize = DEVICE_IRQS;
+/// Lines with a handler object: the device lines, then one timer-tick line per core.
+pub const MAX_IRQS: usize = DEVICE_IRQS + MAX_CPUS;

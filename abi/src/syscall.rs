@@ -297,7 +297,11 @@ pub enum Syscall {
     /// last capability is deleted) gives [`Error::InUse`], a line the machine does not have or
     /// the kernel uses itself [`Error::IrqUnavailable`]. Lines are numbered as the platform
     /// numbers device interrupts (x86: I/O APIC global system interrupts; ARM: GIC shared
-    /// peripheral interrupts, INTID - 32).
+    /// peripheral interrupts, INTID - 32). Above them, line
+    /// [`TICK_IRQ_BASE`](crate::limits::TICK_IRQ_BASE)` + c` is core `c`'s timer tick: bound
+    /// (on core `c` only, else [`Error::InvalidArgument`]) and unmasked, core `c`'s next timer
+    /// tick (100 Hz) signals it once; a program acknowledges it and then waits, to sleep with
+    /// a deadline.
     IssueIrqHandler {
         /// Control capability slot.
         control: CapSlot,

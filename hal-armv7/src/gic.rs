@@ -145,7 +145,7 @@ static GICD: AtomicUsize = AtomicUsize::new(0);
 static GICC: AtomicUsize = AtomicUsize::new(0);
 
 /// Device interrupt lines (SPIs) user space may have: `0..DEVICE_LINES`.
-pub const DEVICE_LINES: usize = kernel::config::MAX_IRQS;
+pub const DEVICE_LINES: usize = kernel::config::DEVICE_IRQS;
 /// CPU interfaces the GIC implements.
 static CPUS: AtomicU32 = AtomicU32::new(0);
 /// SPIs the distributor implements (all of them, also those past [`DEVICE_LINES`]).

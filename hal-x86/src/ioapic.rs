@@ -36,7 +36,7 @@
 use crate::acpi::{AcpiInfo, Polarity, Trigger};
 
 /// Device interrupt lines that get a vector: GSIs `0..DEVICE_LINES` (the kernel's limit).
-pub const DEVICE_LINES: usize = kernel::config::MAX_IRQS;
+pub const DEVICE_LINES: usize = kernel::config::DEVICE_IRQS;
 /// Vector of GSI 0; GSI `g` (below [`DEVICE_LINES`]) arrives on `DEVICE_VECTOR_BASE + g`.
 pub const DEVICE_VECTOR_BASE: u8 = 0x30;
 

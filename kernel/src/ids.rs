@@ -31,8 +31,16 @@ id_type!(
     MAX_MEMS
 );
 id_type!(
-    /// An interrupt line that has a handler object.
+    /// An interrupt line that has a handler object: a device line, or a core's timer-tick
+    /// line ([`TICK_IRQ_BASE`](crate::config::TICK_IRQ_BASE)` + core`).
     IrqId,
     MAX_IRQS
 );
+
+impl IrqId {
+    /// The core whose timer ticks this line carries, if it is a tick line.
+    pub fn tick_core(self) -> Option<usize> {
+        self.index().checked_sub(crate::config::TICK_IRQ_BASE)
+    }
+}
 pub use abi::CapSlot;

@@ -1208,7 +1208,10 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             // TLB shoot-downs are acknowledged after the section by every entry
             // (`await_shootdowns`), whatever woke the core.
             Entry::Ipi => false,
-            Entry::Timer => true,
+            Entry::Timer => {
+                self.handle_tick(ctx, ctx.cpu);
+                true
+            }
             Entry::Interrupt(irq) => {
                 if let Some(irq) = IrqId::new(irq) {
                     self.handle_irq(ctx, irq);

@@ -434,7 +434,12 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             Syscall::IssueIrqHandler { control, irq, dest } => {
                 self.lookup(t, control, ObjKind::Control, Rights::MANAGE)?;
                 let irq = IrqId::new(irq).ok_or(Error::IrqUnavailable)?;
-                if !self.hal.irq_line_available(irq) {
+                // A tick line exists for every core the kernel runs; the HAL knows the rest.
+                let available = match irq.tick_core() {
+                    Some(core) => core < self.cores,
+                    None => self.hal.irq_line_available(irq),
+                };
+                if !available {
                     return Err(Error::IrqUnavailable);
                 }
                 if self.cap(t, dest).is_ok() {
@@ -453,6 +458,10 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
                 let irq = self.lookup_irq(t, handler, Rights::MANAGE)?;
                 let (ntfn, badge) = self.lookup_ntfn(t, ntfn, Rights::WRITE)?;
                 let core = self.check_core(core)?;
+                // A core's ticks are delivered on that core (no routing).
+                if irq.tick_core().is_some_and(|c| c != core) {
+                    return Err(Error::InvalidArgument);
+                }
                 if self.irq(&self.hold(ctx, irq), |s| s.bound).is_some() {
                     return Err(Error::AlreadyBound);
                 }
@@ -971,6 +980,18 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         };
         if let Some((n, badge)) = bound {
             self.signal(ctx, n, badge);
+        }
+    }
+
+    /// A timer tick on `cpu`: its tick line, if bound and unmasked (acknowledged since its last
+    /// signal), signals its notification and is masked until the next `AckIrq`.
+    pub(crate) fn handle_tick(&self, ctx: Ctx, cpu: CpuId) {
+        let Some(tick) = IrqId::new(crate::config::TICK_IRQ_BASE + cpu) else {
+            return;
+        };
+        let armed = self.irq(&self.hold(ctx, tick), |s| s.bound.is_some() && !s.masked);
+        if armed {
+            self.handle_irq(ctx, tick);
         }
     }
 

@@ -1039,6 +1039,73 @@ fn irq_handlers_are_issued_once_per_available_line_routed_and_returned() {
 }
 
 #[test]
+fn a_tick_line_signals_at_its_cores_next_tick_once_per_acknowledgement() {
+    use crate::config::TICK_IRQ_BASE;
+    let mut k = kernel(2);
+    let drv = k.create_thread(10, 0, None).unwrap();
+    let n = k.create_notification().unwrap();
+    k.install_cap(drv, s(0), ObjRef::Control, Rights::MANAGE, 0)
+        .unwrap();
+    k.install_cap(drv, s(1), ObjRef::Notification(n), Rights::ALL, 4)
+        .unwrap();
+    k.start(drv).unwrap();
+    k.timer_tick(0);
+    let issue = |irq: usize, dest: usize| Syscall::IssueIrqHandler {
+        control: s(0),
+        irq,
+        dest: s(dest),
+    };
+    // A tick line per core the kernel runs, whatever the HAL says about lines that high.
+    assert_eq!(
+        err(&call(&k, 0, issue(TICK_IRQ_BASE + 2, 4))),
+        Error::IrqUnavailable
+    );
+    ok(&call(&k, 0, issue(TICK_IRQ_BASE, 4)));
+    let tick = IrqId::new(TICK_IRQ_BASE).unwrap();
+    assert_eq!(tick.tick_core(), Some(0));
+    assert_eq!(IrqId::new(5).unwrap().tick_core(), None);
+    let bind = |core: usize| Syscall::BindIrq {
+        handler: s(4),
+        ntfn: s(1),
+        core,
+    };
+    // Bound on its own core only, and nothing at the interrupt controller.
+    assert_eq!(err(&call(&k, 0, bind(1))), Error::InvalidArgument);
+    k.hal.take();
+    ok(&call(&k, 0, bind(0)));
+    assert_eq!(k.hal.take(), vec![]);
+    // Another core's tick does not signal it; its own core's next tick does, once.
+    k.timer_tick(1);
+    assert_eq!(k.irq_state(tick), (false, Some(n)));
+    k.timer_tick(0);
+    assert_eq!(k.irq_state(tick), (true, Some(n)));
+    let e = call(&k, 0, Syscall::Wait { ntfn: s(1) });
+    assert_eq!(ok(&e).0, 4, "the tick's badge, at once");
+    // Masked until acknowledged: the next tick passes by and Wait blocks.
+    k.timer_tick(0);
+    assert_eq!(call(&k, 0, Syscall::Wait { ntfn: s(1) }).thread, None);
+    // Acknowledged (nothing at the controller): the next tick wakes the waiter.
+    let other = k.create_thread(10, 0, None).unwrap();
+    k.install_cap(other, s(0), ObjRef::IrqHandler(tick), Rights::WRITE, 0)
+        .unwrap();
+    k.start(other).unwrap();
+    let e = k.timer_tick(0);
+    assert_eq!(e.thread, Some(other));
+    k.hal.take();
+    ok(&call(&k, 0, Syscall::AckIrq { handler: s(0) }));
+    assert_eq!(k.hal.take(), vec![]);
+    assert_eq!(k.irq_state(tick), (false, Some(n)));
+    let e = k.timer_tick(0);
+    assert_eq!(e.thread, Some(drv), "the tick woke the waiter");
+    assert_eq!(
+        syscall::result(&k.thread_regs(drv)).unwrap().0,
+        4,
+        "with the tick's badge"
+    );
+    k.check_invariants().unwrap();
+}
+
+#[test]
 fn page_fault_calls_the_pager_and_its_reply_restarts_the_thread() {
     let mut k = kernel(1);
     let ep = k.create_endpoint().unwrap();

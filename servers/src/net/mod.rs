@@ -38,15 +38,17 @@
 //! # Interrupts, sleeping and time
 //! The device's interrupt line (microvm: GSI 24 + transport; ARM virt: SPI 16 + transport;
 //! sabrelite: the ENET's SPI 118) is bound to the root thread's notification (bit
-//! [`IRQ_BIT`]); the other stacks signal the same notification with bit [`KICK_BIT`] when they queued frames and the driver sleeps. When
-//! smoltcp has nothing to do and no timer pending (`poll_delay` is `None`: only listening or
-//! idle established sockets), a stack blocks in `Wait` on its notification (the root on its
-//! own, then acknowledges the device and the line if the interrupt's bit is set). The kernel
-//! has no timer notification and no `Wait` with a timeout, so while smoltcp has a timer
-//! pending (a retransmission: milliseconds at a time) the stack polls instead: it checks its
-//! ring and the clock and yields, until the deadline passes or a frame arrives. Delayed ACKs
-//! are off (ACKs go out with the replies), so such windows are rare. Time is the counter user
-//! programs read (`sys::Counter`: the TSC on x86_64) scaled by the frequency the image reports.
+//! [`IRQ_BIT`]); the other stacks signal the same notification with bit [`KICK_BIT`] when
+//! they queued frames and the driver sleeps. Every core's timer-tick line
+//! (`abi::limits::TICK_IRQ_BASE + core`) is bound to that core's stack's notification (bit
+//! [`TICK_BIT`]). When smoltcp has nothing to do, a stack blocks in `Wait` on its
+//! notification (the root then acknowledges the device and the line if the interrupt's bit is
+//! set). If smoltcp has a timer pending (a retransmission: under a closed-loop client, after
+//! every reply until the next request), the stack first acknowledges its tick line, so that the
+//! core's next timer tick ([`TICK`], 10 ms) wakes it if no frame does; only a timer due sooner
+//! than a tick is polled for (checking the ring and the clock, yielding). Delayed ACKs are off
+//! (ACKs go out with the replies). Time is the counter user programs read (`sys::Counter`: the
+//! TSC on x86_64) scaled by the frequency the image reports.
 //!
 //! # Memory
 //! One RAM region holds, in order: the DMA pages, the links, the stacks' thread stacks (cores
@@ -180,16 +182,26 @@ const WAKE_SLOT: usize = slot::ROOT_FIRST_THREAD + 4;
 /// A notification nobody signals: the stack threads' park (the root's own cannot be
 /// minted: it lacks the right to).
 const PARK_SLOT: usize = WAKE_SLOT + abi::limits::MAX_CPUS - 1;
-const _: () = assert!(PARK_SLOT < slot::ROOT_SCRATCH);
-/// A stack thread's slots: its notification (READ) and the root's (WRITE, badge [`KICK_BIT`]).
+/// Core 0's tick line (its handler) and the root's notification badged with [`TICK_BIT`].
+const TICK_SLOT: usize = PARK_SLOT + 1;
+const TICK_NTFN_SLOT: usize = PARK_SLOT + 2;
+const _: () = assert!(TICK_NTFN_SLOT < slot::ROOT_SCRATCH);
+/// A stack thread's slots: its notification (READ), the root's (WRITE, badge [`KICK_BIT`])
+/// and its core's tick line (WRITE: `AckIrq`).
 const T_SLEEP: usize = 1;
 const T_KICK: usize = 2;
-const _: () = assert!(slot::PARK != T_SLEEP && slot::PARK != T_KICK);
+const T_TICK: usize = 3;
+const _: () = assert!(slot::PARK < T_SLEEP);
 
 /// The root's notification word: the device's interrupt (bound with badge 0, which signals 1).
 pub const IRQ_BIT: usize = 1;
 /// The root's notification word: a stack queued frames to send while the driver slept.
 pub const KICK_BIT: usize = 2;
+/// A notification word's bit for its core's timer tick (every stack's notification).
+pub const TICK_BIT: usize = 4;
+/// The images' timer tick period (their `TIMER_HZ`, 100): a stack whose next smoltcp timer is
+/// due later than this sleeps until a frame or the tick wakes it; sooner, it polls.
+pub const TICK: smoltcp::time::Duration = smoltcp::time::Duration::from_millis(10);
 /// The stack threads' priority (the root's: alone on their cores).
 const STACK_PRIO: usize = 31;
 /// Seconds the root waits for the other stacks to be ready.
@@ -405,6 +417,18 @@ fn setup() -> Result<(Driver, Stack), &'static str> {
     sys::issue_irq_handler(control, found.irq(), s(IRQ_SLOT))
         .map_err(|_| "IssueIrqHandler failed")?;
     sys::bind_irq(s(IRQ_SLOT), s(NTFN_SLOT), debug::cpu()).map_err(|_| "BindIrq failed")?;
+    // Core 0's tick line, to the root's notification with TICK_BIT (armed by `serve`).
+    sys::issue_irq_handler(control, abi::limits::TICK_IRQ_BASE, s(TICK_SLOT))
+        .map_err(|_| "IssueIrqHandler (tick) failed")?;
+    sys::mint(
+        s(NTFN_SLOT),
+        MintTarget::Own,
+        s(TICK_NTFN_SLOT),
+        Rights::WRITE,
+        TICK_BIT,
+    )
+    .map_err(|_| "Mint (tick) failed")?;
+    sys::bind_irq(s(TICK_SLOT), s(TICK_NTFN_SLOT), 0).map_err(|_| "BindIrq (tick) failed")?;
 
     let counter = Counter::detect();
     let mut hz = debug::info(info::COUNTER_HZ) as u64;
@@ -485,6 +509,22 @@ fn start_stack(k: usize, plan: usize, wake: sys::CapSlot) -> Result<(), &'static
     sys::mint(wake, target, s(T_SLEEP), Rights::READ, 0).map_err(why("Mint (sleep)"))?;
     sys::mint(s(NTFN_SLOT), target, s(T_KICK), Rights::WRITE, KICK_BIT)
         .map_err(why("Mint (kick)"))?;
+    // Core k's tick line, to the stack's notification with TICK_BIT; the thread holds the
+    // handler (to acknowledge it) and the root's scratch copies go (the binding holds the
+    // notification, the thread's copy the handler).
+    let (handler, badged) = (s(slot::ROOT_SCRATCH), s(slot::ROOT_SCRATCH + 1));
+    sys::issue_irq_handler(
+        s(slot::ROOT_CONTROL),
+        abi::limits::TICK_IRQ_BASE + k,
+        handler,
+    )
+    .map_err(why("IssueIrqHandler (tick)"))?;
+    sys::mint(wake, MintTarget::Own, badged, Rights::WRITE, TICK_BIT)
+        .map_err(why("Mint (tick)"))?;
+    sys::bind_irq(handler, badged, k).map_err(why("BindIrq (tick)"))?;
+    sys::mint(handler, target, s(T_TICK), Rights::WRITE, 0).map_err(why("Mint (tick handler)"))?;
+    sys::cap_delete(handler).map_err(why("CapDelete (tick)"))?;
+    sys::cap_delete(badged).map_err(why("CapDelete (tick)"))?;
     let entry = stack_main as extern "C" fn(usize) -> ! as usize;
     sys::write_registers(t, entry, sys::initial_sp(thread_stack(k).1), plan)
         .map_err(why("WriteRegisters"))?;
@@ -502,7 +542,7 @@ extern "C" fn stack_main(plan: usize) -> ! {
     match unsafe { Stack::new(plan) } {
         Ok(stack) => {
             READY.fetch_add(1, Ordering::Release);
-            stack.run(s(T_KICK), s(T_SLEEP))
+            stack.run(s(T_KICK), s(T_SLEEP), s(T_TICK))
         }
         Err(e) => {
             uprintln!("net: stack {}: FAILED: {e}", plan.index);
@@ -542,8 +582,12 @@ fn serve(mut driver: Driver, mut stack: Stack) -> ! {
         }
         match stack.poll_delay() {
             Some(d) if d == Duration::ZERO => {}
-            Some(d) => stack.poll_for(d, || driver.pending()),
-            None => {
+            Some(d) if d < TICK => stack.poll_for(d, || driver.pending()),
+            deadline => {
+                if deadline.is_some() {
+                    // Armed: core 0's next tick wakes this thread (see `Stack::run`).
+                    let _ = sys::ack_irq(s(TICK_SLOT));
+                }
                 DRIVER_BELL.prepare_sleep();
                 if !driver.pending() && !stack.has_input() {
                     // A failed Wait (it cannot fail) counts as an interrupt: acknowledging

@@ -14,7 +14,7 @@ use smoltcp::wire::{EthernetAddress, HardwareAddress, IpCidr, Ipv4Address};
 
 use super::{
     links, Bump, Link, StackPlan, ADDRESS, CONN_IN, CONN_OUT, DRIVER_BELL, GATEWAY, MAX_FRAME,
-    PORT, PREFIX, RING_SLOTS, SOCKETS, TCP_RX, TCP_TX,
+    PORT, PREFIX, RING_SLOTS, SOCKETS, TCP_RX, TCP_TX, TICK,
 };
 use crate::abi::info;
 use crate::debug;
@@ -245,8 +245,10 @@ impl Stack {
 
     /// The loop of a stack on its own core (1 and up): serve, hand sent frames to the driver
     /// (waking it if it sleeps: `kick`), and when idle sleep on `sleep` until the driver
-    /// brings a frame (or poll while smoltcp has a timer pending).
-    pub fn run(mut self, kick: CapSlot, sleep: CapSlot) -> ! {
+    /// brings a frame. While smoltcp has a timer pending it sleeps too, with its core's tick
+    /// line (`tick`) acknowledged so that the next timer tick wakes it, or polls when the timer
+    /// is due sooner than a tick ([`TICK`]).
+    pub fn run(mut self, kick: CapSlot, sleep: CapSlot, tick: CapSlot) -> ! {
         loop {
             let busy = self.step();
             if self.take_sent() && DRIVER_BELL.needs_wake() {
@@ -258,8 +260,13 @@ impl Stack {
             }
             match self.poll_delay() {
                 Some(d) if d == Duration::ZERO => {}
-                Some(d) => self.poll_for(d, || false),
-                None => {
+                Some(d) if d < TICK => self.poll_for(d, || false),
+                deadline => {
+                    if deadline.is_some() {
+                        // Armed: the next tick signals `sleep` (then the line is masked
+                        // again). Cannot fail with the capability the setup made.
+                        let _ = sys::ack_irq(tick);
+                    }
                     self.link.bell.prepare_sleep();
                     if !self.has_input() {
                         // A failed Wait (it cannot fail) only makes this a poll.
