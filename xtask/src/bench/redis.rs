@@ -342,9 +342,9 @@ fn run_inner(root: &Path, args: &RunArgs, plan: &super::plan::Plan) -> Result<bo
          shared-memory rings; Linux runs one redis-server per core. Each client runs once per \
          server, all at the same time, and the throughputs add up."
             .into(),
-        "A stack blocks in Wait when smoltcp has nothing to do, but polls (checks its \
-         receive ring and yields) while smoltcp has a timer pending, for want of a timed wait \
-         in the kernel: that time counts as busy."
+        "A stack blocks in Wait when smoltcp has nothing to do; while smoltcp has a timer \
+         pending it arms its core's tick line first, so a frame or the next 10 ms timer tick \
+         wakes it, and polls (counted busy) only for a timer due within a tick."
             .into(),
     ];
     let mut errors: Vec<String> = Vec::new();
