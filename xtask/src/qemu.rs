@@ -995,6 +995,14 @@ pub fn run(root: &Path, args: &QemuArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     }
+    if args.net && matches!(args.machine, Some(Machine::Pc | Machine::Q35)) {
+        eprintln!(
+            "qemu: --net needs a machine with a NIC the server drives: microvm (x86_64, the \
+             default), virt or sabrelite (armv7); pc and q35 have virtio only over PCI, which \
+             the server does not drive"
+        );
+        return ExitCode::FAILURE;
+    }
     if args.numa.is_some() && !matches!(args.machine, Some(Machine::Pc | Machine::Q35)) {
         eprintln!(
             "qemu: --numa needs --machine pc or q35: QEMU builds an SRAT only for those \
