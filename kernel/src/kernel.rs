@@ -1209,7 +1209,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             // (`await_shootdowns`), whatever woke the core.
             Entry::Ipi => false,
             Entry::Timer => {
-                self.handle_tick(ctx, ctx.cpu);
+                self.handle_tick(ctx);
                 true
             }
             Entry::Interrupt(irq) => {

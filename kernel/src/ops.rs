@@ -983,15 +983,22 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         }
     }
 
-    /// A timer tick on `cpu`: its tick line, if bound and unmasked (acknowledged since its last
-    /// signal), signals its notification and is masked until the next `AckIrq`.
-    pub(crate) fn handle_tick(&self, ctx: Ctx, cpu: CpuId) {
-        let Some(tick) = IrqId::new(crate::config::TICK_IRQ_BASE + cpu) else {
+    /// A timer tick on this core: its tick line, if bound and unmasked (acknowledged since its
+    /// last signal), is masked until the next `AckIrq` and signals its notification. One look
+    /// under the line's lock; nothing for the interrupt controller.
+    pub(crate) fn handle_tick(&self, ctx: Ctx) {
+        let Some(tick) = IrqId::new(crate::config::TICK_IRQ_BASE + ctx.cpu) else {
             return;
         };
-        let armed = self.irq(&self.hold(ctx, tick), |s| s.bound.is_some() && !s.masked);
-        if armed {
-            self.handle_irq(ctx, tick);
+        let fire = self.irq(&self.hold(ctx, tick), |s| match s.bound {
+            Some(b) if !s.masked => {
+                s.masked = true;
+                Some(b)
+            }
+            _ => None,
+        });
+        if let Some((n, badge)) = fire {
+            self.signal(ctx, n, badge);
         }
     }
 

@@ -53,30 +53,18 @@ const NO_TRANSPORTS: &str = "no virtio-mmio transports on this machine (q35/pc):
 /// What a board offers the test.
 #[derive(Clone, Copy, Debug)]
 enum Board {
-    /// Virtio-mmio transports at the region's base, `count` of them, transport `i` raising
-    /// interrupt line `irq_base + i`.
-    Virtio {
-        name: &'static str,
-        count: usize,
-        irq_base: usize,
-    },
+    /// Virtio-mmio transports at the region's base.
+    Virtio(virtio::Window),
     /// An i.MX UART at the region's base, raising `irq`.
     ImxUart { irq: usize },
 }
 
 /// The board whose first device region starts at physical `base`.
 fn board(base: usize) -> Option<Board> {
+    if let Some(w) = virtio::window(base) {
+        return Some(Board::Virtio(w));
+    }
     match base {
-        0xFEB0_0000 => Some(Board::Virtio {
-            name: "x86_64 microvm",
-            count: 24,
-            irq_base: 24,
-        }),
-        0x0A00_0000 => Some(Board::Virtio {
-            name: "ARM virt",
-            count: 32,
-            irq_base: 16,
-        }),
         0x021E_8000 => Some(Board::ImxUart { irq: 27 }),
         // UART1, when the kernel's console is UART2 (`console=uart2`, the real board's).
         0x0202_0000 => Some(Board::ImxUart { irq: 26 }),
@@ -133,11 +121,11 @@ fn setup(what: &mut &'static str) -> Result<(Device, usize, usize), &'static str
         .map_err(|_| "mapping the device registers failed")?;
     }
     let (device, irq) = match board {
-        Board::Virtio {
+        Board::Virtio(virtio::Window {
             name,
             count,
             irq_base,
-        } => {
+        }) => {
             *what = name;
             let mut found = None;
             let mut any = false;

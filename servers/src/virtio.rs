@@ -22,6 +22,32 @@ use core::sync::atomic::{fence, Ordering};
 pub const MAGIC: u32 = 0x7472_6976;
 /// Bytes of register space per transport.
 pub const TRANSPORT_SIZE: usize = 0x200;
+
+/// A board's virtio-mmio window (the device test's and the network driver's).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Window {
+    /// The board, for the console.
+    pub name: &'static str,
+    /// Transports in the window.
+    pub count: usize,
+    /// The interrupt line of transport 0; transport `i` raises `irq_base + i`.
+    pub irq_base: usize,
+}
+
+/// The board's virtio-mmio window, by the physical base of the device region that holds it:
+/// x86_64 `-M microvm` (24 transports, GSI 24..) and ARM `-M virt` (32, SPI 16..).
+pub fn window(base: usize) -> Option<Window> {
+    let (name, count, irq_base) = match base {
+        0xFEB0_0000 => ("x86_64 microvm", 24, 24),
+        0x0A00_0000 => ("ARM virt", 32, 16),
+        _ => return None,
+    };
+    Some(Window {
+        name,
+        count,
+        irq_base,
+    })
+}
 /// Device ID of the entropy source (virtio-rng).
 pub const DEVICE_RNG: u32 = 4;
 /// Device ID of the network card.
@@ -334,5 +360,20 @@ impl Queue {
         };
         self.last_used = self.last_used.wrapping_add(1);
         Some(used)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn virtio_windows_are_known_by_their_base() {
+        assert_eq!(window(0xFEB0_0000).map(|w| w.irq_base), Some(24));
+        assert_eq!(
+            window(0x0A00_0000).map(|w| (w.count, w.irq_base)),
+            Some((32, 16))
+        );
+        assert_eq!(window(0x021E_8000), None);
     }
 }

@@ -43,7 +43,7 @@ const DEV_VA: usize = 0x1900_0000;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Board {
     /// Virtio-mmio transports in the first region.
-    Virtio(virtio_net::Window),
+    Virtio(crate::virtio::Window),
     /// The i.MX6 ENET, the root's device region `region` (0-based).
     Enet { region: usize },
 }
@@ -59,7 +59,7 @@ pub fn board(bases: &[Option<usize>]) -> Option<Board> {
         .first()
         .copied()
         .flatten()
-        .and_then(virtio_net::window)
+        .and_then(crate::virtio::window)
         .map(Board::Virtio)
 }
 

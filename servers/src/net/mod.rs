@@ -570,7 +570,6 @@ fn wait_for_stacks(n: usize, counter: Counter, hz: u64) -> Result<(), &'static s
 /// The root's loop: the driver moves frames, stack 0 serves; when neither has anything to do,
 /// sleep until the device interrupts or a stack kicks (or poll while stack 0 has a timer).
 fn serve(mut driver: Driver, mut stack: Stack) -> ! {
-    use smoltcp::time::Duration;
     loop {
         let mut busy = driver.pump();
         busy |= stack.step();
@@ -580,25 +579,12 @@ fn serve(mut driver: Driver, mut stack: Stack) -> ! {
         if busy || driver.pending() || stack.has_input() {
             continue;
         }
-        match stack.poll_delay() {
-            Some(d) if d == Duration::ZERO => {}
-            Some(d) if d < TICK => stack.poll_for(d, || driver.pending()),
-            deadline => {
-                if deadline.is_some() {
-                    // Armed: core 0's next tick wakes this thread (see `Stack::run`).
-                    let _ = sys::ack_irq(s(TICK_SLOT));
-                }
-                DRIVER_BELL.prepare_sleep();
-                if !driver.pending() && !stack.has_input() {
-                    // A failed Wait (it cannot fail) counts as an interrupt: acknowledging
-                    // one that did not happen is harmless.
-                    let bits = sys::wait(s(NTFN_SLOT)).unwrap_or(IRQ_BIT);
-                    if bits & IRQ_BIT != 0 {
-                        driver.ack_interrupt(s(IRQ_SLOT));
-                    }
-                }
-                DRIVER_BELL.awake();
-            }
+        let woke = stack.idle(&DRIVER_BELL, s(NTFN_SLOT), s(TICK_SLOT), || {
+            driver.pending()
+        });
+        // Acknowledging an interrupt that did not happen is harmless.
+        if woke.is_some_and(|bits| bits & IRQ_BIT != 0) {
+            driver.ack_interrupt(s(IRQ_SLOT));
         }
     }
 }

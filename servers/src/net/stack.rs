@@ -4,7 +4,7 @@
 
 use core::sync::atomic::{compiler_fence, AtomicUsize, Ordering};
 
-use frame_ring::{Consumer, Producer};
+use frame_ring::{Consumer, Doorbell, Producer};
 use kv_resp::{Connection, Progress, Slot, Store};
 use smoltcp::iface::{Config, Interface, SocketHandle, SocketSet, SocketStorage};
 use smoltcp::phy::{self, DeviceCapabilities, Medium};
@@ -244,11 +244,9 @@ impl Stack {
     }
 
     /// The loop of a stack on its own core (1 and up): serve, hand sent frames to the driver
-    /// (waking it if it sleeps: `kick`), and when idle sleep on `sleep` until the driver
-    /// brings a frame. While smoltcp has a timer pending it sleeps too, with its core's tick
-    /// line (`tick`) acknowledged so that the next timer tick wakes it, or polls when the timer
-    /// is due sooner than a tick ([`TICK`]).
+    /// (waking it if it sleeps: `kick`), and when idle sleep on `sleep` ([`Stack::idle`]).
     pub fn run(mut self, kick: CapSlot, sleep: CapSlot, tick: CapSlot) -> ! {
+        let bell = &self.link.bell;
         loop {
             let busy = self.step();
             if self.take_sent() && DRIVER_BELL.needs_wake() {
@@ -258,24 +256,42 @@ impl Stack {
             if busy || self.has_input() {
                 continue;
             }
-            match self.poll_delay() {
-                Some(d) if d == Duration::ZERO => {}
-                Some(d) if d < TICK => self.poll_for(d, || false),
-                deadline => {
-                    if deadline.is_some() {
-                        // Armed: the next tick signals `sleep` (then the line is masked
-                        // again). Cannot fail with the capability the setup made.
-                        let _ = sys::ack_irq(tick);
-                    }
-                    self.link.bell.prepare_sleep();
-                    if !self.has_input() {
-                        // A failed Wait (it cannot fail) only makes this a poll.
-                        let _ = sys::wait(sleep);
-                    }
-                    self.link.bell.awake();
-                }
-            }
+            self.idle(bell, sleep, tick, || false);
         }
+    }
+
+    /// Nothing to do: wait for work, written once for the root (stack 0 and the driver) and
+    /// the other stacks. While smoltcp has a timer due within a tick ([`TICK`]) this polls
+    /// (yielding) until a frame arrives, `other_work` says there is some, or the timer is due.
+    /// Otherwise it sleeps in `Wait` on `sleep` (announced on `bell`, whose producers wake it),
+    /// with the core's tick line (`tick`) acknowledged first if a timer is pending, so that
+    /// the next timer tick wakes it if nothing else does. Returns the notification word when
+    /// it slept (a failed Wait, which cannot happen, reads as every bit).
+    pub fn idle(
+        &mut self,
+        bell: &Doorbell,
+        sleep: CapSlot,
+        tick: CapSlot,
+        mut other_work: impl FnMut() -> bool,
+    ) -> Option<usize> {
+        let deadline = self.poll_delay();
+        match deadline {
+            Some(d) if d == Duration::ZERO => return None,
+            Some(d) if d < TICK => {
+                self.poll_for(d, other_work);
+                return None;
+            }
+            // Armed: the next tick signals `sleep` (then the line is masked again). Cannot
+            // fail with the capability the setup made.
+            Some(_) => {
+                let _ = sys::ack_irq(tick);
+            }
+            None => {}
+        }
+        bell.prepare_sleep();
+        let bits = (!self.has_input() && !other_work()).then(|| sys::wait(sleep).unwrap_or(!0));
+        bell.awake();
+        bits
     }
 
     /// Moves requests from every socket into its connection and the replies back; returns

@@ -11,7 +11,7 @@
 
 use super::driver::{BUF_SIZE, RX_BUFFERS, TX_BUFFERS};
 use super::PAGE;
-use crate::virtio::{self, Queue, Transport};
+use crate::virtio::{self, Queue, Transport, Window};
 
 /// Entries of each virtqueue (one per buffer).
 pub const QUEUE_ENTRIES: u16 = RX_BUFFERS as u16;
@@ -20,29 +20,6 @@ const _: () = assert!(RX_BUFFERS == TX_BUFFERS && RX_BUFFERS <= virtio::MAX_QUEU
 const HDR: usize = 12;
 /// Feature bit 5: the device has a MAC address in its configuration space.
 const F_MAC: u64 = 1 << 5;
-
-/// A virtio-mmio window: its name, transports and first transport's interrupt line (the
-/// layouts of `devtest`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Window {
-    pub name: &'static str,
-    pub count: usize,
-    pub irq_base: usize,
-}
-
-/// The board's virtio-mmio window, by the physical base of the root's first device region.
-pub fn window(base: usize) -> Option<Window> {
-    let (name, count, irq_base) = match base {
-        0xFEB0_0000 => ("x86_64 microvm", 24, 24),
-        0x0A00_0000 => ("ARM virt", 32, 16),
-        _ => return None,
-    };
-    Some(Window {
-        name,
-        count,
-        irq_base,
-    })
-}
 
 /// The virtio-net device found on the board, not yet started.
 pub struct Found {
@@ -251,20 +228,5 @@ impl VirtioNet {
     /// Reads and acknowledges the device's interrupt status (it deasserts its line).
     pub fn ack_interrupt(&mut self) {
         self.transport.ack_interrupt();
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn virtio_windows_are_known_by_their_base() {
-        assert_eq!(window(0xFEB0_0000).map(|w| w.irq_base), Some(24));
-        assert_eq!(
-            window(0x0A00_0000).map(|w| (w.count, w.irq_base)),
-            Some((32, 16))
-        );
-        assert_eq!(window(0x021E_8000), None);
     }
 }
