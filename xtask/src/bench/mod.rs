@@ -281,7 +281,9 @@ pub struct RunArgs {
     kernel_trace: KernelTrace,
 
     /// --suite redis: leave out the Linux + Redis baseline (built from Debian packages at
-    /// bench time: apt-get download of the kernel and busybox-static, the host's redis-server).
+    /// bench time: apt-get download of the kernel and busybox-static; on x86_64 the host's
+    /// redis-server, on ARMv7 the armhf redis-tools and its libraries, from a private apt state
+    /// under <target>/linux-baseline/armv7/apt that leaves the host's apt configuration alone).
     #[arg(long)]
     no_linux: bool,
 

@@ -365,32 +365,34 @@ fn run_inner(root: &Path, args: &RunArgs, plan: &super::plan::Plan) -> Result<bo
         })
         .collect::<Result<_, _>>()?;
 
-    // The Linux baseline: x86_64 only (see `linux`), unless --no-linux.
-    let baseline = if plan.archs.contains(&Arch::X86_64) && !args.no_linux {
-        println!("bench: preparing the Linux + Redis baseline (Debian packages)");
-        match super::linux::prepare(root) {
+    // The Linux baselines, one per architecture, unless --no-linux.
+    let mut baselines: Vec<super::linux::Baseline> = Vec::new();
+    for &arch in plan.archs.iter().filter(|_| !args.no_linux) {
+        let name = qemu::arch_name(arch);
+        println!("bench: preparing the {name} Linux + Redis baseline (Debian packages)");
+        match super::linux::prepare(root, arch) {
             Ok(b) => {
-                println!("bench: linux baseline: kernel {}, {}", b.release, b.redis);
-                notes.push(format!(
-                    "Linux baseline: Debian's kernel {} and {} (one instance per core) on the \
-                     same QEMU machine (x86_64 microvm, same board file) and network; its \
-                     utilisation from /proc/stat (idle + iowait) sampled the same way.",
+                println!(
+                    "bench: linux baseline ({name}): kernel {}, {}",
                     b.release, b.redis
+                );
+                notes.push(format!(
+                    "Linux baseline ({name}): Debian's kernel {} and {} (one instance per core) \
+                     on the same QEMU machine ({name} {}, same board file) and network; its \
+                     utilisation from /proc/stat (idle + iowait) sampled the same way.",
+                    b.release,
+                    b.redis,
+                    machine_for(arch).name()
                 ));
-                Some(b)
+                baselines.push(b);
             }
-            Err(e) => {
-                errors.push(format!("Linux baseline not run: {e}"));
-                None
-            }
+            Err(e) => errors.push(format!("{name} Linux baseline not run: {e}")),
         }
-    } else {
-        None
-    };
-    if baseline.is_none() {
+    }
+    if baselines.is_empty() {
         notes.push(
-            "No Linux + Redis baseline in this run (--no-linux, no x86_64, or it could not be \
-             built: see the errors); ARMv7 has none yet (it would need armhf packages)."
+            "No Linux + Redis baseline in this run (--no-linux, or it could not be built: see \
+             the errors)."
                 .into(),
         );
     }
@@ -412,7 +414,7 @@ fn run_inner(root: &Path, args: &RunArgs, plan: &super::plan::Plan) -> Result<bo
                 points.push((*arch, Some((elf, lock)), n));
             }
         }
-        if *arch == Arch::X86_64 && baseline.is_some() {
+        if baselines.iter().any(|b| b.arch == *arch) {
             for &n in &cores {
                 points.push((*arch, None, n));
             }
@@ -431,10 +433,12 @@ fn run_inner(root: &Path, args: &RunArgs, plan: &super::plan::Plan) -> Result<bo
             if *n == 1 { "" } else { "s" }
         );
         println!("bench: {label}: booting");
-        let booted = match (what, &baseline) {
-            (Some((elf, l)), _) => boot_ours(root, *arch, elf, *l, *n),
-            (None, Some(b)) => boot_linux(root, b, *n),
-            (None, None) => unreachable!("Linux points exist only with a baseline"),
+        let booted = match what {
+            Some((elf, l)) => boot_ours(root, *arch, elf, *l, *n),
+            None => match baselines.iter().find(|b| b.arch == *arch) {
+                Some(b) => boot_linux(root, b, *n),
+                None => unreachable!("Linux points exist only with a baseline"),
+            },
         };
         match booted {
             Ok((server, target)) => {
@@ -688,7 +692,8 @@ fn boot_ours(
     ))
 }
 
-/// Boots the Linux baseline on x86_64 microvm with `cores` cores: a `redis-server` per core.
+/// Boots a Linux baseline on its architecture's machine with `cores` cores: a
+/// `redis-server` per core.
 fn boot_linux(
     root: &Path,
     baseline: &super::linux::Baseline,
@@ -705,16 +710,14 @@ fn boot_linux(
         .collect();
     forwards.push((stat, super::linux::STAT_PORT));
     let mut extra = vec!["-initrd".to_owned(), baseline.initrd.display().to_string()];
-    extra.extend(crate::net::qemu_args_forwarding(
-        &forwards,
-        Machine::Microvm,
-    ));
+    let machine = machine_for(baseline.arch);
+    extra.extend(crate::net::qemu_args_forwarding(&forwards, machine));
     let cmd = qemu::guest_cmd(&qemu::Guest {
-        arch: Arch::X86_64,
-        machine: Machine::Microvm,
+        arch: baseline.arch,
+        machine,
         smp: cores,
         elf: &baseline.kernel,
-        append: super::linux::APPEND.to_owned(),
+        append: baseline.append.clone(),
         extra,
         console_port: 0,
     });
