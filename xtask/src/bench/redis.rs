@@ -721,14 +721,23 @@ fn boot_linux(
         extra,
         console_port: 0,
     });
-    let server = crate::net::start_cmd(
-        root,
-        &cmd,
-        base,
-        cores,
-        Some(Duration::from_secs(120)),
-        false,
-    )?;
+    // A boot that does not come up is tried once more: Linux under TCG on a loaded host can
+    // stall in its early timer set-up (see `linux::x86_append`), and one lost boot should not
+    // cost the whole point.
+    let boot = || {
+        crate::net::start_cmd(
+            root,
+            &cmd,
+            base,
+            cores,
+            Some(Duration::from_secs(120)),
+            false,
+        )
+    };
+    let server = boot().or_else(|e| {
+        println!("bench: linux {cores} core(s): {e}; booting once more");
+        boot()
+    })?;
     Ok((
         server,
         Target {
