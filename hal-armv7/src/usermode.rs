@@ -253,7 +253,9 @@ pub(crate) fn idle_interrupt(ev: Option<Event>) {
 /// Every exception taken from USR mode, with the saved user frame on the SVC stack.
 pub(crate) extern "C" fn user_trap(frame: &mut UserFrame, vec: u32) -> ! {
     match vec {
-        vector::SVC => USER.syscall(frame),
+        // SAFETY: the entry saved the current thread's registers at `frame`, on this core's
+        // SVC stack.
+        vector::SVC => unsafe { USER.syscall(frame) },
         vector::IRQ => {
             USER.interrupt(Some(frame), take_interrupt().flatten());
             unreachable!("an interrupt from user mode returns to user mode")

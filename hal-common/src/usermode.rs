@@ -108,21 +108,26 @@ pub trait UserArch: 'static {
     /// return path cannot survive (`Err`: the fault the thread gets instead, as `(vector,
     /// address)`: x86's system-call return to a non-canonical address).
     fn prepare_return(frame: &mut Self::Frame, from_syscall: bool) -> Result<(), (usize, usize)>;
-    /// Copies `frame` to the top of this core's kernel stack and returns to user mode.
+    /// Returns to user mode with `frame`, the thread's saved context: from a copy on the top
+    /// of this core's kernel stack (ARMv7), or from the context itself, where the thread's
+    /// next system call on this core then saves its registers (x86_64).
     ///
     /// # Safety
-    /// `frame` passed [`prepare_return`](Self::prepare_return); nothing on the kernel stack is
-    /// needed any more (every entry ends here or in the idle loop).
+    /// `frame` passed [`prepare_return`](Self::prepare_return) and is the thread's context in
+    /// this [`UserMode`], which stays where it is; nothing on the kernel stack is needed any
+    /// more (every entry ends here or in the idle loop).
     unsafe fn enter_user(cpu: CpuIndex, frame: &Self::Frame, from_syscall: bool) -> !;
     /// Enables interrupts and waits for one, then masks them again (one round of the idle
     /// loop; an interrupt may leave the loop for user mode through [`UserMode::interrupt`]).
     fn wait_for_interrupt();
 
     /// Saves a frame into a context slot. The default is a plain copy; ARMv7 overrides it to
-    /// keep the compiler from calling `memcpy` on every trap.
+    /// keep the compiler from calling `memcpy` on every trap, x86_64 to skip the copy of a
+    /// system call's frame, which its entry saved in the context already (`dst == src`).
     ///
     /// # Safety
-    /// `dst` is valid for a write of a frame, and nothing else accesses it meanwhile.
+    /// `dst` is valid for a write of a frame, and nothing else accesses it meanwhile; `src`
+    /// is either `dst` itself or does not overlap it.
     #[inline(always)]
     unsafe fn save_frame(dst: *mut Self::Frame, src: &Self::Frame) {
         // SAFETY: forwarded contract.
@@ -488,14 +493,28 @@ impl<A: UserArch, const CPUS: usize> UserMode<A, CPUS> {
         }
     }
 
-    /// A system call from user mode (`frame` as the system-call entry saved it, on the top of
-    /// this core's kernel stack): a debug call goes to the image's handler, every other one to
-    /// the kernel; continues with the thread the kernel picks.
-    pub fn syscall(&self, frame: &A::Frame) -> ! {
+    /// A system call from user mode (`frame` as the system-call entry saved it): a debug call
+    /// goes to the image's handler, every other one to the kernel; continues with the thread
+    /// the kernel picks.
+    ///
+    /// # Safety
+    /// `frame` is the frame the entry saved for this core's current thread, either on this
+    /// core's kernel stack or in that thread's own context here (an architecture that saves
+    /// system calls in place, see [`UserArch::save_frame`]), valid for reads until the save
+    /// below. It is a pointer, not a reference, because in the second case the context is
+    /// written again (the results) before this call ends.
+    pub unsafe fn syscall(&self, frame: *const A::Frame) -> ! {
         let cpu = A::cpu_id();
         let inst = self.installed_from_user();
-        let t = self.save(cpu, frame, Saved::Syscall);
-        let regs = A::syscall_args(frame);
+        // The reference ends in this block, before anything writes the context.
+        let (t, regs) = {
+            // SAFETY: the caller's contract: `frame` is valid for reads until the save.
+            let frame = unsafe { &*frame };
+            (
+                self.save(cpu, frame, Saved::Syscall),
+                A::syscall_args(frame),
+            )
+        };
         let exit = if regs[0] >= DEBUG_BASE {
             Exit {
                 thread: Some(t),

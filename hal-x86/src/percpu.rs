@@ -30,6 +30,8 @@ pub const KERNEL_STACK_SIZE: usize = 256 * 1024;
 pub const PERCPU_KSTACK_OFFSET: usize = core::mem::offset_of!(PerCpu, kstack_top);
 /// Offset of [`PerCpu::scratch`] from the GS base.
 pub const PERCPU_SCRATCH_OFFSET: usize = core::mem::offset_of!(PerCpu, scratch);
+/// Offset of [`PerCpu::user_frame_top`] from the GS base.
+pub const PERCPU_USER_FRAME_OFFSET: usize = core::mem::offset_of!(PerCpu, user_frame_top);
 /// Size of each core's double-fault (IST1) stack.
 pub const FAULT_STACK_SIZE: usize = 16 * 1024;
 
@@ -43,6 +45,10 @@ pub struct PerCpu {
     pub(crate) kstack_top: AtomicU64,
     /// Scratch slot for the user stack pointer during `syscall` entry (`gs:[16]`).
     pub(crate) scratch: AtomicU64,
+    /// The end of the saved context of the thread this core last returned to user mode
+    /// (`gs:[24]`): the `syscall` entry pushes that thread's registers straight into it
+    /// (see [`usermode`](crate::usermode)).
+    pub(crate) user_frame_top: AtomicU64,
     /// Local APIC id of this core.
     pub(crate) apic_id: AtomicU32,
     /// Online (set once the core runs Rust code with its GDT, IDT and LAPIC set up), timer
@@ -64,6 +70,7 @@ impl PerCpu {
             index,
             kstack_top: AtomicU64::new(0),
             scratch: AtomicU64::new(0),
+            user_frame_top: AtomicU64::new(0),
             apic_id: AtomicU32::new(u32::MAX),
             stats: CoreStats::new(),
             gdt: UnsafeCell::new(Gdt::new()),

@@ -21,6 +21,20 @@
 //! Numbers from [`DEBUG_BASE`] up are debug calls that never reach the kernel core: the image
 //! handles them (console output, test reports, shutdown) through the handler given to [`UserMode::install`].
 //!
+//! # Where a system call's registers go
+//! Straight into the thread's context ([`hal_common::usermode`] keeps one per thread): every
+//! return to user mode leaves the end of the thread's context frame in `gs:[24]`
+//! ([`PerCpu::user_frame_top`](crate::percpu::PerCpu)), the `syscall` entry points RSP there,
+//! pushes the frame into place and only then switches to the kernel stack, and the return pops
+//! the frame from the context again. So a system call copies its frame neither into the
+//! context nor back onto the kernel stack: about 130 instructions per IPC round trip (the
+//! context copy was a `memcpy` call and the return a 22-quadword `rep movsq`), as seL4 saves
+//! into the TCB. Interrupts and exceptions still arrive on the kernel stack (TSS.RSP0) and are
+//! copied into the context, as they are rare on the IPC path.
+//!
+//! While RSP points into a context (the entry's pushes, the return's pops) interrupts are
+//! masked; only an NMI or machine check could push onto it, and both are fatal here.
+//!
 //! # Return to user mode
 //! A context saved by `syscall` returns with `sysretq`, the fast path; a context saved by an
 //! interrupt or exception, or a fresh thread, with `iretq`. A `syscall` context whose return
@@ -47,7 +61,10 @@ use hal_common::usermode::{Event, Fault, KernelFault, UserArch, UserMode};
 use crate::cpu::{rdmsr, wrmsr};
 use crate::gdt::{KERNEL_CODE, USER_CODE, USER_DATA};
 use crate::interrupts::{exception_name, pop_gprs, push_gprs, TrapFrame};
-use crate::percpu::{CpuIndex, MAX_CPUS, PERCPU, PERCPU_KSTACK_OFFSET, PERCPU_SCRATCH_OFFSET};
+use crate::percpu::{
+    CpuIndex, MAX_CPUS, PERCPU, PERCPU_KSTACK_OFFSET, PERCPU_SCRATCH_OFFSET,
+    PERCPU_USER_FRAME_OFFSET,
+};
 
 /// `TrapFrame::vector` of a context saved by the `syscall` entry.
 pub const SYSCALL_VECTOR: u64 = 0x100;
@@ -163,14 +180,27 @@ impl UserArch for X86User {
         Ok(())
     }
     unsafe fn enter_user(cpu: CpuIndex, frame: &TrapFrame, from_syscall: bool) -> ! {
-        let top = PERCPU[cpu]
-            .kstack_top
-            .load(core::sync::atomic::Ordering::Relaxed);
+        let frame: *const TrapFrame = frame;
+        // The thread's next `syscall` on this core saves its registers here. Relaxed: only
+        // this core reads it, in its `syscall` entry, after this store in program order.
+        PERCPU[cpu].user_frame_top.store(
+            frame as u64 + size_of::<TrapFrame>() as u64,
+            core::sync::atomic::Ordering::Relaxed,
+        );
         // SAFETY: the frame holds user selectors and sanitised flags (and, for `sysretq`, a
-        // canonical return address), checked by `prepare_return` (the caller's contract); the
-        // assembly switches to the top of this core's kernel stack, whose contents are dead,
-        // before it copies and loads the frame.
-        unsafe { hal_enter_user(frame, top, u32::from(from_syscall)) }
+        // canonical return address), checked by `prepare_return`, and is the thread's context,
+        // which stays in place (the caller's contract); the assembly pops it from there with
+        // interrupts masked, leaving the kernel stack, whose contents are dead.
+        unsafe { hal_enter_user(frame, u32::from(from_syscall)) }
+    }
+    /// A `syscall` frame is already in its context (`dst == src`): nothing to copy. An
+    /// interrupt's or exception's frame, on the kernel stack, is copied.
+    #[inline(always)]
+    unsafe fn save_frame(dst: *mut TrapFrame, src: &TrapFrame) {
+        if !core::ptr::eq(dst, src) {
+            // SAFETY: forwarded contract (`src` does not overlap `dst` when they differ).
+            unsafe { dst.write(*src) }
+        }
     }
     fn wait_for_interrupt() {
         // SAFETY: `sti; hlt` sleeps until the next interrupt (the `sti` shadow makes the pair
@@ -185,10 +215,13 @@ impl UserArch for X86User {
 pub static USER: UserMode<X86User, MAX_CPUS> = UserMode::new();
 
 // The `syscall` entry. On entry: RCX = user RIP, R11 = user RFLAGS, RSP = user stack, GS = user
-// GS, IF = 0 (SFMASK). It switches to the per-core GS and kernel stack, builds a `TrapFrame`
-// (vector SYSCALL_VECTOR) exactly as an interrupt from user mode would, and calls
-// `syscall_dispatch`, which never returns. The frame is 22 quadwords from the 4 KiB aligned
-// stack top, so RSP is 16-byte aligned at the call.
+// GS, IF = 0 (SFMASK). It switches to the per-core GS, builds a `TrapFrame` (vector
+// SYSCALL_VECTOR) exactly as an interrupt from user mode would, but in the current thread's
+// context (`gs:[user_frame]`, set by `enter_user`), then switches to the kernel stack and calls
+// `syscall_dispatch` with the frame, which never returns. RSP is the 4 KiB aligned stack top
+// at the call, so 16-byte aligned.
+//
+// `hal_enter_user` returns from a frame in its context: RSP points at it, the pops load it.
 global_asm!(
     concat!(
     r#"
@@ -197,7 +230,7 @@ global_asm!(
 hal_syscall_entry:
     swapgs
     movq %rsp, %gs:{scratch}
-    movq %gs:{kstack}, %rsp
+    movq %gs:{user_frame}, %rsp
     pushq ${user_ss}
     pushq %gs:{scratch}
     pushq %r11
@@ -210,20 +243,15 @@ hal_syscall_entry:
     push_gprs!(),
     r#"
     movq %rsp, %rdi
+    movq %gs:{kstack}, %rsp
     xorl %ebp, %ebp
     callq {dispatch}
     ud2
 
     .global hal_enter_user
 hal_enter_user:
-    leaq -176(%rsi), %rsp
-    movq %rdi, %rsi
-    movq %rsp, %rdi
-    movl $22, %ecx
-    cld
-    rep movsq
-    movl %edx, %eax
-    testl %eax, %eax
+    movq %rdi, %rsp
+    testl %esi, %esi
     jnz 2f
 "#,
     pop_gprs!(),
@@ -244,6 +272,7 @@ hal_enter_user:
 "#),
     scratch = const PERCPU_SCRATCH_OFFSET,
     kstack = const PERCPU_KSTACK_OFFSET,
+    user_frame = const PERCPU_USER_FRAME_OFFSET,
     user_ss = const USER_DATA as u64,
     user_cs = const USER_CODE as u64,
     vector = const SYSCALL_VECTOR,
@@ -255,9 +284,9 @@ const _: () = assert!(size_of::<TrapFrame>() == 22 * 8);
 
 unsafe extern "C" {
     fn hal_syscall_entry();
-    /// Copies the context `frame` to the top of the kernel stack `kstack_top`, loads it and
-    /// returns to user mode (`sysretq` if `sysret != 0`, else `iretq`).
-    fn hal_enter_user(frame: *const TrapFrame, kstack_top: u64, sysret: u32) -> !;
+    /// Loads the context `frame` where it is and returns to user mode (`sysretq` if
+    /// `sysret != 0`, else `iretq`).
+    fn hal_enter_user(frame: *const TrapFrame, sysret: u32) -> !;
 }
 
 /// Enables `syscall`/`sysret` on the calling core: EFER.SCE, the selectors (STAR: kernel CS/SS
@@ -294,8 +323,10 @@ pub fn syscall_entry_address() -> u64 {
     hal_syscall_entry as *const () as u64
 }
 
-extern "C" fn syscall_dispatch(frame: &mut TrapFrame) -> ! {
-    USER.syscall(frame)
+extern "C" fn syscall_dispatch(frame: *const TrapFrame) -> ! {
+    // SAFETY: the entry saved this core's current thread's registers at `frame`, in that
+    // thread's context (`enter_user` left its address in `gs:[user_frame]`).
+    unsafe { USER.syscall(frame) }
 }
 
 /// A timer tick, IPI or device interrupt (already acknowledged; a device line already masked
