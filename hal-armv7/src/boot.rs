@@ -285,17 +285,22 @@ hal_armv7_vectors:
         beq     \target
     .endm
 
-    @ Exception from USR mode (LR already the resume address): saves
-    @ [pad, r0-r12, SP_usr, LR_usr, pc, CPSR] on the (empty) SVC stack, switches to SVC and
-    @ calls user_trap(&frame, vector), which does not return. 72 bytes keep the 8-byte
-    @ alignment AAPCS wants at calls.
+    @ Exception from USR mode (LR already the resume address). SP_svc is the end of the
+    @ current thread's saved context (hal_armv7_enter_user left it there): saves
+    @ [r0-r12, SP_usr, LR_usr, pc, CPSR] straight into it, switches to SVC and to this core's
+    @ SVC stack top (STACKS + (Aff0 + 1) * STACK_SIZE) and calls user_trap(frame, vector),
+    @ which does not return.
     .macro HAL_USER_STUB vector
-        srsdb   sp!, #0x13                  @ LR and SPSR of this mode onto the SVC stack
+        srsdb   sp!, #0x13                  @ LR and SPSR of this mode into the context
         cps     #0x13
         sub     sp, sp, #60
         stm     sp, {{r0-r14}}^             @ user r0-r12, SP_usr, LR_usr
-        sub     sp, sp, #4
-        add     r0, sp, #4
+        mov     r0, sp                      @ the frame, in the thread's context
+        mrc     p15, 0, r2, c0, c0, 5       @ MPIDR: Aff0 is the core index
+        and     r2, r2, #0xff
+        add     r2, r2, #1
+        ldr     r3, ={stacks}
+        add     sp, r3, r2, lsl #{stack_shift}
         mov     r1, #\vector
         bl      {user_trap}
         b       hal_armv7_park
@@ -405,6 +410,7 @@ hal_armv7_user_irq:
     HAL_USER_STUB 6
 "#,
     stacks = sym STACKS,
+    stack_shift = const STACK_SIZE.trailing_zeros(),
     und_top = const UND_TOP,
     abt_top = const ABT_TOP,
     abt_floor = const ABT_FLOOR,

@@ -11,17 +11,22 @@
 //! image's debug calls (console, done, exit), not kernel calls.
 //!
 //! # Entry stubs (in [`boot`](crate::boot))
-//! An exception taken from USR mode (the stub checks SPSR.M) saves the whole user context on
-//! the core's SVC stack, which is empty then (every kernel entry ends by returning to user
-//! mode from its top, or in the idle loop):
-//! `[pad, r0..r12, sp_usr, lr_usr, pc, cpsr]` (`srsdb` to the SVC stack, `stm {r0-r14}^`), and
-//! calls [`user_trap`] with the frame and the vector number. Exceptions from the kernel's own
-//! modes keep the old paths (fault report, IRQ return, semihosting SVC).
+//! While a thread runs in USR mode, SP_svc is the end of its saved context in
+//! [`hal_common::usermode`] (the return leaves it there). An exception taken from USR mode
+//! (the stub checks SPSR.M) saves the whole user context straight into it,
+//! `[r0..r12, sp_usr, lr_usr, pc, cpsr]` (`srsdb`, `stm {r0-r14}^`), then points SP_svc at the
+//! top of the core's SVC stack (empty: every kernel entry ends by returning to user mode or
+//! in the idle loop) and calls [`user_trap`] with the frame and the vector number. So a system
+//! call copies its frame neither into the context nor back onto the stack, as seL4 saves
+//! into the TCB (x86_64 does the same). Interrupts and faults from user mode, rare on the IPC
+//! path, work on a copy of the frame. Exceptions from the kernel's own modes keep the old
+//! paths (fault report, IRQ return, semihosting SVC); IRQs are masked on every exception
+//! entry, so nothing else lands on SP_svc while it points into a context.
 //!
 //! # The return
-//! `hal_armv7_enter_user` copies the thread's saved frame to the top of the SVC stack, loads
-//! the user registers (`ldm {r0-r14}^`) and returns with `rfeia`, which restores pc and CPSR
-//! together and leaves SP_svc at the top of the stack for the next entry.
+//! `hal_armv7_enter_user` points SP_svc at the thread's saved frame, loads the user registers
+//! (`ldm {r0-r14}^`) and returns with `rfeia`, which restores pc and CPSR together and leaves
+//! SP_svc at the end of the context for the next entry.
 
 use core::arch::global_asm;
 use core::fmt;
@@ -137,12 +142,12 @@ impl UserArch for ArmUser {
         frame.cpsr = (frame.cpsr & CPSR_KEPT) | CPSR_USER;
         Ok(())
     }
-    unsafe fn enter_user(cpu: CpuIndex, frame: &UserFrame, _from_syscall: bool) -> ! {
-        let top = crate::boot::stack_top(cpu);
-        // SAFETY: the frame returns to USR mode (CPSR sanitised by `prepare_return`, the
-        // caller's contract); the stub resets SP_svc to the top of this core's SVC stack,
-        // whose contents are dead (every entry ends here or in the idle loop).
-        unsafe { hal_armv7_enter_user(frame, top) }
+    unsafe fn enter_user(_cpu: CpuIndex, frame: &UserFrame, _from_syscall: bool) -> ! {
+        // SAFETY: the frame returns to USR mode (CPSR sanitised by `prepare_return`) and is
+        // the thread's context, which stays in place (the caller's contract); the stub loads
+        // it where it is and leaves SP_svc at its end for the thread's next entry; the SVC
+        // stack's contents are dead (every entry ends here or in the idle loop).
+        unsafe { hal_armv7_enter_user(frame) }
     }
     fn wait_for_interrupt() {
         // SAFETY: unmask IRQs, wait, mask again; the IRQ handler runs on this stack and either
@@ -150,10 +155,14 @@ impl UserArch for ArmUser {
         // correctness (nothing is waiting on our stores) and `wfi` tolerates a pending IRQ.
         unsafe { core::arch::asm!("cpsie i", "wfi", "cpsid i", options(nomem, nostack)) };
     }
+    /// A frame the entry saved in its context already (`dst == src`: a system call) is not
+    /// copied; a copy (interrupts, faults) is.
     #[inline(always)]
     unsafe fn save_frame(dst: *mut UserFrame, src: &UserFrame) {
-        // SAFETY: forwarded contract.
-        unsafe { copy_frame(dst, src) }
+        if !core::ptr::eq(dst, src) {
+            // SAFETY: forwarded contract (`src` does not overlap `dst` when they differ).
+            unsafe { copy_frame(dst, src) }
+        }
     }
 }
 
@@ -167,25 +176,18 @@ global_asm!(
     .arm
     .global hal_armv7_enter_user
     .type hal_armv7_enter_user, %function
-    @ r0 = frame (17 words), r1 = top of this core's SVC stack. Does not return.
+    @ r0 = frame (17 words, in the thread's context). Does not return.
 hal_armv7_enter_user:
-    sub     r2, r1, #68
-    mov     sp, r2
-    ldmia   r0!, {{r3-r10}}                 @ r0..r7
-    stmia   r2!, {{r3-r10}}
-    ldmia   r0!, {{r3-r10}}                 @ r8..r12, sp, lr, pc
-    stmia   r2!, {{r3-r10}}
-    ldr     r3, [r0]                        @ cpsr
-    str     r3, [r2]
+    mov     sp, r0
     clrex                                   @ no LDREX reservation of the kernel or another thread may pair with this thread's STREX
     ldm     sp, {{r0-r14}}^                 @ user r0-r12, SP_usr, LR_usr (no writeback with ^)
     add     sp, sp, #60
-    rfeia   sp!                             @ pc and CPSR at once; SP_svc ends at the top
+    rfeia   sp!                             @ pc and CPSR at once; SP_svc ends at the context's end
 "#
 );
 
 unsafe extern "C" {
-    fn hal_armv7_enter_user(frame: *const UserFrame, stack_top: usize) -> !;
+    fn hal_armv7_enter_user(frame: *const UserFrame) -> !;
 }
 
 /// Copies a user frame word by word, unrolled in line, where `*dst = *src` becomes a call of
@@ -250,17 +252,23 @@ pub(crate) fn idle_interrupt(ev: Option<Event>) {
     USER.interrupt(None, ev);
 }
 
-/// Every exception taken from USR mode, with the saved user frame on the SVC stack.
-pub(crate) extern "C" fn user_trap(frame: &mut UserFrame, vec: u32) -> ! {
+/// Every exception taken from USR mode, with the user frame the entry saved in the current
+/// thread's context (a pointer: the kernel writes that context again before this ends).
+pub(crate) extern "C" fn user_trap(frame: *const UserFrame, vec: u32) -> ! {
+    if vec == vector::SVC {
+        // SAFETY: the entry saved the current thread's registers at `frame`, in its context.
+        unsafe { USER.syscall(frame) }
+    }
+    // Interrupts and faults work on a copy on this stack, so that no reference into the
+    // context lives while the kernel writes it; they are rare on the IPC path.
+    // SAFETY: the entry saved the frame at `frame`; nothing has written it since.
+    let copy = unsafe { frame.read() };
     match vec {
-        // SAFETY: the entry saved the current thread's registers at `frame`, on this core's
-        // SVC stack.
-        vector::SVC => unsafe { USER.syscall(frame) },
         vector::IRQ => {
-            USER.interrupt(Some(frame), take_interrupt().flatten());
+            USER.interrupt(Some(&copy), take_interrupt().flatten());
             unreachable!("an interrupt from user mode returns to user mode")
         }
-        vector::DATA_ABORT | vector::PREFETCH_ABORT | vector::UNDEFINED => user_fault(frame, vec),
+        vector::DATA_ABORT | vector::PREFETCH_ABORT | vector::UNDEFINED => user_fault(&copy, vec),
         _ => ArmUser::fatal(format_args!("unexpected exception {vec} from user mode")),
     }
 }
