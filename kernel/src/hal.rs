@@ -363,9 +363,6 @@ impl Actions {
     #[inline(never)]
     fn run_all<H: Hal>(&self, hal: &H, cpu: CpuId) {
         match self.irq {
-            // Tick lines are the kernel's own: nothing at the interrupt controller.
-            Some(IrqOp::Mask(irq) | IrqOp::Unmask(irq) | IrqOp::Route(irq, _))
-                if irq.tick_core().is_some() => {}
             Some(IrqOp::Mask(irq)) => hal.mask_irq(cpu, irq),
             Some(IrqOp::Unmask(irq)) => hal.unmask_irq(cpu, irq),
             Some(IrqOp::Route(irq, target)) => hal.route_irq(cpu, irq, target),

@@ -601,7 +601,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
                 {
                     let g = self.hold(ctx, irq);
                     if self.irq(&g, |s| core::mem::replace(&mut s.masked, false)) {
-                        self.act(ctx, |a| a.irq = Some(IrqOp::Unmask(irq)));
+                        self.irq_op(ctx, IrqOp::Unmask(irq));
                     }
                 }
                 self.set_ret(ctx, t, ok);
@@ -730,7 +730,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
                     s.bound = Some((ntfn, badge));
                     s.masked = false;
                 });
-                self.act(ctx, |a| a.irq = Some(IrqOp::Route(irq, core)));
+                self.irq_op(ctx, IrqOp::Route(irq, core));
                 self.set_ret(ctx, t, ok);
             }
             Op::Resume { t: target } => {
@@ -1002,6 +1002,15 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         }
     }
 
+    /// Queues `op` for the interrupt controller, after the section. A tick line is the
+    /// kernel's own (its masking is the `masked` flag alone), so nothing is queued for it.
+    fn irq_op(&self, ctx: Ctx, op: IrqOp) {
+        let (IrqOp::Mask(irq) | IrqOp::Unmask(irq) | IrqOp::Route(irq, _)) = op;
+        if irq.tick_core().is_none() {
+            self.act(ctx, |a| a.irq = Some(op));
+        }
+    }
+
     /// The last capability to `irq`'s handler was deleted (exclusive section): the line is
     /// unbound, masked and may be issued again.
     pub(crate) fn irq_unreferenced(&self, ctx: Ctx, irq: IrqId) {
@@ -1009,7 +1018,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             return;
         }
         self.irq(&self.hold(ctx, irq), |s| *s = IrqState::default());
-        self.act(ctx, |a| a.irq = Some(IrqOp::Mask(irq)));
+        self.irq_op(ctx, IrqOp::Mask(irq));
     }
 
     /// Page fault or other exception (`msg` describes it): a Call to the pager, or suspension
