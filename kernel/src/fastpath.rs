@@ -22,9 +22,13 @@
 //!
 //! # Locks
 //! It runs inside the strategy's section like any entry: the big locks and RTM around it, and
-//! under the fine-grained strategy the object locks of the full path in the documented order
-//! (endpoint, the two TCBs by index, this core's run queue), each once: 4 per call, against 8
-//! (Call) and 10 (ReplyRecv) on the full path. The exit's registers are the ones it just
+//! under the fine-grained strategy the object locks of the full path in the documented order,
+//! each once: the endpoint, the *other* thread's TCB (the receiver, or the caller being
+//! answered) and this core's run queue, 3 per call, against 8 (Call) and 10 (ReplyRecv) on
+//! the full path. The calling thread's own TCB takes no lock: it is this core's current,
+//! `Runnable` thread, which no other core can reach until the fastpath publishes it (onto the
+//! endpoint's queue, or in the receiver's reply link) under the endpoint's lock
+//! ([`Kernel::own_current`] has the argument). The exit's registers are the ones it just
 //! wrote, so the exit takes no TCB lock to read them back.
 //!
 //! # Why a flag
@@ -75,18 +79,17 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         if !self.fast_alive_here(ctx, t) {
             return None;
         }
+        let gt = self.own_current(ctx, t)?;
         let (ep, badge) = self.lookup_ep(t, slot, Rights::WRITE).ok()?;
         let ge = self.hold(ctx, ep);
         let (mut q, receivers) = self.ep(&ge, |e| (e.queue, e.receivers));
+        // A queued receiver is blocked, so it is not `t`, which runs.
         let r = q.head.filter(|_| receivers)?;
         let rc = self.conf(r);
         if rc.core != ctx.cpu {
             return None;
         }
-        let gt = self.hold2(ctx, t, r);
-        if self.ipc(gt.of(t), |i| i.state) != ThreadState::Runnable {
-            return None;
-        }
+        let gr = self.hold(ctx, r);
         let rq = self.hold(ctx, RunQueue(ctx.cpu));
         if !self.fast_runs_next(&rq, rc.priority % NUM_PRIOS) {
             return None;
@@ -95,18 +98,20 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         let regs = ok_regs(badge, msg);
         self.q_remove(&self.qlinks, &mut q, r);
         self.ep(&ge, |e| e.queue = q);
-        self.ipc(gt.of(r), |i| {
+        self.ipc(&gr, |i| {
             i.ret = regs;
             i.state = ThreadState::Runnable;
             i.reply_to = Some(t);
         });
-        self.ipc(gt.of(t), |i| {
+        self.ipc(&gt, |i| {
             i.state = ThreadState::BlockedReply;
             i.server = Some(r);
             i.fault = false;
         });
         self.set_current(&rq, Some(r));
-        drop((rq, gt, ge));
+        // `t` is published by `r`'s reply link, which only `r`, now this core's current
+        // thread, follows; the owned token goes first all the same.
+        drop((gt, rq, gr, ge));
         self.switch_aspace(ctx, r);
         Some(Exit {
             thread: Some(r),
@@ -119,6 +124,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         if !self.fast_alive_here(ctx, t) {
             return None;
         }
+        let gt = self.own_current(ctx, t)?;
         let (ep, _) = self.lookup_ep(t, slot, Rights::READ).ok()?;
         let ge = self.hold(ctx, ep);
         let (mut q, receivers) = self.ep(&ge, |e| (e.queue, e.receivers));
@@ -126,17 +132,14 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             // A sender waits: the server receives at once and keeps running.
             return None;
         }
-        // Only `t` itself changes its reply slot, so it stays what this reads.
-        let c = self.ipc(&self.hold(ctx, t), |i| i.reply_to)?;
+        // The caller waits for `t`'s reply, so it is not `t`, which runs.
+        let c = self.ipc(&gt, |i| i.reply_to)?;
         let cc = self.conf(c);
         if cc.core != ctx.cpu {
             return None;
         }
-        let gt = self.hold2(ctx, t, c);
-        if self.ipc(gt.of(t), |i| i.state) != ThreadState::Runnable {
-            return None;
-        }
-        let waits = self.ipc(gt.of(c), |i| {
+        let gc = self.hold(ctx, c);
+        let waits = self.ipc(&gc, |i| {
             i.state == ThreadState::BlockedReply && i.server == Some(t) && !i.fault
         });
         if !waits {
@@ -148,11 +151,11 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         }
         // Committed: what `answer`, `recv` and `schedule` do for this case.
         let regs = ok_regs(0, msg);
-        self.ipc(gt.of(t), |i| {
+        self.ipc(&gt, |i| {
             i.reply_to = None;
             i.state = ThreadState::BlockedRecv(ep);
         });
-        self.ipc(gt.of(c), |i| {
+        self.ipc(&gc, |i| {
             i.ret = regs;
             i.server = None;
             i.state = ThreadState::Runnable;
@@ -163,7 +166,9 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             e.receivers = true;
         });
         self.set_current(&rq, Some(c));
-        drop((rq, gt, ge));
+        // `t` is in the endpoint's queue now: other cores may take its lock once the
+        // endpoint's is released, so the owned token is dropped before `ge`.
+        drop((gt, rq, gc, ge));
         self.switch_aspace(ctx, c);
         Some(Exit {
             thread: Some(c),

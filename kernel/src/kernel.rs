@@ -701,10 +701,47 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         unsafe { cell_mut(&self.conf[t.index()], f) }
     }
 
+    /// The IPC state of `cur`, the calling core's current thread as the entry read it, without
+    /// its TCB lock: the token if the thread is `Runnable`, `None` otherwise (the caller then
+    /// takes the lock, [`hold`](Self::hold)). The IPC fastpath's way to touch the caller's own
+    /// state, as the fine-grained protocol allows (see [`strategy`](crate::strategy)).
+    ///
+    /// Why no other core can touch the thread meanwhile: shared sections of other cores reach
+    /// a thread only through an endpoint's or notification's queue, a server's reply link, or
+    /// a run queue, and none of these holds the current thread of a core while it is current
+    /// and `Runnable` (it is in no queue, and a reply link names only a thread blocked on its
+    /// reply); management calls could, but run in exclusive sections, which no shared section
+    /// overlaps. The current thread at the start of an entry is in that state or in one only
+    /// an exclusive section made (suspended, moved, deleted: in no queue either), so the read of
+    /// its state here races with nothing.
+    ///
+    /// **The token is valid only until the section publishes the thread**: once it is pushed
+    /// onto a queue or named by a reply link, other cores may take its lock as soon as the
+    /// lock guarding that queue or link is released, so the caller must be done with the token
+    /// before it releases that lock (the fastpath drops it before the endpoint's guard).
+    #[inline(always)]
+    pub(crate) fn own_current(&self, ctx: Ctx, cur: ThreadId) -> Option<Held<'_, S, ThreadId>> {
+        debug_assert_eq!(
+            Some(cur),
+            self.current(ctx),
+            "not the core's current thread"
+        );
+        let g = Held {
+            strategy: &self.strategy,
+            cpu: ctx.cpu,
+            key: cur,
+            locked: false,
+        };
+        (self.ipc(&g, |i| i.state) == ThreadState::Runnable).then_some(g)
+    }
+
     /// TCB IPC state: needs the TCB lock in shared sections.
     pub(crate) fn ipc<R>(&self, g: &Held<'_, S, ThreadId>, f: impl FnOnce(&mut TcbIpc) -> R) -> R {
         // SAFETY: the token proves an exclusive section, or that the caller holds the TCB lock
-        // of `g.key`, which every accessor of this cell in a shared section holds.
+        // of `g.key`, which every accessor of this cell in a shared section holds, or (made by
+        // `own_current`) that `g.key` is the calling core's unpublished current thread, which
+        // no other core can reach until this section publishes it and releases the lock that
+        // guards where it published it.
         unsafe { cell_mut(&self.ipc[g.key.index()], f) }
     }
 

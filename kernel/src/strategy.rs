@@ -20,7 +20,10 @@
 //! * Object existence, CSpaces, TCB configuration (priority, core, address space, pager, life),
 //!   address-space mapping tables, IRQ bindings and reference counts: written only under the
 //!   write side (or by exclusive strategies), so readers read them without further locks.
-//! * A TCB's IPC state (state, message, badge, result registers, reply link): its TCB lock.
+//! * A TCB's IPC state (state, message, badge, result registers, reply link): its TCB lock;
+//!   except that a core may touch its own current thread's state without it while that thread
+//!   is `Runnable` and unpublished (in no queue, named by no reply link): no other core can
+//!   reach it then ([`Kernel::own_current`](crate::Kernel), used by the IPC fastpath).
 //! * An endpoint's or notification's queue, and the queue links of the TCBs in it: the
 //!   endpoint's or notification's lock.
 //! * A run queue and the run-queue links of the TCBs in it: the core's run-queue lock.
@@ -36,7 +39,9 @@
 //! multicore paper describes; around it, the entry checks the current thread (its TCB lock), the
 //! scheduler re-reads its state (TCB lock, then the run-queue lock) and the exit reads the next
 //! thread's result registers (its TCB lock): on one core a Call takes 8 object locks and a
-//! ReplyRecv 10 (counted by the hosted benchmark, `object_locks_per_round_trip`). Each object
+//! ReplyRecv 10 on the full path (counted by the hosted benchmark,
+//! `object_locks_per_round_trip`). The IPC fastpath takes 3 each: the endpoint, the other
+//! thread's TCB and the run queue; the caller's own TCB is its core's (above). Each object
 //! lock costs an atomic read-modify-write plus its bookkeeping, which is most of what the
 //! strategy adds to a round trip.
 //!
@@ -259,6 +264,9 @@ unsafe impl<R: Relax> Strategy for FineGrained<R> {
     fn name(&self) -> &'static str {
         "fine"
     }
+    // Inlined into the entry, like the object locks: out of line each costs a call and the
+    // `side` dispatch twice per one-way IPC.
+    #[inline(always)]
     fn enter(&self, cpu: CpuId, side: Side) -> bool {
         match side {
             Side::Shared => {
@@ -271,6 +279,7 @@ unsafe impl<R: Relax> Strategy for FineGrained<R> {
             }
         }
     }
+    #[inline(always)]
     unsafe fn exit(&self, cpu: CpuId, side: Side) {
         match side {
             // SAFETY: forwarded contract: `cpu` holds the read side.
