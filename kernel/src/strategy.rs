@@ -347,6 +347,7 @@ unsafe impl<L: KernelLock, E: TxEngine, R: Relax> Strategy for Rtm<L, E, R> {
     fn elision_stats(&self, cpu: CpuId) -> Option<kernel_locks::RtmStats> {
         Some(self.lock.cpu_stats(cpu))
     }
+    #[inline]
     fn enter(&self, cpu: CpuId, _side: Side) -> bool {
         self.lock.lock(cpu);
         true
@@ -354,6 +355,7 @@ unsafe impl<L: KernelLock, E: TxEngine, R: Relax> Strategy for Rtm<L, E, R> {
     fn serialises(&self) -> bool {
         true
     }
+    #[inline]
     unsafe fn exit(&self, cpu: CpuId, _side: Side) {
         // SAFETY: forwarded contract.
         unsafe { self.lock.unlock(cpu) }

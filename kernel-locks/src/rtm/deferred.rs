@@ -81,11 +81,19 @@ impl DeferQueue {
 
     /// Empties the queue first, then runs the calls it held in FIFO order. Taking them out first
     /// lets a call lock the same lock again and defer more work without disturbing this run.
+    /// The empty check is inline: every release passes here, and the queue is almost always
+    /// empty.
+    #[inline(always)]
     pub(crate) fn run(&self) {
         let len = self.len.load(Relaxed);
-        if len == 0 {
-            return;
+        if len != 0 {
+            self.run_queued(len);
         }
+    }
+
+    /// [`run`](Self::run) for a queue of `len` calls.
+    #[inline(never)]
+    fn run_queued(&self, len: usize) {
         let mut calls: [(fn(usize), usize); DEFER_CAPACITY] = [(nothing, 0); DEFER_CAPACITY];
         for (call, slot) in calls.iter_mut().zip(&self.slots).take(len) {
             let f = slot.f.load(Relaxed);

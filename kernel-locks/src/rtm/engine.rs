@@ -287,6 +287,11 @@ impl Rtm {
     #[inline]
     pub fn supported() -> bool {
         use core::sync::atomic::Ordering::Relaxed;
+        // Known at compile time elsewhere: the elision path folds away, and an ARMv7 kernel
+        // pays only for the fallback lock and the bookkeeping around it.
+        if cfg!(not(target_arch = "x86_64")) {
+            return false;
+        }
         // Relaxed: the cached value is a pure function of the hardware, so any CPU that computes
         // it computes the same value; there is nothing else to synchronise with.
         match RTM_SUPPORT.load(Relaxed) {

@@ -109,7 +109,7 @@ use core::fmt;
 use core::marker::PhantomData;
 
 use crate::pad::CachePadded;
-use crate::raw::{check_cpu, CpuId, KernelLock};
+use crate::raw::{check_cpu, cpu_out_of_range, CpuId, KernelLock};
 use crate::relax::{Relax, Spin};
 use crate::shim::{wait_hint, AtomicU32, AtomicUsize, Ordering::Relaxed};
 
@@ -130,9 +130,9 @@ use stats::{cause_index, idx, CpuCounters};
 
 // Atomic types the crate shim does not export.
 #[cfg(not(kernel_locks_loom))]
-use core::sync::atomic::{AtomicPtr, AtomicU64};
+use core::sync::atomic::AtomicPtr;
 #[cfg(kernel_locks_loom)]
-use loom::sync::atomic::{AtomicPtr, AtomicU64};
+use loom::sync::atomic::AtomicPtr;
 
 /// Per-CPU `mode`: this CPU does not hold the lock.
 const FREE: usize = 0;
@@ -404,6 +404,30 @@ impl<L: KernelLock, const N: usize, E: TxEngine, R: Relax> RtmLock<L, N, R, E> {
         }
     }
 
+    /// The rest of [`lock`](KernelLock::lock) when elision is on: the skip counter, then
+    /// transaction attempts until one runs or the policy falls back.
+    #[inline(never)]
+    fn lock_eliding(&self, cpu: CpuId) {
+        if self.take_skip() {
+            return self.lock_fallback(cpu, SKIPPED);
+        }
+        let mut attempt = 0;
+        loop {
+            let Err(status) = self.try_elide(cpu, attempt) else {
+                return; // inside the transaction
+            };
+            attempt += 1;
+            match self.after_abort(cpu, status, attempt < self.policy.max_attempts) {
+                Next::Retry => self.wait_until_free(cpu),
+                Next::Fallback(skip) => {
+                    self.set_skip(skip);
+                    return self.lock_fallback(cpu, FALLBACK);
+                }
+            }
+        }
+    }
+
+    #[inline]
     fn lock_fallback(&self, cpu: CpuId, mode: usize) {
         self.fallback.lock(cpu);
         self.cpus[cpu].state.mode.store(mode, Relaxed);
@@ -443,28 +467,16 @@ unsafe impl<L: KernelLock, const N: usize, E: TxEngine, R: Relax> KernelLock
         N.min(self.fallback.max_cpus())
     }
 
+    // Inline up to the elision decision, so that a machine without RTM (or a policy without
+    // attempts) pays the fallback lock and a few loads in its caller; the transaction loop is
+    // a call of its own.
+    #[inline]
     fn lock(&self, cpu: CpuId) {
         self.check_not_holding(cpu);
         if !self.eliding() {
             return self.lock_fallback(cpu, FALLBACK);
         }
-        if self.take_skip() {
-            return self.lock_fallback(cpu, SKIPPED);
-        }
-        let mut attempt = 0;
-        loop {
-            let Err(status) = self.try_elide(cpu, attempt) else {
-                return; // inside the transaction
-            };
-            attempt += 1;
-            match self.after_abort(cpu, status, attempt < self.policy.max_attempts) {
-                Next::Retry => self.wait_until_free(cpu),
-                Next::Fallback(skip) => {
-                    self.set_skip(skip);
-                    return self.lock_fallback(cpu, FALLBACK);
-                }
-            }
-        }
+        self.lock_eliding(cpu);
     }
 
     fn try_lock(&self, cpu: CpuId) -> bool {
@@ -493,9 +505,13 @@ unsafe impl<L: KernelLock, const N: usize, E: TxEngine, R: Relax> KernelLock
         }
     }
 
+    #[inline]
     unsafe fn unlock(&self, cpu: CpuId) {
-        check_cpu("rtm", cpu, self.max_cpus());
-        let slot = &self.cpus[cpu];
+        // The range check `lock` made, without recomputing the bound: a CPU in range of the
+        // slots but not of the fallback never locked, so its mode is free (panic below).
+        let Some(slot) = self.cpus.get(cpu) else {
+            cpu_out_of_range("rtm", cpu, self.max_cpus())
+        };
         let mode = slot.state.mode.load(Relaxed);
         // Every build: the mode is loaded anyway to know how the lock was taken.
         assert!(

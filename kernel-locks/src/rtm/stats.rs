@@ -4,7 +4,7 @@
 use core::fmt;
 
 use super::engine::AbortCause;
-use super::AtomicU64;
+use crate::shim::AtomicUsize;
 use crate::shim::Ordering::Relaxed;
 
 /// Index of each per-CPU counter.
@@ -42,15 +42,20 @@ pub(crate) const fn cause_index(cause: AbortCause) -> usize {
 
 /// One CPU's counters. Written only by that CPU and never inside a transaction (a write there
 /// would add the line to the write set, so a `stats()` reader on another CPU would abort it).
+///
+/// A counter is a machine word: 64 bits on x86_64, the only architecture with RTM, and 32 bits
+/// on ARMv7, where every acquisition is a fallback and a 64-bit atomic store would be an
+/// `ldrexd`/`strexd` loop on every release. There a CPU's counter wraps after 2^32
+/// acquisitions (about an hour at a million a second); [`RtmStats`] sums the wrapped values.
 pub(crate) struct CpuCounters {
-    counters: [AtomicU64; idx::COUNT],
+    counters: [AtomicUsize; idx::COUNT],
 }
 
 impl CpuCounters {
     maybe_const_fn! {
         /// All zero.
         pub(crate) fn new() -> Self {
-            Self { counters: array_init!(idx::COUNT, AtomicU64::new(0)) }
+            Self { counters: array_init!(idx::COUNT, AtomicUsize::new(0)) }
         }
     }
 
@@ -64,7 +69,7 @@ impl CpuCounters {
 
     /// Reads counter `i` (Relaxed: a racy snapshot is all statistics need).
     pub(crate) fn get(&self, i: usize) -> u64 {
-        self.counters[i].load(Relaxed)
+        self.counters[i].load(Relaxed) as u64
     }
 
     /// Zeroes every counter. An acquisition racing with this may survive it.
