@@ -22,9 +22,15 @@ macro_rules! id_type {
                 }
             }
 
-            /// The table index.
+            /// The table index, always below [`LIMIT`](Self::LIMIT): indexing a table of
+            /// that length with it compiles to no bounds check.
+            #[inline(always)]
             pub const fn index(self) -> usize {
-                self.0 as usize
+                let i = self.0 as usize;
+                // SAFETY: the field is private and set only by `new` and `all`, both of which
+                // build indices below `$max` only.
+                unsafe { core::hint::assert_unchecked(i < $max) };
+                i
             }
 
             /// Every id, in index order.
