@@ -345,7 +345,7 @@ impl Actions {
 
     /// Runs the actions on `cpu` through `hal`. The IPC path's case, nothing or only an
     /// address-space switch, is three tests in line; everything else goes to
-    /// [`run_all`](Self::run_all), out of line.
+    /// `run_all`, out of line.
     #[inline(always)]
     pub fn run<H: Hal>(&self, hal: &H, cpu: CpuId) {
         if self.irq.is_none() && self.flush.is_none() && self.ipi_targets == 0 {

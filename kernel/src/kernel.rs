@@ -327,7 +327,8 @@ impl Guarded for RunQueue {
 }
 
 /// Proof that a section may touch one object's lock-guarded state: the object's lock is held
-/// (released on drop), or the section is exclusive (nothing was taken). The accessors of that
+/// (released on drop), or the section is exclusive (nothing was taken), or the object is the
+/// calling core's own unpublished current thread ([`Kernel::own_current`], nothing taken). The accessors of that
 /// state ([`Kernel::ipc`], [`Kernel::ep`], [`Kernel::ntfn`], [`Kernel::irq`], [`Kernel::sched`],
 /// [`Kernel::current_on`]) take the token instead of the object's id, so the fine-grained
 /// discipline "hold the object's lock in shared sections" is checked by the compiler: the state

@@ -57,14 +57,15 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
     /// # Direct switch
     /// A thread of the calling core woken in a kernel entry (`ctx.entry`; the typical case is
     /// the receiver of a Call, or the caller of a ReplyRecv, on one core) is not queued: it is
-    /// put aside in [`CoreLocal::direct`] for this entry's [`schedule`](Self::schedule), which
-    /// either runs it, without the run-queue push and pop, or queues it exactly where this
-    /// function would have (see there). Under the fine-grained strategy this also saves the
-    /// run-queue lock here: the core reads its own `current` without it, and nobody else can
-    /// reach the thread meanwhile: it is `Runnable` (so no other core's IPC, signal or reply
-    /// wakes it, they wake only blocked threads, under its TCB lock), in no endpoint,
-    /// notification or run queue, and management calls, which could touch it otherwise, run in
-    /// exclusive sections, never concurrently with this shared one. A second wake on the same
+    /// put aside in [`CoreLocal::direct`](crate::kernel::CoreLocal::direct) for this entry's
+    /// [`schedule`](Self::schedule), which either runs it, without the run-queue push and pop,
+    /// or queues it exactly where this function would have (see there). Under the
+    /// fine-grained strategy this also saves the run-queue lock here: the core reads its own
+    /// `current` without it, and nobody else can reach the thread meanwhile: it is `Runnable`
+    /// (so no other core's IPC, signal or reply wakes it, they wake only blocked threads,
+    /// under its TCB lock), in no endpoint, notification or run queue, and management calls,
+    /// which could touch it otherwise, run in exclusive sections, never concurrently with
+    /// this shared one. A second wake on the same
     /// core in the same entry queues the first thread before the second, keeping their order.
     pub(crate) fn wake(&self, ctx: Ctx, t: ThreadId) {
         let core = self.conf(t).core;
