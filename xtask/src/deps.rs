@@ -40,6 +40,12 @@ pub const NET: &[Tool] = &[Tool {
     package: "redis-tools",
 }];
 
+/// The source-line mapper of `cargo xtask trace --lines`.
+pub const ADDR2LINE: &[Tool] = &[Tool {
+    what: "addr2line",
+    package: "binutils",
+}];
+
 /// The user-mode network process of `cargo xtask qemu --net --network passt` and the
 /// `net:x86_64-c50-passt` step.
 pub const PASST: &[Tool] = &[Tool {

@@ -240,6 +240,9 @@ pub struct PerRoundTrip {
     /// Instructions per round trip that ran more often in the shorter run (polling loops whose
     /// trip count depends on the host): a measure of how exact the other figures are.
     pub noise: f64,
+    /// Executions per round trip, by address (nonzero differences only): what `--lines` maps
+    /// to source lines.
+    pub by_address: BTreeMap<u64, f64>,
 }
 
 impl PerRoundTrip {
@@ -299,6 +302,7 @@ pub fn per_round_trip(
         }
         let function = image.function_at(pc).to_owned();
         out.instructions += d;
+        out.by_address.insert(pc, d);
         if let Some(kind) = image.barrier_at(arch, pc) {
             *out.barriers.entry(kind).or_default() += d;
             *out.barriers_by_function
@@ -500,6 +504,13 @@ pub struct TraceArgs {
     /// full path (what the IPC fastpath saves is the difference to a run without this flag).
     #[arg(long, conflicts_with_all = ["hosted", "image"])]
     no_fastpath: bool,
+
+    /// QEMU exec traces: also list the N source lines with the most instructions per round
+    /// trip, each address mapped to its innermost inlined function and `file:line` (the
+    /// kernel's and the user program's ELF files, with `addr2line` from binutils). The profile
+    /// that finds where a round trip goes below the function level (0: none).
+    #[arg(long, default_value_t = 0, conflicts_with_all = ["hosted", "image"])]
+    lines: usize,
 }
 
 /// `--workload` values.
@@ -646,11 +657,15 @@ fn run_inner(root: &Path, args: &TraceArgs) -> Result<(), String> {
     } else {
         args.lock.clone()
     };
+    if args.lines > 0 {
+        crate::deps::ensure("cargo xtask trace --lines", crate::deps::ADDR2LINE)?;
+    }
     let mut records = Vec::new();
     for &arch in arches {
         crate::qemu::ensure_qemu(arch)?;
         let elf = crate::qemu::build_image(root, arch, false, "trace")?;
         let image = image_of(root, arch, &elf)?;
+        let elfs = [elf.clone(), user_elf(root, arch)?];
         let machines: &[Machine] = match arch {
             Arch::X86_64 => &[Machine::Microvm],
             Arch::Armv7 => &Machine::ARMV7,
@@ -706,6 +721,11 @@ fn run_inner(root: &Path, args: &TraceArgs) -> Result<(), String> {
                 for (function, n) in p.top_functions(args.top) {
                     println!("    {n:>6.1} insns  in {function}");
                 }
+                if args.lines > 0 {
+                    for (line, n) in source_lines(&elfs, &p.by_address, args.lines)? {
+                        println!("    {n:>6.1} insns  at {line}");
+                    }
+                }
                 records.push(record(machine, lock, args.rounds, &p));
             }
         }
@@ -720,6 +740,82 @@ fn run_inner(root: &Path, args: &TraceArgs) -> Result<(), String> {
     std::fs::write(&path, text + "\n").map_err(|e| format!("writing {}: {e}", path.display()))?;
     println!("trace: wrote {}", path.display());
     Ok(())
+}
+
+/// The `n` source lines with the most executions per round trip in `by_address`, most first:
+/// each address mapped by `addr2line -i` to its innermost inlined function and `file:line`,
+/// in the first of `elfs` that knows it (the kernel image, then the user program).
+fn source_lines(
+    elfs: &[PathBuf],
+    by_address: &BTreeMap<u64, f64>,
+    n: usize,
+) -> Result<Vec<(String, f64)>, String> {
+    let mut left: Vec<u64> = by_address.keys().copied().collect();
+    let mut by_line: BTreeMap<String, f64> = BTreeMap::new();
+    for elf in elfs {
+        if left.is_empty() {
+            break;
+        }
+        let out = std::process::Command::new("addr2line")
+            .args(["-f", "-C", "-i", "-a", "-e"])
+            .arg(elf)
+            .args(left.iter().map(|a| format!("{a:#x}")))
+            .output()
+            .map_err(|e| format!("could not run addr2line: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "addr2line -e {} failed ({}): {}",
+                elf.display(),
+                out.status,
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+        let unknown = parse_addr2line(&String::from_utf8_lossy(&out.stdout), |pc, line| {
+            *by_line.entry(line).or_default() += by_address.get(&pc).copied().unwrap_or(0.0);
+        });
+        left = unknown;
+    }
+    for pc in left {
+        *by_line
+            .entry("?? (no line information)".into())
+            .or_default() += by_address[&pc];
+    }
+    let mut v: Vec<(String, f64)> = by_line.into_iter().collect();
+    v.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    v.truncate(n);
+    Ok(v)
+}
+
+/// Reads `addr2line -f -i -a` output: per address a `0x...` line, then a function line and a
+/// `file:line` line per inlined frame, innermost first. Calls `found` with each address and
+/// `function (file:line)` of its innermost frame (the file shortened to its last two path
+/// components); returns the addresses it had no line for.
+fn parse_addr2line(text: &str, mut found: impl FnMut(u64, String)) -> Vec<u64> {
+    let mut unknown = Vec::new();
+    let mut lines = text.lines().peekable();
+    while let Some(head) = lines.next() {
+        let Some(pc) = head
+            .strip_prefix("0x")
+            .and_then(|h| u64::from_str_radix(h, 16).ok())
+        else {
+            continue;
+        };
+        let function = lines.next().unwrap_or("??");
+        let place = lines.next().unwrap_or("??:0");
+        // The outer inlined frames, up to the next address.
+        while lines.peek().is_some_and(|l| !l.starts_with("0x")) {
+            lines.next();
+        }
+        if function == "??" && place.starts_with("??") {
+            unknown.push(pc);
+            continue;
+        }
+        let place = place.split(" (discriminator").next().unwrap_or(place);
+        let parts: Vec<&str> = place.rsplit('/').take(2).collect();
+        let short: Vec<&str> = parts.into_iter().rev().collect();
+        found(pc, format!("{function} ({})", short.join("/")));
+    }
+    unknown
 }
 
 /// A raw record (docs/bench-protocol.md, `bench: ipc-barriers`) of one traced lock.
@@ -768,6 +864,45 @@ mod tests {
     struct Cli {
         #[command(flatten)]
         trace: TraceArgs,
+    }
+
+    #[test]
+    fn addr2line_output_maps_each_address_to_its_innermost_frame() {
+        // Two inlined frames for the first address, one frame for the second, none known for
+        // the third (what addr2line prints for an address outside the file's line table).
+        let text = "0x40200010\n\
+                    kernel_locks::raw::check_cpu\n\
+                    /work/main/kernel-locks/src/raw.rs:106\n\
+                    kernel::kernel::Kernel<S,H>::hold\n\
+                    /work/main/kernel/src/kernel.rs:633 (discriminator 2)\n\
+                    0x40200014\n\
+                    kernel::kernel::Kernel<S,H>::entry\n\
+                    /work/main/kernel/src/kernel.rs:1031 (discriminator 1)\n\
+                    0x00400000\n\
+                    ??\n\
+                    ??:0\n";
+        let mut found = Vec::new();
+        let unknown = parse_addr2line(text, |pc, line| found.push((pc, line)));
+        assert_eq!(
+            found,
+            [
+                (
+                    0x4020_0010,
+                    "kernel_locks::raw::check_cpu (src/raw.rs:106)".to_owned()
+                ),
+                (
+                    0x4020_0014,
+                    "kernel::kernel::Kernel<S,H>::entry (src/kernel.rs:1031)".to_owned()
+                ),
+            ]
+        );
+        assert_eq!(unknown, [0x40_0000]);
+    }
+
+    #[test]
+    fn lines_is_for_the_exec_traces_only() {
+        assert!(Cli::try_parse_from(["trace", "--lines", "20"]).is_ok());
+        assert!(Cli::try_parse_from(["trace", "--hosted", "--lines", "20"]).is_err());
     }
 
     fn plan(args: &[&str]) -> Result<(String, Vec<&'static str>), String> {
