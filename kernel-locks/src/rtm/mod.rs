@@ -134,6 +134,9 @@ use core::sync::atomic::AtomicPtr;
 #[cfg(kernel_locks_loom)]
 use loom::sync::atomic::AtomicPtr;
 
+// The release picks the counter of a fallback acquisition by its mode.
+const _: () = assert!(idx::SKIPPED - idx::FALLBACK == SKIPPED - FALLBACK);
+
 /// Per-CPU `mode`: this CPU does not hold the lock.
 const FREE: usize = 0;
 /// Per-CPU `mode`: holds the fallback lock after trying (or without RTM).
@@ -433,10 +436,11 @@ impl<L: KernelLock, const N: usize, E: TxEngine, R: Relax> RtmLock<L, N, R, E> {
         self.cpus[cpu].state.mode.store(mode, Relaxed);
     }
 
-    /// Whether elision is to be tried at all.
+    /// Whether elision is to be tried at all. The engine first: on a machine without RTM that
+    /// one cached load decides, and the policy is not read.
     #[inline]
     fn eliding(&self) -> bool {
-        self.policy.max_attempts > 0 && self.engine.available()
+        self.engine.available() && self.policy.max_attempts > 0
     }
 
     #[inline]
@@ -472,10 +476,22 @@ unsafe impl<L: KernelLock, const N: usize, E: TxEngine, R: Relax> KernelLock
     // a call of its own.
     #[inline]
     fn lock(&self, cpu: CpuId) {
-        self.check_not_holding(cpu);
         if !self.eliding() {
-            return self.lock_fallback(cpu, FALLBACK);
+            // The slots' bound here; the fallback checks `cpu` against its own, which
+            // `max_cpus` never exceeds, before anything is taken.
+            let Some(slot) = self.cpus.get(cpu) else {
+                cpu_out_of_range("rtm", cpu, self.max_cpus())
+            };
+            // Every build, as in `check_not_holding`.
+            assert!(
+                slot.state.mode.load(Relaxed) == FREE,
+                "rtm: CPU {cpu} locks a lock it already holds (locks are not reentrant)"
+            );
+            self.fallback.lock(cpu);
+            slot.state.mode.store(FALLBACK, Relaxed);
+            return;
         }
+        self.check_not_holding(cpu);
         self.lock_eliding(cpu);
     }
 
@@ -525,11 +541,8 @@ unsafe impl<L: KernelLock, const N: usize, E: TxEngine, R: Relax> KernelLock
                 // SAFETY: `mode` says this CPU acquired the fallback (by `lock` or a successful
                 // `try_lock`) and has not released it; the caller guarantees it holds our lock.
                 unsafe { self.fallback.unlock(cpu) };
-                if mode == SKIPPED {
-                    idx::SKIPPED
-                } else {
-                    idx::FALLBACK
-                }
+                // `FALLBACK` or `SKIPPED`, whose counters follow each other (checked above).
+                idx::FALLBACK + (mode - FALLBACK)
             }
             elided => {
                 debug_assert!(
