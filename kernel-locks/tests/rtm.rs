@@ -538,6 +538,7 @@ fn deferred_calls_run_after_commit_in_fifo_order() {
     for arg in [3, 1, 2] {
         lock.defer(0, op, arg).unwrap();
     }
+    assert!(lock.is_elided(0), "deferring leaves the section elided");
     assert!(
         REC.take().is_empty(),
         "nothing runs inside the critical section"
@@ -550,6 +551,7 @@ fn deferred_calls_run_after_commit_in_fifo_order() {
         [(3, false, false), (1, false, false), (2, false, false)]
     );
     assert_eq!(lock.engine().commits(), 1);
+    assert_eq!(lock.stats().direct, 1, "counted as a direct commit");
     // Ran once: the next section starts with an empty queue.
     acquire_release(lock, 0);
     assert!(REC.take().is_empty());
@@ -568,9 +570,24 @@ fn deferred_calls_run_after_the_fallback_is_released() {
     assert!(!lock.is_elided(2) && lock.is_locked());
     lock.defer(2, op, 10).unwrap();
     lock.defer(2, op, 20).unwrap();
+    assert!(
+        !lock.is_elided(2),
+        "deferring does not make a fallback section elided"
+    );
     // SAFETY: CPU 2 holds the lock.
     unsafe { lock.unlock(2) };
+    assert!(!lock.is_locked());
     assert_eq!(REC.take(), [(10, false, false), (20, false, false)]);
+    let stats = lock.stats();
+    assert_eq!((stats.fallback, stats.skipped), (1, 0), "{stats:?}");
+    // The release cleared the deferred flag with the mode: the next section (skipped by the
+    // capacity abort's skip counter) runs nothing and is counted by its own mode.
+    lock.lock(2);
+    // SAFETY: CPU 2 holds the lock.
+    unsafe { lock.unlock(2) };
+    assert!(REC.take().is_empty());
+    let stats = lock.stats();
+    assert_eq!((stats.fallback, stats.skipped), (2, 1), "{stats:?}");
 }
 
 #[test]
@@ -657,9 +674,8 @@ fn relock_panics_in_debug() {
 }
 
 #[test]
-#[cfg(debug_assertions)]
 #[should_panic(expected = "rtm: defer by CPU 0, which does not hold the lock")]
-fn defer_without_lock_panics_in_debug() {
+fn defer_without_lock_panics() {
     fn op(_: usize) {}
     let lock = scripted(&[], RtmPolicy::DEFAULT);
     let _ = lock.defer(0, op, 0);

@@ -81,9 +81,7 @@ impl DeferQueue {
 
     /// Empties the queue first, then runs the calls it held in FIFO order. Taking them out first
     /// lets a call lock the same lock again and defer more work without disturbing this run.
-    /// The empty check is inline: every release passes here, and the queue is almost always
-    /// empty.
-    #[inline(always)]
+    #[inline]
     pub(crate) fn run(&self) {
         let len = self.len.load(Relaxed);
         if len != 0 {

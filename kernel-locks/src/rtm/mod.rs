@@ -69,8 +69,9 @@
 //! * The fallback path has the fallback lock's own `Acquire`/`Release` orderings.
 //! * The skip counter is `Relaxed` load and store: a heuristic, read *before* `XBEGIN` so it is not
 //!   in any read set; a lost decrement only changes how often elision is tried.
-//! * Per-CPU slots (how this CPU acquired, the deferred queue) and per-CPU counters are touched by
-//!   their own CPU only (counters are also read by [`RtmLock::stats`]): `Relaxed`.
+//! * Per-CPU slots (how this CPU acquired, whether it deferred calls, the deferred queue) and
+//!   per-CPU counters are touched by their own CPU only (counters are also read by
+//!   [`RtmLock::stats`]): `Relaxed`.
 //! * The wait-before-retry loop reads `is_locked` racily: it is only a hint; correctness comes
 //!   from the read inside the transaction.
 //! * ARM has no RTM, so there every acquisition is the fallback path.
@@ -134,9 +135,6 @@ use core::sync::atomic::AtomicPtr;
 #[cfg(kernel_locks_loom)]
 use loom::sync::atomic::AtomicPtr;
 
-// The release picks the counter of a fallback acquisition by its mode.
-const _: () = assert!(idx::SKIPPED - idx::FALLBACK == SKIPPED - FALLBACK);
-
 /// Per-CPU `mode`: this CPU does not hold the lock.
 const FREE: usize = 0;
 /// Per-CPU `mode`: holds the fallback lock after trying (or without RTM).
@@ -145,6 +143,11 @@ const FALLBACK: usize = 1;
 const SKIPPED: usize = 2;
 /// Per-CPU `mode`: `ELIDED + k` = inside a transaction that started after `k` retries.
 const ELIDED: usize = 3;
+/// Flag in the per-CPU `mode`: the section deferred calls (set by [`RtmLock::defer`], cleared
+/// with the mode at the release). With it, a release without deferred work that took the
+/// fallback is recognised by one comparison (`mode == FALLBACK`), the only case on a machine
+/// without RTM; every other case is out of line.
+const DEFERRED: usize = 1 << (usize::BITS - 1);
 
 /// What a CPU's own slot holds: how it acquired, and its deferred calls. Written inside
 /// transactions, so it has its own cache line (nobody else reads it).
@@ -282,7 +285,7 @@ impl<L: KernelLock, const N: usize, E: TxEngine, R: Relax> RtmLock<L, N, R, E> {
     /// opposed to holding the fallback lock or not holding it at all.
     pub fn is_elided(&self, cpu: CpuId) -> bool {
         check_cpu("rtm", cpu, self.max_cpus());
-        self.cpus[cpu].state.mode.load(Relaxed) >= ELIDED
+        self.cpus[cpu].state.mode.load(Relaxed) & !DEFERRED >= ELIDED
     }
 
     /// Queues `f(arg)` to run on `cpu` right after it releases the lock (after the commit, or after
@@ -293,15 +296,22 @@ impl<L: KernelLock, const N: usize, E: TxEngine, R: Relax> RtmLock<L, N, R, E> {
     /// the queued calls are dropped with it. At most [`DEFER_CAPACITY`] calls per section; beyond
     /// that it returns [`DeferFull`] and queues nothing (it never panics for that).
     ///
-    /// Debug builds panic if `cpu` does not hold the lock.
+    /// # Panics
+    /// If `cpu` does not hold the lock.
+    #[track_caller]
     pub fn defer(&self, cpu: CpuId, f: fn(usize), arg: usize) -> Result<(), DeferFull> {
         check_cpu("rtm", cpu, self.max_cpus());
         let state = &self.cpus[cpu].state;
-        debug_assert!(
-            state.mode.load(Relaxed) != FREE,
+        let mode = state.mode.load(Relaxed);
+        // Every build: a flag on a free mode would pass for a held lock.
+        assert!(
+            mode != FREE,
             "rtm: defer by CPU {cpu}, which does not hold the lock"
         );
-        state.deferred.push(f, arg)
+        state.deferred.push(f, arg)?;
+        // Our own slot (inside a transaction too: rolled back with the queue on abort).
+        state.mode.store(mode | DEFERRED, Relaxed);
+        Ok(())
     }
 
     /// The statistics, summed over all CPUs (a racy snapshot while CPUs use the lock).
@@ -443,6 +453,57 @@ impl<L: KernelLock, const N: usize, E: TxEngine, R: Relax> RtmLock<L, N, R, E> {
         self.engine.available() && self.policy.max_attempts > 0
     }
 
+    /// The rest of [`unlock`](KernelLock::unlock): a skipped or elided acquisition, deferred
+    /// calls, or a CPU that does not hold the lock (`mode` free: a panic in every build).
+    ///
+    /// # Safety
+    /// As for [`KernelLock::unlock`]; `cpu` is in range of the slots and `mode` is its mode.
+    #[inline(never)]
+    #[track_caller]
+    unsafe fn unlock_other(&self, cpu: CpuId, mode: usize) {
+        let slot = &self.cpus[cpu];
+        // Every build: the mode is loaded anyway to know how the lock was taken.
+        assert!(
+            mode != FREE,
+            "rtm: unlock by CPU {cpu}, which does not hold the lock"
+        );
+        let counter = match mode & !DEFERRED {
+            FREE => unreachable!("rtm: a free mode with the deferred flag"),
+            FALLBACK | SKIPPED => {
+                slot.state.mode.store(FREE, Relaxed);
+                // SAFETY: `mode` says this CPU acquired the fallback (by `lock` or a successful
+                // `try_lock`) and has not released it; the caller guarantees it holds our lock.
+                unsafe { self.fallback.unlock(cpu) };
+                if mode & !DEFERRED == FALLBACK {
+                    idx::FALLBACK
+                } else {
+                    idx::SKIPPED
+                }
+            }
+            elided => {
+                debug_assert!(
+                    self.engine.in_transaction(),
+                    "rtm: CPU {cpu} elided but is not in a transaction"
+                );
+                // SAFETY: `lock`/`try_lock` started this transaction on this CPU, and the caller
+                // guarantees that its critical section is over (it is unlocking).
+                unsafe { self.engine.commit() };
+                // Committed: nothing below is speculative any more.
+                slot.state.mode.store(FREE, Relaxed);
+                match elided - ELIDED {
+                    0 => idx::DIRECT,
+                    1 => idx::RETRY1,
+                    2 => idx::RETRY2,
+                    _ => idx::RETRY_MORE,
+                }
+            }
+        };
+        slot.counters.bump(counter);
+        if mode & DEFERRED != 0 {
+            slot.state.deferred.run();
+        }
+    }
+
     #[inline]
     #[track_caller]
     fn check_not_holding(&self, cpu: CpuId) {
@@ -529,41 +590,17 @@ unsafe impl<L: KernelLock, const N: usize, E: TxEngine, R: Relax> KernelLock
             cpu_out_of_range("rtm", cpu, self.max_cpus())
         };
         let mode = slot.state.mode.load(Relaxed);
-        // Every build: the mode is loaded anyway to know how the lock was taken.
-        assert!(
-            mode != FREE,
-            "rtm: unlock by CPU {cpu}, which does not hold the lock"
-        );
-        let counter = match mode {
-            FREE => return,
-            FALLBACK | SKIPPED => {
-                slot.state.mode.store(FREE, Relaxed);
-                // SAFETY: `mode` says this CPU acquired the fallback (by `lock` or a successful
-                // `try_lock`) and has not released it; the caller guarantees it holds our lock.
-                unsafe { self.fallback.unlock(cpu) };
-                // `FALLBACK` or `SKIPPED`, whose counters follow each other (checked above).
-                idx::FALLBACK + (mode - FALLBACK)
-            }
-            elided => {
-                debug_assert!(
-                    self.engine.in_transaction(),
-                    "rtm: CPU {cpu} elided but is not in a transaction"
-                );
-                // SAFETY: `lock`/`try_lock` started this transaction on this CPU, and the caller
-                // guarantees that its critical section is over (it is unlocking).
-                unsafe { self.engine.commit() };
-                // Committed: nothing below is speculative any more.
-                slot.state.mode.store(FREE, Relaxed);
-                match elided - ELIDED {
-                    0 => idx::DIRECT,
-                    1 => idx::RETRY1,
-                    2 => idx::RETRY2,
-                    _ => idx::RETRY_MORE,
-                }
-            }
-        };
-        slot.counters.bump(counter);
-        slot.state.deferred.run();
+        if mode == FALLBACK {
+            // The fallback, nothing deferred (the flag would be set): every release without RTM.
+            slot.state.mode.store(FREE, Relaxed);
+            // SAFETY: `mode` says this CPU acquired the fallback (by `lock` or a successful
+            // `try_lock`) and has not released it; the caller guarantees it holds our lock.
+            unsafe { self.fallback.unlock(cpu) };
+            slot.counters.bump(idx::FALLBACK);
+            return;
+        }
+        // SAFETY: forwarded from our caller.
+        unsafe { self.unlock_other(cpu, mode) };
     }
 
     fn is_locked(&self) -> bool {
