@@ -1102,6 +1102,22 @@ fn a_tick_line_signals_at_its_cores_next_tick_once_per_acknowledgement() {
         4,
         "with the tick's badge"
     );
+    // Deleting a capability leaves the line bound while another one remains; deleting the
+    // last unbinds it with nothing at the interrupt controller (a tick line is the kernel's
+    // own), and the line can be issued again.
+    ok(&call(&k, 0, Syscall::CapDelete { slot: s(4) }));
+    assert_eq!(
+        k.irq_state(tick),
+        (true, Some(n)),
+        "another capability remains"
+    );
+    assert_eq!(k.timer_tick(0).thread, Some(other), "the tick rotates");
+    k.hal.take();
+    ok(&call(&k, 0, Syscall::CapDelete { slot: s(0) }));
+    assert_eq!(k.hal.take(), vec![], "no Mask for a tick line");
+    assert_eq!(k.irq_state(tick), (false, None));
+    assert_eq!(k.timer_tick(0).thread, Some(drv));
+    ok(&call(&k, 0, issue(TICK_IRQ_BASE, 4)));
     k.check_invariants().unwrap();
 }
 
