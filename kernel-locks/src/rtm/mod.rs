@@ -585,7 +585,8 @@ unsafe impl<L: KernelLock, const N: usize, E: TxEngine, R: Relax> KernelLock
     #[inline]
     unsafe fn unlock(&self, cpu: CpuId) {
         // The range check `lock` made, without recomputing the bound: a CPU in range of the
-        // slots but not of the fallback never locked, so its mode is free (panic below).
+        // slots but not of the fallback never locked, so its mode is free (`unlock_other`
+        // panics).
         let Some(slot) = self.cpus.get(cpu) else {
             cpu_out_of_range("rtm", cpu, self.max_cpus())
         };
