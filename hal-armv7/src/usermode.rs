@@ -249,26 +249,29 @@ pub(crate) fn take_interrupt() -> Option<Option<Event>> {
 /// An interrupt taken in a kernel mode (`ev` from [`take_interrupt`]): see
 /// [`UserMode::interrupt`] (enters the kernel only from the idle loop).
 pub(crate) fn idle_interrupt(ev: Option<Event>) {
-    USER.interrupt(None, ev);
+    // SAFETY: no user frame.
+    unsafe { USER.interrupt(None, ev) };
 }
 
 /// Every exception taken from USR mode, with the user frame the entry saved in the current
 /// thread's context (a pointer: the kernel writes that context again before this ends).
 pub(crate) extern "C" fn user_trap(frame: *const UserFrame, vec: u32) -> ! {
-    if vec == vector::SVC {
-        // SAFETY: the entry saved the current thread's registers at `frame`, in its context.
-        unsafe { USER.syscall(frame) }
-    }
-    // Interrupts and faults work on a copy on this stack, so that no reference into the
-    // context lives while the kernel writes it; they are rare on the IPC path.
-    // SAFETY: the entry saved the frame at `frame`; nothing has written it since.
-    let copy = unsafe { frame.read() };
     match vec {
+        // SAFETY: the entry saved the current thread's registers at `frame`, in its context.
+        vector::SVC => unsafe { USER.syscall(frame) },
         vector::IRQ => {
-            USER.interrupt(Some(&copy), take_interrupt().flatten());
+            // SAFETY: as above; the save finds the frame already in place and copies nothing.
+            unsafe { USER.interrupt(Some(frame), take_interrupt().flatten()) };
             unreachable!("an interrupt from user mode returns to user mode")
         }
-        vector::DATA_ABORT | vector::PREFETCH_ABORT | vector::UNDEFINED => user_fault(&copy, vec),
+        vector::DATA_ABORT | vector::PREFETCH_ABORT | vector::UNDEFINED => {
+            // Faults work on a copy on this stack, so that no reference into the context lives
+            // while the kernel writes it (the report prints from it after the save); they are
+            // rare.
+            // SAFETY: the entry saved the frame at `frame`; nothing has written it since.
+            let copy = unsafe { frame.read() };
+            user_fault(&copy, vec)
+        }
         _ => ArmUser::fatal(format_args!("unexpected exception {vec} from user mode")),
     }
 }

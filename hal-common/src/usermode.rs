@@ -527,7 +527,9 @@ impl<A: UserArch, const CPUS: usize> UserMode<A, CPUS> {
     }
 
     /// An acknowledged interrupt (`event`; `None` for one with nothing for the kernel, such as
-    /// a spurious one). `user` is the interrupted user frame when it came from user mode.
+    /// a spurious one). `user` is the interrupted user frame when it came from user mode: on
+    /// this core's kernel stack, or in the current thread's own context where the entry saves
+    /// it in place (then the save below copies nothing, see [`UserArch::save_frame`]).
     ///
     /// From user mode, or on a core in the idle loop, it enters the kernel and continues with
     /// the thread the kernel picks (does not return; an idle core whose kernel entry picks no
@@ -535,7 +537,13 @@ impl<A: UserArch, const CPUS: usize> UserMode<A, CPUS> {
     /// not yet released) it returns to the interrupted code; a device interrupt's line stays
     /// masked then: with no kernel it is dropped (no driver can have bound it), with a kernel
     /// it is kept for the core's first entry ([`run`](Self::run)).
-    pub fn interrupt(&self, user: Option<&A::Frame>, event: Option<Event>) {
+    ///
+    /// # Safety
+    /// A `user` frame is the one the entry saved for this core's current thread, valid for
+    /// reads until the save below. It is a pointer, not a reference, for the same reason as in
+    /// [`syscall`](Self::syscall): in the thread's own context it is written again (by the
+    /// resume) before this call ends.
+    pub unsafe fn interrupt(&self, user: Option<*const A::Frame>, event: Option<Event>) {
         let Some(inst) = (match user {
             Some(_) => Some(self.installed_from_user()),
             None => self.installed.get(),
@@ -557,7 +565,9 @@ impl<A: UserArch, const CPUS: usize> UserMode<A, CPUS> {
             return;
         }
         if let Some(frame) = user {
-            self.save(cpu, frame, Saved::Trap);
+            // SAFETY: the caller's contract: `frame` is valid for reads until the save; the
+            // reference ends with this call, before anything writes the context.
+            self.save(cpu, unsafe { &*frame }, Saved::Trap);
         }
         let exit = match event {
             Some(Event::Timer) => inst.kernel.timer_tick(cpu),

@@ -332,8 +332,10 @@ extern "C" fn syscall_dispatch(frame: *const TrapFrame) -> ! {
 /// A timer tick, IPI or device interrupt (already acknowledged; a device line already masked
 /// at its I/O APIC): see [`UserMode::interrupt`].
 pub(crate) fn interrupt(frame: &mut TrapFrame, event: Event) {
-    let user = (frame.cs & 3 == 3).then_some(&*frame);
-    USER.interrupt(user, Some(event));
+    let user = (frame.cs & 3 == 3).then_some(&*frame as *const TrapFrame);
+    // SAFETY: a user frame is the one the interrupt entry pushed on this core's kernel stack
+    // for its current thread, valid until this call ends (nothing else writes it).
+    unsafe { USER.interrupt(user, Some(event)) };
 }
 
 /// An exception in user mode: report it, record it and hand it to the kernel; continues with
