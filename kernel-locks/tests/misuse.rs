@@ -109,6 +109,33 @@ fn every_misuse_panic_names_the_callers_line() {
 }
 
 #[test]
+fn ticket_unlock_all_with_one_lock_free_releases_none() {
+    // Several locks released with one barrier: every lock is checked before any is released,
+    // so a stray unlock among them panics with the held ones still held.
+    let (a, b) = (
+        TicketLock::<Spin>::with_cpus(2),
+        TicketLock::<Spin>::with_cpus(2),
+    );
+    assert_panics_here("TicketLock: CPU id 2 out of range", || {
+        TicketLock::lock_all([&a, &b], 2)
+    });
+    TicketLock::lock_all([&a], 1);
+    assert_panics_here("TicketLock: unlock of a lock that is not held", || {
+        // SAFETY: deliberately violated (`b` is free); the check must catch it.
+        unsafe { TicketLock::unlock_all([&a, &b], 1) }
+    });
+    assert!(a.is_locked() && !b.is_locked(), "a misuse released a lock");
+    assert_eq!((a.queue_len(), b.queue_len()), (1, 0));
+    // SAFETY: CPU 1 holds `a`.
+    unsafe { TicketLock::unlock_all([&a], 1) };
+    TicketLock::lock_all([&a, &b], 0);
+    assert!(a.is_locked() && b.is_locked());
+    // SAFETY: CPU 0 holds both, each named once.
+    unsafe { TicketLock::unlock_all([&b, &a], 0) };
+    assert!(!a.is_locked() && !b.is_locked());
+}
+
+#[test]
 fn ticket_unlock_by_the_wrong_cpu_after_release_is_caught() {
     // A ticket lock keeps no owner, so an unlock naming the wrong CPU while the lock is held
     // cannot be told apart from the holder's; but once the holder released, any further unlock

@@ -622,7 +622,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
     /// (measured on the hosted ping-pong: about 80 of ~575 cycles per round trip).
     #[inline(always)]
     pub(crate) fn hold<K: Guarded>(&self, ctx: Ctx, key: K) -> Held<'_, S, K> {
-        let locked = !ctx.excl;
+        let locked = S::OBJECT_LOCKS && !ctx.excl;
         if locked {
             #[cfg(feature = "trace")]
             if self.tracer.is_some() {
@@ -639,6 +639,67 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             key,
             locked,
         }
+    }
+
+    /// Takes the object locks of `a` and `b`, in this order (the lock order), unless the section
+    /// is exclusive: [`hold`](Self::hold) twice, but the strategy may order both with one
+    /// barrier ([`Strategy::lock2`]), so nothing guarded by `a` is read until both are held.
+    /// Traced entries take them one by one, so that each lock's wait is recorded.
+    #[inline(always)]
+    pub(crate) fn hold_pair<A: Guarded, B: Guarded>(
+        &self,
+        ctx: Ctx,
+        a: A,
+        b: B,
+    ) -> (Held<'_, S, A>, Held<'_, S, B>) {
+        #[cfg(feature = "trace")]
+        if self.tracer.is_some() {
+            let ga = self.hold(ctx, a);
+            return (ga, self.hold(ctx, b));
+        }
+        let locked = S::OBJECT_LOCKS && !ctx.excl;
+        if locked {
+            self.strategy.lock2(ctx.cpu, a.lock_id(), b.lock_id());
+        }
+        (
+            Held {
+                strategy: &self.strategy,
+                cpu: ctx.cpu,
+                key: a,
+                locked,
+            },
+            Held {
+                strategy: &self.strategy,
+                cpu: ctx.cpu,
+                key: b,
+                locked,
+            },
+        )
+    }
+
+    /// Releases three tokens' locks: the same as dropping them in this order, but the strategy
+    /// may order the three releases with one barrier ([`Strategy::unlock3`]).
+    #[inline(always)]
+    pub(crate) fn release3<A: Guarded, B: Guarded, C: Guarded>(
+        &self,
+        a: Held<'_, S, A>,
+        b: Held<'_, S, B>,
+        c: Held<'_, S, C>,
+    ) {
+        if !(a.locked && b.locked && c.locked) {
+            drop((a, b, c));
+            return;
+        }
+        assert!(
+            a.cpu == b.cpu && b.cpu == c.cpu,
+            "tokens of different cores released together"
+        );
+        let (cpu, ids) = (a.cpu, (a.key.lock_id(), b.key.lock_id(), c.key.lock_id()));
+        // The tokens' own drops would release the locks again.
+        core::mem::forget((a, b, c));
+        // SAFETY: each token's lock was taken by `cpu` in `hold` or `hold_pair` and is released
+        // once, here; tokens exist once per object and section, so the ids are distinct.
+        unsafe { self.strategy.unlock3(cpu, ids.0, ids.1, ids.2) }
     }
 
     /// Takes object lock `id` and notes it in the entry's trace record (the `trace` feature

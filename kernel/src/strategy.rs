@@ -113,7 +113,14 @@ impl LockId {
 ///   an exclusive one, and [`lock`](Self::lock)/[`unlock`](Self::unlock) are mutual-exclusion
 ///   locks per [`LockId`] with acquire/release ordering.
 /// * Acquire/release ordering between consecutive sections.
+/// * A strategy whose [`lock`](Self::lock) does anything sets
+///   [`OBJECT_LOCKS`](Self::OBJECT_LOCKS) (otherwise the kernel never calls it).
 pub unsafe trait Strategy: Sync {
+    /// Whether the strategy has object locks: `lock` and `unlock` do something. With `false`,
+    /// the default, the kernel leaves the object-lock calls and their tokens' bookkeeping out
+    /// at compile time (a big lock's `enter` is out of line, so its `true` is known only at
+    /// run time: each lock site would cost a test and the fastpath about 15 instructions).
+    const OBJECT_LOCKS: bool = false;
     /// A short name for reports.
     fn name(&self) -> &'static str;
     /// Enters the kernel's critical section; returns whether it is exclusive.
@@ -130,6 +137,30 @@ pub unsafe trait Strategy: Sync {
     /// # Safety
     /// `cpu` holds `id`.
     unsafe fn unlock(&self, _cpu: CpuId, _id: LockId) {}
+    /// Takes object locks `a` then `b` (the lock order), as [`lock`](Self::lock) on each
+    /// would; nothing guarded by either is read before this returns. A strategy may order both
+    /// with one barrier: the fine-grained one does ([`TicketLock::lock_all`]: one `dmb` on
+    /// ARMv7 instead of two). The default takes them one by one.
+    #[inline(always)]
+    fn lock2(&self, cpu: CpuId, a: LockId, b: LockId) {
+        self.lock(cpu, a);
+        self.lock(cpu, b);
+    }
+    /// Releases object locks `a`, `b` and `c`, as [`unlock`](Self::unlock) on each would; a
+    /// strategy may order the three with one barrier (the fine-grained one:
+    /// [`TicketLock::unlock_all`]).
+    ///
+    /// # Safety
+    /// `cpu` holds the three locks, and they are distinct.
+    #[inline(always)]
+    unsafe fn unlock3(&self, cpu: CpuId, a: LockId, b: LockId, c: LockId) {
+        // SAFETY: forwarded contract.
+        unsafe {
+            self.unlock(cpu, a);
+            self.unlock(cpu, b);
+            self.unlock(cpu, c);
+        }
+    }
     /// Debug aid: whether `id` looks held (true when the strategy has no object locks).
     fn is_held(&self, _id: LockId) -> bool {
         true
@@ -261,6 +292,7 @@ impl<R: Relax> fmt::Debug for FineGrained<R> {
 // SAFETY: exclusive sections hold the BrLock write side, which excludes every reader and
 // writer; shared sections hold the read side (excluding writers) and object ticket locks.
 unsafe impl<R: Relax> Strategy for FineGrained<R> {
+    const OBJECT_LOCKS: bool = true;
     fn name(&self) -> &'static str {
         "fine"
     }
@@ -296,6 +328,18 @@ unsafe impl<R: Relax> Strategy for FineGrained<R> {
     unsafe fn unlock(&self, cpu: CpuId, id: LockId) {
         // SAFETY: forwarded contract.
         unsafe { self.object(id).unlock(cpu) }
+    }
+    // One barrier each way for several object locks (ARMv7: one `dmb ish` where each lock
+    // alone costs one), as the fastpath takes and releases its TCB and run-queue locks.
+    #[inline(always)]
+    fn lock2(&self, cpu: CpuId, a: LockId, b: LockId) {
+        TicketLock::lock_all([self.object(a), self.object(b)], cpu);
+    }
+    #[inline(always)]
+    unsafe fn unlock3(&self, cpu: CpuId, a: LockId, b: LockId, c: LockId) {
+        let locks = [self.object(a), self.object(b), self.object(c)];
+        // SAFETY: forwarded contract (distinct ids name distinct locks).
+        unsafe { TicketLock::unlock_all(locks, cpu) }
     }
     fn is_held(&self, id: LockId) -> bool {
         self.object(id).is_locked()

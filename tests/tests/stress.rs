@@ -59,6 +59,7 @@ struct ByRef<'a, S>(&'a S);
 
 // SAFETY: forwards every operation to the referenced strategy, which provides the guarantees.
 unsafe impl<S: Strategy> Strategy for ByRef<'_, S> {
+    const OBJECT_LOCKS: bool = S::OBJECT_LOCKS;
     fn name(&self) -> &'static str {
         self.0.name()
     }
@@ -75,6 +76,19 @@ unsafe impl<S: Strategy> Strategy for ByRef<'_, S> {
     unsafe fn unlock(&self, cpu: usize, id: kernel::strategy::LockId) {
         // SAFETY: forwarded contract.
         unsafe { self.0.unlock(cpu, id) }
+    }
+    fn lock2(&self, cpu: usize, a: kernel::strategy::LockId, b: kernel::strategy::LockId) {
+        self.0.lock2(cpu, a, b)
+    }
+    unsafe fn unlock3(
+        &self,
+        cpu: usize,
+        a: kernel::strategy::LockId,
+        b: kernel::strategy::LockId,
+        c: kernel::strategy::LockId,
+    ) {
+        // SAFETY: forwarded contract.
+        unsafe { self.0.unlock3(cpu, a, b, c) }
     }
     fn is_held(&self, id: kernel::strategy::LockId) -> bool {
         self.0.is_held(id)

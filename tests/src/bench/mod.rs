@@ -392,6 +392,7 @@ impl<S> Counting<S> {
 // SAFETY: forwards every operation to `inner`, which provides the guarantees; the counters are
 // atomics that order nothing.
 unsafe impl<S: Strategy> Strategy for Counting<S> {
+    const OBJECT_LOCKS: bool = S::OBJECT_LOCKS;
     fn name(&self) -> &'static str {
         self.inner.name()
     }
@@ -410,6 +411,14 @@ unsafe impl<S: Strategy> Strategy for Counting<S> {
     unsafe fn unlock(&self, cpu: CpuId, id: LockId) {
         // SAFETY: forwarded contract.
         unsafe { self.inner.unlock(cpu, id) }
+    }
+    fn lock2(&self, cpu: CpuId, a: LockId, b: LockId) {
+        self.locks.fetch_add(2, Relaxed);
+        self.inner.lock2(cpu, a, b)
+    }
+    unsafe fn unlock3(&self, cpu: CpuId, a: LockId, b: LockId, c: LockId) {
+        // SAFETY: forwarded contract.
+        unsafe { self.inner.unlock3(cpu, a, b, c) }
     }
     fn is_held(&self, id: LockId) -> bool {
         self.inner.is_held(id)
