@@ -698,7 +698,8 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         // The tokens' own drops would release the locks again.
         core::mem::forget((a, b, c));
         // SAFETY: each token's lock was taken by `cpu` in `hold` or `hold_pair` and is released
-        // once, here; tokens exist once per object and section, so the ids are distinct.
+        // once, here. The ids are distinct: two locked tokens of one object cannot exist at
+        // once (the second acquisition would wait for the first forever).
         unsafe { self.strategy.unlock3(cpu, ids.0, ids.1, ids.2) }
     }
 
