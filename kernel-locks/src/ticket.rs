@@ -23,7 +23,7 @@
 //! # Memory orderings (and what they become on x86_64 / ARMv7)
 //! * Taking a ticket: `next.fetch_add(1, Relaxed)` (x86 `lock xadd`; ARMv7 an `ldrex`/`strex`
 //!   loop, no barrier). It only has to hand out unique tickets, which atomicity alone guarantees;
-//!   ordering the critical section is the job of the acquire load below.
+//!   ordering the critical section is the job of the acquire fence below.
 //! * Waiting: `serving.load(Relaxed)` until it reads `my`, then one `fence(Acquire)` (x86 no
 //!   instruction; ARMv7 plain `ldr` polls and one `dmb ish` at the end, as one acquire load
 //!   costs uncontended). The relaxed load that reads `my` from the previous holder's release
@@ -164,9 +164,9 @@ impl<R: Relax, const BACKOFF: usize> TicketLock<R, BACKOFF> {
 
     /// Takes every lock of `locks`, in that order (the caller's lock order), as calling
     /// [`lock`](KernelLock::lock) on each would, but with one acquire barrier after the last
-    /// instead of one per lock (ARMv7: one `dmb ish`; see the module documentation). Nothing
-    /// guarded by the first lock may be read before the call returns, which is why the locks
-    /// are taken together.
+    /// instead of one per lock (ARMv7: one `dmb ish`; see the module documentation). The
+    /// critical sections are ordered only once the call returns, so nothing guarded by the
+    /// first lock can be read before the last is taken: that is why one call takes them all.
     ///
     /// A lock named twice deadlocks, as locking it twice would.
     ///
@@ -287,7 +287,8 @@ fn stray_unlock() -> ! {
 // SAFETY: mutual exclusion: tickets are unique (atomic `fetch_add` / CAS on `next`) and only the
 // holder of ticket `t` may store `serving = t + 1`, so exactly one ticket is served at a time.
 // Acquire (the fence after the poll that ends a wait, the `serving` load before the `try_lock`
-// CAS) and release (the unlock store) as explained in the module documentation. `is_locked` only loads.
+// CAS) and release (the unlock store) as explained in the module documentation. `is_locked`
+// only loads.
 unsafe impl<R: Relax, const BACKOFF: usize> KernelLock for TicketLock<R, BACKOFF> {
     fn name(&self) -> &'static str {
         if BACKOFF == 0 {
