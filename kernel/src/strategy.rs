@@ -118,8 +118,8 @@ impl LockId {
 pub unsafe trait Strategy: Sync {
     /// Whether the strategy has object locks: `lock` and `unlock` do something. With `false`,
     /// the default, the kernel leaves the object-lock calls and their tokens' bookkeeping out
-    /// at compile time (a big lock's `enter` is out of line, so its `true` is known only at
-    /// run time: each lock site would cost a test and the fastpath about 15 instructions).
+    /// at compile time, whether or not the compiler sees through `enter` (a big lock's may be
+    /// out of line, its `true` then known only at run time).
     const OBJECT_LOCKS: bool = false;
     /// A short name for reports.
     fn name(&self) -> &'static str;
