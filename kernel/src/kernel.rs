@@ -622,7 +622,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
     /// (measured on the hosted ping-pong: about 80 of ~575 cycles per round trip).
     #[inline(always)]
     pub(crate) fn hold<K: Guarded>(&self, ctx: Ctx, key: K) -> Held<'_, S, K> {
-        let locked = S::OBJECT_LOCKS && !ctx.excl;
+        let locked = !ctx.excl;
         if locked {
             #[cfg(feature = "trace")]
             if self.tracer.is_some() {
@@ -633,6 +633,12 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             #[cfg(not(feature = "trace"))]
             self.strategy.lock(ctx.cpu, key.lock_id());
         }
+        self.token(ctx, key, locked)
+    }
+
+    /// The token of `key` for a section of `ctx` (`locked`: its lock was taken for it).
+    #[inline(always)]
+    fn token<K: Guarded>(&self, ctx: Ctx, key: K, locked: bool) -> Held<'_, S, K> {
         Held {
             strategy: &self.strategy,
             cpu: ctx.cpu,
@@ -657,24 +663,11 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             let ga = self.hold(ctx, a);
             return (ga, self.hold(ctx, b));
         }
-        let locked = S::OBJECT_LOCKS && !ctx.excl;
+        let locked = !ctx.excl;
         if locked {
             self.strategy.lock2(ctx.cpu, a.lock_id(), b.lock_id());
         }
-        (
-            Held {
-                strategy: &self.strategy,
-                cpu: ctx.cpu,
-                key: a,
-                locked,
-            },
-            Held {
-                strategy: &self.strategy,
-                cpu: ctx.cpu,
-                key: b,
-                locked,
-            },
-        )
+        (self.token(ctx, a, locked), self.token(ctx, b, locked))
     }
 
     /// Releases three tokens' locks: the same as dropping them in this order, but the strategy
@@ -789,12 +782,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             self.current(ctx),
             "not the core's current thread"
         );
-        let g = Held {
-            strategy: &self.strategy,
-            cpu: ctx.cpu,
-            key: cur,
-            locked: false,
-        };
+        let g = self.token(ctx, cur, false);
         (self.ipc(&g, |i| i.state) == ThreadState::Runnable).then_some(g)
     }
 

@@ -113,14 +113,7 @@ impl LockId {
 ///   an exclusive one, and [`lock`](Self::lock)/[`unlock`](Self::unlock) are mutual-exclusion
 ///   locks per [`LockId`] with acquire/release ordering.
 /// * Acquire/release ordering between consecutive sections.
-/// * A strategy whose [`lock`](Self::lock) does anything sets
-///   [`OBJECT_LOCKS`](Self::OBJECT_LOCKS) (otherwise the kernel never calls it).
 pub unsafe trait Strategy: Sync {
-    /// Whether the strategy has object locks: `lock` and `unlock` do something. With `false`,
-    /// the default, the kernel leaves the object-lock calls and their tokens' bookkeeping out
-    /// at compile time, whether or not the compiler sees through `enter` (a big lock's may be
-    /// out of line, its `true` then known only at run time).
-    const OBJECT_LOCKS: bool = false;
     /// A short name for reports.
     fn name(&self) -> &'static str;
     /// Enters the kernel's critical section; returns whether it is exclusive.
@@ -292,7 +285,6 @@ impl<R: Relax> fmt::Debug for FineGrained<R> {
 // SAFETY: exclusive sections hold the BrLock write side, which excludes every reader and
 // writer; shared sections hold the read side (excluding writers) and object ticket locks.
 unsafe impl<R: Relax> Strategy for FineGrained<R> {
-    const OBJECT_LOCKS: bool = true;
     fn name(&self) -> &'static str {
         "fine"
     }

@@ -59,7 +59,6 @@ struct ByRef<'a, S>(&'a S);
 
 // SAFETY: forwards every operation to the referenced strategy, which provides the guarantees.
 unsafe impl<S: Strategy> Strategy for ByRef<'_, S> {
-    const OBJECT_LOCKS: bool = S::OBJECT_LOCKS;
     fn name(&self) -> &'static str {
         self.0.name()
     }

@@ -392,7 +392,6 @@ impl<S> Counting<S> {
 // SAFETY: forwards every operation to `inner`, which provides the guarantees; the counters are
 // atomics that order nothing.
 unsafe impl<S: Strategy> Strategy for Counting<S> {
-    const OBJECT_LOCKS: bool = S::OBJECT_LOCKS;
     fn name(&self) -> &'static str {
         self.inner.name()
     }
