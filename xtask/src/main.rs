@@ -24,6 +24,7 @@ mod qemu;
 mod sim;
 mod simval;
 mod test;
+mod toolchain;
 mod trace;
 
 use std::path::PathBuf;
@@ -136,6 +137,25 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let root = workspace_root();
+    // Every command that builds for the bare-metal targets first checks that rustup has them.
+    let who = match &cli.command {
+        Command::Test(a) if a.builds() => Some("cargo xtask test"),
+        Command::Bench(a) if a.builds() => Some("cargo xtask bench"),
+        Command::Qemu(_) => Some("cargo xtask qemu"),
+        Command::Trace(_) => Some("cargo xtask trace"),
+        Command::Flash(_) => Some("cargo xtask flash"),
+        Command::Test(_) | Command::Bench(_) | Command::Sim(_) => None,
+    };
+    if let Some(who) = who {
+        if let Err(why) = toolchain::ensure(who, &root) {
+            eprintln!("{why}");
+            if matches!(cli.command, Command::Test(_)) {
+                // The test command's last line is always its summary.
+                println!("test: 0 passed, 1 failed");
+            }
+            return ExitCode::FAILURE;
+        }
+    }
     match cli.command {
         Command::Test(args) => test::run(&root, &args),
         Command::Bench(args) => bench::run(&root, &args),

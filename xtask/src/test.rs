@@ -110,6 +110,13 @@ pub struct TestArgs {
     verbose: bool,
 }
 
+impl TestArgs {
+    /// Whether the run builds anything (`--list` only prints).
+    pub fn builds(&self) -> bool {
+        !self.list
+    }
+}
+
 /// How a step's output is judged.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Judge {

@@ -172,6 +172,13 @@ pub struct BenchArgs {
     run: RunArgs,
 }
 
+impl BenchArgs {
+    /// Whether this is a run (which builds images), not a subcommand such as `compare`.
+    pub fn builds(&self) -> bool {
+        self.command.is_none()
+    }
+}
+
 /// The subcommands of `cargo xtask bench`.
 #[derive(Debug, Subcommand)]
 enum BenchCommand {
