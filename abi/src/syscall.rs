@@ -529,7 +529,41 @@ pub mod info {
     }
 }
 
+/// Which of the two calls of the kernel's IPC fastpath [`Syscall::decode_ipc`] found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IpcCall {
+    /// [`Syscall::Call`].
+    Call,
+    /// [`Syscall::ReplyRecv`].
+    ReplyRecv,
+}
+
+impl IpcCall {
+    /// The call as [`Syscall::decode`] gives it.
+    #[inline]
+    pub fn syscall(self, ep: CapSlot, msg: Msg) -> Syscall {
+        match self {
+            IpcCall::Call => Syscall::Call { ep, msg },
+            IpcCall::ReplyRecv => Syscall::ReplyRecv { ep, msg },
+        }
+    }
+}
+
 impl Syscall {
+    /// [`decode`](Self::decode) for `Call` and `ReplyRecv` only, the calls of the kernel's
+    /// IPC fastpath, without building a [`Syscall`]: `Some((call, ep, msg))` exactly when
+    /// `decode` gives `Ok(call.syscall(ep, msg))`, `None` for every other input (which then
+    /// goes through `decode`). Two comparisons and a range check.
+    #[inline(always)]
+    pub fn decode_ipc(raw: &Regs) -> Option<(IpcCall, CapSlot, Msg)> {
+        let call = match raw[0] {
+            nr::CALL => IpcCall::Call,
+            nr::REPLY_RECV => IpcCall::ReplyRecv,
+            _ => return None,
+        };
+        Some((call, CapSlot::new(raw[1])?, msg(raw)))
+    }
+
     /// Syntactic decoding of raw registers: checks the number, that unused registers are zero
     /// and that numbers are in range. Touches no kernel state, never panics.
     pub fn decode(raw: &Regs) -> Result<Syscall, Error> {

@@ -44,7 +44,7 @@ use crate::hal::Hal;
 use crate::ids::{CapSlot, ThreadId};
 use crate::kernel::{Ctx, Entry, Exit, Kernel, Life, RunQueue, ThreadState};
 use crate::strategy::Strategy;
-use crate::syscall::{ok_regs, Msg, Syscall};
+use crate::syscall::{ok_regs, IpcCall, Msg, Syscall};
 
 impl<S: Strategy, H: Hal> Kernel<S, H> {
     /// Runs `entry` on the fastpath if its common case holds; returns the core's new current
@@ -52,13 +52,32 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
     /// without taking its TCB lock again), or `None` (nothing changed) for the full path.
     #[inline]
     pub(crate) fn fastpath(&self, ctx: Ctx, cur: Option<ThreadId>, entry: &Entry) -> Option<Exit> {
-        let t = cur?;
         match *entry {
-            Entry::Syscall(Ok(Syscall::Call { ep, msg })) => self.fast_call(ctx, t, ep, msg),
+            Entry::Syscall(Ok(Syscall::Call { ep, msg })) => {
+                self.fast_ipc(ctx, cur, IpcCall::Call, ep, msg)
+            }
             Entry::Syscall(Ok(Syscall::ReplyRecv { ep, msg })) => {
-                self.fast_reply_recv(ctx, t, ep, msg)
+                self.fast_ipc(ctx, cur, IpcCall::ReplyRecv, ep, msg)
             }
             _ => None,
+        }
+    }
+
+    /// [`fastpath`](Self::fastpath) for a decoded `Call` or `ReplyRecv` (the IPC entry,
+    /// [`Kernel::syscall`], decodes them without building an [`Entry`]).
+    #[inline(always)]
+    pub(crate) fn fast_ipc(
+        &self,
+        ctx: Ctx,
+        cur: Option<ThreadId>,
+        call: IpcCall,
+        ep: CapSlot,
+        msg: Msg,
+    ) -> Option<Exit> {
+        let t = cur?;
+        match call {
+            IpcCall::Call => self.fast_call(ctx, t, ep, msg),
+            IpcCall::ReplyRecv => self.fast_reply_recv(ctx, t, ep, msg),
         }
     }
 

@@ -13,7 +13,7 @@ use crate::hal::{Actions, Hal, IpiKind, PhysAddr};
 use crate::ids::*;
 use crate::mem::Region;
 use crate::strategy::{LockId, Side, Strategy};
-use crate::syscall::{err_regs, Msg, Regs, Syscall};
+use crate::syscall::{err_regs, IpcCall, Msg, Regs, Syscall};
 
 /// A thread's IPC/scheduling state.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -967,6 +967,13 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
     /// System call of the current thread of `cpu`, with its raw registers. Returns the thread
     /// that runs next on `cpu` and its result registers.
     pub fn syscall(&self, cpu: CpuId, raw: Regs) -> Exit {
+        // `Call` and `ReplyRecv` take the IPC entry when the fastpath is on; a traced kernel
+        // keeps them on the generic entry, which writes the trace records.
+        if self.fastpath && !self.tracing() {
+            if let Some((call, ep, msg)) = Syscall::decode_ipc(&raw) {
+                return self.ipc_entry(cpu, call, ep, msg);
+            }
+        }
         let call = Syscall::decode(&raw);
         let side = match call {
             Ok(sc) if sc.is_management() => Side::Exclusive,
@@ -1011,23 +1018,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
     }
 
     fn entry(&self, cpu: CpuId, side: Side, entry: Entry) -> Exit {
-        assert!(
-            cpu < self.cores,
-            "kernel entry on CPU {cpu} of {} (HAL bug)",
-            self.cores
-        );
-        // Relaxed: `in_kernel[cpu]` is touched only by entries on core `cpu` (HAL contract), so
-        // it orders nothing with other cores; it only catches a HAL that re-enters a core
-        // (an entry nested in an entry, say from an interrupt taken in the kernel), which is
-        // sequential on that core, so a plain load and store see it: no read-modify-write
-        // (an `xchg`, a locked operation, on x86; `ldrex`/`strex` on ARMv7). Acquire and
-        // Release would cost a `dmb ish` each on ARMv7, four per round trip. A HAL that hands
-        // a core index from one host thread to another must order the hand-over itself (as a
-        // thread spawn or join does), like any other data it passes; two host threads in the
-        // kernel under the same index at once are not reliably caught here.
-        let was = self.in_kernel[cpu].load(Ordering::Relaxed);
-        assert!(!was, "kernel re-entered on CPU {cpu} (HAL bug)");
-        self.in_kernel[cpu].store(true, Ordering::Relaxed);
+        self.begin(cpu);
         // Counted with the `trace` feature only: without it the entry path is unchanged.
         #[cfg(feature = "trace")]
         Self::bump(&self.counts[cpu].entries, 1);
@@ -1048,21 +1039,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         if tracer.is_some() {
             self.trace_stamp(cpu, |r, t| r.lock_acquired = t);
         }
-        let global = excl && (side == Side::Exclusive || self.strategy.serialises());
-        let ctx = Ctx {
-            cpu,
-            excl,
-            global,
-            entry: true,
-        };
-        self.local(ctx, |l| {
-            l.actions.clear();
-            l.left = None;
-            debug_assert!(
-                l.direct.is_none(),
-                "direct switch left over by the last entry"
-            );
-        });
+        let ctx = self.section(cpu, side, excl);
         // The core's current thread is read once per entry and passed along: only `schedule`,
         // on this core, changes it (and under the fine-grained strategy every read costs the
         // run-queue lock).
@@ -1083,15 +1060,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
                 self.fast_taken.fetch_add(1, Ordering::Relaxed);
                 exit
             }
-            None => {
-                let (rotate, cur) = self.handle(ctx, cur, entry);
-                let next = self.schedule(ctx, cur, rotate);
-                if next.is_none() {
-                    // The fastpath always hands the core to a thread: only here can it go idle.
-                    self.enter_idle(cpu);
-                }
-                self.exit_regs(ctx, next)
-            }
+            None => self.full_path(ctx, cur, entry),
         };
         #[cfg(feature = "trace")]
         if tracer.is_some() {
@@ -1110,7 +1079,120 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
                 });
             }
         }
+        self.after_section(ctx);
+        #[cfg(feature = "trace")]
+        if let Some(sink) = tracer {
+            let now = self.hal.trace_cycles();
+            let exit = self.trace_pending(cpu, |p| {
+                p.record.exit = p.since_entry(now);
+                p.record.exit
+            });
+            Self::bump(&self.counts[cpu].cycles, u64::from(exit));
+            // SAFETY: as in `trace_pending`; the sink gets a shared reference to the finished
+            // record and no way to this kernel's cells (a sink that entered the kernel on this
+            // core would stop at the `in_kernel` check before touching the cell).
+            unsafe { cell_ref(&self.trace_rec[cpu], |p| sink.record(cpu, &p.record)) };
+        }
+        self.end(cpu);
+        exit
+    }
 
+    /// `Call` or `ReplyRecv` with the fastpath on and no tracer: [`entry`](Self::entry)
+    /// without what these two calls do not need (the generic [`Entry`], its side, which is
+    /// always shared, the trace records, the dispatch on the entry's kind). The fastpath runs
+    /// first; when it does not apply, the full path runs in the same section.
+    fn ipc_entry(&self, cpu: CpuId, call: IpcCall, ep: CapSlot, msg: Msg) -> Exit {
+        self.begin(cpu);
+        let excl = self.strategy.enter(cpu, Side::Shared);
+        let ctx = self.section(cpu, Side::Shared, excl);
+        let cur = self.current(ctx);
+        let fast = self.fast_ipc(ctx, cur, call, ep, msg);
+        let exit = match fast {
+            Some(exit) => {
+                #[cfg(test)]
+                self.fast_taken.fetch_add(1, Ordering::Relaxed);
+                exit
+            }
+            None => self.full_path(ctx, cur, Entry::Syscall(Ok(call.syscall(ep, msg)))),
+        };
+        // SAFETY: `cpu` entered the shared side above and leaves once.
+        unsafe { self.strategy.exit(cpu, Side::Shared) };
+        self.after_section(ctx);
+        self.end(cpu);
+        exit
+    }
+
+    /// Whether entries are traced (the `trace` feature and a tracer installed).
+    #[inline(always)]
+    fn tracing(&self) -> bool {
+        #[cfg(feature = "trace")]
+        return self.tracer.is_some();
+        #[cfg(not(feature = "trace"))]
+        false
+    }
+
+    /// The start of every entry: checks the core index and that the core is not in the kernel
+    /// already, and marks it in.
+    #[inline(always)]
+    fn begin(&self, cpu: CpuId) {
+        assert!(
+            cpu < self.cores,
+            "kernel entry on CPU {cpu} of {} (HAL bug)",
+            self.cores
+        );
+        // Relaxed: `in_kernel[cpu]` is touched only by entries on core `cpu` (HAL contract), so
+        // it orders nothing with other cores; it only catches a HAL that re-enters a core
+        // (an entry nested in an entry, say from an interrupt taken in the kernel), which is
+        // sequential on that core, so a plain load and store see it: no read-modify-write
+        // (an `xchg`, a locked operation, on x86; `ldrex`/`strex` on ARMv7). Acquire and
+        // Release would cost a `dmb ish` each on ARMv7, four per round trip. A HAL that hands
+        // a core index from one host thread to another must order the hand-over itself (as a
+        // thread spawn or join does), like any other data it passes; two host threads in the
+        // kernel under the same index at once are not reliably caught here.
+        let was = self.in_kernel[cpu].load(Ordering::Relaxed);
+        assert!(!was, "kernel re-entered on CPU {cpu} (HAL bug)");
+        self.in_kernel[cpu].store(true, Ordering::Relaxed);
+    }
+
+    /// The section's context, once the strategy let `cpu` in on `side` (`excl`: what
+    /// [`Strategy::enter`] said), with this core's per-entry record reset.
+    #[inline(always)]
+    fn section(&self, cpu: CpuId, side: Side, excl: bool) -> Ctx {
+        let global = excl && (side == Side::Exclusive || self.strategy.serialises());
+        let ctx = Ctx {
+            cpu,
+            excl,
+            global,
+            entry: true,
+        };
+        self.local(ctx, |l| {
+            l.actions.clear();
+            l.left = None;
+            debug_assert!(
+                l.direct.is_none(),
+                "direct switch left over by the last entry"
+            );
+        });
+        ctx
+    }
+
+    /// The full path of an entry: execute it, schedule, and read back the result registers of
+    /// the thread that runs next.
+    fn full_path(&self, ctx: Ctx, cur: Option<ThreadId>, entry: Entry) -> Exit {
+        let (rotate, cur) = self.handle(ctx, cur, entry);
+        let next = self.schedule(ctx, cur, rotate);
+        if next.is_none() {
+            // The fastpath always hands the core to a thread: only here can it go idle.
+            self.enter_idle(ctx.cpu);
+        }
+        self.exit_regs(ctx, next)
+    }
+
+    /// After the section: the hardware actions the entry decided on, then shoot-downs and
+    /// page-table reclaim.
+    #[inline(always)]
+    fn after_section(&self, ctx: Ctx) {
+        let cpu = ctx.cpu;
         // The actions run in place (no copy of the record): the HAL's operations do not enter
         // the kernel, so nothing else touches this core's `local` cell meanwhile.
         let (left, awaits, reclaim) = self.local(ctx, |l| {
@@ -1144,22 +1226,13 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             // the unmaps emptied any more.
             self.hal.reclaim_tables(cpu);
         }
-        #[cfg(feature = "trace")]
-        if let Some(sink) = tracer {
-            let now = self.hal.trace_cycles();
-            let exit = self.trace_pending(cpu, |p| {
-                p.record.exit = p.since_entry(now);
-                p.record.exit
-            });
-            Self::bump(&self.counts[cpu].cycles, u64::from(exit));
-            // SAFETY: as in `trace_pending`; the sink gets a shared reference to the finished
-            // record and no way to this kernel's cells (a sink that entered the kernel on this
-            // core would stop at the `in_kernel` check before touching the cell).
-            unsafe { cell_ref(&self.trace_rec[cpu], |p| sink.record(cpu, &p.record)) };
-        }
-        // Relaxed: see the swap above.
+    }
+
+    /// The end of every entry: the core leaves the kernel.
+    #[inline(always)]
+    fn end(&self, cpu: CpuId) {
+        // Relaxed: see `begin`.
         self.in_kernel[cpu].store(false, Ordering::Relaxed);
-        exit
     }
 
     /// The core will leave the kernel with no thread to run: its idle time starts now (a few
