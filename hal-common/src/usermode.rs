@@ -407,7 +407,10 @@ impl<A: UserArch, const CPUS: usize> UserMode<A, CPUS> {
         t
     }
 
-    /// Returns to the thread the kernel chose (or idles). Never returns.
+    /// Returns to the thread the kernel chose (or idles). Never returns. In line in every
+    /// entry (the system call's return is the hot one: a call and a copy of the [`Exit`]
+    /// less per IPC).
+    #[inline(always)]
     fn resume(&self, cpu: CpuIndex, mut exit: Exit) -> ! {
         loop {
             let Some(t) = exit.thread else {

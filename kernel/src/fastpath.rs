@@ -97,6 +97,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
     }
 
     /// `Call` from `t` through its capability `slot` with `msg`.
+    #[inline(always)]
     fn fast_call(&self, ctx: Ctx, t: ThreadId, slot: CapSlot, msg: Msg) -> Option<Exit> {
         if !self.fast_alive_here(ctx, t) {
             return None;
@@ -142,6 +143,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
     }
 
     /// `ReplyRecv` from `t` through its capability `slot`, answering with `msg`.
+    #[inline(always)]
     fn fast_reply_recv(&self, ctx: Ctx, t: ThreadId, slot: CapSlot, msg: Msg) -> Option<Exit> {
         if !self.fast_alive_here(ctx, t) {
             return None;

@@ -1433,6 +1433,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
 
     /// Sets the calling core's current thread (caller holds its run-queue lock in shared
     /// sections).
+    #[inline(always)]
     pub(crate) fn set_current(&self, g: &Held<'_, S, RunQueue>, t: Option<ThreadId>) {
         assert_eq!(g.key.0, g.cpu, "a core set another core's current thread");
         // SAFETY: other cores read this cell only holding the run-queue lock of `g.cpu`

@@ -188,7 +188,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
 
     /// Records the switch to `t`'s address space (for after the critical section) if this
     /// core has another one loaded; `t` is the core's new current thread.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn switch_aspace(&self, ctx: Ctx, t: ThreadId) {
         let cpu = ctx.cpu;
         if let Some(a) = self.conf(t).aspace {
