@@ -22,7 +22,13 @@ fn agrees(raw: &Regs) {
 
 #[test]
 fn edges_agree() {
-    let slots = [0, 1, abi::limits::CSPACE_SLOTS - 1, abi::limits::CSPACE_SLOTS, usize::MAX];
+    let slots = [
+        0,
+        1,
+        abi::limits::CSPACE_SLOTS - 1,
+        abi::limits::CSPACE_SLOTS,
+        usize::MAX,
+    ];
     for n in 0..=nr::REPLY_RECV + 2 {
         for &s in &slots {
             agrees(&[n, s, 1, 2, 3, usize::MAX]);

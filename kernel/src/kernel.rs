@@ -1124,7 +1124,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
 
     /// Whether entries are traced (the `trace` feature and a tracer installed).
     #[inline(always)]
-    fn tracing(&self) -> bool {
+    pub(crate) fn tracing(&self) -> bool {
         #[cfg(feature = "trace")]
         return self.tracer.is_some();
         #[cfg(not(feature = "trace"))]

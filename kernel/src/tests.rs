@@ -2127,10 +2127,36 @@ fn fastpath_matches_the_full_path_under_every_strategy() {
 }
 
 /// The plain ping-pong of one client and one server on one core, every round trip on the
-/// fastpath after the first Call.
+/// fastpath after the first Call (untraced: through the IPC entry).
 #[test]
 fn ping_pong_on_one_core_runs_on_the_fastpath() {
-    let (k, ts, _, _) = setup(1, &[0, 0]);
+    let (k, _) = ping_pong_fast(setup(1, &[0, 0]));
+    assert!(!k.tracing());
+}
+
+/// The same with a tracer: the calls go through the generic entry, which writes the records,
+/// and take the fastpath there.
+#[cfg(feature = "trace")]
+#[test]
+fn traced_ping_pong_runs_on_the_fastpath_and_is_recorded() {
+    static TRACER: crate::trace::Tracer<64> = crate::trace::Tracer::new();
+    let mut set = setup(1, &[0, 0]);
+    set.0.set_tracer(&TRACER);
+    let (k, entries) = ping_pong_fast(set);
+    assert!(k.tracing());
+    let mut out = vec![crate::trace::Record::EMPTY; 64];
+    let snap = TRACER.ring(0).snapshot(&mut out);
+    assert_eq!((snap.copied as u64, snap.lost), (entries, 0));
+    let calls = out[..snap.copied]
+        .iter()
+        .filter(|r| usize::from(r.number) == crate::syscall::nr::CALL)
+        .count();
+    assert_eq!(calls, 10, "every Call recorded");
+}
+
+/// Ten round trips on the fastpath after the first Call; returns the kernel and its entries.
+fn ping_pong_fast(set: (Box<K>, Vec<ThreadId>, EndpointId, NotificationId)) -> (Box<K>, u64) {
+    let (k, ts, _, _) = set;
     let (server, client) = (ts[0], ts[1]);
     assert_eq!(k.timer_tick(0).thread, Some(server));
     assert_eq!(call(&k, 0, Syscall::Recv { ep: s(0) }).thread, Some(client));
@@ -2159,6 +2185,7 @@ fn ping_pong_on_one_core_runs_on_the_fastpath() {
         k.fast_taken.load(std::sync::atomic::Ordering::Relaxed) - before,
         20
     );
+    (k, 22)
 }
 
 /// Idle accounting: a core with no thread to run counts cycles from the exit that left it idle
