@@ -2,7 +2,7 @@
 //! `Syscall::decode` on every input: the fastpath then sees exactly the calls the full path
 //! would.
 
-use abi::syscall::{nr, IpcCall, Regs};
+use abi::syscall::{nr, Regs};
 use abi::Syscall;
 use proptest::prelude::*;
 

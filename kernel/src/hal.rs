@@ -236,13 +236,17 @@ pub enum IrqOp {
 /// The hardware actions one kernel entry of one core decided on, run after the critical
 /// section. Fixed size: IPIs are a kind set per target core, so it cannot overflow.
 ///
-/// Two bit masks summarise the per-core arrays (`ipi_targets`, `ack_targets`), so that the
-/// common entry, which sends no IPI and waits for no shoot-down, neither scans nor resets the
-/// arrays: [`Actions::clear`] and [`Actions::run`] touch only the entries the masks name. The
-/// per-core arrays are written only through [`Actions::ipi`] and [`Actions::ack`], which keep
-/// the masks right.
+/// The IPC path decides on an address-space switch at most; everything else (IPIs, a TLB
+/// flush, an IRQ operation, shoot-down acknowledgements, page-table reclaim) is rare. `more`
+/// says whether any of the rare ones was recorded, so that [`Actions::clear`],
+/// [`Actions::run`] and [`Actions::rare`] cost one test in the common case. Two bit masks
+/// summarise the per-core arrays (`ipi_targets`, `ack_targets`), so that the rare path, too,
+/// touches only the entries they name. Every field but `switch_to` is written only through
+/// the methods here, which keep `more` and the masks right.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Actions {
+    /// Whether anything but `switch_to` was recorded.
+    more: bool,
     /// IPI kinds (bits of [`IpiKind::bit`]) to send to each core.
     ipis: [u8; MAX_CPUS],
     /// Bit `c` set iff `ipis[c] != 0`.
@@ -250,12 +254,12 @@ pub struct Actions {
     /// Address space to load on this core.
     pub switch_to: Option<PhysAddr>,
     /// TLB flush of this core: `(root, Some(vaddr))` for one page, `None` for everything.
-    pub flush: Option<(PhysAddr, Option<usize>)>,
+    flush: Option<(PhysAddr, Option<usize>)>,
     /// At most one IRQ operation per entry.
-    pub irq: Option<IrqOp>,
+    irq: Option<IrqOp>,
     /// Whether this entry removed mappings: the HAL reclaims the page tables it emptied once
     /// the shoot-down is complete ([`Hal::reclaim_tables`]).
-    pub reclaim: bool,
+    reclaim: bool,
     /// TLB shoot-down generations to wait for, per core (0: none): after running the other
     /// actions, the kernel waits until each core's acknowledged generation reached this one.
     acks: [u64; MAX_CPUS],
@@ -269,6 +273,7 @@ const _: () = assert!(MAX_CPUS <= 32);
 impl Actions {
     /// Nothing to do.
     pub const NONE: Actions = Actions {
+        more: false,
         ipis: [0; MAX_CPUS],
         ipi_targets: 0,
         switch_to: None,
@@ -279,10 +284,18 @@ impl Actions {
         ack_targets: 0,
     };
 
-    /// Resets to [`Actions::NONE`], clearing only the per-core entries that are set (the
-    /// common case, no IPI and no shoot-down, writes a few words instead of the whole record).
-    #[inline]
+    /// Resets to [`Actions::NONE`]: one store and one test in the common case (nothing but a
+    /// switch recorded); otherwise only the per-core entries that are set are cleared.
+    #[inline(always)]
     pub fn clear(&mut self) {
+        self.switch_to = None;
+        if self.more {
+            self.clear_rare();
+        }
+    }
+
+    #[inline(never)]
+    fn clear_rare(&mut self) {
         for c in bits(self.ipi_targets) {
             self.ipis[c] = 0;
         }
@@ -291,16 +304,51 @@ impl Actions {
         }
         self.ipi_targets = 0;
         self.ack_targets = 0;
-        self.switch_to = None;
         self.flush = None;
         self.irq = None;
         self.reclaim = false;
+        self.more = false;
+    }
+
+    /// Whether anything but an address-space switch was recorded.
+    #[inline(always)]
+    pub fn rare(&self) -> bool {
+        self.more
+    }
+
+    /// Records an IRQ operation (at most one per entry; a second replaces the first).
+    pub fn set_irq(&mut self, op: IrqOp) {
+        self.irq = Some(op);
+        self.more = true;
+    }
+
+    /// The recorded IRQ operation.
+    pub fn irq(&self) -> Option<IrqOp> {
+        self.irq
+    }
+
+    /// Records that this entry removed mappings (page tables to reclaim after the
+    /// shoot-down).
+    pub fn set_reclaim(&mut self) {
+        self.reclaim = true;
+        self.more = true;
+    }
+
+    /// Whether this entry removed mappings.
+    pub fn reclaim(&self) -> bool {
+        self.reclaim
+    }
+
+    /// The recorded local TLB flush.
+    pub fn flush(&self) -> Option<(PhysAddr, Option<usize>)> {
+        self.flush
     }
 
     /// Records a local TLB flush of `vaddr` (`None`: all) of `root`, merged with one already
     /// recorded in this entry: two pages of one root flush the root, two roots flush
     /// everything (root 0).
     pub fn flush_local(&mut self, root: PhysAddr, vaddr: Option<usize>) {
+        self.more = true;
         self.flush = Some(match self.flush {
             None => (root, vaddr),
             Some(f) if f == (root, vaddr) => f,
@@ -314,6 +362,7 @@ impl Actions {
         if let Some(k) = self.ipis.get_mut(target) {
             *k |= kind.bit();
             self.ipi_targets |= 1 << target;
+            self.more = true;
         }
     }
 
@@ -329,6 +378,7 @@ impl Actions {
             *g = gen;
             if gen != 0 {
                 self.ack_targets |= 1 << target;
+                self.more = true;
             }
         }
     }
@@ -344,11 +394,11 @@ impl Actions {
     }
 
     /// Runs the actions on `cpu` through `hal`. The IPC path's case, nothing or only an
-    /// address-space switch, is three tests in line; everything else goes to
-    /// `run_all`, out of line.
+    /// address-space switch, is one test in line; everything else goes to `run_all`, out of
+    /// line.
     #[inline(always)]
     pub fn run<H: Hal>(&self, hal: &H, cpu: CpuId) {
-        if self.irq.is_none() && self.flush.is_none() && self.ipi_targets == 0 {
+        if !self.more {
             if let Some(root) = self.switch_to {
                 // SAFETY: as in `run_all`.
                 unsafe { hal.switch_address_space(cpu, root) };

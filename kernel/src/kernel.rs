@@ -1195,9 +1195,9 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         let cpu = ctx.cpu;
         // The actions run in place (no copy of the record): the HAL's operations do not enter
         // the kernel, so nothing else touches this core's `local` cell meanwhile.
-        let (left, awaits, reclaim) = self.local(ctx, |l| {
+        let (left, rare) = self.local(ctx, |l| {
             l.actions.run(&self.hal, cpu);
-            (l.left, l.actions.awaits_acks(), l.actions.reclaim)
+            (l.left, l.actions.rare())
         });
         if let Some(a) = left {
             // The switch away from `a` ran above: this core caches nothing of it any more.
@@ -1211,13 +1211,27 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             // that does not see it has nothing to flush here. (A `dmb ish` per switch on ARMv7.)
             self.as_active[a.index()].fetch_and(!(1 << cpu), Ordering::Relaxed);
         }
+        if rare {
+            self.after_rare(ctx);
+        } else {
+            // Nothing to wait for: only this core's own requests to service (what the first
+            // pass of `await_shootdowns` does with all-zero generations).
+            self.service_shootdown(cpu);
+        }
+    }
+
+    /// [`after_section`](Self::after_section) for an entry that recorded more than an
+    /// address-space switch: waits for the shoot-downs it started, and reclaims page tables.
+    #[inline(never)]
+    fn after_rare(&self, ctx: Ctx) {
+        let cpu = ctx.cpu;
+        let (awaits, reclaim) =
+            self.local(ctx, |l| (l.actions.awaits_acks(), l.actions.reclaim()));
         if awaits {
             let acks: [u64; MAX_CPUS] =
                 self.local(ctx, |l| core::array::from_fn(|c| l.actions.acks(c)));
             self.await_shootdowns(cpu, &acks);
         } else {
-            // Nothing to wait for: only this core's own requests to service (what the first
-            // pass of `await_shootdowns` does with all-zero generations).
             self.service_shootdown(cpu);
         }
         if reclaim {

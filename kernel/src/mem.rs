@@ -306,7 +306,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             });
             if removed > 0 {
                 self.shoot_down(ctx, a, root, None);
-                self.act(ctx, |x| x.reclaim = true);
+                self.act(ctx, |x| x.set_reclaim());
             }
         }
         self.meta_mut(ctx, |x| {

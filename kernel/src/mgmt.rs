@@ -209,7 +209,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         // Every user leaf goes, the image loader's too; emptied page tables are reclaimed after
         // the shoot-down.
         self.hal.sweep(ctx.cpu, root, &mut |_| SweepAction::Remove);
-        self.act(ctx, |x| x.reclaim = true);
+        self.act(ctx, |x| x.set_reclaim());
         self.drop_caps_to(ctx, |obj| obj == ObjRef::AddressSpace(a));
         let wait = self.shoot_down(ctx, a, root, None);
         self.aspace_mut(ctx, a, |s| {

@@ -1007,7 +1007,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
     fn irq_op(&self, ctx: Ctx, op: IrqOp) {
         let (IrqOp::Mask(irq) | IrqOp::Unmask(irq) | IrqOp::Route(irq, _)) = op;
         if irq.tick_core().is_none() {
-            self.act(ctx, |a| a.irq = Some(op));
+            self.act(ctx, |a| a.set_irq(op));
         }
     }
 
@@ -1042,7 +1042,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         let root = self.aspace(a, |s| s.root);
         self.hal.unmap_page(ctx.cpu, root, vaddr);
         self.shoot_down(ctx, a, root, Some(vaddr));
-        self.act(ctx, |x| x.reclaim = true);
+        self.act(ctx, |x| x.set_reclaim());
     }
 
     /// A capability with every right and no badge, to a new object.
