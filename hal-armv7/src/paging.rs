@@ -85,6 +85,23 @@ static BOOT_TTBR0: AtomicU32 = AtomicU32::new(0);
 static MACHINE_VIRT: AtomicU32 = AtomicU32::new(0);
 /// Roots of the address spaces, by ASID - 1 (0: free).
 static ROOTS: [AtomicU32; MAX_SPACES] = [const { AtomicU32::new(0) }; MAX_SPACES];
+/// Slots of [`ASID_INDEX`]: twice the address spaces, so probe chains stay short.
+const INDEX_SLOTS: usize = 2 * MAX_SPACES;
+/// An index of [`ROOTS`] by root, for [`asid_of`] on every address-space switch: open
+/// addressing by the root's 16 KiB frame number, linear probing; an entry is `root | asid`
+/// (a root is 16 KiB aligned, so its low 14 bits hold the ASID), 0 when free. Entries are
+/// only ever added (no ASID reuse).
+static ASID_INDEX: [AtomicU32; INDEX_SLOTS] = [const { AtomicU32::new(0) }; INDEX_SLOTS];
+/// The low bits of an [`ASID_INDEX`] entry that hold the ASID.
+const ASID_BITS: u32 = L1_ALIGN as u32 - 1;
+/// A first-level table's alignment.
+const L1_ALIGN: usize = 4 * PAGE_SIZE;
+const _: () = assert!(MAX_SPACES < L1_ALIGN);
+
+/// The first [`ASID_INDEX`] slot to probe for `root`.
+fn index_home(root: u32) -> usize {
+    (root as usize / L1_ALIGN) % INDEX_SLOTS
+}
 
 unsafe extern "C" {
     /// End of the image (link.ld).
@@ -205,9 +222,31 @@ pub fn is_kernel_section(addr: u32) -> bool {
 /// load; read-read coherence then rules out an older value (0) for that slot. Slots are never
 /// emptied or reused (no ASID reuse), so no later store can make the search miss, and the
 /// table walker reads the table itself, not through this load.
+///
+/// The index ([`ASID_INDEX`]) answers in one probe in the common case. Its entries are
+/// added like the slots, before `new_address_space` returns, so the same argument makes the
+/// entry for `root` visible here; and the entries a chain passed over on its way there were
+/// read by the inserting core before its own insert (a CAS that failed or skipped them),
+/// which happens-before this search, so coherence makes them visible too: a search never
+/// stops at a free slot before reaching `root`'s entry. A root with no entry (a bug) falls
+/// back to the search of [`ROOTS`].
 pub fn asid_of(root: PhysAddr) -> u32 {
     if root == 0 {
         return 0;
+    }
+    let Ok(key) = u32::try_from(root) else {
+        return 0;
+    };
+    let home = index_home(key);
+    for i in 0..INDEX_SLOTS {
+        let e = ASID_INDEX[(home + i) % INDEX_SLOTS].load(Ordering::Relaxed);
+        // `key` is not 0, so a free slot never matches.
+        if e & !ASID_BITS == key {
+            return e & ASID_BITS;
+        }
+        if e == 0 {
+            break;
+        }
     }
     ROOTS
         .iter()
@@ -215,11 +254,27 @@ pub fn asid_of(root: PhysAddr) -> u32 {
         .map_or(0, |i| i as u32 + 1)
 }
 
+/// Adds `root` (ASID `asid`) to [`ASID_INDEX`]: the first free slot of its probe chain.
+fn index_insert(root: u32, asid: u32) {
+    let home = index_home(root);
+    for i in 0..INDEX_SLOTS {
+        // Relaxed: see `asid_of`.
+        if ASID_INDEX[(home + i) % INDEX_SLOTS]
+            .compare_exchange(0, root | asid, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
+        {
+            return;
+        }
+    }
+    // Unreachable: at most MAX_SPACES entries in twice as many slots. `asid_of` would still
+    // find the root by the search of ROOTS.
+}
+
 /// Makes a new address space: a first-level table with the kernel sections of the boot table
 /// and no user mappings. Returns its root (the table's physical address).
 pub fn new_address_space() -> Option<PhysAddr> {
     let slot = ROOTS.iter().position(|r| r.load(Ordering::Relaxed) == 0)?;
-    let root = alloc_aligned(4, 4 * PAGE_SIZE)?;
+    let root = alloc_aligned(L1_ALIGN / PAGE_SIZE, L1_ALIGN)?;
     let boot = (BOOT_TTBR0.load(Ordering::Acquire) & !0x3FFF) as *const u32;
     let table = root as usize as *mut u32;
     for i in 0..L1_ENTRIES {
@@ -236,6 +291,7 @@ pub fn new_address_space() -> Option<PhysAddr> {
     {
         return None;
     }
+    index_insert(root as u32, slot as u32 + 1);
     Some(root)
 }
 
