@@ -289,8 +289,9 @@ hal_armv7_vectors:
     @ current thread's saved context (hal_armv7_enter_user left it there): saves
     @ [r0-r12, SP_usr, LR_usr, pc, CPSR] straight into it, switches to SVC and to this core's
     @ SVC stack top (STACKS + (Aff0 + 1) * STACK_SIZE) and calls user_trap(frame, vector),
-    @ which does not return.
-    .macro HAL_USER_STUB vector
+    @ which does not return; a system call calls user_svc(frame) instead (no vector to test
+    @ on the IPC path).
+    .macro HAL_USER_STUB vector, target=user_trap
         srsdb   sp!, #0x13                  @ LR and SPSR of this mode into the context
         cps     #0x13
         sub     sp, sp, #60
@@ -301,8 +302,12 @@ hal_armv7_vectors:
         add     r2, r2, #1
         ldr     r3, ={stacks}
         add     sp, r3, r2, lsl #{stack_shift}
+        .ifc \target,user_trap
         mov     r1, #\vector
         bl      {user_trap}
+        .else
+        bl      {user_svc}
+        .endif
         b       hal_armv7_park
     .endm
 
@@ -389,7 +394,7 @@ hal_armv7_vec_svc:
     mov     sp, r4
     ldmfd   sp!, {{r0-r12, pc}}^
 hal_armv7_user_svc:                         @ a system call: LR_svc is the return address
-    HAL_USER_STUB 2
+    HAL_USER_STUB 2, user_svc
 
     @ IRQ: handled on the SVC stack of the interrupted code (from USR mode: user_trap).
 hal_armv7_vec_irq:
@@ -422,6 +427,7 @@ hal_armv7_user_irq:
     svc = sym svc_entry,
     irq = sym irq_entry,
     user_trap = sym crate::usermode::user_trap,
+    user_svc = sym crate::usermode::user_svc,
 );
 
 unsafe extern "C" {

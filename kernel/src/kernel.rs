@@ -1225,8 +1225,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
     #[inline(never)]
     fn after_rare(&self, ctx: Ctx) {
         let cpu = ctx.cpu;
-        let (awaits, reclaim) =
-            self.local(ctx, |l| (l.actions.awaits_acks(), l.actions.reclaim()));
+        let (awaits, reclaim) = self.local(ctx, |l| (l.actions.awaits_acks(), l.actions.reclaim()));
         if awaits {
             let acks: [u64; MAX_CPUS] =
                 self.local(ctx, |l| core::array::from_fn(|c| l.actions.acks(c)));
