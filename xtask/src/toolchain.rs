@@ -63,19 +63,17 @@ fn listed(installed: &str, name: &str) -> bool {
 
 /// The targets and components of `pinned` missing from rustup's lists.
 pub fn missing(pinned: &Pinned, targets: &str, components: &str) -> (Vec<String>, Vec<String>) {
-    let t = pinned
-        .targets
-        .iter()
-        .filter(|t| !listed(targets, t))
-        .cloned()
-        .collect();
-    let c = pinned
-        .components
-        .iter()
-        .filter(|c| !listed(components, c))
-        .cloned()
-        .collect();
-    (t, c)
+    let absent = |names: &[String], installed: &str| -> Vec<String> {
+        names
+            .iter()
+            .filter(|n| !listed(installed, n))
+            .cloned()
+            .collect()
+    };
+    (
+        absent(&pinned.targets, targets),
+        absent(&pinned.components, components),
+    )
 }
 
 fn rustup_list(root: &Path, what: &str) -> Option<String> {
