@@ -322,11 +322,6 @@ impl Actions {
         self.more = true;
     }
 
-    /// The recorded IRQ operation.
-    pub fn irq(&self) -> Option<IrqOp> {
-        self.irq
-    }
-
     /// Records that this entry removed mappings (page tables to reclaim after the
     /// shoot-down).
     pub fn set_reclaim(&mut self) {
@@ -337,11 +332,6 @@ impl Actions {
     /// Whether this entry removed mappings.
     pub fn reclaim(&self) -> bool {
         self.reclaim
-    }
-
-    /// The recorded local TLB flush.
-    pub fn flush(&self) -> Option<(PhysAddr, Option<usize>)> {
-        self.flush
     }
 
     /// Records a local TLB flush of `vaddr` (`None`: all) of `root`, merged with one already
@@ -446,4 +436,43 @@ fn bits(mut mask: u32) -> impl Iterator<Item = usize> {
             c
         })
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::IrqId;
+
+    /// Every way of recording a rare action sets the summary flag, and `clear` then leaves a
+    /// record equal to `NONE` in everything it shows; a switch alone stays on the common path.
+    #[test]
+    fn rare_actions_set_the_flag_and_clear_resets_them() {
+        let irq = IrqId::new(3).unwrap();
+        let record: [(&str, fn(&mut Actions, IrqId)); 5] = [
+            ("ipi", |a, _| a.ipi(1, IpiKind::Reschedule)),
+            ("ack", |a, _| a.ack(2, 7)),
+            ("flush", |a, _| a.flush_local(0x4000, Some(0x1000))),
+            ("irq", |a, i| a.set_irq(IrqOp::Mask(i))),
+            ("reclaim", |a, _| a.set_reclaim()),
+        ];
+        for (what, f) in record {
+            let mut a = Actions::NONE;
+            a.switch_to = Some(0x8000);
+            assert!(!a.rare(), "{what}: a switch alone is not rare");
+            f(&mut a, irq);
+            assert!(a.rare(), "{what}: not flagged");
+            a.clear();
+            assert!(!a.rare(), "{what}: flag left set");
+            assert_eq!(a.switch_to, None, "{what}");
+            assert!(!a.reclaim() && !a.awaits_acks(), "{what}");
+            assert_eq!((a.flush, a.irq), (None, None), "{what}");
+            for c in 0..MAX_CPUS {
+                assert_eq!((a.ipis(c), a.acks(c)), (0, 0), "{what}: core {c}");
+            }
+        }
+        // Generation 0 means "nothing to wait for": not rare.
+        let mut a = Actions::NONE;
+        a.ack(1, 0);
+        assert!(!a.rare() && !a.awaits_acks());
+    }
 }

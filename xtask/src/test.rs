@@ -165,7 +165,8 @@ struct Step {
     /// What to do when the step fails, if there is something better than reading the output.
     fix: Option<&'static str>,
     /// Host tools (and the Debian packages providing them) without which the step is skipped
-    /// (counted apart, neither passed nor failed) rather than failed; `.ci/run` installs them.
+    /// (counted apart, neither passed nor failed) rather than failed; `cargo xtask test`
+    /// installs them before the first step where it may (`deps.rs`).
     tools: Vec<crate::flash::Tool>,
 }
 
@@ -682,7 +683,8 @@ fn qemu_steps() -> Vec<Step> {
 /// multiboot2 under SeaBIOS on `-M pc` and `-M q35` and under UEFI (OVMF) on `-M q35`, each with
 /// another core count and lock (`cpus online: N`, `lock: NAME` and the demo's success exit are
 /// required); the Sabre Lite SD image's partition table, files, U-Boot header, boot script and
-/// kernel. Skipped, not failed, when a tool is missing (`.ci/run` installs them).
+/// kernel. Skipped, not failed, when a tool is missing (`cargo xtask test` installs them
+/// first where it may).
 fn flash_steps(root: &Path) -> Vec<Step> {
     use crate::flash::{Tool, OVMF, PC_TOOLS, SD_TOOLS};
     let exe = std::env::current_exe().map_err(|e| format!("cannot find the xtask binary: {e}"));
