@@ -447,19 +447,19 @@ mod tests {
     /// record equal to `NONE` in everything it shows; a switch alone stays on the common path.
     #[test]
     fn rare_actions_set_the_flag_and_clear_resets_them() {
-        let irq = IrqId::new(3).unwrap();
-        let record: [(&str, fn(&mut Actions, IrqId)); 5] = [
-            ("ipi", |a, _| a.ipi(1, IpiKind::Reschedule)),
-            ("ack", |a, _| a.ack(2, 7)),
-            ("flush", |a, _| a.flush_local(0x4000, Some(0x1000))),
-            ("irq", |a, i| a.set_irq(IrqOp::Mask(i))),
-            ("reclaim", |a, _| a.set_reclaim()),
+        type Record = fn(&mut Actions);
+        let record: [(&str, Record); 5] = [
+            ("ipi", |a| a.ipi(1, IpiKind::Reschedule)),
+            ("ack", |a| a.ack(2, 7)),
+            ("flush", |a| a.flush_local(0x4000, Some(0x1000))),
+            ("irq", |a| a.set_irq(IrqOp::Mask(IrqId::new(3).unwrap()))),
+            ("reclaim", |a| a.set_reclaim()),
         ];
         for (what, f) in record {
             let mut a = Actions::NONE;
             a.switch_to = Some(0x8000);
             assert!(!a.rare(), "{what}: a switch alone is not rare");
-            f(&mut a, irq);
+            f(&mut a);
             assert!(a.rare(), "{what}: not flagged");
             a.clear();
             assert!(!a.rare(), "{what}: flag left set");
