@@ -262,7 +262,8 @@ pub(crate) extern "C" fn user_svc(frame: *const UserFrame) -> ! {
 }
 
 /// Every other exception taken from USR mode (interrupts, aborts, undefined instructions),
-/// with the user frame the entry saved in the current thread's context.
+/// with the user frame the entry saved in the current thread's context. System calls never
+/// come here: the SVC stub calls [`user_svc`].
 pub(crate) extern "C" fn user_trap(frame: *const UserFrame, vec: u32) -> ! {
     match vec {
         vector::IRQ => {
@@ -279,8 +280,6 @@ pub(crate) extern "C" fn user_trap(frame: *const UserFrame, vec: u32) -> ! {
             let copy = unsafe { frame.read() };
             user_fault(&copy, vec)
         }
-        // The SVC stub calls `user_svc` itself; this arm only keeps a stub routed here right.
-        vector::SVC => user_svc(frame),
         _ => ArmUser::fatal(format_args!("unexpected exception {vec} from user mode")),
     }
 }

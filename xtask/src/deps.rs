@@ -247,6 +247,31 @@ mod tests {
     }
 
     #[test]
+    fn ci_installs_every_package_the_commands_know() {
+        let run = std::fs::read_to_string(crate::workspace_root().join(".ci/run")).unwrap();
+        let list = run
+            .split("packages=(")
+            .nth(1)
+            .and_then(|r| r.split(')').next())
+            .expect(".ci/run has a packages=( ... ) list");
+        let listed: Vec<&str> = list.split_whitespace().collect();
+        for t in QEMU
+            .iter()
+            .chain(FLASH)
+            .chain(NET)
+            .chain(PASST)
+            .chain(REDIS_BENCH)
+        {
+            assert!(
+                listed.contains(&t.package),
+                ".ci/run does not install {} (for {})",
+                t.package,
+                t.what
+            );
+        }
+    }
+
+    #[test]
     fn the_install_command_names_every_package() {
         assert_eq!(
             install_command(&["qemu-system-x86", "ovmf"]),
