@@ -385,8 +385,8 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         })
     }
 
-    /// Cores that loaded an address space.
+    /// Cores that loaded an address space (bit per core).
     pub fn aspace_cores(&mut self, a: AsId) -> u64 {
-        *self.as_active[a.index()].get_mut()
+        self.as_cores(a)
     }
 }

@@ -182,7 +182,7 @@ pub(crate) struct CoreLocal {
     pub loaded: Option<AsId>,
     /// Root of `loaded` (0: none), for flushes outside the critical section.
     pub loaded_root: PhysAddr,
-    /// Address space this entry switched away from: its `as_active` bit of this core is
+    /// Address space this entry switched away from: this core's `as_active` flag of it is
     /// cleared after the switch (after the critical section).
     pub left: Option<AsId>,
     /// A thread of this core that [`Kernel::wake`] made runnable in this entry and left out of
@@ -418,10 +418,15 @@ pub struct Kernel<S: Strategy, H: Hal> {
     pub(crate) ntfns: [UnsafeCell<Notification>; MAX_NOTIFICATIONS],
     pub(crate) irqs: [UnsafeCell<IrqState>; MAX_IRQS],
     pub(crate) aspaces: [UnsafeCell<AddressSpace>; MAX_ASPACES],
-    /// Cores that may cache each address space (TLB shoot-down targets): a core sets its bit
-    /// in the section that decides to load the address space, and clears it after it switched
-    /// to another one. An idle core keeps the address space it last ran loaded, and its bit.
-    pub(crate) as_active: [AtomicU64; MAX_ASPACES],
+    /// Per core, per address space: whether the core may cache it (TLB shoot-down targets).
+    /// A core sets its flag in the section that decides to load the address space, and clears
+    /// it after it switched to another one. An idle core keeps the address space it last ran
+    /// loaded, and its flag. Only the core itself writes its row, so each flag is a plain
+    /// store, not a read-modify-write of a word that all cores share (a bit mask cost two
+    /// locked RMWs on x86_64, two `ldrex`/`strex` loops on ARMv7, per address-space switch),
+    /// and the rows are cache-line padded so that the IPC path's stores never move a line
+    /// between cores. Readers (unmappers, rare) load every core's flag ([`Kernel::as_cores`]).
+    pub(crate) as_active: [CachePadded<[AtomicBool; MAX_ASPACES]>; MAX_CPUS],
     /// Per core: TLB shoot-down generation requested of it (see [`Kernel::shootdown_pending`]).
     pub(crate) tlb_req: [CachePadded<AtomicU64>; MAX_CPUS],
     /// Per core: TLB shoot-down generation it acknowledged (flushed).
@@ -547,7 +552,9 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
                 life: AsLife::Alive,
                 wait: [0; MAX_CPUS],
             }),
-            as_active: core::array::from_fn(|_| AtomicU64::new(0)),
+            as_active: core::array::from_fn(|_| {
+                CachePadded::new(core::array::from_fn(|_| AtomicBool::new(false)))
+            }),
             tlb_req: core::array::from_fn(|_| CachePadded::new(AtomicU64::new(0))),
             tlb_ack: core::array::from_fn(|_| CachePadded::new(AtomicU64::new(0))),
             sched: padded_cells(CoreSched {
@@ -1202,14 +1209,14 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         if let Some(a) = left {
             // The switch away from `a` ran above: this core caches nothing of it any more.
             //
-            // Relaxed: what the bit promises to a core that unmaps in `a` is about this core's
+            // Relaxed: what the flag promises to a core that unmaps in `a` is about this core's
             // TLB, not about memory: the HAL's `switch_address_space` returned only once no
             // translation of `a` is left here (ARMv7: TLBIASID of the old ASID, `dsb nsh`,
             // `isb`; x86: the CR3 load), and it is complete before this later instruction in
             // program order. The kernel read no memory of `a` that a Release would have to
-            // order. An unmapper that still sees the bit merely shoots down needlessly; one
+            // order. An unmapper that still sees the flag merely shoots down needlessly; one
             // that does not see it has nothing to flush here. (A `dmb ish` per switch on ARMv7.)
-            self.as_active[a.index()].fetch_and(!(1 << cpu), Ordering::Relaxed);
+            self.as_active[cpu][a.index()].store(false, Ordering::Relaxed);
         }
         if rare {
             self.after_rare(ctx);
@@ -1535,6 +1542,17 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             self.hal.flush_tlb(cpu, root, None);
             self.tlb_ack[cpu].store(req, Ordering::Release);
         }
+    }
+
+    /// The cores (bit per core) that may cache address space `a`: the shoot-down targets of
+    /// an unmap in `a` (see [`as_active`](Self::as_active)).
+    pub(crate) fn as_cores(&self, a: AsId) -> u64 {
+        self.as_active
+            .iter()
+            .take(self.cores)
+            .enumerate()
+            .filter(|(_, row)| row[a.index()].load(Ordering::Acquire))
+            .fold(0, |m, (c, _)| m | 1 << c)
     }
 
     /// After the section: services this core's own shoot-downs and waits until every core in

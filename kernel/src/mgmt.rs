@@ -26,7 +26,7 @@
 //!    emptied page tables return to the pool after the shoot-down), and removes every
 //!    capability to the address space (nothing can name it, map into it or create a thread in
 //!    it any more);
-//! 2. requests a TLB shoot-down of every other core whose `as_active` bit is set (every core
+//! 2. requests a TLB shoot-down of every other core whose `as_active` flag is set (every core
 //!    that loaded it and has not switched away since, idle cores included), flushes its own
 //!    TLB after the section, and records the requested generations in the address space, now
 //!    `Dying`;

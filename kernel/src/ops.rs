@@ -1137,7 +1137,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         root: PhysAddr,
         vaddr: Option<usize>,
     ) -> [u64; MAX_CPUS] {
-        let cores = self.as_active[a.index()].load(core::sync::atomic::Ordering::Acquire);
+        let cores = self.as_cores(a);
         let mut gens = [0; MAX_CPUS];
         for (c, g) in gens.iter_mut().enumerate().take(self.cores) {
             if cores & (1 << c) == 0 {

@@ -196,9 +196,11 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
                 let root = self.aspace(a, |s| s.root);
                 // Set in the section, before the load: an unmap in any later section sees it.
                 //
+                // A plain store of this core's own flag (see `Kernel::as_active`).
+                //
                 // Relaxed: unmaps and address-space deletions, the only readers that act on
-                // the bit (`shoot_down`), run in exclusive (management) sections. The strategy
-                // orders this section's exit (a release, after this RMW in program order)
+                // the flag (`shoot_down`), run in exclusive (management) sections. The strategy
+                // orders this section's exit (a release, after this store in program order)
                 // before the entry (an acquire) of any later section, exclusive ones included,
                 // so a later unmapper sees the bit; under the fine-grained strategy an
                 // exclusive section never overlaps this shared one (write side of the
@@ -208,7 +210,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
                 // its section ended (HAL `unmap_page`), so the address space this core loads
                 // after this section no longer has the mapping. AcqRel would add nothing but
                 // two `dmb ish` per switch on ARMv7 (four per round trip).
-                self.as_active[a.index()].fetch_or(1 << cpu, core::sync::atomic::Ordering::Relaxed);
+                self.as_active[cpu][a.index()].store(true, core::sync::atomic::Ordering::Relaxed);
                 self.local(ctx, |l| {
                     // Cleared after the switch (`Kernel::entry`), when nothing of it is cached.
                     l.left = l.loaded.filter(|&old| old != a);

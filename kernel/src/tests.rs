@@ -1359,7 +1359,7 @@ fn fine_grained_strategy_runs_the_same_state_machine() {
     k.check_invariants().unwrap();
 }
 
-/// A core clears its bit of an address space's `as_active` set once it switched to another
+/// A core clears its `as_active` flag of an address space once it switched to another
 /// one (it caches nothing of it any more), so later unmaps do not shoot it down.
 #[test]
 fn switching_away_clears_the_cores_address_space_bit() {
