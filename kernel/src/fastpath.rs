@@ -29,10 +29,9 @@
 //! `Runnable` thread, which no other core can reach until the fastpath publishes it (onto the
 //! endpoint's queue, or in the receiver's reply link) under the endpoint's lock
 //! ([`Kernel::own_current`] has the argument). The exit's registers are the ones it just
-//! wrote, so the exit takes no TCB lock to read them back. `Call` takes the receiver's TCB
-//! and the run queue with one barrier ([`Kernel::hold_pair`]), and both release their three
-//! object locks with one ([`Kernel::release3`]): on ARMv7, 13 `dmb` per round trip instead of
-//! 18.
+//! wrote, so the exit takes no TCB lock to read them back. Each takes the other thread's TCB
+//! and the run queue with one barrier ([`Kernel::hold_pair`]) and releases its three object
+//! locks with one ([`Kernel::release3`]): on ARMv7, 12 `dmb` per round trip instead of 18.
 //!
 //! # Why a flag
 //! [`Kernel::set_fastpath`] turns it off, for the comparisons above and for benchmarks that
@@ -162,18 +161,18 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         if cc.core != ctx.cpu {
             return None;
         }
-        // Two acquisitions, not one `hold_pair`: the caller's state is read before the run
-        // queue's lock is taken. (Taking both first saves a `dmb` on ARMv7 under the
-        // fine-grained strategy, but the reordered code costs RTM's fastpath 15 instructions
-        // there, a worse trade.)
-        let gc = self.hold(ctx, c);
+        // The caller's TCB and the run queue with one barrier, as in `Call` (a `dmb` less on
+        // ARMv7 under the fine-grained strategy; when the caller does not wait after all, the
+        // run queue was taken for nothing, a rare case). This once cost RTM's fastpath 15
+        // instructions on ARMv7; with the ticket lock's acquisition in line it saves 4-6 on
+        // every strategy there.
+        let (gc, rq) = self.hold_pair(ctx, c, RunQueue(ctx.cpu));
         let waits = self.ipc(&gc, |i| {
             i.state == ThreadState::BlockedReply && i.server == Some(t) && !i.fault
         });
         if !waits {
             return None;
         }
-        let rq = self.hold(ctx, RunQueue(ctx.cpu));
         if !self.fast_runs_next(&rq, cc.priority % NUM_PRIOS) {
             return None;
         }
