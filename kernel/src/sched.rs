@@ -202,14 +202,14 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
                 // the flag (`shoot_down`), run in exclusive (management) sections. The strategy
                 // orders this section's exit (a release, after this store in program order)
                 // before the entry (an acquire) of any later section, exclusive ones included,
-                // so a later unmapper sees the bit; under the fine-grained strategy an
+                // so a later unmapper sees the flag; under the fine-grained strategy an
                 // exclusive section never overlaps this shared one (write side of the
                 // big-reader lock); under `NoLock` no other core touches `a` (its creator's
                 // promise). An unmapper whose section came *before* this one cannot miss us
                 // either: its page-table stores were made visible to every table walker before
                 // its section ended (HAL `unmap_page`), so the address space this core loads
-                // after this section no longer has the mapping. AcqRel would add nothing but
-                // two `dmb ish` per switch on ARMv7 (four per round trip).
+                // after this section no longer has the mapping. Release would add nothing but
+                // a `dmb ish` per switch on ARMv7 (two per round trip).
                 self.as_active[cpu][a.index()].store(true, core::sync::atomic::Ordering::Relaxed);
                 self.local(ctx, |l| {
                     // Cleared after the switch (`Kernel::entry`), when nothing of it is cached.

@@ -1362,7 +1362,7 @@ fn fine_grained_strategy_runs_the_same_state_machine() {
 /// A core clears its `as_active` flag of an address space once it switched to another
 /// one (it caches nothing of it any more), so later unmaps do not shoot it down.
 #[test]
-fn switching_away_clears_the_cores_address_space_bit() {
+fn switching_away_clears_the_cores_address_space_flag() {
     let mut k = kernel(1);
     let a = k.create_address_space(0xA000).unwrap();
     let b = k.create_address_space(0xB000).unwrap();
