@@ -506,6 +506,7 @@ impl<A: UserArch, const CPUS: usize> UserMode<A, CPUS> {
     /// system calls in place, see [`UserArch::save_frame`]), valid for reads until the save
     /// below. It is a pointer, not a reference, because in the second case the context is
     /// written again (the results) before this call ends.
+    #[inline(always)]
     pub unsafe fn syscall(&self, frame: *const A::Frame) -> ! {
         let cpu = A::cpu_id();
         let inst = self.installed_from_user();

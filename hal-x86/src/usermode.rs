@@ -179,6 +179,7 @@ impl UserArch for X86User {
         f.rflags = (f.rflags & USER_FLAGS_KEPT) | RFLAGS_IF | RFLAGS_FIXED;
         Ok(())
     }
+    #[inline(always)]
     unsafe fn enter_user(cpu: CpuIndex, frame: &TrapFrame, from_syscall: bool) -> ! {
         let frame: *const TrapFrame = frame;
         // The thread's next `syscall` on this core saves its registers here. Relaxed: only
