@@ -93,7 +93,7 @@ use core::fmt;
 use core::marker::PhantomData;
 
 use crate::pad::{Alignment, CacheLine, Padded};
-use crate::raw::{check_cpu, CpuId, KernelLock, KernelRwLock};
+use crate::raw::{check_cpu, cpu_out_of_range, CpuId, KernelLock, KernelRwLock};
 use crate::relax::{Relax, Spin};
 use crate::shim::{fence, AtomicUsize, Ordering};
 
@@ -406,11 +406,17 @@ unsafe impl<const N: usize, R: Relax, A: Alignment> KernelRwLock for BrLock<N, R
     }
 
     unsafe fn read_unlock(&self, cpu: CpuId) {
-        check_cpu("BrLock", cpu, self.writer.cpus);
-        let slot = &self.readers[cpu];
+        // Only the compile-time bound in line (as `ClhLock::unlock`): an id within `N` but
+        // beyond the run-time count never got past `read_lock`, so its slot is 0 and the reader
+        // check below catches it, and reports it as out of range. One load, compare and branch
+        // fewer than a range check here.
+        let Some(slot) = self.readers.get(cpu) else {
+            cpu_out_of_range("BrLock", cpu, self.writer.cpus)
+        };
         // Relaxed: only `cpu` writes its slot. Checked in every build (its own line, written
         // next): catches a read unlock by a CPU other than the reader, and a double unlock.
         if slot.load(Ordering::Relaxed) == 0 {
+            check_cpu("BrLock", cpu, self.writer.cpus);
             not_reader(cpu);
         }
         // Release: our critical section's reads are done before a writer that sees 0 writes.

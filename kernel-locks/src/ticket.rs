@@ -5,7 +5,8 @@
 //! ticket now allowed in. To lock, a CPU takes a ticket (`my = next.fetch_add(1)`) and waits until
 //! `serving == my`; to unlock, the holder advances `serving` to `my + 1`, which lets exactly the
 //! next ticket holder in. CPUs enter in the order they took tickets (FIFO), so no CPU starves.
-//! The lock needs no per-CPU state, so the [`CpuId`] is only validated, never used.
+//! The lock needs no per-CPU state, so the [`CpuId`] is only validated (the `_prechecked`
+//! variants leave that to their caller) and passed to the wait strategy while waiting.
 //!
 //! The lock is free exactly when `next == serving`; while some CPU holds it, `next - serving` is
 //! the number of CPUs holding or waiting for it. Both counters wrap around (`usize` arithmetic
@@ -188,12 +189,50 @@ impl<R: Relax, const BACKOFF: usize> TicketLock<R, BACKOFF> {
     pub fn lock_all<const K: usize>(locks: [&Self; K], cpu: CpuId) {
         for lock in locks {
             check_cpu("TicketLock", cpu, lock.max_cpus);
+        }
+        Self::lock_all_prechecked(locks, cpu);
+    }
+
+    /// [`lock_all`](Self::lock_all) for a caller that has checked `cpu` against every lock's
+    /// range already: no check per lock (debug builds still check). For a kernel that checks
+    /// its core id once per entry (taking its big-reader lock, say) and then takes several
+    /// ticket locks built with the same bound: on its IPC path the checks repeated the entry's
+    /// once per lock (x86_64: a load, a compare and a branch each; ARMv7 the same).
+    ///
+    /// Nothing unsafe can follow from a wrong id: the lock keeps no per-CPU state, and the id
+    /// only reaches the wait strategy's [`Relax::relax`] while waiting.
+    ///
+    /// ```
+    /// use kernel_locks::{KernelLock, TicketLock};
+    ///
+    /// let (tcb, run_queue) = (TicketLock::<kernel_locks::Spin>::with_cpus(2), TicketLock::with_cpus(2));
+    /// let cpu = 1;
+    /// assert!(cpu < tcb.max_cpus() && cpu < run_queue.max_cpus()); // the caller's one check
+    /// TicketLock::lock_all_prechecked([&tcb, &run_queue], cpu);
+    /// // SAFETY: CPU 1 holds both, each named once.
+    /// unsafe { TicketLock::unlock_all([&run_queue, &tcb], cpu) };
+    /// ```
+    #[inline(always)]
+    #[track_caller]
+    pub fn lock_all_prechecked<const K: usize>(locks: [&Self; K], cpu: CpuId) {
+        for lock in locks {
+            if cfg!(debug_assertions) {
+                check_cpu("TicketLock", cpu, lock.max_cpus);
+            }
             // Relaxed, as in `lock`: the fence below orders every critical section.
             let my = lock.next.fetch_add(1, Ordering::Relaxed);
             lock.await_turn(my, cpu);
         }
         // Pairs with each lock's last release (module documentation).
         fence(Ordering::Acquire);
+    }
+
+    /// [`lock`](KernelLock::lock) for a caller that has checked `cpu` against this lock's range
+    /// already, as [`lock_all_prechecked`](Self::lock_all_prechecked) for one lock.
+    #[inline(always)]
+    #[track_caller]
+    pub fn lock_prechecked(&self, cpu: CpuId) {
+        Self::lock_all_prechecked([self], cpu);
     }
 
     /// Releases every lock of `locks`, as calling [`unlock`](KernelLock::unlock) on each would,
@@ -316,12 +355,9 @@ unsafe impl<R: Relax, const BACKOFF: usize> KernelLock for TicketLock<R, BACKOFF
     #[inline(always)]
     fn lock(&self, cpu: CpuId) {
         check_cpu("TicketLock", cpu, self.max_cpus);
-        // Relaxed: a unique ticket is all we need here; the acquire load in the wait orders the
-        // critical section.
-        let my = self.next.fetch_add(1, Ordering::Relaxed);
-        self.await_turn(my, cpu);
-        // Pairs with the previous holder's release store (module documentation).
-        fence(Ordering::Acquire);
+        // A relaxed `fetch_add` for a unique ticket, the wait, one acquire fence (module
+        // documentation).
+        self.lock_prechecked(cpu);
     }
 
     #[inline]

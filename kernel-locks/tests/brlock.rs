@@ -411,3 +411,13 @@ fn memory_per_n_on_x86_64_is_as_documented() {
     assert_eq!(std::mem::size_of::<BrLock<16>>(), 2176);
     assert_eq!(std::mem::size_of::<BrLock<64>>(), 8320);
 }
+
+#[test]
+#[should_panic(expected = "BrLock: CPU id 5 out of range (this lock supports CPUs 0..2)")]
+fn read_unlock_beyond_the_run_time_count_reports_the_range() {
+    // Only the compile-time bound is checked in line; the id's lowered slot leads to the
+    // range check, so the message still names the range rather than a missing shared hold.
+    let lock = BrLock::<64>::with_cpus(2);
+    // SAFETY: deliberately wrong; the lock must panic before anything else.
+    unsafe { lock.read_unlock(5) };
+}

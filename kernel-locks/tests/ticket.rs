@@ -200,3 +200,46 @@ fn lock_cpu_out_of_range_panics() {
 fn try_lock_cpu_out_of_range_panics() {
     TicketLock::<Spin>::with_max_cpus(4).try_lock(7);
 }
+
+#[test]
+fn prechecked_locks_exclude_each_other() {
+    // Two locks taken together without the per-lock range check (a kernel's object locks after
+    // its entry checked the id once): every thread's increments of both counters are kept.
+    use std::sync::atomic::AtomicUsize;
+    let threads = common::stress_threads();
+    let (a, b) = (
+        TicketLock::<Yield>::with_cpus(threads),
+        TicketLock::<Yield>::with_cpus(threads),
+    );
+    let (x, y) = (AtomicUsize::new(0), AtomicUsize::new(0));
+    std::thread::scope(|s| {
+        for cpu in 0..threads {
+            let (a, b, x, y) = (&a, &b, &x, &y);
+            s.spawn(move || {
+                for i in 0..ITERS {
+                    if i % 2 == 0 {
+                        TicketLock::lock_all_prechecked([a, b], cpu);
+                    } else {
+                        a.lock_prechecked(cpu);
+                        b.lock_prechecked(cpu);
+                    }
+                    // Non-atomic read-modify-writes in effect: a lost update shows a broken lock.
+                    x.store(x.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+                    y.store(y.load(Ordering::Relaxed) + 2, Ordering::Relaxed);
+                    // SAFETY: this thread's CPU holds both, each named once.
+                    unsafe { TicketLock::unlock_all([b, a], cpu) };
+                }
+            });
+        }
+    });
+    assert_eq!(x.into_inner(), threads * ITERS);
+    assert_eq!(y.into_inner(), 2 * threads * ITERS);
+    assert!(!a.is_locked() && !b.is_locked());
+}
+
+#[test]
+#[cfg(debug_assertions)]
+#[should_panic(expected = "TicketLock: CPU id 2 out of range (this lock supports CPUs 0..2)")]
+fn prechecked_lock_still_checks_in_debug_builds() {
+    TicketLock::<Spin>::with_cpus(2).lock_prechecked(2);
+}
