@@ -637,10 +637,11 @@ pub fn current_root() -> PhysAddr {
     }
 }
 
-/// Loads the address space `root` (with its ASID) on the calling core, and drops every TLB
-/// entry of the address space it leaves (TLBIASID of the old ASID): the kernel stops sending
-/// shoot-downs for an address space to a core once that core switched away from it, so no
-/// entry of it may survive here to be used by a later load (see `kernel::Hal`).
+/// Loads the address space `root` (with its ASID) on the calling core. The TLB entries of the
+/// address space it leaves stay, tagged with that space's ASID, for when it comes back (an IPC
+/// round trip switches back at once): the kernel keeps shooting this core down for every
+/// address space it loaded until it flushes its whole TLB (see `kernel::Hal`). ASIDs are never
+/// reused for another root ([`asid_of`]), so a kept entry can only serve its own address space.
 ///
 /// # Safety
 /// `root` must come from [`new_address_space`] (it maps the kernel).
@@ -648,34 +649,26 @@ pub unsafe fn switch_address_space(root: PhysAddr) {
     let asid = asid_of(root);
     let boot = BOOT_TTBR0.load(Ordering::Relaxed);
     let ttbr = root as u32 | TTBR_WALK_ATTRS;
-    let old_asid: u32;
-    // SAFETY: reading CONTEXTIDR has no side effects.
-    unsafe {
-        asm!("mrc p15, 0, {}, c13, c0, 1", out(reg) old_asid, options(nomem, nostack, preserves_flags))
-    };
-    let old_asid = old_asid & 0xFF;
     // ARM ARM B3.10.4 (synchronising ASID and TTBR changes): go through the boot table, which
     // has only global entries, so that no walk between the writes can cache an entry of the
-    // old table under the new ASID or of the new table under the old ASID.
+    // old table under the new ASID or of the new table under the old ASID (Linux's classic-MMU
+    // switch does the same).
     // SAFETY: the boot table and `root` both map the kernel identically (global sections), so
-    // the code and stack in use stay mapped throughout. Barriers:
+    // the code and stack in use stay mapped throughout. Barriers, each one the architecture
+    // requires for a context-changing CP15 write to take effect:
     //   isb 1: TTBR0 = boot table is in use before the ASID changes;
-    //   TLBIASID(old) then `dsb nsh`: this core's entries of the old ASID are gone (a local
-    //          operation, so completion within the core suffices); isb 2: the new ASID (and
-    //          the completed invalidation) are in effect before the new table is loaded;
+    //   isb 2: the new ASID is in effect before the new table is loaded;
     //   isb 3: later instructions (the return to user mode) translate with the new table.
+    // No TLB maintenance, so no `dsb`: the old ASID's entries stay (see above).
     unsafe {
         asm!(
             "mcr p15, 0, {boot}, c2, c0, 0",
             "isb",
-            "mcr p15, 0, {old}, c8, c7, 2",
             "mcr p15, 0, {asid}, c13, c0, 1",
-            "dsb nsh",
             "isb",
             "mcr p15, 0, {ttbr}, c2, c0, 0",
             "isb",
             boot = in(reg) boot,
-            old = in(reg) old_asid,
             asid = in(reg) asid,
             ttbr = in(reg) ttbr,
             options(nostack, preserves_flags)

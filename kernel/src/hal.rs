@@ -115,17 +115,19 @@ pub trait Hal: Sync {
     fn send_ipi(&self, cpu: CpuId, target: CpuId, kind: IpiKind);
     /// Loads the page-table root `root` on `cpu`.
     ///
-    /// After it returns, `cpu` must cache no translation of the address space it switched
-    /// away from that a later load of that address space could use (x86 without PCIDs: the
-    /// CR3 load drops every non-global entry; a HAL with ASIDs/PCIDs must flush the old ASID
-    /// here, or on its next load): the kernel stops sending TLB shoot-downs for an address
-    /// space to a core once that core switched away from it.
+    /// It may leave the translations of the address space it switched away from cached, tagged
+    /// so that only a later load of that address space uses them (ARMv7 ASIDs; x86 without
+    /// PCIDs drops them with the CR3 load anyway): the kernel keeps sending a core the TLB
+    /// shoot-downs of every address space it loaded until the core flushed its whole TLB
+    /// ([`flush_tlb`](Self::flush_tlb) with root 0), so a HAL with tagged TLB entries need not
+    /// flush on a switch.
     ///
     /// # Safety
     /// `root` must be the root of an address space the kernel created; the kernel code and data
     /// must be mapped in it.
     unsafe fn switch_address_space(&self, cpu: CpuId, root: PhysAddr);
-    /// Flushes `cpu`'s TLB entries for `vaddr` in `root`, or all of them for `None`.
+    /// Flushes `cpu`'s TLB entries for `vaddr` in `root`, or all of `root`'s for `None`; root 0
+    /// with `None`: every entry of every address space (complete when it returns).
     fn flush_tlb(&self, cpu: CpuId, root: PhysAddr, vaddr: Option<usize>);
     /// Decode phase of a mapping: makes sure that a later [`Hal::map_page`] of `vaddr` in
     /// `root` cannot fail, by creating every intermediate page table it will need (empty tables

@@ -180,11 +180,6 @@ pub(crate) struct CoreSched {
 pub(crate) struct CoreLocal {
     pub actions: Actions,
     pub loaded: Option<AsId>,
-    /// Root of `loaded` (0: none), for flushes outside the critical section.
-    pub loaded_root: PhysAddr,
-    /// Address space this entry switched away from: this core's `as_active` flag of it is
-    /// cleared after the switch (after the critical section).
-    pub left: Option<AsId>,
     /// A thread of this core that [`Kernel::wake`] made runnable in this entry and left out of
     /// the run queue for this entry's [`Kernel::schedule`], which runs it at once or queues it
     /// (a direct switch, as seL4's IPC fastpath does). `None` between entries.
@@ -419,9 +414,14 @@ pub struct Kernel<S: Strategy, H: Hal> {
     pub(crate) irqs: [UnsafeCell<IrqState>; MAX_IRQS],
     pub(crate) aspaces: [UnsafeCell<AddressSpace>; MAX_ASPACES],
     /// Per core, per address space: whether the core may cache it (TLB shoot-down targets).
-    /// A core sets its flag in the section that decides to load the address space, and clears
-    /// it after it switched to another one. An idle core keeps the address space it last ran
-    /// loaded, and its flag. Only the core itself writes its row, so each flag is a plain
+    /// A core sets its flag in the section that decides to load the address space, and keeps
+    /// it when it switches to another one: the HAL's switch may leave the old address space's
+    /// TLB entries in place (ARMv7 tags them with its ASID; flushing them on every switch cost
+    /// a TLB invalidation, a `dsb` and the walks that refill the entries when the address space
+    /// comes back, twice per IPC round trip). The core clears its flags when it flushes its
+    /// whole TLB for a shoot-down, all but the loaded address space's
+    /// ([`Kernel::flush_and_ack`]). An idle core keeps the address space it last ran loaded,
+    /// and its flag. Only the core itself writes its row, so each flag is a plain
     /// store, not a read-modify-write of a word that all cores share (a bit mask cost two
     /// locked RMWs on x86_64, two `ldrex`/`strex` loops on ARMv7, per address-space switch),
     /// and the rows are cache-line padded so that the IPC path's stores never move a line
@@ -565,8 +565,6 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             local: padded_cells(CoreLocal {
                 actions: Actions::NONE,
                 loaded: None,
-                loaded_root: 0,
-                left: None,
                 direct: None,
             }),
             #[cfg(feature = "trace")]
@@ -1174,7 +1172,6 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         };
         self.local(ctx, |l| {
             l.actions.clear();
-            l.left = None;
             debug_assert!(
                 l.direct.is_none(),
                 "direct switch left over by the last entry"
@@ -1202,22 +1199,12 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         let cpu = ctx.cpu;
         // The actions run in place (no copy of the record): the HAL's operations do not enter
         // the kernel, so nothing else touches this core's `local` cell meanwhile.
-        let (left, rare) = self.local(ctx, |l| {
+        // A switch away from an address space leaves this core's flag of it set (see
+        // `Kernel::as_active`): the flags are cleared when the core flushes its whole TLB.
+        let rare = self.local(ctx, |l| {
             l.actions.run(&self.hal, cpu);
-            (l.left, l.actions.rare())
+            l.actions.rare()
         });
-        if let Some(a) = left {
-            // The switch away from `a` ran above: this core caches nothing of it any more.
-            //
-            // Relaxed: what the flag promises to a core that unmaps in `a` is about this core's
-            // TLB, not about memory: the HAL's `switch_address_space` returned only once no
-            // translation of `a` is left here (ARMv7: TLBIASID of the old ASID, `dsb nsh`,
-            // `isb`; x86: the CR3 load), and it is complete before this later instruction in
-            // program order. The kernel read no memory of `a` that a Release would have to
-            // order. An unmapper that still sees the flag merely shoots down needlessly; one
-            // that does not see it has nothing to flush here. (A `dmb ish` per switch on ARMv7.)
-            self.as_active[cpu][a.index()].store(false, Ordering::Relaxed);
-        }
         if rare {
             self.after_rare(ctx);
         } else {
@@ -1532,16 +1519,48 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
     /// exactly as an Acquire load would. Freshness is not the load's business, Acquire or not:
     /// a request that is not seen yet is seen at the entry its IPI causes, or by the loop of
     /// `await_shootdowns`.
+    #[inline(always)]
     fn service_shootdown(&self, cpu: CpuId) {
         let req = self.tlb_req[cpu].load(Ordering::Relaxed);
         if req > self.tlb_ack[cpu].load(Ordering::Relaxed) {
-            core::sync::atomic::fence(Ordering::Acquire);
-            // SAFETY: only core `cpu` touches its `local` cell and it is inside this entry
-            // (`in_kernel`), so no other reference to it exists.
-            let root = unsafe { cell_ref(&self.local[cpu], |l| l.loaded_root) };
-            self.hal.flush_tlb(cpu, root, None);
-            self.tlb_ack[cpu].store(req, Ordering::Release);
+            self.flush_and_ack(cpu, req);
         }
+    }
+
+    /// [`service_shootdown`](Self::service_shootdown) with a request pending: flushes this
+    /// core's whole TLB, clears its flags of the address spaces it no longer caches, and
+    /// acknowledges `req`.
+    ///
+    /// The whole TLB, not only the loaded address space's entries: switches keep the entries
+    /// of the address space left (ARMv7 tags them with its ASID, and the HAL does not flush
+    /// them: that is what lets two address spaces that take turns on a core, as in an IPC
+    /// round trip, keep their translations), so this core may cache any address space whose
+    /// flag it has set. After the flush it caches none but the loaded one (whose table the
+    /// walker may read again at once), so it clears every other flag: later unmaps in those
+    /// address spaces need not shoot it down.
+    ///
+    /// The flag stores are Relaxed, as the stores that set them: what a cleared flag promises
+    /// an unmapper is about this core's TLB, not about memory. The HAL's flush returned only
+    /// once it was complete (ARMv7 `dsb`, `isb`; x86 the CR3 reload), before these stores in
+    /// program order; and this core cannot cache a cleared address space again before it
+    /// loads it, which it does only in a later section that sets the flag again first (see
+    /// `switch_aspace`). An unmapper that still reads a flag as set merely shoots down
+    /// needlessly.
+    #[cold]
+    #[inline(never)]
+    fn flush_and_ack(&self, cpu: CpuId, req: u64) {
+        // Pairs with the requester's AcqRel `fetch_add` (see `service_shootdown`).
+        core::sync::atomic::fence(Ordering::Acquire);
+        self.hal.flush_tlb(cpu, 0, None);
+        // SAFETY: only core `cpu` touches its `local` cell and it is inside this entry
+        // (`in_kernel`), so no other reference to it exists.
+        let loaded = unsafe { cell_ref(&self.local[cpu], |l| l.loaded) };
+        for (i, flag) in self.as_active[cpu].iter().enumerate() {
+            if loaded.map(AsId::index) != Some(i) {
+                flag.store(false, Ordering::Relaxed);
+            }
+        }
+        self.tlb_ack[cpu].store(req, Ordering::Release);
     }
 
     /// The cores (bit per core) that may cache address space `a`: the shoot-down targets of

@@ -27,7 +27,7 @@
 //!    capability to the address space (nothing can name it, map into it or create a thread in
 //!    it any more);
 //! 2. requests a TLB shoot-down of every other core whose `as_active` flag is set (every core
-//!    that loaded it and has not switched away since, idle cores included), flushes its own
+//!    that loaded it and has not flushed its whole TLB since, idle cores included), flushes its own
 //!    TLB after the section, and records the requested generations in the address space, now
 //!    `Dying`;
 //! 3. after its section, waits for every acknowledgement before the call returns (see the

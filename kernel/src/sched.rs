@@ -212,11 +212,8 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
                 // a `dmb ish` per switch on ARMv7 (two per round trip).
                 self.as_active[cpu][a.index()].store(true, core::sync::atomic::Ordering::Relaxed);
                 self.local(ctx, |l| {
-                    // Cleared after the switch (`Kernel::after_section`), when nothing of it is
-                    // cached.
-                    l.left = l.loaded.filter(|&old| old != a);
+                    // The flag of the address space left stays set (see `Kernel::as_active`).
                     l.loaded = Some(a);
-                    l.loaded_root = root;
                     l.actions.switch_to = Some(root);
                 });
             }
