@@ -180,6 +180,17 @@ fn with_remote<R>(k: &K, remote: CpuId, f: impl FnOnce() -> R) -> R {
     })
 }
 
+/// `MapPage` of the memory in slot 1 at 0x4000 of the address space in slot 0, no attributes.
+fn map_first_page() -> Syscall {
+    Syscall::MapPage {
+        aspace: s(0),
+        mem: s(1),
+        vaddr: 0x4000,
+        attrs: PageAttrs::empty(),
+        offset: 0,
+    }
+}
+
 fn s(i: usize) -> CapSlot {
     CapSlot::new(i).unwrap()
 }
@@ -1390,13 +1401,7 @@ fn a_core_keeps_the_flags_of_address_spaces_it_left_until_it_flushes_everything(
         (0b10, 0b10),
         "core 1 may still cache `a`"
     );
-    let map = Syscall::MapPage {
-        aspace: s(0),
-        mem: s(1),
-        vaddr: 0x4000,
-        attrs: PageAttrs::empty(),
-        offset: 0,
-    };
+    let map = map_first_page();
     ok(&call(&k, 0, map));
     k.hal.take();
     // An unmap in `a`, which core 1 left: it is shot down and flushes everything.
@@ -1455,13 +1460,7 @@ fn deleting_an_address_space_waits_for_remote_flushes_and_frees_the_slot() {
     k.start(tv).unwrap();
     k.timer_tick(0);
     k.timer_tick(1);
-    let map = Syscall::MapPage {
-        aspace: s(0),
-        mem: s(1),
-        vaddr: 0x4000,
-        attrs: PageAttrs::empty(),
-        offset: 0,
-    };
+    let map = map_first_page();
     ok(&call(&k, 0, map));
     k.hal.take();
     let del = |slot| Syscall::DeleteAddressSpace { aspace: s(slot) };
