@@ -172,7 +172,7 @@ impl<R: Relax, const BACKOFF: usize> TicketLock<R, BACKOFF> {
     /// A lock named twice deadlocks, as locking it twice would.
     ///
     /// # Panics
-    /// If `cpu` is out of any lock's range (checked before each lock is taken).
+    /// If `cpu` is out of any lock's range (every lock is checked before the first is taken).
     ///
     /// ```
     /// use kernel_locks::{KernelLock, TicketLock};
@@ -205,7 +205,8 @@ impl<R: Relax, const BACKOFF: usize> TicketLock<R, BACKOFF> {
     /// ```
     /// use kernel_locks::{KernelLock, TicketLock};
     ///
-    /// let (tcb, run_queue) = (TicketLock::<kernel_locks::Spin>::with_cpus(2), TicketLock::with_cpus(2));
+    /// let tcb = TicketLock::<kernel_locks::Spin>::with_cpus(2);
+    /// let run_queue = TicketLock::with_cpus(2);
     /// let cpu = 1;
     /// assert!(cpu < tcb.max_cpus() && cpu < run_queue.max_cpus()); // the caller's one check
     /// TicketLock::lock_all_prechecked([&tcb, &run_queue], cpu);
