@@ -1,5 +1,5 @@
 //! Misuse that every build detects (release builds included: none of these checks is
-//! `cfg(debug_assertions)`), and where the panics point: every trait method is `#[track_caller]`,
+//! `cfg(debug_assertions)`; the ticket lock's stray unlock at the next acquisition), and where the panics point: every trait method is `#[track_caller]`,
 //! so a misuse panic names the caller's line in this file, not a line inside the crate.
 #![cfg(not(kernel_locks_loom))]
 
@@ -76,11 +76,11 @@ fn every_misuse_panic_names_the_callers_line() {
     let rtm = RtmLock::<_, 2>::new(TicketLock::<Spin>::new());
     assert_panics_here("rtm: CPU id 2 out of range", || rtm.lock(2));
 
-    // Stray unlocks: each one is deliberately wrong, and the lock must panic before any damage.
-    assert_panics_here("TicketLock: unlock of a lock that is not held", || {
-        // SAFETY: deliberately violated (nothing is held); the check must catch it.
-        unsafe { ticket.unlock(0) }
-    });
+    // Stray unlocks: each one is deliberately wrong, and the lock must panic before any damage
+    // (the ticket lock: at its next acquisition, which the release path leaves to it).
+    // SAFETY: deliberately violated (nothing is held); the next acquisition must catch it.
+    unsafe { ticket.unlock(0) };
+    assert_panics_here("TicketLock: serving counter ahead", || ticket.lock(1));
     assert_panics_here("ClhLock: unlock by CPU 1, which does not hold", || {
         // SAFETY: deliberately violated (nothing is held); the check must catch it.
         unsafe { clh.unlock(1) }
@@ -109,9 +109,9 @@ fn every_misuse_panic_names_the_callers_line() {
 }
 
 #[test]
-fn ticket_unlock_all_with_one_lock_free_releases_none() {
-    // Several locks released with one barrier: every lock is checked before any is released,
-    // so a stray unlock among them panics with the held ones still held.
+fn ticket_unlock_all_with_one_lock_free_is_caught_by_its_next_acquisition() {
+    // Several locks released with one barrier: the release path checks nothing (it costs the
+    // fast path nothing); the free lock released by mistake is caught by its next acquisition.
     let (a, b) = (
         TicketLock::<Spin>::with_cpus(2),
         TicketLock::<Spin>::with_cpus(2),
@@ -119,41 +119,82 @@ fn ticket_unlock_all_with_one_lock_free_releases_none() {
     assert_panics_here("TicketLock: CPU id 2 out of range", || {
         TicketLock::lock_all([&a, &b], 2)
     });
+    assert!(!a.is_locked() && !b.is_locked(), "a range check took a lock");
     TicketLock::lock_all([&a], 1);
-    assert_panics_here("TicketLock: unlock of a lock that is not held", || {
-        // SAFETY: deliberately violated (`b` is free); the check must catch it.
-        unsafe { TicketLock::unlock_all([&a, &b], 1) }
+    // SAFETY: deliberately violated (`b` is free); its next acquisition must catch it.
+    unsafe { TicketLock::unlock_all([&a, &b], 1) };
+    assert!(!a.is_locked(), "the held lock was not released");
+    assert_panics_here("TicketLock: serving counter ahead", || {
+        TicketLock::lock_all([&a, &b], 0)
     });
-    assert!(a.is_locked() && !b.is_locked(), "a misuse released a lock");
-    assert_eq!((a.queue_len(), b.queue_len()), (1, 0));
-    // SAFETY: CPU 1 holds `a`.
-    unsafe { TicketLock::unlock_all([&a], 1) };
+    // `a` was taken before `b` panicked; the panicking acquisition absorbed the stray
+    // increment of `b` with its own ticket, so `b` is free and whole again.
+    assert!(a.is_locked() && !b.is_locked());
+    // SAFETY: CPU 0 holds `a`.
+    unsafe { TicketLock::unlock_all([&a], 0) };
     TicketLock::lock_all([&a, &b], 0);
     assert!(a.is_locked() && b.is_locked());
+    assert_eq!((a.queue_len(), b.queue_len()), (1, 1));
     // SAFETY: CPU 0 holds both, each named once.
     unsafe { TicketLock::unlock_all([&b, &a], 0) };
     assert!(!a.is_locked() && !b.is_locked());
 }
 
 #[test]
-fn ticket_unlock_by_the_wrong_cpu_after_release_is_caught() {
+fn ticket_unlock_by_the_wrong_cpu_after_release_is_caught_by_the_next_acquisition() {
     // A ticket lock keeps no owner, so an unlock naming the wrong CPU while the lock is held
     // cannot be told apart from the holder's; but once the holder released, any further unlock
-    // (by whichever CPU) is a stray one, and it is caught instead of wedging the lock.
+    // (by whichever CPU) is a stray one: instead of wedging the lock (every later ticket
+    // waiting for a turn that never comes) it is caught by the next acquisition, of any kind.
     let lock = TicketLock::<Spin>::with_cpus(2);
     lock.lock(0);
     // SAFETY: CPU 0 holds it.
     unsafe { lock.unlock(0) };
-    let stray = panic::catch_unwind(AssertUnwindSafe(|| {
-        // SAFETY: deliberately wrong: nobody holds the lock.
-        unsafe { lock.unlock(1) }
-    }));
-    assert!(stray.is_err(), "stray unlock not detected");
-    // The lock is still usable: the check ran before any write.
-    assert!(lock.try_lock(1), "the stray unlock damaged the lock");
+    // SAFETY: deliberately wrong: nobody holds the lock.
+    unsafe { lock.unlock(1) };
+    assert_panics_here("TicketLock: serving counter ahead", || {
+        let _ = lock.try_lock(1);
+    });
+    // try_lock changed nothing; a second stray unlock puts `serving` two ahead.
+    // SAFETY: deliberately wrong again.
+    unsafe { lock.unlock(0) };
+    assert_panics_here("TicketLock: serving counter ahead", || lock.lock(1));
+    // That acquisition absorbed one stray increment; the next absorbs the other.
+    assert_panics_here("TicketLock: serving counter ahead", || lock.lock(0));
+    assert!(!lock.is_locked() && lock.queue_len() == 0);
+    assert!(lock.try_lock(1), "the lock is not usable again");
     // SAFETY: CPU 1 holds it.
     unsafe { lock.unlock(1) };
+    lock.lock(0);
+    // SAFETY: CPU 0 holds it.
+    unsafe { lock.unlock(0) };
     assert_eq!(lock.queue_len(), 0);
+}
+
+#[test]
+fn ticket_stray_unlock_with_waiters_wakes_nobody_wrongly_and_is_caught() {
+    // A waiter whose ticket falls behind `serving` (two stray unlocks of a free lock, then a
+    // waiter that took its ticket after them) panics from the polling loop, not only from the
+    // uncontended check.
+    let lock = TicketLock::<Spin>::with_cpus(4);
+    for _ in 0..3 {
+        lock.lock(0);
+        // SAFETY: CPU 0 holds it.
+        unsafe { lock.unlock(0) };
+    }
+    // SAFETY: deliberately wrong: nobody holds the lock (three times: `serving` 3 ahead).
+    unsafe {
+        lock.unlock(2);
+        lock.unlock(2);
+        lock.unlock(2);
+    }
+    for _ in 0..3 {
+        assert_panics_here("TicketLock: serving counter ahead", || lock.lock(3));
+    }
+    lock.lock(3);
+    assert_eq!(lock.queue_len(), 1);
+    // SAFETY: CPU 3 holds it.
+    unsafe { lock.unlock(3) };
 }
 
 #[test]

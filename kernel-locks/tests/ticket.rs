@@ -171,22 +171,42 @@ fn waiter_blocks_until_release() {
 }
 
 #[test]
-#[should_panic(expected = "TicketLock: unlock of a lock that is not held")]
-fn unlock_not_held_panics() {
+#[should_panic(expected = "TicketLock: serving counter ahead")]
+fn unlock_not_held_panics_at_the_next_lock() {
     let lock = TicketLock::<Spin>::new();
-    // SAFETY: deliberately wrong (nothing is held); every build must panic before any damage.
+    // SAFETY: deliberately wrong (nothing is held); the next acquisition must panic instead of
+    // waiting forever for a turn that never comes.
     unsafe { lock.unlock(0) };
+    lock.lock(1);
 }
 
 #[test]
-#[should_panic(expected = "TicketLock: unlock of a lock that is not held")]
-fn double_unlock_panics() {
+#[should_panic(expected = "TicketLock: serving counter ahead")]
+fn double_unlock_panics_at_the_next_try_lock() {
     let lock = TicketLock::<Spin>::new();
     lock.lock(0);
     // SAFETY: CPU 0 holds the lock.
     unsafe { lock.unlock(0) };
-    // SAFETY: deliberately wrong (released already); every build must panic.
+    // SAFETY: deliberately wrong (released already).
     unsafe { lock.unlock(0) };
+    let _ = lock.try_lock(0);
+}
+
+#[test]
+fn a_busy_try_lock_is_not_taken_for_a_stray_unlock() {
+    // The try_lock check must not fire on a lock that is merely held or contended: `serving`
+    // behind `next` is the normal state then.
+    let lock = TicketLock::<Spin>::new();
+    for _ in 0..1000 {
+        lock.lock(0);
+        assert!(!lock.try_lock(1));
+        // SAFETY: CPU 0 holds the lock.
+        unsafe { lock.unlock(0) };
+        assert!(lock.try_lock(1));
+        assert!(!lock.try_lock(0));
+        // SAFETY: CPU 1 holds the lock.
+        unsafe { lock.unlock(1) };
+    }
 }
 
 #[test]
