@@ -119,7 +119,10 @@ fn ticket_unlock_all_with_one_lock_free_is_caught_by_its_next_acquisition() {
     assert_panics_here("TicketLock: CPU id 2 out of range", || {
         TicketLock::lock_all([&a, &b], 2)
     });
-    assert!(!a.is_locked() && !b.is_locked(), "a range check took a lock");
+    assert!(
+        !a.is_locked() && !b.is_locked(),
+        "a range check took a lock"
+    );
     TicketLock::lock_all([&a], 1);
     // SAFETY: deliberately violated (`b` is free); its next acquisition must catch it.
     unsafe { TicketLock::unlock_all([&a, &b], 1) };

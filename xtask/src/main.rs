@@ -98,7 +98,8 @@ enum Command {
     /// user ELF files. Prints a table and writes <out>/trace.json. Deterministic up to console
     /// polling (the `noise` column). Takes ~6 s per lock and machine on ARMv7 and ~90 s per lock
     /// on x86_64 (the traces, 0.1-1 GB each, are written under target/trace and deleted after
-    /// counting).
+    /// counting; with the environment variable XTASK_KEEP_TRACE set they are kept, for a
+    /// per-address count of the two runs' difference against a disassembly).
     Trace(trace::TraceArgs),
 
     /// Replay a kernel lock trace on 1..64 simulated cores (issue 12's simulator).

@@ -399,7 +399,10 @@ fn traced_run(
     let t = File::open(log)
         .map_err(|e| format!("opening {}: {e}", log.display()))
         .and_then(|f| tally(BufReader::new(f)));
-    let _ = std::fs::remove_file(log);
+    // Kept on request (`cargo xtask trace --help`): per-address counts need the raw logs.
+    if std::env::var_os("XTASK_KEEP_TRACE").is_none() {
+        let _ = std::fs::remove_file(log);
+    }
     t
 }
 
