@@ -383,6 +383,11 @@ impl Runner {
     /// Each [`PARITY`] pair from the same rounds: ours at or below the peer uncontended, and at
     /// or above it contended at every pinned thread count (oversubscribed runs measure the
     /// scheduler, not the lock, so they do not count).
+    ///
+    /// Besides the strict `met`, each comparison has a `verdict`: `met`, `within-noise` (ours
+    /// is on the wrong side of the peer by less than the rounds' own spread, half the range of
+    /// either lock's per-round figures: this run cannot tell the two apart) or `not-met`. The
+    /// pair's verdict is the worst of its comparisons.
     fn parity_json(&self) -> Vec<Value> {
         let find = |name: &str| self.locks.iter().find(|g| g.info.name == name);
         PARITY
@@ -401,6 +406,11 @@ impl Runner {
                     .filter(|(a, b)| a <= b)
                     .count();
                 let mut contended_met = true;
+                let mut verdicts = vec![verdict(
+                    om <= pm,
+                    om - pm,
+                    spread(&o.round_medians).max(spread(&p.round_medians)),
+                )];
                 let contended: Vec<Value> = self
                     .threads
                     .iter()
@@ -410,8 +420,11 @@ impl Runner {
                         let peer_ops = median(&mut p.contended[i].clone());
                         let pinned = threads <= self.cores.len();
                         let met = ours_ops >= peer_ops;
+                        let noise = spread(&o.contended[i]).max(spread(&p.contended[i]));
+                        let judged = verdict(met, peer_ops - ours_ops, noise);
                         if pinned && threads > 1 {
                             contended_met &= met;
+                            verdicts.push(judged);
                         }
                         json!({
                             "threads": threads,
@@ -420,10 +433,17 @@ impl Runner {
                             "peer_ops_per_s": peer_ops,
                             "ratio": ours_ops / peer_ops,
                             "met": met,
+                            "noise_ops_per_s": noise,
+                            "verdict": judged,
                         })
                     })
                     .collect();
                 let uncontended_met = om <= pm;
+                let uncontended_verdict = verdicts[0];
+                let worst = ["not-met", "within-noise"]
+                    .into_iter()
+                    .find(|w| verdicts.contains(w))
+                    .unwrap_or("met");
                 Some(json!({
                     "ours": ours,
                     "peer": peer,
@@ -435,12 +455,39 @@ impl Runner {
                         "rounds_at_or_below_peer": at_or_below,
                         "rounds": o.round_medians.len().min(p.round_medians.len()),
                         "met": uncontended_met,
+                        "noise": spread(&o.round_medians).max(spread(&p.round_medians)),
+                        "verdict": uncontended_verdict,
                     },
                     "contended": contended,
                     "met": uncontended_met && contended_met,
+                    "verdict": worst,
                 }))
             })
             .collect()
+    }
+}
+
+/// Half the range of `samples` (0 for fewer than two): the spread a difference must exceed to
+/// count as one.
+fn spread(samples: &[f64]) -> f64 {
+    let min = samples.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = samples.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    if samples.len() < 2 {
+        0.0
+    } else {
+        (max - min) / 2.0
+    }
+}
+
+/// A comparison's verdict: `met`, else `within-noise` when ours is worse by at most `noise`
+/// (`worse_by`: how much ours is on the wrong side, in the samples' unit), else `not-met`.
+fn verdict(met: bool, worse_by: f64, noise: f64) -> &'static str {
+    if met {
+        "met"
+    } else if worse_by <= noise {
+        "within-noise"
+    } else {
+        "not-met"
     }
 }
 
@@ -549,7 +596,9 @@ fn main() {
             "rounds": rounds,
             "parity": "ours beside the best peer of its kind, from the same rounds: \
                  uncontended, median of the per-round medians (met: ours <= peer); contended, \
-                 median ops/s (met: ours >= peer at every pinned thread count above 1)",
+                 median ops/s (met: ours >= peer at every pinned thread count above 1); \
+                 verdict within-noise: ours worse by less than half the range of either \
+                 lock's per-round figures",
             "batch_ops": BATCH_OPS,
             "batches": runner.batches,
             "duration_ms": runner.duration.as_millis() as u64,

@@ -292,10 +292,16 @@ fn render_parity(report: &Value) -> String {
                 },
             );
         }
-        let verdict = if pair["met"].as_bool() == Some(true) {
-            "met"
-        } else {
-            "NOT met"
+        let verdict = match pair["verdict"].as_str() {
+            Some("met") => "met",
+            Some("within-noise") => {
+                "within noise (ours behind by less than the rounds' own spread: this run cannot \
+                 tell the two apart)"
+            }
+            Some(_) => "NOT met",
+            // Results of a benchmark from before the noise verdict.
+            None if pair["met"].as_bool() == Some(true) => "met",
+            None => "NOT met",
         };
         let _ = writeln!(s, "{line}: {verdict}");
     }
@@ -364,6 +370,15 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("ticket vs spin-ticket"), "{text}");
+        let mut noisy = report.clone();
+        noisy["parity"][1]["verdict"] = json!("within-noise");
+        assert!(
+            render_parity(&noisy).contains("not judged): within noise (ours behind"),
+            "{}",
+            render_parity(&noisy)
+        );
+        noisy["parity"][1]["verdict"] = json!("not-met");
+        assert!(render_parity(&noisy).contains("not judged): NOT met"));
         assert!(
             text.contains("(oversubscribed, not judged): NOT met"),
             "{text}"
