@@ -914,9 +914,17 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
 
     /// The calling core's private state.
     pub(crate) fn local<R>(&self, ctx: Ctx, f: impl FnOnce(&mut CoreLocal) -> R) -> R {
-        // SAFETY: only core `ctx.cpu` touches its `local` cell, and a core runs one kernel
-        // entry at a time (`in_kernel` flag, checked at every entry).
-        unsafe { cell_mut(&self.local[ctx.cpu], f) }
+        self.local_of(ctx.cpu, f)
+    }
+
+    /// [`local`](Self::local) for code that has only the core's index: the per-core part of
+    /// an entry after its section ([`after_rare`](Self::after_rare)).
+    #[inline(always)]
+    fn local_of<R>(&self, cpu: CpuId, f: impl FnOnce(&mut CoreLocal) -> R) -> R {
+        // SAFETY: only core `cpu` touches its `local` cell (callers pass their own core's
+        // index), and a core runs one kernel entry at a time (`in_kernel` flag, checked at
+        // every entry).
+        unsafe { cell_mut(&self.local[cpu], f) }
     }
 
     /// Records a hardware action for after the critical section.
@@ -1206,7 +1214,10 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             l.actions.rare()
         });
         if rare {
-            self.after_rare(ctx);
+            // The core's index only: passing `ctx` (by reference, in the Rust ABI on ARMv7)
+            // made it escape, and the entry then kept it in memory and tested its `excl`
+            // before every object lock of the fastpath.
+            self.after_rare(cpu);
         } else {
             // Nothing to wait for: only this core's own requests to service (what the first
             // pass of `await_shootdowns` does with all-zero generations).
@@ -1217,12 +1228,12 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
     /// [`after_section`](Self::after_section) for an entry that recorded more than an
     /// address-space switch: waits for the shoot-downs it started, and reclaims page tables.
     #[inline(never)]
-    fn after_rare(&self, ctx: Ctx) {
-        let cpu = ctx.cpu;
-        let (awaits, reclaim) = self.local(ctx, |l| (l.actions.awaits_acks(), l.actions.reclaim()));
+    fn after_rare(&self, cpu: CpuId) {
+        let (awaits, reclaim) =
+            self.local_of(cpu, |l| (l.actions.awaits_acks(), l.actions.reclaim()));
         if awaits {
             let acks: [u64; MAX_CPUS] =
-                self.local(ctx, |l| core::array::from_fn(|c| l.actions.acks(c)));
+                self.local_of(cpu, |l| core::array::from_fn(|c| l.actions.acks(c)));
             self.await_shootdowns(cpu, &acks);
         } else {
             self.service_shootdown(cpu);
