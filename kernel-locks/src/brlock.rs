@@ -217,6 +217,56 @@ impl<const N: usize, R: Relax, A: Alignment> BrLock<N, R, A> {
         }
     }
 
+    /// [`read_lock`](KernelRwLock::read_lock) for a caller that never takes the read side twice
+    /// on one CPU: the CPU range check stays, the check that `cpu` does not hold the lock
+    /// already runs in debug builds only. For a kernel whose entries take the read side once
+    /// each and that already rejects a nested entry on a core (this project's kernel checks a
+    /// per-core in-kernel flag at every entry): there the check repeated the entry's (a load,
+    /// a compare and a branch per entry).
+    ///
+    /// Nested use without the check corrupts the CPU's slot: the inner `read_unlock` lowers
+    /// it while the outer hold continues, and a writer can then enter beside it.
+    ///
+    /// ```
+    /// use kernel_locks::{BrLock, KernelLock, KernelRwLock};
+    ///
+    /// let lock = BrLock::<2>::new();
+    /// lock.read_lock_unnested(1);
+    /// assert!(!lock.try_lock(0), "a writer got in beside a reader");
+    /// // SAFETY: CPU 1 holds the lock shared.
+    /// unsafe { lock.read_unlock(1) };
+    /// assert!(lock.try_lock(0));
+    /// // SAFETY: CPU 0 holds the write side.
+    /// unsafe { lock.unlock(0) };
+    /// ```
+    ///
+    /// # Panics
+    /// If `cpu` is out of range; in debug builds also if `cpu` holds the lock already.
+    #[inline(always)]
+    #[track_caller]
+    pub fn read_lock_unnested(&self, cpu: CpuId) {
+        check_cpu("BrLock", cpu, self.writer.cpus);
+        if cfg!(debug_assertions) {
+            self.check_not_held(cpu, "read");
+        }
+        self.read_slot(cpu);
+    }
+
+    /// Raises `cpu`'s slot once no writer holds or claims the lock (the checks are the
+    /// caller's).
+    #[inline(always)]
+    fn read_slot(&self, cpu: CpuId) {
+        let slot = &self.readers[cpu];
+        let mut relax = R::default();
+        while !self.read_attempt(slot) {
+            // Relaxed polling; the next attempt's acquire load does the synchronising.
+            while self.writer.word.load(Ordering::Relaxed) != 0 {
+                crate::shim::wait_hint();
+                relax.relax(cpu);
+            }
+        }
+    }
+
     /// One read attempt: raise our slot, fence, check the writer word. On failure the slot is
     /// lowered again (and waiters woken) and `false` returned.
     #[inline]
@@ -388,15 +438,7 @@ unsafe impl<const N: usize, R: Relax, A: Alignment> KernelRwLock for BrLock<N, R
     fn read_lock(&self, cpu: CpuId) {
         check_cpu("BrLock", cpu, self.writer.cpus);
         self.check_not_held(cpu, "read");
-        let slot = &self.readers[cpu];
-        let mut relax = R::default();
-        while !self.read_attempt(slot) {
-            // Relaxed polling; the next attempt's acquire load does the synchronising.
-            while self.writer.word.load(Ordering::Relaxed) != 0 {
-                crate::shim::wait_hint();
-                relax.relax(cpu);
-            }
-        }
+        self.read_slot(cpu);
     }
 
     fn try_read_lock(&self, cpu: CpuId) -> bool {

@@ -421,3 +421,50 @@ fn read_unlock_beyond_the_run_time_count_reports_the_range() {
     // SAFETY: deliberately wrong; the lock must panic before anything else.
     unsafe { lock.read_unlock(5) };
 }
+
+#[test]
+fn read_lock_unnested_excludes_writers_like_read_lock() {
+    // Two threads: readers through `read_lock_unnested`, a writer through `lock`; a reader
+    // never sees the writer's two halves apart.
+    let lock = BrLock::<2>::new();
+    let halves = [AtomicUsize::new(0), AtomicUsize::new(0)];
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            for i in 1..=2000 {
+                lock.lock(0);
+                halves[0].store(i, Ordering::Relaxed);
+                halves[1].store(i, Ordering::Relaxed);
+                // SAFETY: CPU 0 holds the write side.
+                unsafe { lock.unlock(0) };
+            }
+        });
+        s.spawn(|| {
+            for _ in 0..2000 {
+                lock.read_lock_unnested(1);
+                let (a, b) = (
+                    halves[0].load(Ordering::Relaxed),
+                    halves[1].load(Ordering::Relaxed),
+                );
+                assert_eq!(a, b, "a reader saw a half-written pair");
+                // SAFETY: CPU 1 holds the read side.
+                unsafe { lock.read_unlock(1) };
+            }
+        });
+    });
+    assert!(!lock.is_read_locked() && !lock.is_write_locked());
+}
+
+#[test]
+#[should_panic(expected = "BrLock: CPU id 2 out of range (this lock supports CPUs 0..2)")]
+fn read_lock_unnested_keeps_the_range_check() {
+    BrLock::<64>::with_cpus(2).read_lock_unnested(2);
+}
+
+#[test]
+#[cfg(debug_assertions)]
+#[should_panic(expected = "BrLock: CPU 1 read-locked a lock it already holds shared")]
+fn read_lock_unnested_checks_nesting_in_debug_builds() {
+    let lock = BrLock::<2>::new();
+    lock.read_lock_unnested(1);
+    lock.read_lock_unnested(1);
+}

@@ -294,7 +294,9 @@ unsafe impl<R: Relax> Strategy for FineGrained<R> {
     fn enter(&self, cpu: CpuId, side: Side) -> bool {
         match side {
             Side::Shared => {
-                self.big.read_lock(cpu);
+                // No double-read-lock check: a core runs one entry at a time, which the
+                // kernel checks at every entry (`Kernel::begin`); the range check stays.
+                self.big.read_lock_unnested(cpu);
                 false
             }
             Side::Exclusive => {
