@@ -56,9 +56,10 @@
 //! ticket locks). Instead the check runs where it is free: a waiter whose ticket is *behind*
 //! `serving` (the served ticket can never legitimately pass one still waiting) and a `try_lock`
 //! whose compare-and-swap finds `next` behind the `serving` it read both panic, in every build,
-//! from the cold polling loop and the failed-CAS path. A `lock` that panics so has absorbed the
-//! stray increment with its own ticket, so the lock is consistent (and free) again after it. The uncontended acquisition and
-//! the release execute no instruction for it. The price: the panic names the next acquirer's
+//! from the cold polling loop and the failed-CAS path. A `lock` that panics so has absorbed one
+//! stray increment with its own ticket: after as many such panics as there were stray unlocks
+//! the lock is consistent and free again. The uncontended acquisition and the release execute
+//! no instruction for the check. The price: the panic names the next acquirer's
 //! call, not the culprit's unlock, and an unlock by the wrong CPU while the lock is held (which
 //! no ticket lock can tell from the holder's: it keeps no owner) stays undetected, as before.
 //!
