@@ -315,10 +315,11 @@ unsafe impl<R: Relax> Strategy for FineGrained<R> {
         }
     }
     // The object locks skip the ticket lock's CPU range check: object locks are taken inside a
-    // shared section only, which `enter` opened with `big.read_lock(cpu)`, and that checked
-    // `cpu` against the bound every lock here was built with (`with_cpus`). Repeated per lock,
-    // the check cost x86_64 3 instructions and ARMv7 3 per object lock, 3 locks per one-way
-    // IPC. (A ticket lock keeps no per-CPU state, so even a wrong id could not corrupt it.)
+    // shared section only, which `enter` opened with `big.read_lock_unnested(cpu)`, and that
+    // checked `cpu` against the bound every lock here was built with (`with_cpus`). Repeated
+    // per lock, the check cost x86_64 3 instructions and ARMv7 3 per object lock, 3 locks per
+    // one-way IPC. (A ticket lock keeps no per-CPU state, so even a wrong id could not corrupt
+    // it.)
     #[inline(always)]
     fn lock(&self, cpu: CpuId, id: LockId) {
         self.object(id).lock_prechecked(cpu);
