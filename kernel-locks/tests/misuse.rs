@@ -175,10 +175,10 @@ fn ticket_unlock_by_the_wrong_cpu_after_release_is_caught_by_the_next_acquisitio
 }
 
 #[test]
-fn ticket_stray_unlock_with_waiters_wakes_nobody_wrongly_and_is_caught() {
-    // A waiter whose ticket falls behind `serving` (two stray unlocks of a free lock, then a
-    // waiter that took its ticket after them) panics from the polling loop, not only from the
-    // uncontended check.
+fn ticket_several_stray_unlocks_are_each_caught_by_one_acquisition() {
+    // Three stray unlocks put `serving` three ahead of `next`: each acquisition takes a ticket
+    // behind `serving`, panics from the polling loop and absorbs one increment, so the fourth
+    // acquisition finds the lock whole.
     let lock = TicketLock::<Spin>::with_cpus(4);
     for _ in 0..3 {
         lock.lock(0);
