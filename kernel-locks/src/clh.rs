@@ -16,13 +16,32 @@
 //! line from the releaser to the next waiter instead of invalidating every waiter's copy.
 //!
 //! # Memory orderings (and their ARMv7 form)
-//! At least as strong as seL4's `clh_lock_acquire`/`clh_lock_release` after its PR #199 fix:
+//! As strong as seL4's `clh_lock_acquire`/`clh_lock_release` after its PR #199 fix, with one
+//! barrier fewer on ARM (the address dependency below):
 //!
 //! * `req[my].store(PENDING, Relaxed)` then `tail.swap(.., AcqRel)`: the swap's release half makes
 //!   the `PENDING` store visible before the slot is published, so the successor can never see the
 //!   slot's previous `GRANTED`. Its acquire half orders our reads of the predecessor's slot after
 //!   the swap. (seL4 once used Acquire only here, which broke exclusion on big ARM servers.)
-//!   ARMv7: `dmb ish; ldrex/strex loop; dmb ish`.
+//!   ARMv7: `dmb ish; ldrex/strex loop`, then the first read of the predecessor's slot with no
+//!   barrier between (next point).
+//! * ARM only: the swap's acquire half is the address dependency instead of a `dmb`. The first
+//!   read of the predecessor's slot takes its address from the value the swap's `ldrex` read
+//!   (`prev & INDEX_MASK`), and the ARM architecture keeps a read with an address dependency on
+//!   an earlier read after that read (the ARMv7 ARM's ordering of address-dependent reads; the
+//!   litmus test *MP+dmb+addr*, forbidden by the ARM model of Alglave, Maranget and Tautschnig,
+//!   "Herding cats", 2014, and by the ARMv8 model). The
+//!   predecessor's `PENDING` store is ordered before its tail write by its own `dmb` (its swap's
+//!   release half), and our swap reads that tail write (an exclusive read-modify-write reads the
+//!   coherence-latest value). So the first read returns `PENDING` or a later value of the slot,
+//!   never the `GRANTED` of its previous use; each later poll reads the same location, so it is
+//!   not older than the first (read-read coherence). What the acquire half ordered besides (the
+//!   critical section) the `fence(Acquire)` after the poll orders. The swap, the mask and the
+//!   first read are one `asm!` block (`ClhLock::enqueue`): the Rust memory model does not order
+//!   a `Relaxed` load by its address, and the compiler could in principle break a dependency it
+//!   sees; it cannot change an `asm!` block. One `dmb` per acquisition less than seL4 (whose
+//!   `__atomic_exchange_n(.., ACQ_REL)` compiles to `dmb; ldrex/strex; dmb`); loom models the
+//!   portable `AcqRel` form, which the other targets and loom builds keep.
 //! * Spinning uses `Relaxed` loads followed by one `fence(Acquire)` once `GRANTED` is seen: the
 //!   fence pairs with the releaser's `Release` store, making the previous critical section visible.
 //!   ARMv7: plain `ldr` while spinning, one `dmb ish` at the end (cheaper than a barrier per poll).
@@ -31,8 +50,9 @@
 //!   `dsb ish; sev` follows to wake sleeping waiters.
 //! * Per-CPU bookkeeping (`myreq`, `watch`, `gen`) is only touched by its own CPU: `Relaxed`.
 //!
-//! Uncontended acquire+release on ARMv7 therefore costs three `dmb` (two for the swap, one
-//! release), plus one after spinning; on x86 the swap is one `xchg` and everything else plain moves.
+//! Uncontended acquire+release on ARMv7 therefore costs three `dmb`: one before the swap, one
+//! after the poll, one for the release; on x86 the swap is one `xchg` and everything else plain
+//! moves.
 //!
 //! # `try_lock` and the tagged tail
 //! `try_lock` must join the queue only behind a *granted* tail, atomically. It reads the tail,
@@ -76,6 +96,15 @@ use crate::shim::{fence, wait_hint, AtomicUsize, Ordering};
 
 const GRANTED: usize = 0;
 const PENDING: usize = 1;
+
+/// log2 of a request slot's size (the slots are padded to a cache line), for the ARM
+/// enqueue's address computation.
+#[cfg(all(target_arch = "arm", target_has_atomic = "ptr", not(kernel_locks_loom)))]
+const SLOT_SHIFT: u32 = {
+    let size = core::mem::size_of::<CachePadded<AtomicUsize>>();
+    assert!(size.is_power_of_two());
+    size.trailing_zeros()
+};
 
 /// Per-CPU bookkeeping, only ever touched by its own CPU.
 struct Node {
@@ -245,6 +274,60 @@ impl<const N: usize, R: Relax, A: Alignment> ClhLock<N, R, A> {
         (my, (gen << Self::INDEX_BITS) | my)
     }
 
+    /// Joins the queue: swaps `tagged` into the tail, and returns the predecessor's slot and a
+    /// first read of its state that is not older than the predecessor's `PENDING` store
+    /// (module documentation, "Memory orderings").
+    #[inline(always)]
+    fn enqueue(&self, tagged: usize) -> (usize, usize) {
+        #[cfg(all(target_arch = "arm", target_has_atomic = "ptr", not(kernel_locks_loom)))]
+        {
+            let (watch, state): (usize, usize);
+            // SAFETY: a release barrier, then the `ldrex`/`strex` retry loop that swaps
+            // `tagged` into `tail` (an atomic swap of the word this lock owns), then one load
+            // of slot `prev & INDEX_MASK`, which is a slot of this lock: every tail value is a
+            // tagged slot index (`prepare`, `new`), and `Slots` is `N + 1` contiguous padded
+            // slots of `1 << SLOT_SHIFT` bytes from `slots`. No stack, no other memory.
+            // Without `nomem` the compiler keeps every other access on its side of the block.
+            //
+            // Why assembly: the `dmb ish` after the swap that an `AcqRel` swap compiles to is
+            // replaced by the address dependency from the swap's load to the slot's load (see
+            // "Memory orderings"), which only holds if the compiler keeps the dependency; the
+            // Rust memory model does not order a `Relaxed` load by its address, so the swap,
+            // the mask and the load are one block the compiler cannot change.
+            unsafe {
+                core::arch::asm!(
+                    "dmb ish",
+                    "2:",
+                    "ldrex {prev}, [{tail}]",
+                    "strex {fail}, {new}, [{tail}]",
+                    "cmp {fail}, #0",
+                    "bne 2b",
+                    "and {watch}, {prev}, {mask}",
+                    "ldr {state}, [{slots}, {watch}, lsl #{shift}]",
+                    tail = in(reg) self.tail.as_ptr(),
+                    new = in(reg) tagged,
+                    mask = in(reg) Self::INDEX_MASK,
+                    slots = in(reg) (&self.slots as *const Slots<N>),
+                    shift = const SLOT_SHIFT,
+                    prev = out(reg) _,
+                    fail = out(reg) _,
+                    watch = out(reg) watch,
+                    state = out(reg) state,
+                    options(nostack),
+                );
+            }
+            (watch, state)
+        }
+        #[cfg(not(all(target_arch = "arm", target_has_atomic = "ptr", not(kernel_locks_loom))))]
+        {
+            // AcqRel: Release publishes our PENDING slot; Acquire orders the slot's reads after
+            // the swap (x86: one `xchg` either way).
+            let prev = self.tail.swap(tagged, Ordering::AcqRel);
+            let watch = prev & Self::INDEX_MASK;
+            (watch, self.slot(watch).load(Ordering::Relaxed))
+        }
+    }
+
     /// The number of the slot at the tail, and whether it is granted (the lock is free).
     #[inline(always)]
     fn tail_state(&self) -> (usize, bool) {
@@ -292,15 +375,16 @@ unsafe impl<const N: usize, R: Relax, A: Alignment> KernelLock for ClhLock<N, R,
     fn lock(&self, cpu: CpuId) {
         let node = self.node(cpu);
         let (_, tagged) = self.prepare(node);
-        // AcqRel: Release publishes our PENDING slot; Acquire orders the polls below after it.
-        let prev = self.tail.swap(tagged, Ordering::AcqRel);
-        let watch = prev & Self::INDEX_MASK;
+        let (watch, mut state) = self.enqueue(tagged);
         node.watch.store(watch, Ordering::Relaxed);
         let watched = self.slot(watch);
         let mut relax = R::default();
-        while watched.load(Ordering::Relaxed) != GRANTED {
+        // Relaxed polls: each reads the slot at or after the first read's place in its
+        // coherence order (read-read coherence), so none goes back before the PENDING store.
+        while state != GRANTED {
             relax.relax(cpu);
             wait_hint();
+            state = watched.load(Ordering::Relaxed);
         }
         // Pairs with the predecessor's Release store of GRANTED.
         fence(Ordering::Acquire);

@@ -32,6 +32,20 @@ pub const QEMU: &[Tool] = &[
     },
 ];
 
+/// The `lock-crate:armv7-threads` step: QEMU's user-mode emulation, which runs the lock
+/// crate's tests built for ARMv7 Linux, and the cross compiler that links them (with the ARM C
+/// library that `qemu-arm -L` loads).
+pub const ARM_USER: &[Tool] = &[
+    Tool {
+        what: "qemu-arm",
+        package: "qemu-user",
+    },
+    Tool {
+        what: "arm-linux-gnueabihf-gcc",
+        package: "gcc-arm-linux-gnueabihf",
+    },
+];
+
 /// The real Redis client: `cargo xtask qemu --net` tells how to reach the server with it, and
 /// its `--check` (the `net:*` test steps) runs it against the server beside xtask's own
 /// RESP client.
@@ -261,6 +275,7 @@ mod tests {
             .chain(NET)
             .chain(PASST)
             .chain(REDIS_BENCH)
+            .chain(ARM_USER)
         {
             assert!(
                 listed.contains(&t.package),

@@ -416,7 +416,38 @@ fn lock_crate_steps(root: &Path) -> Vec<Step> {
             allowed: &["aborting upload due to dry run"],
         },
     );
-    vec![msrv, publish]
+    vec![msrv, publish, lock_crate_arm_threads(&target_dir)]
+}
+
+/// The Linux target whose user-mode emulation runs the lock crate's tests as ARMv7 code.
+const ARM_LINUX: &str = "armv7-unknown-linux-gnueabihf";
+
+/// `lock-crate:armv7-threads`: the lock crate's tests (stress tests on host threads, exact
+/// totals, misuse, the guards) built for ARMv7 Linux and run under QEMU's user-mode emulation
+/// (`qemu-arm`, threads on the host's cores), each test one check. The host test step runs
+/// them as x86_64 code; this one runs the crate's ARM-only code, its `ldrex`/`strex` loops and
+/// the CLH lock's address-dependent first poll, on real threads, so that a wrong address or a
+/// broken retry loop fails (QEMU on x86 does not show ARM's weaker reorderings: those are argued
+/// in the module documentation). Its own target directory.
+fn lock_crate_arm_threads(target_dir: &Path) -> Step {
+    let env_target = ARM_LINUX.to_uppercase().replace('-', "_");
+    Step::new(
+        "lock-crate:armv7-threads",
+        Cmd::cargo()
+            .args(["test", "-p", LOCK_CRATE, "--target", ARM_LINUX])
+            .env(
+                format!("CARGO_TARGET_{env_target}_LINKER"),
+                "arm-linux-gnueabihf-gcc",
+            )
+            .env(
+                format!("CARGO_TARGET_{env_target}_RUNNER"),
+                "qemu-arm -L /usr/arm-linux-gnueabihf",
+            )
+            .env("CARGO_TARGET_DIR", target_dir.join("arm-linux")),
+        Judge::Libtest,
+    )
+    .needs(Needs::Target(ARM_LINUX))
+    .fix("install the cross tools (`apt-get install qemu-user gcc-arm-linux-gnueabihf`) if they are missing")
 }
 
 /// The lock crate's features that its MSRV builds, comma-separated: every feature of its
@@ -1249,6 +1280,9 @@ pub fn run(root: &Path, args: &TestArgs) -> ExitCode {
     }
     if needs(&["bench:redis"]) {
         tools.extend_from_slice(crate::deps::REDIS_BENCH);
+    }
+    if needs(&["lock-crate:armv7"]) {
+        tools.extend_from_slice(crate::deps::ARM_USER);
     }
     if let Err(why) = crate::deps::ensure("cargo xtask test", &tools) {
         eprintln!("{why}");
