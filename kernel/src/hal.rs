@@ -29,6 +29,12 @@ use crate::config::MAX_CPUS;
 use crate::ids::{IrqId, ThreadId};
 use kernel_locks::CpuId;
 
+/// A TLB shoot-down generation of one core (see the `shootdown` section of `kernel.rs`): a
+/// counter that wraps, compared in serial-number arithmetic, 0 reserved for "none". A word,
+/// not a `u64`: the IPC path loads two generations per entry, and a 64-bit atomic load on
+/// ARMv7 is an `ldrexd` and a `clrex` where a word is one `ldr`.
+pub type TlbGeneration = usize;
+
 /// A physical address.
 pub type PhysAddr = u64;
 
@@ -264,7 +270,7 @@ pub struct Actions {
     reclaim: bool,
     /// TLB shoot-down generations to wait for, per core (0: none): after running the other
     /// actions, the kernel waits until each core's acknowledged generation reached this one.
-    acks: [u64; MAX_CPUS],
+    acks: [TlbGeneration; MAX_CPUS],
     /// Bit `c` set iff `acks[c] != 0`.
     ack_targets: u32,
 }
@@ -365,7 +371,7 @@ impl Actions {
 
     /// Records that core `target` must acknowledge TLB shoot-down generation `gen` (non-zero)
     /// before this entry returns.
-    pub fn ack(&mut self, target: CpuId, gen: u64) {
+    pub fn ack(&mut self, target: CpuId, gen: TlbGeneration) {
         if let Some(g) = self.acks.get_mut(target) {
             *g = gen;
             if gen != 0 {
@@ -376,7 +382,7 @@ impl Actions {
     }
 
     /// The shoot-down generation core `target` must acknowledge (0: none).
-    pub fn acks(&self, target: CpuId) -> u64 {
+    pub fn acks(&self, target: CpuId) -> TlbGeneration {
         self.acks.get(target).copied().unwrap_or(0)
     }
 

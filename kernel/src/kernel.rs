@@ -2,14 +2,14 @@
 //! boot-time construction, and the entry points the HAL calls.
 
 use core::cell::UnsafeCell;
-use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use kernel_locks::{CachePadded, CpuId};
 
 use crate::cap::{CSpace, Cap, ObjKind, ObjRef, Rights};
 use crate::config::*;
 use crate::error::Error;
-use crate::hal::{Actions, Hal, IpiKind, PhysAddr};
+use crate::hal::{Actions, Hal, IpiKind, PhysAddr, TlbGeneration};
 use crate::ids::*;
 use crate::mem::Region;
 use crate::strategy::{LockId, Side, Strategy};
@@ -163,7 +163,7 @@ pub(crate) struct AddressSpace {
     pub life: AsLife,
     /// While `Dying`: the shoot-down generation each core must acknowledge (0: none) before
     /// the slot may be reused.
-    pub wait: [u64; MAX_CPUS],
+    pub wait: [TlbGeneration; MAX_CPUS],
 }
 
 /// A core's scheduler state (run-queue lock). The core's current thread is apart, in
@@ -256,6 +256,13 @@ pub struct Exit {
 }
 
 pub use abi::syscall::{EXCEPTION_LABEL, FAULT_LABEL};
+
+/// Whether shoot-down generation `ack` is `g` or later in serial-number order (the difference,
+/// wrapping, read as signed is non-negative; see the `shootdown` section of `Kernel`).
+#[inline(always)]
+fn reached(ack: TlbGeneration, g: TlbGeneration) -> bool {
+    (ack.wrapping_sub(g) as isize) >= 0
+}
 
 /// Context of one kernel entry.
 #[derive(Clone, Copy, Debug)]
@@ -428,9 +435,9 @@ pub struct Kernel<S: Strategy, H: Hal> {
     /// between cores. Readers (unmappers, rare) load every core's flag ([`Kernel::as_cores`]).
     pub(crate) as_active: [CachePadded<[AtomicBool; MAX_ASPACES]>; MAX_CPUS],
     /// Per core: TLB shoot-down generation requested of it (see [`Kernel::shootdown_pending`]).
-    pub(crate) tlb_req: [CachePadded<AtomicU64>; MAX_CPUS],
+    pub(crate) tlb_req: [CachePadded<AtomicUsize>; MAX_CPUS],
     /// Per core: TLB shoot-down generation it acknowledged (flushed).
-    pub(crate) tlb_ack: [CachePadded<AtomicU64>; MAX_CPUS],
+    pub(crate) tlb_ack: [CachePadded<AtomicUsize>; MAX_CPUS],
     pub(crate) sched: [CachePadded<UnsafeCell<CoreSched>>; MAX_CPUS],
     /// Per core: its current thread (`None`: idle). Written only by that core, holding its
     /// run-queue lock; read by that core without the lock, by other cores with it.
@@ -555,8 +562,8 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             as_active: core::array::from_fn(|_| {
                 CachePadded::new(core::array::from_fn(|_| AtomicBool::new(false)))
             }),
-            tlb_req: core::array::from_fn(|_| CachePadded::new(AtomicU64::new(0))),
-            tlb_ack: core::array::from_fn(|_| CachePadded::new(AtomicU64::new(0))),
+            tlb_req: core::array::from_fn(|_| CachePadded::new(AtomicUsize::new(0))),
+            tlb_ack: core::array::from_fn(|_| CachePadded::new(AtomicUsize::new(0))),
             sched: padded_cells(CoreSched {
                 queues: [Queue::default(); NUM_PRIOS],
                 bitmap: 0,
@@ -1232,7 +1239,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         let (awaits, reclaim) =
             self.local_of(cpu, |l| (l.actions.awaits_acks(), l.actions.reclaim()));
         if awaits {
-            let acks: [u64; MAX_CPUS] =
+            let acks: [TlbGeneration; MAX_CPUS] =
                 self.local_of(cpu, |l| core::array::from_fn(|c| l.actions.acks(c)));
             self.await_shootdowns(cpu, &acks);
         } else {
@@ -1489,18 +1496,38 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
     // generation in its actions (`Actions::acks`) and a TlbShootdown IPI. After its section
     // (lock released or transaction committed) it sends the IPIs and spins until
     // `tlb_ack[c]` reached the generation for every target. Every kernel entry of every
-    // core, after its section, *services* its own requests: if `tlb_req > tlb_ack` it flushes
+    // core, after its section, *services* its own requests: if `tlb_req != tlb_ack` it flushes
     // its whole TLB and publishes the requested value it read as `tlb_ack` (release). The
     // waiting loop services too, so two cores shooting down each other both progress, and no
     // core waits inside a critical section, so the lock holder never waits for a waiter. A
     // target in user mode or idle takes the IPI and enters the kernel (`Kernel::ipi`); a
     // target in the kernel services at the end of the entry it is in.
+    //
+    // Generations are words that wrap ([`TlbGeneration`]; 32 bits on ARMv7, where a 64-bit
+    // atomic load is an `ldrexd` and a `clrex` on every entry). Only core `c` stores
+    // `tlb_ack[c]`, and only values it read from `tlb_req[c]`, which only moves forward; each
+    // requester has at most one request of `c` outstanding (it waits after its section), so
+    // `tlb_req[c] - tlb_ack[c]` (wrapping) is at most the number of cores. Hence "pending" is
+    // `req != ack`, and "`ack` reached `g`" is `ack - g` (wrapping) read as signed being
+    // non-negative: serial-number arithmetic, exact while a waiter's generation is less than
+    // 2^(bits - 1) requests behind the acknowledgement, which a waiter that spins right after
+    // its section cannot fall. 0 means "nothing to wait for" in the actions, so
+    // `request_shootdown` never hands it out.
     // ---------------------------------------------------------------------------------------
 
     /// Requests a TLB shoot-down of core `c` from the calling core's section: the new
     /// generation is waited for after the section.
-    pub(crate) fn request_shootdown(&self, ctx: Ctx, c: CpuId) -> u64 {
-        let g = self.tlb_req[c].fetch_add(1, Ordering::AcqRel) + 1;
+    pub(crate) fn request_shootdown(&self, ctx: Ctx, c: CpuId) -> TlbGeneration {
+        let mut g = self.tlb_req[c]
+            .fetch_add(1, Ordering::AcqRel)
+            .wrapping_add(1);
+        if g == 0 {
+            // The counter wrapped onto the "none" value: take the next one (the target may
+            // acknowledge 0 meanwhile, which does not reach 1 in serial order).
+            g = self.tlb_req[c]
+                .fetch_add(1, Ordering::AcqRel)
+                .wrapping_add(1);
+        }
         self.act(ctx, |a| {
             a.ack(c, g);
             a.ipi(c, IpiKind::TlbShootdown);
@@ -1511,12 +1538,13 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
     /// Whether core `cpu` has a TLB shoot-down to acknowledge (a HAL may use it to decide
     /// whether an idle core must enter the kernel).
     pub fn shootdown_pending(&self, cpu: CpuId) -> bool {
-        self.tlb_req[cpu].load(Ordering::Acquire) > self.tlb_ack[cpu].load(Ordering::Relaxed)
+        self.tlb_req[cpu].load(Ordering::Acquire) != self.tlb_ack[cpu].load(Ordering::Relaxed)
     }
 
-    /// Whether core `c` acknowledged generation `g` (0: nothing to wait for).
-    pub(crate) fn acked(&self, c: CpuId, g: u64) -> bool {
-        g == 0 || self.tlb_ack[c].load(Ordering::Acquire) >= g
+    /// Whether core `c` acknowledged generation `g` (0: nothing to wait for): its
+    /// acknowledgement is `g` or later in serial-number order (see the section comment).
+    pub(crate) fn acked(&self, c: CpuId, g: TlbGeneration) -> bool {
+        g == 0 || reached(self.tlb_ack[c].load(Ordering::Acquire), g)
     }
 
     /// Flushes the calling core's TLB if another core requested it, and acknowledges
@@ -1533,7 +1561,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
     #[inline(always)]
     fn service_shootdown(&self, cpu: CpuId) {
         let req = self.tlb_req[cpu].load(Ordering::Relaxed);
-        if req > self.tlb_ack[cpu].load(Ordering::Relaxed) {
+        if req != self.tlb_ack[cpu].load(Ordering::Relaxed) {
             self.flush_and_ack(cpu, req);
         }
     }
@@ -1559,7 +1587,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
     /// needlessly.
     #[cold]
     #[inline(never)]
-    fn flush_and_ack(&self, cpu: CpuId, req: u64) {
+    fn flush_and_ack(&self, cpu: CpuId, req: TlbGeneration) {
         // Pairs with the requester's AcqRel `fetch_add` (see `service_shootdown`).
         core::sync::atomic::fence(Ordering::Acquire);
         self.hal.flush_tlb(cpu, 0, None);
@@ -1587,7 +1615,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
 
     /// After the section: services this core's own shoot-downs and waits until every core in
     /// `acks` acknowledged its generation.
-    fn await_shootdowns(&self, cpu: CpuId, acks: &[u64; MAX_CPUS]) {
+    fn await_shootdowns(&self, cpu: CpuId, acks: &[TlbGeneration; MAX_CPUS]) {
         loop {
             self.service_shootdown(cpu);
             if acks.iter().enumerate().all(|(c, &g)| self.acked(c, g)) {

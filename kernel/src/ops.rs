@@ -12,7 +12,7 @@ use kernel_locks::CpuId;
 use crate::cap::{Cap, ObjKind, ObjRef, Rights};
 use crate::config::*;
 use crate::error::Error;
-use crate::hal::{Hal, IrqOp, MapPrepError, MapTag, PageAttrs, PhysAddr};
+use crate::hal::{Hal, IrqOp, MapPrepError, MapTag, PageAttrs, PhysAddr, TlbGeneration};
 use crate::ids::*;
 use crate::kernel::{Ctx, IrqState, Kernel, ThreadState};
 use crate::strategy::Strategy;
@@ -1136,7 +1136,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         a: AsId,
         root: PhysAddr,
         vaddr: Option<usize>,
-    ) -> [u64; MAX_CPUS] {
+    ) -> [TlbGeneration; MAX_CPUS] {
         let cores = self.as_cores(a);
         let mut gens = [0; MAX_CPUS];
         for (c, g) in gens.iter_mut().enumerate().take(self.cores) {

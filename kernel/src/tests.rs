@@ -847,6 +847,58 @@ fn unmap_shoots_down_tlbs_of_cores_that_ran_the_address_space() {
     k.check_invariants().unwrap();
 }
 
+/// Shoot-down generations are words that wrap (`TlbGeneration`): with core 1's counters two
+/// requests short of wrapping, two unmaps still wait for core 1's flush each, the second
+/// request skips 0 (the actions' "nothing to wait for") and gets 1, and nothing is left
+/// pending. With `>`-comparisons instead of serial-number ones, the second wait would end
+/// before the flush or never.
+#[test]
+fn shootdown_generations_wrap_past_zero() {
+    use std::sync::atomic::Ordering::Relaxed;
+    let mut k = kernel(2);
+    let a = k.create_address_space(0xA000).unwrap();
+    let f = k.create_memory(0x5000, 1, MemKind::Ram).unwrap();
+    let t0 = k.create_thread(10, 0, Some(a)).unwrap();
+    let t1 = k.create_thread(10, 1, Some(a)).unwrap();
+    k.install_cap(t0, s(0), ObjRef::AddressSpace(a), Rights::WRITE, 0)
+        .unwrap();
+    k.install_cap(t0, s(1), ObjRef::Memory(f), Rights::READ, 0)
+        .unwrap();
+    k.start(t0).unwrap();
+    k.start(t1).unwrap();
+    k.tlb_req[1].store(usize::MAX - 1, Relaxed);
+    k.tlb_ack[1].store(usize::MAX - 1, Relaxed);
+    for (round, want) in [(1, usize::MAX), (2, 1)] {
+        // Core 1 runs the address space again, so the unmap must shoot it down.
+        k.timer_tick(0);
+        k.timer_tick(1);
+        ok(&call(&k, 0, map_first_page()));
+        k.hal.take();
+        with_remote(&k, 1, || {
+            ok(&call(
+                &k,
+                0,
+                Syscall::UnmapPage {
+                    aspace: s(0),
+                    vaddr: 0x4000,
+                },
+            ))
+        });
+        let log = k.hal.take();
+        assert!(
+            log.contains(&Ev::Flush(1, 0, None)),
+            "round {round}: core 1 flushed before the unmap returned: {log:?}"
+        );
+        assert_eq!(
+            (k.tlb_req[1].load(Relaxed), k.tlb_ack[1].load(Relaxed)),
+            (want, want),
+            "round {round}"
+        );
+        assert!(!k.shootdown_pending(1), "round {round}");
+    }
+    k.check_invariants().unwrap();
+}
+
 /// A MapPage whose `prepare_map` fails (no memory for page tables, or an address the image
 /// loader mapped) returns the error in the decode phase and changes nothing: no mapping-table
 /// entry, no `map_page`, no flush. The same call succeeds once the HAL can prepare it.
