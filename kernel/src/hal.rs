@@ -30,7 +30,8 @@ use crate::ids::{IrqId, ThreadId};
 use kernel_locks::CpuId;
 
 /// A TLB shoot-down generation of one core (see the `shootdown` section of `kernel.rs`): a
-/// counter that wraps, compared in serial-number arithmetic, 0 reserved for "none". A word,
+/// counter that wraps, compared modulo the word (pending: not equal; acknowledged: not a
+/// little ahead), 0 reserved for "none". A word,
 /// not a `u64`: the IPC path loads two generations per entry, and a 64-bit atomic load on
 /// ARMv7 is an `ldrexd` and a `clrex` where a word is one `ldr`.
 pub type TlbGeneration = usize;

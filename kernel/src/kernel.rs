@@ -257,11 +257,19 @@ pub struct Exit {
 
 pub use abi::syscall::{EXCEPTION_LABEL, FAULT_LABEL};
 
-/// Whether shoot-down generation `ack` is `g` or later in serial-number order (the difference,
-/// wrapping, read as signed is non-negative; see the `shootdown` section of `Kernel`).
+/// More than the shoot-down requests of one core that can be unacknowledged at once (a
+/// requesting entry records its generations and waits for them right after its section; each
+/// entry requests a few per core at most).
+const MAX_UNACKED: TlbGeneration = 1 << 16;
+
+/// Whether a core whose acknowledged generation is `ack` has acknowledged `g`: unless `g` is
+/// at most [`MAX_UNACKED`] ahead of `ack` (wrapping). A generation kept for long (a deleted
+/// address space's, checked at a later reuse) is then taken for unacknowledged only while the
+/// counter passes a window of `MAX_UNACKED` values once per wrap, not for half of every wrap
+/// as a signed serial-number comparison would (see the `shootdown` section of `Kernel`).
 #[inline(always)]
-fn reached(ack: TlbGeneration, g: TlbGeneration) -> bool {
-    (ack.wrapping_sub(g) as isize) >= 0
+pub(crate) fn reached(ack: TlbGeneration, g: TlbGeneration) -> bool {
+    !(1..=MAX_UNACKED).contains(&g.wrapping_sub(ack))
 }
 
 /// Context of one kernel entry.
@@ -1507,11 +1515,13 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
     // atomic load is an `ldrexd` and a `clrex` on every entry). Only core `c` stores
     // `tlb_ack[c]`, and only values it read from `tlb_req[c]`, which only moves forward; each
     // requester has at most one request of `c` outstanding (it waits after its section), so
-    // `tlb_req[c] - tlb_ack[c]` (wrapping) is at most the number of cores. Hence "pending" is
-    // `req != ack`, and "`ack` reached `g`" is `ack - g` (wrapping) read as signed being
-    // non-negative: serial-number arithmetic, exact while a waiter's generation is less than
-    // 2^(bits - 1) requests behind the acknowledgement, which a waiter that spins right after
-    // its section cannot fall. 0 means "nothing to wait for" in the actions, so
+    // `tlb_req[c] - tlb_ack[c]` (wrapping) is small: the requests of the entries that wait for
+    // them. Hence "pending" is `req != ack`, and "`ack` reached `g`" is "`g` is not a little
+    // ahead of `ack`" (`reached`): exact for a waiter, which spins right after its section. A
+    // deleted address space keeps its generations until its slot is reused, perhaps much
+    // later; once acknowledged they read as acknowledged except while `ack` passes a window
+    // of `MAX_UNACKED` values below them once per wrap (2^32 requests of one core on ARMv7),
+    // which only delays the reuse. 0 means "nothing to wait for" in the actions, so
     // `request_shootdown` never hands it out.
     // ---------------------------------------------------------------------------------------
 
@@ -1542,7 +1552,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
     }
 
     /// Whether core `c` acknowledged generation `g` (0: nothing to wait for): its
-    /// acknowledgement is `g` or later in serial-number order (see the section comment).
+    /// acknowledgement is not a little behind `g` ([`reached`]; see the section comment).
     pub(crate) fn acked(&self, c: CpuId, g: TlbGeneration) -> bool {
         g == 0 || reached(self.tlb_ack[c].load(Ordering::Acquire), g)
     }

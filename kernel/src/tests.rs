@@ -850,7 +850,7 @@ fn unmap_shoots_down_tlbs_of_cores_that_ran_the_address_space() {
 /// Shoot-down generations are words that wrap (`TlbGeneration`): with core 1's counters two
 /// requests short of wrapping, two unmaps still wait for core 1's flush each, the second
 /// request skips 0 (the actions' "nothing to wait for") and gets 1, and nothing is left
-/// pending. With `>`-comparisons instead of serial-number ones, the second wait would end
+/// pending. With `>`-comparisons instead of modular ones, the second wait would end
 /// before the flush or never.
 #[test]
 fn shootdown_generations_wrap_past_zero() {
@@ -897,6 +897,18 @@ fn shootdown_generations_wrap_past_zero() {
         assert!(!k.shootdown_pending(1), "round {round}");
     }
     k.check_invariants().unwrap();
+    // A generation acknowledged long ago (a deleted address space's) stays acknowledged far
+    // beyond half a wrap; one a little ahead of the acknowledgement does not.
+    use crate::kernel::reached;
+    assert!(reached(5, 5) && reached(6, 5) && reached(1, usize::MAX));
+    assert!(
+        reached(5 + (usize::MAX / 2 + 10), 5),
+        "more than half a wrap later"
+    );
+    assert!(
+        !reached(5, 6) && !reached(usize::MAX, 1),
+        "1 is 2 ahead of usize::MAX"
+    );
 }
 
 /// A MapPage whose `prepare_map` fails (no memory for page tables, or an address the image
