@@ -422,8 +422,9 @@ fn lock_crate_steps(root: &Path) -> Vec<Step> {
 /// The Linux target whose user-mode emulation runs the lock crate's tests as ARMv7 code.
 const ARM_LINUX: &str = "armv7-unknown-linux-gnueabihf";
 
-/// `lock-crate:armv7-threads`: the lock crate's tests (stress tests on host threads, exact
-/// totals, misuse, the guards) built for ARMv7 Linux and run under QEMU's user-mode emulation
+/// `lock-crate:armv7-threads`: the lock crate's tests with every feature, as the host's
+/// `test` step has them (stress tests on host threads, exact totals, misuse, the guards,
+/// `lock_api`, RTM's simulated engines) built for ARMv7 Linux and run under QEMU's user-mode emulation
 /// (`qemu-arm`, threads on the host's cores), each test one check. The host test step runs
 /// them as x86_64 code; this one runs the crate's ARM-only code, its `ldrex`/`strex` loops and
 /// the CLH lock's address-dependent first poll, on real threads, so that a wrong address or a
@@ -434,7 +435,7 @@ fn lock_crate_arm_threads(target_dir: &Path) -> Step {
     Step::new(
         "lock-crate:armv7-threads",
         Cmd::cargo()
-            .args(["test", "-p", LOCK_CRATE, "--target", ARM_LINUX])
+            .args(["test", "-p", LOCK_CRATE, "--all-features", "--target", ARM_LINUX])
             .env(
                 format!("CARGO_TARGET_{env_target}_LINKER"),
                 "arm-linux-gnueabihf-gcc",
