@@ -760,8 +760,9 @@ fn suspend_interrupts_a_blocked_call_and_resume_restarts() {
     k.check_invariants().unwrap();
 }
 
-#[test]
-fn unmap_shoots_down_tlbs_of_cores_that_ran_the_address_space() {
+/// Two cores with a thread each in address space 0xA000; core 0's thread holds the address
+/// space (slot 0, write right) and one RAM frame at 0x5000 (slot 1, read right).
+fn two_cores_in_one_address_space() -> Box<K> {
     let mut k = kernel(2);
     let a = k.create_address_space(0xA000).unwrap();
     let f = k.create_memory(0x5000, 1, MemKind::Ram).unwrap();
@@ -773,6 +774,12 @@ fn unmap_shoots_down_tlbs_of_cores_that_ran_the_address_space() {
         .unwrap();
     k.start(t0).unwrap();
     k.start(t1).unwrap();
+    k
+}
+
+#[test]
+fn unmap_shoots_down_tlbs_of_cores_that_ran_the_address_space() {
+    let mut k = two_cores_in_one_address_space();
     k.timer_tick(0);
     k.timer_tick(1);
     assert_eq!(
@@ -855,17 +862,7 @@ fn unmap_shoots_down_tlbs_of_cores_that_ran_the_address_space() {
 #[test]
 fn shootdown_generations_wrap_past_zero() {
     use std::sync::atomic::Ordering::Relaxed;
-    let mut k = kernel(2);
-    let a = k.create_address_space(0xA000).unwrap();
-    let f = k.create_memory(0x5000, 1, MemKind::Ram).unwrap();
-    let t0 = k.create_thread(10, 0, Some(a)).unwrap();
-    let t1 = k.create_thread(10, 1, Some(a)).unwrap();
-    k.install_cap(t0, s(0), ObjRef::AddressSpace(a), Rights::WRITE, 0)
-        .unwrap();
-    k.install_cap(t0, s(1), ObjRef::Memory(f), Rights::READ, 0)
-        .unwrap();
-    k.start(t0).unwrap();
-    k.start(t1).unwrap();
+    let mut k = two_cores_in_one_address_space();
     k.tlb_req[1].store(usize::MAX - 1, Relaxed);
     k.tlb_ack[1].store(usize::MAX - 1, Relaxed);
     for (round, want) in [(1, usize::MAX), (2, 1)] {
