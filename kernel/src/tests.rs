@@ -191,6 +191,14 @@ fn map_first_page() -> Syscall {
     }
 }
 
+/// `UnmapPage` of 0x4000 in the address space in slot 0 (undoes [`map_first_page`]).
+fn unmap_first_page() -> Syscall {
+    Syscall::UnmapPage {
+        aspace: s(0),
+        vaddr: 0x4000,
+    }
+}
+
 fn s(i: usize) -> CapSlot {
     CapSlot::new(i).unwrap()
 }
@@ -807,16 +815,7 @@ fn unmap_shoots_down_tlbs_of_cores_that_ran_the_address_space() {
         vec![Ev::Map(0xA000, 0x4000, 0x5000, PageAttrs::empty())]
     );
     // Core 1 acknowledges from another host thread; the call returns only after its flush.
-    with_remote(&k, 1, || {
-        ok(&call(
-            &k,
-            0,
-            Syscall::UnmapPage {
-                aspace: s(0),
-                vaddr: 0x4000,
-            },
-        ))
-    });
+    with_remote(&k, 1, || ok(&call(&k, 0, unmap_first_page())));
     let log = k.hal.take();
     assert_eq!(log[0], Ev::Unmap(0xA000, 0x4000), "{log:?}");
     let mut rest = log[1..].to_vec();
@@ -831,17 +830,7 @@ fn unmap_shoots_down_tlbs_of_cores_that_ran_the_address_space() {
         "local flush, IPI and the remote flush, all before the call returned"
     );
     assert!(!k.shootdown_pending(1));
-    assert_eq!(
-        err(&call(
-            &k,
-            0,
-            Syscall::UnmapPage {
-                aspace: s(0),
-                vaddr: 0x4000
-            }
-        )),
-        Error::NotMapped
-    );
+    assert_eq!(err(&call(&k, 0, unmap_first_page())), Error::NotMapped);
     // The IPI itself arrives later: already acknowledged, nothing left to flush.
     k.ipi(1, IpiKind::TlbShootdown);
     assert_eq!(k.hal.take(), vec![]);
@@ -871,16 +860,7 @@ fn shootdown_generations_wrap_past_zero() {
         k.timer_tick(1);
         ok(&call(&k, 0, map_first_page()));
         k.hal.take();
-        with_remote(&k, 1, || {
-            ok(&call(
-                &k,
-                0,
-                Syscall::UnmapPage {
-                    aspace: s(0),
-                    vaddr: 0x4000,
-                },
-            ))
-        });
+        with_remote(&k, 1, || ok(&call(&k, 0, unmap_first_page())));
         let log = k.hal.take();
         assert!(
             log.contains(&Ev::Flush(1, 0, None)),
@@ -1466,11 +1446,7 @@ fn a_core_keeps_the_flags_of_address_spaces_it_left_until_it_flushes_everything(
     ok(&call(&k, 0, map));
     k.hal.take();
     // An unmap in `a`, which core 1 left: it is shot down and flushes everything.
-    let unmap = Syscall::UnmapPage {
-        aspace: s(0),
-        vaddr: 0x4000,
-    };
-    with_remote(&k, 1, || ok(&call(&k, 0, unmap)));
+    with_remote(&k, 1, || ok(&call(&k, 0, unmap_first_page())));
     let log = k.hal.take();
     assert!(
         log.contains(&Ev::Ipi(0, 1, IpiKind::TlbShootdown)),
@@ -1485,7 +1461,7 @@ fn a_core_keeps_the_flags_of_address_spaces_it_left_until_it_flushes_everything(
     // Another unmap in `a` no longer concerns core 1.
     ok(&call(&k, 0, map));
     k.hal.take();
-    ok(&call(&k, 0, unmap));
+    ok(&call(&k, 0, unmap_first_page()));
     let log = k.hal.take();
     assert!(
         !log.iter().any(|e| matches!(e, Ev::Ipi(..))),
