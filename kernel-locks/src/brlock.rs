@@ -252,6 +252,44 @@ impl<const N: usize, R: Relax, A: Alignment> BrLock<N, R, A> {
         self.read_slot(cpu);
     }
 
+    /// [`read_unlock`](KernelRwLock::read_unlock) for the caller of
+    /// [`read_lock_unnested`](Self::read_lock_unnested): the same release store, without the
+    /// check that `cpu`'s slot is raised (in debug builds it stays). For a kernel whose every
+    /// entry leaves the read side once, in the code that entered it: there the check read the
+    /// slot the store then writes (a load, a compare and a branch per entry, on both
+    /// architectures).
+    ///
+    /// ```
+    /// use kernel_locks::{BrLock, KernelLock};
+    ///
+    /// let lock = BrLock::<2>::new();
+    /// lock.read_lock_unnested(0);
+    /// // SAFETY: CPU 0 holds the read side, taken above and released once.
+    /// unsafe { lock.read_unlock_unnested(0) };
+    /// assert!(lock.try_lock(1), "the reader's slot stayed raised");
+    /// // SAFETY: CPU 1 holds the write side.
+    /// unsafe { lock.unlock(1) };
+    /// ```
+    ///
+    /// # Safety
+    /// `cpu` holds the read side, and releases it once. A stray call lowers a slot that
+    /// another hold of the same CPU still needs, and a writer may then enter beside it.
+    #[inline(always)]
+    #[track_caller]
+    pub unsafe fn read_unlock_unnested(&self, cpu: CpuId) {
+        if cfg!(debug_assertions) && self.readers[cpu].load(Ordering::Relaxed) == 0 {
+            check_cpu("BrLock", cpu, self.writer.cpus);
+            not_reader(cpu);
+        }
+        // SAFETY: `cpu` holds the read side (the caller's contract), so the read-lock call
+        // that took it range-checked `cpu` against `writer.cpus`, which is at most `N`
+        // (`with_cpus` asserts it).
+        let slot = unsafe { self.readers.get_unchecked(cpu) };
+        // Release, as in `read_unlock`.
+        slot.store(0, Ordering::Release);
+        R::after_release();
+    }
+
     /// Raises `cpu`'s slot once no writer holds or claims the lock (the checks are the
     /// caller's).
     #[inline(always)]

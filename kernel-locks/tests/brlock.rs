@@ -227,6 +227,36 @@ fn readers_overlap() {
     assert!(!lock.is_locked());
 }
 
+/// The unnested pair excludes writers while held and lets them in once released, for each
+/// CPU; the writer that got in then shuts readers out, as after `read_unlock`.
+#[test]
+fn unnested_read_side_excludes_writers() {
+    let lock = BrLock::<3>::with_cpus(2);
+    for cpu in 0..2 {
+        lock.read_lock_unnested(cpu);
+        assert!(lock.is_read_locked() && !lock.is_write_locked());
+        assert!(!lock.try_lock(1 - cpu), "a writer got in beside a reader");
+        // SAFETY: `cpu` holds the read side, taken above; released once.
+        unsafe { lock.read_unlock_unnested(cpu) };
+        assert!(!lock.is_locked(), "the reader's slot stayed raised");
+        assert!(lock.try_lock(1 - cpu));
+        assert!(!lock.try_read_lock(cpu), "a reader got in beside a writer");
+        // SAFETY: `1 - cpu` holds the write side.
+        unsafe { lock.unlock(1 - cpu) };
+    }
+}
+
+/// Debug builds keep the check that the releasing CPU holds the read side.
+#[test]
+#[cfg(debug_assertions)]
+#[should_panic(expected = "BrLock: read_unlock by CPU 1, which does not hold the lock shared")]
+fn read_unlock_unnested_not_held_panics_in_debug_builds() {
+    let lock = BrLock::<2>::new();
+    lock.read_lock_unnested(0);
+    // SAFETY: deliberately wrong (CPU 0 holds it, not CPU 1): debug builds panic first.
+    unsafe { lock.read_unlock_unnested(1) };
+}
+
 /// A writer waits until the last reader leaves, readers wait until the writer leaves.
 #[test]
 fn writer_and_reader_wait_for_each_other() {

@@ -52,9 +52,7 @@
 use core::fmt;
 
 use kernel_locks::ticket::TicketLock;
-use kernel_locks::{
-    BrLock, CachePadded, CpuId, KernelLock, KernelRwLock, Relax, RtmLock, Spin, TxEngine,
-};
+use kernel_locks::{BrLock, CachePadded, CpuId, KernelLock, Relax, RtmLock, Spin, TxEngine};
 
 use crate::config::*;
 use crate::ids::*;
@@ -308,8 +306,10 @@ unsafe impl<R: Relax> Strategy for FineGrained<R> {
     #[inline(always)]
     unsafe fn exit(&self, cpu: CpuId, side: Side) {
         match side {
-            // SAFETY: forwarded contract: `cpu` holds the read side.
-            Side::Shared => unsafe { self.big.read_unlock(cpu) },
+            // SAFETY: forwarded contract: `cpu` holds the read side, which `enter` took with
+            // `read_lock_unnested`, and leaves once. No check that it does (the kernel pairs
+            // every `enter` with one `exit` in the same function).
+            Side::Shared => unsafe { self.big.read_unlock_unnested(cpu) },
             // SAFETY: forwarded contract: `cpu` holds the write side.
             Side::Exclusive => unsafe { self.big.unlock(cpu) },
         }
