@@ -196,7 +196,20 @@ impl<const N: usize, R: Relax, A: Alignment> BrLock<N, R, A> {
     pub fn is_read_locked(&self) -> bool {
         self.slots()
             .iter()
-            .any(|slot| slot.load(Ordering::Relaxed) != 0)
+            .any(|slot| slot.load(Ordering::Acquire) != 0)
+    }
+
+    /// Whether `cpu`'s reader slot is raised: it holds the read side or is trying to get it
+    /// (a waiting writer does not raise it). Acquire: a lowered slot read here was lowered by
+    /// `cpu`'s last read unlock (release), so its read-side section happens-before what the
+    /// caller does next. For a kernel's handshake with a reader (store, `SeqCst` fence, then
+    /// this load, against the read side's slot store and fence): either the reader's later
+    /// loads see the caller's store or this sees the slot raised. An id out of range reads as
+    /// not reading.
+    pub fn is_reading(&self, cpu: CpuId) -> bool {
+        self.readers
+            .get(cpu)
+            .is_some_and(|slot| slot.load(Ordering::Acquire) != 0)
     }
 
     /// Panics if `cpu` already holds the lock in any mode, which would deadlock (write side) or

@@ -213,3 +213,41 @@ fn reader_twice_against_writer() {
         assert!(!lock.is_locked());
     });
 }
+
+/// The kernel's handshake between a core's IPC fastpath and a remote waker
+/// (`kernel::Kernel::wake`): CPU 0, inside its read side, reads its run queue's priority bitmap
+/// and, finding it empty, hands the core to a thread `R` (stores its `current`), without the
+/// run-queue lock. CPU 1 queues a thread on CPU 0's run queue (the bitmap store), runs a
+/// `SeqCst` fence and decides on a Reschedule IPI: when CPU 0 may be reading (`is_reading`),
+/// or when CPU 0's current thread is `R`, which the queued thread preempts (it does not
+/// preempt the old current thread `T`). What must not happen: CPU 0 runs `R` without having
+/// seen the queued thread, and CPU 1 sends no IPI.
+#[test]
+fn fastpath_against_remote_wake() {
+    use loom::sync::atomic::{fence, AtomicU32, AtomicUsize, Ordering};
+    const T: usize = 0;
+    const R: usize = 1;
+    loom::model(|| {
+        let lock = Arc::new(Lock::new());
+        let bitmap = Arc::new(AtomicU32::new(0));
+        let current = Arc::new(AtomicUsize::new(T));
+        let (lock2, bitmap2, current2) = (lock.clone(), bitmap.clone(), current.clone());
+        let waker = loom::thread::spawn(move || {
+            bitmap2.store(1, Ordering::Relaxed);
+            fence(Ordering::SeqCst);
+            lock2.is_reading(0) || current2.load(Ordering::Relaxed) == R
+        });
+        lock.read_lock_unnested(0);
+        let runs_r = bitmap.load(Ordering::Relaxed) == 0;
+        if runs_r {
+            current.store(R, Ordering::Relaxed);
+        }
+        // SAFETY: CPU 0 holds the read side, taken above; released once.
+        unsafe { lock.read_unlock_unnested(0) };
+        let ipi = waker.join().unwrap();
+        assert!(
+            !runs_r || ipi,
+            "the fastpath missed the queued thread and the waker sent no IPI"
+        );
+    });
+}

@@ -115,8 +115,9 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         }
         for c in 0..self.cores {
             let s = self.sched(&self.hold(ctx, RunQueue(c)), |s| *s);
+            let bitmap = self.rq_bitmap(c);
             for p in 0..NUM_PRIOS {
-                if (s.bitmap >> p) & 1 != s.queues[p].head.is_some() as u32 {
+                if (bitmap >> p) & 1 != s.queues[p].head.is_some() as u32 {
                     return fail("run-queue bitmap wrong", None);
                 }
                 self.walk(s.queues[p], true, |t| {

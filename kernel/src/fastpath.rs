@@ -23,15 +23,17 @@
 //! # Locks
 //! It runs inside the strategy's section like any entry: the big locks and RTM around it, and
 //! under the fine-grained strategy the object locks of the full path in the documented order,
-//! each once: the endpoint, the *other* thread's TCB (the receiver, or the caller being
-//! answered) and this core's run queue, 3 per call, against 8 (Call) and 10 (ReplyRecv) on
-//! the full path. The calling thread's own TCB takes no lock: it is this core's current,
-//! `Runnable` thread, which no other core can reach until the fastpath publishes it (onto the
-//! endpoint's queue, or in the receiver's reply link) under the endpoint's lock
-//! ([`Kernel::own_current`] has the argument). The exit's registers are the ones it just
-//! wrote, so the exit takes no TCB lock to read them back. Each takes the other thread's TCB
-//! and the run queue with one barrier ([`Kernel::hold_pair`]) and releases its three object
-//! locks with one ([`Kernel::release3`]): on ARMv7, 12 `dmb` per round trip instead of 18.
+//! each once: the endpoint and the *other* thread's TCB (the receiver, or the caller being
+//! answered), 2 per call, against 8 (Call) and 10 (ReplyRecv) on the full path, and fewer
+//! than the paper's four (the read side, the endpoint, two TCBs). The calling thread's own
+//! TCB takes no lock: it is this core's current, `Runnable` thread, which no other core can
+//! reach until the fastpath publishes it (onto the endpoint's queue, or in the receiver's
+//! reply link) under the endpoint's lock ([`Kernel::own_current`] has the argument). This
+//! core's run queue takes no lock either: the fastpath only reads its priority bitmap and sets
+//! the core's `current`, and a core that queues a thread here meanwhile either shows in that
+//! read or sends a Reschedule IPI ([`Kernel::wake`] has the handshake). The exit's registers
+//! are the ones it just wrote, so the exit takes no TCB lock to read them back. The two locks
+//! are released with one barrier ([`Kernel::release2`]).
 //!
 //! # Why a flag
 //! [`Kernel::set_fastpath`] turns it off, for the comparisons above and for benchmarks that
@@ -41,7 +43,7 @@ use crate::cap::Rights;
 use crate::config::NUM_PRIOS;
 use crate::hal::Hal;
 use crate::ids::{CapSlot, ThreadId};
-use crate::kernel::{Ctx, Entry, Exit, Kernel, Life, RunQueue, ThreadState};
+use crate::kernel::{Ctx, Entry, Exit, Kernel, Life, ThreadState};
 use crate::strategy::Strategy;
 use crate::syscall::{ok_regs, IpcCall, Msg, Syscall};
 
@@ -89,10 +91,12 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
     }
 
     /// Whether a thread of this core at priority `p` would run next: nothing queued here has
-    /// `p` or more (then [`schedule`](Self::schedule) picks the woken thread directly).
+    /// `p` or more (then [`schedule`](Self::schedule) picks the woken thread directly). Read
+    /// without the run-queue lock: a thread another core queues here meanwhile either shows
+    /// in this read or comes with a Reschedule IPI ([`wake`](Self::wake)'s handshake).
     #[inline(always)]
-    fn fast_runs_next(&self, rq: &crate::kernel::Held<'_, S, RunQueue>, p: usize) -> bool {
-        self.sched(rq, |s| s.bitmap >> p) == 0
+    fn fast_runs_next(&self, ctx: Ctx, p: usize) -> bool {
+        self.rq_bitmap(ctx.cpu) >> p == 0
     }
 
     /// `Call` from `t` through its capability `slot` with `msg`.
@@ -111,8 +115,8 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         if rc.core != ctx.cpu {
             return None;
         }
-        let (gr, rq) = self.hold_pair(ctx, r, RunQueue(ctx.cpu));
-        if !self.fast_runs_next(&rq, rc.priority % NUM_PRIOS) {
+        let gr = self.hold(ctx, r);
+        if !self.fast_runs_next(ctx, rc.priority % NUM_PRIOS) {
             return None;
         }
         // Committed: what `send` and `schedule` do for this case.
@@ -129,11 +133,11 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             i.server = Some(r);
             i.fault = false;
         });
-        self.set_current(&rq, Some(r));
+        self.set_current_fast(ctx, r);
         // `t` is published by `r`'s reply link, which only `r`, now this core's current
         // thread, follows; the owned token goes first all the same.
         drop(gt);
-        self.release3(rq, gr, ge);
+        self.release2(gr, ge);
         self.switch_aspace(ctx, r);
         Some(Exit {
             thread: Some(r),
@@ -161,19 +165,14 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         if cc.core != ctx.cpu {
             return None;
         }
-        // The caller's TCB and the run queue with one barrier, as in `Call` (a `dmb` less on
-        // ARMv7 under the fine-grained strategy; when the caller does not wait after all, the
-        // run queue was taken for nothing, a rare case). This once cost RTM's fastpath 15
-        // instructions on ARMv7; with the ticket lock's acquisition in line it saves 4-6 on
-        // every other strategy there (fine-grained: 4 more instructions, one `dmb` fewer).
-        let (gc, rq) = self.hold_pair(ctx, c, RunQueue(ctx.cpu));
+        let gc = self.hold(ctx, c);
         let waits = self.ipc(&gc, |i| {
             i.state == ThreadState::BlockedReply && i.server == Some(t) && !i.fault
         });
         if !waits {
             return None;
         }
-        if !self.fast_runs_next(&rq, cc.priority % NUM_PRIOS) {
+        if !self.fast_runs_next(ctx, cc.priority % NUM_PRIOS) {
             return None;
         }
         // Committed: what `answer`, `recv` and `schedule` do for this case.
@@ -192,11 +191,11 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             e.queue = q;
             e.receivers = true;
         });
-        self.set_current(&rq, Some(c));
+        self.set_current_fast(ctx, c);
         // `t` is in the endpoint's queue now: other cores may take its lock once the
         // endpoint's is released, so the owned token is dropped before `ge`.
         drop(gt);
-        self.release3(rq, gc, ge);
+        self.release2(gc, ge);
         self.switch_aspace(ctx, c);
         Some(Exit {
             thread: Some(c),

@@ -2,7 +2,7 @@
 //! boot-time construction, and the entry points the HAL calls.
 
 use core::cell::UnsafeCell;
-use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 use kernel_locks::{CachePadded, CpuId};
 
@@ -171,8 +171,6 @@ pub(crate) struct AddressSpace {
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct CoreSched {
     pub queues: [Queue; NUM_PRIOS],
-    /// Bit `p` set iff `queues[p]` is non-empty.
-    pub bitmap: u32,
 }
 
 /// State only its own core touches.
@@ -270,6 +268,15 @@ const MAX_UNACKED: TlbGeneration = 1 << 16;
 #[inline(always)]
 pub(crate) fn reached(ack: TlbGeneration, g: TlbGeneration) -> bool {
     !(1..=MAX_UNACKED).contains(&g.wrapping_sub(ack))
+}
+
+/// `Kernel::current`'s value for "no thread" (an idle core).
+const NO_THREAD: usize = usize::MAX;
+
+/// The encoding of a core's current thread in `Kernel::current`.
+#[inline(always)]
+fn thread_word(t: Option<ThreadId>) -> usize {
+    t.map_or(NO_THREAD, |t| t.index())
 }
 
 /// Context of one kernel entry.
@@ -447,9 +454,17 @@ pub struct Kernel<S: Strategy, H: Hal> {
     /// Per core: TLB shoot-down generation it acknowledged (flushed).
     pub(crate) tlb_ack: [CachePadded<AtomicUsize>; MAX_CPUS],
     pub(crate) sched: [CachePadded<UnsafeCell<CoreSched>>; MAX_CPUS],
-    /// Per core: its current thread (`None`: idle). Written only by that core, holding its
-    /// run-queue lock; read by that core without the lock, by other cores with it.
-    pub(crate) current: [CachePadded<UnsafeCell<Option<ThreadId>>>; MAX_CPUS],
+    /// Per core: bit `p` set iff its run queue's priority `p` queue is non-empty. Written only
+    /// by holders of that core's run-queue lock (a relaxed load and store, no read-modify-write);
+    /// read under the lock, and without it by the core's own IPC fastpath (see
+    /// [`Kernel::wake`] for why a stale read there is harmless). Atomic for that one racy read;
+    /// kept with the queues' line.
+    pub(crate) rq_bits: [CachePadded<AtomicU32>; MAX_CPUS],
+    /// Per core: its current thread's index (`NO_THREAD`: idle). Written only by that core:
+    /// holding its run-queue lock in [`schedule`](Kernel::schedule), without it on the IPC
+    /// fastpath ([`Kernel::set_current_fast`]). Read by that core without the lock, by other
+    /// cores with the lock (see [`Kernel::wake`]).
+    pub(crate) current: [CachePadded<AtomicUsize>; MAX_CPUS],
     pub(crate) local: [CachePadded<UnsafeCell<CoreLocal>>; MAX_CPUS],
     /// Per core: its entry counters since boot (the benchmark call `KernelCounters`). Written
     /// only by that core, read by any. With the `trace` feature only: in the other builds the
@@ -574,9 +589,9 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             tlb_ack: core::array::from_fn(|_| CachePadded::new(AtomicUsize::new(0))),
             sched: padded_cells(CoreSched {
                 queues: [Queue::default(); NUM_PRIOS],
-                bitmap: 0,
             }),
-            current: padded_cells(None),
+            rq_bits: core::array::from_fn(|_| CachePadded::new(AtomicU32::new(0))),
+            current: core::array::from_fn(|_| CachePadded::new(AtomicUsize::new(NO_THREAD))),
             local: padded_cells(CoreLocal {
                 actions: Actions::NONE,
                 loaded: None,
@@ -667,53 +682,25 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         }
     }
 
-    /// Takes the object locks of `a` and `b`, in this order (the lock order), unless the section
-    /// is exclusive: [`hold`](Self::hold) twice, but the strategy may order both with one
-    /// barrier ([`Strategy::lock2`]), so nothing guarded by `a` is read until both are held.
-    /// Traced entries take them one by one, so that each lock's wait is recorded.
+    /// Releases two tokens' locks: the same as dropping them in this order, but the strategy
+    /// may order both releases with one barrier ([`Strategy::unlock2`]).
     #[inline(always)]
-    pub(crate) fn hold_pair<A: Guarded, B: Guarded>(
-        &self,
-        ctx: Ctx,
-        a: A,
-        b: B,
-    ) -> (Held<'_, S, A>, Held<'_, S, B>) {
-        #[cfg(feature = "trace")]
-        if self.tracer.is_some() {
-            let ga = self.hold(ctx, a);
-            return (ga, self.hold(ctx, b));
-        }
-        let locked = !ctx.excl;
-        if locked {
-            self.strategy.lock2(ctx.cpu, a.lock_id(), b.lock_id());
-        }
-        (self.token(ctx, a, locked), self.token(ctx, b, locked))
-    }
-
-    /// Releases three tokens' locks: the same as dropping them in this order, but the strategy
-    /// may order the three releases with one barrier ([`Strategy::unlock3`]).
-    #[inline(always)]
-    pub(crate) fn release3<A: Guarded, B: Guarded, C: Guarded>(
-        &self,
-        a: Held<'_, S, A>,
-        b: Held<'_, S, B>,
-        c: Held<'_, S, C>,
-    ) {
-        if !(a.locked && b.locked && c.locked) {
-            drop((a, b, c));
+    pub(crate) fn release2<A: Guarded, B: Guarded>(&self, a: Held<'_, S, A>, b: Held<'_, S, B>) {
+        if !(a.locked && b.locked) {
+            drop((a, b));
             return;
         }
         assert!(
-            a.cpu == b.cpu && b.cpu == c.cpu,
+            a.cpu == b.cpu,
             "tokens of different cores released together"
         );
-        let (cpu, ids) = (a.cpu, (a.key.lock_id(), b.key.lock_id(), c.key.lock_id()));
+        let (cpu, ids) = (a.cpu, (a.key.lock_id(), b.key.lock_id()));
         // The tokens' own drops would release the locks again.
-        core::mem::forget((a, b, c));
-        // SAFETY: each token's lock was taken by `cpu` in `hold` or `hold_pair` and is released
-        // once, here. The ids are distinct: two locked tokens of one object cannot exist at
-        // once (the second acquisition would wait for the first forever).
-        unsafe { self.strategy.unlock3(cpu, ids.0, ids.1, ids.2) }
+        core::mem::forget((a, b));
+        // SAFETY: each token's lock was taken by `cpu` in `hold` and is released once, here.
+        // The ids are distinct: two locked tokens of one object cannot exist at once (the
+        // second acquisition would wait for the first forever).
+        unsafe { self.strategy.unlock2(cpu, ids.0, ids.1) }
     }
 
     /// Takes object lock `id` and notes it in the entry's trace record (the `trace` feature
@@ -1446,22 +1433,20 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
     }
 
     /// The calling core's current thread, read without the run-queue lock: only the core itself
-    /// changes its `current` (in [`schedule`](Self::schedule)), so no write can race with this
-    /// read, and the value stays valid until the core changes it.
+    /// changes its `current` (in [`schedule`](Self::schedule) and on the fastpath), so no write
+    /// can race with this read, and the value stays valid until the core changes it.
     pub(crate) fn current(&self, ctx: Ctx) -> Option<ThreadId> {
-        // SAFETY: the only writer of `current[ctx.cpu]` is core `ctx.cpu` itself
-        // (`set_current`), which runs one kernel entry at a time and is here, so no `&mut`
-        // exists; other cores only read it.
-        unsafe { cell_ref(&self.current[ctx.cpu], |c| *c) }
+        // Relaxed: only this core writes it (program order).
+        ThreadId::new(self.current[ctx.cpu].load(Ordering::Relaxed))
     }
 
-    /// The current thread of core `cpu`: needs that core's run-queue lock in shared sections
-    /// (its owner writes it only while holding the lock).
+    /// The current thread of core `g.key`, read holding that core's run-queue lock in shared
+    /// sections: the lock orders it after the core's `schedule` (which writes under the lock);
+    /// the core's fastpath writes it without the lock, and [`wake`](Self::wake) says why a
+    /// value it races with is still the right one to act on.
     pub(crate) fn current_on(&self, g: &Held<'_, S, RunQueue>) -> Option<ThreadId> {
-        // SAFETY: the token proves an exclusive section (common argument), or that the caller
-        // holds the run-queue lock of core `g.key`, which `set_current`, the only writer, holds
-        // too; other readers only read.
-        unsafe { cell_ref(&self.current[g.key.0], |c| *c) }
+        // Relaxed: see above; the ordering comes from the lock or from `wake`'s handshake.
+        ThreadId::new(self.current[g.key.0].load(Ordering::Relaxed))
     }
 
     /// Sets the calling core's current thread (caller holds its run-queue lock in shared
@@ -1469,10 +1454,26 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
     #[inline(always)]
     pub(crate) fn set_current(&self, g: &Held<'_, S, RunQueue>, t: Option<ThreadId>) {
         assert_eq!(g.key.0, g.cpu, "a core set another core's current thread");
-        // SAFETY: other cores read this cell only holding the run-queue lock of `g.cpu`
-        // (`current_on`), which the token proves held (or the section is exclusive); this
-        // core's own lock-free reads (`current`) are not concurrent with its own write.
-        unsafe { cell_mut(&self.current[g.cpu], |c| *c = t) }
+        self.current[g.cpu].store(thread_word(t), Ordering::Relaxed);
+    }
+
+    /// Sets the calling core's current thread without its run-queue lock: the IPC fastpath,
+    /// which hands the core from its current thread to a thread it just took off an endpoint
+    /// or a reply link. Other cores read `current` only under the run-queue lock, in
+    /// [`wake`](Self::wake), whose handshake with the fastpath makes either value right.
+    #[inline(always)]
+    pub(crate) fn set_current_fast(&self, ctx: Ctx, t: ThreadId) {
+        // Relaxed: ordered for other cores by the section's release (the read side's), which
+        // `wake`'s acquire of this core's reader slot pairs with.
+        self.current[ctx.cpu].store(t.index(), Ordering::Relaxed);
+    }
+
+    /// The priority bitmap of core `cpu`'s run queue; exact under its run-queue lock (or in an
+    /// exclusive section), a possibly stale snapshot for the core's own fastpath (see
+    /// [`wake`](Self::wake)).
+    #[inline(always)]
+    pub(crate) fn rq_bitmap(&self, cpu: CpuId) -> u32 {
+        self.rq_bits[cpu].load(Ordering::Relaxed)
     }
 
     /// Whether `t` may keep running on the calling core.

@@ -6,6 +6,8 @@
 //! core (here, at the end of each entry); other cores that suspend, delete or move it only
 //! change the thread and send an IPI, and the core drops the thread at its next entry.
 
+use core::sync::atomic::{fence, Ordering};
+
 use crate::config::NUM_PRIOS;
 use crate::hal::{Hal, IpiKind};
 use crate::ids::ThreadId;
@@ -18,10 +20,10 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         let p = self.conf(t).priority % NUM_PRIOS;
         let mut q = self.sched(rq, |s| s.queues[p]);
         self.q_push(&self.slinks, &mut q, t);
-        self.sched(rq, |s| {
-            s.queues[p] = q;
-            s.bitmap |= 1 << p;
-        });
+        self.sched(rq, |s| s.queues[p] = q);
+        // A load and a store: only the holder of this run-queue lock writes the bits.
+        let bits = &self.rq_bits[rq.key().0];
+        bits.store(bits.load(Ordering::Relaxed) | 1 << p, Ordering::Relaxed);
     }
 
     /// Removes `t` from its priority queue in the run queue `rq` guards.
@@ -29,17 +31,16 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         let p = self.conf(t).priority % NUM_PRIOS;
         let mut q = self.sched(rq, |s| s.queues[p]);
         self.q_remove(&self.slinks, &mut q, t);
-        self.sched(rq, |s| {
-            s.queues[p] = q;
-            if q.head.is_none() {
-                s.bitmap &= !(1 << p);
-            }
-        });
+        self.sched(rq, |s| s.queues[p] = q);
+        if q.head.is_none() {
+            let bits = &self.rq_bits[rq.key().0];
+            bits.store(bits.load(Ordering::Relaxed) & !(1 << p), Ordering::Relaxed);
+        }
     }
 
     /// Highest non-empty priority of `cpu`'s run queue.
     fn rq_best(&self, rq: &Held<'_, S, RunQueue>) -> Option<usize> {
-        let bitmap = self.sched(rq, |s| s.bitmap);
+        let bitmap = self.rq_bitmap(rq.key().0);
         (bitmap != 0).then(|| 31 - bitmap.leading_zeros() as usize)
     }
 
@@ -88,15 +89,55 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             }
         }
         let rq = self.hold(ctx, RunQueue(core));
-        let current = self.current_on(&rq);
-        if current == Some(t) {
+        if self.current_on(&rq) == Some(t) {
             return;
         }
         self.rq_push(&rq, t);
-        let preempts = current.is_none_or(|c| self.conf(t).priority > self.conf(c).priority);
-        if core != ctx.cpu && preempts {
+        if core != ctx.cpu && self.preempts_remote(ctx, &rq, t) {
             self.act(ctx, |a| a.ipi(core, IpiKind::Reschedule));
         }
+    }
+
+    /// Whether `t`, just queued on another core's run queue (`rq`), should make that core
+    /// reschedule: it has no current thread or one of lower priority, or, in a shared
+    /// section, it may be inside a shared section of its own right now.
+    ///
+    /// # The handshake with the IPC fastpath
+    /// A core's fastpath reads its own run queue's priority bitmap and sets its `current`
+    /// without the run-queue lock (fine-grained strategy: one object lock per one-way fewer).
+    /// So a waker holding that lock may race with it: the fastpath may miss `t`'s bit and run
+    /// a thread `r` that `t` preempts, while this core reads the `current` from before `r`.
+    /// The store-buffering pattern rules that out: the fastpath's core raised its reader slot
+    /// and then ran a full barrier before its bitmap read (the big-reader lock's read side);
+    /// here the push (the bitmap store) is followed by a full barrier and the read of that
+    /// slot. By the `SeqCst` fences, the two cannot both miss the other's store:
+    /// * if this read finds the slot raised, the other core may be in a section (perhaps on
+    ///   its fastpath): it gets the Reschedule IPI, whose entry runs `schedule` under the lock
+    ///   after the section, so `t` preempts in time if it should (a superfluous IPI at worst);
+    /// * if it finds the slot lowered by the core's last `read_unlock` (release, after its
+    ///   `current` store; this load acquires), that section is over and its `current` is what
+    ///   `current_on` now reads;
+    /// * if it finds the slot from before the core's next read-side entry, the fences make
+    ///   that entry's bitmap read see `t`'s bit, so its fastpath declines and its full path
+    ///   schedules under the lock.
+    ///
+    /// The check in `wake` that `t` is not the core's current thread reads `current` before
+    /// the handshake, and gives the right answer with either value: the fastpath hands the
+    /// core from its caller, which another core can reach only through the endpoint queue or
+    /// reply link the fastpath publishes it in, under a lock the fastpath releases after its
+    /// `current` store (so a waker of the caller sees the new value), to a thread that it holds
+    /// by its TCB lock and leaves `Runnable` (which nobody wakes). Exclusive sections race with
+    /// nothing and read `current` as is.
+    fn preempts_remote(&self, ctx: Ctx, rq: &Held<'_, S, RunQueue>, t: ThreadId) -> bool {
+        let core = rq.key().0;
+        if !ctx.excl {
+            fence(Ordering::SeqCst);
+            if self.strategy.may_be_in_section(core) {
+                return true;
+            }
+        }
+        self.current_on(rq)
+            .is_none_or(|c| self.conf(t).priority > self.conf(c).priority)
     }
 
     /// Picks the thread to run on the calling core at the end of an entry. With `rotate`

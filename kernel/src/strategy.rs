@@ -26,9 +26,15 @@
 //!   reach it then ([`Kernel::own_current`](crate::Kernel), used by the IPC fastpath).
 //! * An endpoint's or notification's queue, and the queue links of the TCBs in it: the
 //!   endpoint's or notification's lock.
-//! * A run queue and the run-queue links of the TCBs in it: the core's run-queue lock.
-//! * A core's `current` thread: written only by that core, holding its run-queue lock; read by
-//!   that core without any lock (no other core writes it), by other cores with the lock.
+//! * A run queue and the run-queue links of the TCBs in it: the core's run-queue lock; its
+//!   priority bitmap is also read without the lock by the core's own IPC fastpath.
+//! * A core's `current` thread: written only by that core (holding its run-queue lock, except
+//!   on the IPC fastpath); read by that core without any lock (no other core writes it), by
+//!   other cores with the lock. The fastpath's unlocked bitmap read and `current` store are
+//!   made safe for a core that queues a thread here at the same time by a handshake
+//!   ([`Kernel::wake`](crate::Kernel): a fence and a read of this core's reader slot, then a
+//!   Reschedule IPI if it may be in a section; loom model `fastpath_against_remote_wake` in
+//!   the lock crate).
 //! * An IRQ's masked flag: the IRQ's lock.
 //! * Per-core actions and loaded address space: only that core touches them (no lock).
 //!
@@ -40,8 +46,8 @@
 //! scheduler re-reads its state (TCB lock, then the run-queue lock) and the exit reads the next
 //! thread's result registers (its TCB lock): on one core a Call takes 8 object locks and a
 //! ReplyRecv 10 on the full path (counted by the hosted benchmark,
-//! `object_locks_per_round_trip`). The IPC fastpath takes 3 each: the endpoint, the other
-//! thread's TCB and the run queue; the caller's own TCB is its core's (above). Each object
+//! `object_locks_per_round_trip`). The IPC fastpath takes 2 each: the endpoint and the other
+//! thread's TCB; the caller's own TCB and the run queue are its core's (above). Each object
 //! lock costs an atomic read-modify-write plus its bookkeeping, which is most of what the
 //! strategy adds to a round trip.
 //!
@@ -128,29 +134,27 @@ pub unsafe trait Strategy: Sync {
     /// # Safety
     /// `cpu` holds `id`.
     unsafe fn unlock(&self, _cpu: CpuId, _id: LockId) {}
-    /// Takes object locks `a` then `b` (the lock order), as [`lock`](Self::lock) on each
-    /// would; nothing guarded by either is read before this returns. A strategy may order both
-    /// with one barrier: the fine-grained one does ([`TicketLock::lock_all`]: one `dmb` on
-    /// ARMv7 instead of two). The default takes them one by one.
-    #[inline(always)]
-    fn lock2(&self, cpu: CpuId, a: LockId, b: LockId) {
-        self.lock(cpu, a);
-        self.lock(cpu, b);
-    }
-    /// Releases object locks `a`, `b` and `c`, as [`unlock`](Self::unlock) on each would; a
-    /// strategy may order the three with one barrier (the fine-grained one:
+    /// Releases object locks `a` and `b`, as [`unlock`](Self::unlock) on each would; a
+    /// strategy may order both with one barrier (the fine-grained one:
     /// [`TicketLock::unlock_all`]).
     ///
     /// # Safety
-    /// `cpu` holds the three locks, and they are distinct.
+    /// `cpu` holds both locks, and they are distinct.
     #[inline(always)]
-    unsafe fn unlock3(&self, cpu: CpuId, a: LockId, b: LockId, c: LockId) {
+    unsafe fn unlock2(&self, cpu: CpuId, a: LockId, b: LockId) {
         // SAFETY: forwarded contract.
         unsafe {
             self.unlock(cpu, a);
             self.unlock(cpu, b);
-            self.unlock(cpu, c);
         }
+    }
+    /// Whether core `cpu` may be inside a section of a strategy whose sections overlap, read
+    /// by another core's shared section after it queued a thread on `cpu`'s run queue and ran
+    /// a `SeqCst` fence (the handshake in [`Kernel::wake`](crate::Kernel)): `true` unless the
+    /// strategy knows `cpu` is not, with the core's last section ordered before the caller
+    /// (acquire). The default, `true`, is always safe (the waker then sends a Reschedule IPI).
+    fn may_be_in_section(&self, _cpu: CpuId) -> bool {
+        true
     }
     /// Debug aid: whether `id` looks held (true when the strategy has no object locks).
     fn is_held(&self, _id: LockId) -> bool {
@@ -329,21 +333,21 @@ unsafe impl<R: Relax> Strategy for FineGrained<R> {
         // SAFETY: forwarded contract.
         unsafe { self.object(id).unlock(cpu) }
     }
-    // One barrier each way for several object locks (ARMv7: one `dmb ish` where each lock
-    // alone costs one), as the fastpath takes and releases its TCB and run-queue locks.
+    // One barrier for both object locks the fastpath releases (ARMv7: one `dmb ish` where
+    // each lock alone costs one).
     #[inline(always)]
-    fn lock2(&self, cpu: CpuId, a: LockId, b: LockId) {
-        // Range-checked at `enter`, as in `lock`.
-        TicketLock::lock_all_prechecked([self.object(a), self.object(b)], cpu);
-    }
-    #[inline(always)]
-    unsafe fn unlock3(&self, cpu: CpuId, a: LockId, b: LockId, c: LockId) {
-        let locks = [self.object(a), self.object(b), self.object(c)];
+    unsafe fn unlock2(&self, cpu: CpuId, a: LockId, b: LockId) {
+        let locks = [self.object(a), self.object(b)];
         // SAFETY: forwarded contract (distinct ids name distinct locks).
         unsafe { TicketLock::unlock_all(locks, cpu) }
     }
     fn is_held(&self, id: LockId) -> bool {
         self.object(id).is_locked()
+    }
+    // The core's reader slot: raised, then a `SeqCst` fence, at every shared entry; lowered
+    // with release at its exit (`BrLock::is_reading`).
+    fn may_be_in_section(&self, cpu: CpuId) -> bool {
+        self.big.is_reading(cpu)
     }
 }
 

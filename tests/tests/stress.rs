@@ -76,18 +76,12 @@ unsafe impl<S: Strategy> Strategy for ByRef<'_, S> {
         // SAFETY: forwarded contract.
         unsafe { self.0.unlock(cpu, id) }
     }
-    fn lock2(&self, cpu: usize, a: kernel::strategy::LockId, b: kernel::strategy::LockId) {
-        self.0.lock2(cpu, a, b)
-    }
-    unsafe fn unlock3(
-        &self,
-        cpu: usize,
-        a: kernel::strategy::LockId,
-        b: kernel::strategy::LockId,
-        c: kernel::strategy::LockId,
-    ) {
+    unsafe fn unlock2(&self, cpu: usize, a: kernel::strategy::LockId, b: kernel::strategy::LockId) {
         // SAFETY: forwarded contract.
-        unsafe { self.0.unlock3(cpu, a, b, c) }
+        unsafe { self.0.unlock2(cpu, a, b) }
+    }
+    fn may_be_in_section(&self, cpu: usize) -> bool {
+        self.0.may_be_in_section(cpu)
     }
     fn is_held(&self, id: kernel::strategy::LockId) -> bool {
         self.0.is_held(id)

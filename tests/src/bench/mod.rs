@@ -411,13 +411,12 @@ unsafe impl<S: Strategy> Strategy for Counting<S> {
         // SAFETY: forwarded contract.
         unsafe { self.inner.unlock(cpu, id) }
     }
-    fn lock2(&self, cpu: CpuId, a: LockId, b: LockId) {
-        self.locks.fetch_add(2, Relaxed);
-        self.inner.lock2(cpu, a, b)
-    }
-    unsafe fn unlock3(&self, cpu: CpuId, a: LockId, b: LockId, c: LockId) {
+    unsafe fn unlock2(&self, cpu: CpuId, a: LockId, b: LockId) {
         // SAFETY: forwarded contract.
-        unsafe { self.inner.unlock3(cpu, a, b, c) }
+        unsafe { self.inner.unlock2(cpu, a, b) }
+    }
+    fn may_be_in_section(&self, cpu: CpuId) -> bool {
+        self.inner.may_be_in_section(cpu)
     }
     fn is_held(&self, id: LockId) -> bool {
         self.inner.is_held(id)
