@@ -230,6 +230,7 @@ pub fn is_kernel_section(addr: u32) -> bool {
 /// which happens-before this search, so coherence makes them visible too: a search never
 /// stops at a free slot before reaching `root`'s entry. A root with no entry (a bug) falls
 /// back to the search of [`ROOTS`].
+#[inline]
 pub fn asid_of(root: PhysAddr) -> u32 {
     if root == 0 {
         return 0;
@@ -645,6 +646,7 @@ pub fn current_root() -> PhysAddr {
 ///
 /// # Safety
 /// `root` must come from [`new_address_space`] (it maps the kernel).
+#[inline]
 pub unsafe fn switch_address_space(root: PhysAddr) {
     let asid = asid_of(root);
     let boot = BOOT_TTBR0.load(Ordering::Relaxed);

@@ -91,6 +91,9 @@ impl UserArch for ArmUser {
         cpsr: CPSR_USER,
     };
 
+    const KERNEL_IN_LINE: bool = false;
+
+    #[inline(always)]
     fn cpu_id() -> CpuIndex {
         crate::percpu::cpu_id()
     }
@@ -125,6 +128,7 @@ impl UserArch for ArmUser {
     fn pc(frame: &UserFrame) -> usize {
         frame.pc as usize
     }
+    #[inline(always)]
     fn syscall_args(frame: &UserFrame) -> Regs {
         let mut regs: Regs = [0; 6];
         for (r, v) in regs.iter_mut().zip(frame.r) {
@@ -132,16 +136,19 @@ impl UserArch for ArmUser {
         }
         regs
     }
+    #[inline(always)]
     fn set_syscall_results(frame: &mut UserFrame, regs: &Regs) {
         for (r, v) in frame.r[..6].iter_mut().zip(regs) {
             *r = *v as u32;
         }
     }
     /// Forces USR mode and keeps only the flags a thread may set; every frame can return.
+    #[inline(always)]
     fn prepare_return(frame: &mut UserFrame, _from_syscall: bool) -> Result<(), (usize, usize)> {
         frame.cpsr = (frame.cpsr & CPSR_KEPT) | CPSR_USER;
         Ok(())
     }
+    #[inline(always)]
     unsafe fn enter_user(_cpu: CpuIndex, frame: &UserFrame, _from_syscall: bool) -> ! {
         // SAFETY: the frame returns to USR mode (CPSR sanitised by `prepare_return`) and is
         // the thread's context, which stays in place (the caller's contract); the stub loads

@@ -26,7 +26,7 @@ use core::fmt;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 use kernel::config::{MAX_IRQS, MAX_THREADS};
-use kernel::{Exit, Regs, Strategy, ThreadId};
+use kernel::{Exit, ExitTo, Regs, Strategy, ThreadId};
 
 use crate::percpu::CpuIndex;
 use crate::InitOnce;
@@ -41,6 +41,11 @@ pub const DEBUG_BASE: usize = 0x100;
 pub trait KernelEntry: Sync {
     /// [`kernel::Kernel::syscall`].
     fn syscall(&self, cpu: CpuIndex, regs: Regs) -> Exit;
+    /// [`kernel::Kernel::syscall_then`]: for a caller that knows the kernel's type (the
+    /// system-call entry made for it, see [`UserMode::install`]).
+    fn syscall_then<T: ExitTo>(&self, cpu: CpuIndex, regs: Regs, then: T) -> T::Out
+    where
+        Self: Sized;
     /// [`kernel::Kernel::ipi`].
     fn ipi(&self, cpu: CpuIndex, kind: kernel::IpiKind) -> Exit;
     /// [`kernel::Kernel::timer_tick`].
@@ -56,6 +61,11 @@ pub trait KernelEntry: Sync {
 impl<S: Strategy, H: kernel::Hal> KernelEntry for kernel::Kernel<S, H> {
     fn syscall(&self, cpu: CpuIndex, regs: Regs) -> Exit {
         kernel::Kernel::syscall(self, cpu, regs)
+    }
+    // In line in `UserMode::syscall_with`, the system-call entry of this kernel type.
+    #[inline(always)]
+    fn syscall_then<T: ExitTo>(&self, cpu: CpuIndex, regs: Regs, then: T) -> T::Out {
+        kernel::Kernel::syscall_then(self, cpu, regs, then)
     }
     fn ipi(&self, cpu: CpuIndex, kind: kernel::IpiKind) -> Exit {
         kernel::Kernel::ipi(self, cpu, kind)
@@ -120,6 +130,18 @@ pub trait UserArch: 'static {
     /// Enables interrupts and waits for one, then masks them again (one round of the idle
     /// loop; an interrupt may leave the loop for user mode through [`UserMode::interrupt`]).
     fn wait_for_interrupt();
+
+    /// Whether the system-call entry has the kernel's system call in line, with the return to
+    /// user mode once after its fastpath and once after its full path (see
+    /// [`kernel::Kernel::syscall_then`]), or calls it and returns to user mode after the call.
+    /// In line, the fastpath's result registers go from the kernel to the thread's frame in
+    /// registers; a call returns them through memory and saves and restores the callee-saved
+    /// registers. Measured round trip under `-icount`, no lock (`docs/bench/ipc-fastpath.md`,
+    /// session 21): x86_64 (15 registers) 762 as a call, 686 in line; ARMv7 (12, one of them
+    /// the frame pointer its target keeps) 795 as a call, 827 in line, where the fastpath's
+    /// values spill to the stack (and a call's [`Exit`] costs it two instructions, `ldm` and
+    /// `stm`), so it calls.
+    const KERNEL_IN_LINE: bool;
 
     /// Saves a frame into a context slot. The default is a plain copy; ARMv7 overrides it to
     /// keep the compiler from calling `memcpy` on every trap, x86_64 to skip the copy of a
@@ -239,10 +261,17 @@ impl FaultSlot {
     }
 }
 
-struct Installed {
+struct Installed<A: UserArch, const CPUS: usize> {
     kernel: &'static dyn KernelEntry,
     debug: DebugHandler,
+    /// [`UserMode::syscall_with`] for `kernel`'s type: the system call, the hot entry, calls
+    /// the kernel directly, with it in line, instead of through `kernel`'s vtable.
+    syscall: SyscallPath<A, CPUS>,
 }
+
+/// The system-call path of one kernel type (see [`Installed::syscall`]).
+type SyscallPath<A, const CPUS: usize> =
+    unsafe fn(&UserMode<A, CPUS>, &Installed<A, CPUS>, *const <A as UserArch>::Frame) -> !;
 
 const NO_THREAD: usize = usize::MAX;
 /// Faults of one thread that get a console line each (see `user_exception`).
@@ -252,7 +281,7 @@ const PENDING_WORDS: usize = MAX_IRQS.div_ceil(32);
 
 /// The user-mode state of a machine with `CPUS` cores.
 pub struct UserMode<A: UserArch, const CPUS: usize> {
-    installed: InitOnce<Installed>,
+    installed: InitOnce<Installed<A, CPUS>>,
     /// Per-thread saved contexts. A context is only accessed by the core that runs (or last
     /// ran, and saved) its thread, or by the kernel's `WriteRegisters` of a thread no core
     /// runs; the kernel hands a thread to another core only through its own synchronisation
@@ -298,8 +327,19 @@ impl<A: UserArch, const CPUS: usize> UserMode<A, CPUS> {
 
     /// Publishes the kernel the trap code enters and the image's debug-call handler. Once,
     /// before any core calls [`run`](Self::run).
-    pub fn install(&self, kernel: &'static dyn KernelEntry, debug: DebugHandler) {
-        self.installed.set(Installed { kernel, debug });
+    ///
+    /// The kernel's type is kept for the system-call entry (see [`Installed::syscall`]): an
+    /// image holds one kernel per strategy and installs the one it booted, so every other
+    /// entry reaches it through [`KernelEntry`]'s vtable, but where the architecture wants
+    /// it ([`UserArch::KERNEL_IN_LINE`]) the system call, with the IPC fastpath on it, gets
+    /// its own copy of the entry with the kernel's code in line: no dynamic call, no frame
+    /// for the kernel's function, no copies of the arguments and the [`Exit`] through memory.
+    pub fn install<K: KernelEntry + 'static>(&self, kernel: &'static K, debug: DebugHandler) {
+        self.installed.set(Installed {
+            kernel,
+            debug,
+            syscall: Self::syscall_with::<K>,
+        });
     }
 
     /// Whether [`install`](Self::install) happened.
@@ -307,7 +347,7 @@ impl<A: UserArch, const CPUS: usize> UserMode<A, CPUS> {
         self.installed.get().is_some()
     }
 
-    fn installed(&self) -> &Installed {
+    fn installed(&self) -> &Installed<A, CPUS> {
         match self.installed.get() {
             Some(i) => i,
             None => A::fatal(format_args!("user mode used before usermode::install")),
@@ -318,7 +358,7 @@ impl<A: UserArch, const CPUS: usize> UserMode<A, CPUS> {
     /// (a `dmb ish` per trap on ARMv7): a core reaches user mode only through `resume`, first
     /// called from [`run`](Self::run) on that core, whose `installed` saw the value set
     /// (Acquire) earlier in program order.
-    fn installed_from_user(&self) -> &Installed {
+    fn installed_from_user(&self) -> &Installed<A, CPUS> {
         // SAFETY: see above: this core's `run` got `Some` from `installed.get()` before it
         // first entered user mode, so before any entry from user mode on this core.
         unsafe { self.installed.get_observed() }
@@ -409,67 +449,74 @@ impl<A: UserArch, const CPUS: usize> UserMode<A, CPUS> {
 
     /// Returns to the thread the kernel chose (or idles). Never returns. In line in every
     /// entry (the system call's return is the hot one: a call and a copy of the [`Exit`]
-    /// less per IPC).
+    /// less per IPC). No loop here: a frame that cannot return goes to the kernel again
+    /// ([`cannot_return`](Self::cannot_return), out of line), so the hot path keeps the
+    /// [`Exit`] in registers instead of in a loop variable in memory.
     #[inline(always)]
-    fn resume(&self, cpu: CpuIndex, mut exit: Exit) -> ! {
-        loop {
-            let Some(t) = exit.thread else {
-                self.current[cpu].store(NO_THREAD, Ordering::Relaxed);
-                self.idle(cpu)
-            };
-            // Relaxed (an Acquire load is a `dmb ish` per return to user mode on ARMv7): this
-            // is a check of the kernel's choice, not what publishes the context. The context
-            // of `t` was written either before any core ran (`set_initial_context`, published
-            // by the secondary cores' start) or in a kernel section (`set_entry`) that the
-            // strategy orders before the section that made `t` runnable and before the one
-            // that just picked `t` here, which read `t`'s state under the same ordering. That
-            // chain makes the context write (and the flag's store) happen-before this load
-            // and the frame accesses below; coherence then rules out reading the old `false`.
-            if !self.has_context[t.index()].load(Ordering::Relaxed) {
-                A::fatal(format_args!(
-                    "the kernel picked thread {} which has no user context",
-                    t.index()
-                ));
-            }
-            self.current[cpu].store(t.index(), Ordering::Relaxed);
-            self.idle[cpu].store(false, Ordering::Relaxed);
-            let f = &self.faults[t.index()];
-            // Load first, swap only when set: the common case (no fault recorded) then makes
-            // no atomic read-modify-write (a locked `xchg` on x86, `ldrex`/`strex` on ARMv7).
-            // The flag is set by `record_fault` on the core where `t` faulted, in the fault's
-            // entry, which the kernel's sections order before the one that picked `t` again
-            // here; the only other writer is this clear, by the core resuming `t` (one at a
-            // time). So a `false` read here is not a set that the swap would have seen.
-            if f.stopped.load(Ordering::Relaxed) && f.stopped.swap(false, Ordering::Relaxed) {
-                f.resumed.store(true, Ordering::Release);
-            }
-            // SAFETY: `t` is now this core's current thread (see `contexts`).
-            let ctx = unsafe { &mut *self.contexts[t.index()].get() };
-            let from_syscall = ctx.saved == Saved::Syscall;
-            if from_syscall {
-                A::set_syscall_results(&mut ctx.frame, &exit.regs);
-            }
-            match A::prepare_return(&mut ctx.frame, from_syscall) {
-                // SAFETY: the frame passed `prepare_return`; every entry ends here or in
-                // `idle`, so nothing on the kernel stack is needed any more.
-                Ok(()) => unsafe { A::enter_user(cpu, &ctx.frame, from_syscall) },
-                Err((vector, addr)) => {
-                    let fault = Fault {
-                        vector,
-                        pc: addr,
-                        addr: 0,
-                        code: 0,
-                    };
-                    let _ = self.record_fault(cpu, t, fault);
-                    A::print(format_args!(
-                        "user fault: cpu {cpu} thread {}: cannot return to pc {addr:#x} \
-                         (vector {vector}): handed to the kernel (pager, or the thread stops)\n",
-                        t.index()
-                    ));
-                    exit = self.installed().kernel.exception(cpu, vector, addr);
-                }
-            }
+    fn resume(&self, cpu: CpuIndex, exit: Exit) -> ! {
+        let Some(t) = exit.thread else {
+            self.current[cpu].store(NO_THREAD, Ordering::Relaxed);
+            self.idle(cpu)
+        };
+        // Relaxed (an Acquire load is a `dmb ish` per return to user mode on ARMv7): this
+        // is a check of the kernel's choice, not what publishes the context. The context
+        // of `t` was written either before any core ran (`set_initial_context`, published
+        // by the secondary cores' start) or in a kernel section (`set_entry`) that the
+        // strategy orders before the section that made `t` runnable and before the one
+        // that just picked `t` here, which read `t`'s state under the same ordering. That
+        // chain makes the context write (and the flag's store) happen-before this load
+        // and the frame accesses below; coherence then rules out reading the old `false`.
+        if !self.has_context[t.index()].load(Ordering::Relaxed) {
+            A::fatal(format_args!(
+                "the kernel picked thread {} which has no user context",
+                t.index()
+            ));
         }
+        self.current[cpu].store(t.index(), Ordering::Relaxed);
+        self.idle[cpu].store(false, Ordering::Relaxed);
+        let f = &self.faults[t.index()];
+        // Load first, swap only when set: the common case (no fault recorded) then makes
+        // no atomic read-modify-write (a locked `xchg` on x86, `ldrex`/`strex` on ARMv7).
+        // The flag is set by `record_fault` on the core where `t` faulted, in the fault's
+        // entry, which the kernel's sections order before the one that picked `t` again
+        // here; the only other writer is this clear, by the core resuming `t` (one at a
+        // time). So a `false` read here is not a set that the swap would have seen.
+        if f.stopped.load(Ordering::Relaxed) && f.stopped.swap(false, Ordering::Relaxed) {
+            f.resumed.store(true, Ordering::Release);
+        }
+        // SAFETY: `t` is now this core's current thread (see `contexts`).
+        let ctx = unsafe { &mut *self.contexts[t.index()].get() };
+        let from_syscall = ctx.saved == Saved::Syscall;
+        if from_syscall {
+            A::set_syscall_results(&mut ctx.frame, &exit.regs);
+        }
+        match A::prepare_return(&mut ctx.frame, from_syscall) {
+            // SAFETY: the frame passed `prepare_return`; every entry ends here or in
+            // `idle`, so nothing on the kernel stack is needed any more.
+            Ok(()) => unsafe { A::enter_user(cpu, &ctx.frame, from_syscall) },
+            Err((vector, addr)) => self.cannot_return(cpu, t, vector, addr),
+        }
+    }
+
+    /// Thread `t`'s frame cannot return to user mode (`prepare_return` said so): records and
+    /// reports the fault, hands it to the kernel and resumes the thread the kernel picks.
+    #[cold]
+    #[inline(never)]
+    fn cannot_return(&self, cpu: CpuIndex, t: ThreadId, vector: usize, addr: usize) -> ! {
+        let fault = Fault {
+            vector,
+            pc: addr,
+            addr: 0,
+            code: 0,
+        };
+        let _ = self.record_fault(cpu, t, fault);
+        A::print(format_args!(
+            "user fault: cpu {cpu} thread {}: cannot return to pc {addr:#x} \
+             (vector {vector}): handed to the kernel (pager, or the thread stops)\n",
+            t.index()
+        ));
+        let exit = self.installed().kernel.exception(cpu, vector, addr);
+        self.resume(cpu, exit)
     }
 
     /// Records a user exception of thread `t` for [`fault_record`](Self::fault_record).
@@ -508,31 +555,73 @@ impl<A: UserArch, const CPUS: usize> UserMode<A, CPUS> {
     /// written again (the results) before this call ends.
     #[inline(always)]
     pub unsafe fn syscall(&self, frame: *const A::Frame) -> ! {
-        let cpu = A::cpu_id();
         let inst = self.installed_from_user();
-        // The reference ends in this block, before anything writes the context.
-        let (t, regs) = {
-            // SAFETY: the caller's contract: `frame` is valid for reads until the save.
-            let frame = unsafe { &*frame };
-            (
-                self.save(cpu, frame, Saved::Syscall),
-                A::syscall_args(frame),
-            )
-        };
-        let exit = if regs[0] >= DEBUG_BASE {
-            // A copy for the debug handler's reference: with `&regs` the arguments were
-            // address-taken on both branches, and the kernel's by-value call got a second copy
-            // of them in memory (x86_64: 6 more stores per system call). Measured when it went:
-            // demo round trip -10 instructions on x86_64, -16 on ARMv7.
-            let args = regs;
-            Exit {
-                thread: Some(t),
-                regs: (inst.debug)(cpu, t, &args),
-            }
-        } else {
-            inst.kernel.syscall(cpu, regs)
-        };
-        self.resume(cpu, exit)
+        if A::KERNEL_IN_LINE {
+            // SAFETY: the caller's contract, forwarded; `install` made `inst.syscall` for the
+            // type of `inst.kernel`.
+            unsafe { (inst.syscall)(self, inst, frame) }
+        }
+        let cpu = A::cpu_id();
+        // SAFETY: the caller's contract, forwarded.
+        let (t, regs) = unsafe { self.save_syscall(cpu, frame) };
+        if regs[0] >= DEBUG_BASE {
+            self.resume(cpu, Self::debug_call(inst, cpu, t, regs))
+        }
+        self.resume(cpu, inst.kernel.syscall(cpu, regs))
+    }
+
+    /// [`syscall`](Self::syscall) for an installed kernel of type `K`.
+    ///
+    /// # Safety
+    /// As [`syscall`](Self::syscall); `inst.kernel` is a `K` (`install` stores this function
+    /// only with a kernel of that type).
+    unsafe fn syscall_with<K: KernelEntry + 'static>(
+        &self,
+        inst: &Installed<A, CPUS>,
+        frame: *const A::Frame,
+    ) -> ! {
+        // SAFETY: `inst.kernel` was made from a `&'static K` (the contract above); this casts
+        // the trait object's data pointer back to it.
+        let kernel = unsafe { &*(inst.kernel as *const dyn KernelEntry).cast::<K>() };
+        let cpu = A::cpu_id();
+        // SAFETY: the caller's contract, forwarded.
+        let (t, regs) = unsafe { self.save_syscall(cpu, frame) };
+        if regs[0] >= DEBUG_BASE {
+            self.resume(cpu, Self::debug_call(inst, cpu, t, regs))
+        }
+        // `resume` in line on each of the kernel's paths (see `Kernel::syscall_then`).
+        kernel.syscall_then(cpu, regs, Resume { user: self, cpu });
+        // `Resume::exit_to` never returns.
+        unreachable!()
+    }
+
+    /// Saves the system-call frame of this core's current thread; returns the thread and its
+    /// system-call registers.
+    ///
+    /// # Safety
+    /// As [`syscall`](Self::syscall).
+    #[inline(always)]
+    unsafe fn save_syscall(&self, cpu: CpuIndex, frame: *const A::Frame) -> (ThreadId, Regs) {
+        // SAFETY: the caller's contract: `frame` is valid for reads until the save; the
+        // reference ends here, before anything writes the context.
+        let frame = unsafe { &*frame };
+        (
+            self.save(cpu, frame, Saved::Syscall),
+            A::syscall_args(frame),
+        )
+    }
+
+    /// A debug call (`regs[0] >= DEBUG_BASE`) of `t`: the image's handler answers, `t` goes
+    /// on. Out of line: with the handler's `&regs` in line, the arguments were address-taken
+    /// on both branches and went through memory on the kernel's path too (x86_64: 6 more
+    /// stores per system call).
+    #[cold]
+    #[inline(never)]
+    fn debug_call(inst: &Installed<A, CPUS>, cpu: CpuIndex, t: ThreadId, regs: Regs) -> Exit {
+        Exit {
+            thread: Some(t),
+            regs: (inst.debug)(cpu, t, &regs),
+        }
     }
 
     /// An acknowledged interrupt (`event`; `None` for one with nothing for the kernel, such as
@@ -627,6 +716,20 @@ impl<A: UserArch, const CPUS: usize> UserMode<A, CPUS> {
             KernelFault::Exception { vector, addr } => inst.kernel.exception(cpu, vector, addr),
         };
         self.resume(cpu, exit)
+    }
+}
+
+/// [`UserMode::resume`] as the kernel's [`ExitTo`] (the system-call entry).
+struct Resume<'a, A: UserArch, const CPUS: usize> {
+    user: &'a UserMode<A, CPUS>,
+    cpu: CpuIndex,
+}
+
+impl<A: UserArch, const CPUS: usize> ExitTo for Resume<'_, A, CPUS> {
+    type Out = ();
+    #[inline(always)]
+    fn exit_to(self, exit: Exit) {
+        self.user.resume(self.cpu, exit)
     }
 }
 

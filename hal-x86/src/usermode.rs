@@ -120,6 +120,9 @@ impl UserArch for X86User {
         ss: USER_DATA as u64,
     };
 
+    const KERNEL_IN_LINE: bool = true;
+
+    #[inline(always)]
     fn cpu_id() -> CpuIndex {
         crate::percpu::cpu_id()
     }
@@ -153,9 +156,11 @@ impl UserArch for X86User {
     fn pc(frame: &TrapFrame) -> usize {
         frame.rip as usize
     }
+    #[inline(always)]
     fn syscall_args(f: &TrapFrame) -> Regs {
         [f.rax, f.rdi, f.rsi, f.rdx, f.r10, f.r8].map(|r| r as usize)
     }
+    #[inline(always)]
     fn set_syscall_results(f: &mut TrapFrame, r: &Regs) {
         f.rax = r[0] as u64;
         f.rdi = r[1] as u64;
@@ -170,6 +175,7 @@ impl UserArch for X86User {
     /// `iretq` (it faults in ring 0 after `swapgs`): the thread gets a #GP instead, as if its
     /// next instruction had faulted. The kernel never maps the highest user page (see
     /// [`kernel::config::USER_TOP`]), so this is a defensive check.
+    #[inline(always)]
     fn prepare_return(f: &mut TrapFrame, from_syscall: bool) -> Result<(), (usize, usize)> {
         if from_syscall && f.rip >= NON_CANONICAL {
             return Err((GP_VECTOR, f.rip as usize));

@@ -253,6 +253,27 @@ pub struct Exit {
     pub regs: Regs,
 }
 
+/// What a caller of [`Kernel::syscall_then`] does with the entry's [`Exit`]: in line once per
+/// path of the entry (a closure would be called, not copied, from two places).
+pub trait ExitTo {
+    /// What it gives back (`()` for a HAL whose `exit_to` never returns).
+    type Out;
+    /// Continues with `exit`.
+    fn exit_to(self, exit: Exit) -> Self::Out;
+}
+
+/// [`ExitTo`] that returns the [`Exit`] ([`Kernel::syscall`]).
+#[derive(Clone, Copy, Debug)]
+pub struct ReturnExit;
+
+impl ExitTo for ReturnExit {
+    type Out = Exit;
+    #[inline(always)]
+    fn exit_to(self, exit: Exit) -> Exit {
+        exit
+    }
+}
+
 pub use abi::syscall::{EXCEPTION_LABEL, FAULT_LABEL};
 
 /// More than the shoot-down requests of one core that can be unacknowledged at once (a
@@ -916,6 +937,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
     }
 
     /// The calling core's private state.
+    #[inline(always)]
     pub(crate) fn local<R>(&self, ctx: Ctx, f: impl FnOnce(&mut CoreLocal) -> R) -> R {
         self.local_of(ctx.cpu, f)
     }
@@ -982,20 +1004,62 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
 
     /// System call of the current thread of `cpu`, with its raw registers. Returns the thread
     /// that runs next on `cpu` and its result registers.
+    #[inline]
     pub fn syscall(&self, cpu: CpuId, raw: Regs) -> Exit {
-        // `Call` and `ReplyRecv` take the IPC entry when the fastpath is on; a traced kernel
-        // keeps them on the generic entry, which writes the trace records.
-        if self.fastpath && !self.tracing() {
+        if self.ipc_entry_applies() {
             if let Some((call, ep, msg)) = Syscall::decode_ipc(&raw) {
-                return self.ipc_entry(cpu, call, ep, msg);
+                return self.ipc_entry(cpu, call, ep, msg, ReturnExit);
             }
         }
-        let call = Syscall::decode(&raw);
+        self.generic_syscall(cpu, &raw)
+    }
+
+    /// [`syscall`](Self::syscall), handing its [`Exit`] to `then` (what the HAL does next:
+    /// return to user mode) instead of returning it.
+    ///
+    /// For a HAL's system-call entry made for each kernel type, which has this in line, and
+    /// `then`'s [`ExitTo::exit_to`] in line twice: once after the fastpath and once after the
+    /// full path, a call. With one return value the two paths' [`Exit`]s met in a variable
+    /// in memory (the call returns it there), so the fastpath stored its seven words and the
+    /// return to user mode loaded them back; now the fastpath's stay in registers
+    /// (`docs/bench/ipc-fastpath.md`, session 21).
+    #[inline(always)]
+    pub fn syscall_then<T: ExitTo>(&self, cpu: CpuId, raw: Regs, then: T) -> T::Out {
+        if self.ipc_entry_applies() {
+            if let Some((call, ep, msg)) = Syscall::decode_ipc(&raw) {
+                return self.ipc_entry(cpu, call, ep, msg, then);
+            }
+        }
+        then.exit_to(self.generic_syscall_call(cpu, &raw))
+    }
+
+    /// Whether `Call` and `ReplyRecv` take the IPC entry: the fastpath is on and no tracer
+    /// is installed (a traced kernel keeps them on the generic entry, which writes the trace
+    /// records).
+    #[inline(always)]
+    fn ipc_entry_applies(&self) -> bool {
+        self.fastpath && !self.tracing()
+    }
+
+    /// A system call on the generic entry: decoded, on the side its kind needs.
+    #[inline(always)]
+    fn generic_syscall(&self, cpu: CpuId, raw: &Regs) -> Exit {
+        let call = Syscall::decode(raw);
         let side = match call {
             Ok(sc) if sc.is_management() => Side::Exclusive,
             _ => Side::Shared,
         };
         self.entry(cpu, side, Entry::Syscall(call))
+    }
+
+    /// [`generic_syscall`](Self::generic_syscall) as a call: the full path of
+    /// [`syscall_then`](Self::syscall_then), which a HAL has in line (with it in line too,
+    /// the fastpath's registers spilled on x86_64: +32 instructions per round trip under
+    /// `-icount`). The out-of-line [`syscall`](Self::syscall) keeps it in line (ARMv7's
+    /// round trip is 31 shorter so).
+    #[inline(never)]
+    fn generic_syscall_call(&self, cpu: CpuId, raw: &Regs) -> Exit {
+        self.generic_syscall(cpu, raw)
     }
 
     /// An inter-processor interrupt of `kind` arrived on `cpu`.
@@ -1117,25 +1181,37 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
     /// without what these two calls do not need (the generic [`Entry`], its side, which is
     /// always shared, the trace records, the dispatch on the entry's kind). The fastpath runs
     /// first; when it does not apply, the full path runs in the same section.
-    fn ipc_entry(&self, cpu: CpuId, call: IpcCall, ep: CapSlot, msg: Msg) -> Exit {
+    #[inline(always)]
+    fn ipc_entry<T: ExitTo>(
+        &self,
+        cpu: CpuId,
+        call: IpcCall,
+        ep: CapSlot,
+        msg: Msg,
+        then: T,
+    ) -> T::Out {
         self.begin(cpu);
         let excl = self.strategy.enter(cpu, Side::Shared);
         let ctx = self.section(cpu, Side::Shared, excl);
         let cur = self.current(ctx);
-        let fast = self.fast_ipc(ctx, cur, call, ep, msg);
-        let exit = match fast {
-            Some(exit) => {
-                #[cfg(test)]
-                self.fast_taken.fetch_add(1, Ordering::Relaxed);
-                exit
-            }
-            None => self.full_path(ctx, cur, Entry::Syscall(Ok(call.syscall(ep, msg)))),
-        };
-        // SAFETY: `cpu` entered the shared side above and leaves once.
-        unsafe { self.strategy.exit(cpu, Side::Shared) };
+        if let Some(exit) = self.fast_ipc(ctx, cur, call, ep, msg) {
+            #[cfg(test)]
+            self.fast_taken.fetch_add(1, Ordering::Relaxed);
+            self.ipc_entry_end(ctx);
+            return then.exit_to(exit);
+        }
+        let exit = self.full_path(ctx, cur, Entry::Syscall(Ok(call.syscall(ep, msg))));
+        self.ipc_entry_end(ctx);
+        then.exit_to(exit)
+    }
+
+    /// The end of [`ipc_entry`](Self::ipc_entry)'s section and entry.
+    #[inline(always)]
+    fn ipc_entry_end(&self, ctx: Ctx) {
+        // SAFETY: `ctx.cpu` entered the shared side (`ipc_entry`) and leaves once.
+        unsafe { self.strategy.exit(ctx.cpu, Side::Shared) };
         self.after_section(ctx);
-        self.end(cpu);
-        exit
+        self.end(ctx.cpu);
     }
 
     /// Whether entries are traced (the `trace` feature and a tracer installed).
@@ -1436,6 +1512,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
     /// The calling core's current thread, read without the run-queue lock: only the core itself
     /// changes its `current` (in [`schedule`](Self::schedule) and on the fastpath), so no write
     /// can race with this read, and the value stays valid until the core changes it.
+    #[inline(always)]
     pub(crate) fn current(&self, ctx: Ctx) -> Option<ThreadId> {
         // Relaxed: only this core writes it (program order).
         ThreadId::new(self.current[ctx.cpu].load(Ordering::Relaxed))

@@ -83,7 +83,9 @@ pub use check::{Summary, Violation};
 pub use error::Error;
 pub use hal::{Hal, IpiKind, Leaf, MapPrepError, MapTag, PageAttrs, PhysAddr, SweepAction};
 pub use ids::*;
-pub use kernel::{Exit, Kernel, Life, ThreadState, EXCEPTION_LABEL, FAULT_LABEL};
+pub use kernel::{
+    Exit, ExitTo, Kernel, Life, ReturnExit, ThreadState, EXCEPTION_LABEL, FAULT_LABEL,
+};
 pub use kernel_locks::CpuId;
 pub use mem::MemKind;
 pub use strategy::{BigLock, FineGrained, NoLock, Rtm, Strategy};
