@@ -293,7 +293,9 @@ hal_armv7_vectors:
     @ on the IPC path).
     .macro HAL_USER_STUB vector, target=user_trap
         srsdb   sp!, #0x13                  @ LR and SPSR of this mode into the context
-        cps     #0x13
+        .ifc \target,user_trap
+        cps     #0x13                       @ (a system call is in SVC mode already)
+        .endif
         sub     sp, sp, #60
         stm     sp, {{r0-r14}}^             @ user r0-r12, SP_usr, LR_usr
         mov     r0, sp                      @ the frame, in the thread's context

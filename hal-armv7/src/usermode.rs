@@ -77,6 +77,9 @@ pub struct UserFrame {
 }
 
 const _: () = assert!(core::mem::size_of::<UserFrame>() == 68);
+// r0..r5 are the kernel's `Regs` in place (`syscall_regs`).
+const _: () =
+    assert!(core::mem::size_of::<Regs>() == 6 * 4 && core::mem::offset_of!(UserFrame, r) == 0);
 
 /// The ARMv7 half of user mode (see the module documentation).
 pub struct ArmUser;
@@ -129,18 +132,16 @@ impl UserArch for ArmUser {
         frame.pc as usize
     }
     #[inline(always)]
-    fn syscall_args(frame: &UserFrame) -> Regs {
-        let mut regs: Regs = [0; 6];
-        for (r, v) in regs.iter_mut().zip(frame.r) {
-            *r = v as usize;
-        }
-        regs
+    fn syscall_regs(frame: &UserFrame) -> &Regs {
+        // SAFETY: `UserFrame` is `repr(C)` and starts with r0..r12 (`u32`s); its first six
+        // are `Regs` (`[usize; 6]`, `usize` being `u32` here, checked below); the pointer
+        // comes from the whole frame's reference, and the result borrows `frame`.
+        unsafe { &*(frame as *const UserFrame).cast::<Regs>() }
     }
     #[inline(always)]
-    fn set_syscall_results(frame: &mut UserFrame, regs: &Regs) {
-        for (r, v) in frame.r[..6].iter_mut().zip(regs) {
-            *r = *v as u32;
-        }
+    fn syscall_regs_mut(frame: &mut UserFrame) -> &mut Regs {
+        // SAFETY: as in `syscall_regs`, with the frame's unique reference.
+        unsafe { &mut *(frame as *mut UserFrame).cast::<Regs>() }
     }
     /// Forces USR mode and keeps only the flags a thread may set; every frame can return.
     #[inline(always)]

@@ -39,8 +39,8 @@ pub const DEBUG_BASE: usize = 0x100;
 /// know which locking strategy the kernel was built with (one image can hold one kernel
 /// instance per strategy). Implemented for every [`kernel::Kernel`].
 pub trait KernelEntry: Sync {
-    /// [`kernel::Kernel::syscall`].
-    fn syscall(&self, cpu: CpuIndex, regs: Regs) -> Exit;
+    /// [`kernel::Kernel::syscall_in_place`].
+    fn syscall(&self, cpu: CpuIndex, regs: &Regs) -> Exit;
     /// [`kernel::Kernel::syscall_then`]: for a caller that knows the kernel's type (the
     /// system-call entry made for it, see [`UserMode::install`]).
     fn syscall_then<T: ExitTo>(&self, cpu: CpuIndex, regs: Regs, then: T) -> T::Out
@@ -59,8 +59,8 @@ pub trait KernelEntry: Sync {
 }
 
 impl<S: Strategy, H: kernel::Hal> KernelEntry for kernel::Kernel<S, H> {
-    fn syscall(&self, cpu: CpuIndex, regs: Regs) -> Exit {
-        kernel::Kernel::syscall(self, cpu, regs)
+    fn syscall(&self, cpu: CpuIndex, regs: &Regs) -> Exit {
+        kernel::Kernel::syscall_in_place(self, cpu, regs)
     }
     // In line in `UserMode::syscall_with`, the system-call entry of this kernel type.
     #[inline(always)]
@@ -110,10 +110,11 @@ pub trait UserArch: 'static {
     fn initial_frame(pc: usize, sp: usize, args: [usize; 3]) -> Self::Frame;
     /// The frame's instruction pointer (reports).
     fn pc(frame: &Self::Frame) -> usize;
-    /// A system call's number and arguments from the frame the system-call entry saved.
-    fn syscall_args(frame: &Self::Frame) -> Regs;
-    /// Loads a system call's result registers into the frame.
-    fn set_syscall_results(frame: &mut Self::Frame, regs: &Regs);
+    /// A system call's number and arguments in the frame the system-call entry saved, where
+    /// they are (the frame keeps the six registers together, in the kernel's order).
+    fn syscall_regs(frame: &Self::Frame) -> &Regs;
+    /// The same registers, to load a system call's results into the frame.
+    fn syscall_regs_mut(frame: &mut Self::Frame) -> &mut Regs;
     /// Forces the frame to return to user mode with user-safe flags, and checks what the
     /// return path cannot survive (`Err`: the fault the thread gets instead, as `(vector,
     /// address)`: x86's system-call return to a non-canonical address).
@@ -488,7 +489,7 @@ impl<A: UserArch, const CPUS: usize> UserMode<A, CPUS> {
         let ctx = unsafe { &mut *self.contexts[t.index()].get() };
         let from_syscall = ctx.saved == Saved::Syscall;
         if from_syscall {
-            A::set_syscall_results(&mut ctx.frame, &exit.regs);
+            *A::syscall_regs_mut(&mut ctx.frame) = exit.regs;
         }
         match A::prepare_return(&mut ctx.frame, from_syscall) {
             // SAFETY: the frame passed `prepare_return`; every entry ends here or in
@@ -550,9 +551,9 @@ impl<A: UserArch, const CPUS: usize> UserMode<A, CPUS> {
     /// # Safety
     /// `frame` is the frame the entry saved for this core's current thread, either on this
     /// core's kernel stack or in that thread's own context here (an architecture that saves
-    /// system calls in place, see [`UserArch::save_frame`]), valid for reads until the save
-    /// below. It is a pointer, not a reference, because in the second case the context is
-    /// written again (the results) before this call ends.
+    /// system calls in place, see [`UserArch::save_frame`]), valid for reads until the entry
+    /// resumes a thread. It is a pointer, not a reference, because in the second case the
+    /// context is written again (the results) before this call ends.
     #[inline(always)]
     pub unsafe fn syscall(&self, frame: *const A::Frame) -> ! {
         let inst = self.installed_from_user();
@@ -562,12 +563,18 @@ impl<A: UserArch, const CPUS: usize> UserMode<A, CPUS> {
             unsafe { (inst.syscall)(self, inst, frame) }
         }
         let cpu = A::cpu_id();
-        // SAFETY: the caller's contract, forwarded.
-        let (t, regs) = unsafe { self.save_syscall(cpu, frame) };
+        // SAFETY: the caller's contract: `frame` is valid for reads until this entry resumes
+        // a thread, and the reference ends before `resume` writes the context.
+        let frame = unsafe { &*frame };
+        let t = self.save(cpu, frame, Saved::Syscall);
+        // The registers where the entry saved them: the kernel reads them there (no copy to
+        // pass them by value).
+        let regs = A::syscall_regs(frame);
         if regs[0] >= DEBUG_BASE {
-            self.resume(cpu, Self::debug_call(inst, cpu, t, regs))
+            self.resume(cpu, Self::debug_call(inst, cpu, t, *regs))
         }
-        self.resume(cpu, inst.kernel.syscall(cpu, regs))
+        let exit = inst.kernel.syscall(cpu, regs);
+        self.resume(cpu, exit)
     }
 
     /// [`syscall`](Self::syscall) for an installed kernel of type `K`.
@@ -584,6 +591,8 @@ impl<A: UserArch, const CPUS: usize> UserMode<A, CPUS> {
         // the trait object's data pointer back to it.
         let kernel = unsafe { &*(inst.kernel as *const dyn KernelEntry).cast::<K>() };
         let cpu = A::cpu_id();
+        // By value: the kernel in line writes the results into a frame (perhaps this one)
+        // before it returns, so it takes no reference into the frame.
         // SAFETY: the caller's contract, forwarded.
         let (t, regs) = unsafe { self.save_syscall(cpu, frame) };
         if regs[0] >= DEBUG_BASE {
@@ -602,12 +611,15 @@ impl<A: UserArch, const CPUS: usize> UserMode<A, CPUS> {
     /// As [`syscall`](Self::syscall).
     #[inline(always)]
     unsafe fn save_syscall(&self, cpu: CpuIndex, frame: *const A::Frame) -> (ThreadId, Regs) {
-        // SAFETY: the caller's contract: `frame` is valid for reads until the save; the
-        // reference ends here, before anything writes the context.
+        // SAFETY: the caller's contract: `frame` is valid for reads until the entry resumes
+        // a thread; the reference ends here, before anything writes the context.
         let frame = unsafe { &*frame };
+        let r = A::syscall_regs(frame);
+        // Word by word: a copy of the array (`*r`) went through a stack copy on x86_64, six
+        // loads and stores more per system call.
         (
             self.save(cpu, frame, Saved::Syscall),
-            A::syscall_args(frame),
+            [r[0], r[1], r[2], r[3], r[4], r[5]],
         )
     }
 

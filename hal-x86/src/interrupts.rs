@@ -43,7 +43,21 @@ pub const SPURIOUS_VECTOR: u8 = 0xFF;
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct TrapFrame {
-    /// Saved `r15` (general-purpose registers are saved by the common stub).
+    /// Saved `rax` (general-purpose registers are saved by the common stub; the system-call
+    /// registers `rax, rdi, rsi, rdx, r10, r8` first and in that order, so that they are the
+    /// kernel's `Regs` in place, see `X86User::syscall_regs`).
+    pub rax: u64,
+    /// Saved `rdi`.
+    pub rdi: u64,
+    /// Saved `rsi`.
+    pub rsi: u64,
+    /// Saved `rdx`.
+    pub rdx: u64,
+    /// Saved `r10`.
+    pub r10: u64,
+    /// Saved `r8`.
+    pub r8: u64,
+    /// Saved `r15`.
     pub r15: u64,
     /// Saved `r14`.
     pub r14: u64,
@@ -53,26 +67,14 @@ pub struct TrapFrame {
     pub r12: u64,
     /// Saved `r11`.
     pub r11: u64,
-    /// Saved `r10`.
-    pub r10: u64,
     /// Saved `r9`.
     pub r9: u64,
-    /// Saved `r8`.
-    pub r8: u64,
     /// Saved `rbp`.
     pub rbp: u64,
-    /// Saved `rdi`.
-    pub rdi: u64,
-    /// Saved `rsi`.
-    pub rsi: u64,
-    /// Saved `rdx`.
-    pub rdx: u64,
     /// Saved `rcx`.
     pub rcx: u64,
     /// Saved `rbx`.
     pub rbx: u64,
-    /// Saved `rax`.
-    pub rax: u64,
     /// Vector number (pushed by the per-vector stub).
     pub vector: u64,
     /// Error code (pushed by the CPU, or 0 by the stub).
@@ -90,26 +92,27 @@ pub struct TrapFrame {
 }
 
 /// The 15 general-purpose register pushes that build a [`TrapFrame`] below the vector and
-/// error code (AT&T syntax; `rax` first, so `r15` ends at the lowest address). Shared by the
+/// error code (AT&T syntax; `rbx` first, so `rax` ends at the lowest address, in
+/// [`TrapFrame`]'s order). Shared by the
 /// interrupt stubs and the `syscall` entry, whose frames must be the same.
 macro_rules! push_gprs {
     () => {
         "
-    pushq %rax
     pushq %rbx
     pushq %rcx
-    pushq %rdx
-    pushq %rsi
-    pushq %rdi
     pushq %rbp
-    pushq %r8
     pushq %r9
-    pushq %r10
     pushq %r11
     pushq %r12
     pushq %r13
     pushq %r14
     pushq %r15
+    pushq %r8
+    pushq %r10
+    pushq %rdx
+    pushq %rsi
+    pushq %rdi
+    pushq %rax
 "
     };
 }
@@ -119,21 +122,21 @@ pub(crate) use push_gprs;
 macro_rules! pop_gprs {
     () => {
         "
+    popq %rax
+    popq %rdi
+    popq %rsi
+    popq %rdx
+    popq %r10
+    popq %r8
     popq %r15
     popq %r14
     popq %r13
     popq %r12
     popq %r11
-    popq %r10
     popq %r9
-    popq %r8
     popq %rbp
-    popq %rdi
-    popq %rsi
-    popq %rdx
     popq %rcx
     popq %rbx
-    popq %rax
 "
     };
 }

@@ -157,17 +157,17 @@ impl UserArch for X86User {
         frame.rip as usize
     }
     #[inline(always)]
-    fn syscall_args(f: &TrapFrame) -> Regs {
-        [f.rax, f.rdi, f.rsi, f.rdx, f.r10, f.r8].map(|r| r as usize)
+    fn syscall_regs(f: &TrapFrame) -> &Regs {
+        // SAFETY: `TrapFrame` is `repr(C)` and starts with `rax, rdi, rsi, rdx, r10, r8`, six
+        // `u64`s (checked below), which is the layout of `Regs` (`[usize; 6]`, `usize` being
+        // `u64` here); the pointer comes from the whole frame's reference, and the result
+        // borrows `f`.
+        unsafe { &*(f as *const TrapFrame).cast::<Regs>() }
     }
     #[inline(always)]
-    fn set_syscall_results(f: &mut TrapFrame, r: &Regs) {
-        f.rax = r[0] as u64;
-        f.rdi = r[1] as u64;
-        f.rsi = r[2] as u64;
-        f.rdx = r[3] as u64;
-        f.r10 = r[4] as u64;
-        f.r8 = r[5] as u64;
+    fn syscall_regs_mut(f: &mut TrapFrame) -> &mut Regs {
+        // SAFETY: as in `syscall_regs`, with the frame's unique reference.
+        unsafe { &mut *(f as *mut TrapFrame).cast::<Regs>() }
     }
     /// Forces user selectors and sanitised RFLAGS, so a context can never return to ring 0
     /// or with IOPL raised. A context saved by `syscall` whose return address is
@@ -288,6 +288,17 @@ hal_enter_user:
 );
 
 const _: () = assert!(size_of::<TrapFrame>() == 22 * 8);
+// The system-call registers are the frame's first six words, in `Regs` order (`syscall_regs`).
+const _: () = {
+    use core::mem::offset_of;
+    assert!(size_of::<Regs>() == 6 * 8);
+    assert!(offset_of!(TrapFrame, rax) == 0);
+    assert!(offset_of!(TrapFrame, rdi) == 8);
+    assert!(offset_of!(TrapFrame, rsi) == 16);
+    assert!(offset_of!(TrapFrame, rdx) == 24);
+    assert!(offset_of!(TrapFrame, r10) == 32);
+    assert!(offset_of!(TrapFrame, r8) == 40);
+};
 
 unsafe extern "C" {
     fn hal_syscall_entry();

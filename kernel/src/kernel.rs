@@ -1006,12 +1006,19 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
     /// that runs next on `cpu` and its result registers.
     #[inline]
     pub fn syscall(&self, cpu: CpuId, raw: Regs) -> Exit {
+        self.syscall_in_place(cpu, &raw)
+    }
+
+    /// [`syscall`](Self::syscall) with the registers read where they are (a HAL's saved
+    /// frame, which keeps them together): no copy to pass them by value.
+    #[inline]
+    pub fn syscall_in_place(&self, cpu: CpuId, raw: &Regs) -> Exit {
         if self.ipc_entry_applies() {
-            if let Some((call, ep, msg)) = Syscall::decode_ipc(&raw) {
+            if let Some((call, ep, msg)) = Syscall::decode_ipc(raw) {
                 return self.ipc_entry(cpu, call, ep, msg, ReturnExit);
             }
         }
-        self.generic_syscall(cpu, &raw)
+        self.generic_syscall(cpu, raw)
     }
 
     /// [`syscall`](Self::syscall), handing its [`Exit`] to `then` (what the HAL does next:
