@@ -453,7 +453,10 @@ fn zero(args: &[usize]) -> Result<(), Error> {
     }
 }
 
-fn msg(raw: &Regs) -> Msg {
+/// The message words of a `Send`, `NBSend`, `Call`, `Reply` or `ReplyRecv` (what
+/// [`Syscall::decode`] puts in its `msg`), read from the raw registers.
+#[inline(always)]
+pub fn message(raw: &Regs) -> Msg {
     [raw[2], raw[3], raw[4], raw[5]]
 }
 
@@ -561,7 +564,7 @@ impl Syscall {
             nr::REPLY_RECV => IpcCall::ReplyRecv,
             _ => return None,
         };
-        Some((call, CapSlot::new(raw[1])?, msg(raw)))
+        Some((call, CapSlot::new(raw[1])?, message(raw)))
     }
 
     /// Syntactic decoding of raw registers: checks the number, that unused registers are zero
@@ -572,15 +575,15 @@ impl Syscall {
         Ok(match a[0] {
             CALL => Syscall::Call {
                 ep: slot(a[1])?,
-                msg: msg(a),
+                msg: message(a),
             },
             SEND => Syscall::Send {
                 ep: slot(a[1])?,
-                msg: msg(a),
+                msg: message(a),
             },
             NBSEND => Syscall::NBSend {
                 ep: slot(a[1])?,
-                msg: msg(a),
+                msg: message(a),
             },
             RECV => {
                 zero(&a[2..])?;
@@ -588,11 +591,11 @@ impl Syscall {
             }
             REPLY => {
                 zero(&a[1..2])?;
-                Syscall::Reply { msg: msg(a) }
+                Syscall::Reply { msg: message(a) }
             }
             REPLY_RECV => Syscall::ReplyRecv {
                 ep: slot(a[1])?,
-                msg: msg(a),
+                msg: message(a),
             },
             SIGNAL => {
                 zero(&a[2..])?;

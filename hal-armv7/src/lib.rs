@@ -282,7 +282,7 @@ mod target {
             crate::gic::send_sgi(target, crate::gic::sgi_of(kind));
         }
         // In line in the kernel's IPC fastpath (a call and its frame per switch).
-        #[inline]
+        #[inline(always)]
         unsafe fn switch_address_space(&self, _cpu: kernel::CpuId, root: kernel::PhysAddr) {
             // Also drops this core's TLB entries of the address space it leaves (its ASID), so
             // none survives for a later load after the kernel stopped shooting it down here.

@@ -99,6 +99,7 @@ const L1_ALIGN: usize = 4 * PAGE_SIZE;
 const _: () = assert!(MAX_SPACES < L1_ALIGN);
 
 /// The first [`ASID_INDEX`] slot to probe for `root`.
+#[inline(always)]
 fn index_home(root: u32) -> usize {
     (root as usize / L1_ALIGN) % INDEX_SLOTS
 }
@@ -230,8 +231,25 @@ pub fn is_kernel_section(addr: u32) -> bool {
 /// which happens-before this search, so coherence makes them visible too: a search never
 /// stops at a free slot before reaching `root`'s entry. A root with no entry (a bug) falls
 /// back to the search of [`ROOTS`].
-#[inline]
+#[inline(always)]
 pub fn asid_of(root: PhysAddr) -> u32 {
+    // The common case in line (the address-space switch of every IPC): the root's entry in
+    // its home slot. Anything else, out of line.
+    if let Ok(key) = u32::try_from(root) {
+        let e = ASID_INDEX[index_home(key)].load(Ordering::Relaxed);
+        // A free slot (0) matches only the root 0, whose ASID is 0 (as `asid_search` says).
+        if e & !ASID_BITS == key {
+            return e & ASID_BITS;
+        }
+    }
+    asid_search(root)
+}
+
+/// [`asid_of`] beyond the root's home slot: the rest of its probe chain, then the search of
+/// [`ROOTS`] (a root with no index entry, a bug).
+#[cold]
+#[inline(never)]
+fn asid_search(root: PhysAddr) -> u32 {
     if root == 0 {
         return 0;
     }
@@ -646,7 +664,7 @@ pub fn current_root() -> PhysAddr {
 ///
 /// # Safety
 /// `root` must come from [`new_address_space`] (it maps the kernel).
-#[inline]
+#[inline(always)]
 pub unsafe fn switch_address_space(root: PhysAddr) {
     let asid = asid_of(root);
     let boot = BOOT_TTBR0.load(Ordering::Relaxed);

@@ -77,7 +77,7 @@ pub struct UserFrame {
 }
 
 const _: () = assert!(core::mem::size_of::<UserFrame>() == 68);
-// r0..r5 are the kernel's `Regs` in place (`syscall_regs`).
+// r0..r5 are the kernel's `Regs` in place (`syscall_regs_ptr`, `syscall_regs_mut`).
 const _: () =
     assert!(core::mem::size_of::<Regs>() == 6 * 4 && core::mem::offset_of!(UserFrame, r) == 0);
 
@@ -93,8 +93,6 @@ impl UserArch for ArmUser {
         pc: 0,
         cpsr: CPSR_USER,
     };
-
-    const KERNEL_IN_LINE: bool = false;
 
     #[inline(always)]
     fn cpu_id() -> CpuIndex {
@@ -132,15 +130,15 @@ impl UserArch for ArmUser {
         frame.pc as usize
     }
     #[inline(always)]
-    fn syscall_regs(frame: &UserFrame) -> &Regs {
-        // SAFETY: `UserFrame` is `repr(C)` and starts with r0..r12 (`u32`s); its first six
-        // are `Regs` (`[usize; 6]`, `usize` being `u32` here, checked below); the pointer
-        // comes from the whole frame's reference, and the result borrows `frame`.
-        unsafe { &*(frame as *const UserFrame).cast::<Regs>() }
+    fn syscall_regs_ptr(frame: *const UserFrame) -> *const Regs {
+        // The registers are the frame's first six words (checked below).
+        frame.cast()
     }
     #[inline(always)]
     fn syscall_regs_mut(frame: &mut UserFrame) -> &mut Regs {
-        // SAFETY: as in `syscall_regs`, with the frame's unique reference.
+        // SAFETY: `UserFrame` is `repr(C)` and starts with r0..r12 (`u32`s); its first six
+        // are `Regs` (`[usize; 6]`, `usize` being `u32` here, checked below); the pointer
+        // comes from the whole frame's unique reference, and the result borrows `frame`.
         unsafe { &mut *(frame as *mut UserFrame).cast::<Regs>() }
     }
     /// Forces USR mode and keeps only the flags a thread may set; every frame can return.

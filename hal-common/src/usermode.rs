@@ -26,7 +26,7 @@ use core::fmt;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 use kernel::config::{MAX_IRQS, MAX_THREADS};
-use kernel::{Exit, ExitTo, Regs, Strategy, ThreadId};
+use kernel::{Exit, ExitTo, Regs, SavedRegs, Strategy, ThreadId};
 
 use crate::percpu::CpuIndex;
 use crate::InitOnce;
@@ -39,11 +39,9 @@ pub const DEBUG_BASE: usize = 0x100;
 /// know which locking strategy the kernel was built with (one image can hold one kernel
 /// instance per strategy). Implemented for every [`kernel::Kernel`].
 pub trait KernelEntry: Sync {
-    /// [`kernel::Kernel::syscall_in_place`].
-    fn syscall(&self, cpu: CpuIndex, regs: &Regs) -> Exit;
     /// [`kernel::Kernel::syscall_then`]: for a caller that knows the kernel's type (the
     /// system-call entry made for it, see [`UserMode::install`]).
-    fn syscall_then<T: ExitTo>(&self, cpu: CpuIndex, regs: Regs, then: T) -> T::Out
+    fn syscall_then<T: ExitTo>(&self, cpu: CpuIndex, regs: SavedRegs, then: T) -> T::Out
     where
         Self: Sized;
     /// [`kernel::Kernel::ipi`].
@@ -59,12 +57,9 @@ pub trait KernelEntry: Sync {
 }
 
 impl<S: Strategy, H: kernel::Hal> KernelEntry for kernel::Kernel<S, H> {
-    fn syscall(&self, cpu: CpuIndex, regs: &Regs) -> Exit {
-        kernel::Kernel::syscall_in_place(self, cpu, regs)
-    }
     // In line in `UserMode::syscall_with`, the system-call entry of this kernel type.
     #[inline(always)]
-    fn syscall_then<T: ExitTo>(&self, cpu: CpuIndex, regs: Regs, then: T) -> T::Out {
+    fn syscall_then<T: ExitTo>(&self, cpu: CpuIndex, regs: SavedRegs, then: T) -> T::Out {
         kernel::Kernel::syscall_then(self, cpu, regs, then)
     }
     fn ipi(&self, cpu: CpuIndex, kind: kernel::IpiKind) -> Exit {
@@ -110,9 +105,11 @@ pub trait UserArch: 'static {
     fn initial_frame(pc: usize, sp: usize, args: [usize; 3]) -> Self::Frame;
     /// The frame's instruction pointer (reports).
     fn pc(frame: &Self::Frame) -> usize;
-    /// A system call's number and arguments in the frame the system-call entry saved, where
-    /// they are (the frame keeps the six registers together, in the kernel's order).
-    fn syscall_regs(frame: &Self::Frame) -> &Regs;
+    /// Where a system call's number and arguments are in the frame the system-call entry
+    /// saved (the frame keeps the six registers together, in the kernel's order), without a
+    /// reference to the frame (for the kernel's [`SavedRegs`], which reads them while the
+    /// entry runs).
+    fn syscall_regs_ptr(frame: *const Self::Frame) -> *const Regs;
     /// The same registers, to load a system call's results into the frame.
     fn syscall_regs_mut(frame: &mut Self::Frame) -> &mut Regs;
     /// Forces the frame to return to user mode with user-safe flags, and checks what the
@@ -131,18 +128,6 @@ pub trait UserArch: 'static {
     /// Enables interrupts and waits for one, then masks them again (one round of the idle
     /// loop; an interrupt may leave the loop for user mode through [`UserMode::interrupt`]).
     fn wait_for_interrupt();
-
-    /// Whether the system-call entry has the kernel's system call in line, with the return to
-    /// user mode once after its fastpath and once after its full path (see
-    /// [`kernel::Kernel::syscall_then`]), or calls it and returns to user mode after the call.
-    /// In line, the fastpath's result registers go from the kernel to the thread's frame in
-    /// registers; a call returns them through memory and saves and restores the callee-saved
-    /// registers. Measured round trip under `-icount`, no lock (`docs/bench/ipc-fastpath.md`,
-    /// session 21): x86_64 (15 registers) 762 as a call, 686 in line; ARMv7 (12, one of them
-    /// the frame pointer its target keeps) 795 as a call, 827 in line, where the fastpath's
-    /// values spill to the stack (and a call's [`Exit`] costs it two instructions, `ldm` and
-    /// `stm`), so it calls.
-    const KERNEL_IN_LINE: bool;
 
     /// Saves a frame into a context slot. The default is a plain copy; ARMv7 overrides it to
     /// keep the compiler from calling `memcpy` on every trap, x86_64 to skip the copy of a
@@ -331,10 +316,10 @@ impl<A: UserArch, const CPUS: usize> UserMode<A, CPUS> {
     ///
     /// The kernel's type is kept for the system-call entry (see [`Installed::syscall`]): an
     /// image holds one kernel per strategy and installs the one it booted, so every other
-    /// entry reaches it through [`KernelEntry`]'s vtable, but where the architecture wants
-    /// it ([`UserArch::KERNEL_IN_LINE`]) the system call, with the IPC fastpath on it, gets
-    /// its own copy of the entry with the kernel's code in line: no dynamic call, no frame
-    /// for the kernel's function, no copies of the arguments and the [`Exit`] through memory.
+    /// entry reaches it through [`KernelEntry`]'s vtable, but the system call, with the IPC
+    /// fastpath on it, gets its own copy of the entry with the kernel's code in line: no
+    /// dynamic call, no frame for the kernel's function, no copies of the arguments and the
+    /// [`Exit`] through memory.
     pub fn install<K: KernelEntry + 'static>(&self, kernel: &'static K, debug: DebugHandler) {
         self.installed.set(Installed {
             kernel,
@@ -557,24 +542,9 @@ impl<A: UserArch, const CPUS: usize> UserMode<A, CPUS> {
     #[inline(always)]
     pub unsafe fn syscall(&self, frame: *const A::Frame) -> ! {
         let inst = self.installed_from_user();
-        if A::KERNEL_IN_LINE {
-            // SAFETY: the caller's contract, forwarded; `install` made `inst.syscall` for the
-            // type of `inst.kernel`.
-            unsafe { (inst.syscall)(self, inst, frame) }
-        }
-        let cpu = A::cpu_id();
-        // SAFETY: the caller's contract: `frame` is valid for reads until this entry resumes
-        // a thread, and the reference ends before `resume` writes the context.
-        let frame = unsafe { &*frame };
-        let t = self.save(cpu, frame, Saved::Syscall);
-        // The registers where the entry saved them: the kernel reads them there (no copy to
-        // pass them by value).
-        let regs = A::syscall_regs(frame);
-        if regs[0] >= DEBUG_BASE {
-            self.resume(cpu, Self::debug_call(inst, cpu, t, *regs))
-        }
-        let exit = inst.kernel.syscall(cpu, regs);
-        self.resume(cpu, exit)
+        // SAFETY: the caller's contract, forwarded; `install` made `inst.syscall` for the
+        // type of `inst.kernel`.
+        unsafe { (inst.syscall)(self, inst, frame) }
     }
 
     /// [`syscall`](Self::syscall) for an installed kernel of type `K`.
@@ -591,36 +561,28 @@ impl<A: UserArch, const CPUS: usize> UserMode<A, CPUS> {
         // the trait object's data pointer back to it.
         let kernel = unsafe { &*(inst.kernel as *const dyn KernelEntry).cast::<K>() };
         let cpu = A::cpu_id();
-        // By value: the kernel in line writes the results into a frame (perhaps this one)
-        // before it returns, so it takes no reference into the frame.
-        // SAFETY: the caller's contract, forwarded.
-        let (t, regs) = unsafe { self.save_syscall(cpu, frame) };
-        if regs[0] >= DEBUG_BASE {
-            self.resume(cpu, Self::debug_call(inst, cpu, t, regs))
+        let t = {
+            // SAFETY: the caller's contract: `frame` is valid for reads until this entry
+            // resumes a thread; the reference ends here, before `resume` writes the context.
+            let f = unsafe { &*frame };
+            self.save(cpu, f, Saved::Syscall)
+        };
+        let regs = A::syscall_regs_ptr(frame);
+        // SAFETY: as above; `regs` points into `frame`.
+        let number = unsafe { (*regs)[0] };
+        if number >= DEBUG_BASE {
+            // SAFETY: as above.
+            let args = unsafe { regs.read() };
+            self.resume(cpu, Self::debug_call(inst, cpu, t, args))
         }
+        // SAFETY: the frame is the calling thread's, valid (the caller's contract) and
+        // written by nothing until the kernel hands its `Exit` to `Resume` (the kernel writes
+        // no running thread's context; `resume` writes it after the kernel is done).
+        let saved = unsafe { SavedRegs::new(regs) };
         // `resume` in line on each of the kernel's paths (see `Kernel::syscall_then`).
-        kernel.syscall_then(cpu, regs, Resume { user: self, cpu });
+        kernel.syscall_then(cpu, saved, Resume { user: self, cpu });
         // `Resume::exit_to` never returns.
         unreachable!()
-    }
-
-    /// Saves the system-call frame of this core's current thread; returns the thread and its
-    /// system-call registers.
-    ///
-    /// # Safety
-    /// As [`syscall`](Self::syscall).
-    #[inline(always)]
-    unsafe fn save_syscall(&self, cpu: CpuIndex, frame: *const A::Frame) -> (ThreadId, Regs) {
-        // SAFETY: the caller's contract: `frame` is valid for reads until the entry resumes
-        // a thread; the reference ends here, before anything writes the context.
-        let frame = unsafe { &*frame };
-        let r = A::syscall_regs(frame);
-        // Word by word: a copy of the array (`*r`) went through a stack copy on x86_64, six
-        // loads and stores more per system call.
-        (
-            self.save(cpu, frame, Saved::Syscall),
-            [r[0], r[1], r[2], r[3], r[4], r[5]],
-        )
     }
 
     /// A debug call (`regs[0] >= DEBUG_BASE`) of `t`: the image's handler answers, `t` goes

@@ -45,7 +45,7 @@ pub const SPURIOUS_VECTOR: u8 = 0xFF;
 pub struct TrapFrame {
     /// Saved `rax` (general-purpose registers are saved by the common stub; the system-call
     /// registers `rax, rdi, rsi, rdx, r10, r8` first and in that order, so that they are the
-    /// kernel's `Regs` in place, see `X86User::syscall_regs`).
+    /// kernel's `Regs` in place, see `X86User::syscall_regs_ptr`).
     pub rax: u64,
     /// Saved `rdi`.
     pub rdi: u64,

@@ -120,8 +120,6 @@ impl UserArch for X86User {
         ss: USER_DATA as u64,
     };
 
-    const KERNEL_IN_LINE: bool = true;
-
     #[inline(always)]
     fn cpu_id() -> CpuIndex {
         crate::percpu::cpu_id()
@@ -157,16 +155,16 @@ impl UserArch for X86User {
         frame.rip as usize
     }
     #[inline(always)]
-    fn syscall_regs(f: &TrapFrame) -> &Regs {
-        // SAFETY: `TrapFrame` is `repr(C)` and starts with `rax, rdi, rsi, rdx, r10, r8`, six
-        // `u64`s (checked below), which is the layout of `Regs` (`[usize; 6]`, `usize` being
-        // `u64` here); the pointer comes from the whole frame's reference, and the result
-        // borrows `f`.
-        unsafe { &*(f as *const TrapFrame).cast::<Regs>() }
+    fn syscall_regs_ptr(frame: *const TrapFrame) -> *const Regs {
+        // The registers are the frame's first six words (checked below).
+        frame.cast()
     }
     #[inline(always)]
     fn syscall_regs_mut(f: &mut TrapFrame) -> &mut Regs {
-        // SAFETY: as in `syscall_regs`, with the frame's unique reference.
+        // SAFETY: `TrapFrame` is `repr(C)` and starts with `rax, rdi, rsi, rdx, r10, r8`, six
+        // `u64`s (checked below), which is the layout of `Regs` (`[usize; 6]`, `usize` being
+        // `u64` here); the pointer comes from the whole frame's unique reference, and the
+        // result borrows `f`.
         unsafe { &mut *(f as *mut TrapFrame).cast::<Regs>() }
     }
     /// Forces user selectors and sanitised RFLAGS, so a context can never return to ring 0
@@ -288,7 +286,7 @@ hal_enter_user:
 );
 
 const _: () = assert!(size_of::<TrapFrame>() == 22 * 8);
-// The system-call registers are the frame's first six words, in `Regs` order (`syscall_regs`).
+// The system-call registers are the frame's first six words, in `Regs` order (`syscall_regs_ptr`, `syscall_regs_mut`).
 const _: () = {
     use core::mem::offset_of;
     assert!(size_of::<Regs>() == 6 * 8);

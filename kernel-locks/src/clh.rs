@@ -372,7 +372,10 @@ unsafe impl<const N: usize, R: Relax, A: Alignment> KernelLock for ClhLock<N, R,
         self.nodes[0].cpus
     }
 
-    #[inline]
+    // Always in line: a kernel's entry calls it once or twice, and as a call it costs a frame
+    // and the callee-saved registers around a few instructions (ARMv7's in-line system call
+    // left it a call, +13 instructions per one-way, with the inliner's plain hint).
+    #[inline(always)]
     fn lock(&self, cpu: CpuId) {
         let node = self.node(cpu);
         let (_, tagged) = self.prepare(node);
@@ -421,7 +424,8 @@ unsafe impl<const N: usize, R: Relax, A: Alignment> KernelLock for ClhLock<N, R,
         }
     }
 
-    #[inline]
+    // Always in line, as `lock`.
+    #[inline(always)]
     unsafe fn unlock(&self, cpu: CpuId) {
         // Only the compile-time bound here: an id within `N` but beyond the run-time count never
         // got past `lock`, so its slot is GRANTED and the holder check below catches it (and

@@ -55,17 +55,19 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
     pub(crate) fn fastpath(&self, ctx: Ctx, cur: Option<ThreadId>, entry: &Entry) -> Option<Exit> {
         match *entry {
             Entry::Syscall(Ok(Syscall::Call { ep, msg })) => {
-                self.fast_ipc(ctx, cur, IpcCall::Call, ep, msg)
+                self.fast_ipc(ctx, cur, IpcCall::Call, ep, || msg)
             }
             Entry::Syscall(Ok(Syscall::ReplyRecv { ep, msg })) => {
-                self.fast_ipc(ctx, cur, IpcCall::ReplyRecv, ep, msg)
+                self.fast_ipc(ctx, cur, IpcCall::ReplyRecv, ep, || msg)
             }
             _ => None,
         }
     }
 
     /// [`fastpath`](Self::fastpath) for a decoded `Call` or `ReplyRecv` (the IPC entry,
-    /// [`Kernel::syscall`], decodes them without building an [`Entry`]).
+    /// [`Kernel::syscall`], decodes them without building an [`Entry`]). `msg` gives the
+    /// message when the fastpath commits (the IPC entry reads it from the saved registers
+    /// then, see [`SavedRegs`](crate::SavedRegs)).
     #[inline(always)]
     pub(crate) fn fast_ipc(
         &self,
@@ -73,7 +75,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         cur: Option<ThreadId>,
         call: IpcCall,
         ep: CapSlot,
-        msg: Msg,
+        msg: impl FnOnce() -> Msg,
     ) -> Option<Exit> {
         let t = cur?;
         match call {
@@ -101,7 +103,13 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
 
     /// `Call` from `t` through its capability `slot` with `msg`.
     #[inline(always)]
-    fn fast_call(&self, ctx: Ctx, t: ThreadId, slot: CapSlot, msg: Msg) -> Option<Exit> {
+    fn fast_call(
+        &self,
+        ctx: Ctx,
+        t: ThreadId,
+        slot: CapSlot,
+        msg: impl FnOnce() -> Msg,
+    ) -> Option<Exit> {
         if !self.fast_alive_here(ctx, t) {
             return None;
         }
@@ -120,7 +128,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             return None;
         }
         // Committed: what `send` and `schedule` do for this case.
-        let regs = ok_regs(badge, msg);
+        let regs = ok_regs(badge, msg());
         self.q_remove(&self.qlinks, &mut q, r);
         self.ep(&ge, |e| e.queue = q);
         self.ipc(&gr, |i| {
@@ -147,7 +155,13 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
 
     /// `ReplyRecv` from `t` through its capability `slot`, answering with `msg`.
     #[inline(always)]
-    fn fast_reply_recv(&self, ctx: Ctx, t: ThreadId, slot: CapSlot, msg: Msg) -> Option<Exit> {
+    fn fast_reply_recv(
+        &self,
+        ctx: Ctx,
+        t: ThreadId,
+        slot: CapSlot,
+        msg: impl FnOnce() -> Msg,
+    ) -> Option<Exit> {
         if !self.fast_alive_here(ctx, t) {
             return None;
         }
@@ -176,7 +190,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             return None;
         }
         // Committed: what `answer`, `recv` and `schedule` do for this case.
-        let regs = ok_regs(0, msg);
+        let regs = ok_regs(0, msg());
         self.ipc(&gt, |i| {
             i.reply_to = None;
             i.state = ThreadState::BlockedRecv(ep);

@@ -13,7 +13,7 @@ use crate::hal::{Actions, Hal, IpiKind, PhysAddr, TlbGeneration};
 use crate::ids::*;
 use crate::mem::Region;
 use crate::strategy::{LockId, Side, Strategy};
-use crate::syscall::{err_regs, IpcCall, Msg, Regs, Syscall};
+use crate::syscall::{err_regs, message, IpcCall, Msg, Regs, Syscall};
 
 /// A thread's IPC/scheduling state.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -260,6 +260,32 @@ pub trait ExitTo {
     type Out;
     /// Continues with `exit`.
     fn exit_to(self, exit: Exit) -> Self::Out;
+}
+
+/// A system call's registers where the HAL saved them (its frame of the calling thread),
+/// for [`Kernel::syscall_then`], which reads each word where it is used: the message words at
+/// the fastpath's commit, not held in registers (or spilled to the stack) from the decode on.
+#[derive(Clone, Copy, Debug)]
+pub struct SavedRegs(*const Regs);
+
+impl SavedRegs {
+    /// The registers at `regs`.
+    ///
+    /// # Safety
+    /// `regs` is valid for reads, and nothing writes there, until the kernel hands its
+    /// [`Exit`] to [`ExitTo::exit_to`] (the end of the kernel's use): the calling thread's
+    /// saved frame qualifies, as the kernel writes no running thread's frame.
+    pub unsafe fn new(regs: *const Regs) -> Self {
+        Self(regs)
+    }
+
+    /// The registers, copied (the compiler loads only the words used).
+    #[inline(always)]
+    pub fn get(self) -> Regs {
+        // SAFETY: valid and unchanged until the kernel is done with it (`new`'s contract);
+        // every use is inside `syscall_then`, before its `exit_to`.
+        unsafe { self.0.read() }
+    }
 }
 
 /// [`ExitTo`] that returns the [`Exit`] ([`Kernel::syscall`]).
@@ -1006,50 +1032,38 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
     /// that runs next on `cpu` and its result registers.
     #[inline]
     pub fn syscall(&self, cpu: CpuId, raw: Regs) -> Exit {
-        self.syscall_in_place(cpu, &raw)
+        // SAFETY: `raw` is a local of this call, valid and unchanged until it returns.
+        let saved = unsafe { SavedRegs::new(&raw) };
+        self.syscall_then(cpu, saved, ReturnExit)
     }
 
-    /// [`syscall`](Self::syscall) with the registers read where they are (a HAL's saved
-    /// frame, which keeps them together): no copy to pass them by value.
-    #[inline]
-    pub fn syscall_in_place(&self, cpu: CpuId, raw: &Regs) -> Exit {
-        if self.ipc_entry_applies() {
-            if let Some((call, ep, msg)) = Syscall::decode_ipc(raw) {
-                return self.ipc_entry(cpu, call, ep, msg, ReturnExit);
-            }
-        }
-        self.generic_syscall(cpu, raw)
-    }
-
-    /// [`syscall`](Self::syscall), handing its [`Exit`] to `then` (what the HAL does next:
-    /// return to user mode) instead of returning it.
+    /// [`syscall`](Self::syscall), with the registers where the HAL saved them, handing the
+    /// [`Exit`] to `then` (what the HAL does next: return to user mode) instead of returning
+    /// it.
     ///
     /// For a HAL's system-call entry made for each kernel type, which has this in line, and
     /// `then`'s [`ExitTo::exit_to`] in line twice: once after the fastpath and once after the
     /// full path, a call. With one return value the two paths' [`Exit`]s met in a variable
     /// in memory (the call returns it there), so the fastpath stored its seven words and the
-    /// return to user mode loaded them back; now the fastpath's stay in registers
-    /// (`docs/bench/ipc-fastpath.md`, session 21).
+    /// return to user mode loaded them back; now the fastpath's stay in registers. The
+    /// registers are read where the HAL saved them ([`SavedRegs`]), each where it is used:
+    /// the message words at the fastpath's commit (`docs/bench/ipc-fastpath.md`, session 21).
     #[inline(always)]
-    pub fn syscall_then<T: ExitTo>(&self, cpu: CpuId, raw: Regs, then: T) -> T::Out {
-        if self.ipc_entry_applies() {
-            if let Some((call, ep, msg)) = Syscall::decode_ipc(&raw) {
-                return self.ipc_entry(cpu, call, ep, msg, then);
+    pub fn syscall_then<T: ExitTo>(&self, cpu: CpuId, raw: SavedRegs, then: T) -> T::Out {
+        // `Call` and `ReplyRecv` take the IPC entry when the fastpath is on; a traced kernel
+        // keeps them on the generic entry, which writes the trace records.
+        if self.fastpath && !self.tracing() {
+            if let Some((call, ep, _)) = Syscall::decode_ipc(&raw.get()) {
+                return self.ipc_entry(cpu, call, ep, || message(&raw.get()), then);
             }
         }
-        then.exit_to(self.generic_syscall_call(cpu, &raw))
+        then.exit_to(self.generic_syscall(cpu, &raw.get()))
     }
 
-    /// Whether `Call` and `ReplyRecv` take the IPC entry: the fastpath is on and no tracer
-    /// is installed (a traced kernel keeps them on the generic entry, which writes the trace
-    /// records).
-    #[inline(always)]
-    fn ipc_entry_applies(&self) -> bool {
-        self.fastpath && !self.tracing()
-    }
-
-    /// A system call on the generic entry: decoded, on the side its kind needs.
-    #[inline(always)]
+    /// A system call on the generic entry: decoded, on the side its kind needs. A call of its
+    /// own: in line in the HAL's entry, its code spread the fastpath's registers thin (x86_64,
+    /// +32 instructions per round trip under `-icount`).
+    #[inline(never)]
     fn generic_syscall(&self, cpu: CpuId, raw: &Regs) -> Exit {
         let call = Syscall::decode(raw);
         let side = match call {
@@ -1057,16 +1071,6 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             _ => Side::Shared,
         };
         self.entry(cpu, side, Entry::Syscall(call))
-    }
-
-    /// [`generic_syscall`](Self::generic_syscall) as a call: the full path of
-    /// [`syscall_then`](Self::syscall_then), which a HAL has in line (with it in line too,
-    /// the fastpath's registers spilled on x86_64: +32 instructions per round trip under
-    /// `-icount`). The out-of-line [`syscall`](Self::syscall) keeps it in line (ARMv7's
-    /// round trip is 31 shorter so).
-    #[inline(never)]
-    fn generic_syscall_call(&self, cpu: CpuId, raw: &Regs) -> Exit {
-        self.generic_syscall(cpu, raw)
     }
 
     /// An inter-processor interrupt of `kind` arrived on `cpu`.
@@ -1194,20 +1198,20 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         cpu: CpuId,
         call: IpcCall,
         ep: CapSlot,
-        msg: Msg,
+        msg: impl Fn() -> Msg,
         then: T,
     ) -> T::Out {
         self.begin(cpu);
         let excl = self.strategy.enter(cpu, Side::Shared);
         let ctx = self.section(cpu, Side::Shared, excl);
         let cur = self.current(ctx);
-        if let Some(exit) = self.fast_ipc(ctx, cur, call, ep, msg) {
+        if let Some(exit) = self.fast_ipc(ctx, cur, call, ep, &msg) {
             #[cfg(test)]
             self.fast_taken.fetch_add(1, Ordering::Relaxed);
             self.ipc_entry_end(ctx);
             return then.exit_to(exit);
         }
-        let exit = self.full_path(ctx, cur, Entry::Syscall(Ok(call.syscall(ep, msg))));
+        let exit = self.full_path(ctx, cur, Entry::Syscall(Ok(call.syscall(ep, msg()))));
         self.ipc_entry_end(ctx);
         then.exit_to(exit)
     }

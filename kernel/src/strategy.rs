@@ -401,7 +401,8 @@ unsafe impl<L: KernelLock, E: TxEngine, R: Relax> Strategy for Rtm<L, E, R> {
     fn elision_stats(&self, cpu: CpuId) -> Option<kernel_locks::RtmStats> {
         Some(self.lock.cpu_stats(cpu))
     }
-    #[inline]
+    // Always in line, as the big lock's (ARMv7's in-line system call left the exit a call).
+    #[inline(always)]
     fn enter(&self, cpu: CpuId, _side: Side) -> bool {
         self.lock.lock(cpu);
         true
@@ -409,7 +410,7 @@ unsafe impl<L: KernelLock, E: TxEngine, R: Relax> Strategy for Rtm<L, E, R> {
     fn serialises(&self) -> bool {
         true
     }
-    #[inline]
+    #[inline(always)]
     unsafe fn exit(&self, cpu: CpuId, _side: Side) {
         // SAFETY: forwarded contract.
         unsafe { self.lock.unlock(cpu) }
