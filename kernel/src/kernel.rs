@@ -272,9 +272,11 @@ impl SavedRegs {
     /// The registers at `regs`.
     ///
     /// # Safety
-    /// `regs` is valid for reads, and nothing writes there, until the kernel hands its
-    /// [`Exit`] to [`ExitTo::exit_to`] (the end of the kernel's use): the calling thread's
-    /// saved frame qualifies, as the kernel writes no running thread's frame.
+    /// `regs` is valid for reads, and nothing writes there, as long as this value or a copy
+    /// of it is read ([`get`](Self::get)). The kernel reads it only before it hands its
+    /// [`Exit`] to [`ExitTo::exit_to`], so a caller that keeps no copy of its own needs the
+    /// memory only until then: the calling thread's saved frame qualifies, as the kernel
+    /// writes no running thread's frame.
     pub unsafe fn new(regs: *const Regs) -> Self {
         Self(regs)
     }
