@@ -93,8 +93,8 @@ pub struct TrapFrame {
 
 /// The 15 general-purpose register pushes that build a [`TrapFrame`] below the vector and
 /// error code (AT&T syntax; `rbx` first, so `rax` ends at the lowest address, in
-/// [`TrapFrame`]'s order). Shared by the
-/// interrupt stubs and the `syscall` entry, whose frames must be the same.
+/// [`TrapFrame`]'s order). Shared by the interrupt stubs and the `syscall` entry, whose frames
+/// must be the same.
 macro_rules! push_gprs {
     () => {
         "

@@ -286,7 +286,8 @@ hal_enter_user:
 );
 
 const _: () = assert!(size_of::<TrapFrame>() == 22 * 8);
-// The system-call registers are the frame's first six words, in `Regs` order (`syscall_regs_ptr`, `syscall_regs_mut`).
+// The system-call registers are the frame's first six words, in `Regs` order
+// (`syscall_regs_ptr`, `syscall_regs_mut`).
 const _: () = {
     use core::mem::offset_of;
     assert!(size_of::<Regs>() == 6 * 8);

@@ -292,7 +292,7 @@ impl SavedRegs {
 
 /// [`ExitTo`] that returns the [`Exit`] ([`Kernel::syscall`]).
 #[derive(Clone, Copy, Debug)]
-pub struct ReturnExit;
+struct ReturnExit;
 
 impl ExitTo for ReturnExit {
     type Out = Exit;

@@ -84,7 +84,7 @@ pub use error::Error;
 pub use hal::{Hal, IpiKind, Leaf, MapPrepError, MapTag, PageAttrs, PhysAddr, SweepAction};
 pub use ids::*;
 pub use kernel::{
-    Exit, ExitTo, Kernel, Life, ReturnExit, SavedRegs, ThreadState, EXCEPTION_LABEL, FAULT_LABEL,
+    Exit, ExitTo, Kernel, Life, SavedRegs, ThreadState, EXCEPTION_LABEL, FAULT_LABEL,
 };
 pub use kernel_locks::CpuId;
 pub use mem::MemKind;
