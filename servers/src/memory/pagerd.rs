@@ -31,30 +31,49 @@ pub const READY: usize = POOL + MAX_NODES;
 const _: () = assert!(ASPACE + super::MAX_CORES <= POOL && READY < abi::limits::CSPACE_SLOTS);
 
 /// Runs pager `i`: builds its allocator over its partition, then serves forever.
+///
+/// Stack: a pager's allocator is about 10 KiB by value, and building it (and switching its
+/// algorithm, see [`set_algorithm`]) keeps copies of it in the frame that does it. Those frames
+/// are functions of their own, never in line: [`start`]'s is gone before [`serve`] runs, and
+/// [`serve`]'s own frame stays small, so the deepest stack is one of them plus the serving
+/// path, well inside the thread's stack (`STACK_PAGES`). In line, the frames added up: `run`
+/// 43 KiB and `serve` 25 KiB or more, past the 64 KiB stack, and which build overflowed
+/// depended on the inliner (a pager that faults on its own stack stops, and its workers wait
+/// for it forever).
 pub fn run<L: PagerLock>(setup: Setup, i: usize) -> ! {
     let sh = Shared::<L>::get();
+    if !start(sh, setup, i) {
+        debug::panicked();
+        sys::park()
+    }
+    serve(sh, setup, i)
+}
+
+/// Builds pager `i`'s allocator over its partition, publishes it and tells the loader:
+/// whether it could (it said why if not). Out of line: see [`run`].
+#[inline(never)]
+fn start<L: PagerLock>(sh: &'static Shared<L>, setup: Setup, i: usize) -> bool {
     let algorithm = if setup.spec.buddy {
         Algorithm::Buddy
     } else {
         Algorithm::Avl
     };
-    let mut state = PagerState::new(i, sh.numa.node_of(i), algorithm);
     let part = sh.parts[i];
-    let started = state
-        .alloc
-        .add_range(FrameRange::new(part.base, part.pages))
-        .ok()
-        .and_then(|()| sh.make_pager(i, state));
+    let started = sh
+        .make_pager(i, || PagerState::new(i, sh.numa.node_of(i), algorithm))
+        .and_then(|me| {
+            let range = FrameRange::new(part.base, part.pages);
+            me.alloc.add_range(range).ok().map(|()| me)
+        });
     let Some(me) = started else {
         uprintln!("pager {i}: could not take its partition {part:?}");
-        debug::panicked();
-        sys::park()
+        return false;
     };
     *sh.pagers[i].lock(i) = Some(me);
     if let Err(e) = sys::signal(s(READY)) {
         uprintln!("pager {i}: cannot tell the loader it is ready: {e:?}");
     }
-    serve(sh, setup, i)
+    true
 }
 
 fn serve<L: PagerLock>(sh: &'static Shared<L>, setup: Setup, i: usize) -> ! {
@@ -180,14 +199,7 @@ fn request<L: PagerLock>(
                 None => Reply::Error(PagerError::Unexpected),
             }
         }
-        Request::SetAlgorithm(a) => {
-            let mut g = sh.pagers[i].lock(i);
-            match g.as_deref_mut().map(|me| me.set_algorithm(a)) {
-                Some(Ok(())) => Reply::Ok,
-                Some(Err(e)) => Reply::Error(e.into()),
-                None => Reply::Error(PagerError::Unexpected),
-            }
-        }
+        Request::SetAlgorithm(a) => set_algorithm(sh, i, a),
         // Frames are the pagers' business, not their clients'; loans are made on the shared
         // state (module docs); the loader initialised this pager before it started.
         Request::PageFault { .. }
@@ -195,6 +207,18 @@ fn request<L: PagerLock>(
         | Request::MemoryLow { .. }
         | Request::MemoryReturn { .. }
         | Request::Init { .. } => Reply::Error(PagerError::Unexpected),
+    }
+}
+
+/// Switches pager `i`'s allocation algorithm. Out of line: the new allocator is built in this
+/// frame (about 10 KiB), which must not stay in [`serve`]'s (see [`run`]).
+#[inline(never)]
+fn set_algorithm<L: PagerLock>(sh: &Shared<L>, i: usize, a: Algorithm) -> Reply {
+    let mut g = sh.pagers[i].lock(i);
+    match g.as_deref_mut().map(|me| me.set_algorithm(a)) {
+        Some(Ok(())) => Reply::Ok,
+        Some(Err(e)) => Reply::Error(e.into()),
+        None => Reply::Error(PagerError::Unexpected),
     }
 }
 

@@ -225,9 +225,15 @@ impl<L: PagerLock> Shared<L> {
         unsafe { &*(SHARED_VA as *const Self) }
     }
 
-    /// Moves pager `i`'s allocator into its slot and hands it out; `None` if that pager was
-    /// made already. The caller puts it into [`Shared::pagers`]`[i]`.
-    pub fn make_pager(&self, i: usize, pager: PagerState) -> Option<&'static mut PagerState> {
+    /// Builds pager `i`'s allocator (`make`) in its slot and hands it out; `None` if that pager
+    /// was made already. The caller puts it into [`Shared::pagers`]`[i]`. The value is made
+    /// where it is written, not passed in: each move of it would be another 10 KiB of the
+    /// pager's stack.
+    pub fn make_pager(
+        &self,
+        i: usize,
+        make: impl FnOnce() -> PagerState,
+    ) -> Option<&'static mut PagerState> {
         let bit = 1usize.checked_shl(i as u32).filter(|_| i < MAX_CORES)?;
         if self.made.fetch_or(bit, Ordering::AcqRel) & bit != 0 {
             return None;
@@ -237,7 +243,7 @@ impl<L: PagerLock> Shared<L> {
         // number of pages, so the slot is aligned) is handed out once (the bit above), so no
         // other reference to it exists, now or later.
         unsafe {
-            p.write(pager);
+            p.write(make());
             Some(&mut *p)
         }
     }
