@@ -20,6 +20,10 @@
 //! # ASIDs
 //! Address space *k* (creation order, at most [`MAX_SPACES`]) gets ASID *k* + 1; ASID 0 is the
 //! boot table's (it has only global entries). No ASID is ever reused, so no rollover flush.
+//! The *root* the kernel keeps for an address space is its table's physical address with the
+//! ASID in the low bits (a first-level table is 16 KiB aligned, so its low 14 bits are free):
+//! the address-space switch of every IPC takes both from the value it is handed, with no
+//! lookup (see [`asid_of`], [`table_of`]).
 //!
 //! # Table walks and caches
 //! The Cortex-A9's table walker does not look in the L1 data cache, so every table store is
@@ -83,26 +87,14 @@ static FRAMES_USED: AtomicUsize = AtomicUsize::new(0);
 static BOOT_TTBR0: AtomicU32 = AtomicU32::new(0);
 /// The machine (which device sections the kernel keeps in every address space).
 static MACHINE_VIRT: AtomicU32 = AtomicU32::new(0);
-/// Roots of the address spaces, by ASID - 1 (0: free).
+/// Tables of the address spaces, by ASID - 1 (0: free): which ASIDs are taken.
 static ROOTS: [AtomicU32; MAX_SPACES] = [const { AtomicU32::new(0) }; MAX_SPACES];
-/// Slots of [`ASID_INDEX`]: twice the address spaces, so probe chains stay short.
-const INDEX_SLOTS: usize = 2 * MAX_SPACES;
-/// An index of [`ROOTS`] by root, for [`asid_of`] on every address-space switch: open
-/// addressing by the root's 16 KiB frame number, linear probing; an entry is `root | asid`
-/// (a root is 16 KiB aligned, so its low 14 bits hold the ASID), 0 when free. Entries are
-/// only ever added (no ASID reuse).
-static ASID_INDEX: [AtomicU32; INDEX_SLOTS] = [const { AtomicU32::new(0) }; INDEX_SLOTS];
-/// The low bits of an [`ASID_INDEX`] entry that hold the ASID.
-const ASID_BITS: u32 = L1_ALIGN as u32 - 1;
 /// A first-level table's alignment.
 const L1_ALIGN: usize = 4 * PAGE_SIZE;
-const _: () = assert!(MAX_SPACES < L1_ALIGN);
-
-/// The first [`ASID_INDEX`] slot to probe for `root`.
-#[inline(always)]
-fn index_home(root: u32) -> usize {
-    (root as usize / L1_ALIGN) % INDEX_SLOTS
-}
+/// The low bits of a root that hold its ASID (the rest is the table's address).
+const ASID_BITS: u32 = L1_ALIGN as u32 - 1;
+// Every ASID fits the root's free bits and CONTEXTIDR's 8-bit ASID field.
+const _: () = assert!(MAX_SPACES < 256 && MAX_SPACES < L1_ALIGN);
 
 unsafe extern "C" {
     /// End of the image (link.ld).
@@ -212,85 +204,22 @@ pub fn is_kernel_section(addr: u32) -> bool {
     kernel_section(addr)
 }
 
-/// The ASID of the address space rooted at `root` (0 for the boot table or an unknown root).
-///
-/// Relaxed loads (an Acquire load is a `dmb ish` on ARMv7, one per slot searched, on every
-/// address-space switch): the search only needs the *value* of the slot that holds `root`,
-/// never data published with it. That slot was filled (the CAS in [`new_address_space`],
-/// after the table was written and cleaned with `dsb ish`) before `new_address_space`
-/// returned `root`, so every caller, which got `root` from the kernel's tables and so
-/// through whatever ordered that return before its own use, has the store happen-before its
-/// load; read-read coherence then rules out an older value (0) for that slot. Slots are never
-/// emptied or reused (no ASID reuse), so no later store can make the search miss, and the
-/// table walker reads the table itself, not through this load.
-///
-/// The index ([`ASID_INDEX`]) answers in one probe in the common case. Its entries are
-/// added like the slots, before `new_address_space` returns, so the same argument makes the
-/// entry for `root` visible here; and the entries a chain passed over on its way there were
-/// read by the inserting core before its own insert (a CAS that failed or skipped them),
-/// which happens-before this search, so coherence makes them visible too: a search never
-/// stops at a free slot before reaching `root`'s entry. A root with no entry (a bug) falls
-/// back to the search of [`ROOTS`].
+/// The ASID of the address space `root` (0 for the boot table): its low bits (the module
+/// docs' *ASIDs*). A value, not a lookup: the address-space switch of every IPC takes it.
 #[inline(always)]
 pub fn asid_of(root: PhysAddr) -> u32 {
-    // The common case in line (the address-space switch of every IPC): the root's entry in
-    // its home slot. Anything else, out of line.
-    if let Ok(key) = u32::try_from(root) {
-        let e = ASID_INDEX[index_home(key)].load(Ordering::Relaxed);
-        // A free slot (0) matches only the root 0, whose ASID is 0 (as `asid_search` says).
-        if e & !ASID_BITS == key {
-            return e & ASID_BITS;
-        }
-    }
-    asid_search(root)
+    root as u32 & ASID_BITS
 }
 
-/// [`asid_of`] beyond the root's home slot: the rest of its probe chain, then the search of
-/// [`ROOTS`] (a root with no index entry, a bug).
-#[cold]
-#[inline(never)]
-fn asid_search(root: PhysAddr) -> u32 {
-    if root == 0 {
-        return 0;
-    }
-    let Ok(key) = u32::try_from(root) else {
-        return 0;
-    };
-    let home = index_home(key);
-    for i in 0..INDEX_SLOTS {
-        let e = ASID_INDEX[(home + i) % INDEX_SLOTS].load(Ordering::Relaxed);
-        // `key` is not 0, so a free slot never matches.
-        if e & !ASID_BITS == key {
-            return e & ASID_BITS;
-        }
-        if e == 0 {
-            break;
-        }
-    }
-    ROOTS
-        .iter()
-        .position(|r| u64::from(r.load(Ordering::Relaxed)) == root)
-        .map_or(0, |i| i as u32 + 1)
-}
-
-/// Adds `root` (ASID `asid`) to [`ASID_INDEX`]: the first free slot of its probe chain.
-fn index_insert(root: u32, asid: u32) {
-    let home = index_home(root);
-    for i in 0..INDEX_SLOTS {
-        // Relaxed: see `asid_of`.
-        if ASID_INDEX[(home + i) % INDEX_SLOTS]
-            .compare_exchange(0, root | asid, Ordering::Relaxed, Ordering::Relaxed)
-            .is_ok()
-        {
-            return;
-        }
-    }
-    // Unreachable: at most MAX_SPACES entries in twice as many slots. `asid_of` would still
-    // find the root by the search of ROOTS.
+/// The physical address of the first-level table of the address space `root`.
+#[inline(always)]
+pub fn table_of(root: PhysAddr) -> usize {
+    root as usize & !(ASID_BITS as usize)
 }
 
 /// Makes a new address space: a first-level table with the kernel sections of the boot table
-/// and no user mappings. Returns its root (the table's physical address).
+/// and no user mappings. Returns its root: the table's physical address with its ASID in the
+/// low bits (module docs).
 pub fn new_address_space() -> Option<PhysAddr> {
     let slot = ROOTS.iter().position(|r| r.load(Ordering::Relaxed) == 0)?;
     let root = alloc_aligned(L1_ALIGN / PAGE_SIZE, L1_ALIGN)?;
@@ -310,8 +239,7 @@ pub fn new_address_space() -> Option<PhysAddr> {
     {
         return None;
     }
-    index_insert(root as u32, slot as u32 + 1);
-    Some(root)
+    Some(root | (slot as PhysAddr + 1))
 }
 
 /// Cleans `[addr, addr + len)` to the point of unification so that the table walker sees it,
@@ -333,7 +261,7 @@ fn clean_table(addr: usize, len: usize) {
 
 /// The first-level entry for `vaddr` in `root`.
 fn l1_entry(root: PhysAddr, vaddr: usize) -> *mut u32 {
-    (root as usize as *mut u32).wrapping_add(vaddr >> 20)
+    (table_of(root) as *mut u32).wrapping_add(vaddr >> 20)
 }
 
 /// The second-level entry for `vaddr`, if its table exists (`Err(true)`: a kernel section).
@@ -646,21 +574,27 @@ fn ttbr0_read() -> u32 {
     v
 }
 
-/// The root loaded on the calling core (0: the boot table).
+/// The root loaded on the calling core (0: the boot table): TTBR0's table with CONTEXTIDR's
+/// ASID, as [`new_address_space`] made it.
 pub fn current_root() -> PhysAddr {
-    let t = ttbr0_read() & !0x3FFF;
-    if t == BOOT_TTBR0.load(Ordering::Relaxed) & !0x3FFF {
-        0
-    } else {
-        PhysAddr::from(t)
+    let t = ttbr0_read() & !ASID_BITS;
+    if t == BOOT_TTBR0.load(Ordering::Relaxed) & !ASID_BITS {
+        return 0;
     }
+    let contextidr: u32;
+    // SAFETY: reading CONTEXTIDR has no side effects.
+    unsafe {
+        asm!("mrc p15, 0, {}, c13, c0, 1", out(reg) contextidr,
+            options(nomem, nostack, preserves_flags))
+    };
+    PhysAddr::from(t | (contextidr & 0xFF))
 }
 
 /// Loads the address space `root` (with its ASID) on the calling core. The TLB entries of the
 /// address space it leaves stay, tagged with that space's ASID, for when it comes back (an IPC
 /// round trip switches back at once): the kernel keeps shooting this core down for every
 /// address space it loaded until it flushes its whole TLB (see `kernel::Hal`). ASIDs are never
-/// reused for another root ([`asid_of`]), so a kept entry can only serve its own address space.
+/// reused for another table (module docs), so a kept entry can only serve its own address space.
 ///
 /// # Safety
 /// `root` must come from [`new_address_space`] (it maps the kernel).
@@ -668,7 +602,7 @@ pub fn current_root() -> PhysAddr {
 pub unsafe fn switch_address_space(root: PhysAddr) {
     let asid = asid_of(root);
     let boot = BOOT_TTBR0.load(Ordering::Relaxed);
-    let ttbr = root as u32 | TTBR_WALK_ATTRS;
+    let ttbr = table_of(root) as u32 | TTBR_WALK_ATTRS;
     // ARM ARM B3.10.4 (synchronising ASID and TTBR changes): go through the boot table, which
     // has only global entries, so that no walk between the writes can cache an entry of the
     // old table under the new ASID or of the new table under the old ASID (Linux's classic-MMU

@@ -37,7 +37,7 @@ pub fn before_smp(lock: LockChoice) {
     let root = paging::new_address_space();
     let boot = paging::boot_table() as usize as *const u32;
     let layout_ok = root.is_some_and(|r| {
-        let t = r as usize as *const u32;
+        let t = paging::table_of(r) as *const u32;
         (0..4096).all(|i| {
             let addr = (i as u32) << 20;
             // SAFETY: both are 4096-entry first-level tables, read only.
@@ -51,8 +51,9 @@ pub fn before_smp(lock: LockChoice) {
     });
     report(
         "kernel:address_space_shares_kernel_sections_only",
-        layout_ok && root.is_some_and(|r| paging::asid_of(r) != 0),
-        format_args!("root {root:?}, asid {}", root.map_or(0, paging::asid_of)),
+        layout_ok
+            && root.is_some_and(|r| paging::asid_of(r) != 0 && paging::table_of(r) % 0x4000 == 0),
+        format_args!("root {root:x?}, asid {}", root.map_or(0, paging::asid_of)),
     );
 
     let mapped = match (root, a) {
