@@ -289,8 +289,9 @@ hal_armv7_vectors:
     @ current thread's saved context (hal_armv7_enter_user left it there): saves
     @ [r0-r12, SP_usr, LR_usr, pc, CPSR] straight into it, switches to SVC and to this core's
     @ SVC stack top (STACKS + (Aff0 + 1) * STACK_SIZE) and calls user_trap(frame, vector),
-    @ which does not return; a system call calls user_svc(frame) instead (no vector to test
-    @ on the IPC path).
+    @ which does not return; a system call calls the installed kernel's system-call entry
+    @ (a word of USER, UserMode::SYSCALL_ENTRY) with (USER, frame) instead: no vector to
+    @ test and no Rust function between the stub and the kernel on the IPC path.
     .macro HAL_USER_STUB vector, target=user_trap
         srsdb   sp!, #0x13                  @ LR and SPSR of this mode into the context
         .ifc \target,user_trap
@@ -298,7 +299,11 @@ hal_armv7_vectors:
         .endif
         sub     sp, sp, #60
         stm     sp, {{r0-r14}}^             @ user r0-r12, SP_usr, LR_usr
+        .ifc \target,user_trap
         mov     r0, sp                      @ the frame, in the thread's context
+        .else
+        mov     r1, sp                      @ (second argument of the system-call entry)
+        .endif
         mrc     p15, 0, r2, c0, c0, 5       @ MPIDR: Aff0 is the core index
         and     r2, r2, #0xff
         add     r2, r2, #1
@@ -308,7 +313,10 @@ hal_armv7_vectors:
         mov     r1, #\vector
         bl      {user_trap}
         .else
-        bl      {user_svc}
+        ldr     r0, ={user}                 @ the installed kernel's system-call entry:
+        ldr     r3, ={user}+{syscall_entry} @ entry(USER, frame), a word of USER
+        ldr     r3, [r3]                    @ (UserMode::SYSCALL_ENTRY)
+        blx     r3
         .endif
         b       hal_armv7_park
     .endm
@@ -429,7 +437,8 @@ hal_armv7_user_irq:
     svc = sym svc_entry,
     irq = sym irq_entry,
     user_trap = sym crate::usermode::user_trap,
-    user_svc = sym crate::usermode::user_svc,
+    user = sym crate::usermode::USER,
+    syscall_entry = const hal_common::usermode::UserMode::<crate::usermode::ArmUser, MAX_CPUS>::SYSCALL_ENTRY,
 );
 
 unsafe extern "C" {

@@ -259,17 +259,9 @@ pub(crate) fn idle_interrupt(ev: Option<Event>) {
     unsafe { USER.interrupt(None, ev) };
 }
 
-/// A system call from USR mode, with the user frame the entry saved in the current thread's
-/// context (a pointer: the kernel writes that context again before this ends). The SVC
-/// stub calls it directly: no vector to pass or test on the IPC path.
-pub(crate) extern "C" fn user_svc(frame: *const UserFrame) -> ! {
-    // SAFETY: the entry saved the current thread's registers at `frame`, in its context.
-    unsafe { USER.syscall(frame) }
-}
-
 /// Every other exception taken from USR mode (interrupts, aborts, undefined instructions),
 /// with the user frame the entry saved in the current thread's context. System calls never
-/// come here: the SVC stub calls [`user_svc`].
+/// come here: the SVC stub calls the kernel's system-call entry (`UserMode::SYSCALL_ENTRY`).
 pub(crate) extern "C" fn user_trap(frame: *const UserFrame, vec: u32) -> ! {
     match vec {
         vector::IRQ => {

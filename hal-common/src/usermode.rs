@@ -57,7 +57,7 @@ pub trait KernelEntry: Sync {
 }
 
 impl<S: Strategy, H: kernel::Hal> KernelEntry for kernel::Kernel<S, H> {
-    // In line in `UserMode::syscall_with`, the system-call entry of this kernel type.
+    // In line in `UserMode::syscall_entry`, the system-call entry of this kernel type.
     #[inline(always)]
     fn syscall_then<T: ExitTo>(&self, cpu: CpuIndex, regs: SavedRegs, then: T) -> T::Out {
         kernel::Kernel::syscall_then(self, cpu, regs, then)
@@ -247,17 +247,14 @@ impl FaultSlot {
     }
 }
 
-struct Installed<A: UserArch, const CPUS: usize> {
+struct Installed {
     kernel: &'static dyn KernelEntry,
     debug: DebugHandler,
-    /// [`UserMode::syscall_with`] for `kernel`'s type: the system call, the hot entry, calls
-    /// the kernel directly, with it in line, instead of through `kernel`'s vtable.
-    syscall: SyscallPath<A, CPUS>,
 }
 
-/// The system-call path of one kernel type (see [`Installed::syscall`]).
-type SyscallPath<A, const CPUS: usize> =
-    unsafe fn(&UserMode<A, CPUS>, &Installed<A, CPUS>, *const <A as UserArch>::Frame) -> !;
+/// The type of [`UserMode::syscall_entry`] (see [`UserMode::SYSCALL_ENTRY`]).
+type SyscallEntry<A, const CPUS: usize> =
+    unsafe extern "C" fn(&UserMode<A, CPUS>, *const <A as UserArch>::Frame) -> !;
 
 const NO_THREAD: usize = usize::MAX;
 /// Faults of one thread that get a console line each (see `user_exception`).
@@ -267,7 +264,13 @@ const PENDING_WORDS: usize = MAX_IRQS.div_ceil(32);
 
 /// The user-mode state of a machine with `CPUS` cores.
 pub struct UserMode<A: UserArch, const CPUS: usize> {
-    installed: InitOnce<Installed<A, CPUS>>,
+    installed: InitOnce<Installed>,
+    /// The address of [`UserMode::syscall_entry`] for the installed kernel's type (0 before
+    /// [`install`](UserMode::install)): the HAL's system-call stub calls it through this word
+    /// ([`UserMode::SYSCALL_ENTRY`]), so that the system call, the hot entry, reaches the
+    /// kernel with its code in line (not through [`KernelEntry`]'s vtable) and with no Rust
+    /// function of the HAL's in between.
+    syscall_entry: AtomicUsize,
     /// Per-thread saved contexts. A context is only accessed by the core that runs (or last
     /// ran, and saved) its thread, or by the kernel's `WriteRegisters` of a thread no core
     /// runs; the kernel hands a thread to another core only through its own synchronisation
@@ -297,6 +300,7 @@ impl<A: UserArch, const CPUS: usize> UserMode<A, CPUS> {
     pub const fn new() -> Self {
         Self {
             installed: InitOnce::new(),
+            syscall_entry: AtomicUsize::new(0),
             contexts: [const {
                 UnsafeCell::new(Context {
                     frame: A::EMPTY_FRAME,
@@ -314,18 +318,20 @@ impl<A: UserArch, const CPUS: usize> UserMode<A, CPUS> {
     /// Publishes the kernel the trap code enters and the image's debug-call handler. Once,
     /// before any core calls [`run`](Self::run).
     ///
-    /// The kernel's type is kept for the system-call entry (see [`Installed::syscall`]): an
+    /// The kernel's type is kept for the system-call entry (see [`syscall_entry`]): an
     /// image holds one kernel per strategy and installs the one it booted, so every other
     /// entry reaches it through [`KernelEntry`]'s vtable, but the system call, with the IPC
     /// fastpath on it, gets its own copy of the entry with the kernel's code in line: no
     /// dynamic call, no frame for the kernel's function, no copies of the arguments and the
     /// [`Exit`] through memory.
+    ///
+    /// [`syscall_entry`]: Self::syscall_entry
     pub fn install<K: KernelEntry + 'static>(&self, kernel: &'static K, debug: DebugHandler) {
-        self.installed.set(Installed {
-            kernel,
-            debug,
-            syscall: Self::syscall_with::<K>,
-        });
+        let entry: SyscallEntry<A, CPUS> = Self::syscall_entry::<K>;
+        // Relaxed: published by the Release of `set` below; a core reaches user mode, and so
+        // the stub that reads this word, only after `run` saw the set (Acquire).
+        self.syscall_entry.store(entry as usize, Ordering::Relaxed);
+        self.installed.set(Installed { kernel, debug });
     }
 
     /// Whether [`install`](Self::install) happened.
@@ -333,7 +339,7 @@ impl<A: UserArch, const CPUS: usize> UserMode<A, CPUS> {
         self.installed.get().is_some()
     }
 
-    fn installed(&self) -> &Installed<A, CPUS> {
+    fn installed(&self) -> &Installed {
         match self.installed.get() {
             Some(i) => i,
             None => A::fatal(format_args!("user mode used before usermode::install")),
@@ -344,7 +350,7 @@ impl<A: UserArch, const CPUS: usize> UserMode<A, CPUS> {
     /// (a `dmb ish` per trap on ARMv7): a core reaches user mode only through `resume`, first
     /// called from [`run`](Self::run) on that core, whose `installed` saw the value set
     /// (Acquire) earlier in program order.
-    fn installed_from_user(&self) -> &Installed<A, CPUS> {
+    fn installed_from_user(&self) -> &Installed {
         // SAFETY: see above: this core's `run` got `Some` from `installed.get()` before it
         // first entered user mode, so before any entry from user mode on this core.
         unsafe { self.installed.get_observed() }
@@ -529,34 +535,33 @@ impl<A: UserArch, const CPUS: usize> UserMode<A, CPUS> {
         }
     }
 
-    /// A system call from user mode (`frame` as the system-call entry saved it): a debug call
-    /// goes to the image's handler, every other one to the kernel; continues with the thread
-    /// the kernel picks.
+    /// Where the system-call stub finds the system call's entry: the byte offset in a
+    /// `UserMode` of a word with the address of an
+    /// `unsafe extern "C" fn(user: &UserMode, frame: *const Frame) -> !` (see
+    /// [`syscall_entry`](Self::syscall_entry) for its contract). Set by
+    /// [`install`](Self::install), before any core can enter from user mode.
+    pub const SYSCALL_ENTRY: usize = core::mem::offset_of!(Self, syscall_entry);
+
+    /// A system call from user mode (`frame` as the system-call entry saved it) for an
+    /// installed kernel of type `K`: a debug call goes to the image's handler, every other one
+    /// to the kernel; continues with the thread the kernel picks. The HAL's stub calls it
+    /// through the word at [`SYSCALL_ENTRY`](Self::SYSCALL_ENTRY), with the C calling
+    /// convention.
     ///
     /// # Safety
+    /// `user` is the `UserMode` whose kernel, of type `K`, was installed (the stub reads the
+    /// entry from it, and `install` stores this function only with a kernel of that type).
     /// `frame` is the frame the entry saved for this core's current thread, either on this
     /// core's kernel stack or in that thread's own context here (an architecture that saves
     /// system calls in place, see [`UserArch::save_frame`]), valid for reads until the entry
     /// resumes a thread. It is a pointer, not a reference, because in the second case the
     /// context is written again (the results) before this call ends.
-    #[inline(always)]
-    pub unsafe fn syscall(&self, frame: *const A::Frame) -> ! {
-        let inst = self.installed_from_user();
-        // SAFETY: the caller's contract, forwarded; `install` made `inst.syscall` for the
-        // type of `inst.kernel`.
-        unsafe { (inst.syscall)(self, inst, frame) }
-    }
-
-    /// [`syscall`](Self::syscall) for an installed kernel of type `K`.
-    ///
-    /// # Safety
-    /// As [`syscall`](Self::syscall); `inst.kernel` is a `K` (`install` stores this function
-    /// only with a kernel of that type).
-    unsafe fn syscall_with<K: KernelEntry + 'static>(
-        &self,
-        inst: &Installed<A, CPUS>,
+    unsafe extern "C" fn syscall_entry<K: KernelEntry + 'static>(
+        user: &Self,
         frame: *const A::Frame,
     ) -> ! {
+        let this = user;
+        let inst = this.installed_from_user();
         // SAFETY: `inst.kernel` was made from a `&'static K` (the contract above); this casts
         // the trait object's data pointer back to it.
         let kernel = unsafe { &*(inst.kernel as *const dyn KernelEntry).cast::<K>() };
@@ -565,7 +570,7 @@ impl<A: UserArch, const CPUS: usize> UserMode<A, CPUS> {
             // SAFETY: the caller's contract: `frame` is valid for reads until this entry
             // resumes a thread; the reference ends here, before `resume` writes the context.
             let f = unsafe { &*frame };
-            self.save(cpu, f, Saved::Syscall)
+            this.save(cpu, f, Saved::Syscall)
         };
         let regs = A::syscall_regs_ptr(frame);
         // SAFETY: as above; `regs` points into `frame`.
@@ -573,14 +578,14 @@ impl<A: UserArch, const CPUS: usize> UserMode<A, CPUS> {
         if number >= DEBUG_BASE {
             // SAFETY: as above.
             let args = unsafe { regs.read() };
-            self.resume(cpu, Self::debug_call(inst, cpu, t, args))
+            this.resume(cpu, Self::debug_call(inst, cpu, t, args))
         }
         // SAFETY: the frame is the calling thread's, valid (the caller's contract) and
         // written by nothing until the kernel hands its `Exit` to `Resume` (the kernel writes
         // no running thread's context; `resume` writes it after the kernel is done).
         let saved = unsafe { SavedRegs::new(regs) };
         // `resume` in line on each of the kernel's paths (see `Kernel::syscall_then`).
-        kernel.syscall_then(cpu, saved, Resume { user: self, cpu });
+        kernel.syscall_then(cpu, saved, Resume { user: this, cpu });
         // `Resume::exit_to` never returns.
         unreachable!()
     }
@@ -591,7 +596,7 @@ impl<A: UserArch, const CPUS: usize> UserMode<A, CPUS> {
     /// stores per system call).
     #[cold]
     #[inline(never)]
-    fn debug_call(inst: &Installed<A, CPUS>, cpu: CpuIndex, t: ThreadId, regs: Regs) -> Exit {
+    fn debug_call(inst: &Installed, cpu: CpuIndex, t: ThreadId, regs: Regs) -> Exit {
         Exit {
             thread: Some(t),
             regs: (inst.debug)(cpu, t, &regs),
@@ -613,7 +618,7 @@ impl<A: UserArch, const CPUS: usize> UserMode<A, CPUS> {
     /// # Safety
     /// A `user` frame is the one the entry saved for this core's current thread, valid for
     /// reads until the save below. It is a pointer, not a reference, for the same reason as in
-    /// [`syscall`](Self::syscall): in the thread's own context it is written again (by the
+    /// [`syscall_entry`](Self::syscall_entry): in the thread's own context it is written again (by the
     /// resume) before this call ends.
     pub unsafe fn interrupt(&self, user: Option<*const A::Frame>, event: Option<Event>) {
         let Some(inst) = (match user {

@@ -223,8 +223,9 @@ pub static USER: UserMode<X86User, MAX_CPUS> = UserMode::new();
 // GS, IF = 0 (SFMASK). It switches to the per-core GS, builds a `TrapFrame` (vector
 // SYSCALL_VECTOR) exactly as an interrupt from user mode would, but in the current thread's
 // context (`gs:[user_frame]`, set by `enter_user`), then switches to the kernel stack and calls
-// `syscall_dispatch` with the frame, which never returns. RSP is the 4 KiB aligned stack top
-// at the call, so 16-byte aligned.
+// the installed kernel's system-call entry (`UserMode::SYSCALL_ENTRY`: a word of `USER`) with
+// `USER` and the frame (System V: RDI, RSI); it never returns. RSP is the 4 KiB aligned stack
+// top at the call, so 16-byte aligned.
 //
 // `hal_enter_user` returns from a frame in its context: RSP points at it, the pops load it.
 global_asm!(
@@ -247,10 +248,11 @@ hal_syscall_entry:
 "#,
     push_gprs!(),
     r#"
-    movq %rsp, %rdi
+    movq %rsp, %rsi
     movq %gs:{kstack}, %rsp
     xorl %ebp, %ebp
-    callq {dispatch}
+    movq ${user}, %rdi
+    callq *{user}+{syscall_entry}(%rip)
     ud2
 
     .global hal_enter_user
@@ -281,7 +283,8 @@ hal_enter_user:
     user_ss = const USER_DATA as u64,
     user_cs = const USER_CODE as u64,
     vector = const SYSCALL_VECTOR,
-    dispatch = sym syscall_dispatch,
+    user = sym USER,
+    syscall_entry = const UserMode::<X86User, MAX_CPUS>::SYSCALL_ENTRY,
     options(att_syntax),
 );
 
@@ -338,12 +341,6 @@ pub fn syscall_msrs() -> (u64, u64, u64, u64) {
 /// The entry address the LSTAR MSR must hold.
 pub fn syscall_entry_address() -> u64 {
     hal_syscall_entry as *const () as u64
-}
-
-extern "C" fn syscall_dispatch(frame: *const TrapFrame) -> ! {
-    // SAFETY: the entry saved this core's current thread's registers at `frame`, in that
-    // thread's context (`enter_user` left its address in `gs:[user_frame]`).
-    unsafe { USER.syscall(frame) }
 }
 
 /// A timer tick, IPI or device interrupt (already acknowledged; a device line already masked
