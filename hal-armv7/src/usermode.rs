@@ -80,6 +80,11 @@ const _: () = assert!(core::mem::size_of::<UserFrame>() == 68);
 // r0..r5 are the kernel's `Regs` in place (`syscall_regs_ptr`, `syscall_regs_mut`).
 const _: () =
     assert!(core::mem::size_of::<Regs>() == 6 * 4 && core::mem::offset_of!(UserFrame, r) == 0);
+// `return_from_syscall`: r6 is word 6; r6..r12, SP_usr and LR_usr are the 9 words before pc.
+const _: () = assert!(
+    core::mem::offset_of!(UserFrame, sp) == 13 * 4
+        && core::mem::offset_of!(UserFrame, pc) == 15 * 4
+);
 
 /// The ARMv7 half of user mode (see the module documentation).
 pub struct ArmUser;
@@ -148,12 +153,39 @@ impl UserArch for ArmUser {
         Ok(())
     }
     #[inline(always)]
-    unsafe fn enter_user(_cpu: CpuIndex, frame: &UserFrame, _from_syscall: bool) -> ! {
+    unsafe fn enter_user(_cpu: CpuIndex, frame: &UserFrame) -> ! {
         // SAFETY: the frame returns to USR mode (CPSR sanitised by `prepare_return`) and is
         // the thread's context, which stays in place (the caller's contract); the stub loads
         // it where it is and leaves SP_svc at its end for the thread's next entry; the SVC
         // stack's contents are dead (every entry ends here or in the idle loop).
         unsafe { hal_armv7_enter_user(frame) }
+    }
+    #[inline(always)]
+    unsafe fn return_from_syscall(_cpu: CpuIndex, frame: &UserFrame, regs: Regs) -> ! {
+        // SAFETY: as in `enter_user`, with r0-r5 the call's results (operands) instead of the
+        // frame's first six words: SP_svc goes to r6's word, `ldm ... ^` loads r6-r12, SP_usr
+        // and LR_usr (user bank, no writeback), and `rfeia` the pc and CPSR at once, leaving
+        // SP_svc at the context's end for the thread's next entry. `clrex`: no LDREX
+        // reservation of the kernel or another thread may pair with this thread's STREX.
+        unsafe {
+            core::arch::asm!(
+                "add sp, {frame}, #{r6}",
+                "clrex",
+                "ldm sp, {{r6-r14}}^",
+                "add sp, sp, #{rest}",
+                "rfeia sp!",
+                frame = in(reg) frame as *const UserFrame,
+                in("r0") regs[0],
+                in("r1") regs[1],
+                in("r2") regs[2],
+                in("r3") regs[3],
+                in("r4") regs[4],
+                in("r5") regs[5],
+                r6 = const 6 * 4,
+                rest = const 9 * 4,
+                options(noreturn),
+            )
+        }
     }
     fn wait_for_interrupt() {
         // SAFETY: unmask IRQs, wait, mask again; the IRQ handler runs on this stack and either

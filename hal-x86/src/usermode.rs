@@ -52,6 +52,7 @@
 
 use core::arch::global_asm;
 use core::fmt;
+use core::mem::offset_of;
 
 use kernel::Regs;
 
@@ -173,30 +174,76 @@ impl UserArch for X86User {
     /// `iretq` (it faults in ring 0 after `swapgs`): the thread gets a #GP instead, as if its
     /// next instruction had faulted. The kernel never maps the highest user page (see
     /// [`kernel::config::USER_TOP`]), so this is a defensive check.
+    ///
+    /// A system call's return (`sysretq`) takes its selectors from the STAR MSR, so the
+    /// frame's are left as they are then; the next entry saves new ones anyway.
     #[inline(always)]
     fn prepare_return(f: &mut TrapFrame, from_syscall: bool) -> Result<(), (usize, usize)> {
-        if from_syscall && f.rip >= NON_CANONICAL {
-            return Err((GP_VECTOR, f.rip as usize));
+        if from_syscall {
+            if f.rip >= NON_CANONICAL {
+                return Err((GP_VECTOR, f.rip as usize));
+            }
+        } else {
+            f.cs = u64::from(USER_CODE);
+            f.ss = u64::from(USER_DATA);
         }
-        f.cs = u64::from(USER_CODE);
-        f.ss = u64::from(USER_DATA);
         f.rflags = (f.rflags & USER_FLAGS_KEPT) | RFLAGS_IF | RFLAGS_FIXED;
         Ok(())
     }
     #[inline(always)]
-    unsafe fn enter_user(cpu: CpuIndex, frame: &TrapFrame, from_syscall: bool) -> ! {
-        let frame: *const TrapFrame = frame;
-        // The thread's next `syscall` on this core saves its registers here. Relaxed: only
-        // this core reads it, in its `syscall` entry, after this store in program order.
-        PERCPU[cpu].user_frame_top.store(
-            frame as u64 + size_of::<TrapFrame>() as u64,
-            core::sync::atomic::Ordering::Relaxed,
-        );
-        // SAFETY: the frame holds user selectors and sanitised flags (and, for `sysretq`, a
-        // canonical return address), checked by `prepare_return`, and is the thread's context,
-        // which stays in place (the caller's contract); the assembly pops it from there with
-        // interrupts masked, leaving the kernel stack, whose contents are dead.
-        unsafe { hal_enter_user(frame, u32::from(from_syscall)) }
+    unsafe fn enter_user(cpu: CpuIndex, frame: &TrapFrame) -> ! {
+        let frame = next_entry_saves_at(cpu, frame);
+        // SAFETY: the frame holds user selectors and sanitised flags, set by
+        // `prepare_return`, and is the thread's context, which stays in place (the caller's
+        // contract); the assembly pops it from there with interrupts masked, leaving the
+        // kernel stack, whose contents are dead.
+        unsafe { hal_enter_user(frame) }
+    }
+    #[inline(always)]
+    unsafe fn return_from_syscall(cpu: CpuIndex, frame: &TrapFrame, regs: Regs) -> ! {
+        let frame = next_entry_saves_at(cpu, frame);
+        // SAFETY: the frame holds a canonical return address and sanitised flags, checked
+        // and set by `prepare_return`, and is the thread's context, which stays in place (the
+        // caller's contract). The registers the call does not return come from the frame
+        // (RSP points at it: every other register is loaded, the six results are operands);
+        // RCX and R11 are the return address and flags `sysretq` takes, RSP the user stack,
+        // the last load. Interrupts stay masked until `sysretq` (SFMASK cleared IF at the
+        // entry); the kernel stack's contents are dead.
+        unsafe {
+            core::arch::asm!(
+                "mov rsp, {frame}",
+                "mov r15, [rsp + {r15}]",
+                "mov r14, [rsp + {r14}]",
+                "mov r13, [rsp + {r13}]",
+                "mov r12, [rsp + {r12}]",
+                "mov r9, [rsp + {r9}]",
+                "mov rbp, [rsp + {rbp}]",
+                "mov rbx, [rsp + {rbx}]",
+                "mov rcx, [rsp + {rip}]",
+                "mov r11, [rsp + {rflags}]",
+                "mov rsp, [rsp + {rsp}]",
+                "swapgs",
+                "sysretq",
+                frame = in(reg) frame,
+                in("rax") regs[0],
+                in("rdi") regs[1],
+                in("rsi") regs[2],
+                in("rdx") regs[3],
+                in("r10") regs[4],
+                in("r8") regs[5],
+                r15 = const offset_of!(TrapFrame, r15),
+                r14 = const offset_of!(TrapFrame, r14),
+                r13 = const offset_of!(TrapFrame, r13),
+                r12 = const offset_of!(TrapFrame, r12),
+                r9 = const offset_of!(TrapFrame, r9),
+                rbp = const offset_of!(TrapFrame, rbp),
+                rbx = const offset_of!(TrapFrame, rbx),
+                rip = const offset_of!(TrapFrame, rip),
+                rflags = const offset_of!(TrapFrame, rflags),
+                rsp = const offset_of!(TrapFrame, rsp),
+                options(noreturn),
+            )
+        }
     }
     /// A `syscall` frame is already in its context (`dst == src`): nothing to copy. An
     /// interrupt's or exception's frame, on the kernel stack, is copied.
@@ -258,24 +305,12 @@ hal_syscall_entry:
     .global hal_enter_user
 hal_enter_user:
     movq %rdi, %rsp
-    testl %esi, %esi
-    jnz 2f
 "#,
     pop_gprs!(),
     r#"
     addq $16, %rsp
     swapgs
     iretq
-2:
-"#,
-    pop_gprs!(),
-    r#"
-    addq $16, %rsp
-    movq (%rsp), %rcx
-    movq 16(%rsp), %r11
-    movq 24(%rsp), %rsp
-    swapgs
-    sysretq
 "#),
     scratch = const PERCPU_SCRATCH_OFFSET,
     kstack = const PERCPU_KSTACK_OFFSET,
@@ -304,9 +339,24 @@ const _: () = {
 
 unsafe extern "C" {
     fn hal_syscall_entry();
-    /// Loads the context `frame` where it is and returns to user mode (`sysretq` if
-    /// `sysret != 0`, else `iretq`).
-    fn hal_enter_user(frame: *const TrapFrame, sysret: u32) -> !;
+    /// Loads the context `frame` where it is and returns to user mode with `iretq` (a system
+    /// call returns with `sysretq`, see `X86User::return_from_syscall`).
+    fn hal_enter_user(frame: *const TrapFrame) -> !;
+}
+
+/// Records where the thread that returns to user mode on `cpu` with `frame` saves its
+/// registers at its next `syscall` (the end of the frame, in its context) and hands the frame
+/// on as a pointer.
+#[inline(always)]
+fn next_entry_saves_at(cpu: CpuIndex, frame: &TrapFrame) -> *const TrapFrame {
+    let frame: *const TrapFrame = frame;
+    // Relaxed: only this core reads it, in its `syscall` entry, after this store in program
+    // order.
+    PERCPU[cpu].user_frame_top.store(
+        frame as u64 + size_of::<TrapFrame>() as u64,
+        core::sync::atomic::Ordering::Relaxed,
+    );
+    frame
 }
 
 /// Enables `syscall`/`sysret` on the calling core: EFER.SCE, the selectors (STAR: kernel CS/SS
