@@ -494,9 +494,12 @@ impl<A: UserArch, const CPUS: usize> UserMode<A, CPUS> {
         let ctx = unsafe { &mut *self.contexts[t.index()].get() };
         let from_syscall = ctx.saved == Saved::Syscall;
         match A::prepare_return(&mut ctx.frame, from_syscall) {
-            // SAFETY (both): the frame passed `prepare_return`; every entry ends here or in
-            // `idle`, so nothing on the kernel stack is needed any more.
-            Ok(()) if from_syscall => unsafe { A::return_from_syscall(cpu, &ctx.frame, exit.regs) },
+            Ok(()) if from_syscall => {
+                // SAFETY: the frame passed `prepare_return` as a system call's; every entry
+                // ends here or in `idle`, so nothing on the kernel stack is needed any more.
+                unsafe { A::return_from_syscall(cpu, &ctx.frame, exit.regs) }
+            }
+            // SAFETY: as above, as another entry's frame.
             Ok(()) => unsafe { A::enter_user(cpu, &ctx.frame) },
             Err((vector, addr)) => {
                 // The call's results stay the thread's registers (the fault leaves them).
