@@ -291,7 +291,8 @@ hal_armv7_vectors:
     @ SVC stack top (STACKS + (Aff0 + 1) * STACK_SIZE) and calls user_trap(frame, vector),
     @ which does not return; a system call calls the installed kernel's system-call entry
     @ (a word of USER, UserMode::SYSCALL_ENTRY) with (USER, frame) instead: no vector to
-    @ test and no Rust function between the stub and the kernel on the IPC path.
+    @ test and no Rust function between the stub and the kernel on the IPC path (`target`
+    @ = `syscall`).
     .macro HAL_USER_STUB vector, target=user_trap
         srsdb   sp!, #0x13                  @ LR and SPSR of this mode into the context
         .ifc \target,user_trap
@@ -404,7 +405,7 @@ hal_armv7_vec_svc:
     mov     sp, r4
     ldmfd   sp!, {{r0-r12, pc}}^
 hal_armv7_user_svc:                         @ a system call: LR_svc is the return address
-    HAL_USER_STUB 2, user_svc
+    HAL_USER_STUB 2, syscall
 
     @ IRQ: handled on the SVC stack of the interrupted code (from USR mode: user_trap).
 hal_armv7_vec_irq:
