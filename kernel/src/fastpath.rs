@@ -41,19 +41,30 @@
 
 use crate::cap::Rights;
 use crate::config::NUM_PRIOS;
-use crate::hal::Hal;
+use crate::hal::{Hal, PhysAddr};
 use crate::ids::{CapSlot, ThreadId};
 use crate::kernel::{Ctx, Entry, Exit, Kernel, Life, ThreadState};
 use crate::strategy::Strategy;
 use crate::syscall::{ok_regs, IpcCall, Msg, Syscall};
 
+/// What the fastpath did: the core's new current thread and its result registers, and the
+/// address space to load after the critical section, if any (`Kernel::aspace_to_load`: the
+/// switch's bookkeeping is done; the root is carried here, in registers, instead of in the
+/// core's recorded actions).
+pub(crate) struct FastExit {
+    pub exit: Exit,
+    pub load: Option<PhysAddr>,
+}
+
 impl<S: Strategy, H: Hal> Kernel<S, H> {
     /// Runs `entry` on the fastpath if its common case holds; returns the core's new current
     /// thread and its result registers (what the full path's `exit_regs` would read back,
-    /// without taking its TCB lock again), or `None` (nothing changed) for the full path.
+    /// without taking its TCB lock again), or `None` (nothing changed) for the full path. The
+    /// generic entry's version: the address-space switch goes into the core's actions, which
+    /// the entry runs after its section.
     #[inline]
     pub(crate) fn fastpath(&self, ctx: Ctx, cur: Option<ThreadId>, entry: &Entry) -> Option<Exit> {
-        match *entry {
+        let fast = match *entry {
             Entry::Syscall(Ok(Syscall::Call { ep, msg })) => {
                 self.fast_ipc(ctx, cur, IpcCall::Call, ep, || msg)
             }
@@ -61,7 +72,11 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
                 self.fast_ipc(ctx, cur, IpcCall::ReplyRecv, ep, || msg)
             }
             _ => None,
+        }?;
+        if let Some(root) = fast.load {
+            self.local(ctx, |l| l.actions.switch_to = Some(root));
         }
+        Some(fast.exit)
     }
 
     /// [`fastpath`](Self::fastpath) for a decoded `Call` or `ReplyRecv` (the IPC entry,
@@ -76,7 +91,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         call: IpcCall,
         ep: CapSlot,
         msg: impl FnOnce() -> Msg,
-    ) -> Option<Exit> {
+    ) -> Option<FastExit> {
         let t = cur?;
         match call {
             IpcCall::Call => self.fast_call(ctx, t, ep, msg),
@@ -109,7 +124,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         t: ThreadId,
         slot: CapSlot,
         msg: impl FnOnce() -> Msg,
-    ) -> Option<Exit> {
+    ) -> Option<FastExit> {
         if !self.fast_alive_here(ctx, t) {
             return None;
         }
@@ -146,10 +161,12 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         // thread, follows; the owned token goes first all the same.
         drop(gt);
         self.release2(gr, ge);
-        self.switch_aspace(ctx, r);
-        Some(Exit {
-            thread: Some(r),
-            regs,
+        Some(FastExit {
+            exit: Exit {
+                thread: Some(r),
+                regs,
+            },
+            load: self.aspace_to_load(ctx, r),
         })
     }
 
@@ -161,7 +178,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         t: ThreadId,
         slot: CapSlot,
         msg: impl FnOnce() -> Msg,
-    ) -> Option<Exit> {
+    ) -> Option<FastExit> {
         if !self.fast_alive_here(ctx, t) {
             return None;
         }
@@ -210,10 +227,12 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         // endpoint's is released, so the owned token is dropped before `ge`.
         drop(gt);
         self.release2(gc, ge);
-        self.switch_aspace(ctx, c);
-        Some(Exit {
-            thread: Some(c),
-            regs,
+        Some(FastExit {
+            exit: Exit {
+                thread: Some(c),
+                regs,
+            },
+            load: self.aspace_to_load(ctx, c),
         })
     }
 }

@@ -1207,11 +1207,22 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         let excl = self.strategy.enter(cpu, Side::Shared);
         let ctx = self.section(cpu, Side::Shared, excl);
         let cur = self.current(ctx);
-        if let Some(exit) = self.fast_ipc(ctx, cur, call, ep, &msg) {
+        if let Some(fast) = self.fast_ipc(ctx, cur, call, ep, &msg) {
             #[cfg(test)]
             self.fast_taken.fetch_add(1, Ordering::Relaxed);
-            self.ipc_entry_end(ctx);
-            return then.exit_to(exit);
+            // SAFETY: `cpu` entered the shared side above and leaves once.
+            unsafe { self.strategy.exit(cpu, Side::Shared) };
+            // `after_section` for an entry whose only action is the switch, carried in
+            // `fast.load` (its actions stayed clear).
+            if let Some(root) = fast.load {
+                // SAFETY: the root of an address space of this kernel (its table maps the
+                // kernel), the core's new current thread's, whose bookkeeping
+                // `aspace_to_load` did in the section.
+                unsafe { self.hal.switch_address_space(cpu, root) };
+            }
+            self.service_shootdown(cpu);
+            self.end(cpu);
+            return then.exit_to(fast.exit);
         }
         let exit = self.full_path(ctx, cur, Entry::Syscall(Ok(call.syscall(ep, msg()))));
         self.ipc_entry_end(ctx);
@@ -1271,6 +1282,8 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             entry: true,
         };
         self.local(ctx, |l| {
+            // The fastpath records none (its switch is carried in a register), but boot-time
+            // operations outside any entry may have.
             l.actions.clear();
             debug_assert!(
                 l.direct.is_none(),

@@ -9,7 +9,7 @@
 use core::sync::atomic::{fence, Ordering};
 
 use crate::config::NUM_PRIOS;
-use crate::hal::{Hal, IpiKind};
+use crate::hal::{Hal, IpiKind, PhysAddr};
 use crate::ids::ThreadId;
 use crate::kernel::{Ctx, Held, Kernel, Life, RunQueue, ThreadState};
 use crate::strategy::Strategy;
@@ -231,6 +231,18 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
     /// core has another one loaded; `t` is the core's new current thread.
     #[inline(always)]
     pub(crate) fn switch_aspace(&self, ctx: Ctx, t: ThreadId) {
+        if let Some(root) = self.aspace_to_load(ctx, t) {
+            self.local(ctx, |l| l.actions.switch_to = Some(root));
+        }
+    }
+
+    /// The root of `t`'s address space if this core has another one loaded, with the switch's
+    /// bookkeeping done (this core's flag of it, its loaded address space); the caller loads
+    /// it after the critical section. The fastpath keeps the root in a register for that
+    /// (`Kernel::ipc_entry`) where [`switch_aspace`](Self::switch_aspace) records it in the
+    /// core's actions: a store and a reload of an `Option<PhysAddr>` less per one-way.
+    #[inline(always)]
+    pub(crate) fn aspace_to_load(&self, ctx: Ctx, t: ThreadId) -> Option<PhysAddr> {
         let cpu = ctx.cpu;
         if let Some(a) = self.conf(t).aspace {
             if self.local(ctx, |l| l.loaded) != Some(a) {
@@ -252,12 +264,11 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
                 // after this section no longer has the mapping. Release would add nothing but
                 // a `dmb ish` per switch on ARMv7 (two per round trip).
                 self.as_active[cpu][a.index()].store(true, core::sync::atomic::Ordering::Relaxed);
-                self.local(ctx, |l| {
-                    // The flag of the address space left stays set (see `Kernel::as_active`).
-                    l.loaded = Some(a);
-                    l.actions.switch_to = Some(root);
-                });
+                // The flag of the address space left stays set (see `Kernel::as_active`).
+                self.local(ctx, |l| l.loaded = Some(a));
+                return Some(root);
             }
         }
+        None
     }
 }
