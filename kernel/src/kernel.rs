@@ -1214,6 +1214,10 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             unsafe { self.strategy.exit(cpu, Side::Shared) };
             // `after_section` for an entry whose only action is the switch, carried in
             // `fast.load` (its actions stayed clear).
+            debug_assert!(
+                self.local_of(cpu, |l| l.actions.switch_to.is_none() && !l.actions.rare()),
+                "the fastpath recorded actions its exit does not run"
+            );
             if let Some(root) = fast.load {
                 // SAFETY: the root of an address space of this kernel (its table maps the
                 // kernel), the core's new current thread's, whose bookkeeping
