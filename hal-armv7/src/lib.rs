@@ -284,8 +284,8 @@ mod target {
         // In line in the kernel's IPC fastpath (a call and its frame per switch).
         #[inline(always)]
         unsafe fn switch_address_space(&self, _cpu: kernel::CpuId, root: kernel::PhysAddr) {
-            // Also drops this core's TLB entries of the address space it leaves (its ASID), so
-            // none survives for a later load after the kernel stopped shooting it down here.
+            // The entries of the address space it leaves stay, tagged with its ASID (see
+            // `paging::switch_address_space`).
             // SAFETY: the kernel only loads roots of address spaces the image created with
             // `paging::new_address_space`, which map the kernel sections.
             unsafe { crate::paging::switch_address_space(root) }

@@ -570,18 +570,17 @@ impl<A: UserArch, const CPUS: usize> UserMode<A, CPUS> {
     /// convention.
     ///
     /// # Safety
-    /// `user` is the `UserMode` whose kernel, of type `K`, was installed (the stub reads the
+    /// `this` is the `UserMode` whose kernel, of type `K`, was installed (the stub reads the
     /// entry from it, and `install` stores this function only with a kernel of that type).
-    /// `frame` is the frame the entry saved for this core's current thread, either on this
-    /// core's kernel stack or in that thread's own context here (an architecture that saves
-    /// system calls in place, see [`UserArch::save_frame`]), valid for reads until the entry
-    /// resumes a thread. It is a pointer, not a reference, because in the second case the
-    /// context is written again (the results) before this call ends.
+    /// `frame` is the frame the system-call stub saved for this core's current thread, in
+    /// that thread's own context here (see [`UserArch::save_frame`]), valid for reads until
+    /// the entry resumes a thread. It is a pointer, not a reference, because the context may
+    /// be written again before this call ends (`resume`: a result the return cannot carry,
+    /// see [`UserArch::return_from_syscall`]).
     unsafe extern "C" fn syscall_entry<K: KernelEntry + 'static>(
-        user: &Self,
+        this: &Self,
         frame: *const A::Frame,
     ) -> ! {
-        let this = user;
         let inst = this.installed_from_user();
         // SAFETY: `inst.kernel` was made from a `&'static K` (the contract above); this casts
         // the trait object's data pointer back to it.
@@ -605,10 +604,9 @@ impl<A: UserArch, const CPUS: usize> UserMode<A, CPUS> {
         // written by nothing until the kernel hands its `Exit` to `Resume` (the kernel writes
         // no running thread's context; `resume` writes it after the kernel is done).
         let saved = unsafe { SavedRegs::new(regs) };
-        // `resume` in line on each of the kernel's paths (see `Kernel::syscall_then`).
-        kernel.syscall_then(cpu, saved, Resume { user: this, cpu });
-        // `Resume::exit_to` never returns.
-        unreachable!()
+        // `resume` in line on each of the kernel's paths (see `Kernel::syscall_then`); it
+        // never returns, which `Infallible` says to the compiler.
+        match kernel.syscall_then(cpu, saved, Resume { user: this, cpu }) {}
     }
 
     /// A debug call (`regs[0] >= DEBUG_BASE`) of `t`: the image's handler answers, `t` goes
@@ -639,8 +637,8 @@ impl<A: UserArch, const CPUS: usize> UserMode<A, CPUS> {
     /// # Safety
     /// A `user` frame is the one the entry saved for this core's current thread, valid for
     /// reads until the save below. It is a pointer, not a reference, for the same reason as in
-    /// [`syscall_entry`](Self::syscall_entry): in the thread's own context it is written again (by the
-    /// resume) before this call ends.
+    /// [`syscall_entry`](Self::syscall_entry): in the thread's own context it is written again
+    /// (by the resume) before this call ends.
     pub unsafe fn interrupt(&self, user: Option<*const A::Frame>, event: Option<Event>) {
         let Some(inst) = (match user {
             Some(_) => Some(self.installed_from_user()),
@@ -726,9 +724,9 @@ struct Resume<'a, A: UserArch, const CPUS: usize> {
 }
 
 impl<A: UserArch, const CPUS: usize> ExitTo for Resume<'_, A, CPUS> {
-    type Out = ();
+    type Out = core::convert::Infallible;
     #[inline(always)]
-    fn exit_to(self, exit: Exit) {
+    fn exit_to(self, exit: Exit) -> Self::Out {
         self.user.resume(self.cpu, exit)
     }
 }

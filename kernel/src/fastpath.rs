@@ -45,7 +45,7 @@ use crate::hal::{Hal, PhysAddr};
 use crate::ids::{CapSlot, ThreadId};
 use crate::kernel::{Ctx, Entry, Exit, Kernel, Life, ThreadState};
 use crate::strategy::Strategy;
-use crate::syscall::{ok_regs, IpcCall, Msg, Syscall};
+use crate::syscall::{ok_regs, IpcCall, Msg, Regs, Syscall};
 
 /// What the fastpath did: the core's new current thread and its result registers, and the
 /// address space to load after the critical section, if any (`Kernel::aspace_to_load`: the
@@ -161,13 +161,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         // thread, follows; the owned token goes first all the same.
         drop(gt);
         self.release2(gr, ge);
-        Some(FastExit {
-            exit: Exit {
-                thread: Some(r),
-                regs,
-            },
-            load: self.aspace_to_load(ctx, r),
-        })
+        Some(self.fast_exit(ctx, r, regs))
     }
 
     /// `ReplyRecv` from `t` through its capability `slot`, answering with `msg`.
@@ -227,12 +221,19 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         // endpoint's is released, so the owned token is dropped before `ge`.
         drop(gt);
         self.release2(gc, ge);
-        Some(FastExit {
+        Some(self.fast_exit(ctx, c, regs))
+    }
+
+    /// The fastpath's exit to `t`, the core's new current thread, with `regs`: the switch's
+    /// bookkeeping done in the section, the root to load carried out (see [`FastExit`]).
+    #[inline(always)]
+    fn fast_exit(&self, ctx: Ctx, t: ThreadId, regs: Regs) -> FastExit {
+        FastExit {
             exit: Exit {
-                thread: Some(c),
+                thread: Some(t),
                 regs,
             },
-            load: self.aspace_to_load(ctx, c),
-        })
+            load: self.aspace_to_load(ctx, t),
+        }
     }
 }

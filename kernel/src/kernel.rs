@@ -256,7 +256,7 @@ pub struct Exit {
 /// What a caller of [`Kernel::syscall_then`] does with the entry's [`Exit`]: in line once per
 /// path of the entry (a closure would be called, not copied, from two places).
 pub trait ExitTo {
-    /// What it gives back (`()` for a HAL whose `exit_to` never returns).
+    /// What it gives back (`core::convert::Infallible` for a HAL whose `exit_to` never returns).
     type Out;
     /// Continues with `exit`.
     fn exit_to(self, exit: Exit) -> Self::Out;
@@ -1212,34 +1212,16 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             self.fast_taken.fetch_add(1, Ordering::Relaxed);
             // SAFETY: `cpu` entered the shared side above and leaves once.
             unsafe { self.strategy.exit(cpu, Side::Shared) };
-            // `after_section` for an entry whose only action is the switch, carried in
-            // `fast.load` (its actions stayed clear).
-            debug_assert!(
-                self.local_of(cpu, |l| l.actions.switch_to.is_none() && !l.actions.rare()),
-                "the fastpath recorded actions its exit does not run"
-            );
-            if let Some(root) = fast.load {
-                // SAFETY: the root of an address space of this kernel (its table maps the
-                // kernel), the core's new current thread's, whose bookkeeping
-                // `aspace_to_load` did in the section.
-                unsafe { self.hal.switch_address_space(cpu, root) };
-            }
-            self.service_shootdown(cpu);
+            self.after_fast_section(cpu, fast.load);
             self.end(cpu);
             return then.exit_to(fast.exit);
         }
         let exit = self.full_path(ctx, cur, Entry::Syscall(Ok(call.syscall(ep, msg()))));
-        self.ipc_entry_end(ctx);
-        then.exit_to(exit)
-    }
-
-    /// The end of [`ipc_entry`](Self::ipc_entry)'s section and entry.
-    #[inline(always)]
-    fn ipc_entry_end(&self, ctx: Ctx) {
-        // SAFETY: `ctx.cpu` entered the shared side (`ipc_entry`) and leaves once.
-        unsafe { self.strategy.exit(ctx.cpu, Side::Shared) };
+        // SAFETY: as above (the fastpath did not apply, so this is the one exit).
+        unsafe { self.strategy.exit(cpu, Side::Shared) };
         self.after_section(ctx);
-        self.end(ctx.cpu);
+        self.end(cpu);
+        then.exit_to(exit)
     }
 
     /// Whether entries are traced (the `trace` feature and a tracer installed).
@@ -1332,6 +1314,25 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             // pass of `await_shootdowns` does with all-zero generations).
             self.service_shootdown(cpu);
         }
+    }
+
+    /// [`after_section`](Self::after_section) for the fastpath's exit, whose only action is
+    /// the address-space switch it hands over in a register (`load`, see
+    /// [`FastExit`](crate::fastpath::FastExit)): its recorded actions stayed clear, so there
+    /// is nothing else to run and no shoot-down of its own to wait for.
+    #[inline(always)]
+    fn after_fast_section(&self, cpu: CpuId, load: Option<PhysAddr>) {
+        debug_assert!(
+            self.local_of(cpu, |l| l.actions.switch_to.is_none() && !l.actions.rare()),
+            "the fastpath recorded actions its exit does not run"
+        );
+        if let Some(root) = load {
+            // SAFETY: the root of an address space of this kernel (its table maps the kernel),
+            // the core's new current thread's, whose bookkeeping `aspace_to_load` did in the
+            // section.
+            unsafe { self.hal.switch_address_space(cpu, root) };
+        }
+        self.service_shootdown(cpu);
     }
 
     /// [`after_section`](Self::after_section) for an entry that recorded more than an
