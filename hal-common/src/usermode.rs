@@ -26,7 +26,7 @@ use core::fmt;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 use kernel::config::{MAX_IRQS, MAX_THREADS};
-use kernel::{Exit, ExitTo, Regs, SavedRegs, Strategy, ThreadId};
+use kernel::{AtomicId, Exit, ExitTo, Regs, SavedRegs, Strategy, ThreadId};
 
 use crate::percpu::CpuIndex;
 use crate::InitOnce;
@@ -270,7 +270,6 @@ struct Installed {
 type SyscallEntry<A, const CPUS: usize> =
     unsafe extern "C" fn(&UserMode<A, CPUS>, *const <A as UserArch>::Frame) -> !;
 
-const NO_THREAD: usize = usize::MAX;
 /// Faults of one thread that get a console line each (see `user_exception`).
 const PRINTED_FAULTS: u64 = 2;
 /// Words of a core's kept-interrupt bitmap.
@@ -292,8 +291,8 @@ pub struct UserMode<A: UserArch, const CPUS: usize> {
     contexts: [UnsafeCell<Context<A::Frame>>; MAX_THREADS],
     /// Whether a thread has a context ([`UserMode::set_initial_context`], `set_entry`).
     has_context: [AtomicBool; MAX_THREADS],
-    /// The thread each core runs (index), or `NO_THREAD` while idle.
-    current: [AtomicUsize; CPUS],
+    /// The thread each core runs, as [`ThreadId::to_raw`] writes it (0 while idle).
+    current: [AtomicId<ThreadId>; CPUS],
     /// Whether the core waits in the idle loop (an interrupt then enters the kernel).
     idle: [AtomicBool; CPUS],
     /// Device interrupts (bit = line) that arrived on a core with a kernel installed but
@@ -322,7 +321,7 @@ impl<A: UserArch, const CPUS: usize> UserMode<A, CPUS> {
                 })
             }; MAX_THREADS],
             has_context: [const { AtomicBool::new(false) }; MAX_THREADS],
-            current: [const { AtomicUsize::new(NO_THREAD) }; CPUS],
+            current: [const { AtomicId::none() }; CPUS],
             idle: [const { AtomicBool::new(false) }; CPUS],
             pending: [const { [const { AtomicU32::new(0) }; PENDING_WORDS] }; CPUS],
             faults: [const { FaultSlot::new() }; MAX_THREADS],
@@ -372,7 +371,7 @@ impl<A: UserArch, const CPUS: usize> UserMode<A, CPUS> {
 
     /// The thread core `cpu` runs, if any.
     pub fn current_thread(&self, cpu: CpuIndex) -> Option<ThreadId> {
-        ThreadId::new(self.current.get(cpu)?.load(Ordering::Relaxed))
+        self.current.get(cpu)?.load(Ordering::Relaxed)
     }
 
     /// Sets the registers `t` starts with: `pc`, `sp` and the first three argument registers.
@@ -461,7 +460,7 @@ impl<A: UserArch, const CPUS: usize> UserMode<A, CPUS> {
     #[inline(always)]
     fn resume(&self, cpu: CpuIndex, exit: Exit) -> ! {
         let Some(t) = exit.thread else {
-            self.current[cpu].store(NO_THREAD, Ordering::Relaxed);
+            self.current[cpu].store(None, Ordering::Relaxed);
             self.idle(cpu)
         };
         // Relaxed (an Acquire load is a `dmb ish` per return to user mode on ARMv7): this
@@ -478,7 +477,7 @@ impl<A: UserArch, const CPUS: usize> UserMode<A, CPUS> {
                 t.index()
             ));
         }
-        self.current[cpu].store(t.index(), Ordering::Relaxed);
+        self.current[cpu].store(Some(t), Ordering::Relaxed);
         self.idle[cpu].store(false, Ordering::Relaxed);
         let f = &self.faults[t.index()];
         // Load first, swap only when set: the common case (no fault recorded) then makes

@@ -43,4 +43,5 @@ impl IrqId {
         self.index().checked_sub(crate::config::TICK_IRQ_BASE)
     }
 }
+pub use abi::ids::AtomicId;
 pub use abi::CapSlot;

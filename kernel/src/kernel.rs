@@ -319,15 +319,6 @@ pub(crate) fn reached(ack: TlbGeneration, g: TlbGeneration) -> bool {
     !(1..=MAX_UNACKED).contains(&g.wrapping_sub(ack))
 }
 
-/// `Kernel::current`'s value for "no thread" (an idle core).
-const NO_THREAD: usize = usize::MAX;
-
-/// The encoding of a core's current thread in `Kernel::current`.
-#[inline(always)]
-fn thread_word(t: Option<ThreadId>) -> usize {
-    t.map_or(NO_THREAD, |t| t.index())
-}
-
 /// Context of one kernel entry.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Ctx {
@@ -510,11 +501,11 @@ pub struct Kernel<S: Strategy, H: Hal> {
     /// and outside the queues' cell, which a lock holder borrows mutably. (On the queues' line
     /// instead, measured: ARMv7 CLH round trip 876 -> 888, x86_64 none 762 -> 766.)
     pub(crate) rq_bits: [CachePadded<AtomicU32>; MAX_CPUS],
-    /// Per core: its current thread's index (`NO_THREAD`: idle). Written only by that core:
+    /// Per core: its current thread, as [`ThreadId::to_raw`] writes it (0: idle). Written only by that core:
     /// holding its run-queue lock in [`schedule`](Kernel::schedule), without it on the IPC
     /// fastpath ([`Kernel::set_current_fast`]). Read by that core without the lock, by other
     /// cores with the lock (see [`Kernel::wake`]).
-    pub(crate) current: [CachePadded<AtomicUsize>; MAX_CPUS],
+    pub(crate) current: [CachePadded<AtomicId<ThreadId>>; MAX_CPUS],
     pub(crate) local: [CachePadded<UnsafeCell<CoreLocal>>; MAX_CPUS],
     /// Per core: its entry counters since boot (the benchmark call `KernelCounters`). Written
     /// only by that core, read by any. With the `trace` feature only: in the other builds the
@@ -641,7 +632,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
                 queues: [Queue::default(); NUM_PRIOS],
             }),
             rq_bits: core::array::from_fn(|_| CachePadded::new(AtomicU32::new(0))),
-            current: core::array::from_fn(|_| CachePadded::new(AtomicUsize::new(NO_THREAD))),
+            current: core::array::from_fn(|_| CachePadded::new(AtomicId::none())),
             local: padded_cells(CoreLocal {
                 actions: Actions::NONE,
                 loaded: None,
@@ -1546,7 +1537,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
     #[inline(always)]
     pub(crate) fn current(&self, ctx: Ctx) -> Option<ThreadId> {
         // Relaxed: only this core writes it (program order).
-        ThreadId::new(self.current[ctx.cpu].load(Ordering::Relaxed))
+        self.current[ctx.cpu].load(Ordering::Relaxed)
     }
 
     /// The current thread of core `g.key`, read holding that core's run-queue lock in shared
@@ -1555,7 +1546,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
     /// value it races with is still the right one to act on.
     pub(crate) fn current_on(&self, g: &Held<'_, S, RunQueue>) -> Option<ThreadId> {
         // Relaxed: see above; the ordering comes from the lock or from `wake`'s handshake.
-        ThreadId::new(self.current[g.key.0].load(Ordering::Relaxed))
+        self.current[g.key.0].load(Ordering::Relaxed)
     }
 
     /// Sets the calling core's current thread (caller holds its run-queue lock in shared
@@ -1563,7 +1554,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
     #[inline(always)]
     pub(crate) fn set_current(&self, g: &Held<'_, S, RunQueue>, t: Option<ThreadId>) {
         assert_eq!(g.key.0, g.cpu, "a core set another core's current thread");
-        self.current[g.cpu].store(thread_word(t), Ordering::Relaxed);
+        self.current[g.cpu].store(t, Ordering::Relaxed);
     }
 
     /// Sets the calling core's current thread without its run-queue lock: the IPC fastpath,
@@ -1574,7 +1565,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
     pub(crate) fn set_current_fast(&self, ctx: Ctx, t: ThreadId) {
         // Relaxed: ordered for other cores by the section's release (the read side's), which
         // `wake`'s acquire of this core's reader slot pairs with.
-        self.current[ctx.cpu].store(t.index(), Ordering::Relaxed);
+        self.current[ctx.cpu].store(Some(t), Ordering::Relaxed);
     }
 
     /// The priority bitmap of core `cpu`'s run queue; exact under its run-queue lock (or in an
