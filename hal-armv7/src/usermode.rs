@@ -146,10 +146,15 @@ impl UserArch for ArmUser {
         // comes from the whole frame's unique reference, and the result borrows `frame`.
         unsafe { &mut *(frame as *mut UserFrame).cast::<Regs>() }
     }
-    /// Forces USR mode and keeps only the flags a thread may set; every frame can return.
+    /// Forces USR mode and keeps only the flags a thread may set; every frame can return. A
+    /// system call's frame is left as it is: its CPSR is the SPSR that the SVC saved (see
+    /// [`UserArch::prepare_return`]), USR mode with the mask bits a USR-mode `msr` cannot
+    /// change.
     #[inline(always)]
-    fn prepare_return(frame: &mut UserFrame, _from_syscall: bool) -> Result<(), (usize, usize)> {
-        frame.cpsr = (frame.cpsr & CPSR_KEPT) | CPSR_USER;
+    fn prepare_return(frame: &mut UserFrame, from_syscall: bool) -> Result<(), (usize, usize)> {
+        if !from_syscall {
+            frame.cpsr = (frame.cpsr & CPSR_KEPT) | CPSR_USER;
+        }
         Ok(())
     }
     #[inline(always)]

@@ -176,7 +176,10 @@ impl UserArch for X86User {
     /// [`kernel::config::USER_TOP`]), so this is a defensive check.
     ///
     /// A system call's return (`sysretq`) takes its selectors from the STAR MSR, so the
-    /// frame's are left as they are then; the next entry saves new ones anyway.
+    /// frame's are left as they are then; the next entry saves new ones anyway. Its RFLAGS
+    /// are left too: they are the ones `syscall` put in R11 (see
+    /// [`UserArch::prepare_return`]), which ring 3 cannot have given IOPL or cleared IF
+    /// in (POPF ignores both there).
     #[inline(always)]
     fn prepare_return(f: &mut TrapFrame, from_syscall: bool) -> Result<(), (usize, usize)> {
         if from_syscall {
@@ -186,8 +189,8 @@ impl UserArch for X86User {
         } else {
             f.cs = u64::from(USER_CODE);
             f.ss = u64::from(USER_DATA);
+            f.rflags = (f.rflags & USER_FLAGS_KEPT) | RFLAGS_IF | RFLAGS_FIXED;
         }
-        f.rflags = (f.rflags & USER_FLAGS_KEPT) | RFLAGS_IF | RFLAGS_FIXED;
         Ok(())
     }
     #[inline(always)]
