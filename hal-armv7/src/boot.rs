@@ -307,17 +307,15 @@ hal_armv7_vectors:
         .endif
         mrc     p15, 0, r2, c0, c0, 5       @ MPIDR: Aff0 is the core index
         and     r2, r2, #0xff
-        add     r2, r2, #1
-        ldr     r3, ={stacks}
+        ldr     r3, ={stacks}+{stack_size}  @ the top of core r2's area
         add     sp, r3, r2, lsl #{stack_shift}
         .ifc \target,user_trap
         mov     r1, #\vector
         bl      {user_trap}
         .else
         ldr     r0, ={user}                 @ the installed kernel's system-call entry:
-        ldr     r3, ={user}+{syscall_entry} @ entry(USER, frame), a word of USER
-        ldr     r3, [r3]                    @ (UserMode::SYSCALL_ENTRY)
-        blx     r3
+        ldr     r3, [r0, #{syscall_entry}]  @ entry(USER, frame), a word of USER
+        blx     r3                          @ (UserMode::SYSCALL_ENTRY, below 4 KiB)
         .endif
         b       hal_armv7_park
     .endm
@@ -449,6 +447,13 @@ hal_armv7_user_irq:
     user_trap = sym crate::usermode::user_trap,
     user = sym crate::usermode::USER,
     syscall_entry = const hal_common::usermode::UserMode::<crate::usermode::ArmUser, MAX_CPUS>::SYSCALL_ENTRY,
+);
+
+// The system-call stub loads the entry word at an immediate offset from `USER`, which an `ldr`
+// encodes up to 4095.
+const _: () = assert!(
+    hal_common::usermode::UserMode::<crate::usermode::ArmUser, MAX_CPUS>::SYSCALL_ENTRY < 4096,
+    "UserMode::SYSCALL_ENTRY out of an ldr's reach: give UserMode's entry word a lower offset"
 );
 
 unsafe extern "C" {

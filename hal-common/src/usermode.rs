@@ -283,25 +283,26 @@ const PRINTED_FAULTS: u64 = 2;
 const PENDING_WORDS: usize = MAX_IRQS.div_ceil(32);
 
 /// The user-mode state of a machine with `CPUS` cores.
+///
+/// `repr(C)`, in this order: the system-call stub reaches the entry word at a fixed small
+/// offset (ARMv7: an `ldr` immediate, at most 4095), and the words every entry touches come
+/// before the per-thread tables, so that ARMv7 reaches each with an immediate offset from
+/// one base instead of building a large offset first.
+#[repr(C)]
 pub struct UserMode<A: UserArch, const CPUS: usize> {
-    installed: InitOnce<Installed>,
     /// The address of [`UserMode::syscall_entry`] for the installed kernel's type (0 before
     /// [`install`](UserMode::install)): the HAL's system-call stub calls it through this word
     /// ([`UserMode::SYSCALL_ENTRY`]), so that the system call, the hot entry, reaches the
     /// kernel with its code in line (not through [`KernelEntry`]'s vtable) and with no Rust
     /// function of the HAL's in between.
     syscall_entry: AtomicUsize,
-    /// Per-thread saved contexts. A context is only accessed by the core that runs (or last
-    /// ran, and saved) its thread, or by the kernel's `WriteRegisters` of a thread no core
-    /// runs; the kernel hands a thread to another core only through its own synchronisation
-    /// (lock release / acquire), which orders the save before the load.
-    contexts: [UnsafeCell<Context<A::Frame>>; MAX_THREADS],
-    /// Whether a thread has a context ([`UserMode::set_initial_context`], `set_entry`).
-    has_context: [AtomicBool; MAX_THREADS],
-    /// The thread each core runs, as [`ThreadId::to_raw`] writes it (0 while idle).
+    installed: InitOnce<Installed>,
+    /// The thread each core runs (`None` while idle).
     current: [AtomicId<ThreadId>; CPUS],
     /// Whether the core waits in the idle loop (an interrupt then enters the kernel).
     idle: [AtomicBool; CPUS],
+    /// Whether a thread has a context ([`UserMode::set_initial_context`], `set_entry`).
+    has_context: [AtomicBool; MAX_THREADS],
     /// Device interrupts (bit = line) that arrived on a core with a kernel installed but
     /// while it could not enter it (kernel code with interrupts on that is not the idle loop:
     /// a secondary core waiting to be released). Their lines are masked; [`UserMode::run`]
@@ -309,6 +310,11 @@ pub struct UserMode<A: UserArch, const CPUS: usize> {
     /// itself touches its entry (interrupt handler, then `run` with interrupts masked).
     pending: [[AtomicU32; PENDING_WORDS]; CPUS],
     faults: [FaultSlot; MAX_THREADS],
+    /// Per-thread saved contexts. A context is only accessed by the core that runs (or last
+    /// ran, and saved) its thread, or by the kernel's `WriteRegisters` of a thread no core
+    /// runs; the kernel hands a thread to another core only through its own synchronisation
+    /// (lock release / acquire), which orders the save before the load.
+    contexts: [UnsafeCell<Context<A::Frame>>; MAX_THREADS],
 }
 
 // SAFETY: the contexts are the only non-`Sync` part; see the field's documentation for why
@@ -319,19 +325,19 @@ impl<A: UserArch, const CPUS: usize> UserMode<A, CPUS> {
     /// No kernel installed, no thread with a context.
     pub const fn new() -> Self {
         Self {
-            installed: InitOnce::new(),
             syscall_entry: AtomicUsize::new(0),
+            installed: InitOnce::new(),
+            current: [const { AtomicId::none() }; CPUS],
+            idle: [const { AtomicBool::new(false) }; CPUS],
+            has_context: [const { AtomicBool::new(false) }; MAX_THREADS],
+            pending: [const { [const { AtomicU32::new(0) }; PENDING_WORDS] }; CPUS],
+            faults: [const { FaultSlot::new() }; MAX_THREADS],
             contexts: [const {
                 UnsafeCell::new(Context {
                     frame: A::EMPTY_FRAME,
                     saved: Saved::Fresh,
                 })
             }; MAX_THREADS],
-            has_context: [const { AtomicBool::new(false) }; MAX_THREADS],
-            current: [const { AtomicId::none() }; CPUS],
-            idle: [const { AtomicBool::new(false) }; CPUS],
-            pending: [const { [const { AtomicU32::new(0) }; PENDING_WORDS] }; CPUS],
-            faults: [const { FaultSlot::new() }; MAX_THREADS],
         }
     }
 

@@ -65,17 +65,19 @@ pub struct TrapFrame {
     pub r13: u64,
     /// Saved `r12`.
     pub r12: u64,
-    /// Saved `r11`.
-    pub r11: u64,
     /// Saved `r9`.
     pub r9: u64,
     /// Saved `rbp`.
     pub rbp: u64,
-    /// Saved `rcx`.
-    pub rcx: u64,
     /// Saved `rbx`.
     pub rbx: u64,
-    /// Vector number (pushed by the per-vector stub).
+    /// Saved `r11` (not written by the `syscall` entry: `syscall` replaced it with RFLAGS,
+    /// saved in `rflags`; a system call's frame returns with `sysretq`, which reads that).
+    pub r11: u64,
+    /// Saved `rcx` (not written by the `syscall` entry either: it holds the return address
+    /// then, saved in `rip`).
+    pub rcx: u64,
+    /// Vector number (pushed by the per-vector stub; not written by the `syscall` entry).
     pub vector: u64,
     /// Error code (pushed by the CPU, or 0 by the stub).
     pub error_code: u64,
@@ -92,17 +94,35 @@ pub struct TrapFrame {
 }
 
 /// The 15 general-purpose register pushes that build a [`TrapFrame`] below the vector and
-/// error code (AT&T syntax; `rbx` first, so `rax` ends at the lowest address, in
+/// error code (AT&T syntax; `rcx` first, so `rax` ends at the lowest address, in
 /// [`TrapFrame`]'s order). Shared by the interrupt stubs and the `syscall` entry, whose frames
-/// must be the same.
+/// must be the same: the entry leaves out the first two (`push_syscall_clobbered`), which
+/// `syscall` overwrote, and pushes the rest (`push_gprs_kept`).
 macro_rules! push_gprs {
+    () => {
+        concat!(push_syscall_clobbered!(), push_gprs_kept!())
+    };
+}
+
+/// The pushes of RCX and R11, which `syscall` overwrites (with the return address and
+/// RFLAGS): the `syscall` entry skips their slots, next to the vector's and the error code's,
+/// with one subtraction.
+macro_rules! push_syscall_clobbered {
+    () => {
+        "
+    pushq %rcx
+    pushq %r11
+"
+    };
+}
+
+/// The other 13 general-purpose register pushes of `push_gprs`.
+macro_rules! push_gprs_kept {
     () => {
         "
     pushq %rbx
-    pushq %rcx
     pushq %rbp
     pushq %r9
-    pushq %r11
     pushq %r12
     pushq %r13
     pushq %r14
@@ -116,9 +136,9 @@ macro_rules! push_gprs {
 "
     };
 }
-pub(crate) use push_gprs;
+pub(crate) use push_gprs_kept;
 
-/// The register pops that undo [`push_gprs`], leaving the vector at the stack pointer.
+/// The register pops that undo `push_gprs`, leaving the vector at the stack pointer.
 macro_rules! pop_gprs {
     () => {
         "
@@ -132,11 +152,11 @@ macro_rules! pop_gprs {
     popq %r14
     popq %r13
     popq %r12
-    popq %r11
     popq %r9
     popq %rbp
-    popq %rcx
     popq %rbx
+    popq %r11
+    popq %rcx
 "
     };
 }

@@ -61,14 +61,11 @@ use hal_common::usermode::{Event, Fault, KernelFault, UserArch, UserMode};
 
 use crate::cpu::{rdmsr, wrmsr};
 use crate::gdt::{KERNEL_CODE, USER_CODE, USER_DATA};
-use crate::interrupts::{exception_name, pop_gprs, push_gprs, TrapFrame};
+use crate::interrupts::{exception_name, pop_gprs, push_gprs_kept, TrapFrame};
 use crate::percpu::{
     CpuIndex, MAX_CPUS, PERCPU, PERCPU_KSTACK_OFFSET, PERCPU_SCRATCH_OFFSET,
     PERCPU_USER_FRAME_OFFSET,
 };
-
-/// `TrapFrame::vector` of a context saved by the `syscall` entry.
-pub const SYSCALL_VECTOR: u64 = 0x100;
 
 const IA32_EFER: u32 = 0xC000_0080;
 const IA32_STAR: u32 = 0xC000_0081;
@@ -270,9 +267,12 @@ impl UserArch for X86User {
 pub static USER: UserMode<X86User, MAX_CPUS> = UserMode::new();
 
 // The `syscall` entry. On entry: RCX = user RIP, R11 = user RFLAGS, RSP = user stack, GS = user
-// GS, IF = 0 (SFMASK). It switches to the per-core GS, builds a `TrapFrame` (vector
-// SYSCALL_VECTOR) exactly as an interrupt from user mode would, but in the current thread's
-// context (`gs:[user_frame]`, set by `enter_user`), then switches to the kernel stack and calls
+// GS, IF = 0 and DF = 0 (SFMASK, so no `cld`). It switches to the per-core GS, builds a
+// `TrapFrame` as an interrupt from user mode would, but in the current thread's context
+// (`gs:[user_frame]`, set by `enter_user`) and without the four words a system call's return
+// (`sysretq`) does not read: the error code, the vector, and the RCX and R11 slots, which
+// `syscall` overwrote (their values are in the RIP and RFLAGS slots). Then it switches to the
+// kernel stack and calls
 // the installed kernel's system-call entry (`UserMode::SYSCALL_ENTRY`: a word of `USER`) with
 // `USER` and the frame (System V: RDI, RSI); it never returns. RSP is the 4 KiB aligned stack
 // top at the call, so 16-byte aligned.
@@ -292,11 +292,9 @@ hal_syscall_entry:
     pushq %r11
     pushq ${user_cs}
     pushq %rcx
-    pushq $0
-    pushq ${vector}
-    cld
+    subq $32, %rsp
 "#,
-    push_gprs!(),
+    push_gprs_kept!(),
     r#"
     movq %rsp, %rsi
     movq %gs:{kstack}, %rsp
@@ -320,7 +318,6 @@ hal_enter_user:
     user_frame = const PERCPU_USER_FRAME_OFFSET,
     user_ss = const USER_DATA as u64,
     user_cs = const USER_CODE as u64,
-    vector = const SYSCALL_VECTOR,
     user = sym USER,
     syscall_entry = const UserMode::<X86User, MAX_CPUS>::SYSCALL_ENTRY,
     options(att_syntax),
