@@ -73,12 +73,16 @@ pub static PERCPU: [PerCpu; MAX_CPUS] = make_percpu();
 /// Index of the calling core (MPIDR.Aff0).
 #[inline]
 pub fn cpu_id() -> CpuIndex {
-    (crate::cpu::mpidr() & 0xFF) as CpuIndex
+    let id = (crate::cpu::mpidr() & 0xFF) as CpuIndex;
+    // SAFETY: the entry code parks any core whose Aff0 is MAX_CPUS or more before it runs
+    // Rust code (`boot`), so every caller's Aff0 is below MAX_CPUS. Stated, so that indexing
+    // a per-core table with it needs no bounds check (on the kernel's system-call path).
+    unsafe { core::hint::assert_unchecked(id < MAX_CPUS) };
+    id
 }
 
 /// The calling core's state.
 #[inline]
 pub fn this_cpu() -> &'static PerCpu {
-    // The entry code parks any core with Aff0 >= MAX_CPUS, so the index is in range.
-    &PERCPU[cpu_id() % MAX_CPUS]
+    &PERCPU[cpu_id()]
 }

@@ -476,20 +476,6 @@ impl<A: UserArch, const CPUS: usize> UserMode<A, CPUS> {
             self.current[cpu].store(None, Ordering::Relaxed);
             self.idle(cpu)
         };
-        // Relaxed (an Acquire load is a `dmb ish` per return to user mode on ARMv7): this
-        // is a check of the kernel's choice, not what publishes the context. The context
-        // of `t` was written either before any core ran (`set_initial_context`, published
-        // by the secondary cores' start) or in a kernel section (`set_entry`) that the
-        // strategy orders before the section that made `t` runnable and before the one
-        // that just picked `t` here, which read `t`'s state under the same ordering. That
-        // chain makes the context write (and the flag's store) happen-before this load
-        // and the frame accesses below; coherence then rules out reading the old `false`.
-        if !self.has_context[t.index()].load(Ordering::Relaxed) {
-            A::fatal(format_args!(
-                "the kernel picked thread {} which has no user context",
-                t.index()
-            ));
-        }
         self.current[cpu].store(Some(t), Ordering::Relaxed);
         self.idle[cpu].store(false, Ordering::Relaxed);
         let f = &self.faults[t.index()];
@@ -505,6 +491,21 @@ impl<A: UserArch, const CPUS: usize> UserMode<A, CPUS> {
         // SAFETY: `t` is now this core's current thread (see `contexts`).
         let ctx = unsafe { &mut *self.contexts[t.index()].get() };
         let from_syscall = ctx.saved == Saved::Syscall;
+        // A context that a system call saved exists (its thread ran); any other is checked.
+        // Relaxed (an Acquire load is a `dmb ish` per return to user mode on ARMv7): this
+        // is a check of the kernel's choice, not what publishes the context. The context
+        // of `t` was written either before any core ran (`set_initial_context`, published
+        // by the secondary cores' start) or in a kernel section (`set_entry`) that the
+        // strategy orders before the section that made `t` runnable and before the one
+        // that just picked `t` here, which read `t`'s state under the same ordering. That
+        // chain makes the context write (and the flag's store) happen-before this load
+        // and the frame accesses below; coherence then rules out reading the old `false`.
+        if !from_syscall && !self.has_context[t.index()].load(Ordering::Relaxed) {
+            A::fatal(format_args!(
+                "the kernel picked thread {} which has no user context",
+                t.index()
+            ));
+        }
         match A::prepare_return(&mut ctx.frame, from_syscall) {
             Ok(()) if from_syscall => {
                 // SAFETY: the frame passed `prepare_return` as a system call's; every entry

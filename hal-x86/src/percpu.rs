@@ -275,6 +275,11 @@ pub fn cpu_id() -> CpuIndex {
     unsafe {
         core::arch::asm!("mov {}, gs:[0]", out(reg) id, options(nostack, readonly, preserves_flags))
     }
+    // SAFETY: the word is the `index` of the `PERCPU` element that GS points at (`install`
+    // took its address with a checked index), which `make_percpu` set to its position, below
+    // MAX_CPUS. Stated, so that indexing a per-core table with it needs no bounds check (three
+    // per system call on the kernel's path).
+    unsafe { core::hint::assert_unchecked(id < MAX_CPUS) };
     id
 }
 

@@ -1233,6 +1233,10 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             "kernel entry on CPU {cpu} of {} (HAL bug)",
             self.cores
         );
+        // SAFETY: `cores` is written only by `new`, which checks it is at most MAX_CPUS.
+        // Stated, so that the per-core tables (MAX_CPUS long) are indexed with `cpu` without a
+        // second bounds check per entry.
+        unsafe { core::hint::assert_unchecked(self.cores <= MAX_CPUS) };
         // Relaxed: `in_kernel[cpu]` is touched only by entries on core `cpu` (HAL contract), so
         // it orders nothing with other cores; it only catches a HAL that re-enters a core
         // (an entry nested in an entry, say from an interrupt taken in the kernel), which is
