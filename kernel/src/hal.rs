@@ -319,6 +319,12 @@ impl Actions {
         self.more = false;
     }
 
+    /// Whether nothing is recorded (the state between entries).
+    #[inline(always)]
+    pub fn is_clear(&self) -> bool {
+        self.switch_to.is_none() && !self.more
+    }
+
     /// Whether anything but an address-space switch was recorded.
     #[inline(always)]
     pub fn rare(&self) -> bool {

@@ -1262,10 +1262,16 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             global,
             entry: true,
         };
+        // The record starts clear: the last entry's `after_section` cleared it after running
+        // it (the fastpath records none: its switch is carried in a register), and boot-time
+        // operations clear what they record. Not cleared here: a store and a test less on
+        // the fastpath's entry.
+        #[cfg(debug_assertions)]
         self.local(ctx, |l| {
-            // The fastpath records none (its switch is carried in a register), but boot-time
-            // operations outside any entry may have.
-            l.actions.clear();
+            debug_assert!(
+                l.actions.is_clear(),
+                "actions left over by the last entry or a boot-time operation"
+            );
             debug_assert!(
                 l.direct.is_none(),
                 "direct switch left over by the last entry"
@@ -1309,6 +1315,8 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             // pass of `await_shootdowns` does with all-zero generations).
             self.service_shootdown(cpu);
         }
+        // Done with: the next entry starts with a clear record (see `section`).
+        self.local_of(cpu, |l| l.actions.clear());
     }
 
     /// [`after_section`](Self::after_section) for the fastpath's exit, whose only action is
@@ -1847,6 +1855,9 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         }
         let ctx = self.boot_ctx();
         self.resume(ctx, thread);
+        // What the wake-up recorded (a Reschedule IPI for the thread's core) is moot before
+        // the cores run: each starts by scheduling. Entries start with a clear record.
+        self.local(ctx, |l| l.actions.clear());
         Ok(())
     }
 
