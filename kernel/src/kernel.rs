@@ -1323,6 +1323,13 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
     /// the address-space switch it hands over in a register (`load`, see
     /// [`FastExit`](crate::fastpath::FastExit)): its recorded actions stayed clear, so there
     /// is nothing else to run and no shoot-down of its own to wait for.
+    ///
+    /// Nor does it service this core's pending shoot-down requests (a load, a load and a
+    /// compare per system call): each comes with its IPI, which the requester sends after its
+    /// section, and which this core takes as soon as it returns to user mode (interrupts are
+    /// masked only in the kernel), to service it in that entry (see the shoot-down section
+    /// below). The requester waits for the acknowledgement, so a translation this core uses
+    /// meanwhile is one it could have used before the unmap.
     #[inline(always)]
     fn after_fast_section(&self, cpu: CpuId, load: Option<PhysAddr>) {
         debug_assert!(
@@ -1335,7 +1342,6 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             // section.
             unsafe { self.hal.switch_address_space(cpu, root) };
         }
-        self.service_shootdown(cpu);
     }
 
     /// [`after_section`](Self::after_section) for an entry that recorded more than an
@@ -1617,12 +1623,13 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
     // generation in its actions (`Actions::acks`) and a TlbShootdown IPI. After its section
     // (lock released or transaction committed) it sends the IPIs and spins until
     // `tlb_ack[c]` reached the generation for every target. Every kernel entry of every
-    // core, after its section, *services* its own requests: if `tlb_req != tlb_ack` it flushes
-    // its whole TLB and publishes the requested value it read as `tlb_ack` (release). The
-    // waiting loop services too, so two cores shooting down each other both progress, and no
+    // core but the IPC fastpath's, after its section, *services* its own requests: if
+    // `tlb_req != tlb_ack` it flushes its whole TLB and publishes the requested value it read
+    // as `tlb_ack` (release). The waiting loop services too, so two cores shooting down each other both progress, and no
     // core waits inside a critical section, so the lock holder never waits for a waiter. A
     // target in user mode or idle takes the IPI and enters the kernel (`Kernel::ipi`); a
-    // target in the kernel services at the end of the entry it is in.
+    // target in the kernel services at the end of the entry it is in, or (the fastpath's) at
+    // the entry the IPI causes right after it returns to user mode.
     //
     // Generations are words that wrap ([`TlbGeneration`]; 32 bits on ARMv7, where a 64-bit
     // atomic load is an `ldrexd` and a `clrex` on every entry). Only core `c` stores
@@ -1674,8 +1681,8 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
     /// (outside the critical section).
     ///
     /// The check is a Relaxed load, and the Acquire fence is taken only when a request is
-    /// pending: with nothing to service, nothing read here needs ordering (every entry checks;
-    /// on ARMv7 an Acquire load is a `dmb ish`, two per round trip). The fence makes the load
+    /// pending: with nothing to service, nothing read here needs ordering (every entry but
+    /// the fastpath's checks; on ARMv7 an Acquire load is a `dmb ish`). The fence makes the load
     /// that saw `req` synchronise with the requester's AcqRel `fetch_add` (the fence rule of
     /// the C++ model), so the flush below is ordered after the requester's page-table stores,
     /// exactly as an Acquire load would. Freshness is not the load's business, Acquire or not:
