@@ -233,6 +233,10 @@ enum Saved {
     Syscall,
     /// Through an interrupt or exception: restored exactly.
     Trap,
+    /// As `Syscall`, for a thread whose return faulted since (`cannot_return`): its next
+    /// resume takes the checked path, which clears the fault's `stopped` flag. (Only this
+    /// kind needs the mark: the others always take that path.)
+    SyscallFaulted,
 }
 
 struct Context<F> {
@@ -478,34 +482,11 @@ impl<A: UserArch, const CPUS: usize> UserMode<A, CPUS> {
         };
         self.current[cpu].store(Some(t), Ordering::Relaxed);
         self.idle[cpu].store(false, Ordering::Relaxed);
-        let f = &self.faults[t.index()];
-        // Load first, swap only when set: the common case (no fault recorded) then makes
-        // no atomic read-modify-write (a locked `xchg` on x86, `ldrex`/`strex` on ARMv7).
-        // The flag is set by `record_fault` on the core where `t` faulted, in the fault's
-        // entry, which the kernel's sections order before the one that picked `t` again
-        // here; the only other writer is this clear, by the core resuming `t` (one at a
-        // time). So a `false` read here is not a set that the swap would have seen.
-        if f.stopped.load(Ordering::Relaxed) && f.stopped.swap(false, Ordering::Relaxed) {
-            f.resumed.store(true, Ordering::Release);
-        }
         // SAFETY: `t` is now this core's current thread (see `contexts`).
         let ctx = unsafe { &mut *self.contexts[t.index()].get() };
-        let from_syscall = ctx.saved == Saved::Syscall;
-        // A context that a system call saved exists (its thread ran); any other is checked.
-        // Relaxed (an Acquire load is a `dmb ish` per return to user mode on ARMv7): this
-        // is a check of the kernel's choice, not what publishes the context. The context
-        // of `t` was written either before any core ran (`set_initial_context`, published
-        // by the secondary cores' start) or in a kernel section (`set_entry`) that the
-        // strategy orders before the section that made `t` runnable and before the one
-        // that just picked `t` here, which read `t`'s state under the same ordering. That
-        // chain makes the context write (and the flag's store) happen-before this load
-        // and the frame accesses below; coherence then rules out reading the old `false`.
-        if !from_syscall && !self.has_context[t.index()].load(Ordering::Relaxed) {
-            A::fatal(format_args!(
-                "the kernel picked thread {} which has no user context",
-                t.index()
-            ));
-        }
+        // A context that a system call saved, the common case, needs no check: it exists
+        // (its thread ran), and its thread has no fault to clear (`SyscallFaulted` otherwise).
+        let from_syscall = ctx.saved == Saved::Syscall || self.resume_checks(t, ctx);
         match A::prepare_return(&mut ctx.frame, from_syscall) {
             Ok(()) if from_syscall => {
                 // SAFETY: the frame passed `prepare_return` as a system call's; every entry
@@ -524,6 +505,45 @@ impl<A: UserArch, const CPUS: usize> UserMode<A, CPUS> {
         }
     }
 
+    /// The checks of [`resume`](Self::resume) for `t`'s context `ctx` when a system call did
+    /// not save it (or its return faulted since): that it exists, and the fault flags.
+    /// Returns whether it returns as a system call's.
+    #[inline(never)]
+    fn resume_checks(&self, t: ThreadId, ctx: &mut Context<A::Frame>) -> bool {
+        let from_syscall = ctx.saved == Saved::SyscallFaulted;
+        if from_syscall {
+            ctx.saved = Saved::Syscall;
+        }
+        // Relaxed (an Acquire load is a `dmb ish` on ARMv7): this is a check of the kernel's
+        // choice, not what publishes the context. The context of `t` was written either
+        // before any core ran (`set_initial_context`, published by the secondary cores'
+        // start) or in a kernel section (`set_entry`) that the strategy orders before the
+        // section that made `t` runnable and before the one that just picked `t` here, which
+        // read `t`'s state under the same ordering. That chain makes the context write (and
+        // the flag's store) happen-before this load and the frame accesses after it;
+        // coherence then rules out reading the old `false`.
+        if !from_syscall && !self.has_context[t.index()].load(Ordering::Relaxed) {
+            A::fatal(format_args!(
+                "the kernel picked thread {} which has no user context",
+                t.index()
+            ));
+        }
+        let f = &self.faults[t.index()];
+        // Load first, swap only when set: the common case (no fault recorded) then makes
+        // no atomic read-modify-write (a locked `xchg` on x86, `ldrex`/`strex` on ARMv7).
+        // The flag is set by `record_fault` on the core where `t` faulted, in the fault's
+        // entry, which the kernel's sections order before the one that picked `t` again
+        // here; the only other writer is this clear, by the core resuming `t` (one at a
+        // time). So a `false` read here is not a set that the swap would have seen. A thread
+        // with the flag set takes this path: its context was saved by a trap (its fault's
+        // entry), rewritten whole (`set_initial_context`: fresh), or marked `SyscallFaulted`
+        // by `cannot_return`.
+        if f.stopped.load(Ordering::Relaxed) && f.stopped.swap(false, Ordering::Relaxed) {
+            f.resumed.store(true, Ordering::Release);
+        }
+        from_syscall
+    }
+
     /// Thread `t`'s frame cannot return to user mode (`prepare_return` said so): records and
     /// reports the fault, hands it to the kernel and resumes the thread the kernel picks.
     #[cold]
@@ -536,6 +556,13 @@ impl<A: UserArch, const CPUS: usize> UserMode<A, CPUS> {
             code: 0,
         };
         let _ = self.record_fault(cpu, t, fault);
+        // SAFETY: `t` is this core's current thread (`resume` made it so); no reference to
+        // its context is live (the caller's ended with this call).
+        let ctx = unsafe { &mut *self.contexts[t.index()].get() };
+        if ctx.saved == Saved::Syscall {
+            // Its next resume clears the fault's flag (see `resume_checks`).
+            ctx.saved = Saved::SyscallFaulted;
+        }
         A::print(format_args!(
             "user fault: cpu {cpu} thread {}: cannot return to pc {addr:#x} \
              (vector {vector}): handed to the kernel (pager, or the thread stops)\n",
@@ -606,20 +633,20 @@ impl<A: UserArch, const CPUS: usize> UserMode<A, CPUS> {
             this.save(cpu, f, Saved::Syscall)
         };
         let regs = A::syscall_regs_ptr(frame);
-        // SAFETY: as above; `regs` points into `frame`.
-        let number = unsafe { (*regs)[0] };
-        if number >= DEBUG_BASE {
-            // SAFETY: as above.
-            let args = unsafe { regs.read() };
-            this.resume(cpu, Self::debug_call(inst, cpu, t, args))
-        }
+        // A debug call (`regs[0] >= DEBUG_BASE`) is answered by `Resume::own_call`, which the
+        // kernel asks only for a call its IPC entry does not take.
         // SAFETY: the frame is the calling thread's, valid (the caller's contract) and
         // written by nothing until the kernel hands its `Exit` to `Resume` (the kernel writes
         // no running thread's context; `resume` writes it after the kernel is done).
         let saved = unsafe { SavedRegs::new(regs) };
         // `resume` in line on each of the kernel's paths (see `Kernel::syscall_then`); it
         // never returns, which `Infallible` says to the compiler.
-        match kernel.syscall_then(cpu, saved, Resume { user: this, cpu }) {}
+        let then = Resume {
+            user: this,
+            cpu,
+            thread: t,
+        };
+        match kernel.syscall_then(cpu, saved, then) {}
     }
 
     /// A debug call (`regs[0] >= DEBUG_BASE`) of `t`: the image's handler answers, `t` goes
@@ -734,6 +761,8 @@ impl<A: UserArch, const CPUS: usize> UserMode<A, CPUS> {
 struct Resume<'a, A: UserArch, const CPUS: usize> {
     user: &'a UserMode<A, CPUS>,
     cpu: CpuIndex,
+    /// The calling thread (for a debug call's handler).
+    thread: ThreadId,
 }
 
 impl<A: UserArch, const CPUS: usize> ExitTo for Resume<'_, A, CPUS> {
@@ -741,6 +770,17 @@ impl<A: UserArch, const CPUS: usize> ExitTo for Resume<'_, A, CPUS> {
     #[inline(always)]
     fn exit_to(self, exit: Exit) -> Self::Out {
         self.user.resume(self.cpu, exit)
+    }
+    #[inline(always)]
+    fn own_call(&self, regs: &Regs) -> Option<Exit> {
+        (regs[0] >= DEBUG_BASE).then(|| {
+            UserMode::<A, CPUS>::debug_call(
+                self.user.installed_from_user(),
+                self.cpu,
+                self.thread,
+                *regs,
+            )
+        })
     }
 }
 
