@@ -510,10 +510,10 @@ pub struct Kernel<S: Strategy, H: Hal> {
     /// and outside the queues' cell, which a lock holder borrows mutably. (On the queues' line
     /// instead, measured: ARMv7 CLH round trip 876 -> 888, x86_64 none 762 -> 766.)
     pub(crate) rq_bits: [CachePadded<AtomicU32>; MAX_CPUS],
-    /// Per core: its current thread, as [`ThreadId::to_raw`] writes it (0: idle). Written only by that core:
-    /// holding its run-queue lock in [`schedule`](Kernel::schedule), without it on the IPC
-    /// fastpath ([`Kernel::set_current_fast`]). Read by that core without the lock, by other
-    /// cores with the lock (see [`Kernel::wake`]).
+    /// Per core: its current thread (`None`: idle). Written only by that core: holding its
+    /// run-queue lock in [`schedule`](Kernel::schedule), without it on the IPC fastpath
+    /// ([`Kernel::set_current_fast`]). Read by that core without the lock, by other cores
+    /// with the lock (see [`Kernel::wake`]).
     pub(crate) current: [CachePadded<AtomicId<ThreadId>>; MAX_CPUS],
     pub(crate) local: [CachePadded<UnsafeCell<CoreLocal>>; MAX_CPUS],
     /// Per core: its entry counters since boot (the benchmark call `KernelCounters`). Written
@@ -1638,9 +1638,10 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
     // `tlb_ack[c]` reached the generation for every target. Every kernel entry of every
     // core but the IPC fastpath's, after its section, *services* its own requests: if
     // `tlb_req != tlb_ack` it flushes its whole TLB and publishes the requested value it read
-    // as `tlb_ack` (release). The waiting loop services too, so two cores shooting down each other both progress, and no
-    // core waits inside a critical section, so the lock holder never waits for a waiter. A
-    // target in user mode or idle takes the IPI and enters the kernel (`Kernel::ipi`); a
+    // as `tlb_ack` (release). The waiting loop services too, so two cores shooting down each
+    // other both progress, and no core waits inside a critical section, so the lock holder
+    // never waits for a waiter. A target in user mode or idle takes the IPI and enters the
+    // kernel (`Kernel::ipi`); a
     // target in the kernel services at the end of the entry it is in, or (the fastpath's) at
     // the entry the IPI causes right after it returns to user mode.
     //
