@@ -202,8 +202,9 @@ impl UserArch for X86User {
     #[inline(always)]
     unsafe fn return_from_syscall(cpu: CpuIndex, frame: &TrapFrame, regs: Regs) -> ! {
         let frame = next_entry_saves_at(cpu, frame);
-        // SAFETY: the frame holds a canonical return address and sanitised flags, checked
-        // and set by `prepare_return`, and is the thread's context, which stays in place (the
+        // SAFETY: the frame holds a canonical return address, checked by `prepare_return`,
+        // and the flags `syscall` recorded in R11 (user flags only, see `prepare_return`),
+        // and is the thread's context, which stays in place (the
         // caller's contract). The registers the call does not return come from the frame
         // (RSP points at it: every other register is loaded, the six results are operands);
         // RCX and R11 are the return address and flags `sysretq` takes, RSP the user stack,
@@ -272,9 +273,8 @@ pub static USER: UserMode<X86User, MAX_CPUS> = UserMode::new();
 // (`gs:[user_frame]`, set by `enter_user`) and without the four words a system call's return
 // (`sysretq`) does not read: the error code, the vector, and the RCX and R11 slots, which
 // `syscall` overwrote (their values are in the RIP and RFLAGS slots). Then it switches to the
-// kernel stack and calls
-// the installed kernel's system-call entry (`UserMode::SYSCALL_ENTRY`: a word of `USER`) with
-// `USER` and the frame (System V: RDI, RSI); it never returns. RSP is the 4 KiB aligned stack
+// kernel stack and calls the installed kernel's system-call entry (`UserMode::SYSCALL_ENTRY`: a
+// word of `USER`) with `USER` and the frame (System V: RDI, RSI); it never returns. RSP is the 4 KiB aligned stack
 // top at the call, so 16-byte aligned.
 //
 // `hal_enter_user` returns from a frame in its context: RSP points at it, the pops load it.
