@@ -104,6 +104,14 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             place[t.index()] = p;
             Ok(())
         };
+        for t in ThreadId::all() {
+            let conf = self.conf(t);
+            if conf.life != Life::Free
+                && (conf.priority >= NUM_PRIOS || conf.at_or_above != !0u32 << conf.priority)
+            {
+                return fail("priority or its run-queue mask wrong", Some(t));
+            }
+        }
         for c in 0..self.cores {
             let current = self.current_on(&self.hold(ctx, RunQueue(c)));
             if let Some(t) = current {

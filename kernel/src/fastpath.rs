@@ -40,7 +40,6 @@
 //! measure what the fastpath saves (the images' `fastpath=0`).
 
 use crate::cap::Rights;
-use crate::config::NUM_PRIOS;
 use crate::hal::{Hal, PhysAddr};
 use crate::ids::{CapSlot, ThreadId};
 use crate::kernel::{Ctx, Entry, Exit, Kernel, Life, ThreadState};
@@ -107,13 +106,15 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         c.life == Life::Alive && c.core == ctx.cpu
     }
 
-    /// Whether a thread of this core at priority `p` would run next: nothing queued here has
-    /// `p` or more (then [`schedule`](Self::schedule) picks the woken thread directly). Read
-    /// without the run-queue lock: a thread another core queues here meanwhile either shows
-    /// in this read or comes with a Reschedule IPI ([`wake`](Self::wake)'s handshake).
+    /// Whether a thread of this core whose priority's mask is `at_or_above`
+    /// ([`TcbConf::at_or_above`](crate::kernel::TcbConf)) would run next: nothing queued here
+    /// has its priority or more (then [`schedule`](Self::schedule) picks the woken thread
+    /// directly). Read without the run-queue lock: a thread another core queues here
+    /// meanwhile either shows in this read or comes with a Reschedule IPI
+    /// ([`wake`](Self::wake)'s handshake).
     #[inline(always)]
-    fn fast_runs_next(&self, ctx: Ctx, p: usize) -> bool {
-        self.rq_bitmap(ctx.cpu) >> p == 0
+    fn fast_runs_next(&self, ctx: Ctx, at_or_above: u32) -> bool {
+        self.rq_bitmap(ctx.cpu) & at_or_above == 0
     }
 
     /// `Call` from `t` through its capability `slot` with `msg`.
@@ -129,7 +130,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             return None;
         }
         let gt = self.own_current(ctx, t)?;
-        let (ep, badge) = self.lookup_ep(t, slot, Rights::WRITE).ok()?;
+        let (ep, badge) = self.fast_lookup_ep(t, slot, Rights::WRITE)?;
         let ge = self.hold(ctx, ep);
         let (mut q, receivers) = self.ep(&ge, |e| (e.queue, e.receivers));
         // A queued receiver is blocked, so it is not `t`, which runs.
@@ -139,7 +140,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             return None;
         }
         let gr = self.hold(ctx, r);
-        if !self.fast_runs_next(ctx, rc.priority % NUM_PRIOS) {
+        if !self.fast_runs_next(ctx, rc.at_or_above) {
             return None;
         }
         // Committed: what `send` and `schedule` do for this case.
@@ -177,7 +178,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             return None;
         }
         let gt = self.own_current(ctx, t)?;
-        let (ep, _) = self.lookup_ep(t, slot, Rights::READ).ok()?;
+        let (ep, _) = self.fast_lookup_ep(t, slot, Rights::READ)?;
         let ge = self.hold(ctx, ep);
         let (mut q, receivers) = self.ep(&ge, |e| (e.queue, e.receivers));
         if q.head.is_some() && !receivers {
@@ -197,7 +198,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         if !waits {
             return None;
         }
-        if !self.fast_runs_next(ctx, cc.priority % NUM_PRIOS) {
+        if !self.fast_runs_next(ctx, cc.at_or_above) {
             return None;
         }
         // Committed: what `answer`, `recv` and `schedule` do for this case.

@@ -48,7 +48,13 @@ pub enum Life {
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct TcbConf {
     pub life: Life,
+    /// Below [`NUM_PRIOS`]; written with [`set_priority`](Self::set_priority), which keeps
+    /// `at_or_above` in step.
     pub priority: usize,
+    /// The run-queue bitmap's bits of `priority` and above (`!0 << priority`): the fastpath's
+    /// test that nothing queued on the core outranks the thread is one `and` with it (a shift
+    /// by `priority` took the shift-count register and a shuffle of what it held on x86_64).
+    pub at_or_above: u32,
     pub core: CpuId,
     pub aspace: Option<AsId>,
     /// Fault endpoint and the badge of the capability it was bound with.
@@ -61,9 +67,17 @@ pub(crate) struct TcbConf {
 }
 
 impl TcbConf {
+    /// Sets the priority (below [`NUM_PRIOS`], reduced modulo it otherwise) and its bitmap
+    /// mask.
+    pub fn set_priority(&mut self, priority: usize) {
+        self.priority = priority % NUM_PRIOS;
+        self.at_or_above = !0u32 << self.priority;
+    }
+
     pub const FREE: TcbConf = TcbConf {
         life: Life::Free,
         priority: 0,
+        at_or_above: !0,
         core: 0,
         aspace: None,
         pager: None,
@@ -859,6 +873,20 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         unsafe { cell_ref(&self.cspaces[t.index()], |c| c.get(slot)) }
     }
 
+    /// The endpoint and badge of `t`'s capability in `slot` if it is an endpoint capability
+    /// with `rights` ([`CSpace::endpoint`]): the fastpath's lookup, `None` for every failure
+    /// (the full path then finds the same slot and reports why).
+    #[inline(always)]
+    pub(crate) fn fast_lookup_ep(
+        &self,
+        t: ThreadId,
+        slot: CapSlot,
+        rights: Rights,
+    ) -> Option<(EndpointId, usize)> {
+        // SAFETY: as for `cap`.
+        unsafe { cell_ref(&self.cspaces[t.index()], |c| c.endpoint(slot, rights)) }
+    }
+
     /// Looks up a capability of `t` and checks kind and rights.
     pub(crate) fn lookup(
         &self,
@@ -1207,7 +1235,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         msg: impl Fn() -> Msg,
         then: T,
     ) -> T::Out {
-        self.begin(cpu);
+        self.begin_ipc(cpu);
         let excl = self.strategy.enter(cpu, Side::Shared);
         let ctx = self.section(cpu, Side::Shared, excl);
         let cur = self.current(ctx);
@@ -1217,14 +1245,14 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             // SAFETY: `cpu` entered the shared side above and leaves once.
             unsafe { self.strategy.exit(cpu, Side::Shared) };
             self.after_fast_section(cpu, fast.load);
-            self.end(cpu);
+            self.end_ipc(cpu);
             return then.exit_to(fast.exit);
         }
         let exit = self.full_path(ctx, cur, Entry::Syscall(Ok(call.syscall(ep, msg()))));
         // SAFETY: as above (the fastpath did not apply, so this is the one exit).
         unsafe { self.strategy.exit(cpu, Side::Shared) };
         self.after_section(ctx);
-        self.end(cpu);
+        self.end_ipc(cpu);
         then.exit_to(exit)
     }
 
@@ -1383,6 +1411,39 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
     fn end(&self, cpu: CpuId) {
         // Relaxed: see `begin`.
         self.in_kernel[cpu].store(false, Ordering::Relaxed);
+    }
+
+    /// [`begin`](Self::begin) for the IPC entry: the core index is checked, the re-entry
+    /// check and the in-kernel mark only in debug builds. The mark's other reader, the
+    /// trace records' count of cores in the kernel, runs only when a tracer is installed, and
+    /// then every entry takes the generic path, which marks the core. The re-entry check
+    /// catches a HAL bug, not anything user space can do (the HALs take system calls with
+    /// interrupts masked, so nothing nests in them), and it costs 5 loads, stores and
+    /// branches per system call (10 per round trip, 2% of x86_64's), a share seL4, with no
+    /// such check, does not pay; the hosted tests, which run debug builds, keep it.
+    #[inline(always)]
+    fn begin_ipc(&self, cpu: CpuId) {
+        #[cfg(debug_assertions)]
+        self.begin(cpu);
+        #[cfg(not(debug_assertions))]
+        {
+            assert!(
+                cpu < self.cores,
+                "kernel entry on CPU {cpu} of {} (HAL bug)",
+                self.cores
+            );
+            // SAFETY: as in `begin`.
+            unsafe { core::hint::assert_unchecked(self.cores <= MAX_CPUS) };
+        }
+    }
+
+    /// [`end`](Self::end) for the IPC entry (see [`begin_ipc`](Self::begin_ipc)).
+    #[inline(always)]
+    fn end_ipc(&self, cpu: CpuId) {
+        #[cfg(debug_assertions)]
+        self.end(cpu);
+        #[cfg(not(debug_assertions))]
+        let _ = cpu;
     }
 
     /// The core will leave the kernel with no thread to run: its idle time starts now (a few
@@ -1916,12 +1977,11 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         self.conf_mut(ctx, t, |c| {
             *c = TcbConf {
                 life: Life::Alive,
-                priority,
                 core,
                 aspace,
-                pager: None,
-                has_entry: false,
-            }
+                ..TcbConf::FREE
+            };
+            c.set_priority(priority);
         });
         self.ipc(&self.hold(ctx, t), |i| *i = TcbIpc::INIT);
         self.link(&self.qlinks, t, |l| *l = Link::default());

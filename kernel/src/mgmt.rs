@@ -155,13 +155,13 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         let core = self.conf(t).core;
         if self.queued(ctx, t) {
             self.rq_remove(&self.hold(ctx, RunQueue(core)), t);
-            self.conf_mut(ctx, t, |c| c.priority = priority);
+            self.conf_mut(ctx, t, |c| c.set_priority(priority));
             self.rq_push(&self.hold(ctx, RunQueue(core)), t);
             if core != ctx.cpu {
                 self.act(ctx, |a| a.ipi(core, IpiKind::Reschedule));
             }
         } else {
-            self.conf_mut(ctx, t, |c| c.priority = priority);
+            self.conf_mut(ctx, t, |c| c.set_priority(priority));
             self.kick(ctx, t);
         }
     }
