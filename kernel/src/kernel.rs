@@ -479,8 +479,9 @@ pub(crate) enum Entry {
 /// [`timer_tick`](Self::timer_tick), [`ipi`](Self::ipi) and [`page_fault`](Self::page_fault).
 ///
 /// # HAL contract
-/// Each entry is called on the core it names (`cpu < cores`), never re-entered on the same core
-/// (a violation panics, it is a HAL bug).
+/// Each entry is called on the core it names (`cpu < cores`, checked: a violation panics, it is
+/// a HAL bug), never re-entered on the same core (checked on every entry in debug builds and on
+/// every entry but `Call` and `ReplyRecv` in release builds, see `begin_ipc`).
 pub struct Kernel<S: Strategy, H: Hal> {
     pub(crate) strategy: S,
     pub(crate) hal: H,
@@ -1003,8 +1004,8 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
     #[inline(always)]
     fn local_of<R>(&self, cpu: CpuId, f: impl FnOnce(&mut CoreLocal) -> R) -> R {
         // SAFETY: only core `cpu` touches its `local` cell (callers pass their own core's
-        // index), and a core runs one kernel entry at a time (`in_kernel` flag, checked at
-        // every entry).
+        // index), and a core runs one kernel entry at a time (HAL contract; the `in_kernel`
+        // flag checks it, see `begin` and `begin_ipc`).
         unsafe { cell_mut(&self.local[cpu], f) }
     }
 
@@ -1083,8 +1084,17 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         // `Call` and `ReplyRecv` take the IPC entry when the fastpath is on; a traced kernel
         // keeps them on the generic entry, which writes the trace records.
         if self.fastpath && !self.tracing() {
-            if let Some((call, ep, _)) = Syscall::decode_ipc(&raw.get()) {
-                return self.ipc_entry(cpu, call, ep, || message(&raw.get()), then);
+            // One `ipc_entry` per call, each with its call a constant: the entry's shared part
+            // does not carry the call in a register to branch on it again at the fastpath.
+            match Syscall::decode_ipc(&raw.get()) {
+                Some((IpcCall::Call, ep, _)) => {
+                    return self.ipc_entry(cpu, IpcCall::Call, ep, || message(&raw.get()), then);
+                }
+                Some((IpcCall::ReplyRecv, ep, _)) => {
+                    let msg = || message(&raw.get());
+                    return self.ipc_entry(cpu, IpcCall::ReplyRecv, ep, msg, then);
+                }
+                None => {}
             }
         }
         let regs = raw.get();
@@ -1796,8 +1806,8 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         // Pairs with the requester's AcqRel `fetch_add` (see `service_shootdown`).
         core::sync::atomic::fence(Ordering::Acquire);
         self.hal.flush_tlb(cpu, 0, None);
-        // SAFETY: only core `cpu` touches its `local` cell and it is inside this entry
-        // (`in_kernel`), so no other reference to it exists.
+        // SAFETY: only core `cpu` touches its `local` cell and it runs one entry at a time
+        // (HAL contract, see `begin`), so no other reference to it exists.
         let loaded = unsafe { cell_ref(&self.local[cpu], |l| l.loaded) };
         for (i, flag) in self.as_active[cpu].iter().enumerate() {
             if loaded.map(AsId::index) != Some(i) {
