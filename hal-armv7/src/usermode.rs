@@ -198,8 +198,8 @@ impl UserArch for ArmUser {
         // correctness (nothing is waiting on our stores) and `wfi` tolerates a pending IRQ.
         unsafe { core::arch::asm!("cpsie i", "wfi", "cpsid i", options(nomem, nostack)) };
     }
-    /// A frame the entry saved in its context already (`dst == src`: a system call) is not
-    /// copied; a copy (interrupts, faults) is.
+    /// A frame the entry saved in its context already (`dst == src`: an interrupt from user
+    /// mode) is not copied; a fault's copy is.
     #[inline(always)]
     unsafe fn save_frame(dst: *mut UserFrame, src: &UserFrame) {
         if !core::ptr::eq(dst, src) {

@@ -150,9 +150,11 @@ pub trait UserArch: 'static {
     /// loop; an interrupt may leave the loop for user mode through [`UserMode::interrupt`]).
     fn wait_for_interrupt();
 
-    /// Saves a frame into a context slot. The default is a plain copy; ARMv7 overrides it to
-    /// keep the compiler from calling `memcpy` on every trap, x86_64 to skip the copy of a
-    /// system call's frame, which its entry saved in the context already (`dst == src`).
+    /// Saves an interrupt's or fault's frame into a context slot (a system call's stub saves
+    /// its frame in the context itself, see [`UserMode::syscall_entry`]). The default is a
+    /// plain copy; ARMv7 overrides it to keep the compiler from calling `memcpy` on every
+    /// trap, and to skip the copy of an interrupt's frame, which its entry saved in the
+    /// context already (`dst == src`).
     ///
     /// # Safety
     /// `dst` is valid for a write of a frame, and nothing else accesses it meanwhile; `src`
@@ -469,6 +471,32 @@ impl<A: UserArch, const CPUS: usize> UserMode<A, CPUS> {
         t
     }
 
+    /// [`save`](Self::save) for a system call, whose stub saved the frame in the current
+    /// thread's context already (the contract of [`syscall_entry`](Self::syscall_entry)): only
+    /// the kind of the save is recorded. The stubs' frame is checked to be the context's in
+    /// debug builds; in release builds the comparison (and the branch around a copy that never
+    /// happens) is left out, 2 instructions per system call.
+    #[inline(always)]
+    fn save_syscall(&self, cpu: CpuIndex, frame: &A::Frame) -> ThreadId {
+        let Some(t) = self.current_thread(cpu) else {
+            A::fatal(format_args!(
+                "system call (pc {:#x}) with no current thread",
+                A::pc(frame)
+            ))
+        };
+        let ctx = self.contexts[t.index()].get();
+        // SAFETY: `t` is this core's current thread (see `contexts`), so nothing else
+        // accesses its context; `addr_of!` and `addr_of_mut!` make no reference.
+        unsafe {
+            debug_assert!(
+                core::ptr::eq(core::ptr::addr_of!((*ctx).frame), frame),
+                "system-call frame not in the current thread's context"
+            );
+            core::ptr::addr_of_mut!((*ctx).saved).write(Saved::Syscall);
+        }
+        t
+    }
+
     /// Returns to the thread the kernel chose (or idles). Never returns. In line in every
     /// entry (the system call's return is the hot one: a call and a copy of the [`Exit`]
     /// less per IPC). No loop here: a frame that cannot return goes to the kernel again
@@ -613,7 +641,8 @@ impl<A: UserArch, const CPUS: usize> UserMode<A, CPUS> {
     /// `this` is the `UserMode` whose kernel, of type `K`, was installed (the stub reads the
     /// entry from it, and `install` stores this function only with a kernel of that type).
     /// `frame` is the frame the system-call stub saved for this core's current thread, in
-    /// that thread's own context here (see [`UserArch::save_frame`]), valid for reads until
+    /// that thread's own context (the frame field of its context slot, which release builds
+    /// do not check, see `save_syscall`), valid for reads until
     /// the entry resumes a thread. It is a pointer, not a reference, because the context may
     /// be written again before this call ends (`resume`: a result the return cannot carry,
     /// see [`UserArch::return_from_syscall`]).
@@ -630,7 +659,7 @@ impl<A: UserArch, const CPUS: usize> UserMode<A, CPUS> {
             // SAFETY: the caller's contract: `frame` is valid for reads until this entry
             // resumes a thread; the reference ends here, before `resume` writes the context.
             let f = unsafe { &*frame };
-            this.save(cpu, f, Saved::Syscall)
+            this.save_syscall(cpu, f)
         };
         let regs = A::syscall_regs_ptr(frame);
         // A debug call (`regs[0] >= DEBUG_BASE`) is answered by `Resume::own_call`, which the

@@ -246,15 +246,6 @@ impl UserArch for X86User {
             )
         }
     }
-    /// A `syscall` frame is already in its context (`dst == src`): nothing to copy. An
-    /// interrupt's or exception's frame, on the kernel stack, is copied.
-    #[inline(always)]
-    unsafe fn save_frame(dst: *mut TrapFrame, src: &TrapFrame) {
-        if !core::ptr::eq(dst, src) {
-            // SAFETY: forwarded contract (`src` does not overlap `dst` when they differ).
-            unsafe { dst.write(*src) }
-        }
-    }
     fn wait_for_interrupt() {
         // SAFETY: `sti; hlt` sleeps until the next interrupt (the `sti` shadow makes the pair
         // atomic); the handler runs on this stack and either returns here or switches to user
