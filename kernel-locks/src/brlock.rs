@@ -265,6 +265,25 @@ impl<const N: usize, R: Relax, A: Alignment> BrLock<N, R, A> {
         self.read_slot(cpu);
     }
 
+    /// [`read_lock_unnested`](Self::read_lock_unnested) for a caller that checked `cpu`
+    /// against [`max_cpus`](KernelLock::max_cpus) itself (a kernel checks its core index once
+    /// per entry): no range check (debug builds keep it).
+    ///
+    /// # Safety
+    /// `cpu < self.max_cpus()`, and as for `read_lock_unnested`, `cpu` does not hold the lock.
+    #[inline(always)]
+    #[track_caller]
+    pub unsafe fn read_lock_unnested_unchecked(&self, cpu: CpuId) {
+        if cfg!(debug_assertions) {
+            check_cpu("BrLock", cpu, self.writer.cpus);
+            self.check_not_held(cpu, "read");
+        }
+        // SAFETY: `cpu < max_cpus()` (the caller's contract), which is `writer.cpus`, at most
+        // `N` (`with_cpus` asserts it), the length of `readers`.
+        let slot = unsafe { self.readers.get_unchecked(cpu) };
+        self.read_slot_at(slot, cpu);
+    }
+
     /// [`read_unlock`](KernelRwLock::read_unlock) for the caller of
     /// [`read_lock_unnested`](Self::read_lock_unnested): the same release store, without the
     /// check that `cpu`'s slot is raised (in debug builds it stays). For a kernel whose every
@@ -307,7 +326,12 @@ impl<const N: usize, R: Relax, A: Alignment> BrLock<N, R, A> {
     /// caller's).
     #[inline(always)]
     fn read_slot(&self, cpu: CpuId) {
-        let slot = &self.readers[cpu];
+        self.read_slot_at(&self.readers[cpu], cpu);
+    }
+
+    /// [`read_slot`](Self::read_slot) with `cpu`'s slot found.
+    #[inline(always)]
+    fn read_slot_at(&self, slot: &AtomicUsize, cpu: CpuId) {
         let mut relax = R::default();
         while !self.read_attempt(slot) {
             // Relaxed polling; the next attempt's acquire load does the synchronising.

@@ -256,6 +256,30 @@ impl<const N: usize, R: Relax, A: Alignment> ClhLock<N, R, A> {
         }
     }
 
+    /// Acquires the lock with `node`, the node of `cpu` (the body of `lock` and
+    /// `lock_unchecked`, which differ in how they find the node).
+    #[inline(always)]
+    fn lock_node(&self, node: &Node, cpu: CpuId) {
+        let (_, tagged) = self.prepare(node);
+        let (watch, first) = self.enqueue(tagged);
+        node.watch.store(watch, Ordering::Relaxed);
+        let watched = self.slot(watch);
+        let mut relax = R::default();
+        let mut state = match first {
+            Some(state) => state,
+            None => watched.load(Ordering::Relaxed),
+        };
+        // Relaxed polls: each reads the slot at or after the first read's place in its
+        // coherence order (read-read coherence), so none goes back before the PENDING store.
+        while state != GRANTED {
+            relax.relax(cpu);
+            wait_hint();
+            state = watched.load(Ordering::Relaxed);
+        }
+        // Pairs with the predecessor's Release store of GRANTED.
+        fence(Ordering::Acquire);
+    }
+
     /// The state word of request slot `index` (`N` is the spare).
     #[inline(always)]
     fn slot(&self, index: usize) -> &AtomicUsize {
@@ -377,25 +401,17 @@ unsafe impl<const N: usize, R: Relax, A: Alignment> KernelLock for ClhLock<N, R,
     // left it a call, +13 instructions per one-way, with the inliner's plain hint).
     #[inline(always)]
     fn lock(&self, cpu: CpuId) {
-        let node = self.node(cpu);
-        let (_, tagged) = self.prepare(node);
-        let (watch, first) = self.enqueue(tagged);
-        node.watch.store(watch, Ordering::Relaxed);
-        let watched = self.slot(watch);
-        let mut relax = R::default();
-        let mut state = match first {
-            Some(state) => state,
-            None => watched.load(Ordering::Relaxed),
-        };
-        // Relaxed polls: each reads the slot at or after the first read's place in its
-        // coherence order (read-read coherence), so none goes back before the PENDING store.
-        while state != GRANTED {
-            relax.relax(cpu);
-            wait_hint();
-            state = watched.load(Ordering::Relaxed);
-        }
-        // Pairs with the predecessor's Release store of GRANTED.
-        fence(Ordering::Acquire);
+        self.lock_node(self.node(cpu), cpu);
+    }
+
+    #[inline(always)]
+    #[track_caller]
+    unsafe fn lock_unchecked(&self, cpu: CpuId) {
+        debug_assert!(cpu < self.max_cpus(), "ClhLock: CPU id {cpu} out of range");
+        // SAFETY: `cpu < max_cpus()` (the caller's contract), which is `nodes[0].cpus`, at
+        // most `N` (`with_cpus` asserts it), the length of `nodes`.
+        let node: &Node = unsafe { self.nodes.get_unchecked(cpu) };
+        self.lock_node(node, cpu);
     }
 
     #[inline]

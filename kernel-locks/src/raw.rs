@@ -38,6 +38,19 @@ pub unsafe trait KernelLock: Sync {
     #[track_caller]
     fn lock(&self, cpu: CpuId);
 
+    /// [`lock`](Self::lock) for a caller that has checked `cpu < self.max_cpus()` itself (a
+    /// kernel checks its core index once per entry; the lock's own range check would be a
+    /// second compare and branch on every acquisition): a lock may skip its range check here
+    /// (debug builds keep it). The default is [`lock`](Self::lock).
+    ///
+    /// # Safety
+    /// `cpu < self.max_cpus()`.
+    #[inline(always)]
+    #[track_caller]
+    unsafe fn lock_unchecked(&self, cpu: CpuId) {
+        self.lock(cpu)
+    }
+
     /// Acquires the lock for `cpu` if that is possible without waiting; returns whether it did.
     #[track_caller]
     fn try_lock(&self, cpu: CpuId) -> bool;

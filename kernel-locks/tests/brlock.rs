@@ -246,6 +246,36 @@ fn unnested_read_side_excludes_writers() {
     }
 }
 
+/// The unchecked read side (for a caller that checked the CPU id) excludes writers as the
+/// checked one does; debug builds still check the id.
+#[test]
+fn unchecked_unnested_read_side_excludes_writers() {
+    let lock = BrLock::<3>::with_cpus(2);
+    for cpu in 0..2 {
+        // SAFETY: `cpu < 2 = max_cpus()`, and it does not hold the lock.
+        unsafe { lock.read_lock_unnested_unchecked(cpu) };
+        assert!(lock.is_read_locked() && !lock.is_write_locked());
+        assert!(!lock.try_lock(1 - cpu), "a writer got in beside a reader");
+        // SAFETY: `cpu` holds the read side, taken above; released once.
+        unsafe { lock.read_unlock_unnested(cpu) };
+        assert!(lock.try_lock(1 - cpu), "the reader's slot stayed raised");
+        // SAFETY: `1 - cpu` holds the write side.
+        unsafe { lock.unlock(1 - cpu) };
+    }
+}
+
+/// Debug builds keep the unchecked read side's range check.
+#[test]
+#[cfg(debug_assertions)]
+#[should_panic(expected = "BrLock: CPU id 2 out of range")]
+fn unchecked_read_lock_out_of_range_panics_in_debug_builds() {
+    let lock = BrLock::<3>::with_cpus(2);
+    // SAFETY: deliberately wrong (2 is not below `max_cpus()`): debug builds panic first,
+    // and the slot it would take exists (`N` = 3), so a release build could not misbehave
+    // either (this test does not run there).
+    unsafe { lock.read_lock_unnested_unchecked(2) };
+}
+
 /// Debug builds keep the check that the releasing CPU holds the read side.
 #[test]
 #[cfg(debug_assertions)]

@@ -13,6 +13,16 @@ fn clh_exact_count_under_contention() {
 }
 
 #[test]
+fn clh_exact_count_under_contention_unchecked() {
+    let threads = common::stress_threads().min(64);
+    common::hammer_unchecked(
+        &ClhLock::<64, common::Yield>::with_cpus(threads),
+        threads,
+        2_000,
+    );
+}
+
+#[test]
 fn clh_try_lock_exact_count() {
     let threads = common::stress_threads();
     let lock = ClhLock::<64, common::Yield>::new();

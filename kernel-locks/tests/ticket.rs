@@ -26,6 +26,12 @@ fn hammer_lock() {
 }
 
 #[test]
+fn hammer_lock_unchecked() {
+    let threads = common::stress_threads();
+    common::hammer_unchecked(&TicketLock::<Yield>::with_cpus(threads), threads, ITERS);
+}
+
+#[test]
 fn hammer_proportional_backoff() {
     common::hammer(
         &TicketBackoffLock::<Yield>::new(),

@@ -616,11 +616,18 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
     /// An empty kernel for cores `0..cores` (`1..=MAX_CPUS`).
     ///
     /// # Panics
-    /// If `cores` is 0 or above [`MAX_CPUS`] (a configuration error).
+    /// If `cores` is 0 or above [`MAX_CPUS`], or above the strategy's
+    /// [`max_cpus`](Strategy::max_cpus) (configuration errors).
     pub fn new(strategy: S, hal: H, cores: usize) -> Self {
         assert!(
             (1..=MAX_CPUS).contains(&cores),
             "kernel: 1..={MAX_CPUS} cores"
+        );
+        assert!(
+            cores <= strategy.max_cpus(),
+            "kernel: {cores} cores, but the {} strategy was built for {}",
+            strategy.name(),
+            strategy.max_cpus()
         );
         Self {
             strategy,
@@ -1169,7 +1176,8 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         // The elision counters before the section (RTM strategies, traced entries only).
         #[cfg(feature = "trace")]
         let rtm_before = tracer.and_then(|_| self.strategy.elision_stats(cpu));
-        let excl = self.strategy.enter(cpu, side);
+        // SAFETY: `begin` checked `cpu < cores`, and `new` that `cores <= max_cpus()`.
+        let excl = unsafe { self.strategy.enter_unchecked(cpu, side) };
         #[cfg(feature = "trace")]
         if tracer.is_some() {
             self.trace_stamp(cpu, |r, t| r.lock_acquired = t);
@@ -1246,7 +1254,8 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         then: T,
     ) -> T::Out {
         self.begin_ipc(cpu);
-        let excl = self.strategy.enter(cpu, Side::Shared);
+        // SAFETY: `begin_ipc` checked `cpu < cores`, and `new` that `cores <= max_cpus()`.
+        let excl = unsafe { self.strategy.enter_unchecked(cpu, Side::Shared) };
         let ctx = self.section(cpu, Side::Shared, excl);
         let cur = self.current(ctx);
         if let Some(fast) = self.fast_ipc(ctx, cur, call, ep, &msg) {

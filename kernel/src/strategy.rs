@@ -122,6 +122,23 @@ pub unsafe trait Strategy: Sync {
     fn name(&self) -> &'static str;
     /// Enters the kernel's critical section; returns whether it is exclusive.
     fn enter(&self, cpu: CpuId, side: Side) -> bool;
+    /// The cores whose ids the strategy takes: `0..max_cpus()`, the bound its locks were
+    /// built with. [`Kernel::new`](crate::Kernel::new) refuses a strategy that serves fewer
+    /// cores than the kernel has. The default: any id.
+    fn max_cpus(&self) -> usize {
+        usize::MAX
+    }
+    /// [`enter`](Self::enter) for a caller that checked `cpu < self.max_cpus()` (the kernel
+    /// checks its core index once per entry): the strategy's locks may skip their own range
+    /// checks ([`KernelLock::lock_unchecked`](kernel_locks::KernelLock::lock_unchecked)). The default
+    /// is `enter`.
+    ///
+    /// # Safety
+    /// `cpu < self.max_cpus()`.
+    #[inline(always)]
+    unsafe fn enter_unchecked(&self, cpu: CpuId, side: Side) -> bool {
+        self.enter(cpu, side)
+    }
     /// Leaves the critical section.
     ///
     /// # Safety
@@ -217,6 +234,15 @@ unsafe impl<L: KernelLock> Strategy for BigLock<L> {
         self.lock.lock(cpu);
         true
     }
+    fn max_cpus(&self) -> usize {
+        self.lock.max_cpus()
+    }
+    #[inline(always)]
+    unsafe fn enter_unchecked(&self, cpu: CpuId, _side: Side) -> bool {
+        // SAFETY: forwarded contract (`max_cpus` is the lock's).
+        unsafe { self.lock.lock_unchecked(cpu) };
+        true
+    }
     fn serialises(&self) -> bool {
         true
     }
@@ -301,13 +327,33 @@ unsafe impl<R: Relax> Strategy for FineGrained<R> {
     fn enter(&self, cpu: CpuId, side: Side) -> bool {
         match side {
             Side::Shared => {
-                // No double-read-lock check: a core runs one entry at a time, which the
-                // kernel checks at every entry (`Kernel::begin`); the range check stays.
+                // No double-read-lock check: a core runs one entry at a time (the HAL
+                // contract, which the kernel checks, see `Kernel::begin`); the range check
+                // stays.
                 self.big.read_lock_unnested(cpu);
                 false
             }
             Side::Exclusive => {
                 self.big.lock(cpu);
+                true
+            }
+        }
+    }
+    fn max_cpus(&self) -> usize {
+        self.big.max_cpus()
+    }
+    #[inline(always)]
+    unsafe fn enter_unchecked(&self, cpu: CpuId, side: Side) -> bool {
+        match side {
+            Side::Shared => {
+                // SAFETY: `cpu < max_cpus()` (forwarded contract), and it does not hold the
+                // read side (as in `enter`).
+                unsafe { self.big.read_lock_unnested_unchecked(cpu) };
+                false
+            }
+            Side::Exclusive => {
+                // SAFETY: forwarded contract.
+                unsafe { self.big.lock_unchecked(cpu) };
                 true
             }
         }
@@ -324,8 +370,8 @@ unsafe impl<R: Relax> Strategy for FineGrained<R> {
         }
     }
     // The object locks skip the ticket lock's CPU range check: object locks are taken inside a
-    // shared section only, which `enter` opened with `big.read_lock_unnested(cpu)`, and that
-    // checked `cpu` against the bound every lock here was built with (`with_cpus`). Repeated
+    // shared section only, which `enter` opened after checking `cpu` against the bound every
+    // lock here was built with (`with_cpus`), or `enter_unchecked` after its caller did. Repeated
     // per lock, the check cost x86_64 3 instructions and ARMv7 3 per object lock, 3 locks per
     // one-way IPC. (A ticket lock keeps no per-CPU state, so even a wrong id could not corrupt
     // it.)
@@ -405,6 +451,15 @@ unsafe impl<L: KernelLock, E: TxEngine, R: Relax> Strategy for Rtm<L, E, R> {
     #[inline(always)]
     fn enter(&self, cpu: CpuId, _side: Side) -> bool {
         self.lock.lock(cpu);
+        true
+    }
+    fn max_cpus(&self) -> usize {
+        self.lock.max_cpus()
+    }
+    #[inline(always)]
+    unsafe fn enter_unchecked(&self, cpu: CpuId, _side: Side) -> bool {
+        // SAFETY: forwarded contract (`max_cpus` is the lock's).
+        unsafe { self.lock.lock_unchecked(cpu) };
         true
     }
     fn serialises(&self) -> bool {

@@ -158,6 +158,18 @@ fn kernel(cores: usize) -> Box<K> {
     ))
 }
 
+/// A kernel refuses a strategy built for fewer cores than it has: its entries skip the
+/// strategy's own range checks (`Strategy::enter_unchecked`) because of this.
+#[test]
+#[should_panic(expected = "kernel: 3 cores, but the ticket strategy was built for 2")]
+fn kernel_refuses_a_strategy_for_fewer_cores() {
+    let _ = Kernel::new(
+        BigLock::new(TicketLock::<kernel_locks::Spin>::with_cpus(2)),
+        RecHal::default(),
+        3,
+    );
+}
+
 /// Runs `f` (which plays the other cores) while a host thread plays core `remote`: it enters
 /// the kernel through `Kernel::ipi` whenever a TLB shoot-down is pending for it, as a real core
 /// takes the IPI. Needed because a shoot-down waits for the target's acknowledgement.

@@ -504,6 +504,20 @@ impl<L: KernelLock, const N: usize, E: TxEngine, R: Relax> RtmLock<L, N, R, E> {
         }
     }
 
+    /// The fallback path of `lock` and `lock_unchecked` once `slot`, `cpu`'s, is found: the
+    /// reentrance check (every build, as in `check_not_holding`), `take` (the fallback lock's
+    /// acquisition), and the slot's record of the hold.
+    #[inline(always)]
+    #[track_caller]
+    fn take_fallback(slot: &PerCpu, cpu: CpuId, take: impl FnOnce()) {
+        assert!(
+            slot.state.mode.load(Relaxed) == FREE,
+            "rtm: CPU {cpu} locks a lock it already holds (locks are not reentrant)"
+        );
+        take();
+        slot.state.mode.store(FALLBACK, Relaxed);
+    }
+
     #[inline]
     #[track_caller]
     fn check_not_holding(&self, cpu: CpuId) {
@@ -544,13 +558,23 @@ unsafe impl<L: KernelLock, const N: usize, E: TxEngine, R: Relax> KernelLock
             let Some(slot) = self.cpus.get(cpu) else {
                 cpu_out_of_range("rtm", cpu, self.max_cpus())
             };
-            // Every build, as in `check_not_holding`.
-            assert!(
-                slot.state.mode.load(Relaxed) == FREE,
-                "rtm: CPU {cpu} locks a lock it already holds (locks are not reentrant)"
-            );
-            self.fallback.lock(cpu);
-            slot.state.mode.store(FALLBACK, Relaxed);
+            Self::take_fallback(slot, cpu, || self.fallback.lock(cpu));
+            return;
+        }
+        self.check_not_holding(cpu);
+        self.lock_eliding(cpu);
+    }
+
+    #[inline(always)]
+    #[track_caller]
+    unsafe fn lock_unchecked(&self, cpu: CpuId) {
+        if !self.eliding() {
+            debug_assert!(cpu < self.max_cpus(), "rtm: CPU id {cpu} out of range");
+            // SAFETY: `cpu < max_cpus()` (the caller's contract), at most `N`, the slots'
+            // count.
+            let slot = unsafe { self.cpus.get_unchecked(cpu) };
+            // SAFETY: `cpu < max_cpus()`, at most the fallback's `max_cpus`.
+            Self::take_fallback(slot, cpu, || unsafe { self.fallback.lock_unchecked(cpu) });
             return;
         }
         self.check_not_holding(cpu);

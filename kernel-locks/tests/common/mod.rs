@@ -57,9 +57,33 @@ pub fn on_cpus(threads: usize, iters: usize, body: impl Fn(usize) + Sync) {
 /// Stress-tests a mutual-exclusion lock: every CPU increments the racy counter `iters` times under
 /// the lock; the total must be exact.
 pub fn hammer<L: kernel_locks::KernelLock>(lock: &L, threads: usize, iters: usize) {
+    hammer_via(lock, threads, iters, |cpu| lock.lock(cpu));
+}
+
+/// [`hammer`] through `lock_unchecked` (the acquisition for callers that checked the CPU
+/// id): `threads` must be at most `lock.max_cpus()`.
+#[allow(dead_code)] // not every test binary that includes this module uses it
+pub fn hammer_unchecked<L: kernel_locks::KernelLock>(lock: &L, threads: usize, iters: usize) {
+    assert!(
+        threads <= lock.max_cpus(),
+        "more threads than the lock's CPUs"
+    );
+    // SAFETY: `on_cpus` passes ids below `threads`, at most `max_cpus()` (checked above).
+    hammer_via(lock, threads, iters, |cpu| unsafe {
+        lock.lock_unchecked(cpu)
+    });
+}
+
+/// [`hammer`] with `acquire` taking the lock for a CPU.
+fn hammer_via<L: kernel_locks::KernelLock>(
+    lock: &L,
+    threads: usize,
+    iters: usize,
+    acquire: impl Fn(usize) + Sync,
+) {
     let counter = RacyCounter::new();
     on_cpus(threads, iters, |cpu| {
-        lock.lock(cpu);
+        acquire(cpu);
         assert!(
             lock.is_locked(),
             "{}: is_locked() false while held",
