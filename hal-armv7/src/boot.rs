@@ -314,7 +314,7 @@ hal_armv7_vectors:
         bl      {user_trap}
         .else
         ldr     r0, ={user}                 @ the installed kernel's system-call entry:
-        ldr     r3, [r0, #{syscall_entry}]  @ entry(USER, frame), a word of USER
+        ldr     r3, [r0, #{syscall_entry}]  @ entry(USER, frame, r2 = core), a word of USER
         blx     r3                          @ (UserMode::SYSCALL_ENTRY, below 4 KiB)
         .endif
         b       hal_armv7_park

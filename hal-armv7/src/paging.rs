@@ -611,8 +611,14 @@ pub unsafe fn switch_address_space(root: PhysAddr) {
     // the code and stack in use stay mapped throughout. Barriers, each one the architecture
     // requires for a context-changing CP15 write to take effect:
     //   isb 1: TTBR0 = boot table is in use before the ASID changes;
-    //   isb 2: the new ASID is in effect before the new table is loaded;
-    //   isb 3: later instructions (the return to user mode) translate with the new table.
+    //   isb 2: the new ASID is in effect before the new table is loaded.
+    // None after the table's write: the return to user mode, the first code that translates
+    // through the new table, is an exception return, which synchronises context as an `isb`
+    // does (ARM ARM glossary, "context synchronization operation"), and until then the kernel
+    // touches only its own sections, which every table maps alike (the kernel's contract:
+    // `kernel::Hal::switch_address_space`), so whichever table a walk uses meanwhile gives the
+    // same translation. (A core that idles instead takes an interrupt, an exception entry,
+    // before it runs user code again.)
     // No TLB maintenance, so no `dsb`: the old ASID's entries stay (see above).
     unsafe {
         asm!(
@@ -621,7 +627,6 @@ pub unsafe fn switch_address_space(root: PhysAddr) {
             "mcr p15, 0, {asid}, c13, c0, 1",
             "isb",
             "mcr p15, 0, {ttbr}, c2, c0, 0",
-            "isb",
             boot = in(reg) boot,
             asid = in(reg) asid,
             ttbr = in(reg) ttbr,

@@ -92,6 +92,16 @@ pub trait UserArch: 'static {
 
     /// The calling core's index.
     fn cpu_id() -> CpuIndex;
+    /// The calling core's index in the system-call entry, from `passed`, the third argument
+    /// the stub gives [`UserMode::syscall_entry`]. The default returns it: ARMv7's stub
+    /// computed the index for its stack and passes it on (two instructions fewer than reading
+    /// MPIDR again). x86_64's stub passes nothing there and its `syscall_cpu` reads GS: one
+    /// load, straight into the register the entry keeps the index in (passed, it took a move
+    /// there as well).
+    #[inline(always)]
+    fn syscall_cpu(passed: CpuIndex) -> CpuIndex {
+        passed
+    }
     /// Masks the calling core's interrupts.
     fn disable_interrupts();
     /// The cycle counter (fault records).
@@ -281,7 +291,7 @@ struct Installed {
 
 /// The type of [`UserMode::syscall_entry`] (see [`UserMode::SYSCALL_ENTRY`]).
 type SyscallEntry<A, const CPUS: usize> =
-    unsafe extern "C" fn(&UserMode<A, CPUS>, *const <A as UserArch>::Frame) -> !;
+    unsafe extern "C" fn(&UserMode<A, CPUS>, *const <A as UserArch>::Frame, CpuIndex) -> !;
 
 /// Faults of one thread that get a console line each (see `user_exception`).
 const PRINTED_FAULTS: u64 = 2;
@@ -626,7 +636,7 @@ impl<A: UserArch, const CPUS: usize> UserMode<A, CPUS> {
 
     /// Where the system-call stub finds the system call's entry: the byte offset in a
     /// `UserMode` of a word with the address of an
-    /// `unsafe extern "C" fn(user: &UserMode, frame: *const Frame) -> !` (see
+    /// `unsafe extern "C" fn(user: &UserMode, frame: *const Frame, cpu: CpuIndex) -> !` (see
     /// [`syscall_entry`](Self::syscall_entry) for its contract). Set by
     /// [`install`](Self::install), before any core can enter from user mode.
     pub const SYSCALL_ENTRY: usize = core::mem::offset_of!(Self, syscall_entry);
@@ -645,16 +655,26 @@ impl<A: UserArch, const CPUS: usize> UserMode<A, CPUS> {
     /// do not check, see `save_syscall`), valid for reads until
     /// the entry resumes a thread. It is a pointer, not a reference, because the context may
     /// be written again before this call ends (`resume`: a result the return cannot carry,
-    /// see [`UserArch::return_from_syscall`]).
+    /// see [`UserArch::return_from_syscall`]). `stub_cpu` is what the stub passes for
+    /// [`UserArch::syscall_cpu`], which gives the calling core's index, below `CPUS`.
     unsafe extern "C" fn syscall_entry<K: KernelEntry + 'static>(
         this: &Self,
         frame: *const A::Frame,
+        stub_cpu: CpuIndex,
     ) -> ! {
+        let cpu = A::syscall_cpu(stub_cpu);
+        debug_assert_eq!(
+            cpu,
+            A::cpu_id(),
+            "the system-call stub passed another core's index"
+        );
+        // SAFETY: the caller's contract (the index of a core that runs, below `CPUS`); stated
+        // so that the per-core tables are indexed without bounds checks, as `cpu_id` states it.
+        unsafe { core::hint::assert_unchecked(cpu < CPUS) };
         let inst = this.installed_from_user();
         // SAFETY: `inst.kernel` was made from a `&'static K` (the contract above); this casts
         // the trait object's data pointer back to it.
         let kernel = unsafe { &*(inst.kernel as *const dyn KernelEntry).cast::<K>() };
-        let cpu = A::cpu_id();
         let t = {
             // SAFETY: the caller's contract: `frame` is valid for reads until this entry
             // resumes a thread; the reference ends here, before `resume` writes the context.

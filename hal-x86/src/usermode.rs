@@ -122,6 +122,11 @@ impl UserArch for X86User {
     fn cpu_id() -> CpuIndex {
         crate::percpu::cpu_id()
     }
+    /// The stub passes nothing (see [`UserArch::syscall_cpu`]): GS has the index.
+    #[inline(always)]
+    fn syscall_cpu(_passed: CpuIndex) -> CpuIndex {
+        crate::percpu::cpu_id()
+    }
     fn disable_interrupts() {
         crate::cpu::disable_interrupts();
     }
@@ -265,7 +270,8 @@ pub static USER: UserMode<X86User, MAX_CPUS> = UserMode::new();
 // (`sysretq`) does not read: the error code, the vector, and the RCX and R11 slots, which
 // `syscall` overwrote (their values are in the RIP and RFLAGS slots). Then it switches to the
 // kernel stack and calls the installed kernel's system-call entry (`UserMode::SYSCALL_ENTRY`: a
-// word of `USER`) with `USER` and the frame (System V: RDI, RSI); it never returns. RSP is the 4 KiB aligned stack
+// word of `USER`) with `USER` and the frame (System V: RDI, RSI; nothing in RDX, see
+// `X86User::syscall_cpu`); it never returns. RSP is the 4 KiB aligned stack
 // top at the call, so 16-byte aligned.
 //
 // `hal_enter_user` returns from a frame in its context: RSP points at it, the pops load it.

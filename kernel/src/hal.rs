@@ -120,7 +120,9 @@ pub trait Hal: Sync {
     fn cpu_count(&self) -> usize;
     /// Sends an IPI of `kind` from `cpu` to `target` (fire-and-forget).
     fn send_ipi(&self, cpu: CpuId, target: CpuId, kind: IpiKind);
-    /// Loads the page-table root `root` on `cpu`.
+    /// Loads the page-table root `root` on `cpu`, for user mode: the kernel touches no user
+    /// address after the switch, so a HAL may leave the last synchronisation to the return to
+    /// user mode (ARMv7's exception return synchronises context, as an `isb` would).
     ///
     /// It may leave the translations of the address space it switched away from cached, tagged
     /// so that only a later load of that address space uses them (ARMv7 ASIDs; x86 without
