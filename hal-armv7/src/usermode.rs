@@ -151,11 +151,10 @@ impl UserArch for ArmUser {
     /// [`UserArch::prepare_return`]), USR mode with the mask bits a USR-mode `msr` cannot
     /// change.
     #[inline(always)]
-    fn prepare_return(frame: &mut UserFrame, from_syscall: bool) -> Result<(), (usize, usize)> {
+    fn prepare_return(frame: &mut UserFrame, from_syscall: bool) {
         if !from_syscall {
             frame.cpsr = (frame.cpsr & CPSR_KEPT) | CPSR_USER;
         }
-        Ok(())
     }
     #[inline(always)]
     unsafe fn enter_user(_cpu: CpuIndex, frame: &UserFrame) -> ! {

@@ -123,9 +123,9 @@ pub trait UserArch: 'static {
     /// The same registers, to load a system call's results into the frame (when it does not
     /// return at once, see [`return_from_syscall`](Self::return_from_syscall)).
     fn syscall_regs_mut(frame: &mut Self::Frame) -> &mut Regs;
-    /// Forces the frame to return to user mode with user-safe flags, and checks what the
-    /// return path cannot survive (`Err`: the fault the thread gets instead, as `(vector,
-    /// address)`: x86's system-call return to a non-canonical address).
+    /// Forces the frame to return to user mode with user-safe flags. Every frame can return:
+    /// what a return path could not survive is ruled out where the frame is made (x86_64's
+    /// system-call return to a non-canonical address: no user page ends there).
     ///
     /// A system call's frame (`from_syscall`) needs no forcing: the stub saved the mode and
     /// flags that the processor recorded at the call, which user mode cannot make privileged,
@@ -133,7 +133,7 @@ pub trait UserArch: 'static {
     /// [`UserMode::set_initial_context`], which marks it fresh, and a call's results,
     /// through [`syscall_regs_mut`](Self::syscall_regs_mut)). Skipping it is a load, two
     /// operations and a store less per system call.
-    fn prepare_return(frame: &mut Self::Frame, from_syscall: bool) -> Result<(), (usize, usize)>;
+    fn prepare_return(frame: &mut Self::Frame, from_syscall: bool);
     /// Returns to user mode with `frame`, the thread's saved context (an interrupt's, a
     /// fault's or a fresh thread's return), from the context itself, where the thread's next
     /// entry on this core then saves its registers.
@@ -245,10 +245,6 @@ enum Saved {
     Syscall,
     /// Through an interrupt or exception: restored exactly.
     Trap,
-    /// As `Syscall`, for a thread whose return faulted since (`cannot_return`): its next
-    /// resume takes the checked path, which clears the fault's `stopped` flag. (Only this
-    /// kind needs the mark: the others always take that path.)
-    SyscallFaulted,
 }
 
 struct Context<F> {
@@ -509,9 +505,7 @@ impl<A: UserArch, const CPUS: usize> UserMode<A, CPUS> {
 
     /// Returns to the thread the kernel chose (or idles). Never returns. In line in every
     /// entry (the system call's return is the hot one: a call and a copy of the [`Exit`]
-    /// less per IPC). No loop here: a frame that cannot return goes to the kernel again
-    /// ([`cannot_return`](Self::cannot_return), out of line), so the hot path keeps the
-    /// [`Exit`] in registers instead of in a loop variable in memory.
+    /// less per IPC).
     #[inline(always)]
     fn resume(&self, cpu: CpuIndex, exit: Exit) -> ! {
         let Some(t) = exit.thread else {
@@ -519,39 +513,29 @@ impl<A: UserArch, const CPUS: usize> UserMode<A, CPUS> {
             self.idle(cpu)
         };
         self.current[cpu].store(Some(t), Ordering::Relaxed);
-        self.idle[cpu].store(false, Ordering::Relaxed);
         // SAFETY: `t` is now this core's current thread (see `contexts`).
         let ctx = unsafe { &mut *self.contexts[t.index()].get() };
         // A context that a system call saved, the common case, needs no check: it exists
-        // (its thread ran), and its thread has no fault to clear (`SyscallFaulted` otherwise).
-        let from_syscall = ctx.saved == Saved::Syscall || self.resume_checks(t, ctx);
-        match A::prepare_return(&mut ctx.frame, from_syscall) {
-            Ok(()) if from_syscall => {
-                // SAFETY: the frame passed `prepare_return` as a system call's; every entry
-                // ends here or in `idle`, so nothing on the kernel stack is needed any more.
-                unsafe { A::return_from_syscall(cpu, &ctx.frame, exit.regs) }
-            }
-            // SAFETY: as above, as another entry's frame.
-            Ok(()) => unsafe { A::enter_user(cpu, &ctx.frame) },
-            Err((vector, addr)) => {
-                // The call's results stay the thread's registers (the fault leaves them).
-                if from_syscall {
-                    *A::syscall_regs_mut(&mut ctx.frame) = exit.regs;
-                }
-                self.cannot_return(cpu, t, vector, addr)
-            }
+        // (its thread ran), and its thread has no fault to clear (a fault's entry saves a
+        // trap's context).
+        let from_syscall = ctx.saved == Saved::Syscall;
+        if !from_syscall {
+            self.resume_checks(t);
         }
+        A::prepare_return(&mut ctx.frame, from_syscall);
+        if from_syscall {
+            // SAFETY: the frame passed `prepare_return` as a system call's; every entry ends
+            // here or in `idle`, so nothing on the kernel stack is needed any more.
+            unsafe { A::return_from_syscall(cpu, &ctx.frame, exit.regs) }
+        }
+        // SAFETY: as above, as another entry's frame.
+        unsafe { A::enter_user(cpu, &ctx.frame) }
     }
 
-    /// The checks of [`resume`](Self::resume) for `t`'s context `ctx` when a system call did
-    /// not save it (or its return faulted since): that it exists, and the fault flags.
-    /// Returns whether it returns as a system call's.
+    /// The checks of [`resume`](Self::resume) for `t`'s context when a system call did not
+    /// save it: that it exists, and the fault flags.
     #[inline(never)]
-    fn resume_checks(&self, t: ThreadId, ctx: &mut Context<A::Frame>) -> bool {
-        let from_syscall = ctx.saved == Saved::SyscallFaulted;
-        if from_syscall {
-            ctx.saved = Saved::Syscall;
-        }
+    fn resume_checks(&self, t: ThreadId) {
         // Relaxed (an Acquire load is a `dmb ish` on ARMv7): this is a check of the kernel's
         // choice, not what publishes the context. The context of `t` was written either
         // before any core ran (`set_initial_context`, published by the secondary cores'
@@ -560,7 +544,7 @@ impl<A: UserArch, const CPUS: usize> UserMode<A, CPUS> {
         // read `t`'s state under the same ordering. That chain makes the context write (and
         // the flag's store) happen-before this load and the frame accesses after it;
         // coherence then rules out reading the old `false`.
-        if !from_syscall && !self.has_context[t.index()].load(Ordering::Relaxed) {
+        if !self.has_context[t.index()].load(Ordering::Relaxed) {
             A::fatal(format_args!(
                 "the kernel picked thread {} which has no user context",
                 t.index()
@@ -574,40 +558,10 @@ impl<A: UserArch, const CPUS: usize> UserMode<A, CPUS> {
         // here; the only other writer is this clear, by the core resuming `t` (one at a
         // time). So a `false` read here is not a set that the swap would have seen. A thread
         // with the flag set takes this path: its context was saved by a trap (its fault's
-        // entry), rewritten whole (`set_initial_context`: fresh), or marked `SyscallFaulted`
-        // by `cannot_return`.
+        // entry) or rewritten whole (`set_initial_context`: fresh).
         if f.stopped.load(Ordering::Relaxed) && f.stopped.swap(false, Ordering::Relaxed) {
             f.resumed.store(true, Ordering::Release);
         }
-        from_syscall
-    }
-
-    /// Thread `t`'s frame cannot return to user mode (`prepare_return` said so): records and
-    /// reports the fault, hands it to the kernel and resumes the thread the kernel picks.
-    #[cold]
-    #[inline(never)]
-    fn cannot_return(&self, cpu: CpuIndex, t: ThreadId, vector: usize, addr: usize) -> ! {
-        let fault = Fault {
-            vector,
-            pc: addr,
-            addr: 0,
-            code: 0,
-        };
-        let _ = self.record_fault(cpu, t, fault);
-        // SAFETY: `t` is this core's current thread (`resume` made it so); no reference to
-        // its context is live (the caller's ended with this call).
-        let ctx = unsafe { &mut *self.contexts[t.index()].get() };
-        if ctx.saved == Saved::Syscall {
-            // Its next resume clears the fault's flag (see `resume_checks`).
-            ctx.saved = Saved::SyscallFaulted;
-        }
-        A::print(format_args!(
-            "user fault: cpu {cpu} thread {}: cannot return to pc {addr:#x} \
-             (vector {vector}): handed to the kernel (pager, or the thread stops)\n",
-            t.index()
-        ));
-        let exit = self.installed().kernel.exception(cpu, vector, addr);
-        self.resume(cpu, exit)
     }
 
     /// Records a user exception of thread `t` for [`fault_record`](Self::fault_record).
@@ -736,12 +690,8 @@ impl<A: UserArch, const CPUS: usize> UserMode<A, CPUS> {
             return;
         };
         let cpu = A::cpu_id();
-        if user.is_none()
-            && !self
-                .idle
-                .get(cpu)
-                .is_some_and(|i| i.load(Ordering::Relaxed))
-        {
+        let idle = self.idle.get(cpu);
+        if user.is_none() && !idle.is_some_and(|i| i.load(Ordering::Relaxed)) {
             if let (Some(Event::Device(irq)), Some(words)) = (event, self.pending.get(cpu)) {
                 if let Some(w) = words.get(irq / 32) {
                     w.fetch_or(1 << (irq % 32), Ordering::Relaxed);
@@ -763,9 +713,19 @@ impl<A: UserArch, const CPUS: usize> UserMode<A, CPUS> {
                 regs: [0; 6],
             },
         };
-        if user.is_some() || exit.thread.is_some() {
-            self.resume(cpu, exit);
+        if user.is_none() {
+            if exit.thread.is_none() {
+                // Nothing to run: back to the idle loop, whose flag stays raised.
+                return;
+            }
+            // The core leaves its idle loop for a thread: the flag is lowered here, the one
+            // way out of the loop (`idle` raises it on the way in), not on every resume (a
+            // store per system call).
+            if let Some(i) = idle {
+                i.store(false, Ordering::Relaxed);
+            }
         }
+        self.resume(cpu, exit)
     }
 
     /// An exception in user mode (`frame` as the entry saved it): records it for

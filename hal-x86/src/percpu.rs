@@ -283,6 +283,24 @@ pub fn cpu_id() -> CpuIndex {
     id
 }
 
+/// Sets the calling core's [`PerCpu::user_frame_top`] through GS: one store (indexing
+/// `PERCPU` with the core's index took a multiply and an address computation, on every
+/// return to user mode).
+#[inline(always)]
+pub(crate) fn set_user_frame_top(top: u64) {
+    // SAFETY: GS base points at this core's `PerCpu` in the kernel (as for `cpu_id`); the
+    // field is an `AtomicU64`, which this aligned 8-byte store writes as a relaxed store
+    // would; only this core reads it (its `syscall` entry).
+    unsafe {
+        core::arch::asm!(
+            "mov gs:[{off}], {top}",
+            off = const PERCPU_USER_FRAME_OFFSET,
+            top = in(reg) top,
+            options(nostack, preserves_flags)
+        )
+    }
+}
+
 /// The calling core's state.
 #[inline]
 pub fn this_cpu() -> &'static PerCpu {
