@@ -192,7 +192,40 @@ pub unsafe fn build(machine: Machine) -> u32 {
     // The table must be in memory before the walker reads it. The caches are still off, so
     // the stores went to memory; `dsb` waits for them to complete.
     dsb();
-    table as u32 | TTBR_WALK_ATTRS
+    boot_ttbr0()
+}
+
+/// The TTBR0 value of the boot table, as [`build`] returns it.
+#[inline(always)]
+pub fn boot_ttbr0() -> u32 {
+    BOOT_TABLE.0.get() as u32 | TTBR_WALK_ATTRS
+}
+
+/// Loads [`boot_ttbr0`] into TTBR0 and waits until it is in use (`isb`): the first step of an
+/// address-space switch (`paging::switch_address_space`). The value is a link-time constant
+/// (the table is a static, at the same address physical and virtual), built by `movw`/`movt`
+/// with the walk attributes in the relocation's addend: two instructions, where the compiler
+/// loaded it from memory or added the attributes in a third.
+///
+/// # Safety
+/// As for the switch: the caller changes the ASID and TTBR0 next, runs from the kernel's
+/// global sections (which the boot table maps), and the MMU is on with this module's
+/// settings.
+#[inline(always)]
+pub unsafe fn load_boot_ttbr0() {
+    // SAFETY: the caller's contract; the boot table maps the code and stack in use.
+    unsafe {
+        asm!(
+            "movw {r}, #:lower16:({table} + {attrs})",
+            "movt {r}, #:upper16:({table} + {attrs})",
+            "mcr p15, 0, {r}, c2, c0, 0",
+            "isb",
+            table = sym BOOT_TABLE,
+            attrs = const TTBR_WALK_ATTRS,
+            r = out(reg) _,
+            options(nostack, preserves_flags)
+        );
+    }
 }
 
 /// Loads the translation table and enables the MMU, data and instruction caches and branch

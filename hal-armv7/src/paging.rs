@@ -601,7 +601,7 @@ pub fn current_root() -> PhysAddr {
 #[inline(always)]
 pub unsafe fn switch_address_space(root: PhysAddr) {
     let asid = asid_of(root);
-    let boot = BOOT_TTBR0.load(Ordering::Relaxed);
+    debug_assert_eq!(crate::mmu::boot_ttbr0(), BOOT_TTBR0.load(Ordering::Relaxed));
     let ttbr = table_of(root) as u32 | TTBR_WALK_ATTRS;
     // ARM ARM B3.10.4 (synchronising ASID and TTBR changes): go through the boot table, which
     // has only global entries, so that no walk between the writes can cache an entry of the
@@ -610,7 +610,7 @@ pub unsafe fn switch_address_space(root: PhysAddr) {
     // SAFETY: the boot table and `root` both map the kernel identically (global sections), so
     // the code and stack in use stay mapped throughout. Barriers, each one the architecture
     // requires for a context-changing CP15 write to take effect:
-    //   isb 1: TTBR0 = boot table is in use before the ASID changes;
+    //   isb 1 (in `load_boot_ttbr0`): TTBR0 = boot table is in use before the ASID changes;
     //   isb 2: the new ASID is in effect before the new table is loaded.
     // None after the table's write: the return to user mode, the first code that translates
     // through the new table, is an exception return, which synchronises context as an `isb`
@@ -621,13 +621,11 @@ pub unsafe fn switch_address_space(root: PhysAddr) {
     // before it runs user code again.)
     // No TLB maintenance, so no `dsb`: the old ASID's entries stay (see above).
     unsafe {
+        crate::mmu::load_boot_ttbr0();
         asm!(
-            "mcr p15, 0, {boot}, c2, c0, 0",
-            "isb",
             "mcr p15, 0, {asid}, c13, c0, 1",
             "isb",
             "mcr p15, 0, {ttbr}, c2, c0, 0",
-            boot = in(reg) boot,
             asid = in(reg) asid,
             ttbr = in(reg) ttbr,
             options(nostack, preserves_flags)
