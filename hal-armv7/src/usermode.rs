@@ -77,6 +77,8 @@ pub struct UserFrame {
 }
 
 const _: () = assert!(core::mem::size_of::<UserFrame>() == 68);
+// A power of two: a context's address is the thread index shifted (`UserArch::ContextPad`).
+const _: () = assert!(hal_common::usermode::context_size::<ArmUser>() == 128);
 // r0..r5 are the kernel's `Regs` in place (`syscall_regs_ptr`, `syscall_regs_mut`).
 const _: () =
     assert!(core::mem::size_of::<Regs>() == 6 * 4 && core::mem::offset_of!(UserFrame, r) == 0);
@@ -91,6 +93,9 @@ pub struct ArmUser;
 
 impl UserArch for ArmUser {
     type Frame = UserFrame;
+    /// 68 bytes of frame, the kind's byte and these 59: 128 bytes per context.
+    type ContextPad = [u8; 59];
+    const CONTEXT_PAD: [u8; 59] = [0; 59];
     const EMPTY_FRAME: UserFrame = UserFrame {
         r: [0; 13],
         sp: 0,

@@ -96,6 +96,8 @@ pub struct X86User;
 
 impl UserArch for X86User {
     type Frame = TrapFrame;
+    type ContextPad = ();
+    const CONTEXT_PAD: () = ();
     const EMPTY_FRAME: TrapFrame = TrapFrame {
         r15: 0,
         r14: 0,
