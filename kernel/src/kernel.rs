@@ -550,6 +550,11 @@ pub struct Kernel<S: Strategy, H: Hal> {
     trace_rec: [CachePadded<UnsafeCell<crate::trace::Pending>>; MAX_CPUS],
     /// Whether `Call` and `ReplyRecv` try the fastpath ([`crate::fastpath`]) first.
     fastpath: bool,
+    /// The core count while system calls take the IPC entry (the fastpath on and, with the
+    /// `trace` feature, no tracer), 0 otherwise: the entry's switch and its core check in one
+    /// compare (`cpu < ipc_cores`; a core at or above the count takes the generic entry, whose
+    /// check fails). Written with `fastpath` and the tracer.
+    ipc_cores: usize,
     /// Entries the fastpath completed (unit tests: that their scenarios reach it).
     #[cfg(test)]
     pub(crate) fast_taken: core::sync::atomic::AtomicUsize,
@@ -678,6 +683,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             #[cfg(feature = "trace")]
             trace_rec: padded_cells(crate::trace::Pending::EMPTY),
             fastpath: true,
+            ipc_cores: cores,
             #[cfg(test)]
             fast_taken: core::sync::atomic::AtomicUsize::new(0),
             idle: core::array::from_fn(|_| CachePadded::new(IdleClock::default())),
@@ -688,12 +694,14 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
     /// system call has the same result; off, `Call` and `ReplyRecv` always take the full path.
     pub fn set_fastpath(&mut self, on: bool) {
         self.fastpath = on;
+        self.ipc_cores = if on && !self.tracing() { self.cores } else { 0 };
     }
 
     /// Traces every later kernel entry into `sink` (the `trace` feature; see [`crate::trace`]).
     #[cfg(feature = "trace")]
     pub fn set_tracer(&mut self, sink: &'static dyn crate::trace::TraceSink) {
         self.tracer = Some(sink);
+        self.ipc_cores = 0;
     }
 
     /// The strategy.
@@ -1089,8 +1097,9 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
     #[inline(always)]
     pub fn syscall_then<T: ExitTo>(&self, cpu: CpuId, raw: SavedRegs, then: T) -> T::Out {
         // `Call` and `ReplyRecv` take the IPC entry when the fastpath is on; a traced kernel
-        // keeps them on the generic entry, which writes the trace records.
-        if self.fastpath && !self.tracing() {
+        // keeps them on the generic entry, which writes the trace records. One compare for
+        // both and for the core check (see `ipc_cores`).
+        if cpu < self.ipc_cores {
             // One `ipc_entry` per call, each with its call a constant: the entry's shared part
             // does not carry the call in a register to branch on it again at the fastpath.
             match Syscall::decode_ipc(&raw.get()) {
@@ -1243,7 +1252,8 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
     /// `Call` or `ReplyRecv` with the fastpath on and no tracer: [`entry`](Self::entry)
     /// without what these two calls do not need (the generic [`Entry`], its side, which is
     /// always shared, the trace records, the dispatch on the entry's kind). The fastpath runs
-    /// first; when it does not apply, the full path runs in the same section.
+    /// first; when it does not apply, the full path runs in the same section. The caller
+    /// checked `cpu < ipc_cores` (the entry is on, and `cpu` is one of the kernel's cores).
     #[inline(always)]
     fn ipc_entry<T: ExitTo>(
         &self,
@@ -1254,7 +1264,8 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         then: T,
     ) -> T::Out {
         self.begin_ipc(cpu);
-        // SAFETY: `begin_ipc` checked `cpu < cores`, and `new` that `cores <= max_cpus()`.
+        // SAFETY: the caller checked `cpu < ipc_cores`, which is `cores` (see `begin_ipc`),
+        // and `new` that `cores <= max_cpus()`.
         let excl = unsafe { self.strategy.enter_unchecked(cpu, Side::Shared) };
         let ctx = self.section(cpu, Side::Shared, excl);
         let cur = self.current(ctx);
@@ -1432,28 +1443,25 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         self.in_kernel[cpu].store(false, Ordering::Relaxed);
     }
 
-    /// [`begin`](Self::begin) for the IPC entry: the core index is checked, the re-entry
-    /// check and the in-kernel mark only in debug builds. The mark's other reader, the
+    /// [`begin`](Self::begin) for the IPC entry: the re-entry check and the in-kernel mark
+    /// only in debug builds. The mark's other reader, the
     /// trace records' count of cores in the kernel, runs only when a tracer is installed, and
     /// then every entry takes the generic path, which marks the core. The re-entry check
     /// catches a HAL bug, not anything user space can do (the HALs take system calls with
     /// interrupts masked, so nothing nests in them), and it costs 5 loads, stores and
     /// branches per system call (10 per round trip, 2% of x86_64's), a share seL4, with no
     /// such check, does not pay; the hosted tests, which run debug builds, keep it.
+    ///
+    /// The core index was checked by the caller: `cpu < ipc_cores`, which is `cores` here.
     #[inline(always)]
     fn begin_ipc(&self, cpu: CpuId) {
+        debug_assert_eq!(self.ipc_cores, self.cores, "the IPC entry taken while off");
         #[cfg(debug_assertions)]
         self.begin(cpu);
-        #[cfg(not(debug_assertions))]
-        {
-            assert!(
-                cpu < self.cores,
-                "kernel entry on CPU {cpu} of {} (HAL bug)",
-                self.cores
-            );
-            // SAFETY: as in `begin`.
-            unsafe { core::hint::assert_unchecked(self.cores <= MAX_CPUS) };
-        }
+        // SAFETY: `cpu < ipc_cores` (the caller's test), which is `cores` while the IPC entry
+        // is on (`new`, `set_fastpath` and `set_tracer` keep it so), at most MAX_CPUS
+        // (`new`). Stated, so that the per-core tables are indexed without bounds checks.
+        unsafe { core::hint::assert_unchecked(cpu < MAX_CPUS) };
     }
 
     /// [`end`](Self::end) for the IPC entry (see [`begin_ipc`](Self::begin_ipc)).
