@@ -1462,13 +1462,13 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
     }
 
     /// [`begin`](Self::begin) for the IPC entry: the re-entry check and the in-kernel mark
-    /// only in debug builds. The mark's other reader, the
-    /// trace records' count of cores in the kernel, runs only when a tracer is installed, and
-    /// then every entry takes the generic path, which marks the core. The re-entry check
-    /// catches a HAL bug, not anything user space can do (the HALs take system calls with
-    /// interrupts masked, so nothing nests in them), and it costs 5 loads, stores and
-    /// branches per system call (10 per round trip, 2% of x86_64's), a share seL4, with no
-    /// such check, does not pay; the hosted tests, which run debug builds, keep it.
+    /// only in debug builds. The mark's other reader, the trace records' count of cores in
+    /// the kernel, runs only when a tracer is installed, and then every entry takes the
+    /// generic path, which marks the core. The re-entry check catches a HAL bug, not
+    /// anything user space can do (the HALs take system calls with interrupts masked, so
+    /// nothing nests in them), and it cost 5 loads, stores and branches per system call (10
+    /// per round trip, 2% of x86_64's), a share seL4, with no such check, does not pay; the
+    /// hosted tests, which run debug builds, keep it.
     ///
     /// The core index was checked by the caller: `cpu < ipc_cores`, which is `cores` here.
     #[inline(always)]
