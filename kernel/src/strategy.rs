@@ -221,36 +221,43 @@ impl<L: KernelLock> fmt::Debug for BigLock<L> {
     }
 }
 
+/// The [`Strategy`] methods of a strategy whose every section holds one lock, its field
+/// `lock` (a [`KernelLock`]): the big lock's and RTM's. Enter and exit always in line: the IPC
+/// entry has two exits (after the fastpath and after the full path), and with two call sites
+/// the inliner left the exit a call on ARMv7 (+38 instructions per round trip under CLH).
+macro_rules! one_lock_sections {
+    () => {
+        #[inline(always)]
+        fn enter(&self, cpu: CpuId, _side: Side) -> bool {
+            self.lock.lock(cpu);
+            true
+        }
+        fn max_cpus(&self) -> usize {
+            self.lock.max_cpus()
+        }
+        #[inline(always)]
+        unsafe fn enter_unchecked(&self, cpu: CpuId, _side: Side) -> bool {
+            // SAFETY: forwarded contract (`max_cpus` is the lock's).
+            unsafe { self.lock.lock_unchecked(cpu) };
+            true
+        }
+        fn serialises(&self) -> bool {
+            true
+        }
+        #[inline(always)]
+        unsafe fn exit(&self, cpu: CpuId, _side: Side) {
+            // SAFETY: forwarded contract: `cpu` entered, so it holds the lock.
+            unsafe { self.lock.unlock(cpu) }
+        }
+    };
+}
+
 // SAFETY: every section holds `lock`, a `KernelLock` (mutual exclusion, acquire/release).
 unsafe impl<L: KernelLock> Strategy for BigLock<L> {
     fn name(&self) -> &'static str {
         self.lock.name()
     }
-    // Enter and exit always in line: the IPC entry has two exits (after the fastpath and
-    // after the full path), and with two call sites the inliner left the exit a call on
-    // ARMv7 (+38 instructions per round trip under CLH).
-    #[inline(always)]
-    fn enter(&self, cpu: CpuId, _side: Side) -> bool {
-        self.lock.lock(cpu);
-        true
-    }
-    fn max_cpus(&self) -> usize {
-        self.lock.max_cpus()
-    }
-    #[inline(always)]
-    unsafe fn enter_unchecked(&self, cpu: CpuId, _side: Side) -> bool {
-        // SAFETY: forwarded contract (`max_cpus` is the lock's).
-        unsafe { self.lock.lock_unchecked(cpu) };
-        true
-    }
-    fn serialises(&self) -> bool {
-        true
-    }
-    #[inline(always)]
-    unsafe fn exit(&self, cpu: CpuId, _side: Side) {
-        // SAFETY: forwarded contract: `cpu` entered, so it holds the lock.
-        unsafe { self.lock.unlock(cpu) }
-    }
+    one_lock_sections!();
 }
 
 /// Fine-grained locking: a big-reader lock (read side for common calls, write side for
@@ -447,29 +454,7 @@ unsafe impl<L: KernelLock, E: TxEngine, R: Relax> Strategy for Rtm<L, E, R> {
     fn elision_stats(&self, cpu: CpuId) -> Option<kernel_locks::RtmStats> {
         Some(self.lock.cpu_stats(cpu))
     }
-    // Always in line, as the big lock's (ARMv7's in-line system call left the exit a call).
-    #[inline(always)]
-    fn enter(&self, cpu: CpuId, _side: Side) -> bool {
-        self.lock.lock(cpu);
-        true
-    }
-    fn max_cpus(&self) -> usize {
-        self.lock.max_cpus()
-    }
-    #[inline(always)]
-    unsafe fn enter_unchecked(&self, cpu: CpuId, _side: Side) -> bool {
-        // SAFETY: forwarded contract (`max_cpus` is the lock's).
-        unsafe { self.lock.lock_unchecked(cpu) };
-        true
-    }
-    fn serialises(&self) -> bool {
-        true
-    }
-    #[inline(always)]
-    unsafe fn exit(&self, cpu: CpuId, _side: Side) {
-        // SAFETY: forwarded contract.
-        unsafe { self.lock.unlock(cpu) }
-    }
+    one_lock_sections!();
 }
 
 /// No locking at all, for benchmarks whose cores touch disjoint objects only.
