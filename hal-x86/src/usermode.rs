@@ -284,7 +284,9 @@ pub static USER: UserMode<X86User, MAX_CPUS> = UserMode::new();
 // `syscall` overwrote (their values are in the RIP and RFLAGS slots). Then it switches to the
 // kernel stack and calls the installed kernel's system-call entry (`UserMode::SYSCALL_ENTRY`: a
 // word of `USER`) with `USER` and the frame (System V: RDI, RSI; nothing in RDX, see
-// `X86User::syscall_cpu`); it never returns. RSP is the 4 KiB aligned stack
+// `X86User::syscall_cpu`); it never returns. RBP keeps the user's value (saved in the frame):
+// the kernel keeps no frame-pointer chain (x86_64-unknown-none omits frame pointers), so
+// there is no chain to end with a zero. RSP is the 4 KiB aligned stack
 // top at the call, so 16-byte aligned.
 //
 // `hal_enter_user` returns from a frame in its context: RSP points at it, the pops load it.
@@ -308,7 +310,6 @@ hal_syscall_entry:
     r#"
     movq %rsp, %rsi
     movq %gs:{kstack}, %rsp
-    xorl %ebp, %ebp
     movq ${user}, %rdi
     callq *{user}+{syscall_entry}(%rip)
     ud2
