@@ -170,6 +170,23 @@ fn kernel_refuses_a_strategy_for_fewer_cores() {
     );
 }
 
+/// A `Call` (the IPC entry's call) on a core outside the kernel's count is refused as any
+/// entry is: the IPC entry's one compare (`ipc_cores`) sends it to the generic entry, whose
+/// core check panics.
+#[test]
+#[should_panic(expected = "kernel entry on CPU 2 of 2 (HAL bug)")]
+fn ipc_entry_on_a_core_outside_the_count_panics() {
+    let k = kernel(2);
+    let _ = k.syscall(
+        2,
+        Syscall::Call {
+            ep: s(0),
+            msg: [0; 4],
+        }
+        .encode(),
+    );
+}
+
 /// Runs `f` (which plays the other cores) while a host thread plays core `remote`: it enters
 /// the kernel through `Kernel::ipi` whenever a TLB shoot-down is pending for it, as a real core
 /// takes the IPI. Needed because a shoot-down waits for the target's acknowledgement.
