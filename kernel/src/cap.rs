@@ -126,8 +126,9 @@ impl CSpace {
 
     /// The endpoint and badge of the capability in `slot` if it is an endpoint capability with
     /// `rights`; `None` for anything else, whatever the reason. The fastpath's lookup: one
-    /// match on the slot, so the empty slot and the other kinds are one test of its tag
-    /// (`get` then `check` tested the empty tag apart, two compares per call).
+    /// match on the slot and no error to build (through `get`, `check` and `lookup_ep`'s
+    /// `Result`, the endpoint id was tested again for presence; the empty slot's tag is still
+    /// compared apart from the endpoint's, which the compiler does not merge).
     #[inline(always)]
     pub fn endpoint(&self, slot: CapSlot, rights: Rights) -> Option<(EndpointId, usize)> {
         match self.slots[slot.index()].0 {
