@@ -130,8 +130,7 @@ pub unsafe trait Strategy: Sync {
     }
     /// [`enter`](Self::enter) for a caller that checked `cpu < self.max_cpus()` (the kernel
     /// checks its core index once per entry): the strategy's locks may skip their own range
-    /// checks ([`KernelLock::lock_unchecked`](kernel_locks::KernelLock::lock_unchecked)). The default
-    /// is `enter`.
+    /// checks ([`KernelLock::lock_unchecked`]). The default is `enter`.
     ///
     /// # Safety
     /// `cpu < self.max_cpus()`.
