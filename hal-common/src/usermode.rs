@@ -100,7 +100,7 @@ pub trait UserArch: 'static {
     /// The calling core's index.
     fn cpu_id() -> CpuIndex;
     /// The calling core's index in the system-call entry, from `passed`, the third argument
-    /// the stub gives [`UserMode::syscall_entry`]. The default returns it: ARMv7's stub
+    /// the stub gives the entry (`UserMode::syscall_entry`, see [`UserMode::SYSCALL_ENTRY`]). The default returns it: ARMv7's stub
     /// computed the index for its stack and passes it on (two instructions fewer than reading
     /// MPIDR again). x86_64's stub passes nothing there and its `syscall_cpu` reads GS: one
     /// load, straight into the register the entry keeps the index in (passed, it took a move
@@ -168,7 +168,7 @@ pub trait UserArch: 'static {
     fn wait_for_interrupt();
 
     /// Saves an interrupt's or fault's frame into a context slot (a system call's stub saves
-    /// its frame in the context itself, see [`UserMode::syscall_entry`]). The default is a
+    /// its frame in the context itself, see [`UserMode::SYSCALL_ENTRY`]). The default is a
     /// plain copy; ARMv7 overrides it to keep the compiler from calling `memcpy` on every
     /// trap, and to skip the copy of an interrupt's frame, which its entry saved in the
     /// context already (`dst == src`).
