@@ -83,8 +83,6 @@ static NEXT_FRAME: AtomicUsize = AtomicUsize::new(0);
 static FRAME_START: AtomicUsize = AtomicUsize::new(0);
 /// Frames handed out.
 static FRAMES_USED: AtomicUsize = AtomicUsize::new(0);
-/// TTBR0 value of the boot table (only global entries), loaded while the ASID changes.
-static BOOT_TTBR0: AtomicU32 = AtomicU32::new(0);
 /// The machine (which device sections the kernel keeps in every address space).
 static MACHINE_VIRT: AtomicU32 = AtomicU32::new(0);
 /// Tables of the address spaces, by ASID - 1 (0: free): which ASIDs are taken.
@@ -109,7 +107,6 @@ pub fn init(machine: Machine) {
     FRAME_START.store(start, Ordering::Relaxed);
     NEXT_FRAME.store(start, Ordering::Relaxed);
     MACHINE_VIRT.store(u32::from(machine == Machine::Virt), Ordering::Relaxed);
-    BOOT_TTBR0.store(ttbr0_read(), Ordering::Release);
     // The page-table pool: one frame per 64 pages of the RAM window (at least 256), each
     // frame one second-level table (1 KiB) and its tag shadow.
     let frames = ((FRAME_POOL_END - start) / PAGE_SIZE / 64).max(256);
@@ -196,7 +193,7 @@ fn kernel_section(addr: u32) -> bool {
 
 /// The boot translation table's physical address (global kernel entries only).
 pub fn boot_table() -> PhysAddr {
-    PhysAddr::from(BOOT_TTBR0.load(Ordering::Acquire) & !0x3FFF)
+    PhysAddr::from(crate::mmu::boot_ttbr0() & !0x3FFF)
 }
 
 /// Whether the 1 MiB section at `addr` is one of the kernel's (mapped in every address space).
@@ -223,7 +220,7 @@ pub fn table_of(root: PhysAddr) -> usize {
 pub fn new_address_space() -> Option<PhysAddr> {
     let slot = ROOTS.iter().position(|r| r.load(Ordering::Relaxed) == 0)?;
     let root = alloc_aligned(L1_ALIGN / PAGE_SIZE, L1_ALIGN)?;
-    let boot = (BOOT_TTBR0.load(Ordering::Acquire) & !0x3FFF) as *const u32;
+    let boot = (crate::mmu::boot_ttbr0() & !0x3FFF) as *const u32;
     let table = root as usize as *mut u32;
     for i in 0..L1_ENTRIES {
         let addr = (i as u32) * SECTION_SIZE;
@@ -578,7 +575,7 @@ fn ttbr0_read() -> u32 {
 /// ASID, as [`new_address_space`] made it.
 pub fn current_root() -> PhysAddr {
     let t = ttbr0_read() & !ASID_BITS;
-    if t == BOOT_TTBR0.load(Ordering::Relaxed) & !ASID_BITS {
+    if t == crate::mmu::boot_ttbr0() & !ASID_BITS {
         return 0;
     }
     let contextidr: u32;
@@ -601,7 +598,6 @@ pub fn current_root() -> PhysAddr {
 #[inline(always)]
 pub unsafe fn switch_address_space(root: PhysAddr) {
     let asid = asid_of(root);
-    debug_assert_eq!(crate::mmu::boot_ttbr0(), BOOT_TTBR0.load(Ordering::Relaxed));
     let ttbr = table_of(root) as u32 | TTBR_WALK_ATTRS;
     // ARM ARM B3.10.4 (synchronising ASID and TTBR changes): go through the boot table, which
     // has only global entries, so that no walk between the writes can cache an entry of the

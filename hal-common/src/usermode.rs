@@ -476,7 +476,14 @@ impl<A: UserArch, const CPUS: usize> UserMode<A, CPUS> {
         self.resume(cpu, exit)
     }
 
-    /// Saves the interrupted user context of the calling core's current thread.
+    /// Saves the interrupted user context of the calling core's current thread, saved as
+    /// `saved` says. A system call's stub saved its frame in the context already (the contract
+    /// of [`syscall_entry`](Self::syscall_entry)): only the kind is written then, and debug
+    /// builds check the frame's address (in release builds the comparison, and the branch
+    /// around a copy that never happened, are left out: 2 instructions per system call).
+    /// Another entry's frame is copied ([`UserArch::save_frame`]). In line, so that each
+    /// caller's constant `saved` picks its branch at compile time.
+    #[inline(always)]
     fn save(&self, cpu: CpuIndex, frame: &A::Frame, saved: Saved) -> ThreadId {
         let Some(t) = self.current_thread(cpu) else {
             A::fatal(format_args!(
@@ -486,36 +493,17 @@ impl<A: UserArch, const CPUS: usize> UserMode<A, CPUS> {
         };
         let ctx = self.contexts[t.index()].get();
         // SAFETY: `t` is this core's current thread (see `contexts`), so nothing else
-        // accesses its context; `addr_of_mut!` makes no reference.
-        unsafe {
-            A::save_frame(core::ptr::addr_of_mut!((*ctx).frame), frame);
-            core::ptr::addr_of_mut!((*ctx).saved).write(saved);
-        }
-        t
-    }
-
-    /// [`save`](Self::save) for a system call, whose stub saved the frame in the current
-    /// thread's context already (the contract of [`syscall_entry`](Self::syscall_entry)): only
-    /// the kind of the save is recorded. The stubs' frame is checked to be the context's in
-    /// debug builds; in release builds the comparison (and the branch around a copy that never
-    /// happens) is left out, 2 instructions per system call.
-    #[inline(always)]
-    fn save_syscall(&self, cpu: CpuIndex, frame: &A::Frame) -> ThreadId {
-        let Some(t) = self.current_thread(cpu) else {
-            A::fatal(format_args!(
-                "system call (pc {:#x}) with no current thread",
-                A::pc(frame)
-            ))
-        };
-        let ctx = self.contexts[t.index()].get();
-        // SAFETY: `t` is this core's current thread (see `contexts`), so nothing else
         // accesses its context; `addr_of!` and `addr_of_mut!` make no reference.
         unsafe {
-            debug_assert!(
-                core::ptr::eq(core::ptr::addr_of!((*ctx).frame), frame),
-                "system-call frame not in the current thread's context"
-            );
-            core::ptr::addr_of_mut!((*ctx).saved).write(Saved::Syscall);
+            if saved == Saved::Syscall {
+                debug_assert!(
+                    core::ptr::eq(core::ptr::addr_of!((*ctx).frame), frame),
+                    "system-call frame not in the current thread's context"
+                );
+            } else {
+                A::save_frame(core::ptr::addr_of_mut!((*ctx).frame), frame);
+            }
+            core::ptr::addr_of_mut!((*ctx).saved).write(saved);
         }
         t
     }
@@ -623,7 +611,7 @@ impl<A: UserArch, const CPUS: usize> UserMode<A, CPUS> {
     /// entry from it, and `install` stores this function only with a kernel of that type).
     /// `frame` is the frame the system-call stub saved for this core's current thread, in
     /// that thread's own context (the frame field of its context slot, which release builds
-    /// do not check, see `save_syscall`), valid for reads until
+    /// do not check, see `save`), valid for reads until
     /// the entry resumes a thread. It is a pointer, not a reference, because the context may
     /// be written again before this call ends (`resume`: a result the return cannot carry,
     /// see [`UserArch::return_from_syscall`]). `stub_cpu` is what the stub passes for
@@ -650,7 +638,7 @@ impl<A: UserArch, const CPUS: usize> UserMode<A, CPUS> {
             // SAFETY: the caller's contract: `frame` is valid for reads until this entry
             // resumes a thread; the reference ends here, before `resume` writes the context.
             let f = unsafe { &*frame };
-            this.save_syscall(cpu, f)
+            this.save(cpu, f, Saved::Syscall)
         };
         let regs = A::syscall_regs_ptr(frame);
         // A debug call (`regs[0] >= DEBUG_BASE`) is answered by `Resume::own_call`, which the

@@ -331,19 +331,13 @@ unsafe impl<R: Relax> Strategy for FineGrained<R> {
     // `side` dispatch twice per one-way IPC.
     #[inline(always)]
     fn enter(&self, cpu: CpuId, side: Side) -> bool {
-        match side {
-            Side::Shared => {
-                // No double-read-lock check: a core runs one entry at a time (the HAL
-                // contract, which the kernel checks, see `Kernel::begin`); the range check
-                // stays.
-                self.big.read_lock_unnested(cpu);
-                false
-            }
-            Side::Exclusive => {
-                self.big.lock(cpu);
-                true
-            }
-        }
+        assert!(
+            cpu < self.max_cpus(),
+            "fine: CPU id {cpu} out of range (this strategy supports CPUs 0..{})",
+            self.max_cpus()
+        );
+        // SAFETY: `cpu < max_cpus()`, checked above.
+        unsafe { self.enter_unchecked(cpu, side) }
     }
     fn max_cpus(&self) -> usize {
         self.big.max_cpus()
@@ -352,8 +346,9 @@ unsafe impl<R: Relax> Strategy for FineGrained<R> {
     unsafe fn enter_unchecked(&self, cpu: CpuId, side: Side) -> bool {
         match side {
             Side::Shared => {
-                // SAFETY: `cpu < max_cpus()` (forwarded contract), and it does not hold the
-                // read side (as in `enter`).
+                // SAFETY: `cpu < max_cpus()` (forwarded contract). No double-read-lock
+                // check: a core runs one entry at a time (the HAL contract, which the kernel
+                // checks, see `Kernel::begin`), so it does not hold the read side.
                 unsafe { self.big.read_lock_unnested_unchecked(cpu) };
                 false
             }
