@@ -105,7 +105,10 @@ pub(crate) struct TcbIpc {
     pub is_call: bool,
     /// Whether the pending Call is a page fault (the reply must not touch `ret`).
     pub fault: bool,
-    /// Result registers, restored when the thread next runs.
+    /// Result registers, restored when the thread next returns from a system call. Dead
+    /// while the thread runs: the IPC fastpath hands the thread it resumes its registers
+    /// directly and leaves this field as it was, and every system call writes it before
+    /// the thread returns (the fastpath tests compare every exit's registers).
     pub ret: Regs,
     /// Reply slot: the caller this thread must answer (a one-shot reply capability).
     pub reply_to: Option<ThreadId>,
@@ -281,7 +284,10 @@ pub(crate) struct Meta {
 pub struct Exit {
     /// The current thread of the core, or `None` for idle.
     pub thread: Option<ThreadId>,
-    /// Its result registers (zeros for idle).
+    /// Its result registers (zeros for idle): what completes the system call in which it
+    /// entered the kernel last. A thread that a trap (interrupt, fault, IPI) took off its
+    /// core resumes with the registers the HAL saved then, and these are meaningless (stale:
+    /// the IPC fastpath leaves `TcbIpc::ret` of the thread it resumes unwritten).
     pub regs: Regs,
 }
 

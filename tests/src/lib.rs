@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 use kernel::config::{MAX_CPUS, MAX_THREADS};
 use kernel::hal::{Hal, IpiKind, Leaf, MapPrepError, MapTag, PageAttrs, PhysAddr, SweepAction};
 use kernel::hosted::PageTables;
-use kernel::{CpuId, IrqId, Kernel, Regs, Strategy, Syscall, ThreadId};
+use kernel::{CpuId, Exit, IrqId, Kernel, Regs, Strategy, Syscall, ThreadId};
 
 /// A wait strategy for host threads: spin briefly, then yield the host CPU.
 #[derive(Default, Debug)]
@@ -257,6 +257,11 @@ struct Slot {
     program: Option<Box<dyn Program>>,
     finished: bool,
     park: Regs,
+    /// The registers the thread had when an interrupt, tick or IPI took its core (its saved
+    /// user frame), until it steps again: a thread resumed then gets these, not the exit's
+    /// result registers, as with the real HALs (a trap's frame is restored whole; an exit's
+    /// registers only complete a system call).
+    frame: Option<Regs>,
 }
 
 /// The programs of all user threads, by thread index. Threads without a program yield.
@@ -282,6 +287,7 @@ impl Programs {
                         program: None,
                         finished: false,
                         park: Syscall::Yield.encode(),
+                        frame: None,
                     })
                 })
                 .collect(),
@@ -295,6 +301,7 @@ impl Programs {
         let mut s = self.slots[t.index()].lock().unwrap();
         s.program = Some(Box::new(p));
         s.finished = !finite;
+        s.frame = None;
         if finite {
             self.finite.fetch_add(1, Relaxed);
         }
@@ -317,11 +324,14 @@ impl Programs {
         self.finite.load(Relaxed) - self.finished.load(Relaxed)
     }
 
+    /// `t`'s next system call; `ret`: the registers of the exit that resumed it (used unless
+    /// a trap interrupted it since its last step, see [`Slot::frame`]).
     fn step(&self, t: ThreadId, ret: &Regs) -> Regs {
         let mut s = self.slots[t.index()]
             .try_lock()
             .unwrap_or_else(|_| panic!("thread {t:?} runs on two cores at once"));
-        let next = s.program.as_mut().and_then(|p| p.step(ret));
+        let ret = s.frame.take().unwrap_or(*ret);
+        let next = s.program.as_mut().and_then(|p| p.step(&ret));
         match next {
             Some(regs) => regs,
             None => {
@@ -333,6 +343,13 @@ impl Programs {
                 s.park
             }
         }
+    }
+
+    /// A trap (interrupt, tick, IPI) takes the core from `t`, which last got `regs`: they
+    /// become its saved frame, unless it has one it has not stepped with yet.
+    fn interrupted(&self, t: ThreadId, regs: &Regs) {
+        let mut s = self.slots[t.index()].lock().unwrap();
+        s.frame.get_or_insert(*regs);
     }
 }
 
@@ -511,10 +528,18 @@ fn core_loop<S: Strategy>(
         }
         iter += 1;
         'step: {
+            // Every entry but a system call is a trap: the thread it interrupts keeps its
+            // registers (see `Programs::interrupted`).
+            let trap = |exit: &Exit| {
+                if let Some(t) = exit.thread {
+                    programs.interrupted(t, &exit.regs);
+                }
+            };
             let pending = k.hal().take_ipis(cpu);
             if pending != 0 {
                 for kind in IpiKind::ALL {
                     if pending & kind.bit() != 0 {
+                        trap(&exit);
                         exit = k.ipi(cpu, kind);
                         n_entries += 1;
                     }
@@ -522,6 +547,7 @@ fn core_loop<S: Strategy>(
                 break 'step;
             }
             if cfg.irq_every != 0 && cpu == 0 && iter % cfg.irq_every == 0 {
+                trap(&exit);
                 exit = k.interrupt(cpu, cfg.irq);
                 n_entries += 1;
                 break 'step;
@@ -533,6 +559,7 @@ fn core_loop<S: Strategy>(
                 break 'step;
             };
             if iter % cfg.tick_every == 0 {
+                trap(&exit);
                 exit = k.timer_tick(cpu);
                 n_entries += 1;
                 break 'step;

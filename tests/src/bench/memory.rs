@@ -619,6 +619,38 @@ struct CoreProgs {
     worker: WorkerProg,
     pager: Option<PagerProg>,
     exit: Exit,
+    /// Saved registers of this core's threads that a trap interrupted (see [`Frames`]).
+    frames: Frames,
+}
+
+/// The registers of the threads a trap (IPI, page fault) interrupted, as the real HALs keep
+/// them in the thread's saved frame: a thread resumed after a trap gets these back, not the
+/// exit's result registers, which only complete a system call (the kernel leaves them stale
+/// for a thread it did not just answer).
+#[derive(Default)]
+struct Frames(Vec<(ThreadId, Regs)>);
+
+impl Frames {
+    /// The exit of a trap `then`, taken while `before` was the core's exit (its thread, if
+    /// any, had those registers): saves them, then resumes `then`'s thread.
+    fn trap(&mut self, before: &Exit, then: Exit) -> Exit {
+        if let Some(t) = before.thread {
+            if !self.0.iter().any(|&(u, _)| u == t) {
+                self.0.push((t, before.regs));
+            }
+        }
+        self.resume(then)
+    }
+
+    /// `exit`, with its thread's saved registers if a trap interrupted it.
+    fn resume(&mut self, mut exit: Exit) -> Exit {
+        if let Some(t) = exit.thread {
+            if let Some(i) = self.0.iter().position(|&(u, _)| u == t) {
+                exit.regs = self.0.swap_remove(i).1;
+            }
+        }
+        exit
+    }
 }
 
 /// Builds the system of `w` on a kernel with strategy `s` and pager locks `L`, runs it on one
@@ -734,6 +766,7 @@ fn measure<S: BenchStrategy, L: PagerLock>(s: S, w: Workload, sink: Sink) -> Out
             worker,
             pager,
             exit,
+            frames: Frames::default(),
         })));
     }
     assert!(pagers.is_empty(), "every pager has its core");
@@ -872,17 +905,17 @@ fn core_loop<S: Strategy, L: PagerLock>(
     let mut rounds = 0u32;
     loop {
         if let Some(e) = take_ipi(k, cpu) {
-            exit = e;
+            exit = me.frames.trap(&exit, e);
             continue;
         }
         match exit.thread {
             Some(t) if t == me.worker.thread => match me.worker.step(&exit.regs, sh, k.hal()) {
                 Act::Fault(va) => {
-                    exit = k.page_fault(cpu, va, true);
+                    exit = me.frames.trap(&exit, k.page_fault(cpu, va, true));
                     continue;
                 }
                 Act::Call(regs) => {
-                    exit = k.syscall(cpu, regs);
+                    exit = me.frames.resume(k.syscall(cpu, regs));
                     continue;
                 }
                 // Waits in user mode.
@@ -895,7 +928,7 @@ fn core_loop<S: Strategy, L: PagerLock>(
                     .filter(|p| p.thread == t)
                     .unwrap_or_else(|| panic!("core {cpu} runs thread {t:?}, not its own"));
                 let regs = p.step(&exit.regs, sh);
-                exit = k.syscall(cpu, regs);
+                exit = me.frames.resume(k.syscall(cpu, regs));
                 continue;
             }
             None => {}
