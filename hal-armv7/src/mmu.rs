@@ -55,7 +55,7 @@ static BOOT_TABLE: L1Table = L1Table(UnsafeCell::new([0; L1_ENTRIES]));
 /// TTBR0 attribute bits (multiprocessing-extensions format): IRGN = 0b01 (bit 6 set, bit 0
 /// clear: inner write-back write-allocate), S (bit 1: shareable), RGN = 0b01 (bits [4:3]:
 /// outer write-back write-allocate).
-const TTBR_WALK_ATTRS: u32 = (1 << 6) | (1 << 1) | (0b01 << 3);
+pub(crate) const TTBR_WALK_ATTRS: u32 = (1 << 6) | (1 << 1) | (0b01 << 3);
 
 /// SCTLR bits this module sets or clears.
 mod sctlr {

@@ -20,10 +20,11 @@
 //! # ASIDs
 //! Address space *k* (creation order, at most [`MAX_SPACES`]) gets ASID *k* + 1; ASID 0 is the
 //! boot table's (it has only global entries). No ASID is ever reused, so no rollover flush.
-//! The *root* the kernel keeps for an address space is its table's physical address with the
-//! ASID in the low bits (a first-level table is 16 KiB aligned, so its low 14 bits are free):
-//! the address-space switch of every IPC takes both from the value it is handed, with no
-//! lookup (see [`asid_of`], [`table_of`]).
+//! The *root* the kernel keeps for an address space (a 64-bit [`PhysAddr`]) holds both values
+//! the switch writes: TTBR0's, the table's physical address with the walk attributes, in the
+//! low word, and the ASID in the high word. The address-space switch of every IPC loads the
+//! two with one `ldrd` and writes them as they are, with no lookup and no bit-field
+//! instructions (see [`asid_of`], [`table_of`]).
 //!
 //! # Table walks and caches
 //! The Cortex-A9's table walker does not look in the L1 data cache, so every table store is
@@ -51,8 +52,7 @@ pub const FRAME_POOL_END: usize = 0x5000_0000;
 /// Address spaces [`new_address_space`] can make (8-bit ASIDs 1..=MAX_SPACES).
 pub const MAX_SPACES: usize = 64;
 
-/// TTBR0 walk attributes (same as the boot table's, see [`mmu`](crate::mmu)).
-const TTBR_WALK_ATTRS: u32 = (1 << 6) | (1 << 1) | (0b01 << 3);
+use crate::mmu::TTBR_WALK_ATTRS;
 
 /// Second-level (small page) descriptor bits, TEX remap and access flag off.
 mod pte {
@@ -89,10 +89,12 @@ static MACHINE_VIRT: AtomicU32 = AtomicU32::new(0);
 static ROOTS: [AtomicU32; MAX_SPACES] = [const { AtomicU32::new(0) }; MAX_SPACES];
 /// A first-level table's alignment.
 const L1_ALIGN: usize = 4 * PAGE_SIZE;
-/// The low bits of a root that hold its ASID (the rest is the table's address).
-const ASID_BITS: u32 = L1_ALIGN as u32 - 1;
-// Every ASID fits the root's free bits and CONTEXTIDR's 8-bit ASID field.
-const _: () = assert!(MAX_SPACES < 256 && MAX_SPACES < L1_ALIGN);
+/// The bits of a TTBR0 value below the table's address (its walk attributes).
+const TTBR_LOW_BITS: u32 = L1_ALIGN as u32 - 1;
+// Every ASID fits CONTEXTIDR's 8-bit ASID field.
+const _: () = assert!(MAX_SPACES < 256);
+// The attributes fit below a first-level table's address.
+const _: () = assert!(TTBR_WALK_ATTRS & !TTBR_LOW_BITS == 0);
 
 unsafe extern "C" {
     /// End of the image (link.ld).
@@ -201,22 +203,33 @@ pub fn is_kernel_section(addr: u32) -> bool {
     kernel_section(addr)
 }
 
-/// The ASID of the address space `root` (0 for the boot table): its low bits (the module
+/// The ASID of the address space `root` (0 for the boot table): its high word (the module
 /// docs' *ASIDs*). A value, not a lookup: the address-space switch of every IPC takes it.
 #[inline(always)]
 pub fn asid_of(root: PhysAddr) -> u32 {
-    root as u32 & ASID_BITS
+    (root >> 32) as u32
+}
+
+/// The value TTBR0 holds while `root` is loaded: its low word.
+#[inline(always)]
+fn ttbr0_of(root: PhysAddr) -> u32 {
+    root as u32
 }
 
 /// The physical address of the first-level table of the address space `root`.
 #[inline(always)]
 pub fn table_of(root: PhysAddr) -> usize {
-    root as usize & !(ASID_BITS as usize)
+    (ttbr0_of(root) & !TTBR_LOW_BITS) as usize
+}
+
+/// The root of the table at `table` (16 KiB aligned) with ASID `asid`.
+fn root_of(table: u32, asid: u32) -> PhysAddr {
+    PhysAddr::from(asid) << 32 | PhysAddr::from(table | TTBR_WALK_ATTRS)
 }
 
 /// Makes a new address space: a first-level table with the kernel sections of the boot table
-/// and no user mappings. Returns its root: the table's physical address with its ASID in the
-/// low bits (module docs).
+/// and no user mappings. Returns its root: TTBR0's value for the table, with its ASID in the
+/// high word (module docs).
 pub fn new_address_space() -> Option<PhysAddr> {
     let slot = ROOTS.iter().position(|r| r.load(Ordering::Relaxed) == 0)?;
     let root = alloc_aligned(L1_ALIGN / PAGE_SIZE, L1_ALIGN)?;
@@ -236,7 +249,7 @@ pub fn new_address_space() -> Option<PhysAddr> {
     {
         return None;
     }
-    Some(root | (slot as PhysAddr + 1))
+    Some(root_of(root as u32, slot as u32 + 1))
 }
 
 /// Cleans `[addr, addr + len)` to the point of unification so that the table walker sees it,
@@ -574,8 +587,8 @@ fn ttbr0_read() -> u32 {
 /// The root loaded on the calling core (0: the boot table): TTBR0's table with CONTEXTIDR's
 /// ASID, as [`new_address_space`] made it.
 pub fn current_root() -> PhysAddr {
-    let t = ttbr0_read() & !ASID_BITS;
-    if t == crate::mmu::boot_ttbr0() & !ASID_BITS {
+    let t = ttbr0_read();
+    if t & !TTBR_LOW_BITS == crate::mmu::boot_ttbr0() & !TTBR_LOW_BITS {
         return 0;
     }
     let contextidr: u32;
@@ -584,7 +597,7 @@ pub fn current_root() -> PhysAddr {
         asm!("mrc p15, 0, {}, c13, c0, 1", out(reg) contextidr,
             options(nomem, nostack, preserves_flags))
     };
-    PhysAddr::from(t | (contextidr & 0xFF))
+    root_of(t & !TTBR_LOW_BITS, contextidr & 0xFF)
 }
 
 /// Loads the address space `root` (with its ASID) on the calling core. The TLB entries of the
@@ -598,7 +611,7 @@ pub fn current_root() -> PhysAddr {
 #[inline(always)]
 pub unsafe fn switch_address_space(root: PhysAddr) {
     let asid = asid_of(root);
-    let ttbr = table_of(root) as u32 | TTBR_WALK_ATTRS;
+    let ttbr = ttbr0_of(root);
     // ARM ARM B3.10.4 (synchronising ASID and TTBR changes): go through the boot table, which
     // has only global entries, so that no walk between the writes can cache an entry of the
     // old table under the new ASID or of the new table under the old ASID (Linux's classic-MMU
