@@ -288,7 +288,8 @@ hal_armv7_vectors:
     @ Exception from USR mode (LR already the resume address). SP_svc is the end of the
     @ current thread's saved context (hal_armv7_enter_user left it there): saves
     @ [r0-r12, SP_usr, LR_usr, pc, CPSR] straight into it, switches to SVC and to this core's
-    @ SVC stack top (STACKS + (Aff0 + 1) * STACK_SIZE) and calls user_trap(frame, vector),
+    @ SVC stack top (STACKS + (core + 1) * STACK_SIZE, the core index from TPIDRURO, see
+    @ `percpu`) and calls user_trap(frame, vector),
     @ which does not return; a system call calls the installed kernel's system-call entry
     @ (a word of USER, UserMode::SYSCALL_ENTRY) with (USER, frame) instead: no vector to
     @ test and no Rust function between the stub and the kernel on the IPC path (`target`
@@ -305,8 +306,7 @@ hal_armv7_vectors:
         .else
         mov     r1, sp                      @ (second argument of the system-call entry)
         .endif
-        mrc     p15, 0, r2, c0, c0, 5       @ MPIDR: Aff0 is the core index
-        and     r2, r2, #0xff
+        mrc     p15, 0, r2, c13, c0, 3      @ TPIDRURO: the core index (percpu)
         ldr     r3, ={stacks}+{stack_size}  @ the top of core r2's area
         add     sp, r3, r2, lsl #{stack_shift}
         .ifc \target,user_trap
@@ -356,7 +356,6 @@ hal_armv7_user_\name:
     .endm
 
     HAL_FAULT_STUB reset, 0, 4
-    HAL_FAULT_STUB und, 1, 4
     HAL_FAULT_STUB pabt, 3, 4, 1
     HAL_FAULT_STUB dabt, 4, 8, 1
     HAL_FAULT_STUB unused, 5, 4
@@ -392,27 +391,46 @@ hal_armv7_fault_common:
     b       hal_armv7_park
 
     @ SVC. First LR_svc and SPSR_svc go below SP_svc (`srsdb`), which from USR mode is the
-    @ end of the thread's context, the system-call stub's first step; that frees LR to test
-    @ the mode without borrowing r0 through the stack (M[3:0] = 0 only in USR mode): three
-    @ instructions fewer per system call than `HAL_IF_USER`. From a kernel mode the two words
-    @ went onto the kernel's SVC stack: LR comes back and they are dropped, then frame =
-    @ [r0-r12, return address]; svc_entry(&mut frame) may return (then r0 is its result) and
-    @ we resume after the svc with the caller's CPSR (ldm ^ restores SPSR).
+    @ end of the thread's context, the system-call stub's first step. The kernel makes no SVC
+    @ of its own (semihosting traps with HLT, see `exit`), so every SVC is a system call:
+    @ release builds do not test the mode it came from (three instructions per system call).
+    @ Debug builds do (M[3:0] = 0 only in USR mode, tested in LR, free after the `srsdb`):
+    @ from a kernel mode the two words went onto the kernel's SVC stack, LR comes back and
+    @ they are dropped, and svc_entry(&frame = [r0-r12, return address]) reports it.
 hal_armv7_vec_svc:
     srsdb   sp!, #0x13
+    .if {check_svc_mode}
     mrs     lr, spsr
     tst     lr, #0xf
     beq     hal_armv7_user_svc
     ldr     lr, [sp], #8
     stmfd   sp!, {{r0-r12, lr}}
     mov     r0, sp
-    mov     r4, sp
     bic     sp, sp, #7
     bl      {svc}
-    mov     sp, r4
-    ldmfd   sp!, {{r0-r12, pc}}^
+    .endif
 hal_armv7_user_svc:                         @ a system call: LR_svc and SPSR_svc saved already
     HAL_USER_STUB 2, syscall
+
+    @ Undefined instruction. From a kernel mode it may be a semihosting call (HLT #0xF000,
+    @ see `exit`) made without `-semihosting` or a debugger: then r0 = -1 (unavailable) and
+    @ the caller resumes after it, its other registers as they were (this mode has its own
+    @ stack and LR). Anything else is fatal, as in HAL_FAULT_STUB.
+hal_armv7_vec_und:
+    sub     lr, lr, #4                      @ the undefined instruction (ARM state)
+    HAL_IF_USER hal_armv7_user_und
+    stmfd   sp!, {{r0-r12, lr}}
+    ldr     r0, [lr]
+    ldr     r1, ={hlt_semihosting}
+    cmp     r0, r1
+    mov     r0, #1                          @ (the vector number; flags unchanged)
+    bne     hal_armv7_fault_common
+    ldmfd   sp!, {{r0-r12, lr}}
+    mvn     r0, #0
+    add     lr, lr, #4
+    movs    pc, lr                          @ resume after the HLT, CPSR from SPSR_und
+hal_armv7_user_und:
+    HAL_USER_STUB 1
 
     @ IRQ: handled on the SVC stack of the interrupted code (from USR mode: user_trap).
 hal_armv7_vec_irq:
@@ -443,6 +461,8 @@ hal_armv7_user_irq:
     secondary = sym secondary_entry,
     fault = sym fault_entry,
     svc = sym svc_entry,
+    check_svc_mode = const cfg!(debug_assertions) as u32,
+    hlt_semihosting = const crate::exit::HLT_SEMIHOSTING,
     irq = sym irq_entry,
     user_trap = sym crate::usermode::user_trap,
     user = sym crate::usermode::USER,
@@ -603,6 +623,7 @@ extern "C" fn primary_entry(entry_psr: u32, boot_r2: usize) -> ! {
     }
     PERCPU[0].entry_psr.store(entry_psr, Ordering::Relaxed);
     PERCPU[0].mpidr.store(cpu::mpidr(), Ordering::Relaxed);
+    crate::percpu::publish_index(0);
 
     timer::init(machine, periphbase);
     crate::paging::init(machine);
@@ -662,6 +683,7 @@ extern "C" fn secondary_entry(cpu_index: u32, entry_psr: u32) -> ! {
     gic::init_cpu();
     PERCPU[cpu].entry_psr.store(entry_psr, Ordering::Relaxed);
     PERCPU[cpu].mpidr.store(cpu::mpidr(), Ordering::Relaxed);
+    crate::percpu::publish_index(cpu);
     PERCPU[cpu].set_online();
     crate::smp::run_ap_main(cpu)
 }

@@ -8,9 +8,11 @@
 //!   timer counts a tick, SGIs count as IPIs (a `Halt` IPI stops the core), a device SPI is
 //!   disabled before its end of interrupt; on a core in the user-mode idle loop each one enters
 //!   the kernel.
-//! - SVC: the only SVC the kernel makes itself is semihosting (`svc #0x123456`), which QEMU
-//!   intercepts with `-semihosting`; if the exception is taken anyway, `svc_entry` returns
-//!   -1 to the caller. Any other SVC from a kernel mode is reported like a fault.
+//! - SVC: the kernel makes none itself (semihosting traps with HLT, see
+//!   [`exit`](crate::exit)), so release builds take every SVC as a system call; debug builds
+//!   check the mode and report an SVC from a kernel mode (`svc_entry`) like a fault.
+//! - Undefined instruction: from a kernel mode, a semihosting HLT without semihosting returns
+//!   -1 to its caller (the vector does it, no Rust code); anything else is a fault, below.
 //! - Undefined instruction, prefetch abort, data abort, FIQ and the unused vectors:
 //!   `fault_entry` prints the report (exception, faulting PC, the mode and core it happened
 //!   in, DFAR/DFSR or IFAR/IFSR decoded, registers) and exits QEMU with failure; a kernel data
@@ -41,7 +43,7 @@ pub struct ExceptionFrame {
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct SvcFrame {
-    /// r0..r12; r0 is the return value written back on return.
+    /// r0..r12.
     pub r: [u32; 13],
     /// Return address (the instruction after the `svc`).
     pub lr: u32,
@@ -57,16 +59,12 @@ pub(crate) extern "C" fn irq_entry() {
     }
 }
 
-/// SVC handler, called by the SVC stub. Returns (to the instruction after the `svc`) only for
-/// the semihosting call, with r0 = -1 (semihosting not available).
-pub(crate) extern "C" fn svc_entry(frame: &mut SvcFrame) {
+/// SVC handler for an SVC from a kernel mode, which the kernel never makes (debug builds'
+/// SVC stub calls it; release builds take every SVC as a system call): reports it.
+pub(crate) extern "C" fn svc_entry(frame: &SvcFrame) -> ! {
     // SAFETY: the SVC was executed in ARM state (the kernel has no Thumb code), so the 32-bit
     // instruction word is at LR - 4, in mapped kernel text.
     let insn = unsafe { ((frame.lr - 4) as *const u32).read_volatile() };
-    if insn & 0x00FF_FFFF == crate::exit::SEMIHOSTING_SVC_IMM {
-        frame.r[0] = u32::MAX;
-        return;
-    }
     let spsr: u32;
     // SAFETY: reading SPSR_svc (the caller's CPSR) has no side effects.
     unsafe { core::arch::asm!("mrs {}, spsr", out(reg) spsr, options(nomem, nostack)) };

@@ -1,15 +1,18 @@
 //! Leaving QEMU with a status code, and reading the command line, through Arm semihosting.
 //!
-//! Run QEMU with `-semihosting`. A semihosting call is `svc #0x123456` in ARM state with the
-//! operation in r0 and its argument in r1; QEMU intercepts it before the SVC exception is taken
-//! (privileged modes only). [`exit_qemu`] uses `SYS_EXIT_EXTENDED` (0x20) with the reason
+//! Run QEMU with `-semihosting`. A semihosting call is `HLT #0xF000` in ARM state with the
+//! operation in r0 and its argument in r1; QEMU intercepts it before any exception is taken
+//! (privileged modes only). The semihosting specification's other A32 trap, `svc #0x123456`,
+//! would make the SVC vector test the mode it came from on every system call; with HLT the
+//! kernel makes no SVC of its own (see `boot`'s SVC vector). [`exit_qemu`] uses `SYS_EXIT_EXTENDED` (0x20) with the reason
 //! `ADP_Stopped_ApplicationExit` and the exit code, so QEMU exits with exactly that status:
 //! 0 = [`ExitCode::Success`], 1 = [`ExitCode::Failure`]. (The older `SYS_EXIT` cannot carry a
 //! status on 32-bit Arm; PSCI SYSTEM_OFF always exits 0.)
 //!
-//! Without `-semihosting` the `svc` is taken as a real exception: the SVC handler recognises
-//! the semihosting immediate and returns -1, so [`exit_qemu`] reports that and halts the core
-//! and [`cmdline`] returns `None`, instead of anything crashing.
+//! Without `-semihosting` (or a debugger) the HLT is an undefined instruction on ARMv7 (it is
+//! an ARMv8 encoding, UNDEFINED before and with halting debug off): the undefined-instruction
+//! vector recognises it in a kernel mode and returns -1, so [`exit_qemu`] reports that and
+//! halts the core and [`cmdline`] returns `None`, instead of anything crashing.
 //!
 //! Status 0 can also come from QEMU itself (a guest reset with `-no-reboot`), so test scripts
 //! should also check the kernel's final log line, as `scripts/qemu-boot-demo.sh` does.
@@ -22,8 +25,9 @@ const SYS_GET_CMDLINE: u32 = 0x15;
 const SYS_EXIT_EXTENDED: u32 = 0x20;
 /// ADP_Stopped_ApplicationExit reason code.
 const ADP_STOPPED_APPLICATION_EXIT: u32 = 0x2_0026;
-/// The semihosting SVC immediate in ARM state.
-pub const SEMIHOSTING_SVC_IMM: u32 = 0x12_3456;
+/// The semihosting trap, `HLT #0xF000` in ARM state (cond AL): written as a word, the
+/// assembler takes HLT for ARMv8 only.
+pub(crate) const HLT_SEMIHOSTING: u32 = 0xE10F_0070;
 
 /// The statuses this HAL exits QEMU with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -49,15 +53,15 @@ impl ExitCode {
 /// parameter block).
 unsafe fn semihosting_call(op: u32, arg: usize) -> u32 {
     let r0: u32;
-    // SAFETY: the caller's contract. If the SVC exception is really taken (no semihosting),
-    // it overwrites LR_svc and SPSR_svc: lr is declared clobbered, and the SVC handler
-    // returns with r0 = -1.
+    // SAFETY: the caller's contract. If the undefined-instruction exception is really taken
+    // (no semihosting), its vector returns here with r0 = -1 and every other register as it
+    // was (it runs on the undefined mode's own stack and banked LR).
     unsafe {
         asm!(
-            "svc #0x123456",
+            ".inst {hlt}",
+            hlt = const HLT_SEMIHOSTING,
             inlateout("r0") op => r0,
             in("r1") arg,
-            out("lr") _,
             options(nostack)
         );
     }

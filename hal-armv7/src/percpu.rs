@@ -3,7 +3,11 @@
 //! The core index is MPIDR.Aff0: QEMU's sabrelite (one Cortex-A9 cluster) and virt (clusters
 //! of 8 for GICv2) number the cores 0, 1, 2, ... in Aff0, and so does the real i.MX6Q. Reading
 //! MPIDR is one `mrc`, cheap enough that no per-core pointer register is needed yet (TPIDRPRW
-//! is only a scratch register of the abort vectors, see `boot`).
+//! is only a scratch register of the abort vectors, see `boot`). The user-mode entry stubs
+//! read the index from TPIDRURO instead, which each core sets to it at boot
+//! ([`publish_index`]): one `mrc` without the `and` that extracts Aff0, per kernel entry. User
+//! code can read TPIDRURO too (it is the user read-only thread ID register), so it learns the
+//! core it runs on, as x86's `rdpid` tells; it cannot write it.
 
 use core::sync::atomic::{AtomicU32, Ordering};
 
@@ -79,6 +83,21 @@ pub fn cpu_id() -> CpuIndex {
     // a per-core table with it needs no bounds check (on the kernel's system-call path).
     unsafe { core::hint::assert_unchecked(id < MAX_CPUS) };
     id
+}
+
+/// Sets TPIDRURO to the calling core's index `cpu`, for the user-mode entry stubs (module
+/// docs). Once per core at boot, before the core enters user mode.
+pub(crate) fn publish_index(cpu: CpuIndex) {
+    debug_assert_eq!(cpu, cpu_id());
+    // SAFETY: TPIDRURO is a software thread ID register: nothing in the hardware reads it, and
+    // only the entry stubs use it (as the core index).
+    unsafe {
+        core::arch::asm!(
+            "mcr p15, 0, {}, c13, c0, 3",
+            in(reg) cpu as u32,
+            options(nomem, nostack, preserves_flags)
+        )
+    };
 }
 
 /// The calling core's state.

@@ -20,13 +20,15 @@
 //! call copies its frame neither into the context nor back onto the stack, as seL4 saves
 //! into the TCB (x86_64 does the same). Interrupts and faults from user mode, rare on the IPC
 //! path, work on a copy of the frame. Exceptions from the kernel's own modes keep the old
-//! paths (fault report, IRQ return, semihosting SVC); IRQs are masked on every exception
+//! paths (fault report, IRQ return); IRQs are masked on every exception
 //! entry, so nothing else lands on SP_svc while it points into a context.
 //!
 //! # The return
-//! `hal_armv7_enter_user` points SP_svc at the thread's saved frame, loads the user registers
-//! (`ldm {r0-r14}^`) and returns with `rfeia`, which restores pc and CPSR together and leaves
-//! SP_svc at the end of the context for the next entry.
+//! `hal_armv7_enter_user` points SP_svc at the saved frame's pc word, loads the user registers
+//! below it (`ldmdb {r0-r14}^`: the user-bank form has no writeback, so loading downwards from
+//! the pc's word saves the `add` that would move SP_svc past them) and returns with `rfeia`,
+//! which restores pc and CPSR together and leaves SP_svc at the end of the context for the
+//! next entry.
 
 use core::arch::global_asm;
 use core::fmt;
@@ -82,7 +84,8 @@ const _: () = assert!(hal_common::usermode::context_size::<ArmUser>() == 128);
 // r0..r5 are the kernel's `Regs` in place (`syscall_regs_ptr`, `syscall_regs_mut`).
 const _: () =
     assert!(core::mem::size_of::<Regs>() == 6 * 4 && core::mem::offset_of!(UserFrame, r) == 0);
-// `return_from_syscall`: r6 is word 6; r6..r12, SP_usr and LR_usr are the 9 words before pc.
+// `return_from_syscall` and `hal_armv7_enter_user`: pc is word 15, and r6..r12, SP_usr and
+// LR_usr are the 9 words before it (r0..r14 the 15).
 const _: () = assert!(
     core::mem::offset_of!(UserFrame, sp) == 13 * 4
         && core::mem::offset_of!(UserFrame, pc) == 15 * 4
@@ -172,16 +175,16 @@ impl UserArch for ArmUser {
     #[inline(always)]
     unsafe fn return_from_syscall(_cpu: CpuIndex, frame: &UserFrame, regs: Regs) -> ! {
         // SAFETY: as in `enter_user`, with r0-r5 the call's results (operands) instead of the
-        // frame's first six words: SP_svc goes to r6's word, `ldm ... ^` loads r6-r12, SP_usr
-        // and LR_usr (user bank, no writeback), and `rfeia` the pc and CPSR at once, leaving
-        // SP_svc at the context's end for the thread's next entry. `clrex`: no LDREX
-        // reservation of the kernel or another thread may pair with this thread's STREX.
+        // frame's first six words: SP_svc goes to the pc's word, `ldmdb ... ^` loads the nine
+        // words below it, r6-r12, SP_usr and LR_usr (user bank, no writeback), and `rfeia`
+        // the pc and CPSR at once, leaving SP_svc at the context's end for the thread's next
+        // entry. `clrex`: no LDREX reservation of the kernel or another thread may pair with
+        // this thread's STREX.
         unsafe {
             core::arch::asm!(
-                "add sp, {frame}, #{r6}",
+                "add sp, {frame}, #{pc}",
                 "clrex",
-                "ldm sp, {{r6-r14}}^",
-                "add sp, sp, #{rest}",
+                "ldmdb sp, {{r6-r14}}^",
                 "rfeia sp!",
                 frame = in(reg) frame as *const UserFrame,
                 in("r0") regs[0],
@@ -190,8 +193,7 @@ impl UserArch for ArmUser {
                 in("r3") regs[3],
                 in("r4") regs[4],
                 in("r5") regs[5],
-                r6 = const 6 * 4,
-                rest = const 9 * 4,
+                pc = const 15 * 4,
                 options(noreturn),
             )
         }
@@ -225,10 +227,9 @@ global_asm!(
     .type hal_armv7_enter_user, %function
     @ r0 = frame (17 words, in the thread's context). Does not return.
 hal_armv7_enter_user:
-    mov     sp, r0
+    add     sp, r0, #60                     @ the pc's word
     clrex                                   @ no LDREX reservation of the kernel or another thread may pair with this thread's STREX
-    ldm     sp, {{r0-r14}}^                 @ user r0-r12, SP_usr, LR_usr (no writeback with ^)
-    add     sp, sp, #60
+    ldmdb   sp, {{r0-r14}}^                 @ the 15 words below: user r0-r12, SP_usr, LR_usr (no writeback with ^)
     rfeia   sp!                             @ pc and CPSR at once; SP_svc ends at the context's end
 "#
 );

@@ -288,6 +288,7 @@ pub fn record(
         append: format!("lock={} mode=demo rounds={rounds} trace=1", lock.name()),
         extra: ["-icount", "shift=0,sleep=off"].map(String::from).to_vec(),
         console_port: 0,
+        semihosting: true,
     };
     let cmd = crate::qemu::guest_cmd(&guest);
     eprintln!("trace: {}", cmd.display());

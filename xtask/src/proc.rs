@@ -19,6 +19,9 @@ pub struct Captured {
     pub elapsed: Duration,
     /// Whether it was killed for running out of time.
     pub timed_out: bool,
+    /// Whether it was killed because a line it printed was the one awaited
+    /// ([`Cmd::run_until`]).
+    pub stopped: bool,
 }
 
 /// A command to run: program, arguments and extra environment, kept as data so that it can be
@@ -125,10 +128,24 @@ impl Cmd {
         timeout: Duration,
         on_line: &mut dyn FnMut(&str),
     ) -> io::Result<Captured> {
+        self.run_until(dir, timeout, on_line, &|_| false)
+    }
+
+    /// [`Cmd::run_streamed`] that also ends the command (kills it, with `stopped` set) once it
+    /// printed a line for which `stop` holds: for a process that does not exit by itself at
+    /// the end of what is awaited (a guest that halts instead of powering off).
+    pub fn run_until(
+        &self,
+        dir: &Path,
+        timeout: Duration,
+        on_line: &mut dyn FnMut(&str),
+        stop: &dyn Fn(&str) -> bool,
+    ) -> io::Result<Captured> {
         let start = Instant::now();
         let (mut child, rx) = self.spawn_lines(dir)?;
         let mut lines = Vec::new();
         let mut timed_out = false;
+        let mut stopped = false;
         // After a kill, how long to keep collecting what the killed processes had written.
         let mut deadline = start + timeout;
         loop {
@@ -136,10 +153,16 @@ impl Cmd {
             match rx.recv_timeout(wait) {
                 Ok(line) => {
                     on_line(&line);
+                    let done = !stopped && !timed_out && stop(&line);
                     lines.push(line);
+                    if done {
+                        stopped = true;
+                        kill_tree(&mut child);
+                        deadline = Instant::now() + Duration::from_secs(5);
+                    }
                 }
                 Err(mpsc::RecvTimeoutError::Disconnected) => break,
-                Err(mpsc::RecvTimeoutError::Timeout) if !timed_out => {
+                Err(mpsc::RecvTimeoutError::Timeout) if !timed_out && !stopped => {
                     timed_out = true;
                     kill_tree(&mut child);
                     deadline = Instant::now() + Duration::from_secs(5);
@@ -154,6 +177,7 @@ impl Cmd {
             lines,
             elapsed: start.elapsed(),
             timed_out,
+            stopped,
         })
     }
 

@@ -241,6 +241,14 @@ pub struct QemuArgs {
     #[arg(long)]
     pub console_uart2: bool,
 
+    /// ARMv7: boot without `-semihosting`, as on the real board without a debugger. The
+    /// kernel then cannot read its command line (it runs the demo with its defaults: CLH, 500
+    /// rounds) nor end QEMU: its semihosting calls take the undefined-instruction path and
+    /// return "unavailable". The run passes when the kernel shuts down with success, all
+    /// `--smp` cores online, and then reports that it cannot exit; QEMU is stopped there.
+    #[arg(long, conflicts_with_all = ["tests", "stack_overflow", "fuzz", "memory", "net", "interactive"])]
+    pub no_semihosting: bool,
+
     /// Round trips of each ping-pong pair (default: 500 for the demo, 20 for the tests).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub rounds: Option<u32>,
@@ -435,6 +443,9 @@ pub struct Guest<'a> {
     /// The serial port on stdio (0: `serial0`; the Sabre Lite's real console UART2 is
     /// QEMU's `serial1`).
     pub console_port: u8,
+    /// ARMv7: `-semihosting`, through which the kernel reads its command line and ends the
+    /// run (off only for `cargo xtask qemu --no-semihosting`).
+    pub semihosting: bool,
 }
 
 /// `-serial` options that put serial port `port` on stdio (the ones before it on nothing).
@@ -462,7 +473,8 @@ pub fn guest_cmd(guest: &Guest) -> Cmd {
             .arg(guest.smp.to_string())
             .args(["-display", "none"])
             .args(serial_args(guest.console_port))
-            .args(["-semihosting", "-no-reboot", "-kernel"])
+            .args(guest.semihosting.then_some("-semihosting"))
+            .args(["-no-reboot", "-kernel"])
             .arg(guest.elf)
             .args(["-append", &guest.append])
             .args(&q.devices)
@@ -557,6 +569,7 @@ pub fn qemu_cmd(args: &QemuArgs, elf: &Path) -> Cmd {
         append,
         extra,
         console_port: u8::from(args.console_uart2),
+        semihosting: !args.no_semihosting,
     })
 }
 
@@ -637,6 +650,52 @@ pub fn explain_status(code: Option<i32>) -> (bool, String) {
         ),
         None => (false, "QEMU was killed by a signal".into()),
     }
+}
+
+/// What the ARMv7 kernel prints when it cannot end QEMU (hal-armv7's `exit_qemu`).
+const NO_SEMIHOSTING_EXIT: &str = "hal-armv7: semihosting unavailable";
+
+/// The verdict on a `--no-semihosting` run (`stopped`: QEMU was stopped at the kernel's
+/// "semihosting unavailable" line): the kernel must have shut down with success with every
+/// core online, then reported that it cannot exit, and printed no fault report.
+pub fn explain_no_semihosting(stopped: bool, lines: &[String], smp: u32) -> (bool, String) {
+    let has = |p: &str| lines.iter().any(|l| l.starts_with(p));
+    let fault = lines.iter().find(|l| l.contains("!!!"));
+    if let Some(f) = fault {
+        return (false, format!("the kernel reported a fault or panic: {f}"));
+    }
+    let missing: Vec<String> = [
+        "shutting down: success".to_owned(),
+        format!("cpus online: {smp}"),
+    ]
+    .into_iter()
+    .filter(|p| !has(p))
+    .collect();
+    if !stopped {
+        return (
+            false,
+            format!("QEMU ended without the kernel's `{NO_SEMIHOSTING_EXIT}` line"),
+        );
+    }
+    if !missing.is_empty() {
+        return (
+            false,
+            format!(
+                "the kernel said it cannot exit, but the console lacks {}",
+                missing
+                    .iter()
+                    .map(|m| format!("`{m}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        );
+    }
+    (
+        true,
+        "without semihosting the kernel shut down with success and reported that it cannot \
+         exit (QEMU stopped there)"
+            .into(),
+    )
 }
 
 /// The verdict on an ARMv7 run's exit status and console: semihosting status 0 is success only
@@ -1010,6 +1069,10 @@ pub fn run(root: &Path, args: &QemuArgs) -> ExitCode {
         );
         return ExitCode::FAILURE;
     }
+    if args.no_semihosting && args.arch != Arch::Armv7 {
+        eprintln!("qemu: --no-semihosting is for --arch armv7 (x86_64 has no semihosting)");
+        return ExitCode::FAILURE;
+    }
     if args.console_uart2 && args.machine != Some(Machine::Sabrelite) {
         eprintln!(
             "qemu: --console-uart2 is for --arch armv7 --machine sabrelite (the i.MX6's UART2)"
@@ -1059,7 +1122,18 @@ pub fn run(root: &Path, args: &QemuArgs) -> ExitCode {
     }
 
     let timeout = args.timeout.unwrap_or(DEFAULT_TIMEOUT_SECS);
-    let out = match cmd.run_captured(root, true, Duration::from_secs(timeout)) {
+    if args.no_semihosting {
+        eprintln!(
+            "qemu: no semihosting: the kernel runs the demo with its default settings (the \
+             command line is unreadable), and QEMU is stopped once it reports that it cannot exit"
+        );
+    }
+    let out = match cmd.run_until(
+        root,
+        Duration::from_secs(timeout),
+        &mut |line| println!("{line}"),
+        &|line| args.no_semihosting && line.contains(NO_SEMIHOSTING_EXIT),
+    ) {
         Ok(out) => out,
         Err(e) => {
             eprintln!("qemu: could not run {}: {e}", qemu_binary(args.arch));
@@ -1082,6 +1156,7 @@ pub fn run(root: &Path, args: &QemuArgs) -> ExitCode {
         return ExitCode::FAILURE;
     }
     let (mut ok, what) = match args.arch {
+        _ if args.no_semihosting => explain_no_semihosting(out.stopped, &out.lines, args.smp),
         _ if args.stack_overflow => {
             explain_stack_overflow(args.arch, out.status.code(), &out.lines)
         }
@@ -1293,6 +1368,25 @@ mod tests {
     }
 
     #[test]
+    fn a_run_without_semihosting_passes_only_after_a_clean_shutdown_and_its_report() {
+        let lines = |s: &str| s.lines().map(str::to_owned).collect::<Vec<_>>();
+        let good = lines(
+            "cpus online: 4\nshutting down: success (uptime 9 ms)\n\
+             hal-armv7: semihosting unavailable (run QEMU with -semihosting): cannot exit",
+        );
+        assert!(explain_no_semihosting(true, &good, 4).0);
+        // QEMU ended (or timed out) before the report; a core missing; a fault report.
+        assert!(!explain_no_semihosting(false, &good, 4).0);
+        assert!(!explain_no_semihosting(true, &good, 2).0);
+        let mut faulted = good.clone();
+        faulted.insert(0, "!!! EXCEPTION on cpu 0: undefined instruction".into());
+        let (ok, why) = explain_no_semihosting(true, &faulted, 4);
+        assert!(!ok && why.contains("fault"), "{why}");
+        let no_success = lines("cpus online: 4\nhal-armv7: semihosting unavailable");
+        assert!(!explain_no_semihosting(true, &no_success, 4).0);
+    }
+
+    #[test]
     fn malformed_line_is_a_problem() {
         let s = parse_suite(&run(1, "TEST oops ok\n"), 1);
         assert_eq!((s.passed, s.problems), (1, 1), "{:?}", s.failures);
@@ -1319,6 +1413,7 @@ mod tests {
             seed: None,
             single_thread_tcg: false,
             console_uart2: false,
+            no_semihosting: false,
             rounds: None,
             timeout: None,
             net: false,
@@ -1387,6 +1482,7 @@ mod tests {
             append: "lock=none".into(),
             extra: vec!["-icount".into(), "shift=0".into()],
             console_port: 0,
+            semihosting: true,
         };
         assert_eq!(
             guest_cmd(&guest).display(),

@@ -784,7 +784,7 @@ fn flash_steps(root: &Path) -> Vec<Step> {
 }
 
 /// The ARMv7 image steps: the demo on each machine of [`crate::qemu::Machine::ARMV7`] (4
-/// cores, CLH), then the test suite on each machine with every core count of [`QEMU_SMP`] and
+/// cores, CLH), with semihosting and without, then the test suite on each machine with every core count of [`QEMU_SMP`] and
 /// every lock, judged like x86's (plus `qemu`'s ARM exit check: semihosting status 0 only with
 /// the kernel's success line).
 fn armv7_qemu_steps() -> Vec<Step> {
@@ -805,6 +805,16 @@ fn armv7_qemu_steps() -> Vec<Step> {
             Step::from_result(
                 format!("qemu:armv7-{}-demo", machine.name()),
                 cmd(base(&[])),
+                Judge::ExitStatus,
+            )
+            .needs(Needs::Target(ARM)),
+        );
+        // As on the real board without a debugger: the semihosting calls (command line, exit)
+        // take the undefined-instruction vector's "unavailable" path.
+        steps.push(
+            Step::from_result(
+                format!("qemu:armv7-{}-no-semihosting", machine.name()),
+                cmd(base(&["--no-semihosting"])),
                 Judge::ExitStatus,
             )
             .needs(Needs::Target(ARM)),

@@ -432,6 +432,7 @@ pub fn measure(
             ),
             extra: Vec::new(),
             console_port: 0,
+            semihosting: true,
         };
         let log = dir.join(format!("{}-{}-{n}.log", machine.name(), lock.name()));
         traced_run(root, &guest, lock, &image.dfilter(), &log)

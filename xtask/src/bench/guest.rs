@@ -299,6 +299,7 @@ impl GuestRun {
             append: self.append(),
             extra,
             console_port: 0,
+            semihosting: true,
         })
     }
 

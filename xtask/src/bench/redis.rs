@@ -720,6 +720,7 @@ fn boot_linux(
         append: baseline.append.clone(),
         extra,
         console_port: 0,
+        semihosting: true,
     });
     // A boot that does not come up is tried once more: Linux under TCG on a loaded host can
     // stall in its early timer set-up (see `linux::x86_append`), and one lost boot should not
