@@ -4,7 +4,8 @@
 //! operation in r0 and its argument in r1; QEMU intercepts it before any exception is taken
 //! (privileged modes only). The semihosting specification's other A32 trap, `svc #0x123456`,
 //! would make the SVC vector test the mode it came from on every system call; with HLT the
-//! kernel makes no SVC of its own (see `boot`'s SVC vector). [`exit_qemu`] uses `SYS_EXIT_EXTENDED` (0x20) with the reason
+//! kernel makes no SVC of its own (see `boot`'s SVC vector). [`exit_qemu`] uses
+//! `SYS_EXIT_EXTENDED` (0x20) with the reason
 //! `ADP_Stopped_ApplicationExit` and the exit code, so QEMU exits with exactly that status:
 //! 0 = [`ExitCode::Success`], 1 = [`ExitCode::Failure`]. (The older `SYS_EXIT` cannot carry a
 //! status on 32-bit Arm; PSCI SYSTEM_OFF always exits 0.)

@@ -23,8 +23,8 @@
 //! The *root* the kernel keeps for an address space (a 64-bit [`PhysAddr`]) holds both values
 //! the switch writes: TTBR0's, the table's physical address with the walk attributes, in the
 //! low word, and the ASID in the high word. The address-space switch of every IPC loads the
-//! two with one `ldrd` and writes them as they are, with no lookup and no bit-field
-//! instructions (see [`asid_of`], [`table_of`]).
+//! two words and writes them as they are, with no lookup and no bit-field instructions (see
+//! [`asid_of`], [`table_of`]).
 //!
 //! # Table walks and caches
 //! The Cortex-A9's table walker does not look in the L1 data cache, so every table store is

@@ -42,11 +42,10 @@
 //! The message is read from the calling thread's saved registers (`msg`) at the end of the
 //! commit, after the state changes and before the locks are released: read first, its four
 //! words stayed live through the whole commit and were spilled to the stack and loaded back
-//! for the exit (read last: x86_64 377 -> 363 instructions per round trip, ARMv7
-//! 401 -> 383). Not after the
-//! release: from then on another core may reach the caller (delete it, make a new thread in
-//! its place and set that thread's entry registers), so its saved registers are only stable
-//! inside the section.
+//! for the exit (read last: x86_64 377 -> 363 instructions per round trip, ARMv7 401 -> 383).
+//! Not after the release: from then on another core may reach the caller (delete it, make a
+//! new thread in its place and set that thread's entry registers), so its saved registers
+//! are only stable inside the section.
 //!
 //! # Why a flag
 //! [`Kernel::set_fastpath`] turns it off, for the comparisons above and for benchmarks that
