@@ -171,7 +171,10 @@ pub struct QemuArgs {
     #[arg(long, conflicts_with = "debug")]
     pub release: bool,
 
-    /// Build the unoptimised (dev profile) image instead.
+    /// Build the dev-profile image instead: debug assertions and overflow checks on. The
+    /// image crates, where the kernel's generic code is compiled, are optimised all the same
+    /// (opt-level 2, Cargo.toml): unoptimised, building the kernel object overflowed the boot
+    /// core's stack.
     #[arg(long)]
     pub debug: bool,
 

@@ -598,6 +598,28 @@ fn qemu_steps() -> Vec<Step> {
             min_plan: crate::qemu::min_plan(2),
         },
     ));
+    // The dev-profile image (`--debug`: debug assertions and overflow checks on), so that the
+    // HAL's and the kernel's debug checks run in the guest too: the suite with the
+    // fine-grained strategy, whose kernel object is the largest.
+    steps.push(Step::from_result(
+        "qemu:x86_64-debug-smp4-fine",
+        cmd([
+            "qemu",
+            "--debug",
+            "--tests",
+            "--smp",
+            "4",
+            "--lock",
+            "fine",
+            "--timeout",
+            QEMU_TIMEOUT_SECS,
+        ]
+        .map(str::to_owned)
+        .to_vec()),
+        Judge::QemuSuite {
+            min_plan: crate::qemu::min_plan(4),
+        },
+    ));
     // A kernel stack overflow provoked on purpose must be caught by the guard page and
     // reported (`cargo xtask qemu --stack-overflow` judges the console and exit status).
     steps.push(Step::from_result(
@@ -848,6 +870,21 @@ fn armv7_qemu_steps() -> Vec<Step> {
             )
             .needs(Needs::Target(ARM)),
         );
+        // The dev-profile image, as on x86_64 (`qemu:x86_64-debug-smp4-fine`).
+        if machine == crate::qemu::Machine::Sabrelite {
+            steps.push(
+                Step::from_result(
+                    "qemu:armv7-sabrelite-debug-smp4-fine",
+                    cmd(base(&[
+                        "--debug", "--tests", "--smp", "4", "--lock", "fine",
+                    ])),
+                    Judge::QemuSuite {
+                        min_plan: crate::qemu::min_plan(4),
+                    },
+                )
+                .needs(Needs::Target(ARM)),
+            );
+        }
         // The Sabre Lite's real console is UART2: the suite with the console moved there
         // (QEMU's serial1) and UART1 as the user driver's device.
         if machine == crate::qemu::Machine::Sabrelite {
