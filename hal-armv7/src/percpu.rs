@@ -5,7 +5,7 @@
 //! MPIDR is one `mrc`, cheap enough that no per-core pointer register is needed yet (TPIDRPRW
 //! is only a scratch register of the abort vectors, see `boot`). The user-mode entry stubs
 //! read the index from TPIDRURO instead, which each core sets to it at boot
-//! ([`publish_index`]): one `mrc` without the `and` that extracts Aff0, per kernel entry. User
+//! (`publish_index`): one `mrc` without the `and` that extracts Aff0, per kernel entry. User
 //! code can read TPIDRURO too (it is the user read-only thread ID register), so it learns the
 //! core it runs on, as x86's `rdpid` tells; it cannot write it.
 
