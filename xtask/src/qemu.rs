@@ -245,11 +245,12 @@ pub struct QemuArgs {
     pub console_uart2: bool,
 
     /// ARMv7: boot without `-semihosting`, as on the real board without a debugger. The
-    /// kernel then cannot read its command line (it runs the demo with its defaults: CLH, 500
-    /// rounds) nor end QEMU: its semihosting calls take the undefined-instruction path and
-    /// return "unavailable". The run passes when the kernel shuts down with success, all
-    /// `--smp` cores online, and then reports that it cannot exit; QEMU is stopped there.
-    #[arg(long, conflicts_with_all = ["tests", "stack_overflow", "fuzz", "memory", "net", "interactive"])]
+    /// kernel then cannot read its command line (it runs the demo with the image's defaults:
+    /// the CLH lock, 1000 rounds; `--lock` is not passed on) nor end QEMU: its semihosting
+    /// calls take the undefined-instruction path and return "unavailable". The run passes when
+    /// the kernel shuts down with success, all `--smp` cores online, and then reports that it
+    /// cannot exit; QEMU is stopped there.
+    #[arg(long, conflicts_with_all = ["tests", "stack_overflow", "fuzz", "memory", "net", "interactive", "rounds", "append", "console_uart2"])]
     pub no_semihosting: bool,
 
     /// Round trips of each ping-pong pair (default: 500 for the demo, 20 for the tests).
@@ -1074,6 +1075,14 @@ pub fn run(root: &Path, args: &QemuArgs) -> ExitCode {
     }
     if args.no_semihosting && args.arch != Arch::Armv7 {
         eprintln!("qemu: --no-semihosting is for --arch armv7 (x86_64 has no semihosting)");
+        return ExitCode::FAILURE;
+    }
+    if args.no_semihosting && args.lock != Lock::Clh {
+        eprintln!(
+            "qemu: --no-semihosting runs the image's default lock, clh: the kernel cannot read \
+             `lock={}` from its command line without semihosting",
+            args.lock.name()
+        );
         return ExitCode::FAILURE;
     }
     if args.console_uart2 && args.machine != Some(Machine::Sabrelite) {
