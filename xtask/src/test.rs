@@ -806,9 +806,10 @@ fn flash_steps(root: &Path) -> Vec<Step> {
 }
 
 /// The ARMv7 image steps: the demo on each machine of [`crate::qemu::Machine::ARMV7`] (4
-/// cores, CLH), with semihosting and without, then the test suite on each machine with every core count of [`QEMU_SMP`] and
-/// every lock, judged like x86's (plus `qemu`'s ARM exit check: semihosting status 0 only with
-/// the kernel's success line).
+/// cores, CLH), with semihosting and without, then the test suite on each machine with every
+/// core count of [`QEMU_SMP`] and every lock, judged like x86's (plus `qemu`'s ARM exit check:
+/// semihosting status 0 only with the kernel's success line), the stack-overflow report, the
+/// dev-profile image's suite (Sabre Lite) and the suite with the console on UART2.
 fn armv7_qemu_steps() -> Vec<Step> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find the xtask binary: {e}"));
     let cmd = |args: Vec<String>| exe.clone().map(|exe| Cmd::new(exe).args(args));
