@@ -12,8 +12,8 @@
 //!   [`exit`](crate::exit)), so release builds take every SVC as a system call; debug builds
 //!   check the mode and report an SVC from a kernel mode (`svc_entry`) like a fault.
 //! - Undefined instruction: from a kernel mode, a semihosting HLT without semihosting returns
-//!   -1 to its caller (the vector does it, no Rust code); anything else is a fault, below.
-//! - Undefined instruction, prefetch abort, data abort, FIQ and the unused vectors:
+//!   -1 to its caller (the vector does it, no Rust code); any other is a fault, as below.
+//! - Prefetch abort, data abort, FIQ, the unused vectors and other undefined instructions:
 //!   `fault_entry` prints the report (exception, faulting PC, the mode and core it happened
 //!   in, DFAR/DFSR or IFAR/IFSR decoded, registers) and exits QEMU with failure; a kernel data
 //!   abort on a stack guard page (see [`boot`](crate::boot)) is first reported as

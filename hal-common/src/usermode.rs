@@ -100,9 +100,10 @@ pub trait UserArch: 'static {
     /// The calling core's index.
     fn cpu_id() -> CpuIndex;
     /// The calling core's index in the system-call entry, from `passed`, the third argument
-    /// the stub gives the entry (`UserMode::syscall_entry`, see [`UserMode::SYSCALL_ENTRY`]). The default returns it: ARMv7's stub
-    /// computed the index for its stack and passes it on (two instructions fewer than reading
-    /// MPIDR again). x86_64's stub passes nothing there and its `syscall_cpu` reads GS: one
+    /// the stub gives the entry (`UserMode::syscall_entry`, see [`UserMode::SYSCALL_ENTRY`]).
+    /// The default returns it: ARMv7's stub read the index (TPIDRURO) for its stack and
+    /// passes it on (fewer instructions than reading it again in the entry). x86_64's stub
+    /// passes nothing there and its `syscall_cpu` reads GS: one
     /// load, straight into the register the entry keeps the index in (passed, it took a move
     /// there as well).
     #[inline(always)]
