@@ -22,10 +22,13 @@
 //! wins. Wrap the lock in a [`Padded`](crate::Padded) to keep *other* data off its line.
 //!
 //! # Memory orderings (and what they become on x86_64 / ARMv7)
-//! * Taking a ticket: `next.fetch_add(1, Relaxed)` (x86 `lock xadd`; ARM an `ldrex`/`strex`
-//!   loop, no barrier, written in a few lines of `asm!` there: see `take_ticket`). It only has
-//!   to hand out unique tickets, which atomicity alone guarantees; ordering the critical
-//!   section is the job of the acquire fence below.
+//! * Taking a ticket: `next.fetch_add(1, Relaxed)` (x86 `lock xadd`; ARM no barrier, a few
+//!   lines of `asm!`, see `take_turn`). It only has to hand out unique tickets, which
+//!   atomicity alone guarantees; ordering the critical section is the job of the acquire fence
+//!   below. On ARM one `ldrexd`/`strexd` pair takes the ticket and reads `serving` in the same
+//!   atomic step (the `strexd` writes back the `serving` it read, and fails if any core wrote
+//!   either word meanwhile), so the uncontended acquisition is 6 instructions with no separate
+//!   load; a failed `strexd` or a ticket not yet served goes to an out-of-line path.
 //! * Waiting: `serving.load(Relaxed)` until it reads `my`, then one `fence(Acquire)` (x86 no
 //!   instruction; ARMv7 plain `ldr` polls and one `dmb ish` at the end, as one acquire load
 //!   costs uncontended). The relaxed load that reads `my` from the previous holder's release
@@ -117,6 +120,9 @@ pub const DEFAULT_BACKOFF: usize = 16;
 /// unsafe { RUN_QUEUE.unlock(0) };
 /// assert_eq!(RUN_QUEUE.name(), "ticket-backoff");
 /// ```
+// `repr(C)` with 8-byte alignment: `next` and `serving` form the doubleword that ARM's
+// `ldrexd`/`strexd` take (`take_turn`), which must be 8-byte aligned.
+#[repr(C, align(8))]
 pub struct TicketLock<R: Relax = Spin, const BACKOFF: usize = 0> {
     /// The next ticket to hand out.
     next: AtomicUsize,
@@ -237,8 +243,7 @@ impl<R: Relax, const BACKOFF: usize> TicketLock<R, BACKOFF> {
                 check_cpu("TicketLock", cpu, lock.max_cpus);
             }
             // Relaxed, as in `lock`: the fence below orders every critical section.
-            let my = lock.take_ticket();
-            lock.await_turn(my, cpu);
+            lock.take_turn(cpu);
         }
         // Pairs with each lock's last release (module documentation).
         fence(Ordering::Acquire);
@@ -279,42 +284,68 @@ impl<R: Relax, const BACKOFF: usize> TicketLock<R, BACKOFF> {
         R::after_release();
     }
 
-    /// `next.fetch_add(1, Relaxed)`: a unique ticket.
+    /// Takes a ticket and returns once it is served: `next.fetch_add(1, Relaxed)`, then
+    /// [`await_turn`](Self::await_turn). The caller's `fence(Acquire)` orders the critical
+    /// section.
     #[inline(always)]
-    fn take_ticket(&self) -> usize {
-        // Every ARM target with compare-and-swap atomics (ARMv6 and later in ARM state, ARMv7
-        // Thumb-2) has `ldrex`/`strex`; the others have no `fetch_add` either.
-        #[cfg(all(target_arch = "arm", target_has_atomic = "ptr", not(kernel_locks_loom)))]
+    #[track_caller]
+    fn take_turn(&self, cpu: CpuId) {
+        // The ARM targets with 64-bit atomics (ARMv6K and later, A and R profiles) are those
+        // with `ldrexd`/`strexd`; the others (M profile) keep `fetch_add`.
+        #[cfg(all(target_arch = "arm", target_has_atomic = "64", not(kernel_locks_loom)))]
         {
-            let ticket: usize;
-            // SAFETY: the `ldrex`/`strex` retry loop is an atomic increment of `next`, the word
-            // this lock owns (what `fetch_add(1, Relaxed)` compiles to, no barrier); the block
-            // touches no other memory and no stack. Without `nomem` the compiler also keeps
-            // other memory accesses on their side of it, which only orders more than `Relaxed`
-            // asks. Written out because LLVM's expansion of `fetch_add` copies the address
-            // between registers inside the loop: two `mov` (or a spilled address loaded twice)
-            // more per acquisition; the kernel's fine-grained IPC round trip on ARMv7 is 9
-            // instructions shorter with this loop (`cargo xtask trace`).
+            let (next, unserved, failed): (usize, usize, usize);
+            // SAFETY: `ldrexd` reads `next` and `serving` (adjacent words, 8-byte aligned by
+            // the struct's `repr`) as one single-copy atomic doubleword; `strexd` writes
+            // `next + 1` and the `serving` just read back only if no other observer wrote
+            // either word since the `ldrexd` (a store by another core to the marked words
+            // clears the exclusive monitor), so it never puts back a stale `serving`: it is
+            // `next.fetch_add(1, Relaxed)` plus a relaxed load of `serving` taken at the same
+            // instant. The block touches only these two words, which this lock owns, and no
+            // stack. `ldrexd`/`strexd` need an even/odd register pair (here r4, r5); the
+            // status register is an `out` operand, so it is neither the address nor the pair.
             unsafe {
                 core::arch::asm!(
-                    "2:",
-                    "ldrex {t}, [{p}]",
-                    "add {n}, {t}, #1",
-                    "strex {f}, {n}, [{p}]",
-                    "cmp {f}, #0",
-                    "bne 2b",
+                    "ldrexd r4, r5, [{p}]",
+                    "eor {u}, r4, r5",
+                    "add r4, r4, #1",
+                    "strexd {f}, r4, r5, [{p}]",
                     p = in(reg) self.next.as_ptr(),
-                    t = out(reg) ticket,
-                    n = out(reg) _,
-                    f = out(reg) _,
+                    u = out(reg) unserved,
+                    f = out(reg) failed,
+                    out("r4") next,
+                    out("r5") _,
                     options(nostack),
                 );
             }
-            ticket
+            // One `orrs` and one branch: the uncontended acquisition is `ldrexd`, `eor`, `add`,
+            // `strexd`, `orrs`, `bne` (the `ldrex`/`strex` loop and a separate load of
+            // `serving` took 8 instructions).
+            if unserved | failed != 0 {
+                self.take_turn_slow(next, failed != 0, cpu);
+            }
         }
-        #[cfg(not(all(target_arch = "arm", target_has_atomic = "ptr", not(kernel_locks_loom))))]
+        #[cfg(not(all(target_arch = "arm", target_has_atomic = "64", not(kernel_locks_loom))))]
         {
-            self.next.fetch_add(1, Ordering::Relaxed)
+            // Relaxed: unique tickets need atomicity only (module documentation).
+            let my = self.next.fetch_add(1, Ordering::Relaxed);
+            self.await_turn(my, cpu);
+        }
+    }
+
+    /// ARM's [`take_turn`](Self::take_turn) when its one attempt did not end served: the
+    /// `strexd` failed (no ticket was taken: take one now), or ticket `next - 1` is not served
+    /// yet (wait for it).
+    #[cfg(all(target_arch = "arm", target_has_atomic = "64", not(kernel_locks_loom)))]
+    #[cold]
+    #[inline(never)]
+    #[track_caller]
+    fn take_turn_slow(&self, next: usize, failed: bool, cpu: CpuId) {
+        if failed {
+            let my = self.next.fetch_add(1, Ordering::Relaxed);
+            self.await_turn(my, cpu);
+        } else {
+            self.wait_for_turn(next.wrapping_sub(1), cpu);
         }
     }
 

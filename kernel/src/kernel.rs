@@ -506,22 +506,34 @@ pub(crate) enum Entry {
 /// Each entry is called on the core it names (`cpu < cores`, checked: a violation panics, it is
 /// a HAL bug), never re-entered on the same core (checked on every entry in debug builds and on
 /// every entry but `Call` and `ReplyRecv` in release builds, see `begin_ipc`).
+///
+/// # Field order
+/// `repr(C)`, so that the IPC path's fields keep offsets that do not depend on the strategy's
+/// alignment: the strategy first (a big lock at offset 0 needs no base address), then the
+/// scalars and arrays that `Call` and `ReplyRecv` read, the rest, and the large cold tables
+/// (`meta`, `cspaces`) last. ARMv7 pays for a far field: a load's immediate offset reaches
+/// 4 KiB (255 bytes for half-words) and an `add` immediate takes 8 significant bits, beyond
+/// which each access costs a `movw` more; x86_64's 32-bit displacements do not care. Left to
+/// the compiler's field order, the ticket lock moving from 4- to 8-byte alignment moved the
+/// strategy away from `cores` and cost ARMv7's round trip 6 instructions; this order took it
+/// from 423 to 403 under `-icount` (fine-grained 482 -> 480, CLH 455 -> 453; x86_64 the same).
+#[repr(C)]
 pub struct Kernel<S: Strategy, H: Hal> {
     pub(crate) strategy: S,
-    pub(crate) hal: H,
     pub(crate) cores: usize,
+    /// The core count while system calls take the IPC entry (the fastpath on and, with the
+    /// `trace` feature, no tracer), 0 otherwise: the entry's switch and its core check in one
+    /// compare (`cpu < ipc_cores`; a core at or above the count takes the generic entry, whose
+    /// check fails). Written with `fastpath` and the tracer.
+    ipc_cores: usize,
+    /// Whether `Call` and `ReplyRecv` try the fastpath ([`crate::fastpath`]) first.
+    fastpath: bool,
     in_kernel: [CachePadded<AtomicBool>; MAX_CPUS],
-    pub(crate) meta: UnsafeCell<Meta>,
     pub(crate) conf: [UnsafeCell<TcbConf>; MAX_THREADS],
-    pub(crate) cspaces: [UnsafeCell<CSpace>; MAX_THREADS],
     pub(crate) ipc: [UnsafeCell<TcbIpc>; MAX_THREADS],
     /// Endpoint/notification queue links (lock of the queue's owner).
     pub(crate) qlinks: [UnsafeCell<Link>; MAX_THREADS],
-    /// Run-queue links (run-queue lock of the thread's core).
-    pub(crate) slinks: [UnsafeCell<Link>; MAX_THREADS],
     pub(crate) eps: [UnsafeCell<Endpoint>; MAX_ENDPOINTS],
-    pub(crate) ntfns: [UnsafeCell<Notification>; MAX_NOTIFICATIONS],
-    pub(crate) irqs: [UnsafeCell<IrqState>; MAX_IRQS],
     pub(crate) aspaces: [UnsafeCell<AddressSpace>; MAX_ASPACES],
     /// Per core, per address space: whether the core may cache it (TLB shoot-down targets).
     /// A core sets its flag in the section that decides to load the address space, and keeps
@@ -537,11 +549,6 @@ pub struct Kernel<S: Strategy, H: Hal> {
     /// and the rows are cache-line padded so that the IPC path's stores never move a line
     /// between cores. Readers (unmappers, rare) load every core's flag ([`Kernel::as_cores`]).
     pub(crate) as_active: [CachePadded<[AtomicBool; MAX_ASPACES]>; MAX_CPUS],
-    /// Per core: TLB shoot-down generation requested of it (see [`Kernel::shootdown_pending`]).
-    pub(crate) tlb_req: [CachePadded<AtomicUsize>; MAX_CPUS],
-    /// Per core: TLB shoot-down generation it acknowledged (flushed).
-    pub(crate) tlb_ack: [CachePadded<AtomicUsize>; MAX_CPUS],
-    pub(crate) sched: [CachePadded<UnsafeCell<CoreSched>>; MAX_CPUS],
     /// Per core: bit `p` set iff its run queue's priority `p` queue is non-empty. Written only
     /// by holders of that core's run-queue lock (a relaxed load and store, no read-modify-write);
     /// read under the lock, and without it by the core's own IPC fastpath (see
@@ -555,6 +562,20 @@ pub struct Kernel<S: Strategy, H: Hal> {
     /// with the lock (see [`Kernel::wake`]).
     pub(crate) current: [CachePadded<AtomicId<ThreadId>>; MAX_CPUS],
     pub(crate) local: [CachePadded<UnsafeCell<CoreLocal>>; MAX_CPUS],
+    /// Run-queue links (run-queue lock of the thread's core).
+    pub(crate) slinks: [UnsafeCell<Link>; MAX_THREADS],
+    pub(crate) ntfns: [UnsafeCell<Notification>; MAX_NOTIFICATIONS],
+    /// Per core: TLB shoot-down generation requested of it (see [`Kernel::shootdown_pending`]).
+    pub(crate) tlb_req: [CachePadded<AtomicUsize>; MAX_CPUS],
+    /// Per core: TLB shoot-down generation it acknowledged (flushed).
+    pub(crate) tlb_ack: [CachePadded<AtomicUsize>; MAX_CPUS],
+    pub(crate) sched: [CachePadded<UnsafeCell<CoreSched>>; MAX_CPUS],
+    /// Per core: its idle clock (see [`IdleClock`]).
+    idle: [CachePadded<IdleClock>; MAX_CPUS],
+    pub(crate) irqs: [UnsafeCell<IrqState>; MAX_IRQS],
+    pub(crate) meta: UnsafeCell<Meta>,
+    pub(crate) cspaces: [UnsafeCell<CSpace>; MAX_THREADS],
+    pub(crate) hal: H,
     /// Per core: its entry counters since boot (the benchmark call `KernelCounters`). Written
     /// only by that core, read by any. With the `trace` feature only: in the other builds the
     /// kernel's fields keep their offsets (with these padded lines in every build, ARMv7's IPC
@@ -572,18 +593,9 @@ pub struct Kernel<S: Strategy, H: Hal> {
     /// Per core: the trace record of its traced entry in progress.
     #[cfg(feature = "trace")]
     trace_rec: [CachePadded<UnsafeCell<crate::trace::Pending>>; MAX_CPUS],
-    /// Whether `Call` and `ReplyRecv` try the fastpath ([`crate::fastpath`]) first.
-    fastpath: bool,
-    /// The core count while system calls take the IPC entry (the fastpath on and, with the
-    /// `trace` feature, no tracer), 0 otherwise: the entry's switch and its core check in one
-    /// compare (`cpu < ipc_cores`; a core at or above the count takes the generic entry, whose
-    /// check fails). Written with `fastpath` and the tracer.
-    ipc_cores: usize,
     /// Entries the fastpath completed (unit tests: that their scenarios reach it).
     #[cfg(test)]
     pub(crate) fast_taken: core::sync::atomic::AtomicUsize,
-    /// Per core: its idle clock (see [`IdleClock`]).
-    idle: [CachePadded<IdleClock>; MAX_CPUS],
 }
 
 /// A core's idle accounting: when it last went idle, and its idle cycles so far. Written only
