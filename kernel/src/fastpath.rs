@@ -25,18 +25,22 @@
 //!
 //! # Locks
 //! It runs inside the strategy's section like any entry: the big locks and RTM around it, and
-//! under the fine-grained strategy the object locks of the full path in the documented order,
-//! each once: the endpoint and the *other* thread's TCB (the receiver, or the caller being
-//! answered), 2 per call, against 8 (Call) and 10 (ReplyRecv) on the full path, and fewer
-//! than the paper's four (the read side, the endpoint, two TCBs). The calling thread's own
-//! TCB takes no lock: it is this core's current, `Runnable` thread, which no other core can
-//! reach until the fastpath publishes it (onto the endpoint's queue, or in the receiver's
-//! reply link) under the endpoint's lock ([`Kernel::own_current`] has the argument). This
-//! core's run queue takes no lock either: the fastpath only reads its priority bitmap and sets
-//! the core's `current`, and a core that queues a thread here meanwhile either shows in that
-//! read or sends a Reschedule IPI ([`Kernel::wake`] has the handshake). The exit's registers
-//! are the ones it just wrote, so the exit takes no TCB lock to read them back. The two locks
-//! are released with one barrier ([`Kernel::release2`]).
+//! under the fine-grained strategy one object lock, the endpoint's, against 8 (Call) and 10
+//! (ReplyRecv) on the full path, and fewer than the paper's four (the read side, the
+//! endpoint, two TCBs). No TCB takes a lock. The calling thread's own TCB: it is this core's
+//! current, `Runnable` thread, which no other core can reach until the fastpath publishes it
+//! (onto the endpoint's queue, or in the receiver's reply link) under the endpoint's lock
+//! ([`Kernel::own_current`] has the argument). The other thread's TCB (the receiver a `Call`
+//! wakes, the caller a `ReplyRecv` answers): a thread of this core, blocked where only this
+//! section reaches it, in the queue of the endpoint it holds or named by the reply link of
+//! the thread it owns ([`Kernel::fast_peer`] has the argument; debug builds check that no
+//! other core holds that lock meanwhile). Until session 26 both took the other thread's TCB
+//! lock: one atomic read-modify-write and its barriers per one-way IPC (x86_64 icount 433 ->
+//! NEW_X86, ARMv7 480 -> NEW_ARM per round trip). This core's run queue takes no lock either:
+//! the fastpath only reads its priority bitmap and sets the core's `current`, and a core that
+//! queues a thread here meanwhile either shows in that read or sends a Reschedule IPI
+//! ([`Kernel::wake`] has the handshake). The exit's registers are the ones it just wrote, so
+//! the exit takes no TCB lock to read them back.
 //!
 //! # Message
 //! The message is read from the calling thread's saved registers (`msg`) at the end of the
@@ -151,10 +155,11 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         if rc.core != ctx.cpu {
             return None;
         }
-        let gr = self.hold(ctx, r);
         if !self.fast_runs_next(ctx, rc.at_or_above) {
             return None;
         }
+        // A receiver of this core in the queue of the endpoint held here: no lock.
+        let gr = self.fast_peer(ctx, r);
         // Committed: what `send` and `schedule` do for this case.
         self.q_remove(&self.qlinks, &mut q, r);
         self.ep(&ge, |e| e.queue = q);
@@ -171,9 +176,10 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         // The message last, still in the section (module docs, "Message").
         let regs = ok_regs(badge, msg());
         // `t` is published by `r`'s reply link, which only `r`, now this core's current
-        // thread, follows; the owned token goes first all the same.
+        // thread, follows; the owned tokens go first all the same.
         drop(gt);
-        self.release2(gr, ge);
+        self.fast_peer_done(ctx, gr);
+        drop(ge);
         Some(self.fast_exit(ctx, r, regs))
     }
 
@@ -203,11 +209,22 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         if cc.core != ctx.cpu {
             return None;
         }
-        let gc = self.hold(ctx, c);
-        let waits = self.ipc(&gc, |i| {
-            i.state == ThreadState::BlockedReply && i.server == Some(t) && !i.fault
+        // A caller of this core waiting for the reply of `t`, which this section owns: no
+        // lock.
+        let gc = self.fast_peer(ctx, c);
+        let (waits, fault) = self.ipc(&gc, |i| {
+            (
+                i.state == ThreadState::BlockedReply && i.server == Some(t),
+                i.fault,
+            )
         });
-        if !waits {
+        // Reply links never outlive the wait (`fast_peer`); a stale one would mean that
+        // another core may touch the caller: the full path, which locks it, in release builds.
+        debug_assert!(
+            waits,
+            "a reply link names a thread that does not wait for it"
+        );
+        if !waits || fault {
             return None;
         }
         if !self.fast_runs_next(ctx, cc.at_or_above) {
@@ -230,9 +247,10 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         self.set_current_fast(ctx, c);
         let regs = ok_regs(0, msg());
         // `t` is in the endpoint's queue now: other cores may take its lock once the
-        // endpoint's is released, so the owned token is dropped before `ge`.
+        // endpoint's is released, so the owned tokens are dropped before `ge`.
         drop(gt);
-        self.release2(gc, ge);
+        self.fast_peer_done(ctx, gc);
+        drop(ge);
         Some(self.fast_exit(ctx, c, regs))
     }
 

@@ -798,27 +798,6 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         }
     }
 
-    /// Releases two tokens' locks: the same as dropping them in this order, but the strategy
-    /// may order both releases with one barrier ([`Strategy::unlock2`]).
-    #[inline(always)]
-    pub(crate) fn release2<A: Guarded, B: Guarded>(&self, a: Held<'_, S, A>, b: Held<'_, S, B>) {
-        if !(a.locked && b.locked) {
-            drop((a, b));
-            return;
-        }
-        assert!(
-            a.cpu == b.cpu,
-            "tokens of different cores released together"
-        );
-        let (cpu, ids) = (a.cpu, (a.key.lock_id(), b.key.lock_id()));
-        // The tokens' own drops would release the locks again.
-        core::mem::forget((a, b));
-        // SAFETY: each token's lock was taken by `cpu` in `hold` and is released once, here.
-        // The ids are distinct: two locked tokens of one object cannot exist at once (the
-        // second acquisition would wait for the first forever).
-        unsafe { self.strategy.unlock2(cpu, ids.0, ids.1) }
-    }
-
     /// Takes object lock `id` and notes it in the entry's trace record (the `trace` feature
     /// with a tracer set): the counter read before the request and after the acquisition.
     #[cfg(feature = "trace")]
@@ -909,13 +888,55 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         (self.ipc(&g, |i| i.state) == ThreadState::Runnable).then_some(g)
     }
 
+    /// The IPC state of `peer`, the other thread of a fastpath IPC, without its TCB lock: a
+    /// thread of this core, blocked where only this section can reach it. Either it waits as
+    /// a receiver in the queue of an endpoint whose lock this section holds (`Call`), or it
+    /// waits for the reply of this core's current thread, whose reply link names it
+    /// (`ReplyRecv`); the caller has checked which.
+    ///
+    /// Why no other core touches it meanwhile: shared sections of other cores reach a blocked
+    /// thread only through what holds it, the endpoint's queue (under the endpoint's lock,
+    /// which this section holds) or the server's reply link (followed only by the server's
+    /// core while the server runs, and the server is this core's current thread, which this
+    /// section owns, see [`own_current`](Self::own_current)). Reply links never outlive the
+    /// wait (`answer` and `detach` clear the server's link whenever a caller stops waiting;
+    /// [`check_invariants`](Self::check_invariants) checks it), a blocked thread is no core's
+    /// current thread and in no run queue, and management calls run in exclusive sections.
+    /// The section that blocked the thread ran on this core, before this one.
+    ///
+    /// What the caller writes is published as the thread's lock would publish it: every later
+    /// access by another core reaches the thread through the endpoint's lock (released after
+    /// the writes), through a lock this core releases later (the thread runs here next), or in
+    /// an exclusive section (which waits for this core's read side to end). Debug builds check
+    /// that no other core holds the thread's lock at the start and at the end.
+    #[inline(always)]
+    pub(crate) fn fast_peer(&self, ctx: Ctx, peer: ThreadId) -> Held<'_, S, ThreadId> {
+        debug_assert!(
+            ctx.excl || !self.strategy.is_held(LockId::Tcb(peer)),
+            "the fastpath's peer's TCB lock is held elsewhere"
+        );
+        self.token(ctx, peer, false)
+    }
+
+    /// Ends a [`fast_peer`](Self::fast_peer) token: debug builds check again that no other
+    /// core took the thread's lock while this section wrote its state.
+    #[inline(always)]
+    pub(crate) fn fast_peer_done(&self, ctx: Ctx, g: Held<'_, S, ThreadId>) {
+        debug_assert!(
+            ctx.excl || !self.strategy.is_held(LockId::Tcb(g.key)),
+            "the fastpath's peer's TCB lock was taken elsewhere"
+        );
+        drop(g);
+    }
+
     /// TCB IPC state: needs the TCB lock in shared sections.
     pub(crate) fn ipc<R>(&self, g: &Held<'_, S, ThreadId>, f: impl FnOnce(&mut TcbIpc) -> R) -> R {
         // SAFETY: the token proves an exclusive section, or that the caller holds the TCB lock
         // of `g.key`, which every accessor of this cell in a shared section holds, or (made by
         // `own_current`) that `g.key` is the calling core's unpublished current thread, which
         // no other core can reach until this section publishes it and releases the lock that
-        // guards where it published it.
+        // guards where it published it, or (made by `fast_peer`) that `g.key` is blocked where
+        // only this section reaches it.
         unsafe { cell_mut(&self.ipc[g.key.index()], f) }
     }
 

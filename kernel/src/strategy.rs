@@ -23,7 +23,11 @@
 //! * A TCB's IPC state (state, message, badge, result registers, reply link): its TCB lock;
 //!   except that a core may touch its own current thread's state without it while that thread
 //!   is `Runnable` and unpublished (in no queue, named by no reply link): no other core can
-//!   reach it then ([`Kernel::own_current`](crate::Kernel), used by the IPC fastpath).
+//!   reach it then ([`Kernel::own_current`](crate::Kernel), used by the IPC fastpath); and
+//!   that the IPC fastpath touches the other thread's state without it while that thread, of
+//!   its core, is blocked where only the section reaches it: a receiver in the queue of the
+//!   endpoint whose lock it holds, or the caller that the reply link of its own current
+//!   thread names (`Kernel::fast_peer` has the argument; reply links never outlive the wait).
 //! * An endpoint's or notification's queue, and the queue links of the TCBs in it: the
 //!   endpoint's or notification's lock.
 //! * A run queue and the run-queue links of the TCBs in it: the core's run-queue lock; its
@@ -46,8 +50,9 @@
 //! scheduler re-reads its state (TCB lock, then the run-queue lock) and the exit reads the next
 //! thread's result registers (its TCB lock): on one core a Call takes 8 object locks and a
 //! ReplyRecv 10 on the full path (counted by the hosted benchmark,
-//! `object_locks_per_round_trip`). The IPC fastpath takes 2 each: the endpoint and the other
-//! thread's TCB; the caller's own TCB and the run queue are its core's (above). Each object
+//! `object_locks_per_round_trip`). The IPC fastpath takes 1 each, the endpoint's: the
+//! caller's own TCB, the other thread's and the run queue are reached only by its core then
+//! (above). Each object
 //! lock costs an atomic read-modify-write plus its bookkeeping, which is most of what the
 //! strategy adds to a round trip.
 //!
@@ -150,20 +155,6 @@ pub unsafe trait Strategy: Sync {
     /// # Safety
     /// `cpu` holds `id`.
     unsafe fn unlock(&self, _cpu: CpuId, _id: LockId) {}
-    /// Releases object locks `a` and `b`, as [`unlock`](Self::unlock) on each would; a
-    /// strategy may order both with one barrier (the fine-grained one:
-    /// [`TicketLock::unlock_all`]).
-    ///
-    /// # Safety
-    /// `cpu` holds both locks, and they are distinct.
-    #[inline(always)]
-    unsafe fn unlock2(&self, cpu: CpuId, a: LockId, b: LockId) {
-        // SAFETY: forwarded contract.
-        unsafe {
-            self.unlock(cpu, a);
-            self.unlock(cpu, b);
-        }
-    }
     /// Whether core `cpu` may be inside a section of a strategy whose sections overlap, read
     /// by another core's shared section after it queued a thread on `cpu`'s run queue and ran
     /// a `SeqCst` fence (the handshake in [`Kernel::wake`](crate::Kernel)): `true` unless the
@@ -384,14 +375,6 @@ unsafe impl<R: Relax> Strategy for FineGrained<R> {
     unsafe fn unlock(&self, cpu: CpuId, id: LockId) {
         // SAFETY: forwarded contract.
         unsafe { self.object(id).unlock(cpu) }
-    }
-    // One barrier for both object locks the fastpath releases (ARMv7: one `dmb ish` where
-    // each lock alone costs one).
-    #[inline(always)]
-    unsafe fn unlock2(&self, cpu: CpuId, a: LockId, b: LockId) {
-        let locks = [self.object(a), self.object(b)];
-        // SAFETY: forwarded contract (distinct ids name distinct locks).
-        unsafe { TicketLock::unlock_all(locks, cpu) }
     }
     fn is_held(&self, id: LockId) -> bool {
         self.object(id).is_locked()

@@ -76,10 +76,6 @@ unsafe impl<S: Strategy> Strategy for ByRef<'_, S> {
         // SAFETY: forwarded contract.
         unsafe { self.0.unlock(cpu, id) }
     }
-    unsafe fn unlock2(&self, cpu: usize, a: kernel::strategy::LockId, b: kernel::strategy::LockId) {
-        // SAFETY: forwarded contract.
-        unsafe { self.0.unlock2(cpu, a, b) }
-    }
     fn may_be_in_section(&self, cpu: usize) -> bool {
         self.0.may_be_in_section(cpu)
     }

@@ -411,10 +411,6 @@ unsafe impl<S: Strategy> Strategy for Counting<S> {
         // SAFETY: forwarded contract.
         unsafe { self.inner.unlock(cpu, id) }
     }
-    unsafe fn unlock2(&self, cpu: CpuId, a: LockId, b: LockId) {
-        // SAFETY: forwarded contract.
-        unsafe { self.inner.unlock2(cpu, a, b) }
-    }
     fn may_be_in_section(&self, cpu: CpuId) -> bool {
         self.inner.may_be_in_section(cpu)
     }
