@@ -270,6 +270,9 @@ mod target {
     /// The kernel core's view of this HAL. Every operation concerns the calling core (the
     /// kernel passes `cpu` for hosted HALs' logs; here it is always the caller).
     impl kernel::Hal for ArmHal {
+        // Every release costs a `dmb ish`: the fastpath's endpoint lock and the read side
+        // share one (see the trait).
+        const MERGE_RELEASES: bool = true;
         fn cpu_id(&self) -> kernel::CpuId {
             crate::percpu::cpu_id()
         }

@@ -322,6 +322,28 @@ impl<const N: usize, R: Relax, A: Alignment> BrLock<N, R, A> {
         R::after_release();
     }
 
+    /// [`read_unlock_unnested`](Self::read_unlock_unnested) for a caller that has executed
+    /// `fence(Release)` (or a stronger fence) after its read-side section: a relaxed store, so
+    /// that the read side's release and other locks' share one barrier (ARMv7: no `dmb`
+    /// here). The writer's acquire load of the slot that reads 0 synchronises with the fence.
+    ///
+    /// # Safety
+    /// As for `read_unlock_unnested`, and `cpu` executed a release fence after its last access
+    /// of the section.
+    #[inline(always)]
+    #[track_caller]
+    pub unsafe fn read_unlock_unnested_fenced(&self, cpu: CpuId) {
+        if cfg!(debug_assertions) && self.readers[cpu].load(Ordering::Relaxed) == 0 {
+            check_cpu("BrLock", cpu, self.writer.cpus);
+            not_reader(cpu);
+        }
+        // SAFETY: as in `read_unlock_unnested`.
+        let slot = unsafe { self.readers.get_unchecked(cpu) };
+        // Relaxed: the caller's release fence orders the section before it.
+        slot.store(0, Ordering::Relaxed);
+        R::after_release();
+    }
+
     /// Raises `cpu`'s slot once no writer holds or claims the lock (the checks are the
     /// caller's).
     #[inline(always)]

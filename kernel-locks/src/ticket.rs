@@ -287,6 +287,25 @@ impl<R: Relax, const BACKOFF: usize> TicketLock<R, BACKOFF> {
         R::after_release();
     }
 
+    /// [`unlock`](KernelLock::unlock) for a caller that has executed `fence(Release)` (or a
+    /// stronger fence) after its critical section: relaxed stores only, so that several
+    /// releases (of this and other locks) share one barrier (ARMv7: no `dmb` here). A release
+    /// fence followed by a store synchronises with any acquire that reads the store, as in
+    /// [`unlock_all`](Self::unlock_all).
+    ///
+    /// # Safety
+    /// `cpu` holds the lock, and executed a release fence after its last access of the
+    /// critical section.
+    #[inline(always)]
+    pub unsafe fn unlock_fenced(&self, cpu: CpuId) {
+        let _ = cpu;
+        // Relaxed: only the holder writes `serving` (as in `unlock`).
+        let serving = self.serving.load(Ordering::Relaxed);
+        self.serving
+            .store(serving.wrapping_add(1), Ordering::Relaxed);
+        R::after_release();
+    }
+
     /// Takes a ticket and returns once it is served: `next.fetch_add(1, Relaxed)`, then
     /// [`await_turn`](Self::await_turn). The caller's `fence(Acquire)` orders the critical
     /// section.

@@ -1,5 +1,6 @@
 //! loom models of the big-reader lock with two CPUs: writer against writer, writer against
-//! reader (a reader never observes a write in progress), reader against reader (they overlap).
+//! reader (a reader never observes a write in progress), reader against reader (they overlap),
+//! and the fenced releases of a read side and a ticket lock under one fence.
 //!
 //! Run: `RUSTFLAGS="--cfg kernel_locks_loom" cargo test -p kernel-locks --release --test loom_brlock`.
 //!
@@ -249,5 +250,53 @@ fn fastpath_against_remote_wake() {
             !runs_r || ipi,
             "the fastpath missed the queued thread and the waker sent no IPI"
         );
+    });
+}
+
+/// The fine-grained kernel's section end on its IPC fastpath: one `fence(Release)`, then the
+/// relaxed releases of an object ticket lock (`unlock_fenced`) and of the read side
+/// (`read_unlock_unnested_fenced`). The reader writes a cell under the ticket lock and reads
+/// one under the read side; a writer (write side) then writes the read-side cell, and another
+/// CPU takes the ticket lock and reads the ticket cell. loom reports a data race on either
+/// cell if the one fence does not order the section before both releases.
+#[test]
+fn fenced_releases_share_one_fence() {
+    use kernel_locks::ticket::TicketLock;
+    loom::model(|| {
+        let lock = Arc::new(Lock::new());
+        let object = Arc::new(TicketLock::<Spin>::with_cpus(2));
+        let cells = Arc::new((UnsafeCell::new(0usize), UnsafeCell::new(0usize)));
+        let (lock2, object2, cells2) = (lock.clone(), object.clone(), cells.clone());
+        let t = loom::thread::spawn(move || {
+            lock2.lock(1);
+            // SAFETY: the write side is held; loom reports an overlapping access as a race.
+            cells2.0.with_mut(|a| unsafe { *a = 7 });
+            // SAFETY: CPU 1 holds the write side.
+            unsafe { lock2.unlock(1) };
+            object2.lock(1);
+            // SAFETY: the ticket lock is held.
+            let b = cells2.1.with(|b| unsafe { *b });
+            assert!(b == 0 || b == 1);
+            // SAFETY: CPU 1 holds the ticket lock.
+            unsafe { object2.unlock(1) };
+        });
+
+        lock.read_lock_unnested(0);
+        object.lock(0);
+        // SAFETY: the read side is held; loom reports an overlapping write as a race.
+        let a = cells.0.with(|a| unsafe { *a });
+        assert!(a == 0 || a == 7);
+        // SAFETY: the ticket lock is held.
+        cells.1.with_mut(|b| unsafe { *b = 1 });
+        loom::sync::atomic::fence(loom::sync::atomic::Ordering::Release);
+        // SAFETY: CPU 0 holds the ticket lock and the read side (unnested), and the release
+        // fence above follows the last access of both sections.
+        unsafe {
+            object.unlock_fenced(0);
+            lock.read_unlock_unnested_fenced(0);
+        }
+
+        t.join().unwrap();
+        assert!(!lock.is_locked() && !object.is_locked());
     });
 }

@@ -36,11 +36,14 @@
 //! the thread it owns ([`Kernel::fast_peer`] has the argument; debug builds check that no
 //! other core holds that lock meanwhile). Until session 26 both took the other thread's TCB
 //! lock: one atomic read-modify-write and its barriers per one-way IPC (x86_64 icount 433 ->
-//! NEW_X86, ARMv7 480 -> NEW_ARM per round trip). This core's run queue takes no lock either:
+//! 410, ARMv7 480 -> 466 per round trip). This core's run queue takes no lock either:
 //! the fastpath only reads its priority bitmap and sets the core's `current`, and a core that
 //! queues a thread here meanwhile either shows in that read or sends a Reschedule IPI
 //! ([`Kernel::wake`] has the handshake). The exit's registers are the ones it just wrote, so
-//! the exit takes no TCB lock to read them back.
+//! the exit takes no TCB lock to read them back. Where a release costs a barrier
+//! ([`Hal::MERGE_RELEASES`](crate::Hal): ARMv7) the endpoint lock is kept to the section's
+//! end and released with the read side after one `dmb` (ARMv7 fine-grained 448 -> 444);
+//! elsewhere it is released when the commit is done.
 //!
 //! # Message
 //! The message is read from the calling thread's saved registers (`msg`) at the end of the
@@ -57,9 +60,9 @@
 
 use crate::cap::Rights;
 use crate::hal::{Hal, PhysAddr};
-use crate::ids::{CapSlot, ThreadId};
+use crate::ids::{CapSlot, EndpointId, ThreadId};
 use crate::kernel::{Ctx, Entry, Exit, Kernel, Life, ThreadState};
-use crate::strategy::Strategy;
+use crate::strategy::{LockId, Strategy};
 use crate::syscall::{ok_regs, IpcCall, Msg, Regs, Syscall};
 
 /// What the fastpath did: the core's new current thread and its result registers, and the
@@ -69,6 +72,10 @@ use crate::syscall::{ok_regs, IpcCall, Msg, Regs, Syscall};
 pub(crate) struct FastExit {
     pub exit: Exit,
     pub load: Option<PhysAddr>,
+    /// The endpoint lock, still held, that the section's end releases
+    /// ([`Strategy::exit_releasing`](crate::strategy::Strategy)); `None` under the exclusive
+    /// strategies, which take no object lock.
+    pub held: Option<EndpointId>,
 }
 
 impl<S: Strategy, H: Hal> Kernel<S, H> {
@@ -88,6 +95,10 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             }
             _ => None,
         }?;
+        if let Some(ep) = fast.held {
+            // SAFETY: the fastpath took `ep`'s lock in this section, on this core, and kept it.
+            unsafe { self.strategy.unlock(ctx.cpu, LockId::Endpoint(ep)) };
+        }
         if let Some(root) = fast.load {
             self.local(ctx, |l| l.actions.switch_to = Some(root));
         }
@@ -179,8 +190,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         // thread, follows; the owned tokens go first all the same.
         drop(gt);
         self.fast_peer_done(ctx, gr);
-        drop(ge);
-        Some(self.fast_exit(ctx, r, regs))
+        Some(self.fast_end(ctx, r, regs, ge))
     }
 
     /// `ReplyRecv` from `t` through its capability `slot`, answering with `msg`.
@@ -250,20 +260,40 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         // endpoint's is released, so the owned tokens are dropped before `ge`.
         drop(gt);
         self.fast_peer_done(ctx, gc);
-        drop(ge);
-        Some(self.fast_exit(ctx, c, regs))
+        Some(self.fast_end(ctx, c, regs, ge))
+    }
+
+    /// Ends the commit: the exit to `t` with `regs` ([`fast_exit`](Self::fast_exit)), and the
+    /// endpoint lock `ge` released now or, where the HAL asks for it
+    /// ([`Hal::MERGE_RELEASES`]), kept for the section's end.
+    #[inline(always)]
+    fn fast_end(
+        &self,
+        ctx: Ctx,
+        t: ThreadId,
+        regs: Regs,
+        ge: crate::kernel::Held<'_, S, EndpointId>,
+    ) -> FastExit {
+        if H::MERGE_RELEASES {
+            let held = ge.keep_locked();
+            self.fast_exit(ctx, t, regs, held)
+        } else {
+            drop(ge);
+            self.fast_exit(ctx, t, regs, None)
+        }
     }
 
     /// The fastpath's exit to `t`, the core's new current thread, with `regs`: the switch's
     /// bookkeeping done in the section, the root to load carried out (see [`FastExit`]).
     #[inline(always)]
-    fn fast_exit(&self, ctx: Ctx, t: ThreadId, regs: Regs) -> FastExit {
+    fn fast_exit(&self, ctx: Ctx, t: ThreadId, regs: Regs, held: Option<EndpointId>) -> FastExit {
         FastExit {
             exit: Exit {
                 thread: Some(t),
                 regs,
             },
             load: self.aspace_to_load(ctx, t),
+            held,
         }
     }
 }

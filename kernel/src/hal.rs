@@ -114,6 +114,14 @@ pub enum MapPrepError {
 /// Every method is called on the core it concerns (`cpu` is passed so that a hosted HAL can
 /// keep per-core logs; a real HAL may ignore it).
 pub trait Hal: Sync {
+    /// Whether the IPC fastpath keeps its endpoint lock to the end of its section, to release
+    /// it together with the section ([`Strategy::exit_releasing`](crate::strategy::Strategy):
+    /// under the fine-grained strategy one barrier for both releases). Worth it where a
+    /// release costs a barrier instruction (ARMv7's `dmb ish`: 4 instructions per round trip
+    /// fewer); where releases are plain stores (x86_64) it only keeps the lock's address live
+    /// through the exit's bookkeeping (5 instructions more per round trip), so the default is
+    /// `false`: the fastpath releases the lock when its commit is done.
+    const MERGE_RELEASES: bool = false;
     /// Index of the calling core.
     fn cpu_id(&self) -> CpuId;
     /// Cores online.

@@ -445,6 +445,15 @@ pub(crate) struct Held<'k, S: Strategy, K: Guarded> {
 }
 
 impl<S: Strategy, K: Guarded> Held<'_, S, K> {
+    /// Ends the token without releasing its lock: the lock's id if it holds one, for a
+    /// release at the section's end ([`Strategy::exit_releasing`]).
+    #[inline(always)]
+    pub(crate) fn keep_locked(self) -> Option<K> {
+        let held = self.locked.then_some(self.key);
+        core::mem::forget(self);
+        held
+    }
+
     /// The object this token guards.
     #[inline(always)]
     pub fn key(&self) -> K {
@@ -1329,8 +1338,17 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         if let Some(fast) = self.fast_ipc(ctx, cur, call, ep, &msg) {
             #[cfg(test)]
             self.fast_taken.fetch_add(1, Ordering::Relaxed);
-            // SAFETY: `cpu` entered the shared side above and leaves once.
-            unsafe { self.strategy.exit(cpu, Side::Shared) };
+            // SAFETY: `cpu` entered the shared side above and leaves once, releasing the
+            // endpoint lock the fastpath kept, if any (taken by `cpu` in this section).
+            unsafe {
+                match fast.held {
+                    Some(ep) => {
+                        self.strategy
+                            .exit_releasing(cpu, Side::Shared, LockId::Endpoint(ep))
+                    }
+                    None => self.strategy.exit(cpu, Side::Shared),
+                }
+            }
             self.after_fast_section(cpu, fast.load);
             self.end_ipc(cpu);
             return then.exit_to(fast.exit);

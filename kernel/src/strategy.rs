@@ -148,6 +148,20 @@ pub unsafe trait Strategy: Sync {
     /// # Safety
     /// `cpu` entered with the same `side` and has not left since.
     unsafe fn exit(&self, cpu: CpuId, side: Side);
+    /// Releases object lock `held` and leaves, as [`unlock`](Self::unlock) then
+    /// [`exit`](Self::exit) would; a strategy may order both with one barrier (the
+    /// fine-grained one, for the IPC fastpath's endpoint lock).
+    ///
+    /// # Safety
+    /// As for `unlock` and `exit`.
+    #[inline(always)]
+    unsafe fn exit_releasing(&self, cpu: CpuId, side: Side, held: LockId) {
+        // SAFETY: forwarded contract.
+        unsafe {
+            self.unlock(cpu, held);
+            self.exit(cpu, side);
+        }
+    }
     /// Takes an object lock (non-exclusive sections only). The default does nothing.
     fn lock(&self, _cpu: CpuId, _id: LockId) {}
     /// Releases an object lock.
@@ -359,6 +373,26 @@ unsafe impl<R: Relax> Strategy for FineGrained<R> {
             Side::Shared => unsafe { self.big.read_unlock_unnested(cpu) },
             // SAFETY: forwarded contract: `cpu` holds the write side.
             Side::Exclusive => unsafe { self.big.unlock(cpu) },
+        }
+    }
+    // One `fence(Release)` for the object lock and the read side (ARMv7: one `dmb ish` where
+    // each release alone costs one): both stores come after every access of the section.
+    #[inline(always)]
+    unsafe fn exit_releasing(&self, cpu: CpuId, side: Side, held: LockId) {
+        if side == Side::Exclusive {
+            // SAFETY: forwarded contract.
+            unsafe {
+                self.unlock(cpu, held);
+                self.exit(cpu, side);
+            }
+            return;
+        }
+        core::sync::atomic::fence(core::sync::atomic::Ordering::Release);
+        // SAFETY: forwarded contract (`cpu` holds `held` and the read side, taken with
+        // `read_lock_unnested`); the fence above follows the section's last access.
+        unsafe {
+            self.object(held).unlock_fenced(cpu);
+            self.big.read_unlock_unnested_fenced(cpu);
         }
     }
     // The object locks skip the ticket lock's CPU range check: object locks are taken inside a
