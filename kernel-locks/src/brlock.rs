@@ -309,17 +309,8 @@ impl<const N: usize, R: Relax, A: Alignment> BrLock<N, R, A> {
     #[inline(always)]
     #[track_caller]
     pub unsafe fn read_unlock_unnested(&self, cpu: CpuId) {
-        if cfg!(debug_assertions) && self.readers[cpu].load(Ordering::Relaxed) == 0 {
-            check_cpu("BrLock", cpu, self.writer.cpus);
-            not_reader(cpu);
-        }
-        // SAFETY: `cpu` holds the read side (the caller's contract), so the read-lock call
-        // that took it range-checked `cpu` against `writer.cpus`, which is at most `N`
-        // (`with_cpus` asserts it).
-        let slot = unsafe { self.readers.get_unchecked(cpu) };
-        // Release, as in `read_unlock`.
-        slot.store(0, Ordering::Release);
-        R::after_release();
+        // SAFETY: forwarded contract. Release, as in `read_unlock`.
+        unsafe { self.lower_slot(cpu, Ordering::Release) }
     }
 
     /// [`read_unlock_unnested`](Self::read_unlock_unnested) for a caller that has executed
@@ -333,14 +324,28 @@ impl<const N: usize, R: Relax, A: Alignment> BrLock<N, R, A> {
     #[inline(always)]
     #[track_caller]
     pub unsafe fn read_unlock_unnested_fenced(&self, cpu: CpuId) {
+        // SAFETY: forwarded contract. Relaxed: the caller's release fence orders the section
+        // before the store.
+        unsafe { self.lower_slot(cpu, Ordering::Relaxed) }
+    }
+
+    /// Lowers `cpu`'s reader slot with `order` (the unnested releases; debug builds check
+    /// that the slot was raised).
+    ///
+    /// # Safety
+    /// `cpu` holds the read side, taken by a read-lock call that range-checked it.
+    #[inline(always)]
+    #[track_caller]
+    unsafe fn lower_slot(&self, cpu: CpuId, order: Ordering) {
         if cfg!(debug_assertions) && self.readers[cpu].load(Ordering::Relaxed) == 0 {
             check_cpu("BrLock", cpu, self.writer.cpus);
             not_reader(cpu);
         }
-        // SAFETY: as in `read_unlock_unnested`.
+        // SAFETY: `cpu` holds the read side (the caller's contract), so the read-lock call
+        // that took it range-checked `cpu` against `writer.cpus`, which is at most `N`
+        // (`with_cpus` asserts it).
         let slot = unsafe { self.readers.get_unchecked(cpu) };
-        // Relaxed: the caller's release fence orders the section before it.
-        slot.store(0, Ordering::Relaxed);
+        slot.store(0, order);
         R::after_release();
     }
 

@@ -278,11 +278,8 @@ impl<R: Relax, const BACKOFF: usize> TicketLock<R, BACKOFF> {
         );
         // One release fence for every store below (module documentation).
         fence(Ordering::Release);
-        for lock in locks {
-            // Relaxed: only the holder writes `serving` (as in `unlock`).
-            let serving = lock.serving.load(Ordering::Relaxed);
-            lock.serving
-                .store(serving.wrapping_add(1), Ordering::Relaxed);
+        for lock in &locks {
+            lock.serve_next();
         }
         R::after_release();
     }
@@ -299,11 +296,17 @@ impl<R: Relax, const BACKOFF: usize> TicketLock<R, BACKOFF> {
     #[inline(always)]
     pub unsafe fn unlock_fenced(&self, cpu: CpuId) {
         let _ = cpu;
+        self.serve_next();
+        R::after_release();
+    }
+
+    /// Advances `serving` with a relaxed store, for a holder whose release fence came before.
+    #[inline(always)]
+    fn serve_next(&self) {
         // Relaxed: only the holder writes `serving` (as in `unlock`).
         let serving = self.serving.load(Ordering::Relaxed);
         self.serving
             .store(serving.wrapping_add(1), Ordering::Relaxed);
-        R::after_release();
     }
 
     /// Takes a ticket and returns once it is served: `next.fetch_add(1, Relaxed)`, then
