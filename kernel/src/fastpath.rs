@@ -34,7 +34,7 @@
 //! wakes, the caller a `ReplyRecv` answers): a thread of this core, blocked where only this
 //! section reaches it, in the queue of the endpoint it holds or named by the reply link of
 //! the thread it owns ([`Kernel::fast_peer`] has the argument; debug builds check that no
-//! other core holds that lock meanwhile). Until session 26 both took the other thread's TCB
+//! other core holds that lock meanwhile). Before session 26 both took the other thread's TCB
 //! lock: one atomic read-modify-write and its barriers per one-way IPC (x86_64 icount 433 ->
 //! 410, ARMv7 480 -> 466 per round trip). This core's run queue takes no lock either:
 //! the fastpath only reads its priority bitmap and sets the core's `current`, and a core that

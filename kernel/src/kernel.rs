@@ -445,8 +445,8 @@ pub(crate) struct Held<'k, S: Strategy, K: Guarded> {
 }
 
 impl<S: Strategy, K: Guarded> Held<'_, S, K> {
-    /// Ends the token without releasing its lock: the lock's id if it holds one, for a
-    /// release at the section's end ([`Strategy::exit_releasing`]).
+    /// Ends the token without releasing its lock: its key if it holds the lock, for a release
+    /// at the section's end ([`Strategy::exit_releasing`]).
     #[inline(always)]
     pub(crate) fn keep_locked(self) -> Option<K> {
         let held = self.locked.then_some(self.key);

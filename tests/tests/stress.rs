@@ -69,6 +69,15 @@ unsafe impl<S: Strategy> Strategy for ByRef<'_, S> {
         // SAFETY: forwarded contract.
         unsafe { self.0.exit(cpu, side) }
     }
+    unsafe fn exit_releasing(
+        &self,
+        cpu: usize,
+        side: kernel::strategy::Side,
+        held: kernel::strategy::LockId,
+    ) {
+        // SAFETY: forwarded contract.
+        unsafe { self.0.exit_releasing(cpu, side, held) }
+    }
     fn lock(&self, cpu: usize, id: kernel::strategy::LockId) {
         self.0.lock(cpu, id)
     }

@@ -403,6 +403,10 @@ unsafe impl<S: Strategy> Strategy for Counting<S> {
         // SAFETY: forwarded contract.
         unsafe { self.inner.exit(cpu, side) }
     }
+    unsafe fn exit_releasing(&self, cpu: CpuId, side: Side, held: LockId) {
+        // SAFETY: forwarded contract.
+        unsafe { self.inner.exit_releasing(cpu, side, held) }
+    }
     fn lock(&self, cpu: CpuId, id: LockId) {
         self.locks.fetch_add(1, Relaxed);
         self.inner.lock(cpu, id)
