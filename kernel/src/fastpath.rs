@@ -61,7 +61,7 @@
 use crate::cap::Rights;
 use crate::hal::{Hal, PhysAddr};
 use crate::ids::{CapSlot, EndpointId, ThreadId};
-use crate::kernel::{Ctx, Entry, Exit, Kernel, Life, ThreadState};
+use crate::kernel::{Ctx, Entry, Exit, Held, Kernel, Life, ThreadState};
 use crate::strategy::{LockId, Strategy};
 use crate::syscall::{ok_regs, IpcCall, Msg, Regs, Syscall};
 
@@ -187,10 +187,8 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         // The message last, still in the section (module docs, "Message").
         let regs = ok_regs(badge, msg());
         // `t` is published by `r`'s reply link, which only `r`, now this core's current
-        // thread, follows; the owned tokens go first all the same.
-        drop(gt);
-        self.fast_peer_done(ctx, gr);
-        Some(self.fast_end(ctx, r, regs, ge))
+        // thread, follows; the owned tokens go first all the same (`fast_end`).
+        Some(self.fast_end(ctx, gt, gr, ge, regs))
     }
 
     /// `ReplyRecv` from `t` through its capability `slot`, answering with `msg`.
@@ -257,23 +255,26 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
         self.set_current_fast(ctx, c);
         let regs = ok_regs(0, msg());
         // `t` is in the endpoint's queue now: other cores may take its lock once the
-        // endpoint's is released, so the owned tokens are dropped before `ge`.
-        drop(gt);
-        self.fast_peer_done(ctx, gc);
-        Some(self.fast_end(ctx, c, regs, ge))
+        // endpoint's is released, so the owned tokens go first (`fast_end`).
+        Some(self.fast_end(ctx, gt, gc, ge, regs))
     }
 
-    /// Ends the commit: the exit to `t` with `regs` ([`fast_exit`](Self::fast_exit)), and the
-    /// endpoint lock `ge` released now or, where the HAL asks for it
-    /// ([`Hal::MERGE_RELEASES`]), kept for the section's end.
+    /// Ends the commit: the tokens of the calling thread (`own`) and of the one that runs next
+    /// (`peer`, which gets `regs`) end first, then the endpoint's lock (`ge`) is released
+    /// now or, where the HAL asks for it ([`Hal::MERGE_RELEASES`]), kept for the section's
+    /// end; the exit to `peer` ([`fast_exit`](Self::fast_exit)).
     #[inline(always)]
     fn fast_end(
         &self,
         ctx: Ctx,
-        t: ThreadId,
+        own: Held<'_, S, ThreadId>,
+        peer: Held<'_, S, ThreadId>,
+        ge: Held<'_, S, EndpointId>,
         regs: Regs,
-        ge: crate::kernel::Held<'_, S, EndpointId>,
     ) -> FastExit {
+        let t = peer.key();
+        drop(own);
+        self.fast_peer_done(ctx, peer);
         if H::MERGE_RELEASES {
             let held = ge.keep_locked();
             self.fast_exit(ctx, t, regs, held)
