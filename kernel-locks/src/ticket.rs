@@ -327,8 +327,11 @@ impl<R: Relax, const BACKOFF: usize> TicketLock<R, BACKOFF> {
             // clears the exclusive monitor), so it never puts back a stale `serving`: it is
             // `next.fetch_add(1, Relaxed)` plus a relaxed load of `serving` taken at the same
             // instant. The block touches only these two words, which this lock owns, and no
-            // stack. `ldrexd`/`strexd` need an even/odd register pair (here r0, r1: of the three pairs the one that cost the IPC paths no moves; r4, r5 cost ARMv7 fine-grained 13 and ticket 10 instructions more per round trip); the
-            // status register is an `out` operand, so it is neither the address nor the pair.
+            // stack. `ldrexd`/`strexd` need an even/odd register pair: r0, r1, of the three
+            // pairs the one that cost the kernel's IPC paths no moves around the block (with
+            // r4, r5 ARMv7's fine-grained round trip took 14 instructions more, the ticket
+            // lock's 10). The status register is an `out` operand, so it is neither the
+            // address nor the pair.
             unsafe {
                 core::arch::asm!(
                     "ldrexd r0, r1, [{p}]",

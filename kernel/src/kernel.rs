@@ -911,7 +911,8 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
     /// wait (`answer` and `detach` clear the server's link whenever a caller stops waiting;
     /// [`check_invariants`](Self::check_invariants) checks it), a blocked thread is no core's
     /// current thread and in no run queue, and management calls run in exclusive sections.
-    /// The section that blocked the thread ran on this core, before this one.
+    /// The section that blocked the thread ran before this one: on this core, or on another
+    /// before an exclusive section moved the thread here (which orders it before this one).
     ///
     /// What the caller writes is published as the thread's lock would publish it: every later
     /// access by another core reaches the thread through the endpoint's lock (released after
