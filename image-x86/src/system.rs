@@ -121,10 +121,11 @@ pub fn boot<S: Strategy + 'static>(strategy: S, cfg: Config) -> ! {
     // `fastpath=0` (on by default).
     k.set_fastpath(cfg.fastpath);
     println!(
-        "kernel: {} strategy on {} cores, {} KiB kernel object",
+        "kernel: {} strategy on {} cores, {} KiB kernel object, IPC fastpath {}",
         k.strategy().name(),
         cfg.cores,
-        core::mem::size_of::<Kernel<S, X86Hal>>() / 1024
+        core::mem::size_of::<Kernel<S, X86Hal>>() / 1024,
+        if cfg.fastpath { "on" } else { "off" }
     );
     let elf = match crate::loader::parse(USER_ELF) {
         Ok(e) => e,

@@ -253,6 +253,13 @@ pub struct QemuArgs {
     #[arg(long, conflicts_with_all = ["tests", "stack_overflow", "fuzz", "memory", "net", "interactive", "rounds", "append", "console_uart2"])]
     pub no_semihosting: bool,
 
+    /// Boot with the kernel's IPC fastpath off (`fastpath=0`): `Call` and `ReplyRecv` always
+    /// take the full path. The run also fails unless the kernel's boot line reports the
+    /// fastpath off. The QEMU suites run both ways, so that the fastpath's results are checked
+    /// against the full path's on both architectures.
+    #[arg(long, conflicts_with = "no_semihosting")]
+    pub no_fastpath: bool,
+
     /// Round trips of each ping-pong pair (default: 500 for the demo, 20 for the tests).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub rounds: Option<u32>,
@@ -307,6 +314,9 @@ pub struct QemuArgs {
     #[arg(long, value_name = "WORDS")]
     pub append: Option<String>,
 }
+
+/// What the images' boot line says when the command line turned the IPC fastpath off.
+pub const FASTPATH_OFF: &str = "IPC fastpath off";
 
 /// The QEMU binary for `arch`.
 pub fn qemu_binary(arch: Arch) -> &'static str {
@@ -511,6 +521,9 @@ pub fn qemu_cmd(args: &QemuArgs, elf: &Path) -> Cmd {
     // The extra words go first: the kernel reads the first `key=value` of a key, so they
     // override xtask's own.
     let mut append = args.append.clone().map(|a| a + " ").unwrap_or_default();
+    if args.no_fastpath {
+        append.push_str("fastpath=0 ");
+    }
     let mode = if args.stack_overflow {
         "stackoverflow"
     } else if args.fuzz {
@@ -1175,6 +1188,12 @@ pub fn run(root: &Path, args: &QemuArgs) -> ExitCode {
         Arch::X86_64 => explain_status(out.status.code()),
         Arch::Armv7 => explain_armv7(out.status.code(), &out.lines, args.smp, args.lock),
     };
+    if args.no_fastpath && !out.lines.iter().any(|l| l.contains(FASTPATH_OFF)) {
+        eprintln!(
+            "qemu: the kernel did not report `{FASTPATH_OFF}` although fastpath=0 was passed"
+        );
+        ok = false;
+    }
     let panicked = out.lines.iter().any(|l| l.contains("!!! PANIC"));
     if args.tests {
         let suite = parse_suite(&out.lines, min_plan(args.smp as usize));
@@ -1426,6 +1445,7 @@ mod tests {
             single_thread_tcg: false,
             console_uart2: false,
             no_semihosting: false,
+            no_fastpath: false,
             rounds: None,
             timeout: None,
             net: false,

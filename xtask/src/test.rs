@@ -620,6 +620,27 @@ fn qemu_steps() -> Vec<Step> {
             min_plan: crate::qemu::min_plan(4),
         },
     ));
+    // The suite with the IPC fastpath off (`--no-fastpath`: `fastpath=0`, and the boot line
+    // must say so): every IPC takes the full path, whose results the same tests check.
+    steps.push(Step::from_result(
+        "qemu:x86_64-smp4-fine-no-fastpath",
+        cmd([
+            "qemu",
+            "--tests",
+            "--no-fastpath",
+            "--smp",
+            "4",
+            "--lock",
+            "fine",
+            "--timeout",
+            QEMU_TIMEOUT_SECS,
+        ]
+        .map(str::to_owned)
+        .to_vec()),
+        Judge::QemuSuite {
+            min_plan: crate::qemu::min_plan(4),
+        },
+    ));
     // A kernel stack overflow provoked on purpose must be caught by the guard page and
     // reported (`cargo xtask qemu --stack-overflow` judges the console and exit status).
     steps.push(Step::from_result(
@@ -871,6 +892,26 @@ fn armv7_qemu_steps() -> Vec<Step> {
             )
             .needs(Needs::Target(ARM)),
         );
+        // The suite with the IPC fastpath off, as on x86_64.
+        if machine == crate::qemu::Machine::Virt {
+            steps.push(
+                Step::from_result(
+                    "qemu:armv7-virt-smp4-fine-no-fastpath",
+                    cmd(base(&[
+                        "--tests",
+                        "--no-fastpath",
+                        "--smp",
+                        "4",
+                        "--lock",
+                        "fine",
+                    ])),
+                    Judge::QemuSuite {
+                        min_plan: crate::qemu::min_plan(4),
+                    },
+                )
+                .needs(Needs::Target(ARM)),
+            );
+        }
         // The dev-profile image, as on x86_64 (`qemu:x86_64-debug-smp4-fine`).
         if machine == crate::qemu::Machine::Sabrelite {
             steps.push(
