@@ -255,8 +255,8 @@ pub struct QemuArgs {
 
     /// Boot with the kernel's IPC fastpath off (`fastpath=0`): `Call` and `ReplyRecv` always
     /// take the full path. The run also fails unless the kernel's boot line reports the
-    /// fastpath off. The QEMU suites run both ways, so that the fastpath's results are checked
-    /// against the full path's on both architectures.
+    /// fastpath off. `cargo xtask test` runs the guest suite both ways on both architectures,
+    /// so that the fastpath's results are checked against the full path's.
     #[arg(long, conflicts_with = "no_semihosting")]
     pub no_fastpath: bool,
 

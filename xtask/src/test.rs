@@ -598,49 +598,35 @@ fn qemu_steps() -> Vec<Step> {
             min_plan: crate::qemu::min_plan(2),
         },
     ));
-    // The dev-profile image (`--debug`: debug assertions and overflow checks on), so that the
-    // HAL's and the kernel's debug checks run in the guest too: the suite with the
-    // fine-grained strategy, whose kernel object is the largest.
-    steps.push(Step::from_result(
-        "qemu:x86_64-debug-smp4-fine",
-        cmd([
-            "qemu",
-            "--debug",
-            "--tests",
-            "--smp",
-            "4",
-            "--lock",
-            "fine",
-            "--timeout",
-            QEMU_TIMEOUT_SECS,
-        ]
-        .map(str::to_owned)
-        .to_vec()),
-        Judge::QemuSuite {
-            min_plan: crate::qemu::min_plan(4),
-        },
-    ));
-    // The suite with the IPC fastpath off (`--no-fastpath`: `fastpath=0`, and the boot line
-    // must say so): every IPC takes the full path, whose results the same tests check.
-    steps.push(Step::from_result(
-        "qemu:x86_64-smp4-fine-no-fastpath",
-        cmd([
-            "qemu",
-            "--tests",
-            "--no-fastpath",
-            "--smp",
-            "4",
-            "--lock",
-            "fine",
-            "--timeout",
-            QEMU_TIMEOUT_SECS,
-        ]
-        .map(str::to_owned)
-        .to_vec()),
-        Judge::QemuSuite {
-            min_plan: crate::qemu::min_plan(4),
-        },
-    ));
+    // The suite with the fine-grained strategy (whose kernel object is the largest) twice
+    // more: on the dev-profile image (`--debug`: debug assertions and overflow checks on), so
+    // that the HAL's and the kernel's debug checks run in the guest too; and with the IPC
+    // fastpath off (`--no-fastpath`: `fastpath=0`, and the boot line must say so), so that
+    // every IPC takes the full path, whose results the same tests check.
+    for (name, variant) in [
+        ("qemu:x86_64-debug-smp4-fine", "--debug"),
+        ("qemu:x86_64-smp4-fine-no-fastpath", "--no-fastpath"),
+    ] {
+        steps.push(Step::from_result(
+            name,
+            cmd([
+                "qemu",
+                variant,
+                "--tests",
+                "--smp",
+                "4",
+                "--lock",
+                "fine",
+                "--timeout",
+                QEMU_TIMEOUT_SECS,
+            ]
+            .map(str::to_owned)
+            .to_vec()),
+            Judge::QemuSuite {
+                min_plan: crate::qemu::min_plan(4),
+            },
+        ));
+    }
     // A kernel stack overflow provoked on purpose must be caught by the guard page and
     // reported (`cargo xtask qemu --stack-overflow` judges the console and exit status).
     steps.push(Step::from_result(
