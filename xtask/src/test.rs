@@ -878,40 +878,33 @@ fn armv7_qemu_steps() -> Vec<Step> {
             )
             .needs(Needs::Target(ARM)),
         );
-        // The suite with the IPC fastpath off, as on x86_64.
-        if machine == crate::qemu::Machine::Virt {
-            steps.push(
-                Step::from_result(
-                    "qemu:armv7-virt-smp4-fine-no-fastpath",
-                    cmd(base(&[
-                        "--tests",
-                        "--no-fastpath",
-                        "--smp",
-                        "4",
-                        "--lock",
-                        "fine",
-                    ])),
-                    Judge::QemuSuite {
-                        min_plan: crate::qemu::min_plan(4),
-                    },
-                )
-                .needs(Needs::Target(ARM)),
-            );
-        }
-        // The dev-profile image, as on x86_64 (`qemu:x86_64-debug-smp4-fine`).
-        if machine == crate::qemu::Machine::Sabrelite {
-            steps.push(
-                Step::from_result(
-                    "qemu:armv7-sabrelite-debug-smp4-fine",
-                    cmd(base(&[
-                        "--debug", "--tests", "--smp", "4", "--lock", "fine",
-                    ])),
-                    Judge::QemuSuite {
-                        min_plan: crate::qemu::min_plan(4),
-                    },
-                )
-                .needs(Needs::Target(ARM)),
-            );
+        // The fine-grained suite twice more, as on x86_64 (`qemu:x86_64-debug-smp4-fine`,
+        // `qemu:x86_64-smp4-fine-no-fastpath`): the dev-profile image on sabrelite, the IPC
+        // fastpath off on virt.
+        for (only_on, name, variant) in [
+            (
+                crate::qemu::Machine::Sabrelite,
+                "qemu:armv7-sabrelite-debug-smp4-fine",
+                "--debug",
+            ),
+            (
+                crate::qemu::Machine::Virt,
+                "qemu:armv7-virt-smp4-fine-no-fastpath",
+                "--no-fastpath",
+            ),
+        ] {
+            if machine == only_on {
+                steps.push(
+                    Step::from_result(
+                        name,
+                        cmd(base(&[variant, "--tests", "--smp", "4", "--lock", "fine"])),
+                        Judge::QemuSuite {
+                            min_plan: crate::qemu::min_plan(4),
+                        },
+                    )
+                    .needs(Needs::Target(ARM)),
+                );
+            }
         }
         // The Sabre Lite's real console is UART2: the suite with the console moved there
         // (QEMU's serial1) and UART1 as the user driver's device.
