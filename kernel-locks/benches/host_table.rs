@@ -29,6 +29,10 @@
 //!   this size by a tick or two between binaries (documented in docs/bench/host-locks-issue16.md),
 //!   so only a comparison inside one run means anything.
 
+// The peers and criterion are host-only dev-dependencies (see Cargo.toml).
+#[cfg(target_arch = "arm")]
+compile_error!("the lock benchmarks measure on the host (x86_64, AArch64): their dev-dependencies are not built for 32-bit ARM");
+
 #[path = "common/mod.rs"]
 mod common;
 

@@ -9,6 +9,10 @@
 //! The subjects (ours, peers, reference points) are listed in `common/mod.rs`, shared with
 //! `host_table.rs`, which produces the table of `cargo xtask bench --host`.
 
+// The peers and criterion are host-only dev-dependencies (see Cargo.toml).
+#[cfg(target_arch = "arm")]
+compile_error!("the lock benchmarks measure on the host (x86_64, AArch64): their dev-dependencies are not built for 32-bit ARM");
+
 #[path = "common/mod.rs"]
 mod common;
 

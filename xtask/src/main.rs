@@ -114,6 +114,21 @@ enum Command {
     /// with measured runs and predicts Figure 2.
     Sim(sim::SimArgs),
 
+    /// Check this machine for every tool and Debian package the commands and test steps use.
+    ///
+    /// Lists each tool by who needs it (the QEMU steps, the ARMv7 Linux run of the lock crate's
+    /// tests, the network server and its clients, the boot-media tools), as `ok`, `MISSING`
+    /// (with its package) or `WRONG` (present, but from another Debian package than the one the
+    /// installer installs, so a fresh machine would lack it), and then builds, links and runs a
+    /// C program with the ARM cross tools. `--install` installs what is missing first (apt-get,
+    /// as root or through `sudo -n`). `cargo xtask test` does the same for the steps it runs
+    /// before the first one. The exit status is non-zero when anything is missing or wrong.
+    Doctor {
+        /// Install the missing packages first.
+        #[arg(long)]
+        install: bool,
+    },
+
     /// Make a board's boot medium and write it to a disk or a file, safely.
     ///
     /// `--board pc`: a disk image (GRUB, BIOS and UEFI) that starts the x86_64 kernel through
@@ -145,7 +160,7 @@ fn main() -> ExitCode {
         Command::Qemu(_) => Some("cargo xtask qemu"),
         Command::Trace(_) => Some("cargo xtask trace"),
         Command::Flash(_) => Some("cargo xtask flash"),
-        Command::Test(_) | Command::Bench(_) | Command::Sim(_) => None,
+        Command::Test(_) | Command::Bench(_) | Command::Sim(_) | Command::Doctor { .. } => None,
     };
     if let Some(who) = who {
         if let Err(why) = toolchain::ensure(who, &root) {
@@ -164,6 +179,13 @@ fn main() -> ExitCode {
         Command::Trace(args) => trace::run(&root, &args),
         Command::Sim(args) => sim::run(&root, &args),
         Command::Flash(args) => flash::run(&root, &args),
+        Command::Doctor { install } => {
+            if deps::doctor(install) {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            }
+        }
     }
 }
 
@@ -203,6 +225,20 @@ mod tests {
     #[test]
     fn cli_is_well_formed() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn the_cargo_alias_shows_the_first_build() {
+        // A quiet alias hides the minute that xtask's own first build takes.
+        let config = std::fs::read_to_string(workspace_root().join(".cargo/config.toml")).unwrap();
+        let alias = config
+            .lines()
+            .find(|l| l.trim_start().starts_with("xtask ="))
+            .expect("an xtask alias in .cargo/config.toml");
+        assert!(alias.contains("run --package xtask"), "{alias}");
+        for quiet in ["--quiet", " -q "] {
+            assert!(!alias.contains(quiet), "{alias}");
+        }
     }
 
     #[test]

@@ -18,21 +18,28 @@
 //! ARM `-M sabrelite` with its i.MX6 ENET (the guest's `servers::net::enet` driver).
 //!
 //! Two ways to the host (`--network`):
-//! - `user`, the default: QEMU's user network (slirp). It accepts forwarded connections on the
-//!   host side itself and connects to the guest afterwards: a host `connect` succeeds before the
-//!   guest has seen anything, so readiness is the guest's `net: listening` line, and every read
-//!   has a deadline.
-//! - `passt`: the passt process (Debian package), which QEMU reaches over a UNIX socket
-//!   (`-netdev stream`, QEMU 7.2 and later). It listens on the host ports itself and gives the
-//!   guest the same addresses as slirp (10.0.2.15/24, gateway 10.0.2.2), so the server needs no
-//!   change. A second, independent user-mode network: a result that holds on both is not an
-//!   artefact of slirp.
+//! - `passt`, the default: the passt process (Debian package), which QEMU reaches over a UNIX
+//!   socket (`-netdev stream`, QEMU 7.2 and later). It listens on the host ports itself and
+//!   gives the guest the addresses of QEMU's user network (10.0.2.15/24, gateway 10.0.2.2), so
+//!   the guest needs no configuration of its own.
+//! - `user`: QEMU's user network (libslirp, built into QEMU), the fallback when passt is not
+//!   installed and cannot be, or does not start; the run says so. libslirp listens on each
+//!   forwarded host port with a backlog of one (`listen(s, 1)` in its `tcp_listen`), so when a
+//!   client opens many connections at once (`redis-benchmark -c 50`) the host kernel's accept
+//!   queue of that socket overflows, the dropped SYNs are retried after 1, 3, 7, 15 ... s, and
+//!   the client stalls near zero requests a second for minutes until a connection is reset.
+//!   `docs/network.md` shows the backlog and the overflow counter of such a run; the Linux +
+//!   Redis baseline stalls the same way, which is why every network step and the redis suite
+//!   run over passt.
 //!
-//! `redis-benchmark -c 50` (steps `net:x86_64-c50` over slirp and `net:x86_64-c50-passt` over
-//! passt) once failed with "Connection reset by peer" on both. A capture (`-object
-//! filter-dump`) showed the resets were the guest's: between its tests redis-benchmark closes
-//! 50 connections and opens 50 new ones at once, and with 64 sockets the closing ones (last ACK
-//! still to come) left too few listening. The server has 128 per core since.
+//! Either way the host `connect` succeeds before the guest has seen anything (the host side
+//! accepts on the guest's behalf), so readiness is the guest's `net: listening` line, and
+//! every read has a deadline.
+//!
+//! `redis-benchmark -c 50` once failed with "Connection reset by peer" on both networks. A
+//! capture (`-object filter-dump`) showed the resets were the guest's: between its tests
+//! redis-benchmark closes 50 connections and opens 50 new ones at once, and with 64 sockets the
+//! closing ones (last ACK still to come) left too few listening. The server has 128 per core.
 
 use std::io::{self, BufRead, BufReader, Write};
 use std::net::{Ipv4Addr, TcpListener, TcpStream};
@@ -45,8 +52,11 @@ use crate::qemu::{qemu_cmd, Machine, QemuArgs};
 
 /// The guest port the server listens on (`servers::net::PORT`).
 pub const GUEST_PORT: u16 = 6379;
-/// Seconds the guest may take to boot and print its `net: listening` line.
+/// Seconds the guest may take to boot and print its `net: listening` line on an idle host
+/// with at least as many cores as the guest; [`boot_deadline`] scales it.
 const BOOT_SECS: u64 = 30;
+/// The longest [`boot_deadline`] waits, however loaded the host.
+const BOOT_SECS_MAX: u64 = 300;
 /// Seconds one reply may take.
 const REPLY_SECS: u64 = 10;
 /// Keys of the pipelined batch.
@@ -54,14 +64,11 @@ const BATCH: usize = 100;
 /// Connections the guest serves at once (`servers::net::SOCKETS`): one more is refused.
 const GUEST_SOCKETS: usize = 128;
 
-/// QEMU options for the network device: user networking with host ports `port`,
+/// QEMU options for the network device: QEMU's user network with host ports `port`,
 /// `port + 1`, ... on 127.0.0.1 forwarded to the `stacks` per-core servers' guest ports 6379,
 /// 6380, ..., and `machine`'s NIC ([`nic_args`]).
 pub fn qemu_args(port: u16, stacks: u32, machine: Machine) -> Vec<String> {
-    let forwards: Vec<(u16, u16)> = (0..stacks as u16)
-        .map(|k| (port + k, GUEST_PORT + k))
-        .collect();
-    qemu_args_forwarding(&forwards, machine)
+    qemu_args_forwarding(&server_forwards(port, stacks), machine)
 }
 
 /// [`qemu_args`] with any number of (host port, guest port) forwards.
@@ -89,12 +96,19 @@ pub fn nic_args(machine: Machine) -> Vec<String> {
 /// How the guest's NIC reaches the host (`cargo xtask qemu --net --network ...`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Network {
-    /// QEMU's user network (slirp, built into QEMU).
-    User,
     /// passt (Debian package `passt`): a user-mode network process that QEMU talks to over a
-    /// UNIX socket (`-netdev stream`); it forwards the host ports itself.
+    /// UNIX socket (`-netdev stream`); it forwards the host ports itself. The default.
     Passt,
+    /// QEMU's user network (slirp, built into QEMU): its port forwarding holds one pending
+    /// connection per port, so many connections opened at once stall.
+    User,
 }
+
+/// What the fallback to QEMU's user network cannot hold, said whenever it is used.
+pub const USER_NETWORK_LIMIT: &str = "QEMU's user network (libslirp) listens on each forwarded \
+    port with a backlog of one connection, so clients that open many connections at once \
+    (redis-benchmark -c 50, YCSB with many threads) can stall for minutes and be reset; \
+    install passt (`sudo apt-get install passt`) for the default network";
 
 /// The UNIX socket between passt and QEMU for host port `port` (in the temporary directory:
 /// passt, started as root, drops to user `nobody`).
@@ -115,52 +129,54 @@ pub fn qemu_args_passt(port: u16, machine: Machine) -> Vec<String> {
     args
 }
 
+/// The (host port, guest port) pairs of `stacks` servers: host `port + k` to guest
+/// [`GUEST_PORT`]` + k`.
+pub fn server_forwards(port: u16, stacks: u32) -> Vec<(u16, u16)> {
+    (0..stacks.max(1) as u16)
+        .map(|k| (port + k, GUEST_PORT + k))
+        .collect()
+}
+
 /// passt's command line: the guest's address, prefix and gateway as QEMU's user network has
-/// them (the server's static configuration), IPv4 only, no DHCP, and host ports `port`,
-/// `port + 1`, ... on 127.0.0.1 forwarded to the `stacks` servers' guest ports; in the
-/// foreground, quiet, and gone when QEMU disconnects (`-1`).
-pub fn passt_cmd(port: u16, stacks: u32) -> crate::proc::Cmd {
-    let last = stacks.max(1) as u16 - 1;
-    let spec = if last == 0 {
-        format!("127.0.0.1/{port}:{GUEST_PORT}")
-    } else {
-        format!(
-            "127.0.0.1/{port}-{}:{GUEST_PORT}-{}",
-            port + last,
-            GUEST_PORT + last
-        )
-    };
-    crate::proc::Cmd::new("passt").args([
+/// them (the guests' static configuration), IPv4 only, no DHCP, and each (host port, guest
+/// port) of `forwards` on 127.0.0.1 (one `-t` each), on the socket of `forwards`' first host
+/// port; in the foreground, quiet, and gone when QEMU disconnects (`-1`).
+pub fn passt_cmd(forwards: &[(u16, u16)]) -> crate::proc::Cmd {
+    let socket = passt_socket(forwards.first().map_or(0, |f| f.0));
+    let mut cmd = crate::proc::Cmd::new("passt").args([
         "-f",
         "-q",
         "-1",
         "-4",
         "--no-dhcp",
         "-s",
-        &passt_socket(port).display().to_string(),
+        &socket.display().to_string(),
         "-a",
         "10.0.2.15",
         "-n",
         "24",
         "-g",
         "10.0.2.2",
-        "-t",
-        &spec,
-    ])
+    ]);
+    for (host, guest) in forwards {
+        cmd = cmd.args(["-t".to_owned(), format!("127.0.0.1/{host}:{guest}")]);
+    }
+    cmd
 }
 
 /// A running passt: killed on drop, its socket removed.
-struct Passt {
+pub struct Passt {
     child: Child,
     socket: PathBuf,
 }
 
 impl Passt {
-    /// Starts passt for host port `port` and waits (at most 5 s) for its socket.
-    fn start(root: &Path, port: u16, stacks: u32) -> Result<Passt, String> {
-        let socket = passt_socket(port);
+    /// Starts passt for `forwards` (its socket named by the first host port) and waits (at
+    /// most 5 s) for its socket.
+    pub fn start(root: &Path, forwards: &[(u16, u16)]) -> Result<Passt, String> {
+        let socket = passt_socket(forwards.first().map_or(0, |f| f.0));
         let _ = std::fs::remove_file(&socket);
-        let cmd = passt_cmd(port, stacks);
+        let cmd = passt_cmd(forwards);
         let child = cmd
             .spawn_quiet(root)
             .map_err(|e| format!("could not run {}: {e}", cmd.display()))?;
@@ -297,7 +313,9 @@ fn guest_failed(line: &str) -> bool {
 /// servers.
 pub struct Server {
     qemu: Qemu,
-    /// passt, with `--network passt` (dropped after QEMU).
+    /// The network the guest's NIC is on.
+    pub network: Network,
+    /// passt, on that network (dropped after QEMU).
     _passt: Option<Passt>,
     /// The host port forwarded to the guest's [`GUEST_PORT`] (core 0's server); core `k`'s
     /// is `port + k`.
@@ -320,10 +338,89 @@ impl Server {
     }
 }
 
+/// How long a guest may take to print its `net: listening` line: `base` on an idle host with
+/// at least as many cores as the guest, scaled by the host's load (`load1`, the one-minute
+/// load average, per host core: a loaded host gives each QEMU thread less time) and, under
+/// multi-threaded TCG, by how many guest cores share each host core (a guest core whose host
+/// thread is descheduled while it holds a lock stalls the others). At most [`BOOT_SECS_MAX`]
+/// (or `base`, if that is larger).
+pub fn boot_deadline(
+    base: Duration,
+    smp: u32,
+    host_cores: usize,
+    load1: f64,
+    single_thread_tcg: bool,
+) -> Duration {
+    let host = host_cores.max(1) as f64;
+    let load = 1.0 + load1.max(0.0) / host;
+    let oversubscribed = if single_thread_tcg {
+        1.0
+    } else {
+        (f64::from(smp.max(1)) / host).max(1.0)
+    };
+    let scaled = base.mul_f64(load * oversubscribed);
+    scaled.min(Duration::from_secs(BOOT_SECS_MAX).max(base))
+}
+
+/// The one-minute load average (`/proc/loadavg`; 0 where there is none).
+pub fn load_average() -> f64 {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|t| t.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0.0)
+}
+
+/// The host's cores.
+pub fn host_cores() -> usize {
+    std::thread::available_parallelism().map_or(1, usize::from)
+}
+
+/// What to try when a guest of `smp` cores boots slowly on this host, or `None` when there is
+/// nothing better to try.
+pub fn slow_boot_advice(smp: u32, host_cores: usize, single_thread_tcg: bool) -> Option<String> {
+    (smp as usize > host_cores && !single_thread_tcg).then(|| {
+        format!(
+            "{smp} guest cores on {host_cores} host cores under multi-threaded TCG boot slowly \
+             (a guest core whose host thread is descheduled holds up the others): try \
+             `--single-thread-tcg` (all guest cores on one host thread) or `--smp {host_cores}`"
+        )
+    })
+}
+
+/// The way the guest reaches the host, and passt when that is it. `requested` is `--network`:
+/// passt or the user network as asked (passt installed when missing, and its failure to start
+/// an error); `None`, the default, is passt, or QEMU's user network when passt cannot be
+/// installed or does not start, which is said together with what the user network cannot hold.
+pub fn choose_network(
+    root: &Path,
+    requested: Option<Network>,
+    forwards: &[(u16, u16)],
+) -> Result<(Network, Option<Passt>), String> {
+    let passt = || {
+        crate::deps::ensure("passt (the default network)", &[crate::deps::PASST])?;
+        Passt::start(root, forwards)
+    };
+    match requested {
+        Some(Network::User) => Ok((Network::User, None)),
+        Some(Network::Passt) => Ok((Network::Passt, Some(passt()?))),
+        None => match passt() {
+            Ok(p) => Ok((Network::Passt, Some(p))),
+            Err(why) => {
+                eprintln!(
+                    "net: falling back to QEMU's user network: passt is not usable here ({why}). \
+                     {USER_NETWORK_LIMIT}."
+                );
+                Ok((Network::User, None))
+            }
+        },
+    }
+}
+
 /// Boots the network image at `elf` with `args` and waits for the server's `net: listening`
-/// line, at most [`BOOT_SECS`] (or the `--timeout`, if shorter). One server per core: host
-/// ports `args.port`, `args.port + 1`, ... (free ones unless `--port` names the first).
-/// `echo`: the console is echoed as it arrives.
+/// line, at most [`boot_deadline`] of [`BOOT_SECS`] (or the `--timeout`, if shorter). One
+/// server per core: host ports `args.port`, `args.port + 1`, ... (free ones unless `--port`
+/// names the first), over the network [`choose_network`] picks. `echo`: the console is echoed
+/// as it arrives.
 pub fn start(root: &Path, args: &QemuArgs, elf: &Path, echo: bool) -> Result<Server, String> {
     let port = args
         .port
@@ -331,61 +428,105 @@ pub fn start(root: &Path, args: &QemuArgs, elf: &Path, echo: bool) -> Result<Ser
         .map_err(|e| format!("no free host port: {e}"))?;
     let mut args = args.clone();
     args.port = Some(port);
-    // The boot may take [`BOOT_SECS`], or the whole `--timeout` if that is shorter.
-    let boot = Duration::from_secs(BOOT_SECS).min(
+    let (network, passt) = choose_network(root, args.network, &server_forwards(port, args.smp))?;
+    args.network = Some(network);
+    let cores = host_cores();
+    let deadline = boot_deadline(
+        Duration::from_secs(BOOT_SECS),
+        args.smp,
+        cores,
+        load_average(),
+        args.single_thread_tcg,
+    );
+    // The boot may take the deadline, or the whole `--timeout` if that is shorter.
+    let boot = deadline.min(
         args.timeout
             .map(Duration::from_secs)
             .unwrap_or(Duration::MAX),
     );
-    let passt = match args.network {
-        Some(Network::Passt) => Some(Passt::start(root, port, args.smp)?),
-        _ => None,
-    };
-    let mut server = start_cmd(
+    start_cmd(
         root,
         &qemu_cmd(&args, elf),
-        port,
-        args.smp,
-        Some(boot),
-        echo,
-    )?;
-    server._passt = passt;
-    Ok(server)
+        Boot {
+            port,
+            stacks: args.smp,
+            limit: boot,
+            advice: slow_boot_advice(args.smp, cores, args.single_thread_tcg),
+            passt,
+            echo,
+        },
+    )
 }
 
-/// Starts the QEMU command `cmd`, whose guest's `stacks` servers serve on host ports `port`,
-/// `port + 1`, ..., and waits for its `net: listening` line (at most `limit`, or [`BOOT_SECS`]
-/// without one: Linux asks for longer).
-pub fn start_cmd(
-    root: &Path,
-    cmd: &crate::proc::Cmd,
-    port: u16,
-    stacks: u32,
-    limit: Option<Duration>,
-    echo: bool,
-) -> Result<Server, String> {
-    if echo {
+/// How [`start_cmd`] boots a guest.
+pub struct Boot {
+    /// The host port of the guest's first server; the `k`th is `port + k`.
+    pub port: u16,
+    /// The guest's servers.
+    pub stacks: u32,
+    /// How long the guest may take to print `net: listening`.
+    pub limit: Duration,
+    /// What to try when the boot is slow, said while waiting and on a timeout.
+    pub advice: Option<String>,
+    /// passt, when the guest's NIC is on it (kept until the server is dropped).
+    pub passt: Option<Passt>,
+    /// Echo the console as it arrives.
+    pub echo: bool,
+}
+
+/// How often a slow boot says it is still waiting.
+const BOOT_PROGRESS: Duration = Duration::from_secs(10);
+
+/// Starts the QEMU command `cmd` and waits for its guest's `net: listening` line, at most
+/// `boot.limit`; every [`BOOT_PROGRESS`] without it, says how long it has waited and, where
+/// there is some, what to try.
+pub fn start_cmd(root: &Path, cmd: &crate::proc::Cmd, boot: Boot) -> Result<Server, String> {
+    if boot.echo {
         eprintln!("net: {}", cmd.display());
     }
     let started = Instant::now();
-    let mut qemu = Qemu::spawn(cmd, root, echo).map_err(|e| format!("could not run QEMU: {e}"))?;
-    let boot = limit.unwrap_or(Duration::from_secs(BOOT_SECS));
-    if let Err(why) = qemu.wait_for(
-        |l| l.contains("net: listening on"),
-        guest_failed,
-        started + boot,
-    ) {
-        qemu.tail();
-        return Err(format!(
-            "the server did not come up within {} s: {why}",
-            boot.as_secs()
-        ));
+    let mut qemu =
+        Qemu::spawn(cmd, root, boot.echo).map_err(|e| format!("could not run QEMU: {e}"))?;
+    let deadline = started + boot.limit;
+    loop {
+        let step = (Instant::now() + BOOT_PROGRESS).min(deadline);
+        match qemu.wait_for(|l| l.contains("net: listening on"), guest_failed, step) {
+            Ok(_) => break,
+            Err(why) if why == "timed out" && Instant::now() < deadline => {
+                eprintln!(
+                    "net: the server is not up after {} s; waiting up to {} s{}",
+                    started.elapsed().as_secs(),
+                    boot.limit.as_secs(),
+                    boot.advice
+                        .as_deref()
+                        .map(|a| format!(" ({a})"))
+                        .unwrap_or_default()
+                );
+            }
+            Err(why) => {
+                qemu.tail();
+                return Err(format!(
+                    "the server did not come up within {} s: {why}{}",
+                    boot.limit.as_secs(),
+                    boot.advice
+                        .as_deref()
+                        .filter(|_| why == "timed out")
+                        .map(|a| format!("; {a}"))
+                        .unwrap_or_default()
+                ));
+            }
+        }
     }
     Ok(Server {
         qemu,
-        _passt: None,
-        port,
-        stacks,
+        network: if boot.passt.is_some() {
+            Network::Passt
+        } else {
+            Network::User
+        },
+        _passt: boot.passt,
+        port: boot.port,
+        stacks: boot.stacks,
         started,
     })
 }
@@ -402,6 +543,7 @@ pub fn run(root: &Path, args: &QemuArgs, elf: &Path) -> ExitCode {
     let ports = server.ports();
     let Server {
         mut qemu,
+        network,
         _passt,
         port,
         stacks,
@@ -410,13 +552,19 @@ pub fn run(root: &Path, args: &QemuArgs, elf: &Path) -> ExitCode {
     let limit = args.timeout.map(Duration::from_secs);
     let up = start.elapsed().as_secs_f64();
     let port_list: Vec<String> = ports.iter().map(u16::to_string).collect();
+    let over = match network {
+        Network::Passt => "over passt",
+        Network::User => "over QEMU's user network",
+    };
     if let Some(client) = &args.client {
         let cmd = crate::proc::Cmd::new("sh")
             .args(["-c", client.as_str()])
             .env("REDIS_TEST_HOST", "127.0.0.1")
             .env("REDIS_TEST_PORT", port.to_string())
             .env("REDIS_TEST_PORTS", port_list.join(","));
-        eprintln!("net: the server is up after {up:.1} s on port {port}; running: {client}");
+        eprintln!(
+            "net: the server is up after {up:.1} s on port {port} ({over}); running: {client}"
+        );
         let limit = limit.unwrap_or(Duration::from_secs(600));
         return match cmd.run_captured(root, true, limit.saturating_sub(start.elapsed())) {
             Ok(out) if out.status.success() && !out.timed_out => {
@@ -480,7 +628,7 @@ pub fn run(root: &Path, args: &QemuArgs, elf: &Path) -> ExitCode {
         )
     };
     eprintln!(
-        "net: the server is up after {up:.1} s: {reach}; {}",
+        "net: the server is up after {up:.1} s ({over}): {reach}; {}",
         match limit {
             Some(l) => format!("stopping after {} s", l.as_secs()),
             None => "stop with Ctrl-C".to_owned(),
@@ -961,17 +1109,55 @@ mod tests {
 
     #[test]
     fn passt_forwards_every_core_and_qemu_reaches_it_by_its_socket() {
-        let one = passt_cmd(16379, 1).display();
-        assert!(one.contains("-t 127.0.0.1/16379:6379"), "{one}");
+        let one = passt_cmd(&server_forwards(16379, 1)).display();
+        assert!(one.ends_with("-t 127.0.0.1/16379:6379"), "{one}");
         assert!(one.contains("-a 10.0.2.15 -n 24 -g 10.0.2.2"), "{one}");
-        let two = passt_cmd(16379, 2).display();
-        assert!(two.contains("-t 127.0.0.1/16379-16380:6379-6380"), "{two}");
+        let two = passt_cmd(&server_forwards(16379, 2)).display();
+        assert!(
+            two.ends_with("-t 127.0.0.1/16379:6379 -t 127.0.0.1/16380:6380"),
+            "{two}"
+        );
+        // Any forwards (the Linux baseline's servers and its /proc/stat port).
+        let linux = passt_cmd(&[(20000, 6379), (20001, 9000)]).display();
+        assert!(
+            linux.ends_with("-t 127.0.0.1/20000:6379 -t 127.0.0.1/20001:9000"),
+            "{linux}"
+        );
         let sock = passt_socket(16379).display().to_string();
         assert!(two.contains(&format!("-s {sock}")), "{two}");
         let q = qemu_args_passt(16379, Machine::Microvm);
         assert!(q.contains(&format!(
             "stream,id=n0,server=off,addr.type=unix,addr.path={sock}"
         )));
+    }
+
+    #[test]
+    fn the_boot_deadline_grows_with_load_and_oversubscription() {
+        let base = Duration::from_secs(BOOT_SECS);
+        // Idle, as many host cores as guest cores: the base.
+        assert_eq!(boot_deadline(base, 2, 2, 0.0, false), base);
+        // 4 guest cores on 2 host cores under multi-threaded TCG: twice as long; on one host
+        // thread, not.
+        assert_eq!(boot_deadline(base, 4, 2, 0.0, false), base * 2);
+        assert_eq!(boot_deadline(base, 4, 2, 0.0, true), base);
+        // A host busy with another job on each core: twice as long again.
+        assert_eq!(boot_deadline(base, 4, 2, 2.0, false), base * 4);
+        // Never beyond the cap, never below the base.
+        assert_eq!(
+            boot_deadline(base, 64, 1, 50.0, false),
+            Duration::from_secs(BOOT_SECS_MAX)
+        );
+        let long = Duration::from_secs(BOOT_SECS_MAX * 2);
+        assert_eq!(boot_deadline(long, 1, 2, 0.0, false), long);
+    }
+
+    #[test]
+    fn a_slow_oversubscribed_boot_suggests_single_thread_tcg() {
+        let advice = slow_boot_advice(4, 2, false).unwrap();
+        assert!(advice.contains("--single-thread-tcg"), "{advice}");
+        assert!(advice.contains("--smp 2"), "{advice}");
+        assert_eq!(slow_boot_advice(4, 2, true), None);
+        assert_eq!(slow_boot_advice(2, 2, false), None);
     }
 
     #[test]

@@ -277,8 +277,12 @@ pub struct QemuArgs {
     #[arg(long, conflicts_with_all = ["tests", "stack_overflow", "fuzz", "memory"])]
     pub net: bool,
 
-    /// `--net`: how the NIC reaches the host: `user` (QEMU's user network, slirp; the default)
-    /// or `passt` (the passt process, Debian package `passt`, over `-netdev stream`).
+    /// `--net`: how the NIC reaches the host: `passt` (the passt process, Debian package
+    /// `passt`, over `-netdev stream`), or `user` (QEMU's user network, libslirp, built into
+    /// QEMU; its port forwarding holds one pending connection per port, so clients that open
+    /// many connections at once, such as `redis-benchmark -c 50`, stall there). Default: passt,
+    /// installed when missing; the user network when passt cannot be installed or does not
+    /// start, which the run says.
     #[arg(long, value_enum, requires = "net")]
     pub network: Option<crate::net::Network>,
 
@@ -563,8 +567,8 @@ pub fn qemu_cmd(args: &QemuArgs, elf: &Path) -> Cmd {
     };
     if let Some(port) = args.port.filter(|_| args.net) {
         extra.extend(match args.network {
-            Some(crate::net::Network::Passt) => crate::net::qemu_args_passt(port, machine),
-            _ => crate::net::qemu_args(port, args.smp, machine),
+            Some(crate::net::Network::User) => crate::net::qemu_args(port, args.smp, machine),
+            Some(crate::net::Network::Passt) | None => crate::net::qemu_args_passt(port, machine),
         });
     }
     if let Some(n) = args.numa {
@@ -1049,12 +1053,11 @@ pub fn parse_suite(lines: &[String], min_plan: usize) -> Suite {
 
 /// Runs `cargo xtask qemu`.
 pub fn run(root: &Path, args: &QemuArgs) -> ExitCode {
+    // passt is installed (or the run falls back to the user network) by `net::choose_network`;
+    // redis-cli is needed by `--check` only.
     let mut tools = crate::deps::QEMU.to_vec();
-    if args.net {
-        tools.extend_from_slice(crate::deps::NET);
-    }
-    if args.network == Some(crate::net::Network::Passt) {
-        tools.extend_from_slice(crate::deps::PASST);
+    if args.net && args.check {
+        tools.extend(crate::deps::NET.iter().filter(|t| t.what == "redis-cli"));
     }
     if let Err(why) = crate::deps::ensure("cargo xtask qemu", &tools) {
         eprintln!("{why}");
@@ -1463,6 +1466,7 @@ mod tests {
         net.net = true;
         net.smp = 1;
         net.port = Some(16379);
+        net.network = Some(crate::net::Network::User);
         assert_eq!(
             qemu_cmd(&net, Path::new("/img")).display(),
             "qemu-system-x86_64 -M microvm -cpu max -smp 1 -m 256M -display none -serial stdio \
@@ -1477,12 +1481,24 @@ mod tests {
         imx.smp = 2;
         imx.port = Some(16379);
         imx.machine = Some(Machine::Sabrelite);
+        imx.network = Some(crate::net::Network::User);
         assert_eq!(
             qemu_cmd(&imx, Path::new("/img")).display(),
             "qemu-system-arm -M sabrelite -m 1G -smp 2 -display none -serial stdio -semihosting \
              -no-reboot -kernel /img -append 'lock=clh mode=net rounds=500' -netdev \
              user,id=n0,hostfwd=tcp:127.0.0.1:16379-:6379,hostfwd=tcp:127.0.0.1:16380-:6380 \
              -net nic,netdev=n0,model=imx.enet"
+        );
+        // The default network is passt's socket.
+        imx.network = None;
+        let passt = qemu_cmd(&imx, Path::new("/img")).display();
+        assert!(
+            passt.contains(&format!(
+                "-netdev stream,id=n0,server=off,addr.type=unix,addr.path={} -net \
+                 nic,netdev=n0,model=imx.enet",
+                crate::net::passt_socket(16379).display()
+            )),
+            "{passt}"
         );
     }
 

@@ -1330,31 +1330,31 @@ pub fn run(root: &Path, args: &TestArgs) -> ExitCode {
             .collect()
     };
 
-    // The Debian packages the selected steps need, installed if missing (see `deps`).
-    let needs = |prefixes: &[&str]| {
-        selected
+    // The doctor first: the Debian packages the selected steps need (their groups in
+    // `deps::NEEDS` and the tools each step names), installed if missing, then the probes
+    // that check the tools work together (see `deps`). What it cannot fix is named here,
+    // before any step runs.
+    let names = selected.iter().map(|s| s.name.as_str());
+    let mut tools = crate::deps::for_steps(names);
+    for (what, package) in selected.iter().flat_map(|s| s.tools.iter()) {
+        let tool = crate::deps::Tool { what, package };
+        if !tools.contains(&tool) {
+            tools.push(tool);
+        }
+    }
+    let probe = || {
+        if selected
             .iter()
-            .any(|s| prefixes.iter().any(|p| s.name.starts_with(p)))
+            .any(|s| s.name.starts_with("lock-crate:armv7"))
+        {
+            crate::deps::probe_arm_cross()
+        } else {
+            Ok(())
+        }
     };
-    let mut tools: Vec<crate::deps::Tool> = Vec::new();
-    if needs(&["qemu", "fuzz", "memory", "bench", "flash", "net"]) {
-        tools.extend_from_slice(crate::deps::QEMU);
-    }
-    if needs(&["flash"]) {
-        tools.extend_from_slice(crate::deps::FLASH);
-    }
-    if needs(&["net"]) {
-        tools.extend_from_slice(crate::deps::NET);
-        tools.extend_from_slice(crate::deps::PASST);
-    }
-    if needs(&["bench:redis"]) {
-        tools.extend_from_slice(crate::deps::REDIS_BENCH);
-    }
-    if needs(&["lock-crate:armv7"]) {
-        tools.extend_from_slice(crate::deps::ARM_USER);
-    }
-    if let Err(why) = crate::deps::ensure("cargo xtask test", &tools) {
-        eprintln!("{why}");
+    if let Err(why) = crate::deps::ensure("cargo xtask test", &tools).and_then(|()| probe()) {
+        eprintln!("cargo xtask test: {why}");
+        eprintln!("(`cargo xtask doctor` lists every tool and package the steps use)");
         println!("test: 0 passed, 1 failed");
         return ExitCode::FAILURE;
     }

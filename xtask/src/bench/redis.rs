@@ -49,6 +49,9 @@ const CONNECTIONS: u32 = 4;
 const PIPELINE: u32 = 16;
 /// How often the sampler reads `INFO`.
 const SAMPLE_EVERY: Duration = Duration::from_millis(500);
+/// How long the Linux baseline may take to boot on an idle host (scaled like the kernel's,
+/// [`crate::net::boot_deadline`]).
+const LINUX_BOOT: Duration = Duration::from_secs(120);
 /// The longest a client may run.
 const CLIENT_LIMIT: Duration = Duration::from_secs(600);
 /// The YCSB binding's jar that says it is built.
@@ -304,6 +307,7 @@ fn run_inner(root: &Path, args: &RunArgs, plan: &super::plan::Plan) -> Result<bo
     let mut tools = crate::deps::QEMU.to_vec();
     tools.extend_from_slice(crate::deps::NET);
     tools.extend_from_slice(crate::deps::REDIS_BENCH);
+    tools.extend_from_slice(crate::deps::YCSB);
     crate::deps::ensure("cargo xtask bench --suite redis", &tools)?;
     // Figures 3 and 4 are against cores: 1 and 2 unless asked (this host has 2).
     let cores: Vec<u32> = if args.cores.is_empty() {
@@ -436,7 +440,7 @@ fn run_inner(root: &Path, args: &RunArgs, plan: &super::plan::Plan) -> Result<bo
         let booted = match what {
             Some((elf, l)) => boot_ours(root, *arch, elf, *l, *n),
             None => match baselines.iter().find(|b| b.arch == *arch) {
-                Some(b) => boot_linux(root, b, *n),
+                Some(b) => boot_linux(root, b, *n, None),
                 None => unreachable!("Linux points exist only with a baseline"),
             },
         };
@@ -698,6 +702,7 @@ fn boot_linux(
     root: &Path,
     baseline: &super::linux::Baseline,
     cores: u32,
+    network: Option<crate::net::Network>,
 ) -> Result<(crate::net::Server, Target), String> {
     // The servers' ports, then /proc/stat's.
     let base = crate::net::free_ports(cores + 1).map_err(|e| format!("no free host ports: {e}"))?;
@@ -709,30 +714,45 @@ fn boot_linux(
         .map(|(i, &p)| (p, super::linux::REDIS_PORT + i as u16))
         .collect();
     forwards.push((stat, super::linux::STAT_PORT));
-    let mut extra = vec!["-initrd".to_owned(), baseline.initrd.display().to_string()];
     let machine = machine_for(baseline.arch);
-    extra.extend(crate::net::qemu_args_forwarding(&forwards, machine));
-    let cmd = qemu::guest_cmd(&qemu::Guest {
-        arch: baseline.arch,
-        machine,
-        smp: cores,
-        elf: &baseline.kernel,
-        append: baseline.append.clone(),
-        extra,
-        console_port: 0,
-        semihosting: true,
-    });
     // A boot that does not come up is tried once more: Linux under TCG on a loaded host can
     // stall in its early timer set-up (see `linux::x86_append`), and one lost boot should not
-    // cost the whole point.
+    // cost the whole point. The same network as the kernel's image (passt by default).
     let boot = || {
+        let (network, passt) = crate::net::choose_network(root, network, &forwards)?;
+        let mut extra = vec!["-initrd".to_owned(), baseline.initrd.display().to_string()];
+        extra.extend(match network {
+            crate::net::Network::Passt => crate::net::qemu_args_passt(base, machine),
+            crate::net::Network::User => crate::net::qemu_args_forwarding(&forwards, machine),
+        });
+        let cmd = qemu::guest_cmd(&qemu::Guest {
+            arch: baseline.arch,
+            machine,
+            smp: cores,
+            elf: &baseline.kernel,
+            append: baseline.append.clone(),
+            extra,
+            console_port: 0,
+            semihosting: true,
+        });
+        let limit = crate::net::boot_deadline(
+            LINUX_BOOT,
+            cores,
+            crate::net::host_cores(),
+            crate::net::load_average(),
+            false,
+        );
         crate::net::start_cmd(
             root,
             &cmd,
-            base,
-            cores,
-            Some(Duration::from_secs(120)),
-            false,
+            crate::net::Boot {
+                port: base,
+                stacks: cores,
+                limit,
+                advice: None,
+                passt,
+                echo: false,
+            },
         )
     };
     let server = boot().or_else(|e| {
