@@ -24,7 +24,8 @@ pub struct Board {
     pub description: String,
     /// `x86_64` or `armv7`.
     pub arch: String,
-    /// Cores used when no `--smp` is given.
+    /// The board's cores: what `--smp` may ask for at most, and its default where a command
+    /// takes the board's count.
     pub cores: u32,
     /// Physical address the kernel image is linked and loaded at.
     pub load_address: u64,
@@ -193,6 +194,21 @@ fn all() -> &'static Result<Vec<Board>, String> {
     })
 }
 
+impl Board {
+    /// `Err` (naming the board file) when `--smp smp` asks for more cores than the board has:
+    /// checked before anything is built, rather than left to QEMU's refusal or a guest that
+    /// misses cores.
+    pub fn check_smp(&self, smp: u32) -> Result<(), String> {
+        if smp > self.cores {
+            return Err(format!(
+                "--smp {smp}: board `{}` has {} cores (boards/{}.toml); use --smp 1..={}",
+                self.name, self.cores, self.name, self.cores
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// The board whose QEMU model is `-M machine`.
 pub fn for_qemu_machine(machine: &str) -> Result<&'static Board, String> {
     let boards = all().as_ref().map_err(Clone::clone)?;
@@ -221,6 +237,16 @@ mod tests {
 
     fn root() -> PathBuf {
         crate::workspace_root()
+    }
+
+    #[test]
+    fn more_cores_than_the_board_has_are_refused_naming_its_file() {
+        let sabrelite = for_qemu_machine("sabrelite").unwrap();
+        assert!(sabrelite.check_smp(sabrelite.cores).is_ok());
+        assert!(sabrelite.check_smp(1).is_ok());
+        let err = sabrelite.check_smp(8).unwrap_err();
+        assert!(err.contains("board `sabrelite` has 4 cores"), "{err}");
+        assert!(err.contains("boards/sabrelite.toml"), "{err}");
     }
 
     #[test]

@@ -20,6 +20,7 @@ mod imagetrace;
 mod libtest;
 mod net;
 mod proc;
+mod progress;
 mod qemu;
 mod sim;
 mod simval;

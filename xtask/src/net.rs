@@ -688,29 +688,35 @@ fn redis_cli_session(root: &Path, port: u16) -> Result<String, String> {
 
 /// A RESP2 reply.
 #[derive(Clone, Debug, PartialEq, Eq)]
-enum Reply {
+pub enum Reply {
+    /// `+text`.
     Simple(String),
+    /// `-text`.
     Error(String),
+    /// `:n`.
     Int(i64),
+    /// `$n` and the bytes (`None`: `$-1`).
     Bulk(Option<Vec<u8>>),
+    /// `*n` and the elements (`None`: `*-1`).
     Array(Option<Vec<Reply>>),
 }
 
 impl Reply {
-    fn bulk(s: &str) -> Reply {
+    /// The bulk string `s`.
+    pub fn bulk(s: &str) -> Reply {
         Reply::Bulk(Some(s.as_bytes().to_vec()))
     }
 }
 
-/// One connection to the server.
-struct Client {
+/// One connection to the server (a small RESP2 client; every read has a deadline).
+pub struct Client {
     reader: BufReader<TcpStream>,
     writer: TcpStream,
     deadline: Instant,
 }
 
 /// A command as a RESP array of bulk strings.
-fn encode(args: &[&str]) -> Vec<u8> {
+pub fn encode(args: &[&str]) -> Vec<u8> {
     let mut out = format!("*{}\r\n", args.len()).into_bytes();
     for a in args {
         out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
@@ -721,7 +727,8 @@ fn encode(args: &[&str]) -> Vec<u8> {
 }
 
 impl Client {
-    fn connect(port: u16, deadline: Instant) -> Result<Client, String> {
+    /// Connects to 127.0.0.1:`port`; no read waits past `deadline`.
+    pub fn connect(port: u16, deadline: Instant) -> Result<Client, String> {
         let s = TcpStream::connect((Ipv4Addr::LOCALHOST, port))
             .map_err(|e| format!("connecting to 127.0.0.1:{port}: {e}"))?;
         s.set_nodelay(true).map_err(|e| e.to_string())?;
@@ -733,14 +740,15 @@ impl Client {
         })
     }
 
-    fn send(&mut self, bytes: &[u8]) -> Result<(), String> {
+    /// Sends `bytes` (commands, possibly many: a pipeline).
+    pub fn send(&mut self, bytes: &[u8]) -> Result<(), String> {
         self.writer
             .write_all(bytes)
             .map_err(|e| format!("sending: {e}"))
     }
 
     /// Reads one reply, waiting at most [`REPLY_SECS`] (and never past the deadline).
-    fn reply(&mut self) -> Result<Reply, String> {
+    pub fn reply(&mut self) -> Result<Reply, String> {
         let left = self.deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
             return Err("the session's time is up".into());
@@ -759,13 +767,13 @@ impl Client {
     }
 
     /// Sends one command and reads its reply.
-    fn call(&mut self, args: &[&str]) -> Result<Reply, String> {
+    pub fn call(&mut self, args: &[&str]) -> Result<Reply, String> {
         self.send(&encode(args))?;
         self.reply()
     }
 
     /// Sends `args`, requiring `want` back.
-    fn expect(&mut self, args: &[&str], want: Reply) -> Result<(), String> {
+    pub fn expect(&mut self, args: &[&str], want: Reply) -> Result<(), String> {
         let got = self.call(args)?;
         if got == want {
             Ok(())

@@ -1074,6 +1074,18 @@ pub fn run(root: &Path, args: &QemuArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     }
+    let machine = args.machine.unwrap_or(args.arch.default_machine());
+    let board = match crate::board::for_qemu_machine(machine.name()) {
+        Ok(board) => board,
+        Err(e) => {
+            eprintln!("qemu: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if let Err(e) = board.check_smp(args.smp) {
+        eprintln!("qemu: {e}");
+        return ExitCode::FAILURE;
+    }
     if args.net && matches!(args.machine, Some(Machine::Pc | Machine::Q35)) {
         eprintln!(
             "qemu: --net needs a machine with a NIC the server drives: microvm (x86_64, the \

@@ -24,7 +24,12 @@ use crate::proc::Cmd;
 #[derive(Debug, Args)]
 pub struct SimArgs {
     /// The trace file (`cargo xtask trace --hosted` writes one; format: `sim::trace`).
-    #[arg(long, value_name = "FILE", required_unless_present_any = ["calibrate", "validate"])]
+    /// Without it (and without --calibrate or --validate), a trace is recorded first, as
+    /// `cargo xtask trace --hosted` does: the IPC ping-pong on 2 host threads in the hosted
+    /// harness with --lock (clh, ticket or fine; default clh), written to
+    /// <out>/hosted-<lock>-2cores.trace (a release build of the `tests` crate first, about a
+    /// minute the first time; the recording itself takes a few seconds).
+    #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
 
     /// A simulator configuration (JSON: simulated_cores, strategy, lock_latency,
@@ -147,6 +152,30 @@ pub fn traced_example(verb: &str, example: &str) -> Cmd {
     } else {
         cmd
     }
+}
+
+/// Host threads `cargo xtask sim` records its trace on when given none.
+const RECORD_CORES: u16 = 2;
+
+/// Records a kernel lock trace in the hosted harness (the `tests` crate's `trace_hosted`
+/// example, release build, its progress on the terminal) on `cores` host threads, with the
+/// example's other arguments `args`, into `file`.
+pub fn record_hosted(root: &Path, cores: u16, args: &[&str], file: &Path) -> Result<(), String> {
+    if let Some(dir) = file.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    let cmd = traced_example("run", "trace_hosted")
+        .args(["--cores", &cores.to_string()])
+        .args(args.iter().copied())
+        .arg("--out")
+        .arg(file);
+    let status = cmd
+        .run_inherited(root)
+        .map_err(|e| format!("{}: {e}", cmd.display()))?;
+    if !status.success() {
+        return Err(format!("recording the hosted trace failed ({status})"));
+    }
+    Ok(())
 }
 
 /// Runs the calibration benchmark (`tests`' `calibrate` example, release build), its progress
@@ -336,7 +365,32 @@ fn run_inner(root: &Path, args: &SimArgs) -> Result<(), String> {
             &out,
         )?;
     }
-    if let Some(trace) = &args.trace {
+    let recorded;
+    let trace = match &args.trace {
+        Some(file) => Some(file),
+        None if !args.calibrate && !args.validate => {
+            let lock = args.lock.unwrap_or(KernelLock::Clh);
+            if lock == KernelLock::None {
+                return Err(
+                    "sim records its trace with --lock clh, ticket or fine (a kernel without a \
+                     lock has no lock to trace); or give --trace FILE"
+                        .into(),
+                );
+            }
+            let file = out.join(format!("hosted-{}-{RECORD_CORES}cores.trace", lock.name()));
+            eprintln!(
+                "sim: no --trace given: recording one in the hosted harness ({} lock, \
+                 {RECORD_CORES} cores) into {}",
+                lock.name(),
+                file.display()
+            );
+            record_hosted(root, RECORD_CORES, &["--lock", lock.name()], &file)?;
+            recorded = file;
+            Some(&recorded)
+        }
+        None => None,
+    };
+    if let Some(trace) = trace {
         analyse_and_sweep(
             trace,
             args.config.as_deref(),
@@ -469,8 +523,14 @@ mod tests {
     }
 
     #[test]
-    fn options_need_a_trace_or_a_calibration_task() {
-        assert!(parse(&[]).is_err(), "nothing to do");
+    fn options_take_a_trace_or_record_one() {
+        // No --trace: a hosted trace is recorded first (with --lock, default clh).
+        let a = parse(&[]).unwrap();
+        assert!(a.trace.is_none() && !a.calibrate && !a.validate);
+        assert_eq!(
+            parse(&["--lock", "fine"]).unwrap().lock,
+            Some(KernelLock::Fine)
+        );
         assert!(parse(&["--trace", "t"]).is_ok());
         let a = parse(&["--calibrate", "--quick"]).unwrap();
         assert!(a.calibrate && a.quick && a.trace.is_none());

@@ -338,9 +338,11 @@ fn steps(root: &Path, quick: bool) -> Vec<Step> {
     steps.push(bench_tiny_step(root));
     steps.push(bench_memory_tiny_step(root));
     steps.push(bench_redis_tiny_step(root));
+    steps.push(bench_redis_soak_tiny_step(root));
     steps.push(trace_hosted_step(root));
     steps.push(trace_image_step(root));
     steps.push(sim_calibrate_step(root));
+    steps.push(sim_record_step(root));
     steps.extend(flash_steps(root));
 
     for (example, package, features) in EXAMPLES {
@@ -642,13 +644,13 @@ fn qemu_steps() -> Vec<Step> {
         Judge::ExitStatus,
     ));
     // The network server (`mode=net`): a NIC driver on core 0, and smoltcp and the RESP2
-    // key-value server on each of 2 cores, driven from the host over QEMU's user network by
-    // `cargo xtask qemu --net --check`'s scripted session (PING, SET/GET, pipelining, INCR, an
-    // unknown command, two connections at once, every socket taken, core 1's server with its
-    // own store); QEMU is stopped at the end either way. The virtio-net driver on x86_64
-    // microvm and ARM `-M virt`, the i.MX6 ENET driver on sabrelite. One core:
-    // `bench:redis-tiny`.
-    let machines: [(&str, &[&str]); 3] = [
+    // key-value server on each of 2 cores, driven from the host over the default network
+    // (passt) by `cargo xtask qemu --net --check`'s scripted session (PING, SET/GET,
+    // pipelining, INCR, an unknown command, two connections at once, every socket taken, core
+    // 1's server with its own store); QEMU is stopped at the end either way. The virtio-net
+    // driver on x86_64 microvm and ARM `-M virt`, the i.MX6 ENET driver on sabrelite; the same
+    // session once more over QEMU's user network, the fallback. One core: `bench:redis-tiny`.
+    let machines: [(&str, &[&str]); 4] = [
         ("net:x86_64-resp", &["--arch", "x86_64"]),
         (
             "net:armv7-virt-resp",
@@ -658,6 +660,10 @@ fn qemu_steps() -> Vec<Step> {
             "net:armv7-sabrelite-resp",
             &["--arch", "armv7", "--machine", "sabrelite"],
         ),
+        (
+            "net:x86_64-resp-user-network",
+            &["--arch", "x86_64", "--network", "user"],
+        ),
     ];
     for (name, arch) in machines {
         let mut args: Vec<String> = vec!["qemu".into(), "--net".into(), "--check".into()];
@@ -665,45 +671,26 @@ fn qemu_steps() -> Vec<Step> {
         args.extend(["--smp", "2", "--timeout", NET_TIMEOUT_SECS].map(String::from));
         steps.push(Step::from_result(name, cmd(args), Judge::ExitStatus));
     }
-    // redis-benchmark with 50 connections at once against every core's server (issue 14's
-    // `-c 50`; each of its tests closes 50 connections and opens 50 new ones at once), over
-    // QEMU's user network and over passt. Fails if a connection is refused or reset
-    // (redis-benchmark exits non-zero).
-    let c50 = "for p in $(echo $REDIS_TEST_PORTS | tr , ' '); do \
-               redis-benchmark -p $p -c 50 -n 5000 -r 100000 -t set,get,incr -q || exit 1; done";
-    for (name, network, tools) in [
+    // The standard client load over the default network (`bench/redis-load/standard.sh`):
+    // redis-benchmark with its default 50 connections, 100,000 requests of every test the
+    // server implements, unpipelined and 16 deep, against every core's server, then a
+    // read-back of every acknowledged write (the INCR counter must equal the requests). Fails
+    // if a connection is refused or reset, a request is not answered, or a write is lost.
+    let load = "for p in $(echo $REDIS_TEST_PORTS | tr , ' '); do \
+                REDIS_TEST_PORT=$p bench/redis-load/standard.sh || exit 1; done";
+    for (name, arch) in [
+        ("net:x86_64-c50", &["--arch", "x86_64"][..]),
         (
-            "net:x86_64-c50",
-            "user",
-            &[("redis-benchmark", "redis-tools")][..],
-        ),
-        (
-            "net:x86_64-c50-passt",
-            "passt",
-            &[("redis-benchmark", "redis-tools"), ("passt", "passt")][..],
+            "net:armv7-virt-c50",
+            &["--arch", "armv7", "--machine", "virt"],
         ),
     ] {
-        let args = [
-            "qemu",
-            "--net",
-            "--network",
-            network,
-            "--arch",
-            "x86_64",
-            "--smp",
-            "2",
-            "--timeout",
-            "300",
-            "--client",
-            c50,
-        ];
+        let mut args: Vec<String> = vec!["qemu".into(), "--net".into()];
+        args.extend(arch.iter().map(|a| a.to_string()));
+        args.extend(["--smp", "2", "--timeout", "900", "--client", load].map(String::from));
         steps.push(
-            Step::from_result(
-                name,
-                cmd(args.map(String::from).to_vec()),
-                Judge::ExitStatus,
-            )
-            .tools(tools),
+            Step::from_result(name, cmd(args), Judge::ExitStatus)
+                .tools(&[("redis-benchmark", "redis-tools"), ("passt", "passt")]),
         );
     }
     // The real clients against the guest's server: the YCSB binding (built with Maven from
@@ -1127,6 +1114,18 @@ fn sim_calibrate_step(root: &Path) -> Step {
     )
 }
 
+/// `cargo xtask sim` without `--trace` (`sim:record`): it records a hosted trace first (the
+/// same release build of the `tests` examples as `trace:hosted`), then analyses it, replays
+/// it and sweeps 1..8 simulated cores. Output in `<target>/sim-record`.
+fn sim_record_step(root: &Path) -> Step {
+    self_step(
+        root,
+        "sim:record",
+        "sim-record",
+        &["sim", "--max-cores", "8"],
+    )
+}
+
 /// The benchmark driver end to end on a tiny configuration (`bench:tiny`): `cargo xtask bench`
 /// with lock `none` on both architectures, the `qemu-icount` and `hosted` platforms, 1 core, the
 /// hosted benchmark's `--quick` and `--check`, which boots every `-icount` point twice and
@@ -1173,6 +1172,30 @@ fn bench_redis_tiny_step(root: &Path) -> Step {
         ("dpkg-deb", "dpkg"),
         ("apt-cache", "apt"),
     ])
+}
+
+/// The network soak end to end on a short run (`bench:redis-soak-tiny`): `cargo xtask bench
+/// --suite redis --soak` for 15 s on each architecture (x86_64 microvm and ARMv7 virt, 2 cores,
+/// clh): the three looping clients on both servers, then the read-back of every acknowledged
+/// write, results.json and report.md. Output in `<target>/bench-redis-soak-tiny`.
+fn bench_redis_soak_tiny_step(root: &Path) -> Step {
+    bench_step(
+        root,
+        "bench:redis-soak-tiny",
+        "bench-redis-soak-tiny",
+        &[
+            "--suite",
+            "redis",
+            "--soak",
+            "--soak-time",
+            "15",
+            "--arch",
+            "all",
+            "--lock",
+            "clh",
+        ],
+    )
+    .tools(&[("redis-benchmark", "redis-tools"), ("passt", "passt")])
 }
 
 /// Step `name`: this xtask's `bench` with `args`, the QEMU timeout, and `--out <target>/out`.
@@ -1793,13 +1816,16 @@ mod tests {
             "net:armv7-sabrelite-resp",
             "net:x86_64-ycsb",
             "net:x86_64-c50",
-            "net:x86_64-c50-passt",
+            "net:armv7-virt-c50",
+            "net:x86_64-resp-user-network",
             "bench:tiny",
             "bench:memory-tiny",
             "bench:redis-tiny",
+            "bench:redis-soak-tiny",
             "trace:hosted",
             "trace:image",
             "sim:calibrate",
+            "sim:record",
         ] {
             assert!(
                 names.contains(&expected),

@@ -619,17 +619,7 @@ fn run_hosted(root: &Path, args: &TraceArgs) -> Result<(), String> {
         .clone()
         .unwrap_or_else(|| crate::target_dir(root).join("sim"));
     let file = out.join(format!("{stem}-{}cores.trace", args.cores));
-    let cmd = crate::sim::traced_example("run", "trace_hosted")
-        .args(["--cores", &args.cores.to_string()])
-        .args(example_args)
-        .arg("--out")
-        .arg(&file);
-    let status = cmd
-        .run_inherited(root)
-        .map_err(|e| format!("{}: {e}", cmd.display()))?;
-    if !status.success() {
-        return Err(format!("recording the hosted trace failed ({status})"));
-    }
+    crate::sim::record_hosted(root, args.cores, &example_args, &file)?;
     crate::sim::analyse_and_sweep(&file, None, None, 64, &out)
 }
 
@@ -665,15 +655,25 @@ fn run_inner(root: &Path, args: &TraceArgs) -> Result<(), String> {
         crate::deps::ensure("cargo xtask trace --lines", crate::deps::ADDR2LINE)?;
     }
     let mut records = Vec::new();
+    let machines_of = |arch: Arch| -> &'static [Machine] {
+        match arch {
+            Arch::X86_64 => &[Machine::Microvm],
+            Arch::Armv7 => &Machine::ARMV7,
+        }
+    };
+    let mut progress = crate::progress::Progress::new(
+        "trace",
+        arches
+            .iter()
+            .map(|&a| machines_of(a).len() * locks.len())
+            .sum(),
+    );
     for &arch in arches {
         crate::qemu::ensure_qemu(arch)?;
         let elf = crate::qemu::build_image(root, arch, false, "trace")?;
         let image = image_of(root, arch, &elf)?;
         let elfs = [elf.clone(), user_elf(root, arch)?];
-        let machines: &[Machine] = match arch {
-            Arch::X86_64 => &[Machine::Microvm],
-            Arch::Armv7 => &Machine::ARMV7,
-        };
+        let machines = machines_of(arch);
         let kinds = Kind::of_arch(arch);
         eprintln!(
             "trace: {arch:?}: {} runs of the one-core demo (rounds={} and {}) under -icount \
@@ -698,6 +698,14 @@ fn run_inner(root: &Path, args: &TraceArgs) -> Result<(), String> {
         println!();
         for &machine in machines {
             for &lock in &locks {
+                eprintln!(
+                    "{}",
+                    progress.next(&format!(
+                        "{} {}: two traced runs",
+                        machine.name(),
+                        lock.name()
+                    ))
+                );
                 let p = measure(
                     root,
                     &elf,
@@ -742,7 +750,11 @@ fn run_inner(root: &Path, args: &TraceArgs) -> Result<(), String> {
     let path = out.join("trace.json");
     let text = serde_json::to_string_pretty(&records).map_err(|e| e.to_string())?;
     std::fs::write(&path, text + "\n").map_err(|e| format!("writing {}: {e}", path.display()))?;
-    println!("trace: wrote {}", path.display());
+    println!(
+        "trace: wrote {} ({} in all)",
+        path.display(),
+        crate::progress::human(progress.elapsed())
+    );
     Ok(())
 }
 

@@ -26,6 +26,7 @@ pub(crate) mod plot;
 pub(crate) mod records;
 mod redis;
 mod report;
+mod soak;
 mod stats;
 mod steps;
 
@@ -45,7 +46,6 @@ use guest::KernelTrace;
 use layout::Destination;
 use plan::{ArchArg, LockArg, Plan, Platform, PlatformArg};
 use records::Record;
-use steps::Progress;
 
 /// The long help's closing part: what each platform measures, units, files and times.
 const AFTER_HELP: &str = "\
@@ -294,6 +294,20 @@ pub struct RunArgs {
     #[arg(long)]
     no_linux: bool,
 
+    /// --suite redis: instead of the throughput points, soak the server: on each --arch, the
+    /// network image with 2 cores and the first --lock (default clh) under three clients at
+    /// once on every core's server for --soak-time (redis-benchmark -c 50 unpipelined,
+    /// redis-benchmark -c 8 -P 32, and a client that reconnects for every write), then every
+    /// acknowledged write read back; results.json and report.md in a folder of its own under
+    /// <target>/bench/redis-soak/runs/ (or --out). Takes --soak-time per architecture.
+    #[arg(long)]
+    soak: bool,
+
+    /// With --soak: how long the clients run on each architecture, in seconds.
+    #[arg(long, default_value_t = 600, value_name = "SECONDS", requires = "soak",
+          value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    soak_time: u64,
+
     /// --host only: thread counts of the contended runs [default: 1, 2, 4, ... up to the CPUs].
     #[arg(long, value_name = "N,...", value_delimiter = ',', requires = "host")]
     threads: Vec<usize>,
@@ -459,6 +473,10 @@ fn run_benchmarks(root: &Path, args: &RunArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if args.soak && args.suite != Suite::Redis {
+        eprintln!("cargo xtask bench: --soak belongs to the redis suite: add `--suite redis`");
+        return ExitCode::from(2);
+    }
     let sweep = match args.suite {
         Suite::Redis => {
             if !args.pager.is_empty() || !args.pages.is_empty() {
@@ -637,7 +655,7 @@ fn kernel_benchmarks(
     let archs = steps::guest_archs(root, plan, &mut c);
     let steps = steps::plan_steps(plan, args, sweep, hosted, &archs);
     // The last step writes the files.
-    let mut progress = Progress::new(steps.len() + 1);
+    let mut progress = crate::progress::Progress::new("bench", steps.len() + 1);
     steps::execute(
         root,
         args,

@@ -5,10 +5,15 @@
 //! core count, it boots the network image under QEMU (TCG: real time, not `-icount`, since the
 //! clients are real programs on the host) and drives the server with clients nobody here
 //! wrote:
-//! * `redis-benchmark` (Debian's redis-tools): SET and GET with 4 connections, unpipelined and
-//!   16-deep pipelined, random keys;
+//! * `redis-benchmark` (Debian's redis-tools): SET and GET with its default 50 connections,
+//!   unpipelined and 16-deep pipelined, random keys;
 //! * YCSB 0.17.0 workload A (50% reads, 50% updates, zipfian) through this project's Jedis
-//!   binding (`bench/ycsb-redis`): the load phase, then the run phase, 4 client threads.
+//!   binding (`bench/ycsb-redis`): the load phase of 32,000 records (the paper's), then the run
+//!   phase, 4 client threads.
+//!
+//! The guests reach the host over passt, the default network of `cargo xtask qemu --net`
+//! (`crate::net`): QEMU's user network, which the suite falls back to when passt cannot run,
+//! stalls under 50 connections opened at once. The report's method names the network used.
 //!
 //! While each client runs, a sampler reads the server's `INFO` every half second: its `# CPU`
 //! section has the kernel's cycle counter and each core's idle cycles (`KernelInfo`), so the
@@ -42,9 +47,12 @@ use crate::qemu::{self, Arch, Lock, Machine, QemuArgs};
 /// The suite's own folder under `<target>/bench` (its runs and `latest`): its results have their
 /// own schema, which `bench compare` does not read.
 const SUITE_DIR: &str = "redis";
-/// Connections of `redis-benchmark` (and YCSB's client threads); the guest serves 8 at once
-/// and the sampler takes one more.
-const CONNECTIONS: u32 = 4;
+/// The soak's folder under `<target>/bench` (`--soak`: results of another schema).
+const SOAK_DIR: &str = "redis-soak";
+/// Connections of `redis-benchmark`: its default. The guest serves 128 per core at once.
+const CLIENTS: u32 = 50;
+/// YCSB's client threads.
+const YCSB_THREADS: u32 = 4;
 /// Depth of the pipelined runs.
 const PIPELINE: u32 = 16;
 /// How often the sampler reads `INFO`.
@@ -284,7 +292,7 @@ pub fn parse_ycsb(lines: &[String]) -> Result<Measured, String> {
 }
 
 /// The board the suite boots for `arch`: the one with a virtio-mmio NIC.
-fn machine_for(arch: Arch) -> Machine {
+pub(super) fn machine_for(arch: Arch) -> Machine {
     match arch {
         Arch::X86_64 => Machine::Microvm,
         Arch::Armv7 => Machine::Virt,
@@ -321,7 +329,7 @@ fn run_inner(root: &Path, args: &RunArgs, plan: &super::plan::Plan) -> Result<bo
         .map(|d| d.as_secs())
         .unwrap_or(0);
     let revision = layout::git_revision(root);
-    let suite_root = super::bench_root(root).join(SUITE_DIR);
+    let suite_root = super::bench_root(root).join(if args.soak { SOAK_DIR } else { SUITE_DIR });
     let (out_dir, run_root) = match args.out.as_deref() {
         Some(dir) => {
             let dir = super::absolute(dir);
@@ -368,6 +376,10 @@ fn run_inner(root: &Path, args: &RunArgs, plan: &super::plan::Plan) -> Result<bo
             qemu::build_image(root, arch, false, "bench").map(|elf| (arch, elf))
         })
         .collect::<Result<_, _>>()?;
+
+    if args.soak {
+        return soak(root, args, plan, &elves, &out_dir, &machine);
+    }
 
     // The Linux baselines, one per architecture, unless --no-linux.
     let mut baselines: Vec<super::linux::Baseline> = Vec::new();
@@ -425,18 +437,19 @@ fn run_inner(root: &Path, args: &RunArgs, plan: &super::plan::Plan) -> Result<bo
         }
     }
     let mut rows: Vec<Row> = Vec::new();
-    for (i, (arch, what, n)) in points.iter().enumerate() {
+    let mut progress = crate::progress::Progress::new("bench", points.len());
+    // The networks the points ran over (passt unless it could not run).
+    let mut networks: Vec<crate::net::Network> = Vec::new();
+    for (arch, what, n) in &points {
         let lock = what.map_or(LINUX, |(_, l)| l.name());
         let label = format!(
-            "[{}/{}] {} {} {} core{}",
-            i + 1,
-            points.len(),
+            "{} {} {} core{}",
             qemu::arch_name(*arch),
             lock,
             n,
             if *n == 1 { "" } else { "s" }
         );
-        println!("bench: {label}: booting");
+        println!("{}", progress.next(&format!("{label}: booting")));
         let booted = match what {
             Some((elf, l)) => boot_ours(root, *arch, elf, *l, *n),
             None => match baselines.iter().find(|b| b.arch == *arch) {
@@ -446,6 +459,9 @@ fn run_inner(root: &Path, args: &RunArgs, plan: &super::plan::Plan) -> Result<bo
         };
         match booted {
             Ok((server, target)) => {
+                if !networks.contains(&server.network) {
+                    networks.push(server.network);
+                }
                 let id = PointId {
                     arch: *arch,
                     lock,
@@ -471,16 +487,15 @@ fn run_inner(root: &Path, args: &RunArgs, plan: &super::plan::Plan) -> Result<bo
 
     let method = json!({
         "platform": "qemu (TCG, real time; the clients are real programs on the host)",
-        "network": "QEMU user networking (slirp), guest ports 6379 + k (core k's server) \
-                    forwarded to host ports on 127.0.0.1",
+        "network": network_method(&networks),
         "redis_benchmark": format!(
-            "redis-benchmark -c {CONNECTIONS} -r 100000 --csv, -t set and -t get each with -n \
+            "redis-benchmark -c {CLIENTS} -r 100000 --csv, -t set and -t get each with -n \
              {} unpipelined and -n {} with -P {PIPELINE}",
             sizes.requests, sizes.pipelined
         ),
         "ycsb": format!(
             "YCSB 0.17.0 workload A (bench/ycsb-redis/workloads/workloada), recordcount {}, \
-             operationcount {}, {CONNECTIONS} threads; load phase, then the run phase measured",
+             operationcount {}, {YCSB_THREADS} threads; load phase, then the run phase measured",
             sizes.records, sizes.operations
         ),
         "repeats": format!(
@@ -577,8 +592,9 @@ fn prepare_ycsb(root: &Path) -> Result<(), String> {
 
 /// What a booted point serves: the host ports of its server instances and how to read its
 /// cores' utilisation.
-struct Target {
-    ports: Vec<u16>,
+pub(super) struct Target {
+    /// The host ports of the server instances, core 0's first.
+    pub ports: Vec<u16>,
     probe: Probe,
 }
 
@@ -656,8 +672,97 @@ pub fn parse_proc_stat(text: &str) -> Result<CpuSample, String> {
     })
 }
 
+/// `--soak`: [`super::soak`] on every architecture's image, with the plan's first lock (clh
+/// unless `--lock` says otherwise; `none` cannot run the soak's 2 cores), then its
+/// `results.json` and `report.md`.
+fn soak(
+    root: &Path,
+    args: &RunArgs,
+    plan: &super::plan::Plan,
+    elves: &[(Arch, PathBuf)],
+    out_dir: &Path,
+    machine: &super::records::Machine,
+) -> Result<bool, String> {
+    let lock = plan
+        .locks
+        .iter()
+        .copied()
+        .find(|l| l.name() != "none")
+        .ok_or("--soak runs 2 cores, which lock none cannot: give --lock clh (or another)")?;
+    let duration = Duration::from_secs(args.soak_time);
+    let mut soaks = Vec::new();
+    let mut networks = Vec::new();
+    for (arch, elf) in elves {
+        let s = super::soak::run(root, *arch, elf, lock, duration);
+        println!(
+            "bench: soak {} {}: {} requests, {} connections in {:.0} s: {}",
+            s.arch,
+            s.lock,
+            s.requests(),
+            s.connections(),
+            s.seconds,
+            if s.errors.is_empty() {
+                "passed (every acknowledged write read back)".to_owned()
+            } else {
+                format!("FAILED: {}", s.errors.join("; "))
+            }
+        );
+        if !networks.contains(&s.network) {
+            networks.push(s.network);
+        }
+        soaks.push(s);
+    }
+    let mut results = super::soak::to_json(&soaks, duration);
+    results["machine"] = json!(machine);
+    results["revision"] = json!(layout::git_revision(root));
+    results["network"] = json!(network_method(&networks));
+    let report = format!(
+        "# Network soak: the Redis-protocol server under a long mixed load
+
+         Machine: {} ({} host cores), {}, {}.
+
+{}",
+        machine.cpu,
+        machine.host_cores,
+        machine.qemu,
+        machine.rustc,
+        super::soak::report(&soaks, duration, &network_method(&networks))
+    );
+    let write = |name: &str, text: String| {
+        let path = out_dir.join(name);
+        fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
+    };
+    write(
+        super::RESULTS_JSON,
+        serde_json::to_string_pretty(&results).unwrap_or_default()
+            + "
+",
+    )?;
+    write(super::REPORT_MD, report)?;
+    println!("bench: soak results in {}", out_dir.display());
+    Ok(soaks.iter().all(|s| s.errors.is_empty()))
+}
+
+/// The method's description of the networks the points ran over.
+fn network_method(networks: &[crate::net::Network]) -> String {
+    use crate::net::Network;
+    let passt = "passt (the default): the passt process listens on host ports on 127.0.0.1 and \
+                 forwards them to the guest's ports 6379 + k (core k's server) over QEMU's \
+                 -netdev stream";
+    let user = format!(
+        "QEMU's user network (libslirp; a fallback, because passt could not run): {}",
+        crate::net::USER_NETWORK_LIMIT
+    );
+    match networks {
+        [] => "none (no point booted)".to_owned(),
+        [Network::Passt] => passt.to_owned(),
+        [Network::User] => user,
+        _ => format!("some points over {passt}; others over {user}"),
+    }
+}
+
 /// Boots the kernel's network image for one point.
-fn boot_ours(
+pub(super) fn boot_ours(
     root: &Path,
     arch: Arch,
     elf: &Path,
@@ -828,7 +933,7 @@ fn measure(
                 "-p".to_owned(),
                 port.to_string(),
                 "-c".to_owned(),
-                CONNECTIONS.to_string(),
+                CLIENTS.to_string(),
                 "-n".to_owned(),
                 n.to_string(),
                 "-r".to_owned(),
@@ -869,7 +974,7 @@ fn measure(
                     "-p".to_owned(),
                     format!("operationcount={}", sizes.operations),
                     "-threads".to_owned(),
-                    CONNECTIONS.to_string(),
+                    YCSB_THREADS.to_string(),
                 ])
             }
         };

@@ -54,26 +54,6 @@ impl Step {
     }
 }
 
-/// Numbers the steps as they start.
-#[derive(Debug)]
-pub struct Progress {
-    done: usize,
-    total: usize,
-}
-
-impl Progress {
-    /// Progress over `total` steps.
-    pub fn new(total: usize) -> Progress {
-        Progress { done: 0, total }
-    }
-
-    /// The next step's line: `bench: [i/N] what`.
-    pub fn next(&mut self, what: &str) -> String {
-        self.done += 1;
-        format!("bench: [{}/{}] {what}", self.done, self.total)
-    }
-}
-
 /// Prints `text` without a line end, at once (the step's result follows on the same line).
 fn print_now(text: &str) {
     print!("{text}");
@@ -278,7 +258,7 @@ pub fn execute(
     machine: &Machine,
     sweep: Option<&Sweep>,
     out_dir: &Path,
-    progress: &mut Progress,
+    progress: &mut crate::progress::Progress,
     c: &mut Collected,
 ) {
     let mut images: BTreeMap<&'static str, Result<PathBuf, ()>> = BTreeMap::new();
@@ -665,13 +645,6 @@ mod tests {
 
     fn count_of(steps: &[Step], f: fn(&Step) -> bool) -> usize {
         steps.iter().filter(|s| f(s)).count()
-    }
-
-    #[test]
-    fn progress_numbers_the_steps() {
-        let mut p = Progress::new(3);
-        assert_eq!(p.next("a"), "bench: [1/3] a");
-        assert_eq!(p.next("b"), "bench: [2/3] b");
     }
 
     #[test]

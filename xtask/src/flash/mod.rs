@@ -267,6 +267,9 @@ fn flash(root: &Path, args: &FlashArgs) -> Result<(), String> {
             flashable.join(", ")
         ));
     };
+    if let Some(smp) = args.smp {
+        board.check_smp(smp)?;
+    }
     // The target first: a refusal must come before any work.
     let (path, intent) = match (&args.device, &args.image) {
         (Some(d), _) => (d.clone(), Intent::Device),
