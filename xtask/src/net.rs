@@ -104,6 +104,16 @@ pub enum Network {
     User,
 }
 
+impl Network {
+    /// The network as the console names it.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Network::Passt => "passt",
+            Network::User => "QEMU's user network",
+        }
+    }
+}
+
 /// What the fallback to QEMU's user network cannot hold, said whenever it is used.
 pub const USER_NETWORK_LIMIT: &str = "QEMU's user network (libslirp) listens on each forwarded \
     port with a backlog of one connection, so clients that open many connections at once \
@@ -552,10 +562,7 @@ pub fn run(root: &Path, args: &QemuArgs, elf: &Path) -> ExitCode {
     let limit = args.timeout.map(Duration::from_secs);
     let up = start.elapsed().as_secs_f64();
     let port_list: Vec<String> = ports.iter().map(u16::to_string).collect();
-    let over = match network {
-        Network::Passt => "over passt",
-        Network::User => "over QEMU's user network",
-    };
+    let over = format!("over {}", network.describe());
     if let Some(client) = &args.client {
         let cmd = crate::proc::Cmd::new("sh")
             .args(["-c", client.as_str()])

@@ -755,16 +755,29 @@ pub fn explain_armv7(code: Option<i32>, lines: &[String], smp: u32, lock: Lock) 
                     .join(", ")
             ),
         ),
-        Some(1) => (
-            false,
-            "status 1: the kernel reported a failure (see the console above)".into(),
-        ),
+        // QEMU's own refusal (a bad option, more CPUs than the machine takes) exits with 1
+        // too, before the kernel prints anything: its message names the binary.
+        Some(1) => match qemu_error(lines) {
+            Some(error) => (false, format!("QEMU did not start the guest: {error}")),
+            None => (
+                false,
+                "status 1: the kernel reported a failure (see the console above)".into(),
+            ),
+        },
         Some(c) => (
             false,
             format!("status {c}: QEMU failed (or an unexpected exit code)"),
         ),
         None => (false, "QEMU was killed by a signal".into()),
     }
+}
+
+/// QEMU's own error message among `lines` (`qemu-system-arm: ...`), if it printed one.
+pub fn qemu_error(lines: &[String]) -> Option<&str> {
+    lines
+        .iter()
+        .map(|l| l.trim())
+        .find(|l| l.starts_with("qemu-system-") && l.contains(": "))
 }
 
 /// The programs the image planned to report DONE (`plan: thread T (name, cpu C) reports
@@ -1748,5 +1761,18 @@ mod tests {
         }
         let fine = lines("cpus online: 1\nlock: fine (fine-grained)\nshutting down: success");
         assert!(explain_armv7(Some(0), &fine, 1, Lock::Brlock).0);
+    }
+
+    #[test]
+    fn qemu_refusing_to_start_is_not_blamed_on_the_kernel() {
+        let refused = lines(
+            "qemu-system-arm: Invalid SMP CPUs 8. The max CPUs supported by machine \
+             'sabrelite' is 4",
+        );
+        let (ok, why) = explain_armv7(Some(1), &refused, 8, Lock::Clh);
+        assert!(!ok);
+        assert!(why.starts_with("QEMU did not start the guest: qemu-system-arm: Invalid SMP"));
+        let (_, why) = explain_armv7(Some(1), &lines("!!! panic"), 4, Lock::Clh);
+        assert!(why.contains("the kernel reported a failure"), "{why}");
     }
 }

@@ -1385,8 +1385,15 @@ pub fn run(root: &Path, args: &TestArgs) -> ExitCode {
     let mut checker = Preconditions::new(root);
     let mut total = Outcome::default();
     let count = selected.len();
+    let mut times = StepTimes::load(root);
+    let started = std::time::Instant::now();
     for (i, step) in selected.iter().enumerate() {
-        let label = format!("[{}/{count}] {}", i + 1, step.name);
+        let timing = times.timing(
+            started.elapsed(),
+            selected[i..].iter().map(|s| s.name.as_str()),
+        );
+        let label = format!("[{}/{count}{timing}] {}", i + 1, step.name);
+        let step_started = std::time::Instant::now();
         // The start of the progress line shows which step is running; its result completes it.
         if args.verbose {
             println!("{label} ...");
@@ -1395,12 +1402,18 @@ pub fn run(root: &Path, args: &TestArgs) -> ExitCode {
             let _ = std::io::Write::flush(&mut std::io::stdout());
         }
         let outcome = run_step(root, step, &label, &mut checker, args.verbose);
+        times.record(&step.name, step_started.elapsed());
         total.passed += outcome.passed;
         total.failed += outcome.failed;
         total.skipped += outcome.skipped;
         total.failures.extend(outcome.failures);
     }
 
+    times.save();
+    println!(
+        "test: ran {count} steps in {}",
+        crate::progress::human(started.elapsed())
+    );
     if !total.failures.is_empty() {
         println!();
         println!("failed checks:");
@@ -1420,6 +1433,75 @@ pub fn run(root: &Path, args: &TestArgs) -> ExitCode {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
+    }
+}
+
+/// How long each step took the last time it ran here (`<target>/xtask-test/step-times.json`),
+/// for the estimate of what is left: the steps still to run take what they took last time, or,
+/// for a step with no history, the mean of the steps done in this run.
+struct StepTimes {
+    file: PathBuf,
+    last: std::collections::BTreeMap<String, f64>,
+    /// Seconds of the steps done in this run.
+    done: Vec<f64>,
+}
+
+impl StepTimes {
+    fn load(root: &Path) -> StepTimes {
+        let file = crate::target_dir(root)
+            .join("xtask-test")
+            .join("step-times.json");
+        let last = fs::read_to_string(&file)
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or_default();
+        StepTimes {
+            file,
+            last,
+            done: Vec::new(),
+        }
+    }
+
+    fn record(&mut self, name: &str, took: Duration) {
+        self.last.insert(name.to_owned(), took.as_secs_f64());
+        self.done.push(took.as_secs_f64());
+    }
+
+    /// `, T so far, about L left` before the steps `left` (this one first) run; empty before
+    /// anything is known.
+    fn timing<'a>(&self, elapsed: Duration, left: impl Iterator<Item = &'a str>) -> String {
+        let mean =
+            (!self.done.is_empty()).then(|| self.done.iter().sum::<f64>() / self.done.len() as f64);
+        let mut estimate = 0.0;
+        for name in left {
+            match self.last.get(name).copied().or(mean) {
+                Some(secs) => estimate += secs,
+                None => return String::new(),
+            }
+        }
+        if self.done.is_empty() {
+            format!(
+                ", about {} in all",
+                crate::progress::human(Duration::from_secs_f64(estimate))
+            )
+        } else {
+            format!(
+                ", {} so far, about {} left",
+                crate::progress::human(elapsed),
+                crate::progress::human(Duration::from_secs_f64(estimate))
+            )
+        }
+    }
+
+    /// Writes the times back (merged with the steps this run did not run); a failure to write
+    /// only loses the estimate.
+    fn save(&self) {
+        if let Some(dir) = self.file.parent() {
+            let _ = fs::create_dir_all(dir);
+        }
+        if let Ok(text) = serde_json::to_string_pretty(&self.last) {
+            let _ = fs::write(&self.file, text + "\n");
+        }
     }
 }
 
@@ -1781,6 +1863,29 @@ impl Preconditions {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_estimate_uses_the_last_run_and_the_mean_of_this_one() {
+        let mut t = StepTimes {
+            file: PathBuf::from("/nonexistent/step-times.json"),
+            last: [("a".to_owned(), 60.0), ("b".to_owned(), 120.0)]
+                .into_iter()
+                .collect(),
+            done: Vec::new(),
+        };
+        // Nothing run yet: the history alone, or nothing when a step has none.
+        assert_eq!(
+            t.timing(Duration::ZERO, ["a", "b"].into_iter()),
+            ", about 3 min 0 s in all"
+        );
+        assert_eq!(t.timing(Duration::ZERO, ["a", "new"].into_iter()), "");
+        // One step done in 30 s: a step with no history counts as 30 s.
+        t.record("a", Duration::from_secs(30));
+        assert_eq!(
+            t.timing(Duration::from_secs(30), ["b", "new"].into_iter()),
+            ", 30 s so far, about 2 min 30 s left"
+        );
+    }
 
     fn names(steps: &[Step]) -> Vec<&str> {
         steps.iter().map(|s| s.name.as_str()).collect()

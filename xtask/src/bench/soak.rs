@@ -315,13 +315,13 @@ pub fn run(root: &Path, arch: Arch, elf: &Path, lock: Lock, duration: Duration) 
     let until = started + duration;
     let stop = AtomicBool::new(false);
     println!(
-        "bench: soak {} {}: {} clients on each of {} servers for {} (over {:?})",
+        "bench: soak {} {}: {} clients on each of {} servers for {} (over {})",
         soak.arch,
         soak.lock,
         BENCHES.len() + 1,
         target.ports.len(),
         crate::progress::human(duration),
-        server.network
+        server.network.describe()
     );
     // Once a minute: how long it has run and how long is left.
     let clients: Vec<Totals> = std::thread::scope(|s| {
