@@ -208,14 +208,15 @@ pub const NEEDS: &[Need] = &[
     },
 ];
 
-/// The tools of every [`NEEDS`] group that one of the steps `names` needs.
+/// The tools of every [`NEEDS`] group that one of the steps `names` needs (the `doctor` step
+/// checks them all, so it needs every group).
 pub fn for_steps<'a>(names: impl IntoIterator<Item = &'a str> + Clone) -> Vec<Tool> {
     let mut tools: Vec<Tool> = Vec::new();
     for need in NEEDS {
         let needed = names
             .clone()
             .into_iter()
-            .any(|n| need.steps.iter().any(|p| n.starts_with(p)));
+            .any(|n| n == "doctor" || need.steps.iter().any(|p| n.starts_with(p)));
         if needed {
             for t in need.tools {
                 if !tools.contains(t) {
@@ -584,6 +585,10 @@ mod tests {
             assert!(tools.iter().any(|t| t.package == package), "{package}");
         }
         assert!(for_steps(["fmt", "clippy:host"]).is_empty());
+        let all: Vec<Tool> = NEEDS.iter().flat_map(|n| n.tools.iter().copied()).collect();
+        for t in &all {
+            assert!(for_steps(["doctor"]).contains(t), "{}", t.what);
+        }
         // Each tool once, however many groups name it.
         let all = for_steps(["net", "bench:redis-tiny", "flash:pc-bios"]);
         for (i, t) in all.iter().enumerate() {

@@ -218,7 +218,17 @@ const CLIPPY: Needs = Needs::Component {
 
 /// Every step, in order. `quick` leaves out the loom step.
 fn steps(root: &Path, quick: bool) -> Vec<Step> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find the xtask binary: {e}"));
     let mut steps = vec![
+        // Every tool any step uses, found, and from the Debian package the installer installs
+        // (a tool a hand install provides from another package would be missing on a fresh
+        // machine), and the ARM cross tools building and running a C program.
+        Step::from_result(
+            "doctor",
+            exe.map(|exe| Cmd::new(exe).arg("doctor")),
+            Judge::ExitStatus,
+        )
+        .fix("`cargo xtask doctor` lists what is missing or wrong; `--install` installs it"),
         // `--files-with-diff`: name the files rather than print every diff.
         Step::new(
             "fmt",
@@ -1411,7 +1421,8 @@ pub fn run(root: &Path, args: &TestArgs) -> ExitCode {
 
     times.save();
     println!(
-        "test: ran {count} steps in {}",
+        "test: ran {count} step{} in {}",
+        if count == 1 { "" } else { "s" },
         crate::progress::human(started.elapsed())
     );
     if !total.failures.is_empty() {
@@ -1897,6 +1908,7 @@ mod tests {
         let all = steps(&root, false);
         let names = names(&all);
         for expected in [
+            "doctor",
             "fmt",
             "clippy:host",
             "clippy:x86_64-unknown-none",
