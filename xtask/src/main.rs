@@ -45,7 +45,9 @@ struct Cli {
 enum Command {
     /// Run every check of the project and end with `test: N passed, M failed`.
     ///
-    /// Steps, in order (names for --only in brackets): formatting [fmt]; clippy with -D warnings
+    /// Before the first step it installs the Debian packages and rustup targets the selected
+    /// steps use (see `cargo xtask doctor`). Steps, in order (names for --only in brackets):
+    /// the doctor's check of every tool [doctor]; formatting [fmt]; clippy with -D warnings
     /// on the host for the whole workspace, all targets and features [clippy:host]; clippy and
     /// build of the bare-metal crates for each bare-metal target [clippy:<target>,
     /// build:<target>]; `cargo test --workspace --all-features --no-fail-fast` [test], where
@@ -60,7 +62,7 @@ enum Command {
     /// The exit status is non-zero when a check failed or a step could not run.
     Test(test::TestArgs),
 
-    /// Run the kernel IPC benchmarks (issue 6) and write results, plots and a report.
+    /// Run the kernel IPC benchmarks and write results, plots and a report.
     ///
     /// Measures the kernel's IPC cost per locking strategy on three platforms: `hosted` (the
     /// kernel on host threads, TSC cycles), `qemu-icount` (the x86_64 and ARMv7 images under
@@ -103,10 +105,11 @@ enum Command {
     /// per-address count of the two runs' difference against a disassembly).
     Trace(trace::TraceArgs),
 
-    /// Replay a kernel lock trace on 1..64 simulated cores (issue 12's simulator).
+    /// Replay a kernel lock trace on 1..64 simulated cores (the discrete-event simulator).
     ///
-    /// Reads a trace file (`cargo xtask trace --hosted` records one in the hosted harness),
-    /// prints its analysis (system-call rate, time in the kernel and in the lock, contention),
+    /// Reads a trace file (--trace; `cargo xtask trace --hosted` records one in the hosted
+    /// harness), or without one records a trace first in the hosted harness (the IPC ping-pong
+    /// on 2 host threads, --lock clh unless given), then prints its analysis (system-call rate, time in the kernel and in the lock, contention),
     /// replays it on the core count it was recorded on (the simulator's check: it should
     /// reproduce the run) and sweeps 1..--max-cores simulated cores for the big lock and no
     /// lock. Writes analysis.json, sweep.json and sweep.svg into --out (default target/sim).

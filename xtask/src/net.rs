@@ -875,8 +875,10 @@ impl InfoReader {
         served(port, Instant::now() + Duration::from_secs(REPLY_SECS)).map(InfoReader)
     }
 
-    /// The `INFO` text.
+    /// The `INFO` text. Each call has [`REPLY_SECS`] of its own: the sampler reads for as long
+    /// as a client runs, which may be far longer.
     pub fn info(&mut self) -> Result<String, String> {
+        self.0.deadline = Instant::now() + Duration::from_secs(REPLY_SECS);
         match self.0.call(&["INFO"])? {
             Reply::Bulk(Some(text)) => Ok(String::from_utf8_lossy(&text).into_owned()),
             other => Err(format!("INFO: expected a bulk string, got {other:?}")),
@@ -1173,6 +1175,37 @@ mod tests {
         assert!(advice.contains("--smp 2"), "{advice}");
         assert_eq!(slow_boot_advice(4, 2, true), None);
         assert_eq!(slow_boot_advice(2, 2, false), None);
+    }
+
+    #[test]
+    fn the_info_sampler_outlives_the_reply_deadline() {
+        // A stand-in server answering INFO as often as asked, for longer than REPLY_SECS.
+        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let server = std::thread::spawn(move || {
+            let (s, _) = listener.accept().unwrap();
+            let mut r = BufReader::new(s.try_clone().unwrap());
+            let mut w = s;
+            loop {
+                // PING first (`served`), then INFOs: every request is a 1- or 2-line array.
+                let Ok(cmd) = read_reply(&mut r) else { return };
+                let reply: &[u8] = match cmd {
+                    Reply::Array(Some(a)) if a.first() == Some(&Reply::bulk("PING")) => {
+                        b"+PONG\r\n"
+                    }
+                    _ => b"$4\r\ninfo\r\n",
+                };
+                if w.write_all(reply).is_err() {
+                    return;
+                }
+            }
+        });
+        let mut info = InfoReader::connect(port).unwrap();
+        // Pretend the sampler has been reading for longer than a reply may take.
+        info.0.deadline = Instant::now() - Duration::from_secs(1);
+        assert_eq!(info.info().unwrap(), "info");
+        drop(info);
+        server.join().unwrap();
     }
 
     #[test]

@@ -111,19 +111,21 @@ REDIS SUITE: `cargo xtask bench --suite redis [--lock ...] [--arch ...] [--cores
 [--quick]` boots the network image (mode=net: a virtio-net driver on core 0 feeding a smoltcp
 stack and Redis-protocol server on every core, core k's on guest port 6379+k) under QEMU TCG
 for every arch (x86_64 microvm, ARMv7 virt), lock and core count (default 1 and 2; lock=none
-on 1 core only), and drives every core's server at once with redis-benchmark (SET and GET, 4
-connections, unpipelined and -P 16) and YCSB 0.17.0 workload A (bench/ycsb-redis: load 32000
-records, run 20000 operations; --quick: 1000 and 2000), each client 3 times per boot (--quick:
-once; the median run is kept), throughputs summed over the cores. Utilisation per core comes
-from the server's INFO `# CPU` section (the kernel's idle accounting) sampled every 500 ms
-while a client runs; Xput = throughput / average utilisation. The Linux + Redis baseline
-(x86_64: Debian's kernel and the real redis-server, one per core, on the same QEMU machine,
-built from Debian packages at bench time; --no-linux leaves it out) runs the same clients.
-Files, in a folder per run under <target>/bench/redis/runs/ (latest:
-<target>/bench/redis/latest) or --out: results.json, results.csv, report.md,
-fig3-redis-throughput and fig4-redis-xput (SVG and PNG). Needs redis-tools, redis-server,
-Java and Maven (the binding is built on first use). TIME (2-vCPU VM): about 18 minutes for
-every lock, both arches and 1-2 cores; --quick about a minute.
+on 1 core only), and drives every core's server at once over passt (the default network of
+`cargo xtask qemu --net`; QEMU's user network only as a fallback, which the report names) with
+redis-benchmark (SET and GET, its default 50 connections, unpipelined and -P 16) and YCSB
+0.17.0 workload A (bench/ycsb-redis: load 32000 records, run 20000 operations, 4 threads;
+--quick: 1000 and 2000), each client 3 times per boot (--quick: once; the median run is kept),
+throughputs summed over the cores. Utilisation per core comes from the server's INFO `# CPU`
+section (the kernel's idle accounting) sampled every 500 ms while a client runs; Xput =
+throughput / average utilisation. The Linux + Redis baseline (Debian's kernel and the real
+redis-server, one per core, on the same QEMU machine and network, built from Debian packages at
+bench time; --no-linux leaves it out) runs the same clients. Files, in a folder per run under
+<target>/bench/redis/runs/ (latest: <target>/bench/redis/latest) or --out: results.json,
+results.csv, report.md, fig3-redis-throughput and fig4-redis-xput (SVG and PNG). Needs
+redis-tools, redis-server, passt, Java and Maven (the binding is built on first use).
+`--soak [--soak-time SECONDS]` soaks the server instead: see --soak below. TIME (2-vCPU VM):
+REDIS_TIME
 
 MEMORY SUITE: `cargo xtask bench --suite memory` measures the per-core-pager paper's workload
 (per-core-pager-fiasco; servers::memory in the guest, docs/memory.md): one worker per core
@@ -143,7 +145,7 @@ paper's figures; the issue's targets: per-core loses at most 5% up to the larges
 count, the global pager's loss visible there; judged on hosted and qemu). Under qemu-icount
 about 33 boots of about a second each for one lock on the three boards.
 
-KERNEL TRACING (issue 12): `--kernel-trace built|on` measures what kernel lock tracing costs.
+KERNEL TRACING: `--kernel-trace built|on` measures what kernel lock tracing costs.
 The images are built with their `trace` feature (into <target>/features-trace, beside the
 untraced ones) and booted with trace=0 (built: the feature's cost with no tracer) or trace=1
 (on: every kernel entry writes a 112-byte record into its core's ring; the image prints the
@@ -277,7 +279,7 @@ pub struct RunArgs {
     #[arg(long, value_delimiter = ',', value_name = "N,...", value_parser = memory::parse_pages)]
     pages: Vec<u32>,
 
-    /// Kernel lock tracing in the images (issue 12): off (as always), built (the images built
+    /// Kernel lock tracing in the images: off (as always), built (the images built
     /// with their `trace` feature into <target>/features-trace, booted with trace=0: the cost of
     /// the feature alone) or on (the same images booted with trace=1: every kernel entry writes
     /// a trace record). Every guest record carries it (`kernel_trace`); `bench compare` of an
@@ -316,11 +318,11 @@ pub struct RunArgs {
 /// `--suite` values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Suite {
-    /// The kernel IPC benchmarks (issue 6): Figures 1-3.
+    /// The kernel IPC benchmarks: Figures 1-3.
     Ipc,
-    /// The memory benchmark (issue 13): per-core vs global pagers, Figures 4-5.
+    /// The memory benchmark: per-core vs global pagers, Figures 4-5.
     Memory,
-    /// The network macro-benchmark (issue 14): the kernel's Redis-protocol server under QEMU
+    /// The network macro-benchmark: the kernel's Redis-protocol server under QEMU
     /// driven by redis-benchmark and YCSB workload A; throughput, utilisation and Xput per
     /// lock (the big-lock paper's Figures 3-4). Its results go to <target>/bench/redis/.
     Redis,

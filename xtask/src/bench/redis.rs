@@ -717,16 +717,13 @@ fn soak(
     results["revision"] = json!(layout::git_revision(root));
     results["network"] = json!(network_method(&networks));
     let report = format!(
-        "# Network soak: the Redis-protocol server under a long mixed load
-
-         Machine: {} ({} host cores), {}, {}.
-
-{}",
+        "# Network soak: the Redis-protocol server under a long mixed load\n\n\
+         Machine: {} ({} host cores), {}, {}.\n\n{}",
         machine.cpu,
         machine.host_cores,
         machine.qemu,
         machine.rustc,
-        super::soak::report(&soaks, duration, &network_method(&networks))
+        super::soak::report(&soaks, duration, &networks_named(&networks))
     );
     let write = |name: &str, text: String| {
         let path = out_dir.join(name);
@@ -741,6 +738,12 @@ fn soak(
     write(super::REPORT_MD, report)?;
     println!("bench: soak results in {}", out_dir.display());
     Ok(soaks.iter().all(|s| s.errors.is_empty()))
+}
+
+/// The networks the points ran over, by name (`passt`).
+fn networks_named(networks: &[crate::net::Network]) -> String {
+    let names: Vec<&str> = networks.iter().map(|n| n.describe()).collect();
+    names.join(" and ")
 }
 
 /// The method's description of the networks the points ran over.
