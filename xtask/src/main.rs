@@ -99,9 +99,11 @@ enum Command {
     /// trap paths included), the functions they are in, and the barriers among them (ARMv7:
     /// dmb, dsb, isb; x86_64: fences and locked read-modify-writes), found in the kernel and
     /// user ELF files. Prints a table and writes <out>/trace.json. Deterministic up to console
-    /// polling (the `noise` column). Takes ~6 s per lock and machine on ARMv7 and ~90 s per lock
-    /// on x86_64 (the traces, 0.1-1 GB each, are written under target/trace and deleted after
-    /// counting; with the environment variable XTASK_KEEP_TRACE set they are kept, for a
+    /// polling (the `noise` column). Each lock and machine takes 40-70 s on an idle 2-vCPU
+    /// machine (measured: ARMv7 virt 40 s, sabrelite 70 s, x86_64 microvm 70 s) and up to about
+    /// 3 minutes beside other work: `--arch armv7` with every lock (10 runs) 10-25 minutes, a
+    /// progress line before each run saying how long is left (the traces, 0.1-1 GB each, are
+    /// written under target/trace and deleted after counting; with the environment variable XTASK_KEEP_TRACE set they are kept, for a
     /// per-address count of the two runs' difference against a disassembly).
     Trace(trace::TraceArgs),
 

@@ -61,7 +61,7 @@ PLATFORMS (what each measures, in which unit)
                1 GHz; A9 global timer 100 MHz; cntvct 62.5 MHz). Boards: microvm (x86_64),
                sabrelite and virt (armv7). Also (not with --quick), for armv7 on sabrelite:
                the barriers (dmb, dsb, isb) one round trip executes, per lock, counted from
-               QEMU exec traces as `cargo xtask trace` does (bench ipc-barriers, ~6 s a lock).
+               QEMU exec traces as `cargo xtask trace` does (bench ipc-barriers, 1-3 minutes a lock).
   qemu         The images under multi-threaded TCG, bench=multicore (one client/server pair per
                core) and bench=clientserver, for each --cores count: throughput in round
                trips/s of virtual (= host) time. NOISY: bounded by the host's cores and load;
@@ -102,10 +102,13 @@ run that fails (bad exit status, hang past --timeout) is an error, shown with it
 A producer that is missing (an image without mode=bench, a hosted benchmark without --records)
 is named, the rest is still measured and written, and the exit status is non-zero.
 
-TIME (2-vCPU VM): `cargo xtask bench --lock=clh` boots about 55 short guests (under a second
-each) and runs the hosted benchmark: 1-2 minutes once the images and the hosted benchmark are
-built, a few more for a first build. Every lock (the default) takes 2-4 minutes. --quick with
---cores 1 takes well under a minute once built (`cargo xtask test --only bench:tiny`: ~10 s).
+TIME (2-vCPU VM, measured): `cargo xtask bench --lock=clh` boots about 55 short guests (under
+a second each), runs the hosted benchmark and two ARMv7 barrier traces (clh and the none
+baseline, about 70 s each): 4 minutes with nothing else running once the images and the hosted
+benchmark are built, 8 beside another job, a few more for a first build. Every lock (the
+default) adds a barrier trace (1-3 minutes) and about 25 boots per lock. --quick with --cores 1
+takes well under a minute once built (`cargo xtask test --only bench:tiny`). Every step's
+progress line says how long the run has taken and about how long is left.
 
 REDIS SUITE: `cargo xtask bench --suite redis [--lock ...] [--arch ...] [--cores 1,2]
 [--quick]` boots the network image (mode=net: a virtio-net driver on core 0 feeding a smoltcp
@@ -124,8 +127,11 @@ bench time; --no-linux leaves it out) runs the same clients. Files, in a folder 
 <target>/bench/redis/runs/ (latest: <target>/bench/redis/latest) or --out: results.json,
 results.csv, report.md, fig3-redis-throughput and fig4-redis-xput (SVG and PNG). Needs
 redis-tools, redis-server, passt, Java and Maven (the binding is built on first use).
-`--soak [--soak-time SECONDS]` soaks the server instead: see --soak below. TIME (2-vCPU VM):
-REDIS_TIME
+`--soak [--soak-time SECONDS]` soaks the server instead: see --soak below. TIME (2-vCPU VM,
+measured): every lock, both arches and 1-2 cores 27 minutes with nothing else running (the
+first run also downloads the baselines' Debian packages), longer beside other work; --quick
+about 2 minutes; --soak its --soak-time per architecture plus under a minute of boots and
+read-back. Every point's progress line says how long is left.
 
 MEMORY SUITE: `cargo xtask bench --suite memory` measures the per-core-pager paper's workload
 (per-core-pager-fiasco; servers::memory in the guest, docs/memory.md): one worker per core

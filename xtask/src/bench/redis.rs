@@ -620,7 +620,9 @@ impl Probe {
     }
 }
 
-/// The body of `GET /cgi-bin/stat` from 127.0.0.1:`port`.
+/// The body of `GET /cgi-bin/stat` from 127.0.0.1:`port`: read until the connection closes or
+/// the body holds `/proc/stat`'s `intr` line, which follows the `cpu` lines, so that a close
+/// the network passes on late does not hold the sample up.
 fn http_get(port: u16) -> Result<String, String> {
     use std::io::{Read, Write};
     let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
@@ -630,13 +632,31 @@ fn http_get(port: u16) -> Result<String, String> {
         .map_err(|e| e.to_string())?;
     s.write_all(b"GET /cgi-bin/stat HTTP/1.0\r\n\r\n")
         .map_err(|e| format!("/proc/stat server: {e}"))?;
-    let mut text = String::new();
-    s.read_to_string(&mut text)
-        .map_err(|e| format!("/proc/stat server: {e}"))?;
-    Ok(text
-        .split_once("\r\n\r\n")
-        .map_or(text.as_str(), |(_, body)| body)
-        .to_owned())
+    let mut bytes = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let body = |bytes: &[u8]| {
+        let text = String::from_utf8_lossy(bytes).into_owned();
+        text.split_once("\r\n\r\n")
+            .map_or(text.as_str(), |(_, body)| body)
+            .to_owned()
+    };
+    loop {
+        match s.read(&mut chunk) {
+            Ok(0) => return Ok(body(&bytes)),
+            Ok(n) => {
+                bytes.extend_from_slice(&chunk[..n]);
+                if body(&bytes).contains("\nintr ") {
+                    return Ok(body(&bytes));
+                }
+            }
+            Err(e) => {
+                return Err(format!(
+                    "/proc/stat server: {e} (after {} bytes of the reply)",
+                    bytes.len()
+                ))
+            }
+        }
+    }
 }
 
 /// Linux's `/proc/stat` as a [`CpuSample`]: per core, idle = idle + iowait, and the clock is
@@ -1303,7 +1323,7 @@ fn spreads(rows: &[Row]) -> Vec<(String, String, u32, f64, f64)> {
 /// `report.md`.
 pub fn report(rows: &[Row], method: &Value, notes: &[String], errors: &[String]) -> String {
     let mut s = String::from(
-        "# Network macro-benchmark: Redis protocol (issue 14)\n\n\
+        "# Network macro-benchmark: Redis protocol\n\n\
          The kernel's network server (`mode=net`: virtio-net driver, smoltcp, the `kv-resp` \
          key-value server) under QEMU, driven by `redis-benchmark` and YCSB workload A, per \
          locking strategy. Figures: `fig3-redis-throughput` (throughput against cores, the \
