@@ -130,7 +130,7 @@ redis-tools, redis-server, passt, Java and Maven (the binding is built on first 
 `--soak [--soak-time SECONDS]` soaks the server instead: see --soak below. TIME (2-vCPU VM,
 measured): every lock, both arches and 1-2 cores 27 minutes with nothing else running (the
 first run also downloads the baselines' Debian packages), longer beside other work; --quick
-about 2 minutes; --soak its --soak-time per architecture plus under a minute of boots and
+2-3 minutes; --soak its --soak-time per architecture plus under a minute of boots and
 read-back. Every point's progress line says how long is left.
 
 MEMORY SUITE: `cargo xtask bench --suite memory` measures the per-core-pager paper's workload
