@@ -504,8 +504,11 @@ pub fn start_cmd(root: &Path, cmd: &crate::proc::Cmd, boot: Boot) -> Result<Serv
             Ok(_) => break,
             Err(why) if why == "timed out" && Instant::now() < deadline => {
                 eprintln!(
-                    "net: the server is not up after {} s; waiting up to {} s{}",
+                    "net: the server is not up after {} s (host load {:.1} on {} cores); \
+                     waiting up to {} s{}",
                     started.elapsed().as_secs(),
+                    load_average(),
+                    host_cores(),
                     boot.limit.as_secs(),
                     boot.advice
                         .as_deref()
