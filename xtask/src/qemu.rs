@@ -772,8 +772,13 @@ pub fn explain_armv7(code: Option<i32>, lines: &[String], smp: u32, lock: Lock) 
     }
 }
 
-/// QEMU's own error message among `lines` (`qemu-system-arm: ...`), if it printed one.
+/// QEMU's own error message among `lines` (`qemu-system-arm: ...`) when the guest printed
+/// nothing (no `locked-in ...` boot line): QEMU refused to start it. A warning QEMU prints
+/// beside a guest that ran does not count.
 pub fn qemu_error(lines: &[String]) -> Option<&str> {
+    if lines.iter().any(|l| l.starts_with("locked-in ")) {
+        return None;
+    }
     lines
         .iter()
         .map(|l| l.trim())
@@ -1773,6 +1778,13 @@ mod tests {
         assert!(!ok);
         assert!(why.starts_with("QEMU did not start the guest: qemu-system-arm: Invalid SMP"));
         let (_, why) = explain_armv7(Some(1), &lines("!!! panic"), 4, Lock::Clh);
+        assert!(why.contains("the kernel reported a failure"), "{why}");
+        // A QEMU warning beside a guest that booted and failed is the guest's failure.
+        let booted = lines(
+            "qemu-system-arm: warning: nic imx.enet.1 has no peer\nlocked-in armv7 image: \
+             sabrelite\n!!! panic",
+        );
+        let (_, why) = explain_armv7(Some(1), &booted, 4, Lock::Clh);
         assert!(why.contains("the kernel reported a failure"), "{why}");
     }
 }
