@@ -101,7 +101,7 @@ enum Command {
     /// user ELF files. Prints a table and writes <out>/trace.json. Deterministic up to console
     /// polling (the `noise` column). Each lock and machine takes 40-70 s on an idle 2-vCPU
     /// machine (measured: ARMv7 virt 40 s, sabrelite 70 s, x86_64 microvm 70 s) and up to about
-    /// 3 minutes beside other work: `--arch armv7` with every lock (10 runs) 10-25 minutes, a
+    /// 3 minutes beside other work: `--arch armv7` with every lock (10 runs) 7-27 minutes, a
     /// progress line before each run saying how long is left (the traces, 0.1-1 GB each, are
     /// written under target/trace and deleted after counting; with the environment variable XTASK_KEEP_TRACE set they are kept, for a
     /// per-address count of the two runs' difference against a disassembly).

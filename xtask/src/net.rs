@@ -27,10 +27,10 @@
 //!   forwarded host port with a backlog of one (`listen(s, 1)` in its `tcp_listen`), so when a
 //!   client opens many connections at once (`redis-benchmark -c 50`) the host kernel's accept
 //!   queue of that socket overflows, the dropped SYNs are retried after 1, 3, 7, 15 ... s, and
-//!   the client stalls near zero requests a second for minutes until a connection is reset.
-//!   `docs/network.md` shows the backlog and the overflow counter of such a run; the Linux +
-//!   Redis baseline stalls the same way, which is why every network step and the redis suite
-//!   run over passt.
+//!   the client stalls near zero requests a second. `docs/network.md` shows the backlog and
+//!   the overflow counter of such a run; since the limit is the host side's, the Linux + Redis
+//!   baseline meets it too, which is why every network step and the redis suite run over
+//!   passt.
 //!
 //! Either way the host `connect` succeeds before the guest has seen anything (the host side
 //! accepts on the guest's behalf), so readiness is the guest's `net: listening` line, and

@@ -105,7 +105,7 @@ is named, the rest is still measured and written, and the exit status is non-zer
 TIME (2-vCPU VM, measured): `cargo xtask bench --lock=clh` boots about 55 short guests (under
 a second each), runs the hosted benchmark and two ARMv7 barrier traces (clh and the none
 baseline, about 70 s each): 4 minutes with nothing else running once the images and the hosted
-benchmark are built, 8 beside another job, a few more for a first build. Every lock (the
+benchmark are built, about 8 reported beside another job, a few more for a first build. Every lock (the
 default) adds a barrier trace (1-3 minutes) and about 25 boots per lock. --quick with --cores 1
 takes well under a minute once built (`cargo xtask test --only bench:tiny`). Every step's
 progress line says how long the run has taken and about how long is left.

@@ -85,6 +85,9 @@ const BENCHES: [Bench; 2] = [
 pub struct Totals {
     /// The client.
     pub client: String,
+    /// The reconnecting client (its INCRs go to `soak:acks`), not a benchmark (theirs go to
+    /// `counter:__rand_int__`).
+    pub reconnecting: bool,
     /// The server's host port.
     pub port: u16,
     /// Completed runs (benchmarks) or iterations (the reconnecting client).
@@ -187,6 +190,7 @@ fn bench_loop(root: &Path, bench: &Bench, port: u16, until: Instant, stop: &Atom
 fn reconnect_loop(port: u16, until: Instant, stop: &AtomicBool) -> Totals {
     let mut t = Totals {
         client: "reconnecting client (a connection per SET + INCR)".to_owned(),
+        reconnecting: true,
         port,
         ..Totals::default()
     };
@@ -241,7 +245,7 @@ fn read_back(port: u16, totals: &[&Totals]) -> Result<Vec<String>, String> {
     let mut lines = Vec::new();
     let benched: u64 = totals
         .iter()
-        .filter(|t| t.client.starts_with("redis-benchmark"))
+        .filter(|t| !t.reconnecting)
         .map(|t| t.incrs)
         .sum();
     let counter = int_value(&mut c, "counter:__rand_int__")?;
@@ -253,7 +257,7 @@ fn read_back(port: u16, totals: &[&Totals]) -> Result<Vec<String>, String> {
     lines.push(format!(
         "port {port}: counter:__rand_int__ = {counter}, the benchmarks' acknowledged INCRs"
     ));
-    let Some(rc) = totals.iter().find(|t| t.client.starts_with("reconnecting")) else {
+    let Some(rc) = totals.iter().find(|t| t.reconnecting) else {
         return Ok(lines);
     };
     let acks = int_value(&mut c, "soak:acks")?;
@@ -506,6 +510,7 @@ mod tests {
             seconds: 600.0,
             clients: vec![Totals {
                 client: "c".into(),
+                reconnecting: false,
                 port: 1,
                 runs: 2,
                 requests: 120,
