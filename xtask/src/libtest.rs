@@ -105,7 +105,7 @@ test slow ... ignored
 failures:
 
 ---- stress_two stdout ----
-thread 'stress_two' panicked at kernel-locks/tests/clh.rs:10:5
+thread 'stress_two' panicked at sync/tests/clh.rs:10:5
 
 failures:
     stress_two
@@ -115,7 +115,7 @@ test result: FAILED. 1 passed; 1 failed; 1 ignored; 0 measured; 0 filtered out; 
    Doc-tests sync
 
 running 1 test
-test kernel-locks/src/lib.rs - (line 5) ... FAILED
+test sync/src/lib.rs - (line 5) ... FAILED
 
 test result: FAILED. 0 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.20s
 ";
@@ -132,7 +132,7 @@ test result: FAILED. 0 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out; 
             s.failures,
             [
                 "tests/clh.rs: stress_two",
-                "doc-tests sync: kernel-locks/src/lib.rs - (line 5)"
+                "doc-tests sync: sync/src/lib.rs - (line 5)"
             ]
         );
     }

@@ -6,7 +6,7 @@
 //! * `cargo xtask bench`: the kernel IPC benchmarks (hosted, QEMU `-icount`, QEMU
 //!   multi-threaded), written as JSON, CSV, plots and a report into a folder per run;
 //!   `bench compare A B`: two runs side by side; `--host`: the lock micro-benchmarks
-//!   (`kernel-locks/benches/host_table.rs`).
+//!   (`sync/benches/host_table.rs`).
 //! * `cargo xtask qemu`: build the x86_64 image and boot it under QEMU (demo or `--tests`),
 //!   streaming the console; QEMU's exit status decides success (see [`qemu`]).
 //!
@@ -51,7 +51,7 @@ enum Command {
     /// on the host for the whole workspace, all targets and features [clippy:host]; clippy and
     /// build of the bare-metal crates for each bare-metal target [clippy:<target>,
     /// build:<target>]; `cargo test --workspace --all-features --no-fail-fast` [test], where
-    /// every libtest test counts as one check; the loom models kernel-locks/tests/loom_*.rs under
+    /// every libtest test counts as one check; the loom models sync/tests/loom_*.rs under
     /// `--cfg kernel_locks_loom` in release mode, built in target/loom so the main build is kept [loom]; the
     /// QEMU demo [qemu:demo] and the QEMU test suite with 1 and 4 cores and every lock
     /// [qemu:smp<N>-<lock>], where every `TEST` line of the guest counts as one check (a
@@ -208,6 +208,39 @@ fn workspace_root() -> PathBuf {
     manifest.parent().map(PathBuf::from).unwrap_or(manifest)
 }
 
+/// Every workspace package and its folder, relative to the workspace root (the root
+/// `Cargo.toml`'s `members`, which a unit test keeps this equal to).
+const CRATE_DIRS: &[(&str, &str)] = &[
+    ("kernel", "kernel"),
+    ("kernel-locks", "sync"),
+    ("pager", "pager"),
+    ("hal-common", "hal-common"),
+    ("hal-x86", "hal-x86"),
+    ("hal-armv7", "hal-armv7"),
+    ("servers", "servers"),
+    ("tests", "tests"),
+    ("xtask", "xtask"),
+    ("image-common", "images/common"),
+    ("image-x86", "images/x86"),
+    ("image-armv7", "images/armv7"),
+    ("abi", "lib/abi"),
+    ("sim", "lib/sim"),
+    ("kv-resp", "lib/kv-resp"),
+    ("frame-ring", "lib/frame-ring"),
+];
+
+/// The folder of the workspace package `package` under `root`.
+///
+/// # Panics
+/// If `package` is not a workspace package: the callers name packages in constants.
+fn crate_dir(root: &std::path::Path, package: &str) -> PathBuf {
+    let (_, dir) = CRATE_DIRS
+        .iter()
+        .find(|(name, _)| *name == package)
+        .unwrap_or_else(|| panic!("`{package}` is not a package of this workspace"));
+    root.join(dir)
+}
+
 /// The target directory cargo uses: `$CARGO_TARGET_DIR` if set, else `<root>/target`.
 fn target_dir(root: &std::path::Path) -> PathBuf {
     match std::env::var_os("CARGO_TARGET_DIR") {
@@ -244,6 +277,31 @@ mod tests {
         assert!(alias.contains("run --package xtask"), "{alias}");
         for quiet in ["--quiet", " -q "] {
             assert!(!alias.contains(quiet), "{alias}");
+        }
+    }
+
+    #[test]
+    fn crate_dirs_are_the_workspace_members() {
+        let root = workspace_root();
+        let manifest: toml::Table = std::fs::read_to_string(root.join("Cargo.toml"))
+            .unwrap()
+            .parse()
+            .unwrap();
+        let members: Vec<&str> = manifest["workspace"]["members"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m.as_str().unwrap())
+            .collect();
+        let dirs: Vec<&str> = CRATE_DIRS.iter().map(|(_, dir)| *dir).collect();
+        assert_eq!(members, dirs, "CRATE_DIRS lists the members in their order");
+        for (package, dir) in CRATE_DIRS {
+            let own: toml::Table = std::fs::read_to_string(root.join(dir).join("Cargo.toml"))
+                .unwrap()
+                .parse()
+                .unwrap();
+            assert_eq!(own["package"]["name"].as_str(), Some(*package), "{dir}");
+            assert_eq!(crate_dir(&root, package), root.join(dir));
         }
     }
 

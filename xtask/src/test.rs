@@ -257,7 +257,8 @@ fn steps(root: &Path, quick: bool) -> Vec<Step> {
         let crates: Vec<&str> = BARE_METAL
             .iter()
             .filter(|(krate, targets)| {
-                targets.contains(&target) && root.join(krate).join("Cargo.toml").is_file()
+                targets.contains(&target)
+                    && crate::crate_dir(root, krate).join("Cargo.toml").is_file()
             })
             .map(|(krate, _)| *krate)
             .collect();
@@ -294,7 +295,7 @@ fn steps(root: &Path, quick: bool) -> Vec<Step> {
         );
         // The simulator's trace format is what the kernel will write: it must stay `no_std`
         // (the crate's default `std` feature off).
-        if root.join("sim/Cargo.toml").is_file() {
+        if crate::crate_dir(root, "sim").join("Cargo.toml").is_file() {
             steps.push(
                 Step::new(
                     format!("build:{target}-sim-no-std"),
@@ -389,30 +390,31 @@ fn steps(root: &Path, quick: bool) -> Vec<Step> {
 ///   package against crates.io, as publishing would; any cargo warning fails it.
 fn lock_crate_steps(root: &Path) -> Vec<Step> {
     let target_dir = crate::target_dir(root);
-    let msrv_cmd = msrv_features(&root.join(LOCK_CRATE).join("Cargo.toml")).map(|features| {
-        let checks: Vec<String> = ["", X86, ARM]
-            .iter()
-            .map(|target| {
-                let target = if target.is_empty() {
-                    String::new()
-                } else {
-                    format!(" --target {target}")
-                };
-                format!(
-                    "rustup run {LOCK_CRATE_MSRV} cargo check -p {LOCK_CRATE} \
+    let msrv_cmd =
+        msrv_features(&crate::crate_dir(root, LOCK_CRATE).join("Cargo.toml")).map(|features| {
+            let checks: Vec<String> = ["", X86, ARM]
+                .iter()
+                .map(|target| {
+                    let target = if target.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" --target {target}")
+                    };
+                    format!(
+                        "rustup run {LOCK_CRATE_MSRV} cargo check -p {LOCK_CRATE} \
                      --features {features} --lib{target}"
-                )
-            })
-            .collect();
-        let script = format!(
-            "rustup toolchain install {LOCK_CRATE_MSRV} --profile minimal --target {X86} \
+                    )
+                })
+                .collect();
+            let script = format!(
+                "rustup toolchain install {LOCK_CRATE_MSRV} --profile minimal --target {X86} \
              --target {ARM} >/dev/null && {}",
-            checks.join(" && ")
-        );
-        Cmd::new("bash")
-            .args(["-c", &script])
-            .env("CARGO_TARGET_DIR", target_dir.join("msrv"))
-    });
+                checks.join(" && ")
+            );
+            Cmd::new("bash")
+                .args(["-c", &script])
+                .env("CARGO_TARGET_DIR", target_dir.join("msrv"))
+        });
     let msrv = Step::from_result(
         "lock-crate:msrv",
         msrv_cmd,
@@ -495,13 +497,13 @@ fn msrv_features(manifest: &Path) -> Result<String, String> {
         .join(","))
 }
 
-/// The outside-embedding check (issue 16): `tests-external/embed`, a crate with a `[workspace]`
+/// The outside-embedding check: `sync/embed-check`, a crate with a `[workspace]`
 /// of its own that depends on the lock crate by path as another kernel would. Built for both
 /// bare-metal targets; its host tests (threads as CPUs, exact totals) run twice, once as they
 /// are and once with the global `--cfg loom` that such a kernel uses for its own loom tests,
 /// which must leave the lock crate unchanged. Target directories under `target/` of their own.
 fn embed_steps(root: &Path) -> Vec<Step> {
-    let manifest = root.join("tests-external/embed/Cargo.toml");
+    let manifest = crate::crate_dir(root, LOCK_CRATE).join("embed-check/Cargo.toml");
     if !manifest.is_file() {
         let why = format!("{} does not exist", display_rel(root, &manifest));
         return vec![Step::from_result("embed", Err(why), Judge::ExitStatus)];
@@ -1266,7 +1268,7 @@ const LOOM_CRATES: [(&str, &str, &str, &[&str]); 2] = [
 /// release mode, in its own target directory (changing `RUSTFLAGS` would otherwise rebuild
 /// everything in the main one, back and forth; the crates share it, each under its cfg).
 fn loom_step(root: &Path, (name, krate, cfg, features): (&str, &str, &str, &[&str])) -> Step {
-    let tests_dir = root.join(krate).join("tests");
+    let tests_dir = crate::crate_dir(root, krate).join("tests");
     let mut targets: Vec<String> = fs::read_dir(&tests_dir)
         .into_iter()
         .flatten()
@@ -1993,7 +1995,7 @@ mod tests {
     #[test]
     fn msrv_step_leaves_out_the_features_that_need_a_newer_rust() {
         let root = crate::workspace_root();
-        let manifest = root.join(LOCK_CRATE).join("Cargo.toml");
+        let manifest = crate::crate_dir(&root, LOCK_CRATE).join("Cargo.toml");
         let features = msrv_features(&manifest).unwrap();
         let features: Vec<&str> = features.split(',').collect();
         for expected in ["lock_api", "testing"] {

@@ -1,6 +1,6 @@
 //! `cargo xtask bench --host`: the host lock benchmarks.
 //!
-//! Runs `kernel-locks/benches/host_table.rs` (`cargo bench -p kernel-locks --bench host_table`), which measures
+//! Runs `sync/benches/host_table.rs` (`cargo bench -p kernel-locks --bench host_table`), which measures
 //! and writes raw JSON; this command adds what only the build side knows (the rustc version),
 //! writes `<out>/host-locks.json` and prints the table.
 

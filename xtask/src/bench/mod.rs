@@ -164,7 +164,7 @@ Compare two runs: e.g.
 null-syscall (one trap, kernel entry and exit) is one kernel entry, ipc-roundtrip two.
 
 HOST LOCKS: `cargo xtask bench --host [--threads 1,2] [--quick] [--out DIR]` runs the lock
-micro-benchmarks of the kernel-locks crate instead (kernel-locks/benches/host_table.rs): uncontended ns and TSC
+micro-benchmarks of the kernel-locks crate instead (sync/benches/host_table.rs): uncontended ns and TSC
 ticks per acquire+release, contended ops/s per thread count; writes DIR/host-locks.json.";
 
 /// `cargo xtask bench`: a run of the benchmarks (no subcommand) or one of the subcommands.

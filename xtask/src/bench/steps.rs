@@ -87,8 +87,8 @@ pub fn hosted_ready(root: &Path, plan: &Plan, memory: bool, c: &mut Collected) -
 /// The crates whose sources must print the record markers for a guest of `arch` to benchmark.
 fn guest_sources(arch: Arch) -> [&'static str; 4] {
     match arch {
-        Arch::X86_64 => ["image-x86", "image-common", "servers", "hal-x86"],
-        Arch::Armv7 => ["image-armv7", "image-common", "servers", "hal-armv7"],
+        Arch::X86_64 => ["images/x86", "images/common", "servers", "hal-x86"],
+        Arch::Armv7 => ["images/armv7", "images/common", "servers", "hal-armv7"],
     }
 }
 

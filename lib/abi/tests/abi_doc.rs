@@ -11,7 +11,7 @@ use abi::{Error, Regs, Syscall};
 
 const SYSCALL_RS: &str = include_str!("../src/syscall.rs");
 const ERROR_RS: &str = include_str!("../src/error.rs");
-const DOC: &str = "../docs/abi.md";
+const DOC: &str = "../../docs/abi.md";
 
 /// One system call as the source describes it.
 #[derive(Debug)]
@@ -208,7 +208,7 @@ fn render() -> String {
     let mut d = String::new();
     d.push_str(
         "# The system-call ABI\n\n\
-         Generated from `abi/src/syscall.rs` and `abi/src/error.rs` by `abi/tests/abi_doc.rs`, which \
+         Generated from `lib/abi/src/syscall.rs` and `lib/abi/src/error.rs` by `lib/abi/tests/abi_doc.rs`, which \
          `cargo xtask test` runs: it fails when this file and the code differ. After changing the \
          ABI, run `ABI_DOC_UPDATE=1 cargo test -p abi --test abi_doc` and commit the result.\n\n\
          User programs depend on the `abi` crate (`Syscall::encode`, `syscall::result`), not on \

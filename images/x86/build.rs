@@ -1,7 +1,7 @@
 //! Builds the user programs for x86_64-unknown-none and links the image with hal-x86's linker script; see
-//! `image-common/build_image.rs`.
+//! `images/common/build_image.rs`.
 
-#[path = "../image-common/build_image.rs"]
+#[path = "../common/build_image.rs"]
 mod build_image;
 
 fn main() {

@@ -23,9 +23,11 @@ pub fn build_image(image: &str, hal: &str, target: &str) {
     let building_for = std::env::var("TARGET").unwrap_or_default();
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
     let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets it"));
+    // The image crates live in `images/<arch>`: the workspace root is two levels up.
     let root = manifest
-        .parent()
-        .unwrap_or_else(|| panic!("{image} lives in the workspace"))
+        .ancestors()
+        .nth(2)
+        .unwrap_or_else(|| panic!("{image} lives in the workspace's images/ folder"))
         .to_owned();
     for dep in [
         "servers/src",
@@ -37,7 +39,7 @@ pub fn build_image(image: &str, hal: &str, target: &str) {
     }
     for dep in [
         "kernel/src".to_owned(),
-        "kernel-locks/src".to_owned(),
+        "sync/src".to_owned(),
         format!("{hal}/link.ld"),
     ] {
         println!("cargo:rerun-if-changed={}", root.join(dep).display());
@@ -45,7 +47,7 @@ pub fn build_image(image: &str, hal: &str, target: &str) {
     println!("cargo:rerun-if-changed=build.rs");
     println!(
         "cargo:rerun-if-changed={}",
-        root.join("image-common/build_image.rs").display()
+        root.join("images/common/build_image.rs").display()
     );
 
     let elf = out.join("user.elf");

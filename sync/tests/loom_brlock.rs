@@ -6,7 +6,7 @@
 //!
 //! Note that loom treats a `SeqCst` fence as at least as strong as the C++ model does (it joins
 //! every thread's view at each such fence), so these models check the algorithm's logic; the
-//! argument that the fences suffice under C++/ARM rules is in `kernel-locks/src/brlock.rs`.
+//! argument that the fences suffice under C++/ARM rules is in `sync/src/brlock.rs`.
 #![cfg(kernel_locks_loom)]
 
 #[path = "common/loom_model.rs"]
