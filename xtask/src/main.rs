@@ -227,6 +227,7 @@ const CRATE_DIRS: &[(&str, &str)] = &[
     ("sim", "lib/sim"),
     ("kv-resp", "lib/kv-resp"),
     ("frame-ring", "lib/frame-ring"),
+    ("protocol", "lib/protocol"),
 ];
 
 /// The folder of the workspace package `package` under `root`.
