@@ -26,7 +26,7 @@
 //! * Parity ([`PARITY`]): each of our locks beside the best peer of its kind, from the same rounds:
 //!   uncontended ticks (median of the per-round medians, and in how many rounds ours was at or
 //!   below the peer) and contended ops/s per thread count. Code and data placement move a lock of
-//!   this size by a tick or two between binaries (documented in docs/bench/host-locks-issue16.md),
+//!   this size by a tick or two between binaries (documented in docs/bench/host-locks-safety-cost.md),
 //!   so only a comparison inside one run means anything.
 
 // The peers and criterion are host-only dev-dependencies (see Cargo.toml).

@@ -1,5 +1,5 @@
-//! A stand-in for another project's `no_std` kernel that embeds `kernel-locks` by path, the way
-//! issue 16's trial did: its own workspace, its own `mod sync`, its own `--cfg loom` runs, a core
+//! A stand-in for another project's `no_std` kernel that embeds `kernel-locks` by path, the way an
+//! outside kernel does: its own workspace, its own `mod sync`, its own `--cfg loom` runs, a core
 //! count learnt at boot, and data behind locks taken with explicit CPU ids.
 //!
 //! It builds for `x86_64-unknown-none` and `armv7a-none-eabi` (no std, no allocator) and its
