@@ -11,10 +11,11 @@
 //! line between `BENCH-JSON-BEGIN` and `BENCH-JSON-END`. The formatting is `core::fmt` only (no
 //! allocation) and is unit-tested on the host.
 
-use core::fmt::{self, Write};
+use core::fmt;
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use kernel::{Error, Regs};
+use protocol::record::RecordLine;
 use servers::abi::bench::{
     param, record, BATCH, DEFAULT_RUNS, MAX_RUNS, OVERHEAD_TRIES, WARMUP, WARMUP_BATCHES,
     WARMUP_INTERVALS,
@@ -378,73 +379,31 @@ pub struct Record {
     pub extra: [Option<ExtraField>; 4],
 }
 
-/// Writes `s` as a JSON string.
-fn json_str(w: &mut impl Write, s: &str) -> fmt::Result {
-    w.write_char('"')?;
-    for c in s.chars() {
-        match c {
-            '"' => w.write_str("\\\"")?,
-            '\\' => w.write_str("\\\\")?,
-            c if (c as u32) < 0x20 => write!(w, "\\u{:04x}", c as u32)?,
-            c => w.write_char(c)?,
-        }
-    }
-    w.write_char('"')
-}
-
-/// Writes `sum / divisor` as a JSON number: an integer for divisor 1, else rounded to two
-/// decimals (half up).
-fn mean(w: &mut impl Write, sum: u64, divisor: u64) -> fmt::Result {
-    if divisor <= 1 {
-        return write!(w, "{sum}");
-    }
-    let d = u128::from(divisor);
-    let hundredths = (u128::from(sum) * 100 + d / 2) / d;
-    write!(w, "{}.{:02}", hundredths / 100, hundredths % 100)
-}
-
 impl fmt::Display for Record {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("{\"bench\":")?;
-        json_str(f, self.bench)?;
-        f.write_str(",\"variant\":")?;
-        json_str(f, self.variant)?;
-        f.write_str(",\"lock\":")?;
-        json_str(f, self.lock)?;
-        write!(f, ",\"cores\":{},\"clients\":{}", self.cores, self.clients)?;
-        f.write_str(",\"unit\":")?;
-        json_str(f, self.unit)?;
-        f.write_str(",\"counter\":")?;
-        json_str(f, self.counter)?;
-        write!(
-            f,
-            ",\"counter_hz\":{},\"overhead\":{}",
-            self.counter_hz, self.overhead
-        )?;
-        if let Some(i) = self.interval_ticks {
-            write!(f, ",\"interval_ticks\":{i}")?;
+        let mut extra = [("", 0); 4];
+        let mut n = 0;
+        for &(k, v) in self.extra.iter().flatten() {
+            extra[n] = (k, v);
+            n += 1;
         }
-        f.write_str(",\"samples\":[")?;
-        for (i, &s) in self.samples.iter().take(self.runs).enumerate() {
-            if i > 0 {
-                f.write_char(',')?;
-            }
-            mean(f, s, self.divisor)?;
+        RecordLine {
+            bench: self.bench,
+            variant: self.variant,
+            lock: self.lock,
+            cores: self.cores,
+            clients: self.clients,
+            pages: 0,
+            unit: self.unit,
+            counter: self.counter,
+            counter_hz: self.counter_hz,
+            overhead: self.overhead,
+            interval_ticks: self.interval_ticks,
+            samples: &self.samples[..self.runs.min(MAX_RUNS)],
+            divisor: self.divisor,
+            extra: &extra[..n],
         }
-        f.write_char(']')?;
-        let mut fields = self.extra.iter().flatten().peekable();
-        if fields.peek().is_some() {
-            f.write_str(",\"extra\":{")?;
-            for (i, (k, v)) in fields.enumerate() {
-                if i > 0 {
-                    f.write_char(',')?;
-                }
-                json_str(f, k)?;
-                write!(f, ":{v}")?;
-            }
-            f.write_char('}')?;
-        }
-        f.write_char('}')
+        .fmt(f)
     }
 }
 
@@ -710,10 +669,7 @@ pub fn records(
     rows.into_iter().flatten()
 }
 
-/// Marker line before the records.
-pub const BEGIN: &str = "BENCH-JSON-BEGIN";
-/// Marker line after the records.
-pub const END: &str = "BENCH-JSON-END";
+pub use protocol::console::{BENCH_BEGIN as BEGIN, BENCH_END as END};
 
 /// Prints the markers and the records of `kind` through `println` (one line each); returns
 /// the incomplete records (reported on their own lines, outside the markers, after `END`).
@@ -1022,15 +978,5 @@ mod tests {
         let r = c.handle(&[0x107, 0, 3, 0xFFFF_FFFF, 1, 0]);
         assert_eq!(r[0], 0);
         assert_eq!(c.samples(0)[3], 0x1_FFFF_FFFF);
-    }
-
-    #[test]
-    fn json_strings_are_escaped() {
-        let mut s = String::new();
-        json_str(&mut s, "a\"b\\c\n").unwrap();
-        assert_eq!(s, "\"a\\\"b\\\\c\\u000a\"");
-        let mut m = String::new();
-        mean(&mut m, 12345, 100).unwrap();
-        assert_eq!(m, "123.45");
     }
 }

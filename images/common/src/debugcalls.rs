@@ -31,6 +31,11 @@ use kernel::config::{MAX_CPUS, MAX_THREADS};
 use kernel::{Error, Regs, ThreadId};
 use servers::abi::{debug_nr, info};
 
+use protocol::console::{
+    AllTestsRan, Done, Line as ConsoleLine, Outcome, Plan as PlanLine, Shutdown, TestLine,
+    TestsPlanned, TEST,
+};
+
 use crate::bench::{self, Collector, Kind, RunInfo};
 use crate::Plan;
 
@@ -181,19 +186,11 @@ struct Lines([UnsafeCell<Line>; MAX_THREADS]);
 // which is one core at a time (as for the HAL's saved contexts).
 unsafe impl Sync for Lines {}
 
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Outcome {
-    Ok,
-    Failed,
-    Skipped,
-}
-
-/// The result of a `TEST <name> ... <result>` line (as the runner judges it): `ok...` passes,
-/// `skipped...` is a skip, anything else (or no ` ... `) fails.
+/// The result of a user program's test line, as the runner judges it (a line that is not a
+/// well-formed test line fails).
 fn outcome(line: &str) -> Outcome {
-    match line.split_once(" ... ") {
-        Some((_, r)) if r.starts_with("ok") => Outcome::Ok,
-        Some((_, r)) if r.starts_with("skipped") => Outcome::Skipped,
+    match ConsoleLine::parse(line) {
+        ConsoleLine::Test { outcome, .. } => outcome,
         _ => Outcome::Failed,
     }
 }
@@ -370,7 +367,7 @@ impl DebugCalls {
         self.start_cycles.store(A::cycles(), Ordering::Relaxed);
         if run.test {
             let planned = run.kernel_tests + plan.user_tests + FINAL_TESTS;
-            A::println(format_args!("TESTS PLANNED {planned}"));
+            A::println(format_args!("{}", TestsPlanned(planned)));
             // The in-kernel tests ran before this line; the runner counts lines, not order.
         }
         A::println(format_args!(
@@ -378,7 +375,7 @@ impl DebugCalls {
             plan.finite()
         ));
         for t in (0..MAX_THREADS).filter(|&t| plan.must_report(t)) {
-            A::println(format_args!("plan: {} reports DONE", self.who(t)));
+            A::println(format_args!("{}", PlanLine(self.who(t))));
         }
     }
 
@@ -396,16 +393,28 @@ impl DebugCalls {
 
     /// Prints one test line and counts it.
     pub fn report<A: DebugArch>(&self, name: &str, ok: bool, detail: Arguments<'_>) {
+        let outcome = if ok { Outcome::Ok } else { Outcome::Failed };
         A::println(format_args!(
-            "TEST {name} ... {} ({detail})",
-            if ok { "ok" } else { "FAILED" }
+            "{}",
+            TestLine {
+                name,
+                outcome,
+                detail
+            }
         ));
-        self.count_test(if ok { Outcome::Ok } else { Outcome::Failed });
+        self.count_test(outcome);
     }
 
     /// Prints a `TEST <name> ... skipped (reason)` line for a planned test this run cannot do.
     pub fn skip<A: DebugArch>(&self, name: &str, reason: Arguments<'_>) {
-        A::println(format_args!("TEST {name} ... skipped ({reason})"));
+        A::println(format_args!(
+            "{}",
+            TestLine {
+                name,
+                outcome: Outcome::Skipped,
+                detail: reason
+            }
+        ));
         self.count_test(Outcome::Skipped);
     }
 
@@ -458,7 +467,7 @@ impl DebugCalls {
                     return ok_regs(self.done.load(Ordering::Acquire));
                 }
                 let n = self.done.fetch_add(1, Ordering::AcqRel) + 1;
-                A::println(format_args!("done: {}", self.who(t.index())));
+                A::println(format_args!("{}", Done(self.who(t.index()))));
                 if n == self.expected_done.load(Ordering::Acquire) {
                     self.finish::<A>();
                 }
@@ -545,7 +554,10 @@ impl DebugCalls {
         // SAFETY: see `Lines`: only the core running `t` gets here for `t`.
         let line = unsafe { &mut *self.lines.0[t.index()].get() };
         let Some(text) = line.push(b) else { return };
-        if text.starts_with("TEST ") {
+        if text
+            .strip_prefix(TEST)
+            .is_some_and(|rest| rest.starts_with(' '))
+        {
             A::println(format_args!("{text}"));
             self.count_test(outcome(text));
         } else {
@@ -591,7 +603,7 @@ impl DebugCalls {
             let ok = self.tests_ok.load(Ordering::Acquire);
             let failed = self.tests_failed.load(Ordering::Acquire);
             let skipped = self.tests_skipped.load(Ordering::Acquire);
-            A::println(format_args!("ALL TESTS RAN {}", ok + failed + skipped));
+            A::println(format_args!("{}", AllTestsRan(ok + failed + skipped)));
             A::println(format_args!(
                 "tests: {ok} passed, {skipped} skipped, {failed} failed"
             ));
@@ -628,9 +640,11 @@ impl DebugCalls {
             + incomplete
             + self.unexpected.load(Ordering::Acquire);
         A::println(format_args!(
-            "shutting down: {} (uptime {} ms)",
-            if failed == 0 { "success" } else { "FAILURE" },
-            A::since_boot_ns() / 1_000_000
+            "{}",
+            Shutdown {
+                success: failed == 0,
+                uptime_ms: A::since_boot_ns() / 1_000_000
+            }
         ));
         A::exit(failed == 0)
     }

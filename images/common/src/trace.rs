@@ -34,6 +34,8 @@
 use core::fmt::Arguments;
 
 use kernel::{Hal, Kernel, Strategy};
+#[cfg(feature = "trace")]
+use protocol::console::{TraceBegin, TraceCore, TraceEnd, TraceRecord};
 
 /// Whether the image was built with the `trace` feature (`trace=1` is refused otherwise).
 pub const BUILT: bool = cfg!(feature = "trace");
@@ -87,17 +89,6 @@ pub struct DumpInfo<'a> {
     pub hz: u64,
 }
 
-/// Bytes as lower-case hex digits.
-#[cfg(any(feature = "trace", test))]
-struct Hex<'a>(&'a [u8]);
-
-#[cfg(any(feature = "trace", test))]
-impl core::fmt::Display for Hex<'_> {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        self.0.iter().try_for_each(|b| write!(f, "{b:02x}"))
-    }
-}
-
 /// Prints every core's ring between `TRACE-BEGIN` and `TRACE-END` through `println` (one
 /// call per line), if tracing is on; otherwise prints nothing. See the module's format.
 pub fn dump(info: &DumpInfo<'_>, mut println: impl FnMut(Arguments<'_>)) {
@@ -113,37 +104,35 @@ pub fn dump(info: &DumpInfo<'_>, mut println: impl FnMut(Arguments<'_>)) {
             *h = on::TRACER.ring(c).written();
         }
         println(format_args!(
-            "TRACE-BEGIN cores={cores} lock={} counter={} hz={} ring={RING}",
-            info.lock, info.counter, info.hz
+            "{}",
+            TraceBegin {
+                cores,
+                lock: info.lock,
+                counter: info.counter,
+                hz: info.hz,
+                ring: RING,
+            }
         ));
         let (mut records, mut lost) = (0, 0);
         for (c, &h) in heads.iter().enumerate().take(cores) {
             // The core's line follows its records: a record the writer overwrites while it is
             // printed is only known to be lost once it was reached.
             let s = on::TRACER.ring(c).visit(h, |r| {
-                println(format_args!("TRACE-RECORD {}", Hex(&r.encode())));
+                println(format_args!("{}", TraceRecord(&r.encode())));
             });
             println(format_args!(
-                "TRACE-CORE {c} records={} lost={}",
-                s.copied, s.lost
+                "{}",
+                TraceCore {
+                    core: c,
+                    records: s.copied,
+                    lost: s.lost,
+                }
             ));
             records += s.copied;
             lost += s.lost;
         }
-        println(format_args!("TRACE-END records={records} lost={lost}"));
+        println(format_args!("{}", TraceEnd { records, lost }));
     }
     #[cfg(not(feature = "trace"))]
     let _ = (info, &mut println);
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn hex_is_two_lower_case_digits_a_byte() {
-        extern crate std;
-        use std::string::ToString;
-        assert_eq!(Hex(&[0x00, 0xab, 0x7f]).to_string(), "00ab7f");
-    }
 }

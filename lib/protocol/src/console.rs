@@ -254,9 +254,9 @@ pub struct TraceCore {
     /// The core.
     pub core: usize,
     /// Records printed for it.
-    pub records: u64,
+    pub records: usize,
     /// Records its ring overwrote before the dump.
-    pub lost: u64,
+    pub lost: usize,
 }
 
 impl Display for TraceCore {
@@ -273,9 +273,9 @@ impl Display for TraceCore {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TraceEnd {
     /// Records printed.
-    pub records: u64,
+    pub records: usize,
     /// Records lost.
-    pub lost: u64,
+    pub lost: usize,
 }
 
 impl Display for TraceEnd {

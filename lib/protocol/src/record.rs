@@ -266,6 +266,9 @@ mod tests {
         let mut s = std::string::String::new();
         json_str(&mut s, "a\"b\\c\n").unwrap();
         assert_eq!(s, "\"a\\\"b\\\\c\\u000a\"");
+        let mut m = std::string::String::new();
+        json_mean(&mut m, 12345, 100).unwrap();
+        assert_eq!(m, "123.45");
     }
 
     #[test]
