@@ -14,22 +14,19 @@
 
 mod bench;
 mod board;
-mod deps;
 mod flash;
 mod imagetrace;
 mod libtest;
 mod net;
-mod proc;
-mod progress;
 mod qemu;
 mod sim;
 mod simval;
 mod test;
-mod toolchain;
 mod trace;
 
-use std::path::PathBuf;
 use std::process::ExitCode;
+
+use host_env::{crate_dir, deps, proc, progress, target_dir, toolchain, workspace_root};
 
 use clap::{Parser, Subcommand};
 
@@ -195,67 +192,6 @@ fn main() -> ExitCode {
     }
 }
 
-/// The workspace root: the parent of this crate's manifest directory.
-///
-/// `cargo run` (and so `cargo xtask`) sets `CARGO_MANIFEST_DIR` for the program too; that value
-/// is preferred over the one compiled in, which goes stale if the checkout moves and cargo reuses
-/// the binary.
-fn workspace_root() -> PathBuf {
-    let manifest = std::env::var_os("CARGO_MANIFEST_DIR")
-        .map(PathBuf::from)
-        .filter(|dir| dir.join("Cargo.toml").is_file())
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")));
-    manifest.parent().map(PathBuf::from).unwrap_or(manifest)
-}
-
-/// Every workspace package and its folder, relative to the workspace root (the root
-/// `Cargo.toml`'s `members`, which a unit test keeps this equal to).
-const CRATE_DIRS: &[(&str, &str)] = &[
-    ("kernel", "kernel"),
-    ("kernel-locks", "sync"),
-    ("pager", "pager"),
-    ("hal-common", "hal-common"),
-    ("hal-x86", "hal-x86"),
-    ("hal-armv7", "hal-armv7"),
-    ("servers", "servers"),
-    ("tests", "tests"),
-    ("xtask", "xtask"),
-    ("image-common", "images/common"),
-    ("image-x86", "images/x86"),
-    ("image-armv7", "images/armv7"),
-    ("abi", "lib/abi"),
-    ("sim", "lib/sim"),
-    ("kv-resp", "lib/kv-resp"),
-    ("frame-ring", "lib/frame-ring"),
-];
-
-/// The folder of the workspace package `package` under `root`.
-///
-/// # Panics
-/// If `package` is not a workspace package: the callers name packages in constants.
-fn crate_dir(root: &std::path::Path, package: &str) -> PathBuf {
-    let (_, dir) = CRATE_DIRS
-        .iter()
-        .find(|(name, _)| *name == package)
-        .unwrap_or_else(|| panic!("`{package}` is not a package of this workspace"));
-    root.join(dir)
-}
-
-/// The target directory cargo uses: `$CARGO_TARGET_DIR` if set, else `<root>/target`.
-fn target_dir(root: &std::path::Path) -> PathBuf {
-    match std::env::var_os("CARGO_TARGET_DIR") {
-        Some(dir) if !dir.is_empty() => {
-            let dir = PathBuf::from(dir);
-            if dir.is_absolute() {
-                dir
-            } else {
-                root.join(dir)
-            }
-        }
-        _ => root.join("target"),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -278,35 +214,5 @@ mod tests {
         for quiet in ["--quiet", " -q "] {
             assert!(!alias.contains(quiet), "{alias}");
         }
-    }
-
-    #[test]
-    fn crate_dirs_are_the_workspace_members() {
-        let root = workspace_root();
-        let manifest: toml::Table = std::fs::read_to_string(root.join("Cargo.toml"))
-            .unwrap()
-            .parse()
-            .unwrap();
-        let members: Vec<&str> = manifest["workspace"]["members"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|m| m.as_str().unwrap())
-            .collect();
-        let dirs: Vec<&str> = CRATE_DIRS.iter().map(|(_, dir)| *dir).collect();
-        assert_eq!(members, dirs, "CRATE_DIRS lists the members in their order");
-        for (package, dir) in CRATE_DIRS {
-            let own: toml::Table = std::fs::read_to_string(root.join(dir).join("Cargo.toml"))
-                .unwrap()
-                .parse()
-                .unwrap();
-            assert_eq!(own["package"]["name"].as_str(), Some(*package), "{dir}");
-            assert_eq!(crate_dir(&root, package), root.join(dir));
-        }
-    }
-
-    #[test]
-    fn root_holds_the_workspace_manifest() {
-        assert!(workspace_root().join("Cargo.toml").is_file());
     }
 }
