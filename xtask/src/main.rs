@@ -13,18 +13,17 @@
 //! The commands only drive `cargo`, `rustc` and `rustup`; nothing is downloaded by hand.
 
 mod bench;
-mod board;
 mod flash;
 mod imagetrace;
 mod libtest;
-mod net;
-mod qemu;
 mod sim;
 mod simval;
 mod test;
 mod trace;
 
 use std::process::ExitCode;
+
+use qemu_runner::{board, net, qemu};
 
 use host_env::{crate_dir, deps, proc, progress, target_dir, toolchain, workspace_root};
 

@@ -56,6 +56,7 @@ pub const CRATE_DIRS: &[(&str, &str)] = &[
     ("tests", "tests"),
     ("xtask", "xtask"),
     ("host-env", "tools/host-env"),
+    ("qemu-runner", "tools/qemu-runner"),
     ("image-common", "images/common"),
     ("image-x86", "images/x86"),
     ("image-armv7", "images/armv7"),

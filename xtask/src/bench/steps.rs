@@ -262,7 +262,7 @@ pub fn execute(
     c: &mut Collected,
 ) {
     let mut images: BTreeMap<&'static str, Result<PathBuf, ()>> = BTreeMap::new();
-    let mut trace_image: Option<Result<crate::trace::Image, String>> = None;
+    let mut trace_image: Option<Result<qemu_runner::exectrace::Image, String>> = None;
     for step in steps {
         let line = progress.next(&step.label());
         match step {
@@ -297,8 +297,9 @@ pub fn execute(
                     println!("skipped (no image)");
                     continue;
                 };
-                let image = trace_image
-                    .get_or_insert_with(|| crate::trace::image_of(root, Arch::Armv7, elf));
+                let image = trace_image.get_or_insert_with(|| {
+                    qemu_runner::exectrace::image_of(root, Arch::Armv7, elf)
+                });
                 match image {
                     Ok(image) => run_barrier_trace(root, *lock, elf, image, machine, c),
                     Err(e) => {
@@ -505,17 +506,20 @@ fn run_barrier_trace(
     root: &Path,
     lock: Lock,
     elf: &Path,
-    image: &crate::trace::Image,
+    image: &qemu_runner::exectrace::Image,
     machine: &Machine,
     c: &mut Collected,
 ) {
     let board = qemu::Machine::Sabrelite;
     let t = Instant::now();
     const ROUNDS: u64 = 100;
-    let raw = crate::trace::measure(root, elf, image, board, lock, ROUNDS, true).and_then(|p| {
-        serde_json::from_value::<RawRecord>(crate::trace::record(board, lock, ROUNDS, &p))
+    let raw = qemu_runner::exectrace::measure(root, elf, image, board, lock, ROUNDS, true)
+        .and_then(|p| {
+            serde_json::from_value::<RawRecord>(qemu_runner::exectrace::record(
+                board, lock, ROUNDS, &p,
+            ))
             .map_err(|e| format!("trace record: {e}"))
-    });
+        });
     match raw {
         Ok(raw) => {
             let origin = Origin {

@@ -189,7 +189,7 @@ pub fn names(root: &Path) -> Vec<String> {
 fn all() -> &'static Result<Vec<Board>, String> {
     static ALL: OnceLock<Result<Vec<Board>, String>> = OnceLock::new();
     ALL.get_or_init(|| {
-        let root = crate::workspace_root();
+        let root = host_env::workspace_root();
         names(&root).iter().map(|n| load(&root, n)).collect()
     })
 }
@@ -236,7 +236,7 @@ mod tests {
     use super::*;
 
     fn root() -> PathBuf {
-        crate::workspace_root()
+        host_env::workspace_root()
     }
 
     #[test]

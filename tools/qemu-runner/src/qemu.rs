@@ -28,7 +28,7 @@ use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 
-use crate::proc::Cmd;
+use host_env::proc::Cmd;
 
 /// Console lines shown when a run fails.
 pub const TAIL: usize = 25;
@@ -395,7 +395,7 @@ pub fn image_package(arch: Arch) -> (&'static str, &'static str) {
 /// Where [`build_image`] leaves the image for `arch`.
 pub fn image_path(root: &Path, arch: Arch, debug: bool) -> PathBuf {
     let (package, target) = image_crate(arch);
-    crate::target_dir(root)
+    host_env::target_dir(root)
         .join(target)
         .join(if debug { "debug" } else { "release" })
         .join(package)
@@ -423,7 +423,7 @@ pub fn build_image_with(
     if !debug {
         cmd = cmd.arg("--release");
     }
-    let mut dir = crate::target_dir(root);
+    let mut dir = host_env::target_dir(root);
     if !features.is_empty() {
         dir = dir.join(format!("features-{}", features.join("-")));
         cmd = cmd
@@ -1073,11 +1073,11 @@ pub fn parse_suite(lines: &[String], min_plan: usize) -> Suite {
 pub fn run(root: &Path, args: &QemuArgs) -> ExitCode {
     // passt is installed (or the run falls back to the user network) by `net::choose_network`;
     // redis-cli is needed by `--check` only.
-    let mut tools = crate::deps::QEMU.to_vec();
+    let mut tools = host_env::deps::QEMU.to_vec();
     if args.net && args.check {
-        tools.extend(crate::deps::NET.iter().filter(|t| t.what == "redis-cli"));
+        tools.extend(host_env::deps::NET.iter().filter(|t| t.what == "redis-cli"));
     }
-    if let Err(why) = crate::deps::ensure("cargo xtask qemu", &tools) {
+    if let Err(why) = host_env::deps::ensure("cargo xtask qemu", &tools) {
         eprintln!("{why}");
         return ExitCode::FAILURE;
     }

@@ -151,9 +151,9 @@ pub fn server_forwards(port: u16, stacks: u32) -> Vec<(u16, u16)> {
 /// them (the guests' static configuration), IPv4 only, no DHCP, and each (host port, guest
 /// port) of `forwards` on 127.0.0.1 (one `-t` each), on the socket of `forwards`' first host
 /// port; in the foreground, quiet, and gone when QEMU disconnects (`-1`).
-pub fn passt_cmd(forwards: &[(u16, u16)]) -> crate::proc::Cmd {
+pub fn passt_cmd(forwards: &[(u16, u16)]) -> host_env::proc::Cmd {
     let socket = passt_socket(forwards.first().map_or(0, |f| f.0));
-    let mut cmd = crate::proc::Cmd::new("passt").args([
+    let mut cmd = host_env::proc::Cmd::new("passt").args([
         "-f",
         "-q",
         "-1",
@@ -254,7 +254,7 @@ struct Qemu {
 }
 
 impl Qemu {
-    fn spawn(cmd: &crate::proc::Cmd, root: &Path, echo: bool) -> io::Result<Qemu> {
+    fn spawn(cmd: &host_env::proc::Cmd, root: &Path, echo: bool) -> io::Result<Qemu> {
         let (child, lines) = cmd.spawn_lines(root)?;
         Ok(Qemu {
             child,
@@ -407,7 +407,7 @@ pub fn choose_network(
     forwards: &[(u16, u16)],
 ) -> Result<(Network, Option<Passt>), String> {
     let passt = || {
-        crate::deps::ensure("passt (the default network)", &[crate::deps::PASST])?;
+        host_env::deps::ensure("passt (the default network)", &[host_env::deps::PASST])?;
         Passt::start(root, forwards)
     };
     match requested {
@@ -490,7 +490,7 @@ const BOOT_PROGRESS: Duration = Duration::from_secs(10);
 /// Starts the QEMU command `cmd` and waits for its guest's `net: listening` line, at most
 /// `boot.limit`; every [`BOOT_PROGRESS`] without it, says how long it has waited and, where
 /// there is some, what to try.
-pub fn start_cmd(root: &Path, cmd: &crate::proc::Cmd, boot: Boot) -> Result<Server, String> {
+pub fn start_cmd(root: &Path, cmd: &host_env::proc::Cmd, boot: Boot) -> Result<Server, String> {
     if boot.echo {
         eprintln!("net: {}", cmd.display());
     }
@@ -567,7 +567,7 @@ pub fn run(root: &Path, args: &QemuArgs, elf: &Path) -> ExitCode {
     let port_list: Vec<String> = ports.iter().map(u16::to_string).collect();
     let over = format!("over {}", network.describe());
     if let Some(client) = &args.client {
-        let cmd = crate::proc::Cmd::new("sh")
+        let cmd = host_env::proc::Cmd::new("sh")
             .args(["-c", client.as_str()])
             .env("REDIS_TEST_HOST", "127.0.0.1")
             .env("REDIS_TEST_PORT", port.to_string())
@@ -674,7 +674,7 @@ fn redis_cli_session(root: &Path, port: u16) -> Result<String, String> {
         (&["HSET", "cli:hash", "field", "value"], "1"),
     ];
     for (args, want) in steps {
-        let cmd = crate::proc::Cmd::new("redis-cli")
+        let cmd = host_env::proc::Cmd::new("redis-cli")
             .args(["-h", "127.0.0.1", "-p", &port])
             .args(args.iter().copied());
         let out = cmd
