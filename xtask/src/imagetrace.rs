@@ -12,7 +12,7 @@
 //! `--hosted`.
 //!
 //! The header's frequency is the true rate of the guest's counter under `-icount` where the
-//! benchmark tables know it ([`crate::bench::records::true_hz`]: the TSC counts instructions,
+//! benchmark tables know it ([`bench::records::true_hz`]: the TSC counts instructions,
 //! 1 GHz; the A9 global timer 100 MHz; CNTVCT 62.5 MHz), else what the image calibrated.
 
 use std::path::{Path, PathBuf};
@@ -117,7 +117,7 @@ pub fn parse_console(lines: &[String], board: &str, icount: bool) -> Result<Cons
     let strategy = strategy_of(&lock).ok_or_else(|| format!("unknown lock={lock}"))?;
     let counter = field(&words, "counter")?.to_owned();
     let guest_hz = number(&words, "hz")?;
-    let frequency_hz = crate::bench::records::true_hz(&counter, board, icount, guest_hz as f64)
+    let frequency_hz = bench::records::true_hz(&counter, board, icount, guest_hz as f64)
         .map_or(guest_hz, |hz| hz.round() as u64);
     if frequency_hz == 0 {
         return Err("the trace header's counter frequency is 0".into());

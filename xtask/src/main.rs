@@ -12,7 +12,6 @@
 //!
 //! The commands only drive `cargo`, `rustc` and `rustup`; nothing is downloaded by hand.
 
-mod bench;
 mod flash;
 mod imagetrace;
 mod libtest;
@@ -23,7 +22,7 @@ mod trace;
 
 use std::process::ExitCode;
 
-use qemu_runner::{board, net, qemu};
+use qemu_runner::{board, qemu};
 
 use host_env::{crate_dir, deps, proc, progress, target_dir, toolchain, workspace_root};
 

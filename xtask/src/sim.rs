@@ -409,7 +409,7 @@ fn write(path: &Path, text: &str) -> Result<(), String> {
 /// Throughput against simulated cores, one line per strategy, and the recorded run: `path`
 /// as SVG and beside it as PNG.
 fn plot(path: &Path, sweep: &sim::simulate::Sweep, recorded: (usize, f64)) -> Result<(), String> {
-    crate::bench::plot::register_font()?;
+    bench::plot::register_font()?;
     draw(
         SVGBackend::new(path, (900, 560)).into_drawing_area(),
         path,

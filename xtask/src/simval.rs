@@ -492,7 +492,7 @@ fn print_tables(v: &Validation<'_>) {
 /// (both axes logarithmic), per lock a solid line with the cache model and a dashed one
 /// without, the measured runs as points.
 fn plot(path: &Path, fig: &Figure2<'_>) -> Result<(), String> {
-    crate::bench::plot::register_font()?;
+    bench::plot::register_font()?;
     draw(SVGBackend::new(path, SIZE).into_drawing_area(), path, fig)?;
     let png = path.with_extension("png");
     draw(
@@ -554,7 +554,7 @@ fn draw<DB: DrawingBackend>(
         .draw()
         .map_err(|e| err(&e))?;
     for c in &fig.curves {
-        let colour = crate::bench::plot::colour(c.lock);
+        let colour = bench::plot::colour(c.lock);
         let pts: Vec<(f64, f64)> = c
             .cores
             .iter()
@@ -591,7 +591,7 @@ fn draw<DB: DrawingBackend>(
         }
     }
     for (i, m) in fig.measured.iter().enumerate() {
-        let colour = crate::bench::plot::colour(m.lock);
+        let colour = bench::plot::colour(m.lock);
         let series = chart
             .draw_series(
                 m.throughput_per_s

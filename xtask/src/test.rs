@@ -1145,11 +1145,11 @@ fn sim_record_step(root: &Path) -> Step {
 /// and PNG) and report.md back. Output in `<target>/bench-tiny`; well under a minute once the
 /// images and the hosted benchmark are built.
 fn bench_tiny_step(root: &Path) -> Step {
-    bench_step(root, "bench:tiny", "bench-tiny", &crate::bench::TINY)
+    bench_step(root, "bench:tiny", "bench-tiny", &bench::TINY)
 }
 
 /// The memory suite end to end on a tiny configuration (`bench:memory-tiny`): `cargo xtask
-/// bench` with [`crate::bench::MEMORY_TINY`]: per-core and global pagers under `-icount` on
+/// bench` with [`bench::MEMORY_TINY`]: per-core and global pagers under `-icount` on
 /// both architectures (1 core, a two-point page sweep, every point booted twice and required
 /// identical, and the 2-core request boot) and hosted on 1 and 2 cores, then every output read
 /// back. Output in `<target>/bench-memory-tiny`; under a minute once built.
@@ -1158,12 +1158,12 @@ fn bench_memory_tiny_step(root: &Path) -> Step {
         root,
         "bench:memory-tiny",
         "bench-memory-tiny",
-        &crate::bench::MEMORY_TINY,
+        &bench::MEMORY_TINY,
     )
 }
 
 /// The network macro-benchmark end to end on a tiny configuration (`bench:redis-tiny`): `cargo
-/// xtask bench` with [`crate::bench::REDIS_TINY`]: the network image with locks none (1 core)
+/// xtask bench` with [`bench::REDIS_TINY`]: the network image with locks none (1 core)
 /// and clh (1 and 2 cores: every core's server at once) on x86_64 (microvm) and ARMv7 (virt),
 /// and the Linux baseline of each architecture, each driven by redis-benchmark (SET and GET,
 /// unpipelined and pipelined) and YCSB workload A (load, then run), with the server's CPU
@@ -1175,7 +1175,7 @@ fn bench_redis_tiny_step(root: &Path) -> Step {
         root,
         "bench:redis-tiny",
         "bench-redis-tiny",
-        &crate::bench::REDIS_TINY,
+        &bench::REDIS_TINY,
     )
     .tools(&[
         ("mvn", "maven"),

@@ -377,7 +377,7 @@ pub fn doctor(install: bool) -> bool {
                     ok = false;
                     format!(
                         "WRONG    {} comes from package {p}, not {}: fix its entry in \
-                         xtask/src/deps.rs and .ci/run",
+                         tools/host-env/src/deps.rs and .ci/run",
                         tool.what, tool.package
                     )
                 }

@@ -57,6 +57,7 @@ pub const CRATE_DIRS: &[(&str, &str)] = &[
     ("xtask", "xtask"),
     ("host-env", "tools/host-env"),
     ("qemu-runner", "tools/qemu-runner"),
+    ("bench", "tools/bench"),
     ("image-common", "images/common"),
     ("image-x86", "images/x86"),
     ("image-armv7", "images/armv7"),

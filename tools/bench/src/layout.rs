@@ -20,7 +20,7 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::proc::Cmd;
+use host_env::proc::Cmd;
 
 /// The folder of the runs, under the bench root.
 pub const RUNS: &str = "runs";
@@ -300,7 +300,7 @@ mod tests {
 
     #[test]
     fn this_checkout_has_a_revision() {
-        let rev = git_revision(&crate::workspace_root());
+        let rev = git_revision(&host_env::workspace_root());
         let hash = rev.trim_end_matches("-dirty");
         assert!(
             rev == "nogit" || (hash.len() >= 7 && hash.chars().all(|c| c.is_ascii_hexdigit())),

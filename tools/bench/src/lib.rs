@@ -22,8 +22,8 @@ mod machine;
 mod memory;
 mod paper;
 mod plan;
-pub(crate) mod plot;
-pub(crate) mod records;
+pub mod plot;
+pub mod records;
 mod redis;
 mod report;
 mod soak;
@@ -41,10 +41,10 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use clap::{Args, Subcommand};
 use serde_json::json;
 
-use crate::qemu;
 use guest::KernelTrace;
 use layout::Destination;
 use plan::{ArchArg, LockArg, Plan, Platform, PlatformArg};
+use qemu_runner::qemu;
 use records::Record;
 
 /// The long help's closing part: what each platform measures, units, files and times.
@@ -422,7 +422,7 @@ pub fn run(root: &Path, args: &BenchArgs) -> ExitCode {
 }
 
 /// `--out DIR` made absolute (relative to the current directory).
-pub(crate) fn absolute(dir: &Path) -> PathBuf {
+pub fn absolute(dir: &Path) -> PathBuf {
     if dir.is_absolute() {
         dir.to_path_buf()
     } else {
@@ -433,8 +433,8 @@ pub(crate) fn absolute(dir: &Path) -> PathBuf {
 }
 
 /// The bench root: `<target>/bench`.
-pub(crate) fn bench_root(root: &Path) -> PathBuf {
-    crate::target_dir(root).join("bench")
+pub fn bench_root(root: &Path) -> PathBuf {
+    host_env::target_dir(root).join("bench")
 }
 
 /// Where this run writes: `--out DIR` (created, and checked writable), or a new folder under
@@ -524,7 +524,7 @@ fn run_benchmarks(root: &Path, args: &RunArgs) -> ExitCode {
         return ExitCode::from(2);
     }
     if let Err(e) = plan.check_boards(|m| {
-        crate::board::for_qemu_machine(m.name()).map(|b| (b.name.clone(), b.cores))
+        qemu_runner::board::for_qemu_machine(m.name()).map(|b| (b.name.clone(), b.cores))
     }) {
         eprintln!("cargo xtask bench: {e}");
         return ExitCode::from(2);
@@ -663,7 +663,7 @@ fn kernel_benchmarks(
     let archs = steps::guest_archs(root, plan, &mut c);
     let steps = steps::plan_steps(plan, args, sweep, hosted, &archs);
     // The last step writes the files.
-    let mut progress = crate::progress::Progress::new("bench", steps.len() + 1);
+    let mut progress = host_env::progress::Progress::new("bench", steps.len() + 1);
     steps::execute(
         root,
         args,
@@ -875,7 +875,7 @@ fn kernel_benchmarks(
 
 /// Switches `root/latest` to the run's folder `dir` if the run produced records, and says what
 /// `latest` names now.
-pub(crate) fn publish(root: &Path, dir: &Path, records: usize) -> Result<(), String> {
+pub fn publish(root: &Path, dir: &Path, records: usize) -> Result<(), String> {
     let latest = root.join(layout::LATEST);
     if records == 0 {
         match layout::read_latest(root) {
@@ -1046,7 +1046,7 @@ mod tests {
         assert!(parse(["--kernel-trace", "yes"]).is_err());
         assert!(parse(["--host", "--kernel-trace", "on"]).is_err());
         // Checked before anything is built: hosted alone boots no image to trace.
-        let root = crate::workspace_root();
+        let root = host_env::workspace_root();
         let args = parse(["--kernel-trace", "on", "--platform", "hosted"]).unwrap();
         assert_eq!(run(&root, &args), ExitCode::from(2));
     }
@@ -1096,7 +1096,7 @@ mod tests {
     fn the_runs_limit_is_the_guests() {
         // The guests' limit is servers::abi::bench::MAX_RUNS (not a dependency of xtask: read
         // from its source).
-        let root = crate::workspace_root();
+        let root = host_env::workspace_root();
         let abi = fs::read_to_string(root.join("servers/src/abi.rs")).unwrap();
         let value = |name: &str| -> u32 {
             let line = abi

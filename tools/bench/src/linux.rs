@@ -29,8 +29,8 @@ use std::fs;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-use crate::proc::Cmd;
-use crate::qemu::Arch;
+use host_env::proc::Cmd;
+use qemu_runner::qemu::Arch;
 
 /// The guest port of the `/proc/stat` server.
 pub const STAT_PORT: u16 = 9100;
@@ -261,7 +261,7 @@ impl Apt {
                 .map_err(|e| format!("cannot run apt-get: {e}"))
         };
         let mut out = fetch()?;
-        if find().is_none() && self.options.is_empty() && crate::deps::is_root() {
+        if find().is_none() && self.options.is_empty() && host_env::deps::is_root() {
             // A fresh machine (a container image) may have no package lists yet.
             println!("bench: linux baseline: apt-get update, then again");
             let _ = Cmd::new("apt-get").args(["update", "-qq"]).run_captured(
@@ -313,8 +313,8 @@ type File = (String, Vec<u8>, bool);
 
 /// Builds (or reuses) `arch`'s baseline boot files under `<target>/linux-baseline/<arch>`.
 pub fn prepare(root: &Path, arch: Arch) -> Result<Baseline, String> {
-    let name = crate::qemu::arch_name(arch);
-    let dir = crate::target_dir(root).join("linux-baseline").join(name);
+    let name = qemu_runner::qemu::arch_name(arch);
+    let dir = host_env::target_dir(root).join("linux-baseline").join(name);
     fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let tools: &[&str] = match arch {
         Arch::X86_64 => &["apt-get", "dpkg-deb", "ldd"],

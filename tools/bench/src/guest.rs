@@ -5,8 +5,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::records::RawRecord;
-use crate::proc::Cmd;
-use crate::qemu::{self, Arch, Guest, Lock, Machine};
+use host_env::proc::Cmd;
+use qemu_runner::qemu::{self, Arch, Guest, Lock, Machine};
 
 /// The line that opens a block of raw records.
 pub const BEGIN: &str = "BENCH-JSON-BEGIN";

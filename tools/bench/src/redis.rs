@@ -12,7 +12,7 @@
 //!   phase, 4 client threads.
 //!
 //! The guests reach the host over passt, the default network of `cargo xtask qemu --net`
-//! (`crate::net`): QEMU's user network, which the suite falls back to when passt cannot run,
+//! (`qemu_runner::net`): QEMU's user network, which the suite falls back to when passt cannot run,
 //! stalls under 50 connections opened at once. The report's method names the network used.
 //!
 //! While each client runs, a sampler reads the server's `INFO` every half second: its `# CPU`
@@ -41,8 +41,8 @@ use serde_json::{json, Value};
 use super::layout;
 use super::plot::{self, Line, LinePanel, Point};
 use super::RunArgs;
-use crate::proc::Cmd;
-use crate::qemu::{self, Arch, Lock, Machine, QemuArgs};
+use host_env::proc::Cmd;
+use qemu_runner::qemu::{self, Arch, Lock, Machine, QemuArgs};
 
 /// The suite's own folder under `<target>/bench` (its runs and `latest`): its results have their
 /// own schema, which `bench compare` does not read.
@@ -58,7 +58,7 @@ const PIPELINE: u32 = 16;
 /// How often the sampler reads `INFO`.
 const SAMPLE_EVERY: Duration = Duration::from_millis(500);
 /// How long the Linux baseline may take to boot on an idle host (scaled like the kernel's,
-/// [`crate::net::boot_deadline`]).
+/// [`qemu_runner::net::boot_deadline`]).
 const LINUX_BOOT: Duration = Duration::from_secs(120);
 /// The longest a client may run.
 const CLIENT_LIMIT: Duration = Duration::from_secs(600);
@@ -312,11 +312,11 @@ pub fn run(root: &Path, args: &RunArgs, plan: &super::plan::Plan) -> ExitCode {
 }
 
 fn run_inner(root: &Path, args: &RunArgs, plan: &super::plan::Plan) -> Result<bool, String> {
-    let mut tools = crate::deps::QEMU.to_vec();
-    tools.extend_from_slice(crate::deps::NET);
-    tools.extend_from_slice(crate::deps::REDIS_BENCH);
-    tools.extend_from_slice(crate::deps::YCSB);
-    crate::deps::ensure("cargo xtask bench --suite redis", &tools)?;
+    let mut tools = host_env::deps::QEMU.to_vec();
+    tools.extend_from_slice(host_env::deps::NET);
+    tools.extend_from_slice(host_env::deps::REDIS_BENCH);
+    tools.extend_from_slice(host_env::deps::YCSB);
+    host_env::deps::ensure("cargo xtask bench --suite redis", &tools)?;
     // Figures 3 and 4 are against cores: 1 and 2 unless asked (this host has 2).
     let cores: Vec<u32> = if args.cores.is_empty() {
         vec![1, 2]
@@ -437,9 +437,9 @@ fn run_inner(root: &Path, args: &RunArgs, plan: &super::plan::Plan) -> Result<bo
         }
     }
     let mut rows: Vec<Row> = Vec::new();
-    let mut progress = crate::progress::Progress::new("bench", points.len());
+    let mut progress = host_env::progress::Progress::new("bench", points.len());
     // The networks the points ran over (passt unless it could not run).
-    let mut networks: Vec<crate::net::Network> = Vec::new();
+    let mut networks: Vec<qemu_runner::net::Network> = Vec::new();
     for (arch, what, n) in &points {
         let lock = what.map_or(LINUX, |(_, l)| l.name());
         let label = format!(
@@ -612,7 +612,7 @@ impl Probe {
     fn sampler(self) -> Result<Box<dyn FnMut() -> Result<CpuSample, String> + Send>, String> {
         match self {
             Probe::Info(port) => {
-                let mut reader = crate::net::InfoReader::connect(port)?;
+                let mut reader = qemu_runner::net::InfoReader::connect(port)?;
                 Ok(Box::new(move || parse_cpu(&reader.info()?)))
             }
             Probe::ProcStat(port) => Ok(Box::new(move || parse_proc_stat(&http_get(port)?))),
@@ -761,20 +761,20 @@ fn soak(
 }
 
 /// The networks the points ran over, by name (`passt`).
-fn networks_named(networks: &[crate::net::Network]) -> String {
+fn networks_named(networks: &[qemu_runner::net::Network]) -> String {
     let names: Vec<&str> = networks.iter().map(|n| n.describe()).collect();
     names.join(" and ")
 }
 
 /// The method's description of the networks the points ran over.
-fn network_method(networks: &[crate::net::Network]) -> String {
-    use crate::net::Network;
+fn network_method(networks: &[qemu_runner::net::Network]) -> String {
+    use qemu_runner::net::Network;
     let passt = "passt (the default): the passt process listens on host ports on 127.0.0.1 and \
                  forwards them to the guest's ports 6379 + k (core k's server) over QEMU's \
                  -netdev stream";
     let user = format!(
         "QEMU's user network (libslirp; a fallback, because passt could not run): {}",
-        crate::net::USER_NETWORK_LIMIT
+        qemu_runner::net::USER_NETWORK_LIMIT
     );
     match networks {
         [] => "none (no point booted)".to_owned(),
@@ -791,7 +791,7 @@ pub(super) fn boot_ours(
     elf: &Path,
     lock: Lock,
     cores: u32,
-) -> Result<(crate::net::Server, Target), String> {
+) -> Result<(qemu_runner::net::Server, Target), String> {
     let machine = machine_for(arch);
     let words: Vec<String> = [
         "qemu",
@@ -813,7 +813,7 @@ pub(super) fn boot_ours(
     let qargs = QemuCli::try_parse_from(&words)
         .map_err(|e| format!("qemu options {words:?}: {e}"))?
         .args;
-    let server = crate::net::start(root, &qargs, elf, false)?;
+    let server = qemu_runner::net::start(root, &qargs, elf, false)?;
     let ports = server.ports();
     Ok((
         server,
@@ -830,10 +830,11 @@ fn boot_linux(
     root: &Path,
     baseline: &super::linux::Baseline,
     cores: u32,
-    network: Option<crate::net::Network>,
-) -> Result<(crate::net::Server, Target), String> {
+    network: Option<qemu_runner::net::Network>,
+) -> Result<(qemu_runner::net::Server, Target), String> {
     // The servers' ports, then /proc/stat's.
-    let base = crate::net::free_ports(cores + 1).map_err(|e| format!("no free host ports: {e}"))?;
+    let base =
+        qemu_runner::net::free_ports(cores + 1).map_err(|e| format!("no free host ports: {e}"))?;
     let ports: Vec<u16> = (0..cores as u16).map(|k| base + k).collect();
     let stat = base + cores as u16;
     let mut forwards: Vec<(u16, u16)> = ports
@@ -847,11 +848,13 @@ fn boot_linux(
     // stall in its early timer set-up (see `linux::x86_append`), and one lost boot should not
     // cost the whole point. The same network as the kernel's image (passt by default).
     let boot = || {
-        let (network, passt) = crate::net::choose_network(root, network, &forwards)?;
+        let (network, passt) = qemu_runner::net::choose_network(root, network, &forwards)?;
         let mut extra = vec!["-initrd".to_owned(), baseline.initrd.display().to_string()];
         extra.extend(match network {
-            crate::net::Network::Passt => crate::net::qemu_args_passt(base, machine),
-            crate::net::Network::User => crate::net::qemu_args_forwarding(&forwards, machine),
+            qemu_runner::net::Network::Passt => qemu_runner::net::qemu_args_passt(base, machine),
+            qemu_runner::net::Network::User => {
+                qemu_runner::net::qemu_args_forwarding(&forwards, machine)
+            }
         });
         let cmd = qemu::guest_cmd(&qemu::Guest {
             arch: baseline.arch,
@@ -863,17 +866,17 @@ fn boot_linux(
             console_port: 0,
             semihosting: true,
         });
-        let limit = crate::net::boot_deadline(
+        let limit = qemu_runner::net::boot_deadline(
             LINUX_BOOT,
             cores,
-            crate::net::host_cores(),
-            crate::net::load_average(),
+            qemu_runner::net::host_cores(),
+            qemu_runner::net::load_average(),
             false,
         );
-        crate::net::start_cmd(
+        qemu_runner::net::start_cmd(
             root,
             &cmd,
-            crate::net::Boot {
+            qemu_runner::net::Boot {
                 port: base,
                 stacks: cores,
                 limit,
@@ -909,7 +912,7 @@ struct PointId<'a> {
 /// instance, all at the same time, and the throughputs add up.
 fn measure(
     root: &Path,
-    mut server: crate::net::Server,
+    mut server: qemu_runner::net::Server,
     target: &Target,
     id: &PointId<'_>,
     sizes: Sizes,

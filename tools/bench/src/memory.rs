@@ -30,7 +30,7 @@ use super::report::{
     fmt_num, notes_section, papers_section, targets_section, Context, TargetLine, Verdict,
 };
 use super::RunArgs;
-use crate::qemu::{Arch, Lock};
+use qemu_runner::qemu::{Arch, Lock};
 
 /// A task's page faults, time per page.
 pub const ALLOC: &str = "memory-alloc";
@@ -1049,7 +1049,7 @@ mod tests {
     #[test]
     fn the_pages_limit_is_the_guests() {
         let abi =
-            std::fs::read_to_string(crate::workspace_root().join("servers/src/abi.rs")).unwrap();
+            std::fs::read_to_string(host_env::workspace_root().join("servers/src/abi.rs")).unwrap();
         assert!(
             abi.contains(&format!("pub const MAX_PAGES: usize = {MAX_PAGES};")),
             "servers::abi::memory::MAX_PAGES is not {MAX_PAGES}"

@@ -2,7 +2,7 @@
 
 use clap::ValueEnum;
 
-use crate::qemu::{Arch, Lock, Machine};
+use qemu_runner::qemu::{Arch, Lock, Machine};
 
 /// `--lock` values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -205,7 +205,7 @@ impl Plan {
                          count, so they must be 1..={cores} (or leave out --platform qemu or \
                          --arch {})",
                         machine.name(),
-                        crate::qemu::arch_name(arch)
+                        qemu_runner::qemu::arch_name(arch)
                     ));
                 }
             }
@@ -280,7 +280,7 @@ mod tests {
 
     /// The board files' facts, as `check_boards` asks for them.
     fn board_of(machine: Machine) -> Result<(String, u32), String> {
-        crate::board::for_qemu_machine(machine.name()).map(|b| (b.name.clone(), b.cores))
+        qemu_runner::board::for_qemu_machine(machine.name()).map(|b| (b.name.clone(), b.cores))
     }
 
     #[test]

@@ -12,7 +12,7 @@
 //! (error bars included, never below zero); Figure 2's ideal line is cut where it leaves it.
 //!
 //! Text is rendered with the pure-Rust `ab_glyph` font support from a font embedded in the
-//! binary (`xtask/fonts/DejaVuSans.ttf`, Bitstream Vera licence), so the PNGs need no system
+//! binary (`tools/bench/fonts/DejaVuSans.ttf`, Bitstream Vera licence), so the PNGs need no system
 //! fontconfig or freetype.
 
 use std::ops::Range;
@@ -31,7 +31,7 @@ use super::records::Record;
 use super::report::{fmt_num, overhead};
 
 /// The embedded font.
-static FONT: &[u8] = include_bytes!("../../fonts/DejaVuSans.ttf");
+static FONT: &[u8] = include_bytes!("../fonts/DejaVuSans.ttf");
 /// The family name it is registered under.
 const FAMILY: &str = "sans-serif";
 /// One panel's size in pixels (Figures 2 and 3, legend included).
@@ -44,17 +44,18 @@ const TITLE: u32 = 36;
 const OVERHEAD_HEIGHT: u32 = 400;
 
 /// Registers the embedded font once.
-pub(crate) fn register_font() -> Result<(), String> {
+pub fn register_font() -> Result<(), String> {
     static DONE: OnceLock<Result<(), String>> = OnceLock::new();
     DONE.get_or_init(|| {
-        plotters::style::register_font(FAMILY, FontStyle::Normal, FONT)
-            .map_err(|_| "the embedded font xtask/fonts/DejaVuSans.ttf does not load".to_owned())
+        plotters::style::register_font(FAMILY, FontStyle::Normal, FONT).map_err(|_| {
+            "the embedded font tools/bench/fonts/DejaVuSans.ttf does not load".to_owned()
+        })
     })
     .clone()
 }
 
 /// The colour of a lock's bars and lines.
-pub(crate) fn colour(lock: &str) -> RGBColor {
+pub fn colour(lock: &str) -> RGBColor {
     match lock {
         "none" => RGBColor(120, 120, 120),
         "clh" => RGBColor(31, 119, 180),

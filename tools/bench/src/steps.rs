@@ -16,7 +16,7 @@ use super::memory::{self, Sweep};
 use super::plan::{Plan, Platform};
 use super::records::{self, Machine, Origin, RawRecord};
 use super::{Collected, RunArgs};
-use crate::qemu::{self, Arch, Lock};
+use qemu_runner::qemu::{self, Arch, Lock};
 
 /// One step that can take more than a moment.
 #[derive(Clone, Debug)]
@@ -258,7 +258,7 @@ pub fn execute(
     machine: &Machine,
     sweep: Option<&Sweep>,
     out_dir: &Path,
-    progress: &mut crate::progress::Progress,
+    progress: &mut host_env::progress::Progress,
     c: &mut Collected,
 ) {
     let mut images: BTreeMap<&'static str, Result<PathBuf, ()>> = BTreeMap::new();
@@ -653,10 +653,10 @@ mod tests {
 
     #[test]
     fn guest_sources_are_found_by_marker() {
-        let root = crate::workspace_root();
+        let root = host_env::workspace_root();
         // This crate's own sources print the marker (guest.rs defines it).
         assert!(sources_mention(
-            &root.join("xtask").join("src"),
+            &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
             guest::BEGIN
         ));
         assert!(!sources_mention(&root.join("does-not-exist"), guest::BEGIN));

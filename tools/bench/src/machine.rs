@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use super::records::Machine;
-use crate::proc::Cmd;
+use host_env::proc::Cmd;
 
 /// Reads the machine description (`unknown` / `none` where a fact cannot be found).
 pub fn detect(root: &Path) -> Machine {

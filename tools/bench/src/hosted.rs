@@ -7,7 +7,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::records::RawRecord;
-use crate::proc::Cmd;
+use host_env::proc::Cmd;
 
 /// The hosted IPC benchmark's source, relative to the workspace root.
 pub const SOURCE: &str = "tests/benches/ipc_hosted.rs";
@@ -175,7 +175,7 @@ mod tests {
             .contains("cannot be read"));
         // The real ones have landed.
         for memory in [false, true] {
-            assert!(available(&crate::workspace_root(), source(memory)).is_ok());
+            assert!(available(&host_env::workspace_root(), source(memory)).is_ok());
         }
     }
 

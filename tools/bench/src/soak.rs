@@ -28,9 +28,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::net::{encode, Client, Reply};
-use crate::proc::Cmd;
-use crate::qemu::{self, Arch, Lock};
+use host_env::proc::Cmd;
+use qemu_runner::net::{encode, Client, Reply};
+use qemu_runner::qemu::{self, Arch, Lock};
 
 /// Cores of the soak's guests (one server per core).
 pub const CORES: u32 = 2;
@@ -112,7 +112,7 @@ pub struct Soak {
     /// The kernel lock.
     pub lock: String,
     /// The network the guest was on.
-    pub network: crate::net::Network,
+    pub network: qemu_runner::net::Network,
     /// How long the clients ran.
     pub seconds: f64,
     /// Every client against every server.
@@ -301,7 +301,7 @@ pub fn run(root: &Path, arch: Arch, elf: &Path, lock: Lock, duration: Duration) 
         arch: qemu::arch_name(arch).to_owned(),
         board: machine.name().to_owned(),
         lock: lock.name().to_owned(),
-        network: crate::net::Network::Passt,
+        network: qemu_runner::net::Network::Passt,
         seconds: 0.0,
         clients: Vec::new(),
         readback: Vec::new(),
@@ -324,7 +324,7 @@ pub fn run(root: &Path, arch: Arch, elf: &Path, lock: Lock, duration: Duration) 
         soak.lock,
         BENCHES.len() + 1,
         target.ports.len(),
-        crate::progress::human(duration),
+        host_env::progress::human(duration),
         server.network.describe()
     );
     // Once a minute: how long it has run and how long is left.
@@ -346,8 +346,8 @@ pub fn run(root: &Path, arch: Arch, elf: &Path, lock: Lock, duration: Duration) 
                     println!(
                         "bench: soak {}: {} so far, {} left",
                         qemu::arch_name(arch),
-                        crate::progress::human(started.elapsed()),
-                        crate::progress::human(until.saturating_duration_since(Instant::now()))
+                        host_env::progress::human(started.elapsed()),
+                        host_env::progress::human(until.saturating_duration_since(Instant::now()))
                     );
                 }
             }
@@ -419,7 +419,7 @@ pub fn report(soaks: &[Soak], duration: Duration, network: &str) -> String {
          its 50 connections at once), `redis-benchmark -c 8 -P 32 -n 51200 -t \
          set,get,incr,hset,mset`, and a client that opens a new connection for every SET + \
          INCR, each in a loop; then every acknowledged write read back.\n",
-        crate::progress::human(duration)
+        host_env::progress::human(duration)
     );
     let _ = writeln!(
         md,
@@ -506,7 +506,7 @@ mod tests {
             arch: "x86_64".into(),
             board: "microvm".into(),
             lock: "clh".into(),
-            network: crate::net::Network::Passt,
+            network: qemu_runner::net::Network::Passt,
             seconds: 600.0,
             clients: vec![Totals {
                 client: "c".into(),

@@ -12,7 +12,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Value};
 
-use crate::proc::Cmd;
+use host_env::proc::Cmd;
 
 /// The file name written in the output directory.
 const FILE_NAME: &str = "host-locks.json";
