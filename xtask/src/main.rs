@@ -13,16 +13,13 @@
 //! The commands only drive `cargo`, `rustc` and `rustup`; nothing is downloaded by hand.
 
 mod flash;
-mod imagetrace;
 mod libtest;
-mod sim;
-mod simval;
 mod test;
-mod trace;
 
 use std::process::ExitCode;
 
 use qemu_runner::{board, qemu};
+use trace_tools::{sim, trace};
 
 use host_env::{crate_dir, deps, proc, progress, target_dir, toolchain, workspace_root};
 

@@ -58,6 +58,7 @@ pub const CRATE_DIRS: &[(&str, &str)] = &[
     ("host-env", "tools/host-env"),
     ("qemu-runner", "tools/qemu-runner"),
     ("bench", "tools/bench"),
+    ("trace-tools", "tools/trace-tools"),
     ("image-common", "images/common"),
     ("image-x86", "images/x86"),
     ("image-armv7", "images/armv7"),

@@ -18,7 +18,7 @@ use plotters::prelude::*;
 use sim::config::{CacheModel, Calibration, Config, KernelLock, LockLatency, LockStrategy};
 use sim::trace::{Strategy as TraceStrategy, Trace};
 
-use crate::proc::Cmd;
+use host_env::proc::Cmd;
 
 /// Options of `cargo xtask sim`.
 #[derive(Debug, Args)]
@@ -334,7 +334,7 @@ fn run_inner(root: &Path, args: &SimArgs) -> Result<(), String> {
     let out = args
         .out
         .clone()
-        .unwrap_or_else(|| crate::target_dir(root).join("sim"));
+        .unwrap_or_else(|| host_env::target_dir(root).join("sim"));
     let cal_file = args
         .calibration
         .clone()

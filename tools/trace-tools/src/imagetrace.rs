@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use sim::trace::{Record, Strategy, Trace, RECORD_SIZE};
 
-use crate::qemu::{explain_armv7, explain_status, Arch, Guest, Lock, Machine};
+use qemu_runner::qemu::{explain_armv7, explain_status, Arch, Guest, Lock, Machine};
 
 /// System-call numbers the demo's ping-pong makes (`abi::syscall::nr`).
 const CALL: u16 = abi::syscall::nr::CALL as u16;
@@ -277,8 +277,8 @@ pub fn record(
     cores: u16,
     rounds: u64,
 ) -> Result<ConsoleTrace, String> {
-    crate::qemu::ensure_qemu(arch)?;
-    let elf = crate::qemu::build_image_with(root, arch, false, "trace", &["trace"])?;
+    qemu_runner::qemu::ensure_qemu(arch)?;
+    let elf = qemu_runner::qemu::build_image_with(root, arch, false, "trace", &["trace"])?;
     let machine = machine_for(arch);
     let guest = Guest {
         arch,
@@ -290,7 +290,7 @@ pub fn record(
         console_port: 0,
         semihosting: true,
     };
-    let cmd = crate::qemu::guest_cmd(&guest);
+    let cmd = qemu_runner::qemu::guest_cmd(&guest);
     eprintln!("trace: {}", cmd.display());
     let run = cmd
         .run_captured(root, false, Duration::from_secs(300))

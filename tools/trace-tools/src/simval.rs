@@ -37,7 +37,7 @@ use sim::config::{CacheModel, Calibration, Config, LockLatency, LockStrategy};
 use sim::simulate::{recorded_throughput, simulate, sweep};
 use sim::trace::Trace;
 
-use crate::proc::Cmd;
+use host_env::proc::Cmd;
 use sim::config::KernelLock;
 
 /// What `--validate` does.
@@ -260,8 +260,8 @@ pub fn validate(root: &Path, cal: &Calibration, plan: &Plan, out: &Path) -> Resu
     if !status.success() {
         return Err(format!("building trace_hosted failed ({status})"));
     }
-    let exe = crate::target_dir(root).join("release/examples/trace_hosted");
-    let traces = crate::target_dir(root).join("sim/validate-traces");
+    let exe = host_env::target_dir(root).join("release/examples/trace_hosted");
+    let traces = host_env::target_dir(root).join("sim/validate-traces");
     std::fs::create_dir_all(&traces).map_err(|e| format!("{}: {e}", traces.display()))?;
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
     let cores: Vec<usize> = FIG2_CORES

@@ -192,7 +192,7 @@ fn run_hosted(root: &Path, args: &TraceArgs) -> Result<(), String> {
     let out = args
         .out
         .clone()
-        .unwrap_or_else(|| crate::target_dir(root).join("sim"));
+        .unwrap_or_else(|| host_env::target_dir(root).join("sim"));
     let file = out.join(format!("{stem}-{}cores.trace", args.cores));
     crate::sim::record_hosted(root, args.cores, &example_args, &file)?;
     crate::sim::analyse_and_sweep(&file, None, None, 64, &out)
@@ -211,7 +211,7 @@ fn run_inner(root: &Path, args: &TraceArgs) -> Result<(), String> {
         let out = args
             .out
             .clone()
-            .unwrap_or_else(|| crate::target_dir(root).join("sim"));
+            .unwrap_or_else(|| host_env::target_dir(root).join("sim"));
         let lock = args.lock.first().copied().unwrap_or(Lock::Clh);
         let opts = crate::imagetrace::Options {
             lock,
@@ -227,7 +227,7 @@ fn run_inner(root: &Path, args: &TraceArgs) -> Result<(), String> {
         args.lock.clone()
     };
     if args.lines > 0 {
-        crate::deps::ensure("cargo xtask trace --lines", crate::deps::ADDR2LINE)?;
+        host_env::deps::ensure("cargo xtask trace --lines", host_env::deps::ADDR2LINE)?;
     }
     let mut records = Vec::new();
     let machines_of = |arch: Arch| -> &'static [Machine] {
@@ -236,7 +236,7 @@ fn run_inner(root: &Path, args: &TraceArgs) -> Result<(), String> {
             Arch::Armv7 => &Machine::ARMV7,
         }
     };
-    let mut progress = crate::progress::Progress::new(
+    let mut progress = host_env::progress::Progress::new(
         "trace",
         arches
             .iter()
@@ -244,8 +244,8 @@ fn run_inner(root: &Path, args: &TraceArgs) -> Result<(), String> {
             .sum(),
     );
     for &arch in arches {
-        crate::qemu::ensure_qemu(arch)?;
-        let elf = crate::qemu::build_image(root, arch, false, "trace")?;
+        qemu_runner::qemu::ensure_qemu(arch)?;
+        let elf = qemu_runner::qemu::build_image(root, arch, false, "trace")?;
         let image = image_of(root, arch, &elf)?;
         let elfs = [elf.clone(), user_elf(root, arch)?];
         let machines = machines_of(arch);
@@ -320,7 +320,7 @@ fn run_inner(root: &Path, args: &TraceArgs) -> Result<(), String> {
     let out = args
         .out
         .clone()
-        .unwrap_or_else(|| crate::target_dir(root).join("bench"));
+        .unwrap_or_else(|| host_env::target_dir(root).join("bench"));
     std::fs::create_dir_all(&out).map_err(|e| format!("creating {}: {e}", out.display()))?;
     let path = out.join("trace.json");
     let text = serde_json::to_string_pretty(&records).map_err(|e| e.to_string())?;
@@ -328,7 +328,7 @@ fn run_inner(root: &Path, args: &TraceArgs) -> Result<(), String> {
     println!(
         "trace: wrote {} ({} in all)",
         path.display(),
-        crate::progress::human(progress.elapsed())
+        host_env::progress::human(progress.elapsed())
     );
     Ok(())
 }
