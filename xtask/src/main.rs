@@ -12,13 +12,13 @@
 //!
 //! The commands only drive `cargo`, `rustc` and `rustup`; nothing is downloaded by hand.
 
-mod flash;
 mod libtest;
 mod test;
 
 use std::process::ExitCode;
 
-use qemu_runner::{board, qemu};
+use boot_media as flash;
+use qemu_runner::qemu;
 use trace_tools::{sim, trace};
 
 use host_env::{crate_dir, deps, proc, progress, target_dir, toolchain, workspace_root};

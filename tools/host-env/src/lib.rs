@@ -59,6 +59,7 @@ pub const CRATE_DIRS: &[(&str, &str)] = &[
     ("qemu-runner", "tools/qemu-runner"),
     ("bench", "tools/bench"),
     ("trace-tools", "tools/trace-tools"),
+    ("boot-media", "tools/boot-media"),
     ("image-common", "images/common"),
     ("image-x86", "images/x86"),
     ("image-armv7", "images/armv7"),

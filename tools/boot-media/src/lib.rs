@@ -30,9 +30,9 @@ use std::time::{Duration, Instant};
 use clap::{Args, ValueEnum};
 use sha2::{Digest, Sha256};
 
-use crate::board::{self, Board};
-use crate::proc::Cmd;
-use crate::qemu::{self, Arch, Lock};
+use host_env::proc::Cmd;
+use qemu_runner::board::{self, Board};
+use qemu_runner::qemu::{self, Arch, Lock};
 use safety::{Intent, SysRoots, Target};
 
 /// OVMF, the UEFI firmware for QEMU (Debian package `ovmf`).
@@ -342,7 +342,7 @@ fn flash(root: &Path, args: &FlashArgs) -> Result<(), String> {
     } else {
         qemu::build_image(root, arch, false, "flash")?
     };
-    let work = crate::target_dir(root).join("flash").join(&board.name);
+    let work = host_env::target_dir(root).join("flash").join(&board.name);
     r.step(&format!("work directory {}", work.display()));
     if !args.dry_run {
         let _ = fs::remove_dir_all(&work);
@@ -1173,7 +1173,7 @@ mod tests {
 
     #[test]
     fn command_line_carries_lock_mode_and_cores() {
-        let root = crate::workspace_root();
+        let root = host_env::workspace_root();
         let pc = board::load(&root, "pc").unwrap();
         assert_eq!(
             kernel_cmdline(&args("pc"), &pc),
@@ -1282,7 +1282,7 @@ mod tests {
 
     #[test]
     fn dry_run_writes_nothing_and_refusals_come_first() {
-        let root = crate::workspace_root();
+        let root = host_env::workspace_root();
         let dir = std::env::temp_dir().join(format!("xtask-flash-dry-{}", std::process::id()));
         fs::create_dir_all(&dir).unwrap();
         for board in ["pc", "sabrelite"] {
@@ -1312,7 +1312,7 @@ mod tests {
 
     #[test]
     fn qemu_only_boards_and_unknown_boards_are_refused() {
-        let root = crate::workspace_root();
+        let root = host_env::workspace_root();
         let e = flash(&root, &args("microvm")).unwrap_err();
         assert!(
             e.contains("no [flash] section") && e.contains("pc, sabrelite"),
