@@ -12,6 +12,7 @@
 //!
 //! The commands only drive `cargo`, `rustc` and `rustup`; nothing is downloaded by hand.
 
+mod guestrun;
 mod libtest;
 mod test;
 

@@ -15,7 +15,7 @@ pub const END: &str = "BENCH-JSON-END";
 /// Retries of a malformed run before it is an error.
 pub const RETRIES: u32 = 2;
 
-/// Kernel lock tracing in the benchmarked images (`--kernel-trace`, issue 12): what the images
+/// Kernel lock tracing in the benchmarked images (`--kernel-trace`): what the images
 /// are built with and what their command line says.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum KernelTrace {

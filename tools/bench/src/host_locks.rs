@@ -249,7 +249,7 @@ fn render(report: &Value) -> String {
     s
 }
 
-/// The parity section: each of our locks beside the best peer of its kind (issue 16's target),
+/// The parity section: each of our locks beside the best peer of its kind (the crate's parity target),
 /// from the same rounds.
 fn render_parity(report: &Value) -> String {
     let mut s = String::new();

@@ -1,5 +1,5 @@
-//! `cargo xtask bench`: the kernel IPC benchmarks of issue 6 (and, with `--host`, the host lock
-//! benchmarks of issue 2).
+//! `cargo xtask bench`: the kernel IPC benchmarks (and, with `--host`, the host lock
+//! benchmarks).
 //!
 //! The driver runs the producers of docs/bench-protocol.md (guest images booted in
 //! `mode=bench` under QEMU, and the hosted benchmark `tests/benches/ipc_hosted.rs`), turns their
@@ -93,7 +93,7 @@ FILES (in the run's folder)
                    emulated (QEMU TCG); the ideal line is cut at the data's range
   fig3-clientserver.svg/.png client-server throughput vs clients, per platform, board and
                    variant (shared server / dedicated servers), marked the same way
-  report.md        our figures next to the seed papers', the issue's targets judged from the data
+  report.md        our figures next to the seed papers', the targets judged from the data
                    (met / not met / not measured), every record, the machine and the method
 
 RUNS: a guest prints its raw records between BENCH-JSON-BEGIN and BENCH-JSON-END; a run whose
@@ -147,7 +147,7 @@ other cores' instructions, so they are not measured.
 Lock: clh unless --lock says otherwise (none only on 1 core). Files: results.json,
 results.csv, fig4-memory-cores (time per page vs cores, normalised to 1 core, the paper's
 Fig. 9/10), fig5-memory-pages (vs outstanding pages, Fig. 11), report.md (ours beside the
-paper's figures; the issue's targets: per-core loses at most 5% up to the largest real core
+paper's figures; the targets: per-core loses at most 5% up to the largest real core
 count, the global pager's loss visible there; judged on hosted and qemu). Under qemu-icount
 about 33 boots of about a second each for one lock on the three boards.
 

@@ -1,4 +1,4 @@
-//! The memory suite, `cargo xtask bench --suite memory` (issue 13): the per-core-pager paper's
+//! The memory suite, `cargo xtask bench --suite memory`: the per-core-pager paper's
 //! workload (per-core-pager-fiasco, Fig. 9-11) on our kernel, per-core pagers against one
 //! global pager.
 //!
@@ -15,7 +15,7 @@
 //! cores take turns on one host thread) one core at every `--pages` value (instructions per
 //! page, the paper's outstanding-page sweep) and a 2-core boot for the same-core vs cross-core
 //! request. The figures ([`cores_panels`], [`pages_panels`]) and the report ([`render`]) put
-//! the results beside the paper's, and the issue's targets ([`targets`]) are judged from the
+//! the results beside the paper's, and the suite's targets ([`targets`]) are judged from the
 //! data.
 
 use std::fmt::Write as _;
@@ -48,7 +48,7 @@ pub const MAX_PAGES: u32 = 1024;
 /// The files the memory suite writes (besides results.json, results.csv and report.md).
 pub const STEMS: [&str; 2] = ["fig4-memory-cores", "fig5-memory-pages"];
 
-/// The issue's per-core target: at most this loss from 1 core to the most cores measured.
+/// The per-core target: at most this loss from 1 core to the most cores measured.
 const PER_CORE_LOSS: f64 = 0.05;
 
 /// `--pager` values.
@@ -559,7 +559,7 @@ fn judged_cores(rs: &[&Record]) -> Option<(u32, u32)> {
         .map(|c| (c, pages))
 }
 
-/// The issue's targets, judged per place where cores run in parallel (not `qemu-icount`,
+/// The suite's targets, judged per place where cores run in parallel (not `qemu-icount`,
 /// which measures 1 core): per-core pagers lose at most 5% from 1 core to the largest real
 /// core count measured, and the global pager's loss is visible at that count (its allocation
 /// and its free each lose more than the per-core pagers' by over 5 points).

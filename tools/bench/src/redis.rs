@@ -1,4 +1,4 @@
-//! `cargo xtask bench --suite redis`: the network macro-benchmark (issue 14; Figures 3 and 4
+//! `cargo xtask bench --suite redis`: the network macro-benchmark (Figures 3 and 4
 //! of the big-lock paper) against the kernel's own Redis-protocol server (`mode=net`).
 //!
 //! For every architecture with a virtio NIC (x86_64 `-M microvm`, ARMv7 `-M virt`), lock and
@@ -1046,9 +1046,9 @@ fn measure(
 type Run = (Measured, Vec<f64>, f64);
 
 /// Attempts per client run: a client that fails is run again, and only the third failure is an
-/// error. Each retry is printed and the report's method says so. (Connects used to be reset
-/// when a client closed and reopened its connections at once and the server had too few
-/// sockets; a safety net now.)
+/// error. Each retry is printed and the report's method says so. A safety net: a connect can be
+/// reset when a client closes and reopens its connections at once and the server has too few
+/// sockets.
 const ATTEMPTS: usize = 3;
 
 /// `f` until it succeeds, at most [`ATTEMPTS`] times; the last error otherwise.

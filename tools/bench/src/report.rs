@@ -41,7 +41,7 @@ impl Verdict {
 /// One judged target.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TargetLine {
-    /// The target as stated in issue 6.
+    /// The target as the benchmark protocol states it.
     pub target: String,
     /// Where it was judged (platform and board).
     pub place: String,
@@ -145,7 +145,7 @@ const IPC_PLACES: [(&str, &str, &str); 4] = [
     ("armv7", "qemu-icount", "virt"),
 ];
 
-/// Judges every target of issue 6 against `records`.
+/// Judges every IPC benchmark target against `records`.
 pub fn targets(records: &[Record]) -> Vec<TargetLine> {
     let mut lines = Vec::new();
     // Big-lock overhead.
@@ -195,7 +195,7 @@ pub fn targets(records: &[Record]) -> Vec<TargetLine> {
     for lock in ["none", "fine", "rtm"] {
         lines.push(scaling(records, lock));
     }
-    // Absolute instruction counts under icount: seL4's (issue 11), then the project's goals.
+    // Absolute instruction counts under icount: seL4's, then the project's goals.
     for (lock, limit, whose) in [
         ("none", 421.0, " (seL4 uniprocessor)"),
         ("clh", 566.0, " (seL4 SMP, big lock)"),

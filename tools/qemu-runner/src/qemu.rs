@@ -883,7 +883,7 @@ pub fn check_memory(lines: &[String], want: usize) -> Result<String, String> {
     }
 }
 
-/// Calls per fuzzer when `--calls` is not given (the image's default, the 10^5).
+/// Calls per fuzzer when `--calls` is not given (the image's default, 10^5).
 pub const FUZZ_DEFAULT_CALLS: u64 = 100_000;
 
 /// The verdict on a `--fuzz` run's console: for every core `0..smp` exactly one line

@@ -1,4 +1,4 @@
-//! `cargo xtask trace --image`: kernel lock traces recorded inside the QEMU images (issue 12).
+//! `cargo xtask trace --image`: kernel lock traces recorded inside the QEMU images.
 //!
 //! # How
 //! The image is built with its `trace` feature and boots the demo (one IPC ping-pong pair per

@@ -1,5 +1,5 @@
 //! `cargo xtask sim`: replays a kernel lock trace on 1..N simulated cores (the `sim` crate's
-//! discrete-event simulator, issue 12) and writes what it predicts, with the trace's analysis:
+//! discrete-event simulator) and writes what it predicts, with the trace's analysis:
 //! `analysis.json`, `sweep.json` and `sweep.svg` (throughput against simulated cores, one line
 //! per lock strategy, the recorded run as a point) in `--out`.
 //!

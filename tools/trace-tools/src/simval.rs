@@ -1,5 +1,5 @@
 //! `cargo xtask sim --validate`: checks the trace-replay simulator against measured runs, with
-//! and without its calibrated cache model, and predicts Figure 2 (issue 12).
+//! and without its calibrated cache model, and predicts Figure 2.
 //!
 //! # Method
 //! For each run and each kernel lock (clh, ticket, fine, none), in that order so that a change
