@@ -24,7 +24,7 @@ use trace_tools::{sim, trace};
 
 use host_env::{crate_dir, deps, proc, progress, target_dir, toolchain, workspace_root};
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 /// Project automation for the locked-in microkernel workspace.
 #[derive(Debug, Parser)]
@@ -38,21 +38,7 @@ struct Cli {
 enum Command {
     /// Run every check of the project and end with `test: N passed, M failed`.
     ///
-    /// Before the first step it installs the Debian packages and rustup targets the selected
-    /// steps use (see `cargo xtask doctor`). Steps, in order (names for --only in brackets):
-    /// the doctor's check of every tool [doctor]; formatting [fmt]; clippy with -D warnings
-    /// on the host for the whole workspace, all targets and features [clippy:host]; clippy and
-    /// build of the bare-metal crates for each bare-metal target [clippy:<target>,
-    /// build:<target>]; `cargo test --workspace --all-features --no-fail-fast` [test], where
-    /// every libtest test counts as one check; the loom models sync/tests/loom_*.rs under
-    /// `--cfg kernel_locks_loom` in release mode, built in target/loom so the main build is kept [loom]; the
-    /// QEMU demo [qemu:demo] and the QEMU test suite with 1 and 4 cores and every lock
-    /// [qemu:smp<N>-<lock>], where every `TEST` line of the guest counts as one check (a
-    /// missing test, sentinel, panic, triple fault or hang is a failed check); the benchmark
-    /// driver end to end on a tiny configuration, with its -icount determinism and output checks
-    /// [bench:tiny]; the examples [example:<name>]. Every other step counts as one check.
-    ///
-    /// The exit status is non-zero when a check failed or a step could not run.
+    /// `--help` lists the step groups and their step counts, taken from the step list.
     Test(test::TestArgs),
 
     /// Run the kernel IPC benchmarks and write results, plots and a report.
@@ -149,8 +135,26 @@ enum Command {
     Flash(flash::FlashArgs),
 }
 
+/// The command line, with the long help of `test` filled in when it is asked for: it comes from
+/// the step list ([`test::long_help`]), which is built only for that.
+fn command(args: &[String]) -> clap::Command {
+    let cmd = Cli::command();
+    let words: Vec<&str> = args.iter().skip(1).map(String::as_str).collect();
+    let asks = matches!(words.as_slice(), ["help", "test", ..])
+        || (words.first() == Some(&"test") && words.contains(&"--help"));
+    if asks {
+        cmd.mut_subcommand("test", |c| c.long_about(test::long_help()))
+    } else {
+        cmd
+    }
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let args: Vec<String> = std::env::args().collect();
+    let cli = match Cli::from_arg_matches(&command(&args).get_matches_from(&args)) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
     let root = workspace_root();
     // Every command that builds for the bare-metal targets first checks that rustup has them.
     let who = match &cli.command {
@@ -191,11 +195,39 @@ fn main() -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::CommandFactory;
 
     #[test]
     fn cli_is_well_formed() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn the_test_help_is_built_only_when_asked_for() {
+        let argv = |words: &[&str]| -> Vec<String> {
+            std::iter::once("xtask")
+                .chain(words.iter().copied())
+                .map(String::from)
+                .collect()
+        };
+        let about = |words: &[&str]| {
+            let mut cmd = command(&argv(words));
+            cmd.find_subcommand_mut("test")
+                .and_then(|t| t.get_long_about().map(|a| a.to_string()))
+                .unwrap_or_default()
+        };
+        for asks in [&["test", "--help"][..], &["help", "test"]] {
+            assert!(
+                about(asks).contains("Steps, in order, by group"),
+                "{asks:?}"
+            );
+        }
+        for other in [
+            &["test", "--list"][..],
+            &["qemu", "--help"],
+            &["test", "-h"],
+        ] {
+            assert!(!about(other).contains("Steps, in order"), "{other:?}");
+        }
     }
 
     #[test]

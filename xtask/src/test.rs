@@ -89,6 +89,114 @@ const TAIL_LINES: usize = 60;
 /// lock test or example must not hold CI until its own limit.
 const STEP_TIMEOUT: Duration = Duration::from_secs(20 * 60);
 
+/// The step groups, in the order their first steps run, and what each checks: the text of
+/// `cargo xtask test --help`, whose list of groups and step counts comes from [`steps`] (a unit
+/// test keeps the two equal).
+const GROUPS: &[(&str, &str)] = &[
+    (
+        "doctor",
+        "the doctor's check of every tool and Debian package the steps use",
+    ),
+    ("fmt", "formatting (`cargo fmt --all --check`)"),
+    (
+        "clippy",
+        "clippy with -D warnings: on the host for the whole workspace, all targets and \
+         features, and for the bare-metal crates of each bare-metal target",
+    ),
+    (
+        "build",
+        "the bare-metal crates built for each bare-metal target, and the simulator's trace \
+         format without std",
+    ),
+    (
+        "test",
+        "`cargo test --workspace --all-features --no-fail-fast`",
+    ),
+    (
+        "loom",
+        "the loom models (<crate>/tests/loom_*.rs) under each crate's own loom cfg in release \
+         mode, built in target/loom so the main build is kept; --quick leaves them out",
+    ),
+    (
+        "lock-crate",
+        "the lock crate on its own: its minimum Rust version, `cargo publish --dry-run`, its \
+         tests as ARMv7 Linux code under qemu-arm",
+    ),
+    (
+        "embed",
+        "the lock crate embedded by an outside crate (sync/embed-check), for both bare-metal \
+         targets, clippy, and its host tests with and without a global `--cfg loom`",
+    ),
+    (
+        "qemu",
+        "the QEMU demo and test suite on x86_64 and each ARMv7 machine with 1 and 4 cores and \
+         every lock, debug and no-fastpath images, stack-overflow reports, the HALs' boot \
+         demos",
+    ),
+    (
+        "net",
+        "the network server under QEMU: scripted RESP sessions, the standard client load, YCSB",
+    ),
+    ("fuzz", "the in-guest system-call fuzzer with every lock"),
+    (
+        "memory",
+        "the memory system's checks: per-core and global pagers, memory nodes",
+    ),
+    (
+        "bench",
+        "the benchmark driver end to end on tiny configurations, with its -icount \
+         determinism and output checks",
+    ),
+    (
+        "trace",
+        "kernel lock traces from the hosted harness and from the images, end to end",
+    ),
+    (
+        "sim",
+        "the simulator's calibration and a recorded trace's replay, end to end",
+    ),
+    (
+        "flash",
+        "the boot media written to files and checked, booted under QEMU where they can be",
+    ),
+    ("example", "the examples"),
+];
+
+/// The long help of `cargo xtask test`: the groups of [`GROUPS`] with their step counts.
+pub fn long_help() -> String {
+    let all = steps(&crate::workspace_root(), false);
+    let mut text = String::from(
+        "Before the first step it installs the Debian packages and rustup targets the selected \
+         steps use (see `cargo xtask doctor`).\n\nSteps, in order, by group (`--only GROUP` runs \
+         a group, `--only NAME` one step; `--list` names every step and its command):\n",
+    );
+    for (group, what) in GROUPS {
+        let names: Vec<&str> = all
+            .iter()
+            .filter(|s| s.group() == *group)
+            .map(|s| s.name.as_str())
+            .collect();
+        let shown = match names.as_slice() {
+            [only] if only == group => String::new(),
+            few if few.len() <= 5 => format!(" [{}]", few.join(", ")),
+            [first, second, ..] => format!(" [{first}, {second}, ...]"),
+            _ => unreachable!("a longer list has two names"),
+        };
+        let count = names.len();
+        let steps = if count == 1 { "step" } else { "steps" };
+        text.push_str(&format!(
+            "  {group:<11} {count:>3} {steps:<6} {what}{shown}\n"
+        ));
+    }
+    text.push_str(
+        "\nA libtest step counts each test as one check; a QEMU suite each `TEST` line of the \
+         guest (a missing test, sentinel, panic, triple fault or hang is a failed check); every \
+         other step counts as one check.\n\nThe exit status is non-zero when a check failed or \
+         a step could not run.",
+    );
+    text
+}
+
 /// Options of `cargo xtask test`.
 #[derive(Debug, Args)]
 pub struct TestArgs {
@@ -1742,6 +1850,20 @@ impl Preconditions {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_help_names_every_group_in_the_order_the_steps_run() {
+        let mut groups: Vec<String> = Vec::new();
+        for step in steps(&crate::workspace_root(), false) {
+            if !groups.iter().any(|g| g == step.group()) {
+                groups.push(step.group().to_owned());
+            }
+        }
+        let listed: Vec<&str> = GROUPS.iter().map(|(g, _)| *g).collect();
+        assert_eq!(groups, listed);
+        let help = long_help();
+        assert!(help.contains("  qemu "), "{help}");
+    }
 
     #[test]
     fn every_step_that_runs_xtask_gives_it_a_valid_command_line() {
