@@ -402,7 +402,8 @@ fn run_inner(root: &Path, args: &SimArgs) -> Result<(), String> {
     Ok(())
 }
 
-fn write(path: &Path, text: &str) -> Result<(), String> {
+/// Writes `text` to `path`; the error names the file.
+pub(crate) fn write(path: &Path, text: &str) -> Result<(), String> {
     std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
 }
 

@@ -37,6 +37,7 @@ use sim::config::{CacheModel, Calibration, Config, LockLatency, LockStrategy};
 use sim::simulate::{recorded_throughput, simulate, sweep};
 use sim::trace::Trace;
 
+use crate::sim::write;
 use host_env::proc::Cmd;
 use sim::config::KernelLock;
 
@@ -423,10 +424,6 @@ pub fn validate(root: &Path, cal: &Calibration, plan: &Plan, out: &Path) -> Resu
 
 fn json(v: &impl Serialize) -> String {
     serde_json::to_string_pretty(v).expect("reports always serialise")
-}
-
-fn write(path: &Path, text: &str) -> Result<(), String> {
-    std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// The Markdown tables of `docs/bench/sim-validation.md`, on stderr.
