@@ -11,6 +11,18 @@
 //!   streaming the console; QEMU's exit status decides success (see [`qemu`]).
 //!
 //! The commands only drive `cargo`, `rustc` and `rustup`; nothing is downloaded by hand.
+//!
+//! # Layout
+//! This crate is the command line: argument parsing, dispatch, help, and the orchestration of
+//! `cargo xtask test` ([`test`], its QEMU runs typed in [`guestrun`], libtest output read by
+//! [`libtest`]). The work is done by the library crates in `tools/`, one job each:
+//! `host-env` (processes, progress lines, Debian packages, the toolchain, the workspace
+//! layout), `qemu-runner` (images, guests, consoles, the network server, executed-instruction
+//! traces), `bench` (the benchmarks), `trace-tools` (`trace` and `sim`) and `boot-media`
+//! (`flash`). Each command's clap options (`QemuArgs`, `BenchArgs`, `TraceArgs`, `SimArgs`,
+//! `FlashArgs`) stay beside the code they configure in those crates, so that an option and
+//! its use change together and other commands can reuse them (the benchmarks boot guests with
+//! `QemuArgs`); this crate flattens them into its subcommands, so `--help` shows their docs.
 
 mod guestrun;
 mod libtest;
