@@ -140,48 +140,38 @@ pub fn guest_runs(
 ) -> Vec<GuestRun> {
     let icount = platform == Platform::QemuIcount;
     let mut runs = Vec::new();
-    for &arch in archs {
-        for &machine in Plan::boards(arch) {
-            for &lock in &plan.locks {
-                let base = GuestRun::one_core(
-                    arch,
-                    machine,
-                    lock,
-                    "memory",
-                    (args.runs, icount, args.timeout),
-                );
-                let at = |smp: u32, pages: u32, pager: &'static str| GuestRun {
-                    smp,
-                    pages: Some(pages),
-                    pager: Some(pager),
-                    ..base.clone()
-                };
-                if !icount {
-                    let fits = |n: &u32| *n <= sweep.qemu_max_cores;
-                    for n in super::cores_for(lock.name(), &plan.cores)
-                        .into_iter()
-                        .filter(fits)
-                    {
-                        for &pager in &sweep.pagers {
-                            runs.push(at(n, sweep.core_pages, pager));
-                        }
-                    }
-                    continue;
-                }
-                let pages: &[u32] = if args.quick {
-                    std::slice::from_ref(&sweep.core_pages)
-                } else {
-                    &sweep.pages
-                };
-                for &p in pages {
-                    for &pager in &sweep.pagers {
-                        runs.push(at(1, p, pager));
-                    }
-                }
-                if lock != Lock::None && sweep.pagers.contains(&"percore") {
-                    runs.push(at(2, sweep.core_pages, "percore"));
+    for base in super::steps::one_core_boots(plan, platform, args, archs, "memory") {
+        let lock = base.lock;
+        let at = |smp: u32, pages: u32, pager: &'static str| GuestRun {
+            smp,
+            pages: Some(pages),
+            pager: Some(pager),
+            ..base.clone()
+        };
+        if !icount {
+            let fits = |n: &u32| *n <= sweep.qemu_max_cores;
+            for n in super::cores_for(lock.name(), &plan.cores)
+                .into_iter()
+                .filter(fits)
+            {
+                for &pager in &sweep.pagers {
+                    runs.push(at(n, sweep.core_pages, pager));
                 }
             }
+            continue;
+        }
+        let pages: &[u32] = if args.quick {
+            std::slice::from_ref(&sweep.core_pages)
+        } else {
+            &sweep.pages
+        };
+        for &p in pages {
+            for &pager in &sweep.pagers {
+                runs.push(at(1, p, pager));
+            }
+        }
+        if lock != Lock::None && sweep.pagers.contains(&"percore") {
+            runs.push(at(2, sweep.core_pages, "percore"));
         }
     }
     runs

@@ -156,51 +156,61 @@ pub fn guest_runs(
     args: &RunArgs,
     archs: &[Arch],
 ) -> Vec<GuestRun> {
-    let icount = platform == Platform::QemuIcount;
     let mut runs = Vec::new();
-    for &arch in archs {
-        for &machine_kind in Plan::boards(arch) {
-            for &lock in &plan.locks {
-                let base = GuestRun::one_core(
-                    arch,
-                    machine_kind,
-                    lock,
-                    "ipc",
-                    (args.runs, icount, args.timeout),
-                );
-                if icount {
-                    runs.push(base);
-                    continue;
-                }
-                for &n in &plan.cores {
+    for base in one_core_boots(plan, platform, args, archs, "ipc") {
+        if base.icount {
+            runs.push(base);
+            continue;
+        }
+        for &n in &plan.cores {
+            runs.push(GuestRun {
+                smp: n,
+                bench: "multicore",
+                ..base.clone()
+            });
+        }
+        if !args.quick {
+            for &n in &plan.cores {
+                for variant in ["shared", "dedicated"] {
+                    // One shared server for clients on several cores shares its
+                    // objects across cores, which lock=none cannot protect.
+                    if variant == "shared" && base.lock == Lock::None && n > 1 {
+                        continue;
+                    }
                     runs.push(GuestRun {
                         smp: n,
-                        bench: "multicore",
+                        bench: "clientserver",
+                        clients: Some(n),
+                        variant: Some(variant),
                         ..base.clone()
                     });
-                }
-                if !args.quick {
-                    for &n in &plan.cores {
-                        for variant in ["shared", "dedicated"] {
-                            // One shared server for clients on several cores shares its
-                            // objects across cores, which lock=none cannot protect.
-                            if variant == "shared" && lock == Lock::None && n > 1 {
-                                continue;
-                            }
-                            runs.push(GuestRun {
-                                smp: n,
-                                bench: "clientserver",
-                                clients: Some(n),
-                                variant: Some(variant),
-                                ..base.clone()
-                            });
-                        }
-                    }
                 }
             }
         }
     }
     runs
+}
+
+/// The one-core boot of `bench` on every board of `archs` with every lock of `plan`, in that
+/// order, as `platform` and `args` run it: what each suite's boots on `platform` are made from.
+pub fn one_core_boots(
+    plan: &Plan,
+    platform: Platform,
+    args: &RunArgs,
+    archs: &[Arch],
+    bench: &'static str,
+) -> Vec<GuestRun> {
+    let icount = platform == Platform::QemuIcount;
+    let mut boots = Vec::new();
+    for &arch in archs {
+        for &machine in Plan::boards(arch) {
+            for &lock in &plan.locks {
+                let base = (args.runs, icount, args.timeout);
+                boots.push(GuestRun::one_core(arch, machine, lock, bench, base));
+            }
+        }
+    }
+    boots
 }
 
 /// Every step of a run, in order: the hosted benchmark (if `hosted`), the image builds, the
