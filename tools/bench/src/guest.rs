@@ -127,7 +127,7 @@ pub fn parse_console(lines: &[String]) -> Attempt {
     if blocks == 0 {
         return Attempt::Failed(format!(
             "the guest printed no {BEGIN} line: its image does not run `mode=bench` \
-             (the guest benchmark part of issue 6 is missing from this image?)"
+             (are the guest benchmarks missing from this image?)"
         ));
     }
     if inside {
@@ -366,7 +366,7 @@ pub fn judge(
             .any(|l| l.contains("mode=bench") || l.contains("bench="))
         {
             "\n  (the kernel may not know `mode=bench` or one of its options yet: the guest \
-             benchmark part of issue 6 is missing or incomplete)"
+             benchmarks are missing or incomplete)"
         } else {
             ""
         };
