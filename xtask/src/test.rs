@@ -274,7 +274,7 @@ struct Step {
     fix: Option<&'static str>,
     /// Host tools (and the Debian packages providing them) without which the step is skipped
     /// (counted apart, neither passed nor failed) rather than failed; `cargo xtask test`
-    /// installs them before the first step where it may (`deps.rs`).
+    /// installs them before the first step where it may ([`host_env::deps`]).
     tools: Vec<crate::flash::Tool>,
 }
 
@@ -454,14 +454,7 @@ fn steps(root: &Path, quick: bool) -> Vec<Step> {
     steps.extend(armv7_qemu_steps());
     steps.extend(fuzz_steps());
     steps.extend(memory_steps());
-    steps.push(bench_tiny_step(root));
-    steps.push(bench_memory_tiny_step(root));
-    steps.push(bench_redis_tiny_step(root));
-    steps.push(bench_redis_soak_tiny_step(root));
-    steps.push(trace_hosted_step(root));
-    steps.push(trace_image_step(root));
-    steps.push(sim_calibrate_step(root));
-    steps.push(sim_record_step(root));
+    steps.extend(END_TO_END.iter().map(|run| run.step(root)));
     steps.extend(flash_steps(root));
 
     for (example, package, features) in EXAMPLES {
@@ -1053,122 +1046,74 @@ fn memory_steps() -> Vec<Step> {
     steps
 }
 
-/// Kernel lock tracing and the simulator end to end (`trace:hosted`): `cargo xtask trace
-/// --hosted` records the hosted IPC workload on 2 cores with tracing on (the example refuses a
-/// trace that misses an entry), writes the trace file, and `cargo xtask sim`'s analysis, replay
-/// and 1..64-core sweep with its JSON and plots. Output in `<target>/trace-hosted`.
-fn trace_hosted_step(root: &Path) -> Step {
-    self_step(
-        root,
-        "trace:hosted",
-        "trace-hosted",
-        &["trace", "--hosted", "--cores", "2", "--lock", "clh"],
-    )
+/// One end-to-end step: this xtask binary's `command` with `args` and `--out <target>/<out>`,
+/// judged by its exit status. The `bench` ones also get the QEMU suite's `--timeout` and need
+/// both bare-metal targets.
+struct EndToEnd {
+    /// The step's name.
+    name: &'static str,
+    /// The subcommand.
+    command: &'static str,
+    /// Its options.
+    args: &'static [&'static str],
+    /// The output folder under the target directory.
+    out: &'static str,
+    /// Host tools without which the step is skipped.
+    tools: &'static [crate::flash::Tool],
 }
 
-/// Kernel lock tracing inside the images end to end (`trace:image`): `cargo xtask trace --image
-/// --check` builds both images with their `trace` feature, boots the demo on 2 cores with 50
-/// round trips per pair and `trace=1` under `-icount` (microvm, sabrelite), reads the trace each
-/// prints, checks it (records from every core in time order, ordered lock timestamps, the
-/// ping-pong's Call and ReplyRecv entries, nothing lost, the file read back equal) and runs the
-/// simulator's analysis, replay and sweep on it. Output in `<target>/trace-image`; seconds once
-/// built (the traced images are built in `<target>/features-trace`, apart from the others).
-fn trace_image_step(root: &Path) -> Step {
-    self_step(
-        root,
-        "trace:image",
-        "trace-image",
-        &[
-            "trace", "--image", "--check", "--arch", "all", "--cores", "2", "--rounds", "50",
-            "--lock", "clh",
+/// The end-to-end runs of the benchmark driver, the trace commands and the simulator, in order.
+const END_TO_END: &[EndToEnd] = &[
+    // The benchmark driver on a tiny configuration: lock `none` on both architectures, the
+    // `qemu-icount` and `hosted` platforms, 1 core, the hosted benchmark's `--quick` and
+    // `--check`, which boots every `-icount` point twice and requires identical samples, then
+    // reads results.json, results.csv, the three figures (SVG and PNG) and report.md back;
+    // well under a minute once the images and the hosted benchmark are built.
+    EndToEnd {
+        name: "bench:tiny",
+        command: "bench",
+        args: &bench::TINY,
+        out: "bench-tiny",
+        tools: &[],
+    },
+    // The memory suite on a tiny configuration: per-core and global pagers under `-icount` on
+    // both architectures (1 core, a two-point page sweep, every point booted twice and
+    // required identical, and the 2-core request boot) and hosted on 1 and 2 cores, then every
+    // output read back; under a minute once built.
+    EndToEnd {
+        name: "bench:memory-tiny",
+        command: "bench",
+        args: &bench::MEMORY_TINY,
+        out: "bench-memory-tiny",
+        tools: &[],
+    },
+    // The network macro-benchmark on a tiny configuration: the network image with locks none
+    // (1 core) and clh (1 and 2 cores: every core's server at once) on x86_64 (microvm) and
+    // ARMv7 (virt), and the Linux baseline of each architecture, each driven by
+    // redis-benchmark (SET and GET, unpipelined and pipelined) and YCSB workload A (load, then
+    // run), with the server's CPU section sampled for utilisation; fails if any client run
+    // fails. About two minutes (the first run also downloads the Debian packages of the
+    // baselines).
+    EndToEnd {
+        name: "bench:redis-tiny",
+        command: "bench",
+        args: &bench::REDIS_TINY,
+        out: "bench-redis-tiny",
+        tools: &[
+            ("mvn", "maven"),
+            ("java", "default-jre-headless"),
+            ("redis-benchmark", "redis-tools"),
+            ("dpkg-deb", "dpkg"),
+            ("apt-cache", "apt"),
         ],
-    )
-}
-
-/// The cache model's calibration benchmark end to end (`sim:calibrate`): `cargo xtask sim
-/// --calibrate --quick` measures the line and lock hand-off between CPUs 0 and 1 and a short
-/// kernel run on one and two cores taking turns, writes the calibration file and reads it
-/// back (the same release build of the `tests` examples as `trace:hosted`; seconds). Output in
-/// `<target>/sim-calibrate`. Needs two host CPUs.
-fn sim_calibrate_step(root: &Path) -> Step {
-    self_step(
-        root,
-        "sim:calibrate",
-        "sim-calibrate",
-        &["sim", "--calibrate", "--quick"],
-    )
-}
-
-/// `cargo xtask sim` without `--trace` (`sim:record`): it records a hosted trace first (the
-/// same release build of the `tests` examples as `trace:hosted`), then analyses it, replays
-/// it and sweeps 1..8 simulated cores. Output in `<target>/sim-record`.
-fn sim_record_step(root: &Path) -> Step {
-    self_step(
-        root,
-        "sim:record",
-        "sim-record",
-        &["sim", "--max-cores", "8"],
-    )
-}
-
-/// The benchmark driver end to end on a tiny configuration (`bench:tiny`): `cargo xtask bench`
-/// with lock `none` on both architectures, the `qemu-icount` and `hosted` platforms, 1 core, the
-/// hosted benchmark's `--quick` and `--check`, which boots every `-icount` point twice and
-/// requires identical samples, then reads results.json, results.csv, the three figures (SVG
-/// and PNG) and report.md back. Output in `<target>/bench-tiny`; well under a minute once the
-/// images and the hosted benchmark are built.
-fn bench_tiny_step(root: &Path) -> Step {
-    bench_step(root, "bench:tiny", "bench-tiny", &bench::TINY)
-}
-
-/// The memory suite end to end on a tiny configuration (`bench:memory-tiny`): `cargo xtask
-/// bench` with [`bench::MEMORY_TINY`]: per-core and global pagers under `-icount` on
-/// both architectures (1 core, a two-point page sweep, every point booted twice and required
-/// identical, and the 2-core request boot) and hosted on 1 and 2 cores, then every output read
-/// back. Output in `<target>/bench-memory-tiny`; under a minute once built.
-fn bench_memory_tiny_step(root: &Path) -> Step {
-    bench_step(
-        root,
-        "bench:memory-tiny",
-        "bench-memory-tiny",
-        &bench::MEMORY_TINY,
-    )
-}
-
-/// The network macro-benchmark end to end on a tiny configuration (`bench:redis-tiny`): `cargo
-/// xtask bench` with [`bench::REDIS_TINY`]: the network image with locks none (1 core)
-/// and clh (1 and 2 cores: every core's server at once) on x86_64 (microvm) and ARMv7 (virt),
-/// and the Linux baseline of each architecture, each driven by redis-benchmark (SET and GET,
-/// unpipelined and pipelined) and YCSB workload A (load, then run), with the server's CPU
-/// section sampled for utilisation; fails if any client run fails. Output in
-/// `<target>/bench-redis-tiny`; about two minutes (the first run also downloads the Debian
-/// packages of the baselines).
-fn bench_redis_tiny_step(root: &Path) -> Step {
-    bench_step(
-        root,
-        "bench:redis-tiny",
-        "bench-redis-tiny",
-        &bench::REDIS_TINY,
-    )
-    .tools(&[
-        ("mvn", "maven"),
-        ("java", "default-jre-headless"),
-        ("redis-benchmark", "redis-tools"),
-        ("dpkg-deb", "dpkg"),
-        ("apt-cache", "apt"),
-    ])
-}
-
-/// The network soak end to end on a short run (`bench:redis-soak-tiny`): `cargo xtask bench
-/// --suite redis --soak` for 15 s on each architecture (x86_64 microvm and ARMv7 virt, 2 cores,
-/// clh): the three looping clients on both servers, then the read-back of every acknowledged
-/// write, results.json and report.md. Output in `<target>/bench-redis-soak-tiny`.
-fn bench_redis_soak_tiny_step(root: &Path) -> Step {
-    bench_step(
-        root,
-        "bench:redis-soak-tiny",
-        "bench-redis-soak-tiny",
-        &[
+    },
+    // The network soak on a short run: 15 s on each architecture (x86_64 microvm and ARMv7
+    // virt, 2 cores, clh): the three looping clients on both servers, then the read-back of
+    // every acknowledged write, results.json and report.md.
+    EndToEnd {
+        name: "bench:redis-soak-tiny",
+        command: "bench",
+        args: &[
             "--suite",
             "redis",
             "--soak",
@@ -1179,31 +1124,81 @@ fn bench_redis_soak_tiny_step(root: &Path) -> Step {
             "--lock",
             "clh",
         ],
-    )
-    .tools(&[("redis-benchmark", "redis-tools"), ("passt", "passt")])
-}
+        out: "bench-redis-soak-tiny",
+        tools: &[("redis-benchmark", "redis-tools"), ("passt", "passt")],
+    },
+    // Kernel lock tracing and the simulator: the hosted IPC workload recorded on 2 cores with
+    // tracing on (the example refuses a trace that misses an entry), the trace file written,
+    // and `cargo xtask sim`'s analysis, replay and 1..64-core sweep with its JSON and plots.
+    EndToEnd {
+        name: "trace:hosted",
+        command: "trace",
+        args: &["--hosted", "--cores", "2", "--lock", "clh"],
+        out: "trace-hosted",
+        tools: &[],
+    },
+    // Kernel lock tracing inside the images: both images built with their `trace` feature, the
+    // demo booted on 2 cores with 50 round trips per pair and `trace=1` under `-icount`
+    // (microvm, sabrelite), the trace each prints read and checked (records from every core in
+    // time order, ordered lock timestamps, the ping-pong's Call and ReplyRecv entries, nothing
+    // lost, the file read back equal) and the simulator's analysis, replay and sweep run on it.
+    // Seconds once built (the traced images are built in `<target>/features-trace`, apart from
+    // the others).
+    EndToEnd {
+        name: "trace:image",
+        command: "trace",
+        args: &[
+            "--image", "--check", "--arch", "all", "--cores", "2", "--rounds", "50", "--lock",
+            "clh",
+        ],
+        out: "trace-image",
+        tools: &[],
+    },
+    // The cache model's calibration benchmark: the line and lock hand-off between CPUs 0 and 1
+    // and a short kernel run on one and two cores taking turns measured, the calibration file
+    // written and read back (the same release build of the `tests` examples as
+    // `trace:hosted`; seconds). Needs two host CPUs.
+    EndToEnd {
+        name: "sim:calibrate",
+        command: "sim",
+        args: &["--calibrate", "--quick"],
+        out: "sim-calibrate",
+        tools: &[],
+    },
+    // `cargo xtask sim` without `--trace`: it records a hosted trace first (the same release
+    // build of the `tests` examples as `trace:hosted`), then analyses it, replays it and sweeps
+    // 1..8 simulated cores.
+    EndToEnd {
+        name: "sim:record",
+        command: "sim",
+        args: &["--max-cores", "8"],
+        out: "sim-record",
+        tools: &[],
+    },
+];
 
-/// Step `name`: this xtask's `bench` with `args`, the QEMU timeout, and `--out <target>/out`.
-fn bench_step(root: &Path, name: &'static str, out: &str, args: &[&str]) -> Step {
-    let timeout = QEMU_TIMEOUT_SECS.to_string();
-    let args: Vec<&str> = ["bench"]
-        .iter()
-        .copied()
-        .chain(args.iter().copied())
-        .chain(["--timeout", &timeout])
-        .collect();
-    self_step(root, name, out, &args)
-        .needs(Needs::Target(X86))
-        .needs(Needs::Target(ARM))
-}
-
-/// Step `name`: this xtask binary run with `args` and `--out <target>/out`, judged by its exit
-/// status.
-fn self_step(root: &Path, name: &'static str, out: &str, args: &[&str]) -> Step {
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find the xtask binary: {e}"));
-    let out = crate::target_dir(root).join(out);
-    let cmd = exe.map(|exe| Cmd::new(exe).args(args).arg("--out").arg(out));
-    Step::from_result(name, cmd, Judge::ExitStatus)
+impl EndToEnd {
+    /// The step.
+    fn step(&self, root: &Path) -> Step {
+        let exe = std::env::current_exe().map_err(|e| format!("cannot find the xtask binary: {e}"));
+        let out = crate::target_dir(root).join(self.out);
+        let bench = self.command == "bench";
+        let cmd = exe.map(|exe| {
+            let cmd = Cmd::new(exe).arg(self.command).args(self.args);
+            let cmd = if bench {
+                cmd.args(["--timeout".to_owned(), QEMU_TIMEOUT_SECS.to_string()])
+            } else {
+                cmd
+            };
+            cmd.arg("--out").arg(out)
+        });
+        let step = Step::from_result(self.name, cmd, Judge::ExitStatus).tools(self.tools);
+        if bench {
+            step.needs(Needs::Target(X86)).needs(Needs::Target(ARM))
+        } else {
+            step
+        }
+    }
 }
 
 /// A HAL's own boot demo (`hal-<arch>/src/bin/boot-demo.rs`: the HAL without the kernel, with
