@@ -313,15 +313,28 @@ fn oversubscribed(r: &Record) -> bool {
     r.platform != "qemu-icount" && r.cores as usize > r.machine.host_cores
 }
 
-/// A place's title.
-fn place_title(platform: &str, arch: &str, board: &str, lock: &str) -> String {
-    let platform = match platform {
-        "hosted" => "hosted (host threads, cycles)",
-        "qemu" => "qemu MTTCG (emulated, noisy)",
-        "qemu-icount" => "qemu-icount (instructions)",
-        other => other,
-    };
-    format!("{platform}: {arch} {board}, lock {lock}")
+impl Place {
+    /// The place's title.
+    fn title(&self) -> String {
+        let platform = match self.platform.as_str() {
+            "hosted" => "hosted (host threads, cycles)",
+            "qemu" => "qemu MTTCG (emulated, noisy)",
+            "qemu-icount" => "qemu-icount (instructions)",
+            other => other,
+        };
+        format!(
+            "{platform}: {} {}, lock {}",
+            self.arch, self.board, self.lock
+        )
+    }
+}
+
+/// The records of `rs` in the series of pager mode `pager` and benchmark `bench`.
+fn of_series<'r>(rs: &[&'r Record], pager: &str, bench: &str) -> Vec<&'r Record> {
+    rs.iter()
+        .copied()
+        .filter(|r| r.variant == pager && r.bench == bench)
+        .collect()
 }
 
 /// A figure's line `label` through `rs`, x from `x_of`, means and deviations divided by
@@ -351,16 +364,7 @@ fn line(label: String, rs: &[&Record], x_of: fn(&Record) -> u32, scale: f64) -> 
 /// and operation.
 pub fn cores_panels(records: &[Record]) -> Vec<LinePanel> {
     let mut panels = Vec::new();
-    for (
-        Place {
-            platform,
-            arch,
-            board,
-            lock,
-        },
-        rs,
-    ) in places(records)
-    {
+    for (place, rs) in places(records) {
         let Some(pages) = core_sweep_pages(&rs) else {
             continue;
         };
@@ -377,11 +381,7 @@ pub fn cores_panels(records: &[Record]) -> Vec<LinePanel> {
         let rs: Vec<&Record> = rs.into_iter().filter(|r| !oversubscribed(r)).collect();
         let mut lines = Vec::new();
         for (label, pager, bench) in series(&rs) {
-            let of: Vec<&Record> = rs
-                .iter()
-                .copied()
-                .filter(|r| r.variant == pager && r.bench == bench)
-                .collect();
+            let of = of_series(&rs, &pager, bench);
             let Some(base) = of.iter().find(|r| r.cores == 1).map(|r| r.mean) else {
                 continue;
             };
@@ -401,14 +401,11 @@ pub fn cores_panels(records: &[Record]) -> Vec<LinePanel> {
             format!(" ({} cores oversubscribed: in the report)", list.join(", "))
         };
         panels.push(LinePanel {
-            title: format!(
-                "{}, {pages} pages per task{dropped}",
-                place_title(&platform, &arch, &board, &lock)
-            ),
+            title: format!("{}, {pages} pages per task{dropped}", place.title()),
             unit: "time per page / time at 1 core".into(),
             x_desc: "cores",
             lines,
-            emulated: platform != "hosted",
+            emulated: place.platform != "hosted",
             host_cores: rs[0].machine.host_cores,
             ideal: false,
         });
@@ -420,16 +417,7 @@ pub fn cores_panels(records: &[Record]) -> Vec<LinePanel> {
 /// at the largest core count measured with more than one page count (the paper's Fig. 11).
 pub fn pages_panels(records: &[Record]) -> Vec<LinePanel> {
     let mut panels = Vec::new();
-    for (
-        Place {
-            platform,
-            arch,
-            board,
-            lock,
-        },
-        rs,
-    ) in places(records)
-    {
+    for (place, rs) in places(records) {
         let Some(cores) = page_sweep_cores(&rs) else {
             continue;
         };
@@ -437,12 +425,7 @@ pub fn pages_panels(records: &[Record]) -> Vec<LinePanel> {
         let lines: Vec<Line> = series(&rs)
             .into_iter()
             .map(|(label, pager, bench)| {
-                let of: Vec<&Record> = rs
-                    .iter()
-                    .copied()
-                    .filter(|r| r.variant == pager && r.bench == bench)
-                    .collect();
-                line(label, &of, |r| r.pages, 1.0)
+                line(label, &of_series(&rs, &pager, bench), |r| r.pages, 1.0)
             })
             .collect();
         let over = if oversubscribed(rs[0]) {
@@ -453,7 +436,7 @@ pub fn pages_panels(records: &[Record]) -> Vec<LinePanel> {
         panels.push(LinePanel {
             title: format!(
                 "{}, {}{over}",
-                place_title(&platform, &arch, &board, &lock),
+                place.title(),
                 if cores == 1 {
                     "1 core (one pager: per-core = global)".to_owned()
                 } else {
@@ -463,7 +446,7 @@ pub fn pages_panels(records: &[Record]) -> Vec<LinePanel> {
             unit: format!("{} per page", rs[0].unit),
             x_desc: "pages per task (outstanding before the frees)",
             lines,
-            emulated: platform != "hosted",
+            emulated: place.platform != "hosted",
             host_cores: rs[0].machine.host_cores,
             ideal: false,
         });
@@ -749,16 +732,7 @@ fn paper_rows(records: &[Record]) -> Vec<[String; 4]> {
 /// against pages at the sweep's core count.
 fn place_tables(records: &[Record]) -> String {
     let mut s = String::new();
-    for (
-        Place {
-            platform,
-            arch,
-            board,
-            lock,
-        },
-        rs,
-    ) in places(records)
-    {
+    for (place, rs) in places(records) {
         let unit = &rs[0].unit;
         let cols = series(&rs);
         let head = |first: &str| {
@@ -770,11 +744,7 @@ fn place_tables(records: &[Record]) -> String {
             }
             format!("{h}\n{line}\n")
         };
-        let _ = writeln!(
-            s,
-            "\n### {}\n",
-            place_title(&platform, &arch, &board, &lock)
-        );
+        let _ = writeln!(s, "\n### {}\n", place.title());
         let core_counts = {
             let mut c: Vec<u32> = rs.iter().map(|r| r.cores).collect();
             c.sort_unstable();
