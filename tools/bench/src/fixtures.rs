@@ -3,6 +3,7 @@
 use super::plan::strategy_of;
 use super::records::{Machine, Record};
 use super::stats::stats;
+use super::RunArgs;
 
 /// A test machine.
 pub fn machine() -> Machine {
@@ -63,4 +64,17 @@ pub fn record(
         extra: None,
         kernel_trace: "off".into(),
     }
+}
+
+/// The run options of `cargo xtask bench ARGS...`.
+pub fn run_args(extra: &[&str]) -> RunArgs {
+    use clap::Parser;
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        run: RunArgs,
+    }
+    Cli::try_parse_from(["bench"].iter().chain(extra))
+        .unwrap()
+        .run
 }

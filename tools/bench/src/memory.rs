@@ -916,7 +916,7 @@ pub fn render(records: &[Record], ctx: &Context) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::super::fixtures::record;
+    use super::super::fixtures::{record, run_args as args};
     use super::super::plan::{ArchArg, LockArg, PlatformArg};
     use super::*;
 
@@ -975,18 +975,6 @@ mod tests {
             v.push(mem(FREE, "global", "qemu-icount", 4, p, 12000.0 * f));
         }
         v
-    }
-
-    fn args(extra: &[&str]) -> RunArgs {
-        use clap::Parser;
-        #[derive(Parser)]
-        struct Cli {
-            #[command(flatten)]
-            run: RunArgs,
-        }
-        Cli::try_parse_from(["bench"].iter().chain(extra))
-            .unwrap()
-            .run
     }
 
     #[test]

@@ -572,21 +572,9 @@ fn add_records(raws: &[RawRecord], origin: &Origin, c: &mut Collected) {
 
 #[cfg(test)]
 mod tests {
+    use super::super::fixtures::run_args as args;
     use super::super::plan::{ArchArg, LockArg, PlatformArg};
     use super::*;
-
-    /// The run options of `cargo xtask bench ARGS...`.
-    fn args(extra: &[&str]) -> RunArgs {
-        use clap::Parser;
-        #[derive(Parser)]
-        struct Cli {
-            #[command(flatten)]
-            run: RunArgs,
-        }
-        Cli::try_parse_from(["bench"].iter().chain(extra))
-            .unwrap()
-            .run
-    }
 
     fn plan(
         locks: &[LockArg],
