@@ -671,14 +671,7 @@ fn paper_rows(records: &[Record]) -> Vec<[String; 4]> {
         let of = |variant: &str| {
             records
                 .iter()
-                .filter(|r| {
-                    r.bench == IPC
-                        && r.platform == platform
-                        && r.board == board
-                        && r.lock == lock
-                        && r.cores == cores
-                        && r.variant == variant
-                })
+                .filter(|r| r.is(IPC, platform, board, lock, cores) && r.variant == variant)
                 .min_by_key(|r| r.pages)
         };
         if let (Some(same), Some(cross)) = (of("same-core"), of("cross-core")) {

@@ -125,6 +125,17 @@ pub struct Record {
     pub kernel_trace: String,
 }
 
+impl Record {
+    /// Whether this is a record of `bench` on `platform`/`board` with `lock` on `cores` cores.
+    pub fn is(&self, bench: &str, platform: &str, board: &str, lock: &str, cores: u32) -> bool {
+        self.bench == bench
+            && self.platform == platform
+            && self.board == board
+            && self.lock == lock
+            && self.cores == cores
+    }
+}
+
 /// `kernel_trace` of a record that does not say (see [`Record::kernel_trace`]).
 fn trace_off() -> String {
     super::guest::KernelTrace::Off.name().to_owned()

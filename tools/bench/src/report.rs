@@ -70,14 +70,7 @@ pub fn find<'a>(
 ) -> Option<&'a Record> {
     let mut matching: Vec<&Record> = records
         .iter()
-        .filter(|r| {
-            r.bench == bench
-                && r.platform == platform
-                && r.board == board
-                && r.lock == lock
-                && r.cores == cores
-                && r.clients == 0
-        })
+        .filter(|r| r.is(bench, platform, board, lock, cores) && r.clients == 0)
         .collect();
     matching.sort_by_key(|r| match r.variant.as_str() {
         "cross-as" => 0,
