@@ -11,27 +11,32 @@
 //!   streaming the console; QEMU's exit status decides success (see [`qemu`]).
 //!
 //! The commands only drive `cargo`, `rustc` and `rustup`; nothing is downloaded by hand.
+//!
+//! # Layout
+//! This crate is the command line: argument parsing, dispatch, help, and the orchestration of
+//! `cargo xtask test` ([`test`], its QEMU runs typed in [`guestrun`], libtest output read by
+//! [`libtest`]). The work is done by the library crates in `tools/`, one job each:
+//! `host-env` (processes, progress lines, Debian packages, the toolchain, the workspace
+//! layout), `qemu-runner` (images, guests, consoles, the network server, executed-instruction
+//! traces), `bench` (the benchmarks), `trace-tools` (`trace` and `sim`) and `boot-media`
+//! (`flash`). Each command's clap options (`QemuArgs`, `BenchArgs`, `TraceArgs`, `SimArgs`,
+//! `FlashArgs`) stay beside the code they configure in those crates, so that an option and
+//! its use change together and other commands can reuse them (the benchmarks boot guests with
+//! `QemuArgs`); this crate flattens them into its subcommands, so `--help` shows their docs.
 
-mod bench;
-mod board;
-mod deps;
-mod flash;
-mod imagetrace;
+mod guestrun;
 mod libtest;
-mod net;
-mod proc;
-mod progress;
-mod qemu;
-mod sim;
-mod simval;
 mod test;
-mod toolchain;
-mod trace;
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use boot_media as flash;
+use qemu_runner::qemu;
+use trace_tools::{sim, trace};
+
+use host_env::{crate_dir, deps, proc, progress, target_dir, toolchain, workspace_root};
+
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 /// Project automation for the locked-in microkernel workspace.
 #[derive(Debug, Parser)]
@@ -45,21 +50,7 @@ struct Cli {
 enum Command {
     /// Run every check of the project and end with `test: N passed, M failed`.
     ///
-    /// Before the first step it installs the Debian packages and rustup targets the selected
-    /// steps use (see `cargo xtask doctor`). Steps, in order (names for --only in brackets):
-    /// the doctor's check of every tool [doctor]; formatting [fmt]; clippy with -D warnings
-    /// on the host for the whole workspace, all targets and features [clippy:host]; clippy and
-    /// build of the bare-metal crates for each bare-metal target [clippy:<target>,
-    /// build:<target>]; `cargo test --workspace --all-features --no-fail-fast` [test], where
-    /// every libtest test counts as one check; the loom models sync/tests/loom_*.rs under
-    /// `--cfg kernel_locks_loom` in release mode, built in target/loom so the main build is kept [loom]; the
-    /// QEMU demo [qemu:demo] and the QEMU test suite with 1 and 4 cores and every lock
-    /// [qemu:smp<N>-<lock>], where every `TEST` line of the guest counts as one check (a
-    /// missing test, sentinel, panic, triple fault or hang is a failed check); the benchmark
-    /// driver end to end on a tiny configuration, with its -icount determinism and output checks
-    /// [bench:tiny]; the examples [example:<name>]. Every other step counts as one check.
-    ///
-    /// The exit status is non-zero when a check failed or a step could not run.
+    /// `--help` lists the step groups and their step counts, taken from the step list.
     Test(test::TestArgs),
 
     /// Run the kernel IPC benchmarks and write results, plots and a report.
@@ -156,8 +147,26 @@ enum Command {
     Flash(flash::FlashArgs),
 }
 
+/// The command line, with the long help of `test` filled in when it is asked for: it comes from
+/// the step list ([`test::long_help`]), which is built only for that.
+fn command(args: &[String]) -> clap::Command {
+    let cmd = Cli::command();
+    let words: Vec<&str> = args.iter().skip(1).map(String::as_str).collect();
+    let asks = matches!(words.as_slice(), ["help", "test", ..])
+        || (words.first() == Some(&"test") && words.contains(&"--help"));
+    if asks {
+        cmd.mut_subcommand("test", |c| c.long_about(test::long_help()))
+    } else {
+        cmd
+    }
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let args: Vec<String> = std::env::args().collect();
+    let cli = match Cli::from_arg_matches(&command(&args).get_matches_from(&args)) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
     let root = workspace_root();
     // Every command that builds for the bare-metal targets first checks that rustup has them.
     let who = match &cli.command {
@@ -195,76 +204,42 @@ fn main() -> ExitCode {
     }
 }
 
-/// The workspace root: the parent of this crate's manifest directory.
-///
-/// `cargo run` (and so `cargo xtask`) sets `CARGO_MANIFEST_DIR` for the program too; that value
-/// is preferred over the one compiled in, which goes stale if the checkout moves and cargo reuses
-/// the binary.
-fn workspace_root() -> PathBuf {
-    let manifest = std::env::var_os("CARGO_MANIFEST_DIR")
-        .map(PathBuf::from)
-        .filter(|dir| dir.join("Cargo.toml").is_file())
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")));
-    manifest.parent().map(PathBuf::from).unwrap_or(manifest)
-}
-
-/// Every workspace package and its folder, relative to the workspace root (the root
-/// `Cargo.toml`'s `members`, which a unit test keeps this equal to).
-const CRATE_DIRS: &[(&str, &str)] = &[
-    ("kernel", "kernel"),
-    ("kernel-locks", "sync"),
-    ("pager", "pager"),
-    ("hal-common", "hal-common"),
-    ("hal-x86", "hal-x86"),
-    ("hal-armv7", "hal-armv7"),
-    ("servers", "servers"),
-    ("tests", "tests"),
-    ("xtask", "xtask"),
-    ("image-common", "images/common"),
-    ("image-x86", "images/x86"),
-    ("image-armv7", "images/armv7"),
-    ("abi", "lib/abi"),
-    ("sim", "lib/sim"),
-    ("kv-resp", "lib/kv-resp"),
-    ("frame-ring", "lib/frame-ring"),
-    ("protocol", "lib/protocol"),
-];
-
-/// The folder of the workspace package `package` under `root`.
-///
-/// # Panics
-/// If `package` is not a workspace package: the callers name packages in constants.
-fn crate_dir(root: &std::path::Path, package: &str) -> PathBuf {
-    let (_, dir) = CRATE_DIRS
-        .iter()
-        .find(|(name, _)| *name == package)
-        .unwrap_or_else(|| panic!("`{package}` is not a package of this workspace"));
-    root.join(dir)
-}
-
-/// The target directory cargo uses: `$CARGO_TARGET_DIR` if set, else `<root>/target`.
-fn target_dir(root: &std::path::Path) -> PathBuf {
-    match std::env::var_os("CARGO_TARGET_DIR") {
-        Some(dir) if !dir.is_empty() => {
-            let dir = PathBuf::from(dir);
-            if dir.is_absolute() {
-                dir
-            } else {
-                root.join(dir)
-            }
-        }
-        _ => root.join("target"),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::CommandFactory;
 
     #[test]
     fn cli_is_well_formed() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn the_test_help_is_built_only_when_asked_for() {
+        let argv = |words: &[&str]| -> Vec<String> {
+            std::iter::once("xtask")
+                .chain(words.iter().copied())
+                .map(String::from)
+                .collect()
+        };
+        let about = |words: &[&str]| {
+            let mut cmd = command(&argv(words));
+            cmd.find_subcommand_mut("test")
+                .and_then(|t| t.get_long_about().map(|a| a.to_string()))
+                .unwrap_or_default()
+        };
+        for asks in [&["test", "--help"][..], &["help", "test"]] {
+            assert!(
+                about(asks).contains("Steps, in order, by group"),
+                "{asks:?}"
+            );
+        }
+        for other in [
+            &["test", "--list"][..],
+            &["qemu", "--help"],
+            &["test", "-h"],
+        ] {
+            assert!(!about(other).contains("Steps, in order"), "{other:?}");
+        }
     }
 
     #[test]
@@ -279,35 +254,5 @@ mod tests {
         for quiet in ["--quiet", " -q "] {
             assert!(!alias.contains(quiet), "{alias}");
         }
-    }
-
-    #[test]
-    fn crate_dirs_are_the_workspace_members() {
-        let root = workspace_root();
-        let manifest: toml::Table = std::fs::read_to_string(root.join("Cargo.toml"))
-            .unwrap()
-            .parse()
-            .unwrap();
-        let members: Vec<&str> = manifest["workspace"]["members"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|m| m.as_str().unwrap())
-            .collect();
-        let dirs: Vec<&str> = CRATE_DIRS.iter().map(|(_, dir)| *dir).collect();
-        assert_eq!(members, dirs, "CRATE_DIRS lists the members in their order");
-        for (package, dir) in CRATE_DIRS {
-            let own: toml::Table = std::fs::read_to_string(root.join(dir).join("Cargo.toml"))
-                .unwrap()
-                .parse()
-                .unwrap();
-            assert_eq!(own["package"]["name"].as_str(), Some(*package), "{dir}");
-            assert_eq!(crate_dir(&root, package), root.join(dir));
-        }
-    }
-
-    #[test]
-    fn root_holds_the_workspace_manifest() {
-        assert!(workspace_root().join("Cargo.toml").is_file());
     }
 }

@@ -5,8 +5,6 @@
 //! precondition fails (a missing rustup component or target, missing loom tests) count as one
 //! failed check with a message saying how to fix it. The last line printed is always
 //! `test: N passed, M failed`.
-//!
-//! Later issues add their QEMU suites here as more steps (see [`steps`]).
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -15,8 +13,10 @@ use std::time::Duration;
 
 use clap::Args;
 
+use crate::guestrun::{QemuRun, Variant, Workload};
 use crate::libtest;
 use crate::proc::{Captured, Cmd};
+use crate::qemu::{self, Arch, Lock, Machine};
 
 /// The x86_64 bare-metal target.
 const X86: &str = "x86_64-unknown-none";
@@ -24,8 +24,8 @@ const X86: &str = "x86_64-unknown-none";
 const ARM: &str = "armv7a-none-eabi";
 
 /// The `no_std` crates and the bare-metal targets each must build (and be clippy-clean) for.
-/// A crate whose directory does not exist is left out; a later issue that adds a crate or a
-/// target adds a row here.
+/// A crate whose directory does not exist is left out; a new bare-metal crate or target adds
+/// a row here.
 const BARE_METAL: &[(&str, &[&str])] = &[
     // crate        targets
     ("abi", &[X86, ARM]),
@@ -46,23 +46,23 @@ const BARE_METAL: &[(&str, &[&str])] = &[
 const QEMU_SMP: &[u32] = &[1, 4];
 
 /// Seconds one QEMU suite run may take before it is killed and reported as a hang.
-const QEMU_TIMEOUT_SECS: &str = "60";
+const QEMU_TIMEOUT_SECS: u32 = 60;
 
 /// Seconds one `--fuzz` run may take (10^5 calls per core on 4 cores take about 60 s on
 /// x86_64 microvm and 80 s on ARMv7 sabrelite under multi-threaded TCG on the 2-vCPU
 /// development VM, a few seconds with the cores on one host thread).
-const FUZZ_TIMEOUT_SECS: &str = "420";
+const FUZZ_TIMEOUT_SECS: u32 = 420;
 
 /// Cores of the fuzz runs.
-const FUZZ_SMP: &str = "4";
+const FUZZ_SMP: u32 = 4;
 
 /// Seconds a stack-overflow run may take: the report comes within a second or two of boot, so a
 /// run still going after this has hung (the overflow went unnoticed).
-const STACK_OVERFLOW_TIMEOUT_SECS: &str = "20";
+const STACK_OVERFLOW_TIMEOUT_SECS: u32 = 20;
 
 /// Seconds the network server's RESP session may take, boot included (the server is up in
 /// about a second and the session takes well under one on the 2-vCPU development VM).
-const NET_TIMEOUT_SECS: &str = "60";
+const NET_TIMEOUT_SECS: u32 = 60;
 
 /// The lock crate: publishable on its own, checked with its MSRV, embedded by an outside crate.
 const LOCK_CRATE: &str = "kernel-locks";
@@ -88,6 +88,114 @@ const TAIL_LINES: usize = 60;
 /// A step still running after this long is killed (with its child processes) and fails: a hung
 /// lock test or example must not hold CI until its own limit.
 const STEP_TIMEOUT: Duration = Duration::from_secs(20 * 60);
+
+/// The step groups, in the order their first steps run, and what each checks: the text of
+/// `cargo xtask test --help`, whose list of groups and step counts comes from [`steps`] (a unit
+/// test keeps the two equal).
+const GROUPS: &[(&str, &str)] = &[
+    (
+        "doctor",
+        "the doctor's check of every tool and Debian package the steps use",
+    ),
+    ("fmt", "formatting (`cargo fmt --all --check`)"),
+    (
+        "clippy",
+        "clippy with -D warnings: on the host for the whole workspace, all targets and \
+         features, and for the bare-metal crates of each bare-metal target",
+    ),
+    (
+        "build",
+        "the bare-metal crates built for each bare-metal target, and the simulator's trace \
+         format without std",
+    ),
+    (
+        "test",
+        "`cargo test --workspace --all-features --no-fail-fast`",
+    ),
+    (
+        "loom",
+        "the loom models (<crate>/tests/loom_*.rs) under each crate's own loom cfg in release \
+         mode, built in target/loom so the main build is kept; --quick leaves them out",
+    ),
+    (
+        "lock-crate",
+        "the lock crate on its own: its minimum Rust version, `cargo publish --dry-run`, its \
+         tests as ARMv7 Linux code under qemu-arm",
+    ),
+    (
+        "embed",
+        "the lock crate embedded by an outside crate (sync/embed-check), for both bare-metal \
+         targets, clippy, and its host tests with and without a global `--cfg loom`",
+    ),
+    (
+        "qemu",
+        "the QEMU demo and test suite on x86_64 and each ARMv7 machine with 1 and 4 cores and \
+         every lock, debug and no-fastpath images, stack-overflow reports, the HALs' boot \
+         demos",
+    ),
+    (
+        "net",
+        "the network server under QEMU: scripted RESP sessions, the standard client load, YCSB",
+    ),
+    ("fuzz", "the in-guest system-call fuzzer with every lock"),
+    (
+        "memory",
+        "the memory system's checks: per-core and global pagers, memory nodes",
+    ),
+    (
+        "bench",
+        "the benchmark driver end to end on tiny configurations, with its -icount \
+         determinism and output checks",
+    ),
+    (
+        "trace",
+        "kernel lock traces from the hosted harness and from the images, end to end",
+    ),
+    (
+        "sim",
+        "the simulator's calibration and a recorded trace's replay, end to end",
+    ),
+    (
+        "flash",
+        "the boot media written to files and checked, booted under QEMU where they can be",
+    ),
+    ("example", "the examples"),
+];
+
+/// The long help of `cargo xtask test`: the groups of [`GROUPS`] with their step counts.
+pub fn long_help() -> String {
+    let all = steps(&crate::workspace_root(), false);
+    let mut text = String::from(
+        "Before the first step it installs the Debian packages and rustup targets the selected \
+         steps use (see `cargo xtask doctor`).\n\nSteps, in order, by group (`--only GROUP` runs \
+         a group, `--only NAME` one step; `--list` names every step and its command):\n",
+    );
+    for (group, what) in GROUPS {
+        let names: Vec<&str> = all
+            .iter()
+            .filter(|s| s.group() == *group)
+            .map(|s| s.name.as_str())
+            .collect();
+        let shown = match names.as_slice() {
+            [only] if only == group => String::new(),
+            few if few.len() <= 5 => format!(" [{}]", few.join(", ")),
+            [first, second, ..] => format!(" [{first}, {second}, ...]"),
+            _ => unreachable!("a longer list has two names"),
+        };
+        let count = names.len();
+        let steps = if count == 1 { "step" } else { "steps" };
+        text.push_str(&format!(
+            "  {group:<11} {count:>3} {steps:<6} {what}{shown}\n"
+        ));
+    }
+    text.push_str(
+        "\nA libtest step counts each test as one check; a QEMU suite each `TEST` line of the \
+         guest (a missing test, sentinel, panic, triple fault or hang is a failed check); every \
+         other step counts as one check.\n\nThe exit status is non-zero when a check failed or \
+         a step could not run.",
+    );
+    text
+}
 
 /// Options of `cargo xtask test`.
 #[derive(Debug, Args)]
@@ -166,7 +274,7 @@ struct Step {
     fix: Option<&'static str>,
     /// Host tools (and the Debian packages providing them) without which the step is skipped
     /// (counted apart, neither passed nor failed) rather than failed; `cargo xtask test`
-    /// installs them before the first step where it may (`deps.rs`).
+    /// installs them before the first step where it may ([`host_env::deps`]).
     tools: Vec<crate::flash::Tool>,
 }
 
@@ -346,14 +454,7 @@ fn steps(root: &Path, quick: bool) -> Vec<Step> {
     steps.extend(armv7_qemu_steps());
     steps.extend(fuzz_steps());
     steps.extend(memory_steps());
-    steps.push(bench_tiny_step(root));
-    steps.push(bench_memory_tiny_step(root));
-    steps.push(bench_redis_tiny_step(root));
-    steps.push(bench_redis_soak_tiny_step(root));
-    steps.push(trace_hosted_step(root));
-    steps.push(trace_image_step(root));
-    steps.push(sim_calibrate_step(root));
-    steps.push(sim_record_step(root));
+    steps.extend(END_TO_END.iter().map(|run| run.step(root)));
     steps.extend(flash_steps(root));
 
     for (example, package, features) in EXAMPLES {
@@ -553,106 +654,71 @@ fn embed_steps(root: &Path) -> Vec<Step> {
     steps
 }
 
+/// A step that runs this xtask binary's `qemu` command as `run` says.
+fn qemu_step(name: impl Into<String>, run: &QemuRun, judge: Judge) -> Step {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find the xtask binary: {e}"));
+    let step = Step::from_result(name, exe.map(|exe| Cmd::new(exe).args(run.argv())), judge);
+    if run.arch == Some(Arch::Armv7) {
+        step.needs(Needs::Target(ARM))
+    } else {
+        step
+    }
+}
+
+/// How a test-suite run with `smp` cores is judged.
+fn suite(smp: u32) -> Judge {
+    Judge::QemuSuite {
+        min_plan: qemu::min_plan(smp as usize),
+    }
+}
+
 /// The QEMU steps: the demo once (4 cores, CLH), then the test suite with every core count of
 /// [`QEMU_SMP`] and every lock. They run this xtask binary's `qemu` command, which builds the
 /// image (once; later runs find it up to date) and boots it.
 fn qemu_steps() -> Vec<Step> {
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find the xtask binary: {e}"));
-    let cmd = |args: Vec<String>| exe.clone().map(|exe| Cmd::new(exe).args(args));
-    let mut steps = vec![Step::from_result(
+    let tests = |smp, lock| QemuRun::new(Workload::Tests, QEMU_TIMEOUT_SECS).with(smp, lock);
+    let mut steps = vec![qemu_step(
         "qemu:demo",
-        cmd(vec![
-            "qemu".into(),
-            "--timeout".into(),
-            QEMU_TIMEOUT_SECS.into(),
-        ]),
+        &QemuRun::new(Workload::Demo, QEMU_TIMEOUT_SECS),
         Judge::ExitStatus,
     )];
-    for smp in QEMU_SMP {
-        for lock in crate::qemu::Lock::STRATEGIES {
-            let args = vec![
-                "qemu".to_owned(),
-                "--tests".to_owned(),
-                "--smp".to_owned(),
-                smp.to_string(),
-                "--lock".to_owned(),
-                lock.name().to_owned(),
-                "--timeout".to_owned(),
-                QEMU_TIMEOUT_SECS.to_owned(),
-            ];
-            steps.push(Step::from_result(
+    for &smp in QEMU_SMP {
+        for lock in Lock::STRATEGIES {
+            steps.push(qemu_step(
                 format!("qemu:smp{smp}-{}", lock.name()),
-                cmd(args),
-                Judge::QemuSuite {
-                    min_plan: crate::qemu::min_plan(*smp as usize),
-                },
+                &tests(smp, lock),
+                suite(smp),
             ));
         }
     }
     // `cpus=2` on a 4-core machine (what `--smp` means on hardware, where `cargo xtask flash`
     // writes it into the boot command line): the kernel uses two cores, the rest stay parked,
     // and the suite (its SMP self-test included) must hold.
-    steps.push(Step::from_result(
-        "qemu:smp4-cpus2",
-        cmd([
-            "qemu",
-            "--tests",
-            "--smp",
-            "4",
-            "--lock",
-            "ticket",
-            "--append",
-            "cpus=2",
-            "--timeout",
-            QEMU_TIMEOUT_SECS,
-        ]
-        .map(str::to_owned)
-        .to_vec()),
-        Judge::QemuSuite {
-            min_plan: crate::qemu::min_plan(2),
-        },
-    ));
+    let mut cpus2 = tests(4, Lock::Ticket);
+    cpus2.append = Some("cpus=2");
+    steps.push(qemu_step("qemu:smp4-cpus2", &cpus2, suite(2)));
     // The suite with the fine-grained strategy (whose kernel object is the largest) twice
     // more: on the dev-profile image (`--debug`: debug assertions and overflow checks on), so
     // that the HAL's and the kernel's debug checks run in the guest too; and with the IPC
     // fastpath off (`--no-fastpath`: `fastpath=0`, and the boot line must say so), so that
     // every IPC takes the full path, whose results the same tests check.
     for (name, variant) in [
-        ("qemu:x86_64-debug-smp4-fine", "--debug"),
-        ("qemu:x86_64-smp4-fine-no-fastpath", "--no-fastpath"),
+        ("qemu:x86_64-debug-smp4-fine", Variant::Debug),
+        ("qemu:x86_64-smp4-fine-no-fastpath", Variant::NoFastpath),
     ] {
-        steps.push(Step::from_result(
+        steps.push(qemu_step(
             name,
-            cmd([
-                "qemu",
-                variant,
-                "--tests",
-                "--smp",
-                "4",
-                "--lock",
-                "fine",
-                "--timeout",
-                QEMU_TIMEOUT_SECS,
-            ]
-            .map(str::to_owned)
-            .to_vec()),
-            Judge::QemuSuite {
-                min_plan: crate::qemu::min_plan(4),
-            },
+            &tests(4, Lock::Fine).variant(variant),
+            suite(4),
         ));
     }
     // A kernel stack overflow provoked on purpose must be caught by the guard page and
     // reported (`cargo xtask qemu --stack-overflow` judges the console and exit status).
-    steps.push(Step::from_result(
+    let mut overflow = QemuRun::new(Workload::StackOverflow, STACK_OVERFLOW_TIMEOUT_SECS);
+    overflow.smp = Some(2);
+    steps.push(qemu_step(
         "qemu:x86_64-stack-overflow",
-        cmd(vec![
-            "qemu".into(),
-            "--stack-overflow".into(),
-            "--smp".into(),
-            "2".into(),
-            "--timeout".into(),
-            STACK_OVERFLOW_TIMEOUT_SECS.into(),
-        ]),
+        &overflow,
         Judge::ExitStatus,
     ));
     // The network server (`mode=net`): a NIC driver on core 0, and smoltcp and the RESP2
@@ -662,26 +728,37 @@ fn qemu_steps() -> Vec<Step> {
     // 1's server with its own store); QEMU is stopped at the end either way. The virtio-net
     // driver on x86_64 microvm and ARM `-M virt`, the i.MX6 ENET driver on sabrelite; the same
     // session once more over QEMU's user network, the fallback. One core: `bench:redis-tiny`.
-    let machines: [(&str, &[&str]); 4] = [
-        ("net:x86_64-resp", &["--arch", "x86_64"]),
+    let net = |check, arch, machine: Option<Machine>, timeout| {
+        let mut run = QemuRun::new(Workload::Net { check }, timeout);
+        run.arch = Some(arch);
+        run.machine = machine;
+        run.smp = Some(2);
+        run
+    };
+    let mut user_network = net(true, Arch::X86_64, None, NET_TIMEOUT_SECS);
+    user_network.network = Some("user");
+    let checks = [
+        (
+            "net:x86_64-resp",
+            net(true, Arch::X86_64, None, NET_TIMEOUT_SECS),
+        ),
         (
             "net:armv7-virt-resp",
-            &["--arch", "armv7", "--machine", "virt"],
+            net(true, Arch::Armv7, Some(Machine::Virt), NET_TIMEOUT_SECS),
         ),
         (
             "net:armv7-sabrelite-resp",
-            &["--arch", "armv7", "--machine", "sabrelite"],
+            net(
+                true,
+                Arch::Armv7,
+                Some(Machine::Sabrelite),
+                NET_TIMEOUT_SECS,
+            ),
         ),
-        (
-            "net:x86_64-resp-user-network",
-            &["--arch", "x86_64", "--network", "user"],
-        ),
+        ("net:x86_64-resp-user-network", user_network),
     ];
-    for (name, arch) in machines {
-        let mut args: Vec<String> = vec!["qemu".into(), "--net".into(), "--check".into()];
-        args.extend(arch.iter().map(|a| a.to_string()));
-        args.extend(["--smp", "2", "--timeout", NET_TIMEOUT_SECS].map(String::from));
-        steps.push(Step::from_result(name, cmd(args), Judge::ExitStatus));
+    for (name, run) in &checks {
+        steps.push(qemu_step(*name, run, Judge::ExitStatus));
     }
     // The standard client load over the default network (`bench/redis-load/standard.sh`):
     // redis-benchmark with its default 50 connections, 100,000 requests of every test the
@@ -690,18 +767,14 @@ fn qemu_steps() -> Vec<Step> {
     // if a connection is refused or reset, a request is not answered, or a write is lost.
     let load = "for p in $(echo $REDIS_TEST_PORTS | tr , ' '); do \
                 REDIS_TEST_PORT=$p bench/redis-load/standard.sh || exit 1; done";
-    for (name, arch) in [
-        ("net:x86_64-c50", &["--arch", "x86_64"][..]),
-        (
-            "net:armv7-virt-c50",
-            &["--arch", "armv7", "--machine", "virt"],
-        ),
+    for (name, arch, machine) in [
+        ("net:x86_64-c50", Arch::X86_64, None),
+        ("net:armv7-virt-c50", Arch::Armv7, Some(Machine::Virt)),
     ] {
-        let mut args: Vec<String> = vec!["qemu".into(), "--net".into()];
-        args.extend(arch.iter().map(|a| a.to_string()));
-        args.extend(["--smp", "2", "--timeout", "900", "--client", load].map(String::from));
+        let mut run = net(false, arch, machine, 900);
+        run.client = Some(load);
         steps.push(
-            Step::from_result(name, cmd(args), Judge::ExitStatus)
+            qemu_step(name, &run, Judge::ExitStatus)
                 .tools(&[("redis-benchmark", "redis-tools"), ("passt", "passt")]),
         );
     }
@@ -714,26 +787,12 @@ fn qemu_steps() -> Vec<Step> {
            -p recordcount=100 -p redis.port=$REDIS_TEST_PORT \
         && bench/ycsb-redis/run-ycsb.sh run -P bench/ycsb-redis/workloads/workloada \
            -p recordcount=100 -p operationcount=2000 -p redis.port=$REDIS_TEST_PORT";
+    let mut run = net(false, Arch::X86_64, None, 600);
+    run.smp = Some(1);
+    run.client = Some(ycsb);
     steps.push(
-        Step::from_result(
-            "net:x86_64-ycsb",
-            cmd([
-                "qemu",
-                "--net",
-                "--arch",
-                "x86_64",
-                "--smp",
-                "1",
-                "--timeout",
-                "600",
-                "--client",
-                ycsb,
-            ]
-            .map(String::from)
-            .to_vec()),
-            Judge::ExitStatus,
-        )
-        .tools(&[("mvn", "maven"), ("java", "default-jre-headless")]),
+        qemu_step("net:x86_64-ycsb", &run, Judge::ExitStatus)
+            .tools(&[("mvn", "maven"), ("java", "default-jre-headless")]),
     );
     steps
 }
@@ -811,114 +870,74 @@ fn flash_steps(root: &Path) -> Vec<Step> {
         .collect()
 }
 
-/// The ARMv7 image steps: the demo on each machine of [`crate::qemu::Machine::ARMV7`] (4
-/// cores, CLH), with semihosting and without, then the test suite on each machine with every
-/// core count of [`QEMU_SMP`] and every lock, judged like x86's (plus `qemu`'s ARM exit check:
-/// semihosting status 0 only with the kernel's success line), the stack-overflow report, the
-/// dev-profile image's suite (Sabre Lite) and the suite with the console on UART2.
+/// The ARMv7 image steps: the demo on each machine of [`Machine::ARMV7`] (4 cores, CLH), with
+/// semihosting and without, then the test suite on each machine with every core count of
+/// [`QEMU_SMP`] and every lock, judged like x86's (plus `qemu`'s ARM exit check: semihosting
+/// status 0 only with the kernel's success line), the stack-overflow report, the dev-profile
+/// image's suite (Sabre Lite) and the suite with the console on UART2.
 fn armv7_qemu_steps() -> Vec<Step> {
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find the xtask binary: {e}"));
-    let cmd = |args: Vec<String>| exe.clone().map(|exe| Cmd::new(exe).args(args));
     let mut steps = Vec::new();
-    for machine in crate::qemu::Machine::ARMV7 {
-        let base = |extra: &[&str]| {
-            let mut v: Vec<String> = ["qemu", "--arch", "armv7", "--machine", machine.name()]
-                .iter()
-                .chain(extra)
-                .map(|s| (*s).to_owned())
-                .collect();
-            v.extend(["--timeout".to_owned(), QEMU_TIMEOUT_SECS.to_owned()]);
-            v
-        };
-        steps.push(
-            Step::from_result(
-                format!("qemu:armv7-{}-demo", machine.name()),
-                cmd(base(&[])),
-                Judge::ExitStatus,
-            )
-            .needs(Needs::Target(ARM)),
-        );
+    for machine in Machine::ARMV7 {
+        let m = machine.name();
+        let run = |workload, timeout| QemuRun::new(workload, timeout).on(Arch::Armv7, machine);
+        let demo = run(Workload::Demo, QEMU_TIMEOUT_SECS);
+        steps.push(qemu_step(
+            format!("qemu:armv7-{m}-demo"),
+            &demo,
+            Judge::ExitStatus,
+        ));
         // As on the real board without a debugger: the semihosting calls (command line, exit)
         // take the undefined-instruction vector's "unavailable" path.
-        steps.push(
-            Step::from_result(
-                format!("qemu:armv7-{}-no-semihosting", machine.name()),
-                cmd(base(&["--no-semihosting"])),
-                Judge::ExitStatus,
-            )
-            .needs(Needs::Target(ARM)),
-        );
-        for smp in QEMU_SMP {
-            for lock in crate::qemu::Lock::STRATEGIES {
-                let smp_s = smp.to_string();
-                let args = base(&["--tests", "--smp", &smp_s, "--lock", lock.name()]);
-                steps.push(
-                    Step::from_result(
-                        format!("qemu:armv7-{}-smp{smp}-{}", machine.name(), lock.name()),
-                        cmd(args),
-                        Judge::QemuSuite {
-                            min_plan: crate::qemu::min_plan(*smp as usize),
-                        },
-                    )
-                    .needs(Needs::Target(ARM)),
-                );
+        steps.push(qemu_step(
+            format!("qemu:armv7-{m}-no-semihosting"),
+            &demo.clone().variant(Variant::NoSemihosting),
+            Judge::ExitStatus,
+        ));
+        let tests = |smp, lock| run(Workload::Tests, QEMU_TIMEOUT_SECS).with(smp, lock);
+        for &smp in QEMU_SMP {
+            for lock in Lock::STRATEGIES {
+                steps.push(qemu_step(
+                    format!("qemu:armv7-{m}-smp{smp}-{}", lock.name()),
+                    &tests(smp, lock),
+                    suite(smp),
+                ));
             }
         }
-        let mut args = base(&["--stack-overflow", "--smp", "2"]);
-        // `base` ends with the suite timeout; the overflow run gets a shorter one.
-        if let Some(t) = args.last_mut() {
-            *t = STACK_OVERFLOW_TIMEOUT_SECS.to_owned();
-        }
-        steps.push(
-            Step::from_result(
-                format!("qemu:armv7-{}-stack-overflow", machine.name()),
-                cmd(args),
-                Judge::ExitStatus,
-            )
-            .needs(Needs::Target(ARM)),
-        );
+        let mut overflow = run(Workload::StackOverflow, STACK_OVERFLOW_TIMEOUT_SECS);
+        overflow.smp = Some(2);
+        steps.push(qemu_step(
+            format!("qemu:armv7-{m}-stack-overflow"),
+            &overflow,
+            Judge::ExitStatus,
+        ));
         // The fine-grained suite twice more, as on x86_64 (`qemu:x86_64-debug-smp4-fine`,
         // `qemu:x86_64-smp4-fine-no-fastpath`): the dev-profile image on sabrelite, the IPC
-        // fastpath off on virt.
+        // fastpath off on virt; and the Sabre Lite's real console, UART2: the suite with the
+        // console moved there (QEMU's serial1) and UART1 as the user driver's device.
         for (only_on, name, variant) in [
             (
-                crate::qemu::Machine::Sabrelite,
+                Machine::Sabrelite,
                 "qemu:armv7-sabrelite-debug-smp4-fine",
-                "--debug",
+                Variant::Debug,
             ),
             (
-                crate::qemu::Machine::Virt,
+                Machine::Virt,
                 "qemu:armv7-virt-smp4-fine-no-fastpath",
-                "--no-fastpath",
+                Variant::NoFastpath,
+            ),
+            (
+                Machine::Sabrelite,
+                "qemu:armv7-sabrelite-console-uart2",
+                Variant::ConsoleUart2,
             ),
         ] {
             if machine == only_on {
-                steps.push(
-                    Step::from_result(
-                        name,
-                        cmd(base(&[variant, "--tests", "--smp", "4", "--lock", "fine"])),
-                        Judge::QemuSuite {
-                            min_plan: crate::qemu::min_plan(4),
-                        },
-                    )
-                    .needs(Needs::Target(ARM)),
-                );
+                steps.push(qemu_step(
+                    name,
+                    &tests(4, Lock::Fine).variant(variant),
+                    suite(4),
+                ));
             }
-        }
-        // The Sabre Lite's real console is UART2: the suite with the console moved there
-        // (QEMU's serial1) and UART1 as the user driver's device.
-        if machine == crate::qemu::Machine::Sabrelite {
-            let args = base(&["--tests", "--smp", "4", "--lock", "fine", "--console-uart2"]);
-            steps.push(
-                Step::from_result(
-                    "qemu:armv7-sabrelite-console-uart2",
-                    cmd(args),
-                    Judge::QemuSuite {
-                        min_plan: crate::qemu::min_plan(4),
-                    },
-                )
-                .needs(Needs::Target(ARM)),
-            );
         }
     }
     steps
@@ -932,57 +951,45 @@ fn armv7_qemu_steps() -> Vec<Step> {
 /// development VM, so not every lock). `qemu` judges each run: success status, no panic, and
 /// every core's count line with at least 10^5 calls, no anomaly and a passed self-check.
 fn fuzz_steps() -> Vec<Step> {
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find the xtask binary: {e}"));
-    let cmd = |args: Vec<String>| exe.clone().map(|exe| Cmd::new(exe).args(args));
-    let mut steps = Vec::new();
-    let machines = std::iter::once(("x86_64", "microvm")).chain(
-        crate::qemu::Machine::ARMV7
-            .iter()
-            .map(|m| ("armv7", m.name())),
-    );
-    let mut runs: Vec<(&str, &str, &str, bool)> = Vec::new();
+    let machines = std::iter::once((Arch::X86_64, Machine::Microvm))
+        .chain(Machine::ARMV7.iter().map(|&m| (Arch::Armv7, m)));
+    let mut runs: Vec<(Arch, Machine, Lock, bool)> = Vec::new();
     for (arch, machine) in machines {
-        for lock in crate::qemu::Lock::STRATEGIES {
-            runs.push((arch, machine, lock.name(), true));
+        for lock in Lock::STRATEGIES {
+            runs.push((arch, machine, lock, true));
         }
     }
-    runs.push(("x86_64", "microvm", "clh", false));
-    runs.push(("armv7", "virt", "fine", false));
-    for (arch, machine, lock, single) in runs {
-        let mut args: Vec<String> = [
-            "qemu",
-            "--fuzz",
-            "--arch",
-            arch,
-            "--machine",
-            machine,
-            "--smp",
-            FUZZ_SMP,
-            "--lock",
-            lock,
-            "--timeout",
-            FUZZ_TIMEOUT_SECS,
-        ]
-        .iter()
-        .map(|s| (*s).to_owned())
-        .collect();
-        if single {
-            args.push("--single-thread-tcg".to_owned());
-        }
-        let what = if arch == "x86_64" {
-            arch.to_owned()
-        } else {
-            format!("armv7-{machine}")
-        };
-        let name = format!("fuzz:{what}-{lock}{}", if single { "" } else { "-mttcg" });
-        let mut step = Step::from_result(name, cmd(args), Judge::ExitStatus);
-        if arch == "armv7" {
-            step = step.needs(Needs::Target(ARM));
-        }
-        steps.push(step);
-    }
-    steps
+    runs.push((Arch::X86_64, Machine::Microvm, Lock::Clh, false));
+    runs.push((Arch::Armv7, Machine::Virt, Lock::Fine, false));
+    runs.into_iter()
+        .map(|(arch, machine, lock, single)| {
+            let mut run = QemuRun::new(Workload::Fuzz, FUZZ_TIMEOUT_SECS)
+                .on(arch, machine)
+                .with(FUZZ_SMP, lock);
+            if single {
+                run = run.variant(Variant::SingleThreadTcg);
+            }
+            let name = format!(
+                "fuzz:{}-{}{}",
+                place(arch, machine),
+                lock.name(),
+                if single { "" } else { "-mttcg" }
+            );
+            qemu_step(name, &run, Judge::ExitStatus)
+        })
+        .collect()
 }
+
+/// How step names say where a run goes: `x86_64`, or `armv7-<machine>`.
+fn place(arch: Arch, machine: Machine) -> String {
+    match arch {
+        Arch::X86_64 => "x86_64".to_owned(),
+        Arch::Armv7 => format!("armv7-{}", machine.name()),
+    }
+}
+
+/// The pager set-ups the memory steps run: (name, `--pager`, `--nodes`).
+type Pagers = (&'static str, Option<&'static str>, Option<u32>);
 
 /// The memory system (`cargo xtask qemu --memory`, `servers::memory`): per-core pagers under
 /// every lock on 4 cores and under `none` on 1 core, the global pager, two memory nodes, and
@@ -991,211 +998,122 @@ fn fuzz_steps() -> Vec<Step> {
 /// cores on one host thread (a run takes a few seconds). `qemu` judges each
 /// run: success status, and every check the configuration plans printed `ok` once.
 fn memory_steps() -> Vec<Step> {
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find the xtask binary: {e}"));
-    let cmd = |args: Vec<String>| exe.clone().map(|exe| Cmd::new(exe).args(args));
-    let full: &[(&str, u32, &[&str])] = &[
-        ("clh", 4, &[]),
-        ("ticket", 4, &[]),
-        ("fine", 4, &[]),
-        ("rtm", 4, &[]),
-        ("none", 1, &[]),
-        ("clh", 1, &[]),
-        ("clh", 2, &[]),
-        ("clh", 4, &["--pager", "global"]),
-        ("ticket", 4, &["--nodes", "2"]),
+    const PERCORE: Pagers = ("percore", None, None);
+    const GLOBAL: Pagers = ("global", Some("global"), None);
+    const NODES2: Pagers = ("nodes2", None, Some(2));
+    let full: &[(Lock, u32, Pagers)] = &[
+        (Lock::Clh, 4, PERCORE),
+        (Lock::Ticket, 4, PERCORE),
+        (Lock::Fine, 4, PERCORE),
+        (Lock::Rtm, 4, PERCORE),
+        (Lock::None, 1, PERCORE),
+        (Lock::Clh, 1, PERCORE),
+        (Lock::Clh, 2, PERCORE),
+        (Lock::Clh, 4, GLOBAL),
+        (Lock::Ticket, 4, NODES2),
     ];
-    let short: &[(&str, u32, &[&str])] = &[
-        ("fine", 4, &[]),
-        ("none", 1, &[]),
-        ("clh", 4, &["--pager", "global"]),
+    let short: &[(Lock, u32, Pagers)] = &[
+        (Lock::Fine, 4, PERCORE),
+        (Lock::None, 1, PERCORE),
+        (Lock::Clh, 4, GLOBAL),
     ];
+    let memory =
+        || QemuRun::new(Workload::Memory, QEMU_TIMEOUT_SECS).variant(Variant::SingleThreadTcg);
     let mut steps = Vec::new();
     for (arch, machine, runs) in [
-        ("x86_64", "microvm", full),
-        ("armv7", "sabrelite", full),
-        ("armv7", "virt", short),
+        (Arch::X86_64, Machine::Microvm, full),
+        (Arch::Armv7, Machine::Sabrelite, full),
+        (Arch::Armv7, Machine::Virt, short),
     ] {
-        for (lock, smp, extra) in runs {
-            let mut args: Vec<String> = [
-                "qemu",
-                "--memory",
-                "--arch",
-                arch,
-                "--machine",
-                machine,
-                "--lock",
-                lock,
-                "--timeout",
-                QEMU_TIMEOUT_SECS,
-                "--single-thread-tcg",
-            ]
-            .iter()
-            .map(|s| (*s).to_owned())
-            .collect();
-            args.extend(["--smp".to_owned(), smp.to_string()]);
-            args.extend(extra.iter().map(|s| (*s).to_owned()));
-            let what = if arch == "x86_64" {
-                arch.to_owned()
-            } else {
-                format!("armv7-{machine}")
-            };
-            let variant = match extra {
-                [] => "percore".to_owned(),
-                [_, v] => v.replace('2', "nodes2"),
-                _ => extra.join("-"),
-            };
-            let name = format!("memory:{what}-smp{smp}-{lock}-{variant}");
-            let mut step = Step::from_result(name, cmd(args), Judge::ExitStatus);
-            if arch == "armv7" {
-                step = step.needs(Needs::Target(ARM));
-            }
-            steps.push(step);
+        for &(lock, smp, (variant, pager, nodes)) in runs {
+            let mut run = memory().on(arch, machine).with(smp, lock);
+            run.pager = pager;
+            run.nodes = nodes;
+            let name = format!(
+                "memory:{}-smp{smp}-{}-{variant}",
+                place(arch, machine),
+                lock.name()
+            );
+            steps.push(qemu_step(name, &run, Judge::ExitStatus));
         }
     }
     // The memory nodes from the firmware: `-M pc` with two QEMU-described nodes (cores 0-1 and
     // 2-3, 128 MiB each) in the ACPI SRAT; `qemu` also wants the loader's `numa: srat, 2 nodes`.
-    let srat: Vec<String> = [
-        "qemu",
-        "--memory",
-        "--machine",
-        "pc",
-        "--numa",
-        "2",
-        "--lock",
-        "ticket",
-        "--smp",
-        "4",
-        "--timeout",
-        QEMU_TIMEOUT_SECS,
-        "--single-thread-tcg",
-    ]
-    .iter()
-    .map(|s| (*s).to_owned())
-    .collect();
-    steps.push(Step::from_result(
-        "memory:x86_64-pc-srat",
-        cmd(srat),
-        Judge::ExitStatus,
-    ));
+    let mut srat = memory().with(4, Lock::Ticket);
+    srat.machine = Some(Machine::Pc);
+    srat.numa = Some(2);
+    steps.push(qemu_step("memory:x86_64-pc-srat", &srat, Judge::ExitStatus));
     steps
 }
 
-/// Kernel lock tracing and the simulator end to end (`trace:hosted`): `cargo xtask trace
-/// --hosted` records the hosted IPC workload on 2 cores with tracing on (the example refuses a
-/// trace that misses an entry), writes the trace file, and `cargo xtask sim`'s analysis, replay
-/// and 1..64-core sweep with its JSON and plots. Output in `<target>/trace-hosted`.
-fn trace_hosted_step(root: &Path) -> Step {
-    self_step(
-        root,
-        "trace:hosted",
-        "trace-hosted",
-        &["trace", "--hosted", "--cores", "2", "--lock", "clh"],
-    )
+/// One end-to-end step: this xtask binary's `command` with `args` and `--out <target>/<out>`,
+/// judged by its exit status. The `bench` ones also get the QEMU suite's `--timeout` and need
+/// both bare-metal targets.
+struct EndToEnd {
+    /// The step's name.
+    name: &'static str,
+    /// The subcommand.
+    command: &'static str,
+    /// Its options.
+    args: &'static [&'static str],
+    /// The output folder under the target directory.
+    out: &'static str,
+    /// Host tools without which the step is skipped.
+    tools: &'static [crate::flash::Tool],
 }
 
-/// Kernel lock tracing inside the images end to end (`trace:image`): `cargo xtask trace --image
-/// --check` builds both images with their `trace` feature, boots the demo on 2 cores with 50
-/// round trips per pair and `trace=1` under `-icount` (microvm, sabrelite), reads the trace each
-/// prints, checks it (records from every core in time order, ordered lock timestamps, the
-/// ping-pong's Call and ReplyRecv entries, nothing lost, the file read back equal) and runs the
-/// simulator's analysis, replay and sweep on it. Output in `<target>/trace-image`; seconds once
-/// built (the traced images are built in `<target>/features-trace`, apart from the others).
-fn trace_image_step(root: &Path) -> Step {
-    self_step(
-        root,
-        "trace:image",
-        "trace-image",
-        &[
-            "trace", "--image", "--check", "--arch", "all", "--cores", "2", "--rounds", "50",
-            "--lock", "clh",
+/// The end-to-end runs of the benchmark driver, the trace commands and the simulator, in order.
+const END_TO_END: &[EndToEnd] = &[
+    // The benchmark driver on a tiny configuration: lock `none` on both architectures, the
+    // `qemu-icount` and `hosted` platforms, 1 core, the hosted benchmark's `--quick` and
+    // `--check`, which boots every `-icount` point twice and requires identical samples, then
+    // reads results.json, results.csv, the three figures (SVG and PNG) and report.md back;
+    // well under a minute once the images and the hosted benchmark are built.
+    EndToEnd {
+        name: "bench:tiny",
+        command: "bench",
+        args: &bench::TINY,
+        out: "bench-tiny",
+        tools: &[],
+    },
+    // The memory suite on a tiny configuration: per-core and global pagers under `-icount` on
+    // both architectures (1 core, a two-point page sweep, every point booted twice and
+    // required identical, and the 2-core request boot) and hosted on 1 and 2 cores, then every
+    // output read back; under a minute once built.
+    EndToEnd {
+        name: "bench:memory-tiny",
+        command: "bench",
+        args: &bench::MEMORY_TINY,
+        out: "bench-memory-tiny",
+        tools: &[],
+    },
+    // The network macro-benchmark on a tiny configuration: the network image with locks none
+    // (1 core) and clh (1 and 2 cores: every core's server at once) on x86_64 (microvm) and
+    // ARMv7 (virt), and the Linux baseline of each architecture, each driven by
+    // redis-benchmark (SET and GET, unpipelined and pipelined) and YCSB workload A (load, then
+    // run), with the server's CPU section sampled for utilisation; fails if any client run
+    // fails. About two minutes (the first run also downloads the Debian packages of the
+    // baselines).
+    EndToEnd {
+        name: "bench:redis-tiny",
+        command: "bench",
+        args: &bench::REDIS_TINY,
+        out: "bench-redis-tiny",
+        tools: &[
+            ("mvn", "maven"),
+            ("java", "default-jre-headless"),
+            ("redis-benchmark", "redis-tools"),
+            ("dpkg-deb", "dpkg"),
+            ("apt-cache", "apt"),
         ],
-    )
-}
-
-/// The cache model's calibration benchmark end to end (`sim:calibrate`): `cargo xtask sim
-/// --calibrate --quick` measures the line and lock hand-off between CPUs 0 and 1 and a short
-/// kernel run on one and two cores taking turns, writes the calibration file and reads it
-/// back (the same release build of the `tests` examples as `trace:hosted`; seconds). Output in
-/// `<target>/sim-calibrate`. Needs two host CPUs.
-fn sim_calibrate_step(root: &Path) -> Step {
-    self_step(
-        root,
-        "sim:calibrate",
-        "sim-calibrate",
-        &["sim", "--calibrate", "--quick"],
-    )
-}
-
-/// `cargo xtask sim` without `--trace` (`sim:record`): it records a hosted trace first (the
-/// same release build of the `tests` examples as `trace:hosted`), then analyses it, replays
-/// it and sweeps 1..8 simulated cores. Output in `<target>/sim-record`.
-fn sim_record_step(root: &Path) -> Step {
-    self_step(
-        root,
-        "sim:record",
-        "sim-record",
-        &["sim", "--max-cores", "8"],
-    )
-}
-
-/// The benchmark driver end to end on a tiny configuration (`bench:tiny`): `cargo xtask bench`
-/// with lock `none` on both architectures, the `qemu-icount` and `hosted` platforms, 1 core, the
-/// hosted benchmark's `--quick` and `--check`, which boots every `-icount` point twice and
-/// requires identical samples, then reads results.json, results.csv, the three figures (SVG
-/// and PNG) and report.md back. Output in `<target>/bench-tiny`; well under a minute once the
-/// images and the hosted benchmark are built.
-fn bench_tiny_step(root: &Path) -> Step {
-    bench_step(root, "bench:tiny", "bench-tiny", &crate::bench::TINY)
-}
-
-/// The memory suite end to end on a tiny configuration (`bench:memory-tiny`): `cargo xtask
-/// bench` with [`crate::bench::MEMORY_TINY`]: per-core and global pagers under `-icount` on
-/// both architectures (1 core, a two-point page sweep, every point booted twice and required
-/// identical, and the 2-core request boot) and hosted on 1 and 2 cores, then every output read
-/// back. Output in `<target>/bench-memory-tiny`; under a minute once built.
-fn bench_memory_tiny_step(root: &Path) -> Step {
-    bench_step(
-        root,
-        "bench:memory-tiny",
-        "bench-memory-tiny",
-        &crate::bench::MEMORY_TINY,
-    )
-}
-
-/// The network macro-benchmark end to end on a tiny configuration (`bench:redis-tiny`): `cargo
-/// xtask bench` with [`crate::bench::REDIS_TINY`]: the network image with locks none (1 core)
-/// and clh (1 and 2 cores: every core's server at once) on x86_64 (microvm) and ARMv7 (virt),
-/// and the Linux baseline of each architecture, each driven by redis-benchmark (SET and GET,
-/// unpipelined and pipelined) and YCSB workload A (load, then run), with the server's CPU
-/// section sampled for utilisation; fails if any client run fails. Output in
-/// `<target>/bench-redis-tiny`; about two minutes (the first run also downloads the Debian
-/// packages of the baselines).
-fn bench_redis_tiny_step(root: &Path) -> Step {
-    bench_step(
-        root,
-        "bench:redis-tiny",
-        "bench-redis-tiny",
-        &crate::bench::REDIS_TINY,
-    )
-    .tools(&[
-        ("mvn", "maven"),
-        ("java", "default-jre-headless"),
-        ("redis-benchmark", "redis-tools"),
-        ("dpkg-deb", "dpkg"),
-        ("apt-cache", "apt"),
-    ])
-}
-
-/// The network soak end to end on a short run (`bench:redis-soak-tiny`): `cargo xtask bench
-/// --suite redis --soak` for 15 s on each architecture (x86_64 microvm and ARMv7 virt, 2 cores,
-/// clh): the three looping clients on both servers, then the read-back of every acknowledged
-/// write, results.json and report.md. Output in `<target>/bench-redis-soak-tiny`.
-fn bench_redis_soak_tiny_step(root: &Path) -> Step {
-    bench_step(
-        root,
-        "bench:redis-soak-tiny",
-        "bench-redis-soak-tiny",
-        &[
+    },
+    // The network soak on a short run: 15 s on each architecture (x86_64 microvm and ARMv7
+    // virt, 2 cores, clh): the three looping clients on both servers, then the read-back of
+    // every acknowledged write, results.json and report.md.
+    EndToEnd {
+        name: "bench:redis-soak-tiny",
+        command: "bench",
+        args: &[
             "--suite",
             "redis",
             "--soak",
@@ -1206,30 +1124,81 @@ fn bench_redis_soak_tiny_step(root: &Path) -> Step {
             "--lock",
             "clh",
         ],
-    )
-    .tools(&[("redis-benchmark", "redis-tools"), ("passt", "passt")])
-}
+        out: "bench-redis-soak-tiny",
+        tools: &[("redis-benchmark", "redis-tools"), ("passt", "passt")],
+    },
+    // Kernel lock tracing and the simulator: the hosted IPC workload recorded on 2 cores with
+    // tracing on (the example refuses a trace that misses an entry), the trace file written,
+    // and `cargo xtask sim`'s analysis, replay and 1..64-core sweep with its JSON and plots.
+    EndToEnd {
+        name: "trace:hosted",
+        command: "trace",
+        args: &["--hosted", "--cores", "2", "--lock", "clh"],
+        out: "trace-hosted",
+        tools: &[],
+    },
+    // Kernel lock tracing inside the images: both images built with their `trace` feature, the
+    // demo booted on 2 cores with 50 round trips per pair and `trace=1` under `-icount`
+    // (microvm, sabrelite), the trace each prints read and checked (records from every core in
+    // time order, ordered lock timestamps, the ping-pong's Call and ReplyRecv entries, nothing
+    // lost, the file read back equal) and the simulator's analysis, replay and sweep run on it.
+    // Seconds once built (the traced images are built in `<target>/features-trace`, apart from
+    // the others).
+    EndToEnd {
+        name: "trace:image",
+        command: "trace",
+        args: &[
+            "--image", "--check", "--arch", "all", "--cores", "2", "--rounds", "50", "--lock",
+            "clh",
+        ],
+        out: "trace-image",
+        tools: &[],
+    },
+    // The cache model's calibration benchmark: the line and lock hand-off between CPUs 0 and 1
+    // and a short kernel run on one and two cores taking turns measured, the calibration file
+    // written and read back (the same release build of the `tests` examples as
+    // `trace:hosted`; seconds). Needs two host CPUs.
+    EndToEnd {
+        name: "sim:calibrate",
+        command: "sim",
+        args: &["--calibrate", "--quick"],
+        out: "sim-calibrate",
+        tools: &[],
+    },
+    // `cargo xtask sim` without `--trace`: it records a hosted trace first (the same release
+    // build of the `tests` examples as `trace:hosted`), then analyses it, replays it and sweeps
+    // 1..8 simulated cores.
+    EndToEnd {
+        name: "sim:record",
+        command: "sim",
+        args: &["--max-cores", "8"],
+        out: "sim-record",
+        tools: &[],
+    },
+];
 
-/// Step `name`: this xtask's `bench` with `args`, the QEMU timeout, and `--out <target>/out`.
-fn bench_step(root: &Path, name: &'static str, out: &str, args: &[&str]) -> Step {
-    let args: Vec<&str> = ["bench"]
-        .iter()
-        .chain(args)
-        .chain(&["--timeout", QEMU_TIMEOUT_SECS])
-        .copied()
-        .collect();
-    self_step(root, name, out, &args)
-        .needs(Needs::Target(X86))
-        .needs(Needs::Target(ARM))
-}
-
-/// Step `name`: this xtask binary run with `args` and `--out <target>/out`, judged by its exit
-/// status.
-fn self_step(root: &Path, name: &'static str, out: &str, args: &[&str]) -> Step {
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find the xtask binary: {e}"));
-    let out = crate::target_dir(root).join(out);
-    let cmd = exe.map(|exe| Cmd::new(exe).args(args).arg("--out").arg(out));
-    Step::from_result(name, cmd, Judge::ExitStatus)
+impl EndToEnd {
+    /// The step.
+    fn step(&self, root: &Path) -> Step {
+        let exe = std::env::current_exe().map_err(|e| format!("cannot find the xtask binary: {e}"));
+        let out = crate::target_dir(root).join(self.out);
+        let bench = self.command == "bench";
+        let cmd = exe.map(|exe| {
+            let cmd = Cmd::new(exe).arg(self.command).args(self.args);
+            let cmd = if bench {
+                cmd.args(["--timeout".to_owned(), QEMU_TIMEOUT_SECS.to_string()])
+            } else {
+                cmd
+            };
+            cmd.arg("--out").arg(out)
+        });
+        let step = Step::from_result(self.name, cmd, Judge::ExitStatus).tools(self.tools);
+        if bench {
+            step.needs(Needs::Target(X86)).needs(Needs::Target(ARM))
+        } else {
+            step
+        }
+    }
 }
 
 /// A HAL's own boot demo (`hal-<arch>/src/bin/boot-demo.rs`: the HAL without the kernel, with
@@ -1876,6 +1845,41 @@ impl Preconditions {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_help_names_every_group_in_the_order_the_steps_run() {
+        let mut groups: Vec<String> = Vec::new();
+        for step in steps(&crate::workspace_root(), false) {
+            if !groups.iter().any(|g| g == step.group()) {
+                groups.push(step.group().to_owned());
+            }
+        }
+        let listed: Vec<&str> = GROUPS.iter().map(|(g, _)| *g).collect();
+        assert_eq!(groups, listed);
+        let help = long_help();
+        assert!(help.contains("  qemu "), "{help}");
+    }
+
+    #[test]
+    fn every_step_that_runs_xtask_gives_it_a_valid_command_line() {
+        use clap::Parser;
+        let root = crate::workspace_root();
+        let exe = std::env::current_exe().unwrap();
+        let mut seen = 0;
+        for step in steps(&root, false) {
+            let Ok(cmd) = &step.cmd else { continue };
+            let command = cmd.command(&root);
+            if Path::new(command.get_program()) != exe {
+                continue;
+            }
+            let args = command.get_args().map(|a| a.to_str().unwrap().to_owned());
+            let parsed =
+                crate::Cli::try_parse_from(std::iter::once("xtask".to_owned()).chain(args));
+            assert!(parsed.is_ok(), "{}: {}", step.name, parsed.unwrap_err());
+            seen += 1;
+        }
+        assert!(seen > 90, "{seen} steps run xtask");
+    }
 
     #[test]
     fn the_estimate_uses_the_last_run_and_the_mean_of_this_one() {

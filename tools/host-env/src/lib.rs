@@ -1,0 +1,152 @@
+//! The machine `cargo xtask` runs on: what every other tool crate needs from the host.
+//!
+//! * [`proc`]: child processes, with their output captured or streamed and a time limit.
+//! * [`progress`]: progress lines for commands made of many similar parts.
+//! * [`deps`]: the Debian packages the commands need, checked (`cargo xtask doctor`) and
+//!   installed when missing.
+//! * [`toolchain`]: the pinned toolchain's targets and components, installed when missing.
+//! * The workspace's layout: its root ([`workspace_root`]), cargo's target directory
+//!   ([`target_dir`]) and the folder of each package ([`CRATE_DIRS`], [`crate_dir`]).
+//!
+//! These live apart from the commands so that the QEMU runner, the benchmarks, the trace tools
+//! and the boot-media writer share one way of running programs and finding files.
+
+pub mod deps;
+pub mod proc;
+pub mod progress;
+pub mod toolchain;
+
+use std::path::{Path, PathBuf};
+
+/// The workspace root: the first folder, from the running package's manifest directory
+/// upwards, whose `Cargo.toml` declares a `[workspace]`.
+///
+/// `cargo run` (and so `cargo xtask`) sets `CARGO_MANIFEST_DIR` for the program too; that value
+/// is preferred over the one compiled in, which goes stale if the checkout moves and cargo reuses
+/// the binary. Walking up (rather than taking a fixed parent) finds the root from `xtask/` and
+/// from `tools/<name>/` alike.
+pub fn workspace_root() -> PathBuf {
+    let manifest = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .filter(|dir| dir.join("Cargo.toml").is_file())
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")));
+    root_above(&manifest).unwrap_or(manifest)
+}
+
+/// The first of `dir` and its ancestors whose `Cargo.toml` has a `[workspace]` table.
+fn root_above(dir: &Path) -> Option<PathBuf> {
+    dir.ancestors()
+        .find(|d| {
+            std::fs::read_to_string(d.join("Cargo.toml"))
+                .is_ok_and(|text| text.lines().any(|line| line.trim_end() == "[workspace]"))
+        })
+        .map(Path::to_path_buf)
+}
+
+/// Every workspace package and its folder, relative to the workspace root (the root
+/// `Cargo.toml`'s `members`, which a unit test keeps this equal to).
+pub const CRATE_DIRS: &[(&str, &str)] = &[
+    ("kernel", "kernel"),
+    ("kernel-locks", "sync"),
+    ("pager", "pager"),
+    ("hal-common", "hal-common"),
+    ("hal-x86", "hal-x86"),
+    ("hal-armv7", "hal-armv7"),
+    ("servers", "servers"),
+    ("tests", "tests"),
+    ("xtask", "xtask"),
+    ("host-env", "tools/host-env"),
+    ("qemu-runner", "tools/qemu-runner"),
+    ("bench", "tools/bench"),
+    ("trace-tools", "tools/trace-tools"),
+    ("boot-media", "tools/boot-media"),
+    ("image-common", "images/common"),
+    ("image-x86", "images/x86"),
+    ("image-armv7", "images/armv7"),
+    ("abi", "lib/abi"),
+    ("sim", "lib/sim"),
+    ("kv-resp", "lib/kv-resp"),
+    ("frame-ring", "lib/frame-ring"),
+    ("protocol", "lib/protocol"),
+];
+
+/// The folder of the workspace package `package` under `root`.
+///
+/// # Panics
+/// If `package` is not a workspace package: the callers name packages in constants.
+pub fn crate_dir(root: &Path, package: &str) -> PathBuf {
+    let (_, dir) = CRATE_DIRS
+        .iter()
+        .find(|(name, _)| *name == package)
+        .unwrap_or_else(|| panic!("`{package}` is not a package of this workspace"));
+    root.join(dir)
+}
+
+/// The target directory cargo uses: `$CARGO_TARGET_DIR` if set, else `<root>/target`.
+pub fn target_dir(root: &Path) -> PathBuf {
+    match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(dir) if !dir.is_empty() => {
+            let dir = PathBuf::from(dir);
+            if dir.is_absolute() {
+                dir
+            } else {
+                root.join(dir)
+            }
+        }
+        _ => root.join("target"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn crate_dirs_are_the_workspace_members() {
+        let root = workspace_root();
+        let manifest: toml::Table = std::fs::read_to_string(root.join("Cargo.toml"))
+            .unwrap()
+            .parse()
+            .unwrap();
+        let members: Vec<&str> = manifest["workspace"]["members"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m.as_str().unwrap())
+            .collect();
+        let dirs: Vec<&str> = CRATE_DIRS.iter().map(|(_, dir)| *dir).collect();
+        assert_eq!(members, dirs, "CRATE_DIRS lists the members in their order");
+        for (package, dir) in CRATE_DIRS {
+            let own: toml::Table = std::fs::read_to_string(root.join(dir).join("Cargo.toml"))
+                .unwrap()
+                .parse()
+                .unwrap();
+            assert_eq!(own["package"]["name"].as_str(), Some(*package), "{dir}");
+            assert_eq!(crate_dir(&root, package), root.join(dir));
+        }
+    }
+
+    #[test]
+    fn root_holds_the_workspace_manifest() {
+        assert!(workspace_root().join("Cargo.toml").is_file());
+    }
+
+    #[test]
+    fn the_root_is_found_from_a_nested_package() {
+        let root = workspace_root();
+        // This crate sits two levels below the root, xtask one: both find the same root.
+        assert_eq!(
+            root_above(Path::new(env!("CARGO_MANIFEST_DIR"))),
+            Some(root.clone())
+        );
+        assert_eq!(root_above(&root.join("xtask")), Some(root.clone()));
+        assert_eq!(root_above(&root.join("tools/host-env/src")), Some(root));
+    }
+
+    #[test]
+    fn a_member_manifest_is_not_the_root() {
+        // A package's own manifest has no `[workspace]` table, so the walk goes past it.
+        let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+        assert_ne!(root_above(here).as_deref(), Some(here));
+    }
+}
