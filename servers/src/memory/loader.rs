@@ -22,7 +22,7 @@ use abi::{MintTarget, PageAttrs, Rights};
 use pager::partition::{split_even, split_numa};
 use pager::{FrameAllocator, FrameRange, RangeSet};
 
-use super::shared::{self, frames, NodeMap, PagerLock, Part, Shared, AREA_PAGES, LOADER_ID};
+use super::shared::{self, frames, NodeMap, Part, Shared, AREA_PAGES, LOADER_ID};
 use super::{
     entry_arg, pagerd, worker, Setup, MAX_CORES, PAGE, SHARED_VA, STACKS_VA, STACK_PAGES,
     STACK_STRIDE,
@@ -33,6 +33,7 @@ use crate::abi::slot;
 use crate::debug::{self, test};
 use crate::sys::{self, slot as s};
 use crate::uprintln;
+use pager::PagerLock;
 
 /// Loader slots: pager `p`'s endpoint.
 const L_EP: usize = 1;

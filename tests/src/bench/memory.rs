@@ -84,9 +84,9 @@ use kernel::{
 };
 /// The lock that does not lock (`kernel::NoLock` is the kernel strategy of that name).
 use kernel_locks::NoLock as NoPagerLock;
-use kernel_locks::{BrLock, ClhLock, KernelLock, Mutex, RtmLock, RtmStats, TicketLock};
+use kernel_locks::{BrLock, ClhLock, Mutex, RtmLock, RtmStats, TicketLock};
 use pager::protocol::{PagerError, Reply, Request, Stats};
-use pager::{Algorithm, Allocator, FrameAllocator, FrameRange};
+use pager::{Algorithm, Allocator, FrameAllocator, FrameRange, PagerLock};
 
 use super::{
     cycles, pinned_for, rtm_note, spawn_cores, stats, take_ipi, with_strategy, BenchHal,
@@ -323,47 +323,12 @@ impl Options {
 // Pager locks.
 // -------------------------------------------------------------------------------------------
 
-/// The lock of a pager's allocator: the kernel's algorithm, built at run time (the guest's
-/// `PagerLock`).
-trait PagerLock: KernelLock + Send + 'static {
-    /// An unlocked lock.
-    fn make() -> Self;
-}
-
+// The lock of a pager's allocator: the kernel's algorithm, built at run time
+// ([`PagerLock`], as in the guest), with the host's wait strategy.
 type PagerClh = ClhLock<LOCK_IDS, HostRelax>;
 type PagerTicket = TicketLock<HostRelax>;
 type PagerBr = BrLock<LOCK_IDS, HostRelax>;
 type PagerRtm = RtmLock<PagerClh, LOCK_IDS, HostRelax>;
-
-impl PagerLock for PagerClh {
-    fn make() -> Self {
-        ClhLock::new()
-    }
-}
-impl PagerLock for PagerTicket {
-    fn make() -> Self {
-        TicketLock::with_max_cpus(LOCK_IDS)
-    }
-}
-impl PagerLock for PagerBr {
-    fn make() -> Self {
-        BrLock::new()
-    }
-}
-impl PagerLock for PagerRtm {
-    fn make() -> Self {
-        RtmLock::new(ClhLock::new())
-    }
-}
-impl PagerLock for NoPagerLock {
-    fn make() -> Self {
-        // SAFETY: only `measure` makes pager locks, and `run_point` runs it with `none` on one
-        // core only: one pager, whose allocator only that core's host thread uses while the
-        // workload runs, and the end checks read it after that thread was joined (which orders
-        // its accesses before theirs). No two critical sections ever overlap.
-        unsafe { NoPagerLock::new() }
-    }
-}
 
 /// The pager lock of `lock`, for `extra`.
 fn pager_lock_name(lock: Lock) -> &'static str {
@@ -730,7 +695,12 @@ fn measure<S: BenchStrategy, L: PagerLock>(s: S, w: Workload, sink: Sink) -> Out
                 Mode::PerCore => (FrameRange::new(POOL_FRAME + p * part, part), 1),
                 Mode::Global => (FrameRange::new(POOL_FRAME, pool_pages), cores),
             };
-            Mutex::new(L::make(), allocator(w.algorithm, workers, range))
+            // SAFETY: `run_point` runs `none` on one core only: one pager, whose allocator
+            // only that core's host thread uses while the workload runs, and the end checks
+            // read it after that thread was joined (which orders its accesses before theirs).
+            // No two critical sections ever overlap.
+            let lock = unsafe { L::make() };
+            Mutex::new(lock, allocator(w.algorithm, workers, range))
         })
         .collect();
 
