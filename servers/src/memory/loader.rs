@@ -27,10 +27,10 @@ use super::{
     entry_arg, pagerd, worker, Setup, MAX_CORES, PAGE, SHARED_VA, STACKS_VA, STACK_PAGES,
     STACK_STRIDE,
 };
-use crate::abi::bench::{param, record};
-use crate::abi::memory::{Nodes, Spec, Topology, LOCKS, MAX_NODES, PARTITION_PAGES};
-use crate::abi::slot;
 use crate::debug::{self, test};
+use crate::image::bench::{param, record};
+use crate::image::memory::{Nodes, Spec, Topology, LOCKS, MAX_NODES, PARTITION_PAGES};
+use crate::image::slot;
 use crate::sys::{self, slot as s};
 use crate::uprintln;
 use pager::PagerLock;

@@ -11,8 +11,8 @@ use pager::{Algorithm, AllocError, FrameAllocator, FrameRange};
 
 use super::shared::{frames, Counters, PagerState, Shared, THRESHOLDS};
 use super::{window, window_of, Setup, PAGE, WINDOW_PAGES};
-use crate::abi::memory::MAX_NODES;
 use crate::debug;
+use crate::image::memory::MAX_NODES;
 use crate::sys::{self, slot as s};
 use crate::uprintln;
 

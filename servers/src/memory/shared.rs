@@ -16,7 +16,7 @@ use pager::balance::{Ledger, Thresholds};
 use pager::{LockedLedger, Pager, PagerLock};
 
 use super::{MAX_CORES, PAGE, SHARED_VA, WINDOW_PAGES};
-use crate::abi::memory::MAX_NODES;
+use crate::image::memory::MAX_NODES;
 
 /// A pager's allocator: 256 bookkeeping nodes, buddy blocks up to 2^12 pages.
 pub type PagerState = Pager<256, 12>;
@@ -60,7 +60,7 @@ pub type Br = BrLock<IDS>;
 pub type Rtm = RtmLock<ClhLock<IDS>, IDS>;
 
 /// Calls `$m::$f::<L>(args)` with `L` the pagers' lock for lock index `$lock`
-/// ([`Spec::lock`](crate::abi::memory::Spec::lock)).
+/// ([`Spec::lock`](crate::image::memory::Spec::lock)).
 macro_rules! dispatch {
     ($lock:expr, $m:ident :: $f:ident ( $($a:expr),* )) => {
         match $lock {

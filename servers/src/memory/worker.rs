@@ -9,9 +9,9 @@ use pager::Algorithm;
 
 use super::shared::Shared;
 use super::{window, Setup, PAGE};
-use crate::abi::bench::{record, BATCH, MAX_RUNS};
-use crate::abi::info;
 use crate::debug::{self, test};
+use crate::image::bench::{record, BATCH, MAX_RUNS};
+use crate::image::info;
 use crate::sys::{self, slot as s};
 use pager::PagerLock;
 

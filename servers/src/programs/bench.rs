@@ -39,12 +39,12 @@
 
 use abi::syscall::nr;
 
-use crate::abi::bench::{
+use crate::debug;
+use crate::image::bench::{
     param, record, BATCH, MAX_RUNS, OVERHEAD_TRIES, VARIANT_CROSS_AS, WARMUP, WARMUP_BATCHES,
     WARMUP_INTERVALS,
 };
-use crate::abi::slot;
-use crate::debug;
+use crate::image::slot;
 use crate::sys::{self, raw, Counter};
 use crate::uprintln;
 
@@ -72,7 +72,7 @@ pub fn read_overhead(c: Counter) -> u64 {
 
 /// Samples per record, as the image says (`runs=` on its command line).
 fn runs() -> usize {
-    debug::info(crate::abi::info::RUNS).clamp(1, MAX_RUNS)
+    debug::info(crate::image::info::RUNS).clamp(1, MAX_RUNS)
 }
 
 /// Hands `samples` (and the parameter `p` = `value`, if any) of `rec` to the image; reports a
