@@ -92,7 +92,7 @@ use super::{
     cycles, pinned_for, rtm_note, spawn_cores, stats, take_ipi, with_strategy, BenchHal,
     BenchStrategy, Idle, Lock, Machine, Record, StrategyFn,
 };
-use crate::HostRelax;
+use crate::harness::HostRelax;
 
 // -------------------------------------------------------------------------------------------
 // Layout.
@@ -554,7 +554,7 @@ struct Shared<L: PagerLock> {
     tasks_done: AtomicUsize,
     /// Workers that finished everything (tasks and `memory-ipc`).
     finished: AtomicUsize,
-    /// Cores at the start line ([`crate::start_line`]).
+    /// Cores at the start line ([`crate::harness::start_line`]).
     ready: AtomicU64,
     /// Cores that left their loop.
     stopped: AtomicUsize,
@@ -869,7 +869,7 @@ fn core_loop<S: Strategy, L: PagerLock>(
     let _guard = AbortOnPanic(&sh.abort, &sh.stopped);
     // Released by the barrier, whose wake-ups take a while: the cores start their tasks only
     // once every one of them runs, so that their workloads overlap.
-    crate::start_line(&sh.ready, sh.cores as u64);
+    crate::harness::start_line(&sh.ready, sh.cores as u64);
     let mut exit = me.exit;
     let mut idle = Idle::new(pinned);
     let mut rounds = 0u32;

@@ -25,7 +25,7 @@ use kernel::{BigLock, FineGrained, Kernel, NoLock, Strategy};
 use kernel_locks::{ClhLock, TicketLock};
 use sim::trace::Trace;
 
-use crate::{run, workload, FakeHal, HostRelax, Programs, RunConfig};
+use super::{run, workload, FakeHal, HostRelax, Programs, RunConfig};
 
 /// Records per core the rings keep: enough for 30,000 messages per core (about two entries per
 /// message).
