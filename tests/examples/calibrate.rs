@@ -1,4 +1,4 @@
-//! Calibrates the trace-replay simulator's cache model on this machine (issue 12): measures with
+//! Calibrates the trace-replay simulator's cache model on this machine: measures with
 //! real threads, pinned to host CPUs 0 and 1, what moving data between two cores costs, and
 //! writes the measurements and the cache model of each kernel lock derived from them as a
 //! [`sim::config::Calibration`] (JSON).

@@ -1,4 +1,4 @@
-//! The memory system of `mode=bench bench=memory` (issue 13, the per-core-pager seed paper): a
+//! The memory system of `mode=bench bench=memory` (after the per-core-pager seed paper): a
 //! loader, user-level pagers that own physical memory through capabilities, and the paper's
 //! workload, with the checks that show the design works.
 //!

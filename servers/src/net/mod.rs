@@ -112,7 +112,7 @@ pub const CONN_IN: usize = 16 * 1024;
 /// Bytes of a connection's reply buffer.
 pub const CONN_OUT: usize = 16 * 1024;
 /// Bytes of a store's arena (its `maxmemory`) when the RAM allows: enough for YCSB's
-/// workload A at the record count (32,000 records of ten 100-byte fields: about 36
+/// workload A at its benchmark's record count (32,000 records of ten 100-byte fields: about 36
 /// MiB with the fields' names and headers).
 pub const ARENA_SIZE: usize = 48 * 1024 * 1024;
 /// Entries of a store's slot table when the RAM allows (keys plus hash fields: YCSB's 32,000

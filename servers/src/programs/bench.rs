@@ -28,8 +28,8 @@
 //! The cross-address-space client, the last of the two to run, then times batches of
 //! [`BATCH`] `Null` system calls the same way (`null-syscall`): the bare trap, kernel entry and
 //! exit with no work, the thesis's measure of what tracing adds to a kernel entry. It runs after
-//! every IPC sample of the boot was taken, in a function of its own, so that the IPC loops and
-//! their instruction counts stay as they were.
+//! every IPC sample of the boot is taken, in a function of its own, so that the null calls
+//! add no code to the IPC loops and leave their instruction counts alone.
 //!
 //! # Throughput
 //! A throughput client counts the round trips it completes in consecutive intervals of
@@ -146,7 +146,7 @@ pub fn ipc_client(variant: u64) -> ! {
 }
 
 /// The end of [`ipc_client`]: the null system calls (cross-address-space client only), then
-/// [`finish`]. Not inlined: the client's IPC loops keep the code they had without it.
+/// [`finish`]. Not inlined: the client's IPC loops hold none of its code.
 #[inline(never)]
 fn after_ipc(variant: u64, c: Counter, overhead: u64, runs: usize, mut bad: usize) -> ! {
     if variant == VARIANT_CROSS_AS {

@@ -1,4 +1,4 @@
-//! The hosted memory benchmark (platform `hosted` of issue 13, after the per-core-pager seed
+//! The hosted memory benchmark (platform `hosted`, after the per-core-pager seed
 //! paper): per-core against global user-level pagers, with the kernel core on host threads as
 //! in the hosted IPC benchmarks ([`super`]). `benches/memory_hosted.rs` is the command line;
 //! this module builds the system, runs the workload, checks it and produces raw records
@@ -148,8 +148,8 @@ const NODES: usize = 256;
 /// on more than one core): one per frame of the largest pool, so that no fragmentation can
 /// exhaust them. The guest's 256 can be too few there: workers free their pages interleaved,
 /// and every freed frame between two other workers' frames is an extent of its own (3 cores
-/// of 600 pages ran out here). The capacity is not on the timed path (the tree's depth is),
-/// but megabytes of it moved the later points of a run by up to 20% (the host heap then
+/// of 600 pages exhaust 256). The capacity is not on the timed path (the tree's depth is),
+/// but megabytes of it move the later points of a run by up to 20% (the host heap then
 /// places them elsewhere), hence the small size where it suffices.
 const NODES_SHARED: usize = MAX_CPUS * MAX_PAGES;
 /// Buddy blocks up to 2^12 pages (the guest's largest order).

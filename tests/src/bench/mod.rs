@@ -1,4 +1,4 @@
-//! The hosted kernel IPC benchmarks (platform `hosted` of issue 6): the kernel core runs on host
+//! The hosted kernel IPC benchmarks (platform `hosted`): the kernel core runs on host
 //! threads, entered through [`Kernel::syscall`] exactly as a HAL enters it after saving the user
 //! context (no trap, no register switch: the kernel path's own cost), with a HAL whose hardware
 //! actions are no-ops except IPIs ([`BenchHal`]). `benches/ipc_hosted.rs` is the command line;
