@@ -12,7 +12,7 @@ pub type Reply = Result<(usize, Msg), Error>;
 /// `asm!` with the six system-call registers bound: `regs` in, the result registers out, and
 /// the registers the trap clobbers. The instructions and any further operands come in braces,
 /// the `options` after them. Written once for the plain trap ([`raw`]) and the fuzzer's
-/// hostile one (`fuzz::raw_hostile`), which differ only in what surrounds the trap
+/// hostile one (`programs::fuzz::raw_hostile`), which differ only in what surrounds the trap
 /// instruction. Must be used inside `unsafe`.
 #[cfg(target_arch = "x86_64")]
 #[macro_export]

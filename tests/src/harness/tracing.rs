@@ -61,6 +61,15 @@ enum Layout {
     ClientServer,
 }
 
+/// Writes `bytes` to `path`, making its folder first: the output of the examples that record
+/// (`examples/trace_hosted.rs`, `examples/calibrate.rs`). The error names the path.
+pub fn write_output(path: &std::path::Path, bytes: &[u8]) -> Result<(), String> {
+    if let Some(dir) = path.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    std::fs::write(path, bytes).map_err(|e| format!("{}: {e}", path.display()))
+}
+
 /// Records the IPC workload as `what` says.
 pub fn record(what: &Recording) -> Result<Trace, String> {
     record_layout(what, Layout::Pairs)
