@@ -18,8 +18,8 @@
 //!
 //! The transfers ([`donate`], [`return_loans`]) work on two pagers and the ledger, however they
 //! are locked: [`Cluster`] is the deterministic single-threaded model (all pagers in one array,
-//! used by the tests and later by the simulator), and the threaded test locks each pager and the
-//! ledger separately. In the kernel integration the messages are
+//! used by the tests), and the pager programs (`servers::memory`) and the threaded test lock
+//! each pager and the ledger separately ([`crate::locked`]). On the kernel the messages are
 //! [`Request::MemoryLow`](crate::protocol::Request::MemoryLow) and
 //! [`Request::MemoryReturn`](crate::protocol::Request::MemoryReturn).
 //!

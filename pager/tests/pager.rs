@@ -3,7 +3,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use kernel_locks::{BrLock, ClhLock, Mutex, NoLock, RtmLock, TicketLock};
 use pager::balance::{donate, return_loans, BalanceError, Cluster, Ledger, Thresholds};
+use pager::locked::{lock_two, LockedLedger, LockedPager, PagerLock};
 use pager::partition::{split_even, split_numa, PartitionError};
 use pager::protocol::{label, DecodeError, PagerError, Reply, Request, Stats};
 use pager::{Algorithm, AllocError, FrameAllocator, FrameRange, Pager, RangeSet};
@@ -552,14 +554,13 @@ proptest! {
     }
 }
 
-/// Four threads, each with its own pager, sharing the ledger behind a lock; pagers are locked
-/// in index order to trade. `spin::Mutex` stands in for the workspace lock crate (being renamed
-/// on another branch); the kernel integration will use `KernelLock`.
-#[test]
-fn threads_share_a_ledger() {
-    use spin::Mutex;
-    const T: usize = 4;
-    let pagers: [Mutex<Small>; T] = std::array::from_fn(|i| {
+/// `T` threads, each with its own pager, sharing the ledger behind a lock of kind `L`; two
+/// pagers that trade are locked in index order ([`lock_two`]). Thread `i` uses CPU id `i`.
+fn threads_share_a_ledger<L: PagerLock, const T: usize>() {
+    // SAFETY: `NoLock` is instantiated with one thread only (see the tests below), so no two
+    // critical sections overlap; the checks after the scope run after that thread was joined.
+    let make = || unsafe { L::make() };
+    let pagers: [LockedPager<L, 64, 4>; T] = std::array::from_fn(|i| {
         let mut p = Small::new(
             i,
             i % 2,
@@ -570,9 +571,9 @@ fn threads_share_a_ledger() {
             },
         );
         p.alloc.add_range(FrameRange::new(i * 1000, 100)).unwrap();
-        Mutex::new(p)
+        Mutex::new(make(), p)
     });
-    let ledger: Mutex<Ledger<64>> = Mutex::new(Ledger::new());
+    let ledger: LockedLedger<L, 64> = Mutex::new(make(), Ledger::new());
     std::thread::scope(|s| {
         for me in 0..T {
             let (pagers, ledger) = (&pagers, &ledger);
@@ -586,31 +587,26 @@ fn threads_share_a_ledger() {
                         usize::from(round % 3 == 0)
                     };
                     for _ in 0..want {
-                        let got = pagers[me].lock().alloc.alloc();
+                        let got = pagers[me].lock(me).alloc.alloc();
                         match got {
                             Ok(f) => held.push(f),
-                            Err(_) => {
+                            Err(_) if T > 1 => {
                                 let donor = (me + 1 + round) % T;
                                 let donor = if donor == me { (donor + 1) % T } else { donor };
-                                let (lo, hi) = (me.min(donor), me.max(donor));
-                                let mut a = pagers[lo].lock();
-                                let mut b = pagers[hi].lock();
-                                let (lender, borrower) = if lo == me {
-                                    (&mut *b, &mut *a)
-                                } else {
-                                    (&mut *a, &mut *b)
-                                };
-                                let _ = donate(lender, borrower, &mut ledger.lock(), 10);
+                                let (mut lender, mut borrower) = lock_two(pagers, donor, me, me);
+                                let _ =
+                                    donate(&mut lender, &mut borrower, &mut ledger.lock(me), 10);
                             }
+                            Err(_) => {}
                         }
                     }
                     if held.len() > 120 || (me != 0 && held.len() > 5) {
                         let f = held.remove(0);
-                        pagers[me].lock().alloc.free(f).unwrap();
+                        pagers[me].lock(me).alloc.free(f).unwrap();
                     }
                 }
                 for f in held {
-                    pagers[me].lock().alloc.free(f).unwrap();
+                    pagers[me].lock(me).alloc.free(f).unwrap();
                 }
             });
         }
@@ -622,23 +618,38 @@ fn threads_share_a_ledger() {
         progress = false;
         for me in 0..T {
             for other in (0..T).filter(|&o| o != me) {
-                let (lo, hi) = (me.min(other), me.max(other));
-                let mut a = pagers[lo].lock();
-                let mut b = pagers[hi].lock();
-                let (borrower, lender) = if lo == me {
-                    (&mut *a, &mut *b)
-                } else {
-                    (&mut *b, &mut *a)
-                };
-                progress |= return_loans(borrower, lender, &mut ledger.lock(), 0).unwrap() > 0;
+                let (mut borrower, mut lender) = lock_two(&pagers, me, other, 0);
+                let mut ledger = ledger.lock(0);
+                progress |= return_loans(&mut borrower, &mut lender, &mut ledger, 0).unwrap() > 0;
             }
         }
     }
-    assert!(ledger.lock().loans().is_empty());
+    assert!(ledger.lock(0).loans().is_empty());
     for (i, p) in pagers.iter().enumerate() {
-        let p = p.lock();
+        let p = p.lock(0);
         p.alloc.check().unwrap();
         assert_eq!(p.alloc.owned_ranges(), &[FrameRange::new(i * 1000, 100)]);
         assert_eq!(p.alloc.free_count(), 100);
     }
+}
+
+/// One test per lock of `kernel-locks`, each running [`threads_share_a_ledger`].
+macro_rules! share_a_ledger_under {
+    ($($name:ident: $lock:ty, $threads:expr;)*) => {
+        $(
+            #[test]
+            fn $name() {
+                threads_share_a_ledger::<$lock, $threads>();
+            }
+        )*
+    };
+}
+
+share_a_ledger_under! {
+    threads_share_a_ledger_clh: ClhLock<4>, 4;
+    threads_share_a_ledger_ticket: TicketLock, 4;
+    threads_share_a_ledger_brlock: BrLock<4>, 4;
+    threads_share_a_ledger_rtm: RtmLock<ClhLock<4>, 4>, 4;
+    // No exclusion: one thread, whose pager does not trade.
+    threads_share_a_ledger_none: NoLock, 1;
 }

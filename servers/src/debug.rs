@@ -4,7 +4,7 @@
 
 use core::fmt::{self, Write};
 
-use crate::abi::{debug_nr, info};
+use crate::image::{debug_nr, info};
 use crate::sys::raw;
 
 /// Writes `s` to the console (the image prints whole lines, prefixed with thread and core).
@@ -82,7 +82,7 @@ pub fn kernel_stack_overflow() {
     raw([debug_nr::KERNEL_STACK_OVERFLOW, 0, 0, 0, 0, 0]);
 }
 
-/// A fact from the image (see [`info`](mod@crate::abi::info)).
+/// A fact from the image (see [`info`](mod@crate::image::info)).
 pub fn info(selector: usize) -> usize {
     raw([debug_nr::INFO, selector, 0, 0, 0, 0])[1]
 }
@@ -99,7 +99,7 @@ pub fn test_mode() -> bool {
 
 /// Hands one benchmark value to the image (see
 /// [`debug_nr::BENCH`]): `slot` is a sample index (the value is
-/// added to that sample) or a [`param`](crate::abi::bench::param). Returns whether the image
+/// added to that sample) or a [`param`](crate::image::bench::param). Returns whether the image
 /// took it.
 pub fn bench_report(record: usize, slot: usize, value: u64) -> bool {
     let r = raw([

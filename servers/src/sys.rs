@@ -12,7 +12,7 @@ pub type Reply = Result<(usize, Msg), Error>;
 /// `asm!` with the six system-call registers bound: `regs` in, the result registers out, and
 /// the registers the trap clobbers. The instructions and any further operands come in braces,
 /// the `options` after them. Written once for the plain trap ([`raw`]) and the fuzzer's
-/// hostile one (`fuzz::raw_hostile`), which differ only in what surrounds the trap
+/// hostile one (`programs::fuzz::raw_hostile`), which differ only in what surrounds the trap
 /// instruction. Must be used inside `unsafe`.
 #[cfg(target_arch = "x86_64")]
 #[macro_export]
@@ -333,11 +333,11 @@ pub fn mint(
 /// Blocks for good: waits on the park notification nobody signals.
 pub fn park() -> ! {
     loop {
-        let _ = wait(slot(crate::abi::slot::PARK));
+        let _ = wait(slot(crate::image::slot::PARK));
     }
 }
 
-/// How this program reads time, as the image said ([`info::COUNTER`](crate::abi::info::COUNTER)).
+/// How this program reads time, as the image said ([`info::COUNTER`](crate::image::info::COUNTER)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Counter {
     /// No counter: every read gives 0.
@@ -353,8 +353,8 @@ pub enum Counter {
 impl Counter {
     /// The counter the image tells this program to use (one debug call).
     pub fn detect() -> Counter {
-        use crate::abi::counter;
-        match crate::debug::info(crate::abi::info::COUNTER) {
+        use crate::image::counter;
+        match crate::debug::info(crate::image::info::COUNTER) {
             counter::TSC if cfg!(target_arch = "x86_64") => Counter::Tsc,
             counter::PMCCNTR if cfg!(target_arch = "arm") => Counter::Pmccntr,
             counter::DEBUGCALL => Counter::DebugCall,
@@ -380,7 +380,7 @@ impl Counter {
             Counter::Tsc => read_tsc(),
             Counter::Pmccntr => read_pmccntr(),
             Counter::DebugCall => {
-                let r = raw([crate::abi::debug_nr::COUNTER, 0, 0, 0, 0, 0]);
+                let r = raw([crate::image::debug_nr::COUNTER, 0, 0, 0, 0, 0]);
                 (r[1] as u64 & 0xFFFF_FFFF) | ((r[2] as u64) << 32)
             }
             Counter::None => 0,

@@ -1,4 +1,4 @@
-//! Hosted kernel IPC benchmarks per locking strategy (the `hosted` platform of issue 6): the
+//! Hosted kernel IPC benchmarks per locking strategy (the `hosted` platform of `cargo xtask bench`): the
 //! command line around [`tests::bench`], whose module documentation gives the method.
 //!
 //! ```text

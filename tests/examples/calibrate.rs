@@ -1,4 +1,4 @@
-//! Calibrates the trace-replay simulator's cache model on this machine (issue 12): measures with
+//! Calibrates the trace-replay simulator's cache model on this machine: measures with
 //! real threads, pinned to host CPUs 0 and 1, what moving data between two cores costs, and
 //! writes the measurements and the cache model of each kernel lock derived from them as a
 //! [`sim::config::Calibration`] (JSON).
@@ -51,7 +51,7 @@ use kernel_locks::{CachePadded, ClhLock, KernelLock, Spin, TicketLock};
 use sim::config::{Calibration, EntryCosts, LockCosts};
 use sim::trace::Trace;
 use tests::bench::{cpu_model, cycles, host_cpus, pin, tsc_hz, tsc_overhead};
-use tests::tracing::{record, KernelLock as Kernel, Recording};
+use tests::tracing::{self, record, KernelLock as Kernel, Recording};
 
 struct Args {
     out: std::path::PathBuf,
@@ -394,11 +394,8 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    if let Some(dir) = a.out.parent() {
-        let _ = std::fs::create_dir_all(dir);
-    }
-    if let Err(e) = std::fs::write(&a.out, c.to_json()) {
-        eprintln!("calibrate: {}: {e}", a.out.display());
+    if let Err(e) = tracing::write_output(&a.out, c.to_json().as_bytes()) {
+        eprintln!("calibrate: {e}");
         return ExitCode::FAILURE;
     }
     eprintln!("calibrate: wrote {}", a.out.display());

@@ -25,7 +25,7 @@ use std::time::Duration;
 
 use sim::config::{Config, LockLatency};
 use tests::tracing::{
-    record, record_client_server, record_memory, KernelLock, MemoryRecording, Recording,
+    self, record, record_client_server, record_memory, KernelLock, MemoryRecording, Recording,
 };
 
 /// `--workload` values.
@@ -149,11 +149,8 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    if let Some(dir) = a.out.parent() {
-        let _ = std::fs::create_dir_all(dir);
-    }
-    if let Err(e) = std::fs::write(&a.out, trace.to_bytes()) {
-        eprintln!("trace_hosted: {}: {e}", a.out.display());
+    if let Err(e) = tracing::write_output(&a.out, &trace.to_bytes()) {
+        eprintln!("trace_hosted: {e}");
         return ExitCode::FAILURE;
     }
     let recorded = trace.end() - trace.start();

@@ -1,4 +1,4 @@
-//! What kernel lock tracing costs (issue 12; the thesis measured about 21% on a null system call
+//! What kernel lock tracing costs (the thesis measured about 21% on a null system call
 //! and under 1% on real workloads), on two hosted single-core paths with the CLH big lock:
 //! * the null system call (`Syscall::Null`: entry, lock, nothing, unlock, exit), the thesis's
 //!   own comparison (its Table 6.5: 328 cycles untraced, 399 traced on an ARM11 MPCore);
@@ -69,7 +69,7 @@ fn main() {
     println!(
         "trace_overhead: null syscall: {rounds} rounds of {NULLS} calls, CLH big lock, one core: \
          untraced {p:.1} ticks, traced {t:.1} ticks per call: {:+.1}% ({:.1} ticks per entry; \
-         thesis: 328 -> 399 cycles, +21%); {} records written",
+         thesis: 328 cycles untraced, 399 traced, +21%); {} records written",
         (t / p - 1.0) * 100.0,
         t - p,
         NULL_TRACER.ring(0).written()

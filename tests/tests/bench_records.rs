@@ -2,6 +2,8 @@
 //! every bench through the same code as `cargo bench -p tests --bench ipc_hosted -- --quick`,
 //! parsed back as JSON and checked field by field. No timing is asserted.
 
+mod common;
+
 use serde_json::Value;
 use tests::bench::{run, to_json_array, Lock, Options};
 
@@ -16,22 +18,12 @@ fn quick_run_writes_well_formed_records() {
     };
     let recs = run(&opts, &mut |line| eprintln!("{line}"));
     let text = to_json_array(&recs);
-    let parsed: Vec<Value> = serde_json::from_str(&text).expect("a JSON array");
+    let parsed = common::parse_records(&text);
     // ipc: 3 benches x 2 variants x 3 locks; multicore: 2 core counts x 3 locks; client-server:
     // 2 variants x 2 client counts x 2 locks (`none` skipped); rtm-aborts.
     assert_eq!(parsed.len(), 18 + 6 + 8 + 1, "{text}");
-    for line in text.lines().filter(|l| l.starts_with('{')) {
-        let one = line.trim_end_matches(',');
-        serde_json::from_str::<Value>(one).expect("each record alone on its line");
-    }
     for r in &parsed {
         let o = r.as_object().expect("record is an object");
-        for k in ["bench", "variant", "lock", "unit", "counter"] {
-            assert!(o[k].is_string(), "{k} in {r}");
-        }
-        for k in ["cores", "clients", "counter_hz", "overhead"] {
-            assert!(o[k].is_u64(), "{k} in {r}");
-        }
         let bench = o["bench"].as_str().unwrap();
         let samples = o["samples"].as_array().expect("samples");
         assert!(samples.iter().all(Value::is_number), "{r}");

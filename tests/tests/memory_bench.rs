@@ -6,7 +6,8 @@
 //! invariants hold, and the raw records are well-formed. Plus the same on 4 cores, more than
 //! this machine may have (unpinned host threads). No timing is asserted.
 
-use serde_json::Value;
+mod common;
+
 use tests::bench::memory::{run, Mode, Options, Report};
 use tests::bench::{to_json_array, Lock};
 
@@ -93,19 +94,10 @@ fn percore_and_global_pagers_serve_each_fault_once_and_conserve_frames() {
 
     // The records: alloc and free per point, memory-ipc for per-core pagers on 2 cores.
     let text = to_json_array(&rep.records);
-    let parsed: Vec<Value> = serde_json::from_str(&text).expect("a JSON array");
+    let parsed = common::parse_records(&text);
     assert_eq!(parsed.len(), 2 * 10 + 2 * 2, "{text}");
-    for line in text.lines().filter(|l| l.starts_with('{')) {
-        serde_json::from_str::<Value>(line.trim_end_matches(',')).expect("one record per line");
-    }
     for r in &parsed {
         let o = r.as_object().expect("record is an object");
-        for k in ["bench", "variant", "lock", "unit", "counter"] {
-            assert!(o[k].is_string(), "{k} in {r}");
-        }
-        for k in ["cores", "clients", "counter_hz", "overhead"] {
-            assert!(o[k].is_u64(), "{k} in {r}");
-        }
         assert_eq!(o["unit"], "cycles", "{r}");
         assert_eq!(o["counter"], "tsc", "{r}");
         assert!(o["counter_hz"].as_u64().unwrap() > 0, "{r}");

@@ -1,4 +1,4 @@
-//! Kernel lock tracing in the hosted harness (the kernel's `trace` feature, issue 12): a
+//! Kernel lock tracing in the hosted harness (the kernel's `trace` feature): a
 //! multi-core IPC stress run with a tracer, then checks that the trace is the run. Every entry
 //! is recorded once, on its core, in time order, with the lock timestamps in order and the
 //! system-call numbers the programs made. The trace then goes through the `sim` crate's

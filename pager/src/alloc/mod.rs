@@ -9,8 +9,8 @@
 //! The allocators keep their bookkeeping in fixed arrays (a pager has no heap: it *is* the
 //! heap's source) and never touch the frames they manage (a user-level pager does not map the
 //! memory it hands out). Running out of bookkeeping space is [`AllocError::OutOfCapacity`], never
-//! a panic, and every operation either succeeds or leaves the allocator exactly as it was: the
-//! issue requires that a bad request "loses nothing".
+//! a panic, and every operation either succeeds or leaves the allocator exactly as it was: a bad
+//! request loses nothing.
 //!
 //! Each allocator also records what it *owns* (free or allocated) in a
 //! [`RangeSet`](crate::RangeSet), so a free of a frame it never had ([`AllocError::NotOwned`]) is

@@ -1,5 +1,5 @@
 //! The user ELF: every program of [`servers::programs`] in one static binary, linked at
-//! [`servers::abi::USER_BASE`] by `user.ld`. The boot code starts each thread at `_start` with
+//! [`servers::image::USER_BASE`] by `user.ld`. The boot code starts each thread at `_start` with
 //! its role and two arguments in `rdi`, `rsi`, `rdx`.
 #![cfg_attr(target_os = "none", no_std, no_main)]
 

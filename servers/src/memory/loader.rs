@@ -22,17 +22,18 @@ use abi::{MintTarget, PageAttrs, Rights};
 use pager::partition::{split_even, split_numa};
 use pager::{FrameAllocator, FrameRange, RangeSet};
 
-use super::shared::{self, frames, NodeMap, PagerLock, Part, Shared, AREA_PAGES, LOADER_ID};
+use super::shared::{self, frames, NodeMap, Part, Shared, AREA_PAGES, LOADER_ID};
 use super::{
     entry_arg, pagerd, worker, Setup, MAX_CORES, PAGE, SHARED_VA, STACKS_VA, STACK_PAGES,
     STACK_STRIDE,
 };
-use crate::abi::bench::{param, record};
-use crate::abi::memory::{Nodes, Spec, Topology, LOCKS, MAX_NODES, PARTITION_PAGES};
-use crate::abi::slot;
 use crate::debug::{self, test};
+use crate::image::bench::{param, record};
+use crate::image::memory::{Nodes, Spec, Topology, LOCKS, MAX_NODES, PARTITION_PAGES};
+use crate::image::slot;
 use crate::sys::{self, slot as s};
 use crate::uprintln;
+use pager::PagerLock;
 
 /// Loader slots: pager `p`'s endpoint.
 const L_EP: usize = 1;

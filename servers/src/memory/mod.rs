@@ -1,4 +1,4 @@
-//! The memory system of `mode=bench bench=memory` (issue 13, the per-core-pager seed paper): a
+//! The memory system of `mode=bench bench=memory` (after the per-core-pager seed paper): a
 //! loader, user-level pagers that own physical memory through capabilities, and the paper's
 //! workload, with the checks that show the design works.
 //!
@@ -50,7 +50,7 @@ pub mod pagerd;
 pub mod shared;
 pub mod worker;
 
-use crate::abi::memory::Spec;
+use crate::image::memory::Spec;
 
 /// Page size.
 pub const PAGE: usize = 4096;
@@ -121,12 +121,12 @@ impl Setup {
 
     /// Pages each pager starts with.
     pub fn partition_pages(&self) -> usize {
-        crate::abi::memory::PARTITION_PAGES * self.cores / self.pagers()
+        crate::image::memory::PARTITION_PAGES * self.cores / self.pagers()
     }
 
     /// Pages in the pool the pagers share out.
     pub fn pool_pages(&self) -> usize {
-        crate::abi::memory::PARTITION_PAGES * self.cores
+        crate::image::memory::PARTITION_PAGES * self.cores
     }
 }
 
@@ -208,7 +208,7 @@ mod tests {
 
     #[test]
     fn topologies_round_trip_in_30_bits() {
-        use crate::abi::memory::{Nodes, NumaSource, Topology};
+        use crate::image::memory::{Nodes, NumaSource, Topology};
         let plain = Topology {
             cores: 4,
             nodes: None,
@@ -249,7 +249,7 @@ mod tests {
             global: true,
             buddy: true,
             nodes: 4,
-            pages: crate::abi::memory::MAX_PAGES,
+            pages: crate::image::memory::MAX_PAGES,
             lock: 4,
         };
         let s = Setup { spec, cores: 8 };

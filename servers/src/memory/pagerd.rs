@@ -6,12 +6,13 @@ use core::sync::atomic::Ordering::Relaxed;
 use abi::{PageAttrs, EXCEPTION_LABEL, FAULT_LABEL};
 use pager::balance::{donate, return_loans};
 use pager::protocol::{PagerError, Reply, Request, Stats};
+use pager::{lock_two, PagerLock};
 use pager::{Algorithm, AllocError, FrameAllocator, FrameRange};
 
-use super::shared::{frames, Counters, PagerLock, PagerState, Shared, THRESHOLDS};
+use super::shared::{frames, Counters, PagerState, Shared, THRESHOLDS};
 use super::{window, window_of, Setup, PAGE, WINDOW_PAGES};
-use crate::abi::memory::MAX_NODES;
 use crate::debug;
+use crate::image::memory::MAX_NODES;
 use crate::sys::{self, slot as s};
 use crate::uprintln;
 
@@ -317,13 +318,11 @@ fn memory_low<L: PagerLock>(sh: &Shared<L>, setup: Setup, i: usize) -> usize {
                     continue;
                 }
                 while got < want {
-                    let (lo, hi) = (i.min(q), i.max(q));
-                    let mut a = sh.pagers[lo].lock(i);
-                    let mut b = sh.pagers[hi].lock(i);
-                    let (Some(pa), Some(pb)) = (a.as_deref_mut(), b.as_deref_mut()) else {
+                    let (mut a, mut b) = lock_two(&sh.pagers, q, i, i);
+                    let (Some(lender), Some(borrower)) = (a.as_deref_mut(), b.as_deref_mut())
+                    else {
                         break;
                     };
-                    let (lender, borrower) = if q < i { (pa, pb) } else { (pb, pa) };
                     let spare = lender.alloc.free_count().saturating_sub(bar);
                     if spare == 0 {
                         break;
@@ -368,13 +367,10 @@ fn memory_return<L: PagerLock>(sh: &Shared<L>, setup: Setup, i: usize) {
                 continue;
             }
             for l in (0..n).filter(|&l| l != b) {
-                let (lo, hi) = (b.min(l), b.max(l));
-                let mut x = sh.pagers[lo].lock(i);
-                let mut y = sh.pagers[hi].lock(i);
-                let (Some(px), Some(py)) = (x.as_deref_mut(), y.as_deref_mut()) else {
+                let (mut x, mut y) = lock_two(&sh.pagers, b, l, i);
+                let (Some(borrower), Some(lender)) = (x.as_deref_mut(), y.as_deref_mut()) else {
                     continue;
                 };
-                let (borrower, lender) = if b < l { (px, py) } else { (py, px) };
                 if let Ok(r) = return_loans(borrower, lender, &mut ledger, THRESHOLDS.low) {
                     sh.counters[b].returned.fetch_add(r, Relaxed);
                     sh.counters[b].holding.fetch_sub(r, Relaxed);

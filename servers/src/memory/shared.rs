@@ -11,12 +11,12 @@ use core::mem::size_of;
 use core::ptr::addr_of_mut;
 use core::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 
-use kernel_locks::{BrLock, CachePadded, ClhLock, KernelLock, Mutex, NoLock, RtmLock, TicketLock};
+use kernel_locks::{BrLock, CachePadded, ClhLock, Mutex, RtmLock, TicketLock};
 use pager::balance::{Ledger, Thresholds};
-use pager::Pager;
+use pager::{LockedLedger, Pager, PagerLock};
 
 use super::{MAX_CORES, PAGE, SHARED_VA, WINDOW_PAGES};
-use crate::abi::memory::MAX_NODES;
+use crate::image::memory::MAX_NODES;
 
 /// A pager's allocator: 256 bookkeeping nodes, buddy blocks up to 2^12 pages.
 pub type PagerState = Pager<256, 12>;
@@ -48,12 +48,8 @@ const PAGER_SLOT: usize = size_of::<PagerState>().div_ceil(PAGE) * PAGE;
 /// Pages the loader maps at [`SHARED_VA`] for all of this.
 pub const AREA_PAGES: usize = (PAGERS_VA - SHARED_VA + MAX_CORES * PAGER_SLOT) / PAGE;
 
-/// A user-level lock for the pagers' shared state: the kernel's algorithms, built at run time.
-pub trait PagerLock: KernelLock + Sized + 'static {
-    /// An unlocked lock.
-    fn make() -> Self;
-}
-
+// The lock kinds of `lock=`, in the order of `LOCKS` (`Spec::lock`): the pagers' locks are
+// the kernel's algorithms ([`PagerLock`] builds them at run time).
 /// `lock=clh`.
 pub type Clh = ClhLock<IDS>;
 /// `lock=ticket`.
@@ -63,36 +59,8 @@ pub type Br = BrLock<IDS>;
 /// `lock=rtm`: elision over a CLH lock (the CLH lock itself where RTM is absent).
 pub type Rtm = RtmLock<ClhLock<IDS>, IDS>;
 
-impl PagerLock for Clh {
-    fn make() -> Self {
-        ClhLock::new()
-    }
-}
-impl PagerLock for Ticket {
-    fn make() -> Self {
-        TicketLock::new()
-    }
-}
-impl PagerLock for Br {
-    fn make() -> Self {
-        BrLock::new()
-    }
-}
-impl PagerLock for Rtm {
-    fn make() -> Self {
-        RtmLock::new(ClhLock::new())
-    }
-}
-impl PagerLock for NoLock {
-    fn make() -> Self {
-        // SAFETY: the loader refuses `lock=none` on more than one core (see `loader::run`),
-        // so one pager and its worker share one core, and no two critical sections overlap.
-        unsafe { NoLock::new() }
-    }
-}
-
 /// Calls `$m::$f::<L>(args)` with `L` the pagers' lock for lock index `$lock`
-/// ([`Spec::lock`](crate::abi::memory::Spec::lock)).
+/// ([`Spec::lock`](crate::image::memory::Spec::lock)).
 macro_rules! dispatch {
     ($lock:expr, $m:ident :: $f:ident ( $($a:expr),* )) => {
         match $lock {
@@ -163,7 +131,7 @@ pub struct Shared<L> {
     /// Per pager: its allocator once it started.
     pub pagers: [Mutex<L, Option<&'static mut PagerState>>; MAX_CORES],
     /// The donor ledger.
-    pub ledger: Mutex<L, Ledger<LOANS>>,
+    pub ledger: LockedLedger<L, LOANS>,
     /// Per pager: counters.
     pub counters: [CachePadded<Counters>; MAX_CORES],
     /// The partitions.
@@ -184,7 +152,8 @@ impl<L: PagerLock> Shared<L> {
     /// # Safety
     /// [`AREA_PAGES`] pages from [`SHARED_VA`] on must be mapped writable in this address
     /// space, used for nothing else, and no other thread may use the area yet (call once,
-    /// before creating the pagers and workers).
+    /// before creating the pagers and workers). With `L` = `NoLock` the system runs on one
+    /// core ([`PagerLock::make`]'s contract).
     pub unsafe fn init(
         parts: [Part; MAX_CORES],
         pools: [Part; MAX_NODES],
@@ -195,7 +164,9 @@ impl<L: PagerLock> Shared<L> {
         let p = SHARED_VA as *mut Self;
         // SAFETY: by the contract the area is mapped, writable, page-aligned (align checked
         // above) and ours alone; each field is written once through a raw pointer before any
-        // reference to the whole exists.
+        // reference to the whole exists. The locks: the loader refuses `lock=none` on more
+        // than one core (see `loader::run`), so under `NoLock` one pager and its worker share
+        // one core, and no two critical sections overlap.
         unsafe {
             let pagers =
                 addr_of_mut!((*p).pagers) as *mut Mutex<L, Option<&'static mut PagerState>>;

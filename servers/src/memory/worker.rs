@@ -7,12 +7,13 @@ use core::sync::atomic::Ordering::Relaxed;
 use pager::protocol::{label, PagerError, Reply, Request, Stats};
 use pager::Algorithm;
 
-use super::shared::{PagerLock, Shared};
+use super::shared::Shared;
 use super::{window, Setup, PAGE};
-use crate::abi::bench::{record, BATCH, MAX_RUNS};
-use crate::abi::info;
 use crate::debug::{self, test};
+use crate::image::bench::{record, BATCH, MAX_RUNS};
+use crate::image::info;
 use crate::sys::{self, slot as s};
+use pager::PagerLock;
 
 /// Worker slots from here: pager `p`'s endpoint (WRITE, badge `w + 1`), for every pager.
 pub const EP_SLOT: usize = 1;

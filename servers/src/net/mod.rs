@@ -6,22 +6,23 @@
 //! and stack 0; it creates the other stacks' threads in its own address space.
 //!
 //! # The driver
-//! [`driver`] finds the board's NIC by the root's device regions and maps its registers
-//! uncached: on x86_64 microvm and ARM virt a virtio-net device on one of the virtio-mmio
-//! transports ([`virtio::DEVICE_NET`](crate::virtio::DEVICE_NET); QEMU `-device
+//! The driver finds the board's NIC by the root's device regions and maps its registers
+//! uncached ([`drivers::nic`](crate::drivers::nic)): on x86_64 microvm and ARM virt a
+//! virtio-net device on one of the virtio-mmio transports
+//! ([`virtio::DEVICE_NET`](crate::drivers::virtio::DEVICE_NET); QEMU `-device
 //! virtio-net-device,netdev=...`, which `cargo xtask qemu --net` adds), on the i.MX6 Sabre
-//! Lite the SoC's ENET ([`enet`]; QEMU's `imx.enet`, which `-net nic,...` connects). It takes
+//! Lite the SoC's ENET (QEMU's `imx.enet`, which `-net nic,...` connects). It takes
 //! [`DMA_PAGES`] pages of RAM whose physical addresses it asks the kernel for (`MemInfo`):
 //! two pages of rings or descriptors and 2 KiB frame buffers, 32 to receive into and 32 to
 //! send from. The virtio-net device is run with `VIRTIO_F_VERSION_1` and, if offered,
 //! `VIRTIO_NET_F_MAC` (else the driver makes up a locally administered address), and nothing
 //! else: no offloads and no merged receive buffers, so every frame is one buffer of at most
-//! 1514 bytes after the 12-byte header ([`virtio_net`]). The ENET is reset and run with its
-//! legacy 8-byte buffer descriptors, one buffer per frame, its MAC the one QEMU (or the boot
-//! loader) put in `PALR`/`PAUR`; only its receive interrupt is unmasked ([`enet`] says how the
+//! 1514 bytes after the 12-byte header. The ENET is reset and run with its legacy 8-byte
+//! buffer descriptors, one buffer per frame, its MAC the one QEMU (or the boot loader) put in
+//! `PALR`/`PAUR`; only its receive interrupt is unmasked (its driver's docs say how the
 //! descriptors change hands on ARMv7 and what the real board would need besides). Moving
-//! frames between the device and the stacks is written once ([`driver::Driver`]) over the
-//! two ([`driver::Nic`]).
+//! frames between the device and the stacks is written once ([`driver`]) over both devices
+//! ([`Nic`](crate::drivers::nic::Nic)).
 //!
 //! # From the driver to the stacks and back
 //! Each stack has a [`Link`] in memory all the threads share (one address space): a ring of
@@ -69,9 +70,7 @@
 
 mod demux;
 mod driver;
-mod enet;
 mod stack;
-mod virtio_net;
 
 use core::sync::atomic::{AtomicUsize, Ordering};
 
@@ -79,10 +78,10 @@ use abi::{MintTarget, PageAttrs, Rights};
 use frame_ring::{Doorbell, FrameRing};
 use kv_resp::Slot;
 
-pub use driver::DMA_PAGES;
+pub use crate::drivers::nic::{DMA_PAGES, MAX_FRAME};
 
-use crate::abi::{info, slot};
 use crate::debug;
+use crate::image::{info, slot};
 use crate::sys::{self, slot as s, Counter};
 use crate::uprintln;
 use driver::Driver;
@@ -113,7 +112,7 @@ pub const CONN_IN: usize = 16 * 1024;
 /// Bytes of a connection's reply buffer.
 pub const CONN_OUT: usize = 16 * 1024;
 /// Bytes of a store's arena (its `maxmemory`) when the RAM allows: enough for YCSB's
-/// workload A at the record count (32,000 records of ten 100-byte fields: about 36
+/// workload A at its benchmark's record count (32,000 records of ten 100-byte fields: about 36
 /// MiB with the fields' names and headers).
 pub const ARENA_SIZE: usize = 48 * 1024 * 1024;
 /// Entries of a store's slot table when the RAM allows (keys plus hash fields: YCSB's 32,000
@@ -128,8 +127,6 @@ pub const HEAP_PAGES: usize =
 /// The smallest store arena worth serving with: with less RAM per stack, setup fails.
 const MIN_ARENA: usize = 1024 * 1024;
 
-/// The largest Ethernet frame without the FCS (1500-byte MTU): a ring slot.
-pub const MAX_FRAME: usize = 1514;
 /// Slots of each ring (as many as the device has receive buffers).
 pub const RING_SLOTS: usize = 32;
 /// A ring of frames between the driver and a stack.
@@ -363,7 +360,7 @@ const fn thread_stack(k: usize) -> (usize, usize) {
 fn setup() -> Result<(Driver, Stack), &'static str> {
     let stacks = debug::info(info::CPUS).clamp(1, abi::limits::MAX_CPUS);
     let control = s(slot::ROOT_CONTROL);
-    let found = driver::find()?;
+    let found = crate::drivers::nic::find()?;
 
     // RAM: DMA pages, links, thread stacks, heaps, from one region (physically contiguous).
     let (_, ram_pages, _) = sys::mem_info(s(slot::ROOT_MEM)).map_err(|_| "no RAM")?;

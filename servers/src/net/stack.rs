@@ -16,8 +16,8 @@ use super::{
     links, Bump, Link, StackPlan, ADDRESS, CONN_IN, CONN_OUT, DRIVER_BELL, GATEWAY, MAX_FRAME,
     PORT, PREFIX, RING_SLOTS, SOCKETS, TCP_RX, TCP_TX, TICK,
 };
-use crate::abi::info;
 use crate::debug;
+use crate::image::info;
 use crate::sys::{self, CapSlot, Counter};
 
 /// A core's rings as smoltcp's `Device`: frames are read and written in the ring slots.

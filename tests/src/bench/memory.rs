@@ -1,4 +1,4 @@
-//! The hosted memory benchmark (platform `hosted` of issue 13, after the per-core-pager seed
+//! The hosted memory benchmark (platform `hosted`, after the per-core-pager seed
 //! paper): per-core against global user-level pagers, with the kernel core on host threads as
 //! in the hosted IPC benchmarks ([`super`]). `benches/memory_hosted.rs` is the command line;
 //! this module builds the system, runs the workload, checks it and produces raw records
@@ -84,15 +84,15 @@ use kernel::{
 };
 /// The lock that does not lock (`kernel::NoLock` is the kernel strategy of that name).
 use kernel_locks::NoLock as NoPagerLock;
-use kernel_locks::{BrLock, ClhLock, KernelLock, Mutex, RtmLock, RtmStats, TicketLock};
+use kernel_locks::{BrLock, ClhLock, Mutex, RtmLock, RtmStats, TicketLock};
 use pager::protocol::{PagerError, Reply, Request, Stats};
-use pager::{Algorithm, Allocator, FrameAllocator, FrameRange};
+use pager::{Algorithm, Allocator, FrameAllocator, FrameRange, PagerLock};
 
 use super::{
     cycles, pinned_for, rtm_note, spawn_cores, stats, take_ipi, with_strategy, BenchHal,
     BenchStrategy, Idle, Lock, Machine, Record, StrategyFn,
 };
-use crate::HostRelax;
+use crate::harness::HostRelax;
 
 // -------------------------------------------------------------------------------------------
 // Layout.
@@ -148,8 +148,8 @@ const NODES: usize = 256;
 /// on more than one core): one per frame of the largest pool, so that no fragmentation can
 /// exhaust them. The guest's 256 can be too few there: workers free their pages interleaved,
 /// and every freed frame between two other workers' frames is an extent of its own (3 cores
-/// of 600 pages ran out here). The capacity is not on the timed path (the tree's depth is),
-/// but megabytes of it moved the later points of a run by up to 20% (the host heap then
+/// of 600 pages exhaust 256). The capacity is not on the timed path (the tree's depth is),
+/// but megabytes of it move the later points of a run by up to 20% (the host heap then
 /// places them elsewhere), hence the small size where it suffices.
 const NODES_SHARED: usize = MAX_CPUS * MAX_PAGES;
 /// Buddy blocks up to 2^12 pages (the guest's largest order).
@@ -323,47 +323,12 @@ impl Options {
 // Pager locks.
 // -------------------------------------------------------------------------------------------
 
-/// The lock of a pager's allocator: the kernel's algorithm, built at run time (the guest's
-/// `PagerLock`).
-trait PagerLock: KernelLock + Send + 'static {
-    /// An unlocked lock.
-    fn make() -> Self;
-}
-
+// The lock of a pager's allocator: the kernel's algorithm, built at run time
+// ([`PagerLock`], as in the guest), with the host's wait strategy.
 type PagerClh = ClhLock<LOCK_IDS, HostRelax>;
 type PagerTicket = TicketLock<HostRelax>;
 type PagerBr = BrLock<LOCK_IDS, HostRelax>;
 type PagerRtm = RtmLock<PagerClh, LOCK_IDS, HostRelax>;
-
-impl PagerLock for PagerClh {
-    fn make() -> Self {
-        ClhLock::new()
-    }
-}
-impl PagerLock for PagerTicket {
-    fn make() -> Self {
-        TicketLock::with_max_cpus(LOCK_IDS)
-    }
-}
-impl PagerLock for PagerBr {
-    fn make() -> Self {
-        BrLock::new()
-    }
-}
-impl PagerLock for PagerRtm {
-    fn make() -> Self {
-        RtmLock::new(ClhLock::new())
-    }
-}
-impl PagerLock for NoPagerLock {
-    fn make() -> Self {
-        // SAFETY: only `measure` makes pager locks, and `run_point` runs it with `none` on one
-        // core only: one pager, whose allocator only that core's host thread uses while the
-        // workload runs, and the end checks read it after that thread was joined (which orders
-        // its accesses before theirs). No two critical sections ever overlap.
-        unsafe { NoPagerLock::new() }
-    }
-}
 
 /// The pager lock of `lock`, for `extra`.
 fn pager_lock_name(lock: Lock) -> &'static str {
@@ -589,7 +554,7 @@ struct Shared<L: PagerLock> {
     tasks_done: AtomicUsize,
     /// Workers that finished everything (tasks and `memory-ipc`).
     finished: AtomicUsize,
-    /// Cores at the start line ([`crate::start_line`]).
+    /// Cores at the start line ([`crate::harness::start_line`]).
     ready: AtomicU64,
     /// Cores that left their loop.
     stopped: AtomicUsize,
@@ -730,7 +695,12 @@ fn measure<S: BenchStrategy, L: PagerLock>(s: S, w: Workload, sink: Sink) -> Out
                 Mode::PerCore => (FrameRange::new(POOL_FRAME + p * part, part), 1),
                 Mode::Global => (FrameRange::new(POOL_FRAME, pool_pages), cores),
             };
-            Mutex::new(L::make(), allocator(w.algorithm, workers, range))
+            // SAFETY: `run_point` runs `none` on one core only: one pager, whose allocator
+            // only that core's host thread uses while the workload runs, and the end checks
+            // read it after that thread was joined (which orders its accesses before theirs).
+            // No two critical sections ever overlap.
+            let lock = unsafe { L::make() };
+            Mutex::new(lock, allocator(w.algorithm, workers, range))
         })
         .collect();
 
@@ -899,7 +869,7 @@ fn core_loop<S: Strategy, L: PagerLock>(
     let _guard = AbortOnPanic(&sh.abort, &sh.stopped);
     // Released by the barrier, whose wake-ups take a while: the cores start their tasks only
     // once every one of them runs, so that their workloads overlap.
-    crate::start_line(&sh.ready, sh.cores as u64);
+    crate::harness::start_line(&sh.ready, sh.cores as u64);
     let mut exit = me.exit;
     let mut idle = Idle::new(pinned);
     let mut rounds = 0u32;

@@ -1,4 +1,4 @@
-//! The hosted kernel IPC benchmarks (platform `hosted` of issue 6): the kernel core runs on host
+//! The hosted kernel IPC benchmarks (platform `hosted`): the kernel core runs on host
 //! threads, entered through [`Kernel::syscall`] exactly as a HAL enters it after saving the user
 //! context (no trap, no register switch: the kernel path's own cost), with a HAL whose hardware
 //! actions are no-ops except IPIs ([`BenchHal`]). `benches/ipc_hosted.rs` is the command line;
@@ -61,9 +61,10 @@ use kernel::{
 };
 use kernel_locks::{CachePadded, ClhLock, KernelLock, Relax, RtmStats, Spin, TicketLock};
 
+pub use crate::harness::{host_cpus, pin};
 pub use record::{stats, to_json_array, Json, Record};
 
-use crate::HostRelax;
+use crate::harness::HostRelax;
 
 // -------------------------------------------------------------------------------------------
 // Counter.
@@ -137,29 +138,13 @@ pub fn cpu_model() -> String {
         .unwrap_or_else(|| "unknown".into())
 }
 
-/// The host CPUs this process may run on.
-pub fn host_cpus() -> usize {
-    core_affinity::get_core_ids()
-        .map(|v| v.len())
-        .filter(|&n| n > 0)
-        .or_else(|| std::thread::available_parallelism().ok().map(|n| n.get()))
-        .unwrap_or(1)
-}
-
-/// Pins the calling thread to the `i`-th CPU it may run on; returns whether it worked.
-pub fn pin(i: usize) -> bool {
-    core_affinity::get_core_ids()
-        .and_then(|ids| ids.get(i).copied())
-        .is_some_and(core_affinity::set_for_current)
-}
-
 // -------------------------------------------------------------------------------------------
 // The HAL.
 // -------------------------------------------------------------------------------------------
 
 /// A HAL whose hardware actions are no-ops, except IPIs: a pending-bit word per core (on its own
 /// cache line) that the target core's host thread polls ([`BenchHal::take_ipis`]). Unlike
-/// [`FakeHal`](crate::FakeHal) it records nothing, so it adds no shared state of its own.
+/// [`FakeHal`](crate::harness::FakeHal) it records nothing, so it adds no shared state of its own.
 ///
 /// The memory benchmark ([`memory`]) needs mappings that exist: [`BenchHal::with_page_tables`]
 /// gives the HAL the kernel's software page tables ([`PageTables`], behind one host mutex, taken

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use kernel::syscall::{result, MintTarget};
 use kernel::{CapSlot, CpuId, Error, Kernel, ObjRef, Rights, Strategy, Syscall, ThreadId};
 
-use crate::{FakeHal, Programs, XorShift};
+use super::{FakeHal, Programs, XorShift};
 
 const MAGIC: usize = 0x5EED_CAFE;
 

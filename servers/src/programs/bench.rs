@@ -28,8 +28,8 @@
 //! The cross-address-space client, the last of the two to run, then times batches of
 //! [`BATCH`] `Null` system calls the same way (`null-syscall`): the bare trap, kernel entry and
 //! exit with no work, the thesis's measure of what tracing adds to a kernel entry. It runs after
-//! every IPC sample of the boot was taken, in a function of its own, so that the IPC loops and
-//! their instruction counts stay as they were.
+//! every IPC sample of the boot is taken, in a function of its own, so that the null calls
+//! add no code to the IPC loops and leave their instruction counts alone.
 //!
 //! # Throughput
 //! A throughput client counts the round trips it completes in consecutive intervals of
@@ -39,12 +39,12 @@
 
 use abi::syscall::nr;
 
-use crate::abi::bench::{
+use crate::debug;
+use crate::image::bench::{
     param, record, BATCH, MAX_RUNS, OVERHEAD_TRIES, VARIANT_CROSS_AS, WARMUP, WARMUP_BATCHES,
     WARMUP_INTERVALS,
 };
-use crate::abi::slot;
-use crate::debug;
+use crate::image::slot;
 use crate::sys::{self, raw, Counter};
 use crate::uprintln;
 
@@ -72,7 +72,7 @@ pub fn read_overhead(c: Counter) -> u64 {
 
 /// Samples per record, as the image says (`runs=` on its command line).
 fn runs() -> usize {
-    debug::info(crate::abi::info::RUNS).clamp(1, MAX_RUNS)
+    debug::info(crate::image::info::RUNS).clamp(1, MAX_RUNS)
 }
 
 /// Hands `samples` (and the parameter `p` = `value`, if any) of `rec` to the image; reports a
@@ -146,7 +146,7 @@ pub fn ipc_client(variant: u64) -> ! {
 }
 
 /// The end of [`ipc_client`]: the null system calls (cross-address-space client only), then
-/// [`finish`]. Not inlined: the client's IPC loops keep the code they had without it.
+/// [`finish`]. Not inlined: the client's IPC loops hold none of its code.
 #[inline(never)]
 fn after_ipc(variant: u64, c: Counter, overhead: u64, runs: usize, mut bad: usize) -> ! {
     if variant == VARIANT_CROSS_AS {

@@ -25,7 +25,7 @@ use kernel::{BigLock, FineGrained, Kernel, NoLock, Strategy};
 use kernel_locks::{ClhLock, TicketLock};
 use sim::trace::Trace;
 
-use crate::{run, workload, FakeHal, HostRelax, Programs, RunConfig};
+use super::{run, workload, FakeHal, HostRelax, Programs, RunConfig};
 
 /// Records per core the rings keep: enough for 30,000 messages per core (about two entries per
 /// message).
@@ -59,6 +59,15 @@ enum Layout {
     Pairs,
     /// [`workload::client_server`]: a client per core, one server on core 0.
     ClientServer,
+}
+
+/// Writes `bytes` to `path`, making its folder first: the output of the examples that record
+/// (`examples/trace_hosted.rs`, `examples/calibrate.rs`). The error names the path.
+pub fn write_output(path: &std::path::Path, bytes: &[u8]) -> Result<(), String> {
+    if let Some(dir) = path.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    std::fs::write(path, bytes).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// Records the IPC workload as `what` says.

@@ -42,7 +42,7 @@
 //!   debug calls are a trusted debugging aid outside the capability system, like seL4's;
 //!   what matters here is that the refusals hold.
 //! * **breaking `NoLock`'s contract** (`lock=none`, role
-//!   [`FUZZ_COMMON_ONLY`](crate::abi::role::FUZZ_COMMON_ONLY)): no management call at all,
+//!   [`FUZZ_COMMON_ONLY`](crate::image::role::FUZZ_COMMON_ONLY)): no management call at all,
 //!   and only objects of its own core.
 //!
 //! # What it checks
@@ -64,8 +64,8 @@ use core::fmt::Write;
 
 use abi::{Error, Regs, Syscall};
 
-use crate::abi::{debug_nr, info, slot, USER_BASE, USER_STACK_TOP};
 use crate::debug;
+use crate::image::{debug_nr, info, slot, USER_BASE, USER_STACK_TOP};
 use crate::sys::{self, slot as s};
 use crate::uprintln;
 
@@ -767,8 +767,8 @@ fn raw_hostile(regs: Regs, _sp: usize) -> Regs {
     sys::raw(regs)
 }
 
-/// The fuzzer program (roles [`FUZZ`](crate::abi::role::FUZZ) and
-/// [`FUZZ_COMMON_ONLY`](crate::abi::role::FUZZ_COMMON_ONLY)): `calls` calls from `seed`, the
+/// The fuzzer program (roles [`FUZZ`](crate::image::role::FUZZ) and
+/// [`FUZZ_COMMON_ONLY`](crate::image::role::FUZZ_COMMON_ONLY)): `calls` calls from `seed`, the
 /// report, DONE.
 pub fn run(calls: usize, seed: u64, common_only: bool) -> ! {
     let core = debug::cpu();

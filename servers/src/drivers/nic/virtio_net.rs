@@ -1,5 +1,5 @@
 //! The virtio-net NIC of x86_64 `-M microvm` and ARM `-M virt` (QEMU `-device
-//! virtio-net-device,netdev=...` on a virtio-mmio transport): what [`Nic`](super::driver::Nic)
+//! virtio-net-device,netdev=...` on a virtio-mmio transport): what [`Nic`](super::Nic)
 //! needs of it. The device is started with `VIRTIO_F_VERSION_1` and, if offered,
 //! `VIRTIO_NET_F_MAC`, and nothing else: no offloads and no merged receive buffers, so every
 //! frame is one buffer of at most 1514 bytes after the 12-byte `virtio_net_hdr`.
@@ -9,9 +9,9 @@
 //! stores to the rings and buffers and the device is `virtio`'s (`virtio::dma_barrier`
 //! before each notify and after each look at the used ring).
 
-use super::driver::{BUF_SIZE, RX_BUFFERS, TX_BUFFERS};
 use super::PAGE;
-use crate::virtio::{self, Queue, Transport, Window};
+use super::{BUF_SIZE, RX_BUFFERS, TX_BUFFERS};
+use crate::drivers::virtio::{self, Queue, Transport, Window};
 
 /// Entries of each virtqueue (one per buffer).
 pub const QUEUE_ENTRIES: u16 = RX_BUFFERS as u16;
@@ -111,7 +111,7 @@ impl VirtioNet {
         let mac = if own_mac {
             core::array::from_fn(|i| t.config_byte(i))
         } else {
-            super::driver::MADE_UP_MAC
+            super::MADE_UP_MAC
         };
         let bufs = dma + 2 * PAGE;
         let bufs_phys = phys + 2 * PAGE as u64;

@@ -1,12 +1,30 @@
 //! The programs of the user ELF, declared in [`PROGRAMS`] and selected by role (see
-//! [`abi::role`](crate::abi::role)).
+//! [`image::role`](crate::image::role)).
+//!
+//! This module holds the root task, the IPC ping-pong client and server, the fault and error
+//! tests and the pager test; the larger programs have modules of their own:
+//! * [`memtest`], [`devtest`]: the root task's tests of memory capabilities and of a device
+//!   interrupt, in test mode;
+//! * [`bench`](mod@bench): the kernel IPC benchmark programs (one-way IPC, round trips,
+//!   throughput);
+//! * [`fuzz`]: the in-guest system-call fuzzer of `mode=fuzz` and its drain server;
+//! * [`hello`]: the example program.
+//!
+//! The memory system's programs (loader, pagers, workers) are [`crate::memory`]'s, the network
+//! server is [`crate::net`]; their entries in [`PROGRAMS`] call into those modules.
+
+pub mod bench;
+pub mod devtest;
+pub mod fuzz;
+pub mod hello;
+pub mod memtest;
 
 use core::fmt::Write as _;
 
 use abi::{Error, EXCEPTION_LABEL, FAULT_LABEL};
 
-use crate::abi::{fault, role, slot, PAGER_TEST_ADDR};
 use crate::debug::{self, test};
+use crate::image::{fault, role, slot, PAGER_TEST_ADDR};
 use crate::sys::{self, slot as s};
 use crate::uprintln;
 
@@ -24,7 +42,7 @@ pub enum Reports {
 }
 
 /// One program of the user ELF: everything the system needs to know to run it. Adding a
-/// program is one entry in [`PROGRAMS`] (and its role number in [`abi::role`](crate::abi::role)),
+/// program is one entry in [`PROGRAMS`] (and its role number in [`image::role`](crate::image::role)),
 /// plus the threads the image's builder starts with it (`docs/programs.md`).
 #[derive(Clone, Copy, Debug)]
 pub struct Program {
@@ -97,25 +115,25 @@ pub const PROGRAMS: &[Program] = &[
         role: role::BENCH_IPC_CLIENT,
         name: "one-way IPC benchmark client",
         reports: Reports::Done,
-        main: |variant, _| crate::bench::ipc_client(variant),
+        main: |variant, _| crate::programs::bench::ipc_client(variant),
     },
     Program {
         role: role::BENCH_IPC_SERVER,
         name: "one-way IPC benchmark server",
         reports: Reports::Never,
-        main: |_, _| crate::bench::ipc_server(),
+        main: |_, _| crate::programs::bench::ipc_server(),
     },
     Program {
         role: role::BENCH_TP_CLIENT,
         name: "throughput benchmark client",
         reports: Reports::Done,
-        main: |rec, interval| crate::bench::tp_client(rec as usize, interval),
+        main: |rec, interval| crate::programs::bench::tp_client(rec as usize, interval),
     },
     Program {
         role: role::BENCH_TP_SERVER,
         name: "throughput benchmark server",
         reports: Reports::Never,
-        main: |_, _| crate::bench::tp_server(),
+        main: |_, _| crate::programs::bench::tp_server(),
     },
     Program {
         role: role::STACK_OVERFLOW,
@@ -127,19 +145,19 @@ pub const PROGRAMS: &[Program] = &[
         role: role::FUZZ,
         name: "fuzzer",
         reports: Reports::Done,
-        main: |calls, seed| crate::fuzz::run(calls as usize, seed, false),
+        main: |calls, seed| crate::programs::fuzz::run(calls as usize, seed, false),
     },
     Program {
         role: role::FUZZ_COMMON_ONLY,
         name: "fuzzer (common calls)",
         reports: Reports::Done,
-        main: |calls, seed| crate::fuzz::run(calls as usize, seed, true),
+        main: |calls, seed| crate::programs::fuzz::run(calls as usize, seed, true),
     },
     Program {
         role: role::FUZZ_DRAIN,
         name: "fuzzer's drain server",
         reports: Reports::Never,
-        main: |_, _| crate::fuzz::drain(),
+        main: |_, _| crate::programs::fuzz::drain(),
     },
     Program {
         role: role::LOADER,
@@ -157,7 +175,7 @@ pub const PROGRAMS: &[Program] = &[
         role: role::HELLO,
         name: "hello",
         reports: Reports::Done,
-        main: |core, _| crate::hello::run(core as usize),
+        main: |core, _| crate::programs::hello::run(core as usize),
     },
 ];
 
@@ -187,7 +205,7 @@ pub fn run(role: u64, a: u64, b: u64) -> ! {
 fn root(threads: usize, pager_for: usize) -> ! {
     uprintln!(
         "root: {} cpus, starting {threads} threads",
-        debug::info(crate::abi::info::CPUS)
+        debug::info(crate::image::info::CPUS)
     );
     if pager_for != 0 {
         match sys::bind_pager(s(pager_for), s(slot::ROOT_PAGER_EP)) {
@@ -195,10 +213,10 @@ fn root(threads: usize, pager_for: usize) -> ! {
             Err(e) => uprintln!("root: BindPager failed: {e:?}"),
         }
     }
-    let test_mode = debug::info(crate::abi::info::TEST_MODE) == 1;
+    let test_mode = debug::info(crate::image::info::TEST_MODE) == 1;
     let device = test_mode.then(|| {
-        crate::memtest::run();
-        crate::devtest::prepare()
+        crate::programs::memtest::run();
+        crate::programs::devtest::prepare()
     });
     let mut started = 0;
     for i in 0..threads {
@@ -213,7 +231,7 @@ fn root(threads: usize, pager_for: usize) -> ! {
     uprintln!("root: started {started} threads; releasing the other cores");
     debug::release_cores();
     if let Some(device) = device {
-        crate::devtest::run(device);
+        crate::programs::devtest::run(device);
         debug::done();
     }
     sys::park()
@@ -305,7 +323,7 @@ fn faulter(kind: u64) -> ! {
         fault::EXECUTE_DATA => uprintln!("faulter: jumping to code copied onto its stack"),
         fault::JUMP_TO_KERNEL => uprintln!(
             "faulter: jumping into kernel memory at {:#x}",
-            crate::abi::KERNEL_ADDR
+            crate::image::KERNEL_ADDR
         ),
         _ => uprintln!("faulter: dividing by zero"),
     }
@@ -343,7 +361,7 @@ fn trigger(kind: u64) {
         // SAFETY: deliberately jumps into kernel memory (a supervisor-only page): the fetch
         // faults and the kernel stops this thread.
         fault::JUMP_TO_KERNEL => unsafe {
-            core::arch::asm!("jmp {0}", in(reg) crate::abi::KERNEL_ADDR, options(nomem, nostack))
+            core::arch::asm!("jmp {0}", in(reg) crate::image::KERNEL_ADDR, options(nomem, nostack))
         },
         // SAFETY: deliberately raises #DE (`div` by a zero register); the kernel stops this
         // thread.
@@ -387,7 +405,7 @@ fn trigger(kind: u64) {
         // SAFETY: deliberately jumps into the kernel's RAM window (privileged-only sections):
         // the fetch faults and the kernel stops this thread.
         fault::JUMP_TO_KERNEL => unsafe {
-            core::arch::asm!("bx {0}", in(reg) crate::abi::KERNEL_ADDR as usize,
+            core::arch::asm!("bx {0}", in(reg) crate::image::KERNEL_ADDR as usize,
                 options(nomem, nostack))
         },
         // SAFETY: deliberately raises a prefetch abort (debug event); the kernel stops this

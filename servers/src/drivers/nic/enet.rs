@@ -1,5 +1,5 @@
 //! The i.MX6 ENET (the "FEC", Fast Ethernet Controller grown to gigabit) of `-M sabrelite`:
-//! what [`Nic`](super::driver::Nic) needs of it. The kernel offers its register block
+//! what [`Nic`](super::Nic) needs of it. The kernel offers its register block
 //! ([`BASE`], 16 KiB) as the root's second device region on the Sabre Lite
 //! (`hal-armv7`'s `Machine::user_devices`), and its MAC interrupt, SPI [`IRQ`] (GIC ID 150;
 //! QEMU's `fsl-imx6` wires the model's first line there and its second, the 1588 timer's, to
@@ -51,9 +51,9 @@
 //! starts again only when `RDAR` is written, so `RDAR` is written after every batch of
 //! buffers given back.
 
-use super::driver::{BUF_SIZE, RX_BUFFERS, TX_BUFFERS};
 use super::PAGE;
-use crate::virtio::dma_barrier;
+use super::{BUF_SIZE, RX_BUFFERS, TX_BUFFERS};
+use crate::drivers::virtio::dma_barrier;
 
 /// Physical base of the ENET's registers.
 pub const BASE: usize = 0x0218_8000;
@@ -252,7 +252,7 @@ impl Enet {
         let (own_mac, mac) = match found.or(mac_from_regs(nic.read(reg::PALR), nic.read(reg::PAUR)))
         {
             Some(mac) => (true, mac),
-            None => (false, super::driver::MADE_UP_MAC),
+            None => (false, super::MADE_UP_MAC),
         };
         nic.write(reg::EIMR, 0);
         nic.write(reg::EIR, u32::MAX);

@@ -54,7 +54,7 @@ pub mod role {
     /// ([`debug_nr::KERNEL_STACK_OVERFLOW`](super::debug_nr::KERNEL_STACK_OVERFLOW)).
     pub const STACK_OVERFLOW: u64 = 12;
     /// `mode=fuzz`: the system-call fuzzer (a = calls to make, b = seed; see
-    /// [`fuzz`](crate::fuzz)), allowed every call.
+    /// [`fuzz`](crate::programs::fuzz)), allowed every call.
     pub const FUZZ: u64 = 13;
     /// `mode=fuzz` under `lock=none`: the fuzzer restricted to the common calls (IPC,
     /// notifications, Yield, AckIrq), the only ones `NoLock`'s contract allows while other cores

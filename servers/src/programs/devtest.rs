@@ -16,14 +16,14 @@
 //!
 //! Setup ([`prepare`]) makes management calls, so the root task runs it before it releases the
 //! other cores; the rounds ([`run`]) use only `Wait` and `AckIrq` and run after the release, so
-//! that the interrupt can be routed to another core ([`abi::info::IRQ_CORE`]).
+//! that the interrupt can be routed to another core ([`image::info::IRQ_CORE`](crate::image::info::IRQ_CORE)).
 
 use abi::PageAttrs;
 
-use crate::abi::{info, slot};
 use crate::debug::{self, test};
+use crate::drivers::virtio::{self, Queue, Transport};
+use crate::image::{info, slot};
 use crate::sys::{self, slot as s};
-use crate::virtio::{self, Queue, Transport};
 
 /// `TEST` lines [`run`] prints.
 pub const TESTS: usize = 1;

@@ -1,7 +1,7 @@
 //! The example program (`docs/programs.md` walks through adding it): one thread per core
 //! prints a greeting and reports that it finished. Everything a new program needs is here and
 //! in its entry in [`PROGRAMS`](crate::programs::PROGRAMS): its role number
-//! ([`role::HELLO`](crate::abi::role::HELLO)), a name, whether it reports `DONE`, its code.
+//! ([`role::HELLO`](crate::image::role::HELLO)), a name, whether it reports `DONE`, its code.
 
 use crate::{debug, sys, uprintln};
 

@@ -1,13 +1,13 @@
 //! The memory tests the root task runs in test mode, on the memory capabilities it received at
-//! boot (see `abi::slot::ROOT_MEM`): 64 MiB split off, mapped, touched, partly unmapped and
+//! boot (see `image::slot::ROOT_MEM`): 64 MiB split off, mapped, touched, partly unmapped and
 //! revoked with the page-table pool back at its start count; a page mapped twice; and the
 //! mappings the kernel must refuse.
 
 use abi::syscall::{info, nr};
 use abi::{Error, PageAttrs};
 
-use crate::abi::slot;
 use crate::debug::test;
+use crate::image::slot;
 use crate::sys::{self, slot as s};
 
 /// `TEST` lines [`run`] prints.

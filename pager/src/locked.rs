@@ -1,0 +1,95 @@
+//! The pagers' shared state under the kernel's locks.
+//!
+//! Pagers on several cores share state: each pager's allocator (another pager takes from it when
+//! it lends memory) and the donor ledger. That state sits behind a [`KernelLock`] of the
+//! algorithm the kernel itself runs (`kernel-locks`, chosen by the kernel's `lock=`), so that a
+//! measurement of the memory system compares the kernel's locks and not another one; every type
+//! here takes that lock as a type parameter, and the pager programs (`servers::memory`) and the
+//! hosted memory benchmark (`tests`) instantiate it, per-core pagers and the global pager alike.
+//!
+//! - [`PagerLock`]: builds an unlocked lock at run time (the shared state lives in memory mapped
+//!   or allocated at run time, so a constant initialiser is not enough), for every lock of
+//!   `kernel-locks`;
+//! - [`LockedPager`] and [`LockedLedger`]: a pager and the ledger behind such a lock;
+//! - [`lock_two`]: two pagers' locks taken in index order, the order every transfer between two
+//!   pagers ([`donate`](crate::balance::donate), [`return_loans`](crate::balance::return_loans))
+//!   uses, so that two transfers never wait for each other in a cycle.
+
+use kernel_locks::pad::Alignment;
+use kernel_locks::{
+    BrLock, ClhLock, CpuId, KernelLock, Mutex, MutexGuard, NoLock, Relax, Rtm, RtmLock, TicketLock,
+};
+
+use crate::balance::Ledger;
+use crate::pager::Pager;
+
+/// A lock the pagers' shared state can be built with at run time.
+pub trait PagerLock: KernelLock + Send + Sized + 'static {
+    /// An unlocked lock.
+    ///
+    /// # Safety
+    /// A lock that provides no mutual exclusion ([`NoLock`]) hands that duty to the caller: no
+    /// two critical sections run under the lock may overlap (one CPU uses the state guarded by
+    /// it, or the callers order their sections otherwise). For every other lock this is safe.
+    unsafe fn make() -> Self;
+}
+
+impl<const N: usize, R: Relax + 'static, A: Alignment> PagerLock for ClhLock<N, R, A> {
+    unsafe fn make() -> Self {
+        ClhLock::new()
+    }
+}
+
+impl<R: Relax + 'static, const BACKOFF: usize> PagerLock for TicketLock<R, BACKOFF> {
+    unsafe fn make() -> Self {
+        TicketLock::new()
+    }
+}
+
+impl<const N: usize, R: Relax + 'static, A: Alignment> PagerLock for BrLock<N, R, A> {
+    unsafe fn make() -> Self {
+        BrLock::new()
+    }
+}
+
+impl<L: PagerLock, const N: usize, R: Relax + 'static> PagerLock for RtmLock<L, N, R, Rtm> {
+    unsafe fn make() -> Self {
+        // SAFETY: the caller's contract is the fallback's: elision runs every critical section
+        // either as a transaction or under the fallback.
+        RtmLock::new(unsafe { L::make() })
+    }
+}
+
+impl PagerLock for NoLock {
+    unsafe fn make() -> Self {
+        // SAFETY: the caller keeps the critical sections apart (this function's contract).
+        unsafe { NoLock::new() }
+    }
+}
+
+/// A pager behind a lock of kind `L`.
+pub type LockedPager<L, const N: usize, const MAX_ORDER: usize> = Mutex<L, Pager<N, MAX_ORDER>>;
+
+/// The donor ledger (at most `LOANS` loans) behind a lock of kind `L`.
+pub type LockedLedger<L, const LOANS: usize> = Mutex<L, Ledger<LOANS>>;
+
+/// Locks `locks[a]` and `locks[b]` for `cpu`, the lower index first, and returns their guards
+/// in the order asked for: `(a's, b's)`.
+///
+/// # Panics
+/// If `a == b` (a pager does not trade with itself) or either is out of range.
+pub fn lock_two<L: KernelLock, T>(
+    locks: &[Mutex<L, T>],
+    a: usize,
+    b: usize,
+    cpu: CpuId,
+) -> (MutexGuard<'_, L, T>, MutexGuard<'_, L, T>) {
+    assert_ne!(a, b, "a pager does not trade with itself");
+    let first = locks[a.min(b)].lock(cpu);
+    let second = locks[a.max(b)].lock(cpu);
+    if a < b {
+        (first, second)
+    } else {
+        (second, first)
+    }
+}
