@@ -338,7 +338,7 @@ pub enum Suite {
     Redis,
 }
 
-/// The most samples per point a guest takes (its `runs=`: `servers::abi::bench::MAX_RUNS`).
+/// The most samples per point a guest takes (its `runs=`: `servers::image::bench::MAX_RUNS`).
 pub const GUEST_MAX_RUNS: u32 = 64;
 
 /// Parses `--runs`: 1 to [`GUEST_MAX_RUNS`].
@@ -347,7 +347,7 @@ fn parse_runs(s: &str) -> Result<u32, String> {
         Ok(n) if (1..=GUEST_MAX_RUNS).contains(&n) => Ok(n),
         _ => Err(format!(
             "`{s}` is not a sample count from 1 to {GUEST_MAX_RUNS} (a guest's `runs=` takes \
-             at most {GUEST_MAX_RUNS}: servers::abi::bench::MAX_RUNS)"
+             at most {GUEST_MAX_RUNS}: servers::image::bench::MAX_RUNS)"
         )),
     }
 }
@@ -1098,10 +1098,10 @@ mod tests {
 
     #[test]
     fn the_runs_limit_is_the_guests() {
-        // The guests' limit is servers::abi::bench::MAX_RUNS (not a dependency of xtask: read
+        // The guests' limit is servers::image::bench::MAX_RUNS (not a dependency of xtask: read
         // from its source).
         let root = host_env::workspace_root();
-        let abi = fs::read_to_string(root.join("servers/src/abi.rs")).unwrap();
+        let abi = fs::read_to_string(root.join("servers/src/image.rs")).unwrap();
         let value = |name: &str| -> u32 {
             let line = abi
                 .lines()
@@ -1109,7 +1109,7 @@ mod tests {
                     l.trim_start()
                         .starts_with(&format!("pub const {name}: usize ="))
                 })
-                .unwrap_or_else(|| panic!("no {name} in servers/src/abi.rs"));
+                .unwrap_or_else(|| panic!("no {name} in servers/src/image.rs"));
             line.split('=')
                 .nth(1)
                 .unwrap()

@@ -43,7 +43,7 @@ pub const IPC: &str = "memory-ipc";
 pub const DEFAULT_PAGES: [u32; 5] = [50, 100, 200, 500, 1000];
 /// Pages per task of the core-count sweep, when `--pages` includes it.
 pub const CORE_SWEEP_PAGES: u32 = 100;
-/// The most pages a task takes (the guest's `pages=`: `servers::abi::memory::MAX_PAGES`).
+/// The most pages a task takes (the guest's `pages=`: `servers::image::memory::MAX_PAGES`).
 pub const MAX_PAGES: u32 = 1024;
 /// The files the memory suite writes (besides results.json, results.csv and report.md).
 pub const STEMS: [&str; 2] = ["fig4-memory-cores", "fig5-memory-pages"];
@@ -68,7 +68,7 @@ pub fn parse_pages(s: &str) -> Result<u32, String> {
         Ok(n) if (1..=MAX_PAGES).contains(&n) => Ok(n),
         _ => Err(format!(
             "`{s}` is not a page count from 1 to {MAX_PAGES} (a guest's `pages=` takes at most \
-             {MAX_PAGES}: servers::abi::memory::MAX_PAGES)"
+             {MAX_PAGES}: servers::image::memory::MAX_PAGES)"
         )),
     }
 }
@@ -990,10 +990,10 @@ mod tests {
     #[test]
     fn the_pages_limit_is_the_guests() {
         let abi =
-            std::fs::read_to_string(host_env::workspace_root().join("servers/src/abi.rs")).unwrap();
+            std::fs::read_to_string(host_env::workspace_root().join("servers/src/image.rs")).unwrap();
         assert!(
             abi.contains(&format!("pub const MAX_PAGES: usize = {MAX_PAGES};")),
-            "servers::abi::memory::MAX_PAGES is not {MAX_PAGES}"
+            "servers::image::memory::MAX_PAGES is not {MAX_PAGES}"
         );
     }
 

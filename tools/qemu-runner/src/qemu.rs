@@ -190,7 +190,7 @@ pub struct QemuArgs {
     pub stack_overflow: bool,
 
     /// Boot `mode=fuzz`: a system-call fuzzer on every core beside its ping-pong pair (see
-    /// `servers::fuzz`). The run passes only if the kernel shuts down with success, prints no
+    /// `servers::programs::fuzz`). The run passes only if the kernel shuts down with success, prints no
     /// panic, and every core's fuzzer reports its `fuzz: cpu N: C calls (...)` line with at
     /// least `--calls` calls, no anomaly and a passed self-check.
     #[arg(long, conflicts_with_all = ["tests", "stack_overflow"])]
