@@ -39,6 +39,8 @@ pub const REPORTS_DONE: &str = "reports DONE";
 pub const DONE: &str = "done:";
 /// The first words of the shutdown line.
 pub const SHUTTING_DOWN: &str = "shutting down:";
+/// How a successful shutdown line starts (the uptime follows).
+pub const SHUTDOWN_SUCCESS: &str = "shutting down: success";
 /// The line before the benchmark records.
 pub const BENCH_BEGIN: &str = "BENCH-JSON-BEGIN";
 /// The line after the benchmark records.
@@ -654,6 +656,20 @@ mod tests {
         ] {
             assert_eq!(Line::parse(line), Line::Other, "{line}");
         }
+    }
+
+    #[test]
+    fn a_successful_shutdown_line_starts_with_the_success_prefix() {
+        let ok = Shutdown {
+            success: true,
+            uptime_ms: 1,
+        };
+        assert!(ok.to_string().starts_with(SHUTDOWN_SUCCESS));
+        let failed = Shutdown {
+            success: false,
+            uptime_ms: 1,
+        };
+        assert!(!failed.to_string().starts_with(SHUTDOWN_SUCCESS));
     }
 
     #[test]

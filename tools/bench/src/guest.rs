@@ -8,10 +8,8 @@ use super::records::RawRecord;
 use host_env::proc::Cmd;
 use qemu_runner::qemu::{self, Arch, Guest, Lock, Machine};
 
-/// The line that opens a block of raw records.
-pub const BEGIN: &str = "BENCH-JSON-BEGIN";
-/// The line that closes it.
-pub const END: &str = "BENCH-JSON-END";
+/// The lines that open and close a block of raw records.
+pub use protocol::console::{BENCH_BEGIN as BEGIN, BENCH_END as END};
 /// Retries of a malformed run before it is an error.
 pub const RETRIES: u32 = 2;
 
@@ -112,7 +110,7 @@ pub fn parse_console(lines: &[String]) -> Attempt {
             }
             inside = false;
         } else if inside && !line.is_empty() {
-            match serde_json::from_str::<RawRecord>(line) {
+            match RawRecord::parse(line) {
                 Ok(r) => records.push(r),
                 Err(e) => {
                     let shown: String = line.chars().take(120).collect();

@@ -989,8 +989,8 @@ mod tests {
 
     #[test]
     fn the_pages_limit_is_the_guests() {
-        let abi =
-            std::fs::read_to_string(host_env::workspace_root().join("servers/src/image.rs")).unwrap();
+        let abi = std::fs::read_to_string(host_env::workspace_root().join("servers/src/image.rs"))
+            .unwrap();
         assert!(
             abi.contains(&format!("pub const MAX_PAGES: usize = {MAX_PAGES};")),
             "servers::image::memory::MAX_PAGES is not {MAX_PAGES}"

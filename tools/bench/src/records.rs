@@ -8,44 +8,7 @@ use super::plan::{strategy_of, Platform};
 use super::stats::{stats, Stats};
 
 /// One measured point as a producer emits it (guest console line or hosted JSON array entry).
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
-pub struct RawRecord {
-    /// Benchmark name (`ipc-call`, `ipc-replyrecv`, `ipc-roundtrip`, `multicore-pingpong`, ...).
-    pub bench: String,
-    /// `same-as` / `cross-as`, `pairs`, `shared` / `dedicated`, or empty.
-    #[serde(default)]
-    pub variant: String,
-    /// The kernel's lock as booted.
-    pub lock: String,
-    /// Cores taking part.
-    pub cores: u32,
-    /// Client threads (client-server), else 0.
-    #[serde(default)]
-    pub clients: u32,
-    /// Pages per task (the memory benchmark's records; for `memory-ipc` the tasks' that ran
-    /// before the Calls), else 0.
-    #[serde(default)]
-    pub pages: u32,
-    /// `ticks`, `cycles`, `round trips`, `round trips/s`, `barriers`.
-    pub unit: String,
-    /// The counter read (`tsc`, `pmccntr`, `a9-global-timer`, `cntvct`, `debugcall`).
-    #[serde(default)]
-    pub counter: String,
-    /// The counter frequency as the producer believes it (0: unknown).
-    #[serde(default)]
-    pub counter_hz: f64,
-    /// The counter-read cost already subtracted from the samples, in `unit`.
-    #[serde(default)]
-    pub overhead: f64,
-    /// Throughput benches: the sampling interval in counter ticks.
-    #[serde(default)]
-    pub interval_ticks: Option<f64>,
-    /// One number per repetition.
-    pub samples: Vec<f64>,
-    /// Bench-specific details.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub extra: Option<Value>,
-}
+pub use protocol::record::RawRecord;
 
 /// The machine the benchmarks ran on.
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq)]

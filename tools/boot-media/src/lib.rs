@@ -35,6 +35,7 @@ use clap::{Args, ValueEnum};
 use sha2::{Digest, Sha256};
 
 use host_env::proc::Cmd;
+use protocol::console::SHUTDOWN_SUCCESS;
 use qemu_runner::board::{self, Board};
 use qemu_runner::qemu::{self, Arch, Lock};
 use safety::{Intent, SysRoots, Target};
@@ -889,7 +890,7 @@ pub fn judge_pc_boot(
         "multiboot2 boot ok".to_owned(),
         format!("cpus online: {smp}"),
         format!("lock: {lock_name} "),
-        "shutting down: success".to_owned(),
+        SHUTDOWN_SUCCESS.to_owned(),
     ] {
         if !has(&needle) {
             missing.push(format!("`{}`", needle.trim_end()));

@@ -29,6 +29,7 @@ use std::time::Duration;
 use clap::{Args, ValueEnum};
 
 use host_env::proc::Cmd;
+use protocol::console::{self, Line, Outcome, SHUTDOWN_SUCCESS};
 
 /// Console lines shown when a run fails.
 pub const TAIL: usize = 25;
@@ -685,13 +686,10 @@ pub fn explain_no_semihosting(stopped: bool, lines: &[String], smp: u32) -> (boo
     if let Some(f) = fault {
         return (false, format!("the kernel reported a fault or panic: {f}"));
     }
-    let missing: Vec<String> = [
-        "shutting down: success".to_owned(),
-        format!("cpus online: {smp}"),
-    ]
-    .into_iter()
-    .filter(|p| !has(p))
-    .collect();
+    let missing: Vec<String> = [SHUTDOWN_SUCCESS.to_owned(), format!("cpus online: {smp}")]
+        .into_iter()
+        .filter(|p| !has(p))
+        .collect();
     if !stopped {
         return (
             false,
@@ -731,7 +729,7 @@ pub fn explain_armv7(code: Option<i32>, lines: &[String], smp: u32, lock: Lock) 
         lock.name()
     };
     let missing: Vec<String> = [
-        "shutting down: success".to_owned(),
+        SHUTDOWN_SUCCESS.to_owned(),
         format!("cpus online: {smp}"),
         format!("lock: {lock_name} "),
     ]
@@ -790,12 +788,17 @@ pub fn qemu_error(lines: &[String]) -> Option<&str> {
 pub fn never_reported(lines: &[String]) -> Vec<String> {
     let done: Vec<&str> = lines
         .iter()
-        .filter_map(|l| l.trim().strip_prefix("done: "))
+        .filter_map(|l| match Line::parse(l) {
+            Line::Done(who) => Some(who),
+            _ => None,
+        })
         .collect();
     lines
         .iter()
-        .filter_map(|l| l.trim().strip_prefix("plan: "))
-        .filter_map(|l| l.strip_suffix(" reports DONE"))
+        .filter_map(|l| match Line::parse(l) {
+            Line::Plan(who) => Some(who),
+            _ => None,
+        })
         .filter(|who| !done.contains(who))
         .map(str::to_string)
         .collect()
@@ -985,47 +988,49 @@ pub struct Suite {
 /// names must number exactly the plan, which must be at least `min_plan` (and never 0); the
 /// `ALL TESTS RAN` sentinel must be there and agree. Each violation is one more problem.
 pub fn parse_suite(lines: &[String], min_plan: usize) -> Suite {
-    #[derive(Clone, Copy, PartialEq, Eq)]
-    enum Res {
-        Ok,
-        Skipped,
-        Failed,
-    }
     let mut s = Suite::default();
     // (name, result, times reported), in order of first appearance.
-    let mut tests: Vec<(String, Res, usize)> = Vec::new();
+    let mut tests: Vec<(String, Outcome, usize)> = Vec::new();
     let mut problems = Vec::new();
+    let mut plans = 0;
     for line in lines {
-        let line = line.trim_end();
-        if let Some(rest) = line.strip_prefix("TEST ") {
-            let Some((name, result)) = rest.split_once(" ... ") else {
-                problems.push(format!("malformed test line `{line}`"));
-                continue;
-            };
-            let res = if result.starts_with("ok") {
-                Res::Ok
-            } else if result.starts_with("skipped") {
-                Res::Skipped
-            } else {
-                Res::Failed
-            };
-            match tests.iter_mut().find(|(n, _, _)| n == name) {
-                Some(t) => {
-                    t.2 += 1;
-                    if res == Res::Failed {
-                        t.1 = Res::Failed;
+        match Line::parse(line) {
+            Line::Test { name, outcome, .. } => {
+                match tests.iter_mut().find(|(n, _, _)| n == name) {
+                    Some(t) => {
+                        t.2 += 1;
+                        if outcome == Outcome::Failed {
+                            t.1 = Outcome::Failed;
+                        }
                     }
+                    None => tests.push((name.to_owned(), outcome, 1)),
                 }
-                None => tests.push((name.to_owned(), res, 1)),
             }
-        } else if let Some(n) = line.strip_prefix("TESTS PLANNED ") {
-            if s.planned.is_some() {
-                problems.push("more than one `TESTS PLANNED` line".into());
+            Line::Malformed {
+                kind: console::TEST,
+                ..
+            } => problems.push(format!("malformed test line `{}`", line.trim())),
+            Line::TestsPlanned(n) => {
+                plans += 1;
+                s.planned = Some(n);
             }
-            s.planned = n.trim().parse().ok();
-        } else if let Some(n) = line.strip_prefix("ALL TESTS RAN ") {
-            s.ran = n.trim().parse().ok();
+            Line::Malformed {
+                kind: console::TESTS_PLANNED,
+                ..
+            } => {
+                plans += 1;
+                s.planned = None;
+            }
+            Line::AllTestsRan(n) => s.ran = Some(n),
+            Line::Malformed {
+                kind: console::ALL_TESTS_RAN,
+                ..
+            } => s.ran = None,
+            _ => {}
         }
+    }
+    if plans > 1 {
+        problems.push("more than one `TESTS PLANNED` line".into());
     }
     for (name, res, times) in &tests {
         if *times > 1 {
@@ -1033,12 +1038,12 @@ pub fn parse_suite(lines: &[String], min_plan: usize) -> Suite {
             s.failures.push(format!("{name} (reported {times} times)"));
         } else {
             match res {
-                Res::Ok => s.passed += 1,
-                Res::Skipped => {
+                Outcome::Ok => s.passed += 1,
+                Outcome::Skipped => {
                     s.skipped += 1;
                     s.skips.push(name.clone());
                 }
-                Res::Failed => {
+                Outcome::Failed => {
                     s.failed += 1;
                     s.failures.push(name.clone());
                 }

@@ -18,6 +18,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use protocol::console::{self, Line, TraceCore, TraceEnd};
 use sim::trace::{Record, Strategy, Trace, RECORD_SIZE};
 
 use qemu_runner::qemu::{explain_armv7, explain_status, Arch, Guest, Lock, Machine};
@@ -60,39 +61,22 @@ pub fn strategy_of(lock: &str) -> Option<Strategy> {
     })
 }
 
-/// The `key=value` of a header line's words.
-fn field<'a>(words: &[&'a str], key: &str) -> Result<&'a str, String> {
-    words
-        .iter()
-        .filter_map(|w| w.split_once('='))
-        .find(|(k, _)| *k == key)
-        .map(|(_, v)| v)
-        .ok_or_else(|| format!("no {key}= in the trace header"))
-}
-
-/// A number field of a header line.
-fn number(words: &[&str], key: &str) -> Result<u64, String> {
-    let v = field(words, key)?;
-    v.parse()
-        .map_err(|_| format!("{key}={v} in the trace header is not a number"))
-}
-
 /// One `TRACE-RECORD` line's hex digits as a record.
 fn decode_hex(hex: &str, index: usize) -> Result<Record, String> {
-    let hex = hex.trim();
-    if hex.len() != 2 * RECORD_SIZE || !hex.is_ascii() {
-        return Err(format!(
+    let mut bytes = [0u8; RECORD_SIZE];
+    console::decode_hex(hex, &mut bytes).ok_or_else(|| {
+        format!(
             "trace record {index}: {} characters, expected {} hex digits",
             hex.len(),
             2 * RECORD_SIZE
-        ));
-    }
-    let mut bytes = [0u8; RECORD_SIZE];
-    for (i, b) in bytes.iter_mut().enumerate() {
-        *b = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16)
-            .map_err(|_| format!("trace record {index}: not hex: {hex}"))?;
-    }
+        )
+    })?;
     Record::decode(&bytes, index).map_err(|e| e.to_string())
+}
+
+/// A malformed trace line, for the error.
+fn malformed(l: &str, problem: &str) -> String {
+    format!("bad line: {l} ({problem})")
 }
 
 /// Reads the `TRACE-BEGIN` .. `TRACE-END` block of an image's console (`lines`, other lines
@@ -100,23 +84,32 @@ fn decode_hex(hex: &str, index: usize) -> Result<Record, String> {
 /// `-icount` replaces the image's calibration).
 pub fn parse_console(lines: &[String], board: &str, icount: bool) -> Result<ConsoleTrace, String> {
     let mut lines = lines.iter().map(|l| l.trim_end_matches(['\r', '\n']));
-    let header = lines
-        .by_ref()
-        .find_map(|l| l.strip_prefix("TRACE-BEGIN "))
-        .ok_or(
-            "no TRACE-BEGIN line on the console (was the image built with --features trace \
-                and booted with trace=1?)",
-        )?;
-    let words: Vec<&str> = header.split_whitespace().collect();
-    let cores = number(&words, "cores")?;
-    let cores = u16::try_from(cores)
+    let mut header = None;
+    for l in lines.by_ref() {
+        match Line::parse(l) {
+            Line::TraceBegin(h) => {
+                header = Some(h);
+                break;
+            }
+            Line::Malformed {
+                kind: console::TRACE_BEGIN,
+                problem,
+            } => return Err(malformed(l, problem)),
+            _ => {}
+        }
+    }
+    let header = header.ok_or(
+        "no TRACE-BEGIN line on the console (was the image built with --features trace \
+            and booted with trace=1?)",
+    )?;
+    let cores = u16::try_from(header.cores)
         .ok()
         .filter(|&c| c > 0)
-        .ok_or_else(|| format!("cores={cores} in the trace header"))?;
-    let lock = field(&words, "lock")?.to_owned();
+        .ok_or_else(|| format!("cores={} in the trace header", header.cores))?;
+    let lock = header.lock.to_owned();
     let strategy = strategy_of(&lock).ok_or_else(|| format!("unknown lock={lock}"))?;
-    let counter = field(&words, "counter")?.to_owned();
-    let guest_hz = number(&words, "hz")?;
+    let counter = header.counter.to_owned();
+    let guest_hz = header.hz;
     let frequency_hz = bench::records::true_hz(&counter, board, icount, guest_hz as f64)
         .map_or(guest_hz, |hz| hz.round() as u64);
     if frequency_hz == 0 {
@@ -127,46 +120,57 @@ pub fn parse_console(lines: &[String], board: &str, icount: bool) -> Result<Cons
     let mut core_start = 0;
     let mut ended = false;
     for l in lines {
-        if let Some(hex) = l.strip_prefix("TRACE-RECORD ") {
-            records.push(decode_hex(hex, records.len())?);
-        } else if let Some(rest) = l.strip_prefix("TRACE-CORE ") {
-            let words: Vec<&str> = rest.split_whitespace().collect();
-            let core = words
-                .first()
-                .and_then(|c| c.parse::<usize>().ok())
-                .ok_or_else(|| format!("bad line: {l}"))?;
-            let n = number(&words, "records")? as usize;
-            let lost = number(&words, "lost")? as usize;
-            if core != per_core.len() || n != records.len() - core_start {
-                return Err(format!(
-                    "{l}: expected core {} with {} records",
-                    per_core.len(),
-                    records.len() - core_start
-                ));
+        match Line::parse(l) {
+            Line::TraceRecord(hex) => records.push(decode_hex(hex, records.len())?),
+            Line::Malformed {
+                kind: console::TRACE_RECORD,
+                ..
+            } => {
+                let hex = l.trim().trim_start_matches(console::TRACE_RECORD).trim();
+                return Err(decode_hex(hex, records.len())
+                    .err()
+                    .unwrap_or_else(|| format!("trace record {}: not hex: {hex}", records.len())));
             }
-            if let Some(r) = records[core_start..]
-                .iter()
-                .find(|r| usize::from(r.core) != core)
-            {
-                return Err(format!(
-                    "core {core}'s ring holds a record of core {}",
-                    r.core
-                ));
+            Line::Malformed {
+                kind: console::TRACE_CORE | console::TRACE_END,
+                problem,
+            } => return Err(malformed(l, problem)),
+            Line::TraceCore(TraceCore {
+                core,
+                records: n,
+                lost,
+            }) => {
+                if core != per_core.len() || n != records.len() - core_start {
+                    return Err(format!(
+                        "{l}: expected core {} with {} records",
+                        per_core.len(),
+                        records.len() - core_start
+                    ));
+                }
+                if let Some(r) = records[core_start..]
+                    .iter()
+                    .find(|r| usize::from(r.core) != core)
+                {
+                    return Err(format!(
+                        "core {core}'s ring holds a record of core {}",
+                        r.core
+                    ));
+                }
+                per_core.push((n, lost));
+                core_start = records.len();
             }
-            per_core.push((n, lost));
-            core_start = records.len();
-        } else if let Some(rest) = l.strip_prefix("TRACE-END ") {
-            let words: Vec<&str> = rest.split_whitespace().collect();
-            let n = number(&words, "records")? as usize;
-            if n != records.len() || per_core.len() != usize::from(cores) {
-                return Err(format!(
-                    "{l}: read {} records of {} cores (header: {cores} cores)",
-                    records.len(),
-                    per_core.len()
-                ));
+            Line::TraceEnd(TraceEnd { records: n, .. }) => {
+                if n != records.len() || per_core.len() != usize::from(cores) {
+                    return Err(format!(
+                        "{l}: read {} records of {} cores (header: {cores} cores)",
+                        records.len(),
+                        per_core.len()
+                    ));
+                }
+                ended = true;
+                break;
             }
-            ended = true;
-            break;
+            _ => {}
         }
     }
     if !ended {
@@ -474,10 +478,14 @@ mod tests {
         c[2].replace_range(13 + 64..13 + 66, "09"); // entry kind 9
         assert!(parse_console(&c, "microvm", true).is_err());
         let mut c = console(2);
-        c[1] = "TRACE-BEGIN cores=2 lock=spin counter=tsc hz=1".into();
+        c[1] = "TRACE-BEGIN cores=2 lock=spin counter=tsc hz=1 ring=2048".into();
         assert!(parse_console(&c, "microvm", true)
             .unwrap_err()
             .contains("unknown lock"));
+        c[1] = "TRACE-BEGIN cores=2 lock=clh counter=tsc hz=1".into();
+        assert!(parse_console(&c, "microvm", true)
+            .unwrap_err()
+            .contains("bad line"));
         let mut c = console(2);
         let end = c.len() - 2;
         c[end] = "TRACE-END records=7 lost=0".into();
