@@ -4,6 +4,8 @@
 
 use core::fmt::{self, Write};
 
+use protocol::console::{Outcome, TestLine};
+
 use crate::image::{debug_nr, info};
 use crate::sys::raw;
 
@@ -48,11 +50,25 @@ macro_rules! uprintln {
     ($($arg:tt)*) => { $crate::debug::print(format_args!("{}\n", format_args!($($arg)*))) };
 }
 
-/// Reports a test result as one parseable line: `TEST <name> ... ok|FAILED`.
+/// Reports a test result as one test line of the console protocol
+/// (`TEST <name> ... ok|FAILED (<detail>)`, see the `protocol` crate).
 pub fn test(name: &str, ok: bool, detail: fmt::Arguments<'_>) {
+    report(name, if ok { Outcome::Ok } else { Outcome::Failed }, detail);
+}
+
+/// Reports a planned test this run cannot do: `TEST <name> ... skipped (<reason>)`.
+pub fn skip(name: &str, reason: fmt::Arguments<'_>) {
+    report(name, Outcome::Skipped, reason);
+}
+
+fn report(name: &str, outcome: Outcome, detail: fmt::Arguments<'_>) {
     print(format_args!(
-        "TEST {name} ... {} ({detail})\n",
-        if ok { "ok" } else { "FAILED" }
+        "{}\n",
+        TestLine {
+            name,
+            outcome,
+            detail
+        }
     ));
 }
 

@@ -193,8 +193,8 @@ mod owned {
         /// Client threads (client-server), else 0.
         #[serde(default)]
         pub clients: u32,
-        /// Pages per task (the memory benchmark's records), else 0.
-        #[serde(default)]
+        /// Pages per task (the memory benchmark's records), else 0 (and then not written).
+        #[serde(default, skip_serializing_if = "is_zero")]
         pub pages: u32,
         /// `ticks`, `cycles`, `round trips`, `round trips/s`, `barriers`.
         pub unit: String,
@@ -202,15 +202,20 @@ mod owned {
         #[serde(default)]
         pub counter: String,
         /// The counter frequency as the producer believes it (0: unknown).
-        #[serde(default)]
+        #[serde(default, serialize_with = "number")]
         pub counter_hz: f64,
         /// The counter-read cost already subtracted from the samples, in `unit`.
-        #[serde(default)]
+        #[serde(default, serialize_with = "number")]
         pub overhead: f64,
         /// Throughput benches: the sampling interval in counter ticks.
-        #[serde(default)]
+        #[serde(
+            default,
+            skip_serializing_if = "Option::is_none",
+            serialize_with = "some_number"
+        )]
         pub interval_ticks: Option<f64>,
         /// One number per repetition.
+        #[serde(serialize_with = "numbers")]
         pub samples: Vec<f64>,
         /// Bench-specific details.
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -222,6 +227,50 @@ mod owned {
         pub fn parse(json: &str) -> Result<RawRecord, serde_json::Error> {
             serde_json::from_str(json)
         }
+
+        /// The record as one line of JSON, the keys in the order of [`FIELDS`](super::FIELDS)
+        /// (whole numbers written as integers, as the guests write them).
+        pub fn to_json(&self) -> String {
+            serde_json::to_string(self).unwrap_or_default()
+        }
+    }
+
+    fn is_zero(x: &u32) -> bool {
+        *x == 0
+    }
+
+    /// A whole number as an integer (`20`, not `20.0`), anything else as it is; JSON has no
+    /// NaN or infinity, so those are `null`.
+    fn number<S: serde::Serializer>(x: &f64, s: S) -> Result<S::Ok, S::Error> {
+        if x.is_finite() && *x == x.trunc() && x.abs() < 9.0e15 {
+            s.serialize_i64(*x as i64)
+        } else if x.is_finite() {
+            s.serialize_f64(*x)
+        } else {
+            s.serialize_none()
+        }
+    }
+
+    fn some_number<S: serde::Serializer>(x: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
+        match x {
+            Some(x) => number(x, s),
+            None => s.serialize_none(),
+        }
+    }
+
+    fn numbers<S: serde::Serializer>(xs: &[f64], s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        struct N(f64);
+        impl Serialize for N {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                number(&self.0, s)
+            }
+        }
+        let mut seq = s.serialize_seq(Some(xs.len()))?;
+        for &x in xs {
+            seq.serialize_element(&N(x))?;
+        }
+        seq.end()
     }
 }
 
@@ -298,7 +347,11 @@ mod tests {
         assert_eq!(r.pages, 8);
         assert_eq!(r.interval_ticks, Some(100.0));
         assert_eq!(r.samples, [2.0, 3.0]);
-        assert_eq!(r.extra.unwrap()["aborts"], 3);
+        assert_eq!(r.extra.as_ref().unwrap()["aborts"], 3);
+        // Written back, a record of whole samples is the guest's line again, byte for byte.
+        full.divisor = 1;
+        let whole = RawRecord::parse(&full.to_string()).unwrap();
+        assert_eq!(whole.to_json(), full.to_string());
         // And every documented field is one the reader knows.
         let json = serde_json::to_value(RawRecord::parse(&full.to_string()).unwrap()).unwrap();
         let keys: std::vec::Vec<&str> = json

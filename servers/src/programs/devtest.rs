@@ -187,7 +187,7 @@ pub fn run(p: Prepared) {
     let (mut device, irq, core) = match p.result {
         Ok(d) => d,
         Err(NO_TRANSPORTS) => {
-            crate::uprintln!("TEST {name} ... skipped ({NO_TRANSPORTS})");
+            crate::debug::skip(name, format_args!("{NO_TRANSPORTS}"));
             return;
         }
         Err(e) => {

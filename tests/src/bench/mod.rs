@@ -1364,14 +1364,14 @@ pub fn run(opts: &Options, log: &mut dyn FnMut(&str)) -> Vec<Record> {
             .unwrap_or(1)
             .min(MAX_CPUS);
         m.extra(&mut r);
-        let causes = Json::Obj(vec![
-            ("busy".into(), rtm.aborts_busy.into()),
-            ("conflict".into(), rtm.aborts_conflict.into()),
-            ("capacity".into(), rtm.aborts_capacity.into()),
-            ("retry".into(), rtm.aborts_retry.into()),
-            ("debug_nested".into(), rtm.aborts_debug_nested.into()),
-            ("other".into(), rtm.aborts_other.into()),
-        ]);
+        let causes = serde_json::json!({
+            "busy": rtm.aborts_busy,
+            "conflict": rtm.aborts_conflict,
+            "capacity": rtm.aborts_capacity,
+            "retry": rtm.aborts_retry,
+            "debug_nested": rtm.aborts_debug_nested,
+            "other": rtm.aborts_other,
+        });
         r.extra("rtm_available", rtm.rtm_available)
             .extra("total", rtm.total())
             .extra("direct", rtm.direct)

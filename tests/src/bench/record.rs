@@ -1,116 +1,11 @@
-//! Raw benchmark records ([`Record`]) and their JSON form, as `docs/bench-protocol.md` defines
-//! them. No serialisation crate: the format is small and fixed, and writing it by hand keeps the
-//! harness free of dependencies.
+//! Raw benchmark records ([`Record`]) as the hosted benchmarks build them, written in the
+//! protocol's JSON form (`protocol::record::RawRecord`, `docs/bench-protocol.md`), the same
+//! form the guests print.
 
-use std::fmt::Write as _;
+use protocol::record::RawRecord;
 
 /// A JSON value of a record's `extra` object.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Json {
-    /// A string.
-    Str(String),
-    /// An integer.
-    Int(i64),
-    /// A number (non-finite values are written as `null`).
-    Num(f64),
-    /// A boolean.
-    Bool(bool),
-    /// An object, keys in order.
-    Obj(Vec<(String, Json)>),
-}
-
-impl From<&str> for Json {
-    fn from(s: &str) -> Self {
-        Json::Str(s.to_owned())
-    }
-}
-
-impl From<String> for Json {
-    fn from(s: String) -> Self {
-        Json::Str(s)
-    }
-}
-
-impl From<u64> for Json {
-    fn from(x: u64) -> Self {
-        Json::Int(i64::try_from(x).unwrap_or(i64::MAX))
-    }
-}
-
-impl From<usize> for Json {
-    fn from(x: usize) -> Self {
-        Json::from(x as u64)
-    }
-}
-
-impl From<f64> for Json {
-    fn from(x: f64) -> Self {
-        Json::Num(x)
-    }
-}
-
-impl From<bool> for Json {
-    fn from(b: bool) -> Self {
-        Json::Bool(b)
-    }
-}
-
-impl Json {
-    /// Appends the JSON text of `self` to `out`.
-    pub fn write(&self, out: &mut String) {
-        match self {
-            Json::Str(s) => write_str(out, s),
-            Json::Int(i) => {
-                let _ = write!(out, "{i}");
-            }
-            Json::Num(x) => write_num(out, *x),
-            Json::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-            Json::Obj(fields) => {
-                out.push('{');
-                for (i, (k, v)) in fields.iter().enumerate() {
-                    if i > 0 {
-                        out.push(',');
-                    }
-                    write_str(out, k);
-                    out.push(':');
-                    v.write(out);
-                }
-                out.push('}');
-            }
-        }
-    }
-}
-
-/// Writes `s` as a JSON string literal (quotes, backslashes and control characters escaped).
-pub fn write_str(out: &mut String, s: &str) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-}
-
-/// Writes a number: integers without a fraction, others with three decimals; `null` if not
-/// finite (JSON has no NaN or infinity).
-pub fn write_num(out: &mut String, x: f64) {
-    if !x.is_finite() {
-        out.push_str("null");
-    } else if x == x.trunc() && x.abs() < 1e15 {
-        let _ = write!(out, "{}", x as i64);
-    } else {
-        let _ = write!(out, "{x:.3}");
-    }
-}
+pub type Json = serde_json::Value;
 
 /// One raw record (see `docs/bench-protocol.md`, "Raw records").
 #[derive(Clone, Debug, PartialEq)]
@@ -172,58 +67,31 @@ impl Record {
         self
     }
 
+    /// The record in the protocol's form.
+    pub fn raw(&self) -> RawRecord {
+        RawRecord {
+            bench: self.bench.clone(),
+            variant: self.variant.clone(),
+            lock: self.lock.clone(),
+            cores: u32::try_from(self.cores).unwrap_or(u32::MAX),
+            clients: u32::try_from(self.clients).unwrap_or(u32::MAX),
+            pages: self.pages,
+            unit: self.unit.clone(),
+            counter: self.counter.clone(),
+            counter_hz: self.counter_hz as f64,
+            overhead: self.overhead as f64,
+            interval_ticks: self.interval_ticks.map(|t| t as f64),
+            samples: self.samples.clone(),
+            extra: self
+                .extra
+                .as_ref()
+                .map(|fields| Json::Object(fields.iter().cloned().collect())),
+        }
+    }
+
     /// The record as one line of JSON, fields in the protocol's order.
     pub fn to_json(&self) -> String {
-        let mut o = String::with_capacity(256 + 16 * self.samples.len());
-        o.push('{');
-        let field = |o: &mut String, k: &str| {
-            if o.len() > 1 {
-                o.push(',');
-            }
-            write_str(o, k);
-            o.push(':');
-        };
-        field(&mut o, "bench");
-        write_str(&mut o, &self.bench);
-        field(&mut o, "variant");
-        write_str(&mut o, &self.variant);
-        field(&mut o, "lock");
-        write_str(&mut o, &self.lock);
-        field(&mut o, "cores");
-        let _ = write!(o, "{}", self.cores);
-        field(&mut o, "clients");
-        let _ = write!(o, "{}", self.clients);
-        if self.pages != 0 {
-            field(&mut o, "pages");
-            let _ = write!(o, "{}", self.pages);
-        }
-        field(&mut o, "unit");
-        write_str(&mut o, &self.unit);
-        field(&mut o, "counter");
-        write_str(&mut o, &self.counter);
-        field(&mut o, "counter_hz");
-        let _ = write!(o, "{}", self.counter_hz);
-        field(&mut o, "overhead");
-        let _ = write!(o, "{}", self.overhead);
-        if let Some(t) = self.interval_ticks {
-            field(&mut o, "interval_ticks");
-            let _ = write!(o, "{t}");
-        }
-        field(&mut o, "samples");
-        o.push('[');
-        for (i, &x) in self.samples.iter().enumerate() {
-            if i > 0 {
-                o.push(',');
-            }
-            write_num(&mut o, x);
-        }
-        o.push(']');
-        if let Some(extra) = &self.extra {
-            field(&mut o, "extra");
-            Json::Obj(extra.clone()).write(&mut o);
-        }
-        o.push('}');
-        o
+        self.raw().to_json()
     }
 }
 
@@ -258,26 +126,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn escapes_strings() {
-        let mut o = String::new();
-        write_str(&mut o, "a\"b\\c\nd\u{1}é");
-        assert_eq!(o, r#""a\"b\\c\nd\u0001é""#);
-    }
-
-    #[test]
-    fn numbers() {
-        let mut o = String::new();
-        for x in [3.0, 2.5, -1.0, f64::NAN, 1e20] {
-            write_num(&mut o, x);
-            o.push(' ');
-        }
-        assert_eq!(
-            o, "3 2.500 -1 null 100000000000000000000.000 ",
-            "integers plain, others with 3 decimals, NaN null"
-        );
-    }
-
-    #[test]
     fn record_line() {
         let mut r = Record::new("ipc-call", "cross-as", "clh", "cycles");
         r.counter_hz = 2_400_000_000;
@@ -286,7 +134,7 @@ mod tests {
         r.extra("rtm", false).extra("n", 3u64);
         assert_eq!(
             r.to_json(),
-            r#"{"bench":"ipc-call","variant":"cross-as","lock":"clh","cores":1,"clients":0,"unit":"cycles","counter":"tsc","counter_hz":2400000000,"overhead":20,"samples":[100,101.250],"extra":{"rtm":false,"n":3}}"#
+            r#"{"bench":"ipc-call","variant":"cross-as","lock":"clh","cores":1,"clients":0,"unit":"cycles","counter":"tsc","counter_hz":2400000000,"overhead":20,"samples":[100,101.25],"extra":{"n":3,"rtm":false}}"#
         );
         let mut t = Record::new("client-server", "shared", "fine", "round trips/s");
         t.interval_ticks = Some(1000);
