@@ -23,6 +23,7 @@ pub const RESULTS_FIELDS: &[Field] = &[
     Field { name: "missing", ty: "array", meaning: "points the plan named that were not measured, with the reason" },
     Field { name: "errors", ty: "array", meaning: "what failed, one entry each" },
     Field { name: "records", ty: "array of objects", meaning: "one object per measured point, the suite's fields" },
+    Field { name: "summary", ty: "array, optional", meaning: "comparisons the suite derives from its records (the lock micro-benchmarks' parity of each lock with the best peer of its kind)" },
 ];
 
 /// Where and when a results file was made.
@@ -67,6 +68,9 @@ pub struct Results<R> {
     pub errors: Vec<Value>,
     /// One per measured point.
     pub records: Vec<R>,
+    /// Comparisons derived from the records (absent where the suite derives none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub summary: Vec<Value>,
 }
 
 /// Why a results file could not be read.
@@ -133,6 +137,7 @@ mod tests {
             missing: vec![],
             errors: vec![],
             records: vec![json!({"bench": "ipc-call", "samples": [1, 2]})],
+            summary: vec![],
         }
     }
 
@@ -147,6 +152,7 @@ mod tests {
     fn the_written_keys_are_the_documented_ones() {
         let mut r = sample();
         r.method = json!({"ipc": "one sentence"});
+        r.summary = vec![json!({"lock": "clh", "verdict": "met"})];
         let v = serde_json::to_value(&r).unwrap();
         let keys: Vec<&String> = v.as_object().unwrap().keys().collect();
         assert_eq!(keys.len(), RESULTS_FIELDS.len());

@@ -64,3 +64,40 @@ fn the_protocol_document_is_generated_from_the_crate() {
 fn an_unknown_section_is_refused() {
     assert!(!section(&mut String::new(), "no-such-section").unwrap());
 }
+
+/// Every results file committed under `docs/bench/` (each suite's `results.json`, the lock
+/// micro-benchmarks' `host-locks*.json`) is in the one results schema.
+#[test]
+fn committed_results_fit_the_one_schema() {
+    fn walk(dir: &std::path::Path, found: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(dir).expect("docs/bench").flatten() {
+            let path = entry.path();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if path.is_dir() {
+                walk(&path, found);
+            } else if name == "results.json"
+                || (name.starts_with("host-locks") && name.ends_with(".json"))
+            {
+                found.push(path);
+            }
+        }
+    }
+    let root = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/bench"));
+    let mut found = Vec::new();
+    walk(root, &mut found);
+    assert!(
+        found.len() >= 4,
+        "results files under docs/bench: {found:?}"
+    );
+    for path in found {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let results = protocol::results::Results::<serde_json::Value>::parse(&text)
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        assert!(
+            results.plan.get("suite").is_some()
+                || results.records.iter().all(|r| r.get("bench").is_some()),
+            "{}: neither plan.suite nor benchmark records",
+            path.display()
+        );
+    }
+}

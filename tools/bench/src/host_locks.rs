@@ -13,6 +13,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde_json::{json, Value};
 
 use host_env::proc::Cmd;
+use protocol::results::{GeneratedBy, Results};
 
 /// The file name written in the output directory.
 const FILE_NAME: &str = "host-locks.json";
@@ -84,22 +85,23 @@ pub fn run(root: &Path, out_dir: &Path, threads: &[usize], quick: bool) -> ExitC
     if let Some(machine) = report.get_mut("machine").and_then(Value::as_object_mut) {
         machine.insert("rustc".into(), json!(rustc));
     }
-    if let Some(obj) = report.as_object_mut() {
-        obj.insert(
-            "generated_by".into(),
-            json!({
-                "command": format!(
-                    "cargo xtask {}",
-                    std::env::args().skip(1).collect::<Vec<_>>().join(" ")
-                ),
-                "unix_time": generated,
-            }),
-        );
-    }
+    let results = results(
+        report,
+        GeneratedBy {
+            command: format!(
+                "cargo xtask {}",
+                std::env::args().skip(1).collect::<Vec<_>>().join(" ")
+            ),
+            unix_time: generated,
+            utc: super::utc(generated),
+            seconds: 0.0,
+            revision: super::layout::git_revision(root),
+        },
+    );
+    let report = json!(results);
 
     let path = out_dir.join(FILE_NAME);
-    let text = serde_json::to_string_pretty(&report).unwrap_or_default();
-    if let Err(err) = fs::write(&path, text + "\n") {
+    if let Err(err) = fs::write(&path, results.to_json()) {
         eprintln!("cargo xtask bench: cannot write {}: {err}", path.display());
         return ExitCode::FAILURE;
     }
@@ -107,6 +109,35 @@ pub fn run(root: &Path, out_dir: &Path, threads: &[usize], quick: bool) -> ExitC
     print!("{}", render(&report));
     println!("written: {}", path.display());
     ExitCode::SUCCESS
+}
+
+/// The lock crate's benchmark report (`locks`, `parity`, `machine`, `method`, `notes`) in the
+/// results schema every suite writes: the locks are the records, the parity table the summary.
+fn results(mut report: Value, generated_by: GeneratedBy) -> Results<Value> {
+    let mut take = |key: &str| report.get_mut(key).map(Value::take).unwrap_or(Value::Null);
+    let list = |v: Value| match v {
+        Value::Array(a) => a,
+        _ => Vec::new(),
+    };
+    let machine = take("machine");
+    let method = take("method");
+    let notes = list(take("notes"))
+        .into_iter()
+        .filter_map(|n| n.as_str().map(str::to_owned))
+        .collect();
+    let records = list(take("locks"));
+    let summary = list(take("parity"));
+    Results {
+        generated_by,
+        machine,
+        plan: json!({ "suite": "host-locks" }),
+        method,
+        notes,
+        missing: Vec::new(),
+        errors: Vec::new(),
+        records,
+        summary,
+    }
 }
 
 /// A statistic `{median, min, max}` as a number triple.
@@ -175,7 +206,7 @@ fn render(report: &Value) -> String {
         header.push(format!("{t} thr ops/s{mark}"));
     }
     let mut rows = vec![header];
-    for lock in report["locks"].as_array().into_iter().flatten() {
+    for lock in report["records"].as_array().into_iter().flatten() {
         let name = lock["name"].as_str().unwrap_or("?");
         let origin = lock["origin"].as_str().unwrap_or("");
         let mut row = vec![match origin {
@@ -253,7 +284,7 @@ fn render(report: &Value) -> String {
 /// from the same rounds.
 fn render_parity(report: &Value) -> String {
     let mut s = String::new();
-    let Some(pairs) = report["parity"].as_array().filter(|p| !p.is_empty()) else {
+    let Some(pairs) = report["summary"].as_array().filter(|p| !p.is_empty()) else {
         return s;
     };
     let _ = writeln!(
@@ -333,6 +364,7 @@ mod tests {
                 {"name": "xchg", "origin": "reference", "uncontended": null, "contended": []}
             ],
         });
+        let report = json!(results(report, GeneratedBy::default()));
         let text = render(&report);
         assert!(text.contains("clh"), "{text}");
         assert!(text.contains("xchg (reference)"), "{text}");
@@ -364,6 +396,8 @@ mod tests {
                      "pinned": false}]}
             ],
         });
+        let report = json!(results(report, GeneratedBy::default()));
+        assert_eq!(report["plan"]["suite"], "host-locks");
         let text = render_parity(&report);
         assert!(
             text.contains("clh vs clhlock: uncontended 9.00 vs 10.00 ticks (-10.0%, ours at or below in 4 of 5 rounds); 2 thr 20.0M vs 10.0M ops/s (+100.0%): met"),
@@ -371,13 +405,13 @@ mod tests {
         );
         assert!(text.contains("ticket vs spin-ticket"), "{text}");
         let mut noisy = report.clone();
-        noisy["parity"][1]["verdict"] = json!("within-noise");
+        noisy["summary"][1]["verdict"] = json!("within-noise");
         assert!(
             render_parity(&noisy).contains("not judged): within noise (ours behind"),
             "{}",
             render_parity(&noisy)
         );
-        noisy["parity"][1]["verdict"] = json!("not-met");
+        noisy["summary"][1]["verdict"] = json!("not-met");
         assert!(render_parity(&noisy).contains("not judged): NOT met"));
         assert!(
             text.contains("(oversubscribed, not judged): NOT met"),

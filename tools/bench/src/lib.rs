@@ -976,7 +976,7 @@ fn load_average() -> String {
 }
 
 /// `YYYY-MM-DD HH:MM UTC` of a Unix time.
-fn utc(secs: u64) -> String {
+pub(crate) fn utc(secs: u64) -> String {
     let (year, month, day, hour, minute, _) = layout::civil(secs);
     format!("{year:04}-{month:02}-{day:02} {hour:02}:{minute:02} UTC")
 }

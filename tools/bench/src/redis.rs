@@ -42,6 +42,7 @@ use super::layout;
 use super::plot::{self, Line, LinePanel, Point};
 use super::RunArgs;
 use host_env::proc::Cmd;
+use protocol::results::{GeneratedBy, Results};
 use qemu_runner::qemu::{self, Arch, Lock, Machine, QemuArgs};
 
 /// The suite's own folder under `<target>/bench` (its runs and `latest`): its results have their
@@ -515,24 +516,35 @@ fn run_inner(root: &Path, args: &RunArgs, plan: &super::plan::Plan) -> Result<bo
         ),
         "quick": args.quick,
     });
-    let results = json!({
-        "schema": "locked-in/bench-redis/1",
-        "revision": revision,
-        "unix_time": unix,
-        "machine": machine,
-        "method": method,
-        "rows": rows.iter().map(row_json).collect::<Vec<_>>(),
-        "notes": notes,
-        "errors": errors,
-    });
+    let results = Results {
+        generated_by: GeneratedBy {
+            command: format!(
+                "cargo xtask bench {}",
+                std::env::args().skip(2).collect::<Vec<_>>().join(" ")
+            ),
+            unix_time: unix,
+            utc: super::utc(unix),
+            seconds: start.elapsed().as_secs_f64().round(),
+            revision: revision.clone(),
+        },
+        machine: json!(machine),
+        plan: json!({
+            "suite": "redis",
+            "cores": cores,
+            "quick": args.quick,
+        }),
+        method: method.clone(),
+        notes: notes.clone(),
+        missing: Vec::new(),
+        errors: errors.iter().map(|e| json!(e)).collect(),
+        records: rows.iter().map(row_json).collect::<Vec<Value>>(),
+        summary: Vec::new(),
+    };
     let write = |name: &str, text: String| {
         let path = out_dir.join(name);
         fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
     };
-    write(
-        super::RESULTS_JSON,
-        serde_json::to_string_pretty(&results).unwrap_or_default() + "\n",
-    )?;
+    write(super::RESULTS_JSON, results.to_json())?;
     write(super::RESULTS_CSV, csv(&rows))?;
     write(super::REPORT_MD, report(&rows, &method, &notes, &errors))?;
     let figures = write_figures(&out_dir, &rows, machine.host_cores)?;
@@ -732,10 +744,41 @@ fn soak(
         }
         soaks.push(s);
     }
-    let mut results = super::soak::to_json(&soaks, duration);
-    results["machine"] = json!(machine);
-    results["revision"] = json!(layout::git_revision(root));
-    results["network"] = json!(network_method(&networks));
+    let unix = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let results = Results {
+        generated_by: GeneratedBy {
+            command: format!(
+                "cargo xtask bench {}",
+                std::env::args().skip(2).collect::<Vec<_>>().join(" ")
+            ),
+            unix_time: unix,
+            utc: super::utc(unix),
+            seconds: soaks.iter().map(|s| s.seconds).sum::<f64>().round(),
+            revision: layout::git_revision(root),
+        },
+        machine: json!(machine),
+        plan: json!({
+            "suite": "redis-soak",
+            "duration_s": duration.as_secs(),
+            "cores": super::soak::CORES,
+        }),
+        method: json!({ "network": network_method(&networks) }),
+        notes: Vec::new(),
+        missing: Vec::new(),
+        errors: soaks
+            .iter()
+            .flat_map(|s| {
+                s.errors
+                    .iter()
+                    .map(move |e| json!(format!("{} {}: {e}", s.arch, s.lock)))
+            })
+            .collect(),
+        records: super::soak::records(&soaks),
+        summary: Vec::new(),
+    };
     let report = format!(
         "# Network soak: the Redis-protocol server under a long mixed load\n\n\
          Machine: {} ({} host cores), {}, {}.\n\n{}",
@@ -749,12 +792,7 @@ fn soak(
         let path = out_dir.join(name);
         fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
     };
-    write(
-        super::RESULTS_JSON,
-        serde_json::to_string_pretty(&results).unwrap_or_default()
-            + "
-",
-    )?;
+    write(super::RESULTS_JSON, results.to_json())?;
     write(super::REPORT_MD, report)?;
     println!("bench: soak results in {}", out_dir.display());
     Ok(soaks.iter().all(|s| s.errors.is_empty()))
