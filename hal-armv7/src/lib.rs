@@ -19,9 +19,9 @@
 //! cycle counter on request (benchmarks).
 //!
 //! # For the kernel's `Hal` trait
-//! [`ArmHal`] gathers the operations the kernel needs (core index, IPIs as SGIs, cycle counter,
-//! tick timer, console, exit) as inherent functions, mirroring `hal_x86::X86Hal`, and
-//! implements `kernel::Hal`. [`paging`] makes per-process address spaces (short-descriptor
+//! [`ArmHal`] implements `kernel::Hal` (core index, IPIs as SGIs, cycle counter, console) and
+//! `hal_common::ArchHal` (clocks, tick timer, sleeping, console, test IPI, QEMU exit: what the
+//! images and the boot demo use besides), as `hal_x86::X86Hal` does. [`paging`] makes per-process address spaces (short-descriptor
 //! tables with the kernel sections copied in, user pages ASID-tagged; TLB maintenance by ASID
 //! and MVA; shoot-downs are SGIs the kernel sends), and [`usermode`] runs user threads: SVC
 //! system calls from USR mode, user aborts and undefined instructions handed to the kernel,
@@ -92,6 +92,8 @@ pub use target::*;
 
 #[cfg(all(target_arch = "arm", target_os = "none"))]
 mod target {
+    /// The operations the images and the boot demo use besides the kernel's `Hal` trait.
+    pub use hal_common::ArchHal;
     pub(crate) use hal_common::InitOnce;
 
     use crate::fault::Mode;
@@ -154,110 +156,80 @@ mod target {
         PLATFORM.get()
     }
 
-    /// The operations a kernel `Hal` trait needs, for ARMv7-A. All are callable from any core.
+    /// The ARMv7-A HAL: the kernel's `Hal` trait and [`hal_common::ArchHal`] (what the images
+    /// and the boot demo need besides). All operations are callable from any core.
     #[derive(Clone, Copy, Debug, Default)]
     pub struct ArmHal;
 
-    impl ArmHal {
-        /// Index of the calling core (0 = boot core; MPIDR.Aff0 on both machines).
+    /// The operations the images and the boot demo share ([`hal_common::arch`]) on ARMv7-A.
+    impl hal_common::ArchHal for ArmHal {
+        /// MPIDR.Aff0 on both machines.
         #[inline]
-        pub fn cpu_id() -> CpuIndex {
+        fn cpu_id() -> CpuIndex {
             crate::percpu::cpu_id()
         }
-
-        /// Cores online.
-        pub fn cpu_count() -> usize {
+        fn online_count() -> usize {
             crate::smp::online_count()
         }
-
-        /// Sends a software-generated interrupt of `kind` to core `cpu`.
-        pub fn send_ipi(cpu: CpuIndex, kind: IpiKind) {
-            crate::gic::send_sgi(cpu, crate::gic::sgi_of(kind));
+        fn cpu_count() -> usize {
+            crate::smp::cpu_count()
         }
-
-        /// The cycle counter: the A9 global timer (sabrelite) or the generic counter (virt).
+        fn core_stats(cpu: CpuIndex) -> Option<&'static hal_common::percpu::CoreStats> {
+            crate::percpu::PERCPU.get(cpu).map(|p| &**p)
+        }
+        /// The A9 global timer (sabrelite) or the generic counter (virt).
         #[inline]
-        pub fn cycles() -> u64 {
-            crate::timer::cycles()
-        }
-
-        /// Cycle counter frequency in Hz.
-        pub fn cycles_hz() -> u64 {
-            crate::timer::cycles_hz()
-        }
-
-        /// Starts periodic timer interrupts at `hz` on the calling core.
-        pub fn timer_start(hz: u32) {
-            crate::timer::start_periodic(hz);
-        }
-
-        /// Stops the calling core's timer.
-        pub fn timer_stop() {
-            crate::timer::stop();
-        }
-
-        /// Timer interrupts the calling core has taken.
-        pub fn timer_ticks() -> u64 {
-            crate::percpu::this_cpu().ticks()
-        }
-
-        /// Writes a string to the console.
-        pub fn console_write(s: &str) {
-            crate::console::write_str(s);
-        }
-
-        /// Whether the CPU offers hardware transactional memory: never on ARMv7-A (lock
-        /// elision falls back to the lock).
-        pub fn has_rtm() -> bool {
-            false
-        }
-
-        /// Stops the machine: exits QEMU with `code` (halts on hardware).
-        pub fn exit(code: crate::exit::ExitCode) -> ! {
-            crate::exit::exit_qemu(code)
-        }
-    }
-
-    /// The boot demos' shared checks ([`hal_common::demo`]) on this HAL.
-    impl hal_common::demo::DemoHal for ArmHal {
-        fn println(args: core::fmt::Arguments<'_>) {
-            crate::println!("{args}");
-        }
         fn cycles() -> u64 {
             crate::timer::cycles()
         }
         fn cycles_hz() -> u64 {
             crate::timer::cycles_hz()
         }
+        fn cycles_to_ns(delta: u64) -> u64 {
+            crate::timer::cycles_to_ns(delta)
+        }
         fn since_boot_ns() -> u64 {
             crate::timer::since_boot_ns()
         }
         fn timer_start(hz: u32) {
-            Self::timer_start(hz);
+            crate::timer::start_periodic(hz);
         }
-        fn timer_ticks() -> u64 {
-            Self::timer_ticks()
+        fn timer_stop() {
+            crate::timer::stop();
         }
         fn enable_interrupts() {
             crate::cpu::enable_interrupts();
         }
+        fn disable_interrupts() {
+            crate::cpu::disable_interrupts();
+        }
         fn wait_for_interrupt() {
             crate::cpu::wfi();
         }
-        fn cpu_count() -> usize {
-            crate::smp::cpu_count()
+        /// With IRQs masked, `wfi` still wakes on a pending interrupt; it is taken when IRQs
+        /// are unmasked for a moment.
+        fn sleep_masked() {
+            crate::cpu::wfi();
+            crate::cpu::enable_interrupts();
+            crate::cpu::disable_interrupts();
         }
-        fn is_online(cpu: CpuIndex) -> bool {
-            crate::percpu::PERCPU
-                .get(cpu)
-                .is_some_and(|p| p.is_online())
+        fn halt_forever() -> ! {
+            crate::cpu::halt_forever()
         }
-        fn ipis(cpu: CpuIndex) -> u64 {
-            crate::percpu::PERCPU.get(cpu).map_or(0, |p| p.ipis())
+        fn console_write(s: &str) {
+            crate::console::write_str(s);
+        }
+        fn print(args: core::fmt::Arguments<'_>) {
+            crate::console::print(args);
         }
         fn send_test_ipi(cpu: CpuIndex) {
-            Self::send_ipi(cpu, IpiKind::Test);
+            crate::gic::send_sgi(cpu, crate::gic::sgi_of(IpiKind::Test));
         }
+        /// Never on ARMv7-A (lock elision falls back to the lock).
+        fn has_rtm() -> bool {
+            false
+        }
+        /// Exits QEMU through semihosting (see [`exit`](crate::exit)).
         fn exit(success: bool) -> ! {
             crate::exit::exit_qemu(if success {
                 crate::exit::ExitCode::Success

@@ -14,6 +14,7 @@
 //! Nothing here uses inline assembly, so the crate builds and its unit tests run on the host.
 #![cfg_attr(not(test), no_std)]
 
+pub mod arch;
 pub mod console;
 pub mod demo;
 pub mod init_once;
@@ -21,4 +22,5 @@ pub mod percpu;
 pub mod table_pool;
 pub mod usermode;
 
+pub use arch::ArchHal;
 pub use init_once::InitOnce;

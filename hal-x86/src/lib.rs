@@ -11,9 +11,10 @@
 //! kernel starts the other cores with [`smp::start_aps`].
 //!
 //! # For the kernel's `Hal` trait
-//! [`X86Hal`] gathers the operations the kernel needs (core index, IPIs, address-space switch,
-//! TLB flushes, page-table writes, cycle counter, console) as inherent functions and implements
-//! `kernel::Hal` with a thin forwarding `impl`; device interrupt lines are I/O APIC inputs
+//! [`X86Hal`] implements `kernel::Hal` (core index, IPIs, address-space switch, TLB flushes,
+//! page-table writes, cycle counter, console) and `hal_common::ArchHal` (clocks, tick timer,
+//! sleeping, console, test IPI, QEMU exit: what the images and the boot demo use besides) with
+//! thin forwarding `impl`s; device interrupt lines are I/O APIC inputs
 //! ([`ioapic`]). [`usermode`] runs user threads: `syscall` entry,
 //! per-thread contexts, user exceptions, the idle loop; [`paging`] makes user address spaces
 //! (kernel half shared, user half per space) and hands out frames.
@@ -72,12 +73,13 @@ pub use target::*;
 
 #[cfg(target_os = "none")]
 mod target {
+    /// The operations the images and the boot demo use besides the kernel's `Hal` trait.
+    pub use hal_common::ArchHal;
     pub(crate) use hal_common::InitOnce;
 
     use crate::acpi::{AcpiError, AcpiInfo};
     use crate::apic::IpiKind;
     use crate::cpu::CpuFeatures;
-    use crate::paging::PhysAddr;
     use crate::percpu::CpuIndex;
     use crate::pvh::BootInfo;
     use crate::time::ClockSource;
@@ -128,119 +130,81 @@ mod target {
         srat().map_or(&[], |s| s.memory())
     }
 
-    /// The operations a kernel `Hal` trait needs, for x86_64. All are callable from any core.
+    /// The x86_64 HAL: the kernel's `Hal` trait and [`hal_common::ArchHal`] (what the images
+    /// and the boot demo need besides). All operations are callable from any core.
     #[derive(Clone, Copy, Debug, Default)]
     pub struct X86Hal;
 
-    impl X86Hal {
-        /// Index of the calling core (0 = bootstrap processor).
+    /// The operations the images and the boot demo share ([`hal_common::arch`]) on x86_64.
+    impl hal_common::ArchHal for X86Hal {
         #[inline]
-        pub fn cpu_id() -> CpuIndex {
+        fn cpu_id() -> CpuIndex {
             crate::percpu::cpu_id()
         }
-
-        /// Cores online.
-        pub fn cpu_count() -> usize {
+        fn online_count() -> usize {
             crate::smp::online_count()
         }
-
-        /// Sends an inter-processor interrupt of `kind` to core `cpu`.
-        pub fn send_ipi(cpu: CpuIndex, kind: IpiKind) {
-            crate::apic::send_ipi(cpu, kind);
+        fn cpu_count() -> usize {
+            crate::smp::cpu_count()
         }
-
-        /// Switches the calling core to the address space rooted at `root`.
-        ///
-        /// # Safety
-        /// See [`paging::switch_address_space`](crate::paging::switch_address_space).
-        pub unsafe fn switch_address_space(root: PhysAddr) {
-            // SAFETY: forwarded contract.
-            unsafe { crate::paging::switch_address_space(root) }
+        fn core_stats(cpu: CpuIndex) -> Option<&'static hal_common::percpu::CoreStats> {
+            crate::percpu::PERCPU.get(cpu).map(|p| &**p)
         }
-
-        /// The cycle counter (TSC).
+        /// The TSC.
         #[inline]
-        pub fn cycles() -> u64 {
-            crate::time::cycles()
-        }
-
-        /// Cycle counter frequency in Hz.
-        pub fn cycles_hz() -> u64 {
-            crate::time::tsc_hz()
-        }
-
-        /// Starts periodic timer interrupts at `hz` on the calling core.
-        pub fn timer_start(hz: u32) {
-            let count = crate::time::apic_timer_hz() / u64::from(hz.max(1));
-            crate::apic::timer_start_periodic(count.min(u64::from(u32::MAX)) as u32);
-        }
-
-        /// Stops the calling core's timer.
-        pub fn timer_stop() {
-            crate::apic::timer_stop();
-        }
-
-        /// Timer interrupts the calling core has taken.
-        pub fn timer_ticks() -> u64 {
-            crate::percpu::this_cpu().ticks()
-        }
-
-        /// Writes a string to the console.
-        pub fn console_write(s: &str) {
-            crate::console::write_str(s);
-        }
-
-        /// Whether the CPU offers Intel RTM.
-        pub fn has_rtm() -> bool {
-            platform().is_some_and(|p| p.cpu.rtm)
-        }
-
-        /// Stops the machine: exits QEMU with `code` (halts on hardware).
-        pub fn exit(code: crate::exit::ExitCode) -> ! {
-            crate::exit::exit_qemu(code)
-        }
-    }
-
-    /// The boot demos' shared checks ([`hal_common::demo`]) on this HAL.
-    impl hal_common::demo::DemoHal for X86Hal {
-        fn println(args: core::fmt::Arguments<'_>) {
-            crate::println!("{args}");
-        }
         fn cycles() -> u64 {
             crate::time::cycles()
         }
         fn cycles_hz() -> u64 {
             crate::time::tsc_hz()
         }
+        fn cycles_to_ns(delta: u64) -> u64 {
+            crate::time::tsc_to_ns(delta)
+        }
         fn since_boot_ns() -> u64 {
             crate::time::since_boot_ns()
         }
+        /// The local APIC timer, periodic, its count from the calibrated APIC timer rate.
         fn timer_start(hz: u32) {
-            Self::timer_start(hz);
+            let count = crate::time::apic_timer_hz() / u64::from(hz.max(1));
+            crate::apic::timer_start_periodic(count.min(u64::from(u32::MAX)) as u32);
         }
-        fn timer_ticks() -> u64 {
-            Self::timer_ticks()
+        fn timer_stop() {
+            crate::apic::timer_stop();
         }
         fn enable_interrupts() {
             crate::cpu::enable_interrupts();
         }
+        fn disable_interrupts() {
+            crate::cpu::disable_interrupts();
+        }
         fn wait_for_interrupt() {
             crate::cpu::hlt();
         }
-        fn cpu_count() -> usize {
-            crate::smp::cpu_count()
+        /// `sti; hlt; cli`: `sti` takes effect after the next instruction, so an interrupt
+        /// pending after the caller's check still ends the `hlt`.
+        fn sleep_masked() {
+            // SAFETY: the IDT is loaded from the first Rust instruction on; interrupts taken
+            // here are handled and return to the `cli`.
+            unsafe { core::arch::asm!("sti", "hlt", "cli", options(nomem, nostack)) };
         }
-        fn is_online(cpu: CpuIndex) -> bool {
-            crate::percpu::PERCPU
-                .get(cpu)
-                .is_some_and(|p| p.is_online())
+        fn halt_forever() -> ! {
+            crate::cpu::halt_forever()
         }
-        fn ipis(cpu: CpuIndex) -> u64 {
-            crate::percpu::PERCPU.get(cpu).map_or(0, |p| p.ipis())
+        fn console_write(s: &str) {
+            crate::console::write_str(s);
+        }
+        fn print(args: core::fmt::Arguments<'_>) {
+            crate::console::print(args);
         }
         fn send_test_ipi(cpu: CpuIndex) {
-            Self::send_ipi(cpu, IpiKind::Test);
+            crate::apic::send_ipi(cpu, IpiKind::Test);
         }
+        /// Whether the CPU offers Intel RTM.
+        fn has_rtm() -> bool {
+            platform().is_some_and(|p| p.cpu.rtm)
+        }
+        /// Exits QEMU through `isa-debug-exit` (see [`exit`](crate::exit)).
         fn exit(success: bool) -> ! {
             crate::exit::exit_qemu(if success {
                 crate::exit::ExitCode::Success

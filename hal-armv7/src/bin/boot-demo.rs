@@ -26,6 +26,7 @@ mod demo {
     use hal_armv7::timer;
     use hal_armv7::{cache, mmu, println, smp, ArmHal, Platform};
     use hal_common::demo::Demo;
+    use hal_common::ArchHal;
 
     hal_armv7::entry_point!(kernel_main);
 

@@ -21,6 +21,7 @@ fn main() {
 #[cfg(target_os = "none")]
 mod demo {
     use hal_common::demo::Demo;
+    use hal_common::ArchHal;
     use hal_x86::percpu::{CpuIndex, MAX_CPUS, PERCPU};
     use hal_x86::time;
     use hal_x86::{cpu, println, smp, Platform, X86Hal};

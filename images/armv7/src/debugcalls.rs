@@ -4,16 +4,13 @@
 //! counting and the shutdown are written once there.
 
 use core::fmt::Arguments;
-use core::sync::atomic::Ordering;
 
-use hal_armv7::exit::ExitCode;
-use hal_armv7::gic::IpiKind;
+use hal_armv7::ArchHal;
 use hal_armv7::{println, usermode, ArmHal};
 use image_common::debugcalls::{self, Counter, DebugArch, FaultFacts};
 use kernel::ThreadId;
 use servers::abi::counter as ctr;
 
-use crate::boot::RELEASED;
 use crate::system::Armv7;
 
 impl DebugArch for Armv7 {
@@ -77,11 +74,7 @@ impl DebugArch for Armv7 {
     }
 
     fn exit(success: bool) -> ! {
-        ArmHal::exit(if success {
-            ExitCode::Success
-        } else {
-            ExitCode::Failure
-        })
+        <ArmHal as ArchHal>::exit(success)
     }
 
     fn halt_forever() -> ! {
@@ -89,10 +82,7 @@ impl DebugArch for Armv7 {
     }
 
     fn release_cores(cores: usize) {
-        RELEASED.store(true, Ordering::Release);
-        for c in 1..cores {
-            ArmHal::send_ipi(c, IpiKind::Test);
-        }
+        image_common::boot::release_cores::<ArmHal>(cores);
     }
 
     fn fault_record(t: ThreadId) -> Option<usermode::FaultInfo> {

@@ -2,13 +2,12 @@
 //! [`image_common::system`]) on ARMv7-A, then starts scheduling.
 
 use hal_armv7::paging;
-use hal_armv7::{println, usermode, ArmHal};
+use hal_armv7::{usermode, ArmHal};
 use image_common::cmdline::Config;
-use image_common::debugcalls::{self as calls, DebugArch};
 use image_common::Arch;
-use kernel::{Kernel, Strategy, ThreadId};
+use kernel::{Strategy, ThreadId};
 
-use crate::boot::{fail, TIMER_HZ};
+use crate::boot::fail;
 use crate::loader::{Elf, ElfError};
 
 /// The user ELF built by `build.rs`.
@@ -66,14 +65,6 @@ impl Arch for Armv7 {
     fn frames_allocated(&self) -> u64 {
         paging::frames_allocated() as u64
     }
-
-    fn println(&self, args: core::fmt::Arguments<'_>) {
-        println!("{args}");
-    }
-
-    fn fail(&self, args: core::fmt::Arguments<'_>) -> ! {
-        fail(args)
-    }
 }
 
 /// This image, for [`image_common::strategy::boot_with`].
@@ -87,32 +78,18 @@ impl image_common::strategy::Boot for Image {
 
 /// Builds the kernel with `strategy` and the initial system, starts scheduling on this core.
 pub fn boot<S: Strategy + 'static>(strategy: S, cfg: Config) -> ! {
-    // SAFETY: called once, by the boot core before any other core runs kernel code.
-    let k = unsafe { image_common::place_kernel(Kernel::new(strategy, ArmHal, cfg.cores)) };
-    // `trace=1` (the command line refused it unless the image has the `trace` feature).
-    image_common::trace::install(k, cfg.trace);
-    // `fastpath=0` (on by default).
-    k.set_fastpath(cfg.fastpath);
-    println!(
-        "kernel: {} strategy on {} cores, {} KiB kernel object, IPC fastpath {}",
-        k.strategy().name(),
-        cfg.cores,
-        core::mem::size_of::<Kernel<S, ArmHal>>() / 1024,
-        if cfg.fastpath { "on" } else { "off" }
+    let tests = (
+        crate::selftest::KERNEL_TESTS,
+        crate::selftest::USER_ERROR_TESTS,
     );
-    let elf = match crate::loader::parse(USER_ELF) {
-        Ok(e) => e,
-        Err(e) => fail(format_args!("user ELF: {e:?}")),
-    };
-    let setup = cfg.setup(Armv7::counter().hz, crate::selftest::USER_ERROR_TESTS);
-    let (root, plan) = image_common::build(&Armv7 { elf }, k, setup);
-
-    calls::init::<Armv7>(cfg.run(crate::selftest::KERNEL_TESTS), root, plan);
-    calls::skip_pager_test_if_left_out::<Armv7>(&cfg);
-    let k: &'static Kernel<S, ArmHal> = k;
-    usermode::USER.install(k, calls::handle::<Armv7>);
-    if cfg.bench.is_none() {
-        ArmHal::timer_start(TIMER_HZ);
+    // SAFETY: `strategy::boot_with` calls this once, on the boot core before any other core
+    // runs kernel code.
+    unsafe {
+        image_common::boot::start(strategy, cfg, &usermode::USER, tests, || {
+            match crate::loader::parse(USER_ELF) {
+                Ok(elf) => Armv7 { elf },
+                Err(e) => fail(format_args!("user ELF: {e:?}")),
+            }
+        })
     }
-    usermode::USER.run()
 }

@@ -1,5 +1,5 @@
-//! The architecture-neutral half of the bootable images: the kernel command line
-//! ([`cmdline`]), the kernel object's static store and the construction of the initial system
+//! The architecture-neutral half of the bootable images: the boot sequence around the
+//! architecture's own steps ([`boot`]), the kernel command line ([`cmdline`]), the kernel object's static store and the construction of the initial system
 //! (address spaces, threads, endpoints, notifications, capabilities, the root task), the debug
 //! calls user programs make and the shutdown once they all reported ([`debugcalls`]), the user
 //! ELF parser, the benchmark records (`mode=bench`) and the memory nodes the memory system is
@@ -13,6 +13,7 @@
 #![no_std]
 
 pub mod bench;
+pub mod boot;
 pub mod cmdline;
 pub mod debugcalls;
 pub mod elf;

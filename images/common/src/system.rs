@@ -25,6 +25,7 @@ use core::cell::UnsafeCell;
 use core::fmt::{Arguments, Debug};
 use core::mem::MaybeUninit;
 
+use hal_common::ArchHal;
 use kernel::config::{CSPACE_SLOTS, MAX_ASPACES, MAX_CPUS, MAX_THREADS, PAGE_SIZE};
 use kernel::{
     AsId, CapSlot, EndpointId, Hal, IrqId, Kernel, MemId, MemKind, NotificationId, ObjRef, Rights,
@@ -35,8 +36,8 @@ use servers::abi::{fault, role, slot, USER_STACK_SIZE, USER_STACK_STRIDE, USER_S
 /// What an image supplies to build the initial system: its HAL type, page tables, user ELF,
 /// user register context and console.
 pub trait Arch {
-    /// The HAL the kernel object is built with.
-    type Hal: Hal + 'static;
+    /// The HAL the kernel object is built with (its [`ArchHal`] side prints and stops).
+    type Hal: Hal + ArchHal + Default + 'static;
     /// The error of loading the user ELF or mapping a user stack.
     type Error: Debug;
 
@@ -74,9 +75,13 @@ pub trait Arch {
     /// Physical frames allocated so far.
     fn frames_allocated(&self) -> u64;
     /// Prints one line on the console.
-    fn println(&self, args: Arguments<'_>);
+    fn println(&self, args: Arguments<'_>) {
+        Self::Hal::println(args);
+    }
     /// Reports a boot failure and stops the machine.
-    fn fail(&self, args: Arguments<'_>) -> !;
+    fn fail(&self, args: Arguments<'_>) -> ! {
+        crate::boot::fail::<Self::Hal>(args)
+    }
     /// Records `t` as core `core`'s ping-pong client for the debug calls (by default in
     /// [`DEBUG_CALLS`](crate::debugcalls::DEBUG_CALLS), which the images serve).
     fn set_client(&self, core: usize, t: ThreadId) {

@@ -3,15 +3,13 @@
 //! vectors). The calls themselves, the test counting and the shutdown are written once there.
 
 use core::fmt::Arguments;
-use core::sync::atomic::Ordering;
 
-use hal_x86::exit::ExitCode;
-use hal_x86::{apic::IpiKind, println, usermode, X86Hal};
+use hal_x86::ArchHal;
+use hal_x86::{println, usermode, X86Hal};
 use image_common::debugcalls::{self, Counter, DebugArch, FaultFacts};
 use kernel::ThreadId;
 use servers::abi::counter as ctr;
 
-use crate::boot::RELEASED;
 use crate::system::X86;
 
 impl DebugArch for X86 {
@@ -51,11 +49,7 @@ impl DebugArch for X86 {
     }
 
     fn exit(success: bool) -> ! {
-        X86Hal::exit(if success {
-            ExitCode::Success
-        } else {
-            ExitCode::Failure
-        })
+        <X86Hal as ArchHal>::exit(success)
     }
 
     fn halt_forever() -> ! {
@@ -63,10 +57,7 @@ impl DebugArch for X86 {
     }
 
     fn release_cores(cores: usize) {
-        RELEASED.store(true, Ordering::Release);
-        for c in 1..cores {
-            X86Hal::send_ipi(c, IpiKind::Test);
-        }
+        image_common::boot::release_cores::<X86Hal>(cores);
     }
 
     fn fault_record(t: ThreadId) -> Option<usermode::FaultInfo> {
