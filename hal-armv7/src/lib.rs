@@ -92,9 +92,9 @@ pub use target::*;
 
 #[cfg(all(target_arch = "arm", target_os = "none"))]
 mod target {
-    /// The operations the images and the boot demo use besides the kernel's `Hal` trait.
-    pub use hal_common::ArchHal;
     pub(crate) use hal_common::InitOnce;
+    /// The operations the images and the boot demo use besides the kernel's `Hal` trait.
+    pub use hal_common::{ArchHal, UserPaging};
 
     use crate::fault::Mode;
     use crate::gic::IpiKind;
@@ -236,6 +236,52 @@ mod target {
             } else {
                 crate::exit::ExitCode::Failure
             })
+        }
+        fn fault_record(t: kernel::ThreadId) -> Option<hal_common::usermode::FaultInfo> {
+            crate::usermode::USER.fault_record(t)
+        }
+    }
+
+    /// The user side of the ARMv7-A paging ([`hal_common::arch`]): short-descriptor tables,
+    /// frames identity-mapped.
+    impl hal_common::UserPaging for ArmHal {
+        const PAGE_SIZE: u64 = crate::paging::PAGE_SIZE as u64;
+        fn alloc_frame() -> Option<u64> {
+            crate::paging::alloc_frame()
+        }
+        fn frame_ptr(frame: u64) -> *mut u8 {
+            crate::paging::phys_to_virt(frame)
+        }
+        /// The frame may be executed from: its bytes must reach the point of unification
+        /// before the instruction cache can fetch them (`paging::sync_icache` also invalidates
+        /// the instruction cache for the new mapping).
+        fn frame_written(frame: u64, len: usize) {
+            crate::paging::sync_icache(frame, len);
+        }
+        /// Makes the second-level table if needed, then maps the small page.
+        fn map_user(
+            root: u64,
+            page: u64,
+            frame: u64,
+            writable: bool,
+            _executable: bool,
+        ) -> Result<(), hal_common::arch::MapUserError> {
+            crate::paging::map_user_alloc(root, page as usize, frame, writable)
+                .map_err(|_| hal_common::arch::MapUserError::Map)
+        }
+        fn new_address_space() -> Option<u64> {
+            crate::paging::new_address_space()
+        }
+        fn take_free_ram(out: &mut [(u64, u64)]) -> usize {
+            crate::paging::take_free_ram(out)
+        }
+        fn frames_allocated() -> u64 {
+            crate::paging::frames_allocated() as u64
+        }
+        unsafe fn set_initial_context(t: kernel::ThreadId, pc: usize, sp: usize, args: [usize; 3]) {
+            // SAFETY: forwarded contract (the stack pointer callers pass is 8-byte aligned, as
+            // AAPCS wants at a call).
+            unsafe { crate::usermode::USER.set_initial_context(t, pc, sp, args) }
         }
     }
 

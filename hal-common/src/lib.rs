@@ -22,5 +22,5 @@ pub mod percpu;
 pub mod table_pool;
 pub mod usermode;
 
-pub use arch::ArchHal;
+pub use arch::{ArchHal, UserPaging};
 pub use init_once::InitOnce;

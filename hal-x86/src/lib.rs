@@ -73,9 +73,9 @@ pub use target::*;
 
 #[cfg(target_os = "none")]
 mod target {
-    /// The operations the images and the boot demo use besides the kernel's `Hal` trait.
-    pub use hal_common::ArchHal;
     pub(crate) use hal_common::InitOnce;
+    /// The operations the images and the boot demo use besides the kernel's `Hal` trait.
+    pub use hal_common::{ArchHal, UserPaging};
 
     use crate::acpi::{AcpiError, AcpiInfo};
     use crate::apic::IpiKind;
@@ -211,6 +211,54 @@ mod target {
             } else {
                 crate::exit::ExitCode::Failure
             })
+        }
+        fn fault_record(t: kernel::ThreadId) -> Option<hal_common::usermode::FaultInfo> {
+            crate::usermode::USER.fault_record(t)
+        }
+    }
+
+    /// The user side of the x86_64 paging ([`hal_common::arch`]): 4-level tables, frames seen
+    /// through the physical window, W^X with the execute-disable bit.
+    impl hal_common::UserPaging for X86Hal {
+        const PAGE_SIZE: u64 = crate::paging::PAGE_SIZE;
+        fn alloc_frame() -> Option<u64> {
+            crate::paging::alloc_frame()
+        }
+        fn frame_ptr(frame: u64) -> *mut u8 {
+            crate::paging::phys_to_virt(frame)
+        }
+        /// Nothing to do: x86 instruction fetches see the kernel's stores.
+        fn frame_written(_frame: u64, _len: usize) {}
+        /// Present and user-accessible, then the execute-disable bit unless the page is
+        /// executable and read-only.
+        fn map_user(
+            root: u64,
+            page: u64,
+            frame: u64,
+            writable: bool,
+            executable: bool,
+        ) -> Result<(), hal_common::arch::MapUserError> {
+            use hal_common::arch::MapUserError;
+            crate::paging::map_user(root, page, frame, writable).map_err(|_| MapUserError::Map)?;
+            if writable || !executable {
+                crate::paging::set_user_no_execute(root, page)
+                    .map_err(|_| MapUserError::Protect)?;
+            }
+            Ok(())
+        }
+        fn new_address_space() -> Option<u64> {
+            crate::paging::new_address_space()
+        }
+        fn take_free_ram(out: &mut [(u64, u64)]) -> usize {
+            crate::paging::take_free_ram(out)
+        }
+        fn frames_allocated() -> u64 {
+            crate::paging::frames_allocated()
+        }
+        unsafe fn set_initial_context(t: kernel::ThreadId, pc: usize, sp: usize, args: [usize; 3]) {
+            // SAFETY: forwarded contract (the stack pointer callers pass is 16-byte aligned
+            // minus 8, as at the entry of a called function).
+            unsafe { crate::usermode::USER.set_initial_context(t, pc, sp, args) }
         }
     }
 

@@ -1,20 +1,18 @@
-//! The ARMv7 side of the debug calls: what [`image_common::debugcalls`] needs from this
-//! architecture (the kernel's cycle counter, the counter user programs read, semihosting exit,
-//! the release SGIs, the fault records and their vectors). The calls themselves, the test
-//! counting and the shutdown are written once there.
+//! The ARMv7 side of the debug calls: what [`image_common::debugcalls`] needs to know of this
+//! architecture beyond its HAL (the counter user programs read, the kernel's cycle counter,
+//! the fault vectors). The calls themselves, the test counting and the shutdown are written
+//! once there; the console, clocks, semihosting exit, release SGIs and fault records are the
+//! HAL's (`hal_common::ArchHal`).
 
 use core::fmt::Arguments;
 
-use hal_armv7::ArchHal;
-use hal_armv7::{println, usermode, ArmHal};
-use image_common::debugcalls::{self, Counter, DebugArch, FaultFacts};
-use kernel::ThreadId;
+use hal_armv7::usermode;
+use image_common::debugcalls::{self, ArchFacts, Counter};
 use servers::abi::counter as ctr;
 
 use crate::system::Armv7;
 
-impl DebugArch for Armv7 {
-    type Fault = usermode::FaultInfo;
+impl ArchFacts for Armv7 {
     /// Data abort, undefined instruction, prefetch abort (`bkpt`: ARMv7-A has no division
     /// trap, see `servers::programs::trigger`); a write to a read-only page is a data abort
     /// (permission), the execution of a data page (XN) and a jump into the kernel's
@@ -27,22 +25,6 @@ impl DebugArch for Armv7 {
         usermode::vector::PREFETCH_ABORT as u64,
         usermode::vector::PREFETCH_ABORT as u64,
     ];
-
-    fn println(args: Arguments<'_>) {
-        println!("{args}");
-    }
-
-    fn cycles() -> u64 {
-        hal_armv7::timer::cycles()
-    }
-
-    fn cycles_to_ns(delta: u64) -> u64 {
-        hal_armv7::timer::cycles_to_ns(delta)
-    }
-
-    fn since_boot_ns() -> u64 {
-        hal_armv7::timer::since_boot_ns()
-    }
 
     /// PMCCNTR where the HAL enabled it for user mode (benchmark mode on the Cortex-A15, `-M
     /// virt`), else the kernel's counter through the COUNTER debug call (the A9 global timer on
@@ -71,26 +53,6 @@ impl DebugArch for Armv7 {
             name: "debugcall",
             hz: hal_armv7::timer::cycles_hz(),
         }
-    }
-
-    fn exit(success: bool) -> ! {
-        <ArmHal as ArchHal>::exit(success)
-    }
-
-    fn halt_forever() -> ! {
-        hal_armv7::cpu::halt_forever()
-    }
-
-    fn release_cores(cores: usize) {
-        image_common::boot::release_cores::<ArmHal>(cores);
-    }
-
-    fn fault_record(t: ThreadId) -> Option<usermode::FaultInfo> {
-        usermode::USER.fault_record(t)
-    }
-
-    fn fault_facts(f: &usermode::FaultInfo) -> FaultFacts {
-        f.into()
     }
 }
 

@@ -47,8 +47,6 @@ mod boot;
 #[cfg(all(target_arch = "arm", target_os = "none"))]
 mod debugcalls;
 #[cfg(all(target_arch = "arm", target_os = "none"))]
-mod loader;
-#[cfg(all(target_arch = "arm", target_os = "none"))]
 mod selftest;
 #[cfg(all(target_arch = "arm", target_os = "none"))]
 mod system;

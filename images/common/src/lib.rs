@@ -18,6 +18,7 @@ pub mod cmdline;
 pub mod debugcalls;
 pub mod elf;
 pub mod numa;
+pub mod selftest;
 pub mod strategy;
 pub mod system;
 pub mod trace;

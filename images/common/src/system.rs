@@ -25,7 +25,9 @@ use core::cell::UnsafeCell;
 use core::fmt::{Arguments, Debug};
 use core::mem::MaybeUninit;
 
-use hal_common::ArchHal;
+use hal_common::{ArchHal, UserPaging};
+
+use crate::elf::{Elf, ElfError, ElfTarget};
 use kernel::config::{CSPACE_SLOTS, MAX_ASPACES, MAX_CPUS, MAX_THREADS, PAGE_SIZE};
 use kernel::{
     AsId, CapSlot, EndpointId, Hal, IrqId, Kernel, MemId, MemKind, NotificationId, ObjRef, Rights,
@@ -33,35 +35,58 @@ use kernel::{
 };
 use servers::abi::{fault, role, slot, USER_STACK_SIZE, USER_STACK_STRIDE, USER_STACK_TOP};
 
-/// What an image supplies to build the initial system: its HAL type, page tables, user ELF,
-/// user register context and console.
+/// What an image supplies to build the initial system: its HAL (paging, user register
+/// context, console), the user ELF and the machine's device memory. Everything the HAL does is
+/// a provided method on [`Arch::Hal`]'s [`UserPaging`] and [`ArchHal`] sides.
 pub trait Arch {
-    /// The HAL the kernel object is built with (its [`ArchHal`] side prints and stops).
-    type Hal: Hal + ArchHal + Default + 'static;
-    /// The error of loading the user ELF or mapping a user stack.
-    type Error: Debug;
+    /// The HAL the kernel object is built with.
+    type Hal: Hal + ArchHal + UserPaging + Default + 'static;
+    /// The user ELF this image accepts (class, machine, the top of user memory).
+    const ELF: ElfTarget;
 
+    /// The parsed user ELF every program runs.
+    fn elf(&self) -> &Elf;
+    /// Parses and checks `data` as this image's user ELF.
+    fn parse_elf(data: &'static [u8]) -> Result<Elf, ElfError> {
+        Elf::parse(data, &Self::ELF)
+    }
     /// A new, empty user address space (the root of its page tables), or `None` when out of
     /// memory.
-    fn new_address_space(&self) -> Option<u64>;
+    fn new_address_space(&self) -> Option<u64> {
+        Self::Hal::new_address_space()
+    }
     /// Loads the user ELF into the address space rooted at `root`.
-    fn load_user(&self, root: u64) -> Result<(), Self::Error>;
+    fn load_user(&self, root: u64) -> Result<(), ElfError> {
+        self.elf().load_into::<Self::Hal>(root)
+    }
     /// Maps a user stack of `size` bytes ending at `top` into the space rooted at `root`.
-    fn map_stack(&self, root: u64, top: u64, size: u64) -> Result<(), Self::Error>;
+    fn map_stack(&self, root: u64, top: u64, size: u64) -> Result<(), ElfError> {
+        crate::elf::map_stack::<Self::Hal>(root, top, size)
+    }
     /// Sets thread `t`'s first user context: the user ELF's entry, stack pointer `sp` and the
-    /// three arguments `args` (narrowed to the architecture's word size).
+    /// three arguments `args` (narrowed to the architecture's word size; user addresses and
+    /// arguments fit it).
     ///
     /// # Safety
     /// `t` must not have run; its entry and the stack below `sp` must be mapped
     /// user-accessible in its address space.
-    unsafe fn set_initial_context(&self, t: ThreadId, sp: u64, args: [u64; 3]);
+    unsafe fn set_initial_context(&self, t: ThreadId, sp: u64, args: [u64; 3]) {
+        let entry = self.elf().entry as usize;
+        // SAFETY: the caller's contract. The stack pointers the builder passes are aligned as
+        // at the entry of a called function on both architectures.
+        unsafe { Self::Hal::set_initial_context(t, entry, sp as usize, args.map(|a| a as usize)) };
+    }
     /// A free physical frame, or `None` when out of memory.
-    fn alloc_frame(&self) -> Option<u64>;
+    fn alloc_frame(&self) -> Option<u64> {
+        Self::Hal::alloc_frame()
+    }
     /// Hands over all RAM that nothing uses yet (not the kernel, its page-table pool or the
     /// boot image's frames): writes up to `out.len()` page-aligned ranges `(start, end)` and
     /// returns how many; [`Arch::alloc_frame`] finds nothing afterwards. They become the root
     /// task's RAM regions.
-    fn take_free_ram(&self, out: &mut [(u64, u64)]) -> usize;
+    fn take_free_ram(&self, out: &mut [(u64, u64)]) -> usize {
+        Self::Hal::take_free_ram(out)
+    }
     /// The device-memory ranges `(start, end)` user drivers may own on this machine (never
     /// the kernel's own devices: interrupt controllers, its console, its timers).
     fn device_regions(&self) -> &'static [(u64, u64)];
@@ -73,7 +98,9 @@ pub trait Arch {
         None
     }
     /// Physical frames allocated so far.
-    fn frames_allocated(&self) -> u64;
+    fn frames_allocated(&self) -> u64 {
+        Self::Hal::frames_allocated()
+    }
     /// Prints one line on the console.
     fn println(&self, args: Arguments<'_>) {
         Self::Hal::println(args);

@@ -48,8 +48,6 @@ mod boot;
 #[cfg(target_os = "none")]
 mod debugcalls;
 #[cfg(target_os = "none")]
-mod loader;
-#[cfg(target_os = "none")]
 mod selftest;
 #[cfg(target_os = "none")]
 mod system;

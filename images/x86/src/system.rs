@@ -6,11 +6,11 @@ use hal_x86::{println, usermode, X86Hal};
 use image_common::cmdline::Config;
 use image_common::numa::{Firmware, MAX_FIRMWARE_RANGES};
 use image_common::Arch;
-use kernel::{Strategy, ThreadId};
+use kernel::Strategy;
 use servers::abi::memory::NumaSource;
 
 use crate::boot::fail;
-use crate::loader::{Elf, ElfError};
+use image_common::elf::{Elf, ElfTarget};
 
 /// The user ELF built by `build.rs`.
 static USER_ELF: &[u8] = include_bytes!(env!("USER_ELF"));
@@ -23,40 +23,15 @@ pub struct X86 {
 
 impl Arch for X86 {
     type Hal = X86Hal;
-    type Error = ElfError;
+    const ELF: ElfTarget = ElfTarget {
+        class64: true,
+        machine: 62,
+        user_top: 1 << 46,
+        page_size: paging::PAGE_SIZE,
+    };
 
-    fn new_address_space(&self) -> Option<u64> {
-        paging::new_address_space()
-    }
-
-    fn load_user(&self, root: u64) -> Result<(), ElfError> {
-        crate::loader::load_into(&self.elf, root)
-    }
-
-    fn map_stack(&self, root: u64, top: u64, size: u64) -> Result<(), ElfError> {
-        crate::loader::map_stack(root, top, size)
-    }
-
-    unsafe fn set_initial_context(&self, t: ThreadId, sp: u64, args: [u64; 3]) {
-        // SAFETY: the caller's contract (`t` has not run; entry and stack mapped). The stack
-        // pointer the builder passes is 16-byte aligned minus 8, as at the entry of a called
-        // function.
-        unsafe {
-            usermode::USER.set_initial_context(
-                t,
-                self.elf.entry as usize,
-                sp as usize,
-                args.map(|a| a as usize),
-            )
-        };
-    }
-
-    fn alloc_frame(&self) -> Option<u64> {
-        paging::alloc_frame()
-    }
-
-    fn take_free_ram(&self, out: &mut [(u64, u64)]) -> usize {
-        paging::take_free_ram(out)
+    fn elf(&self) -> &Elf {
+        &self.elf
     }
 
     fn device_regions(&self) -> &'static [(u64, u64)] {
@@ -88,10 +63,6 @@ impl Arch for X86 {
         }
         Some(fw)
     }
-
-    fn frames_allocated(&self) -> u64 {
-        paging::frames_allocated()
-    }
 }
 
 /// This image, for [`image_common::strategy::boot_with`].
@@ -112,11 +83,15 @@ pub fn boot<S: Strategy + 'static>(strategy: S, cfg: Config) -> ! {
     // SAFETY: `strategy::boot_with` calls this once, on the bootstrap processor before any other core
     // runs kernel code.
     unsafe {
-        image_common::boot::start(strategy, cfg, &usermode::USER, tests, || {
-            match crate::loader::parse(USER_ELF) {
+        image_common::boot::start(
+            strategy,
+            cfg,
+            &usermode::USER,
+            tests,
+            || match X86::parse_elf(USER_ELF) {
                 Ok(elf) => X86 { elf },
                 Err(e) => fail(format_args!("user ELF: {e:?}")),
-            }
-        })
+            },
+        )
     }
 }
