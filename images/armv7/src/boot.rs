@@ -7,10 +7,8 @@ use crate::{selftest, system};
 
 hal_armv7::entry_point!(kernel_main);
 
-/// Stops with the failure status after a message.
-pub fn fail(args: core::fmt::Arguments<'_>) -> ! {
-    image_common::boot::fail::<ArmHal>(args)
-}
+/// The user ELF built by `build.rs`.
+static USER_ELF: &[u8] = include_bytes!(env!("USER_ELF"));
 
 fn kernel_main(p: &'static Platform) -> ! {
     println!();
@@ -72,7 +70,12 @@ fn kernel_main(p: &'static Platform) -> ! {
         selftest::after_smp(&cfg, report.expected);
     }
 
-    image_common::strategy::boot_with(lock, cfg, system::Image)
+    let tests = (selftest::KERNEL_TESTS, selftest::USER_ERROR_TESTS);
+    // SAFETY: booted once, here, on the boot core before any other core runs kernel code.
+    let image = unsafe {
+        image_common::boot::Start::<system::Armv7, _, _>::new(&usermode::USER, tests, USER_ELF)
+    };
+    image_common::strategy::boot_with(lock, cfg, image)
 }
 
 /// A secondary core: waits for the release and schedules

@@ -1,17 +1,11 @@
-//! Builds the kernel object for one locking strategy and the initial system (see
-//! [`image_common::system`]) on ARMv7-A, then starts scheduling.
+//! The ARMv7-A side of building the initial system ([`image_common::system`]): the HAL, the
+//! user ELF this image accepts and the device memory user drivers may own.
 
 use hal_armv7::paging;
-use hal_armv7::{usermode, ArmHal};
-use image_common::cmdline::Config;
+use hal_armv7::ArmHal;
 use image_common::Arch;
-use kernel::Strategy;
 
-use crate::boot::fail;
 use image_common::elf::{Elf, ElfTarget};
-
-/// The user ELF built by `build.rs`.
-static USER_ELF: &[u8] = include_bytes!(env!("USER_ELF"));
 
 /// The ARMv7-A side of building the initial system (and of the debug calls, see
 /// [`crate::debugcalls`]).
@@ -28,6 +22,10 @@ impl Arch for Armv7 {
         page_size: paging::PAGE_SIZE as u64,
     };
 
+    fn from_elf(elf: Elf) -> Self {
+        Self { elf }
+    }
+
     fn elf(&self) -> &Elf {
         &self.elf
     }
@@ -35,36 +33,5 @@ impl Arch for Armv7 {
     fn device_regions(&self) -> &'static [(u64, u64)] {
         hal_armv7::machine::Machine::from_midr(hal_armv7::cpu::midr())
             .map_or(&[], |m| m.user_devices())
-    }
-}
-
-/// This image, for [`image_common::strategy::boot_with`].
-pub struct Image;
-
-impl image_common::strategy::Boot for Image {
-    fn boot<S: Strategy + 'static>(self, strategy: S, cfg: Config) -> ! {
-        boot(strategy, cfg)
-    }
-}
-
-/// Builds the kernel with `strategy` and the initial system, starts scheduling on this core.
-pub fn boot<S: Strategy + 'static>(strategy: S, cfg: Config) -> ! {
-    let tests = (
-        crate::selftest::KERNEL_TESTS,
-        crate::selftest::USER_ERROR_TESTS,
-    );
-    // SAFETY: `strategy::boot_with` calls this once, on the boot core before any other core
-    // runs kernel code.
-    unsafe {
-        image_common::boot::start(
-            strategy,
-            cfg,
-            &usermode::USER,
-            tests,
-            || match Armv7::parse_elf(USER_ELF) {
-                Ok(elf) => Armv7 { elf },
-                Err(e) => fail(format_args!("user ELF: {e:?}")),
-            },
-        )
     }
 }

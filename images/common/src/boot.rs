@@ -1,12 +1,13 @@
 //! The boot sequence's architecture-neutral part, for any HAL implementing
 //! [`hal_common::ArchHal`]: the boot core's steps once the other cores were started (the
 //! `cpus online` and `lock:` lines, the cores the kernel uses, benchmark mode), the other cores'
-//! wait for the root task's release, and the kernel's start on the boot core ([`start`]).
+//! wait for the root task's release, and the kernel's start on the boot core ([`Start`]).
 //!
 //! The images keep what their machines do differently: the boot banner, the memory map and
 //! firmware tables, how the other cores start and the in-kernel self-tests.
 
 use core::fmt::Arguments;
+use core::marker::PhantomData;
 use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use hal_common::usermode::{UserArch, UserMode};
@@ -16,6 +17,7 @@ use kernel::{Kernel, Strategy};
 
 use crate::cmdline::{Cmdline, Config};
 use crate::debugcalls::{self as calls, DebugArch};
+use crate::strategy::Boot;
 use crate::Arch;
 
 /// Timer interrupts per second on every core (round-robin among equal priorities).
@@ -128,19 +130,55 @@ pub fn release_cores<H: ArchHal>(cores: usize) {
     }
 }
 
-/// Builds the kernel object with `strategy` and the initial system, then schedules on the boot
-/// core through `user`. `arch` makes the image's [`Arch`] (it parses the user ELF, after the
-/// `kernel:` line); `kernel_tests` and `user_error_tests` are the image's in-kernel tests and
-/// the `TEST` lines of the user errors program.
+/// An image ready to boot with the strategy the command line names
+/// ([`strategy::boot_with`](crate::strategy::boot_with)): its [`Arch`] `A`, its HAL's user-mode
+/// runtime, its test counts and its user ELF.
+pub struct Start<A, U: UserArch + 'static, const CPUS: usize> {
+    user: &'static UserMode<U, CPUS>,
+    tests: (usize, usize),
+    user_elf: &'static [u8],
+    arch: PhantomData<fn() -> A>,
+}
+
+impl<A: Arch + DebugArch, U: UserArch, const CPUS: usize> Start<A, U, CPUS> {
+    /// The image whose threads run through `user`, with `kernel_tests` in-kernel tests, the
+    /// user errors program's `user_error_tests` `TEST` lines and the user ELF `user_elf`.
+    ///
+    /// # Safety
+    /// Booted at most once, by the boot core, before any other core runs kernel code.
+    pub unsafe fn new(
+        user: &'static UserMode<U, CPUS>,
+        (kernel_tests, user_error_tests): (usize, usize),
+        user_elf: &'static [u8],
+    ) -> Self {
+        Self {
+            user,
+            tests: (kernel_tests, user_error_tests),
+            user_elf,
+            arch: PhantomData,
+        }
+    }
+}
+
+impl<A: Arch + DebugArch, U: UserArch, const CPUS: usize> Boot for Start<A, U, CPUS> {
+    fn boot<S: Strategy + 'static>(self, strategy: S, cfg: Config) -> ! {
+        // SAFETY: `new`'s contract: once, by the boot core before any other core runs kernel
+        // code.
+        unsafe { start::<A, S, U, CPUS>(strategy, cfg, self.user, self.tests, self.user_elf) }
+    }
+}
+
+/// Builds the kernel object with `strategy` and the initial system (the user ELF parsed from
+/// `user_elf`, after the `kernel:` line), then schedules on the boot core through `user`.
 ///
 /// # Safety
 /// Called once, by the boot core, before any other core runs kernel code.
-pub unsafe fn start<A, S, U, const CPUS: usize>(
+unsafe fn start<A, S, U, const CPUS: usize>(
     strategy: S,
     cfg: Config,
     user: &'static UserMode<U, CPUS>,
     (kernel_tests, user_error_tests): (usize, usize),
-    arch: impl FnOnce() -> A,
+    user_elf: &'static [u8],
 ) -> !
 where
     A: Arch + DebugArch,
@@ -161,7 +199,10 @@ where
         core::mem::size_of::<Kernel<S, A::Hal>>() / 1024,
         if cfg.fastpath { "on" } else { "off" }
     ));
-    let arch = arch();
+    let arch = match A::parse_elf(user_elf) {
+        Ok(elf) => A::from_elf(elf),
+        Err(e) => fail::<A::Hal>(format_args!("user ELF: {e:?}")),
+    };
     let setup = cfg.setup(A::counter().hz, user_error_tests);
     let (root, plan) = crate::build(&arch, k, setup);
 

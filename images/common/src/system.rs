@@ -44,6 +44,10 @@ pub trait Arch {
     /// The user ELF this image accepts (class, machine, the top of user memory).
     const ELF: ElfTarget;
 
+    /// The image's side of the system builder, for the parsed user ELF `elf`.
+    fn from_elf(elf: Elf) -> Self
+    where
+        Self: Sized;
     /// The parsed user ELF every program runs.
     fn elf(&self) -> &Elf;
     /// Parses and checks `data` as this image's user ELF.

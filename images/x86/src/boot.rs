@@ -7,10 +7,8 @@ use crate::{selftest, system};
 
 hal_x86::entry_point!(kernel_main);
 
-/// Stops with the failure status after a message.
-pub fn fail(args: core::fmt::Arguments<'_>) -> ! {
-    image_common::boot::fail::<X86Hal>(args)
-}
+/// The user ELF built by `build.rs`.
+static USER_ELF: &[u8] = include_bytes!(env!("USER_ELF"));
 
 fn kernel_main(p: &'static Platform) -> ! {
     println!();
@@ -25,7 +23,7 @@ fn kernel_main(p: &'static Platform) -> ! {
     let (lock, test) = (cmdline.lock, cmdline.test);
     let acpi = match &p.acpi {
         Ok(a) => a,
-        Err(e) => fail(format_args!("ACPI tables unreadable: {e:?}")),
+        Err(e) => image_common::boot::fail::<X86Hal>(format_args!("ACPI tables unreadable: {e:?}")),
     };
     if let Some(srat) = &acpi.srat {
         println!(
@@ -92,7 +90,12 @@ fn kernel_main(p: &'static Platform) -> ! {
         selftest::after_smp(&cfg, report.expected);
     }
 
-    image_common::strategy::boot_with(lock, cfg, system::Image)
+    let tests = (selftest::KERNEL_TESTS, selftest::USER_ERROR_TESTS);
+    // SAFETY: booted once, here, on the bootstrap processor before any other core runs kernel code.
+    let image = unsafe {
+        image_common::boot::Start::<system::X86, _, _>::new(&usermode::USER, tests, USER_ELF)
+    };
+    image_common::strategy::boot_with(lock, cfg, image)
 }
 
 /// An application processor: sets up `syscall`, then waits for the release and schedules

@@ -1,19 +1,13 @@
-//! Builds the kernel object for one locking strategy and the initial system (see
-//! [`image_common::system`]) on x86_64, then starts scheduling.
+//! The x86_64 side of building the initial system ([`image_common::system`]): the HAL, the
+//! user ELF this image accepts and the device memory user drivers may own, and the ACPI SRAT's memory nodes.
 
 use hal_x86::paging;
-use hal_x86::{println, usermode, X86Hal};
-use image_common::cmdline::Config;
+use hal_x86::{println, X86Hal};
 use image_common::numa::{Firmware, MAX_FIRMWARE_RANGES};
 use image_common::Arch;
-use kernel::Strategy;
 use servers::abi::memory::NumaSource;
 
-use crate::boot::fail;
 use image_common::elf::{Elf, ElfTarget};
-
-/// The user ELF built by `build.rs`.
-static USER_ELF: &[u8] = include_bytes!(env!("USER_ELF"));
 
 /// The x86_64 side of building the initial system (and of the debug calls, see
 /// [`crate::debugcalls`]).
@@ -29,6 +23,10 @@ impl Arch for X86 {
         user_top: 1 << 46,
         page_size: paging::PAGE_SIZE,
     };
+
+    fn from_elf(elf: Elf) -> Self {
+        Self { elf }
+    }
 
     fn elf(&self) -> &Elf {
         &self.elf
@@ -62,36 +60,5 @@ impl Arch for X86 {
             println!("boot: srat: {} malformed entries skipped", srat.skipped);
         }
         Some(fw)
-    }
-}
-
-/// This image, for [`image_common::strategy::boot_with`].
-pub struct Image;
-
-impl image_common::strategy::Boot for Image {
-    fn boot<S: Strategy + 'static>(self, strategy: S, cfg: Config) -> ! {
-        boot(strategy, cfg)
-    }
-}
-
-/// Builds the kernel with `strategy` and the initial system, starts scheduling on this core.
-pub fn boot<S: Strategy + 'static>(strategy: S, cfg: Config) -> ! {
-    let tests = (
-        crate::selftest::KERNEL_TESTS,
-        crate::selftest::USER_ERROR_TESTS,
-    );
-    // SAFETY: `strategy::boot_with` calls this once, on the bootstrap processor before any other core
-    // runs kernel code.
-    unsafe {
-        image_common::boot::start(
-            strategy,
-            cfg,
-            &usermode::USER,
-            tests,
-            || match X86::parse_elf(USER_ELF) {
-                Ok(elf) => X86 { elf },
-                Err(e) => fail(format_args!("user ELF: {e:?}")),
-            },
-        )
     }
 }
