@@ -11,8 +11,6 @@
 //! memory, which the CPU keeps in program order with other Device accesses, so no barrier is
 //! needed between the status read and the data write.
 
-use core::fmt;
-
 use hal_common::console::{Console, SerialOut};
 
 use tock_registers::interfaces::{Readable, Writeable};
@@ -249,21 +247,7 @@ pub(crate) unsafe fn enable_locking() {
     CONSOLE.enable_locking();
 }
 
-/// Prints formatted text to the console; used by [`print!`](crate::print).
-pub fn print(args: fmt::Arguments<'_>) {
-    CONSOLE.print(args);
-}
-
-/// Writes a string to the console (the `Hal` console operation).
-pub fn write_str(s: &str) {
-    CONSOLE.write_str(s);
-}
-
-/// Prints from a fault or panic path: waits a bounded time for the console lock, then takes it
-/// anyway (its holder may be the faulting code itself or a dead core).
-pub fn emergency_print(args: fmt::Arguments<'_>) {
-    CONSOLE.emergency_print(args);
-}
+hal_common::console_functions!(CONSOLE);
 
 /// Prints to the serial console, like `std::print!`; safe to call from any core.
 #[macro_export]

@@ -5,8 +5,6 @@
 //! ARMv7: one spin lock serialises whole `println!` calls, taken with interrupts disabled, and
 //! [`emergency_print`] breaks a lock held too long.
 
-use core::fmt;
-
 use hal_common::console::{Console, SerialOut};
 use uart_16550::SerialPort;
 
@@ -75,21 +73,7 @@ pub fn init() {
     CONSOLE.enable_locking();
 }
 
-/// Prints formatted text to the console; used by [`print!`](crate::print).
-pub fn print(args: fmt::Arguments<'_>) {
-    CONSOLE.print(args);
-}
-
-/// Writes a string to the console (the `Hal` console operation).
-pub fn write_str(s: &str) {
-    CONSOLE.write_str(s);
-}
-
-/// Prints from a fault or panic path: waits a bounded time for the console lock, then takes it
-/// anyway (its holder may be the faulting code itself or a dead core).
-pub fn emergency_print(args: fmt::Arguments<'_>) {
-    CONSOLE.emergency_print(args);
-}
+hal_common::console_functions!(CONSOLE);
 
 /// Prints to the serial console, like `std::print!`; safe to call from any core.
 #[macro_export]

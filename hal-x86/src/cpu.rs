@@ -229,26 +229,24 @@ pub fn interrupts_enabled() -> bool {
     flags & (1 << 9) != 0
 }
 
-/// Runs `f` with interrupts disabled on this core, restoring the previous state afterwards.
+/// Runs `f` with interrupts masked on this core, restoring the previous state afterwards.
 #[inline]
 pub fn without_interrupts<R>(f: impl FnOnce() -> R) -> R {
-    let was = interrupts_enabled();
-    if was {
-        disable_interrupts();
-    }
-    let r = f();
-    if was {
-        enable_interrupts();
-    }
-    r
+    <Irqs as hal_common::console::IrqMask>::without_interrupts(f)
 }
 
-/// [`without_interrupts`] for the shared HAL code ([`hal_common`]'s console and table pool).
+/// This core's interrupt mask for the shared HAL code ([`hal_common`]'s console and table pool).
 pub struct Irqs;
 
-impl hal_common::console::IrqMask for Irqs {
-    fn without_interrupts<R>(f: impl FnOnce() -> R) -> R {
-        without_interrupts(f)
+impl hal_common::console::IrqState for Irqs {
+    fn interrupts_enabled() -> bool {
+        interrupts_enabled()
+    }
+    fn disable_interrupts() {
+        disable_interrupts();
+    }
+    fn enable_interrupts() {
+        enable_interrupts();
     }
 }
 
