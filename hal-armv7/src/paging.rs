@@ -323,12 +323,13 @@ pub fn map_user(
     frame: PhysAddr,
     writable: bool,
 ) -> Result<(), MapError> {
-    let attrs = if writable {
-        kernel::PageAttrs::WRITE
-    } else {
-        kernel::PageAttrs::EXEC
-    };
-    map_leaf(root, vaddr, frame, attrs, 0)
+    map_leaf(
+        root,
+        vaddr,
+        frame,
+        hal_common::arch::loader_attrs(writable),
+        0,
+    )
 }
 
 /// Device memory: TEX 000, C 0, B 1 (shareable device).

@@ -129,3 +129,13 @@ pub enum MapUserError {
     /// The page was mapped but its protection could not be set.
     Protect,
 }
+
+/// The attributes of a page the image loader maps: writable and never executable, or read-only
+/// and executable.
+pub fn loader_attrs(writable: bool) -> kernel::PageAttrs {
+    if writable {
+        kernel::PageAttrs::WRITE
+    } else {
+        kernel::PageAttrs::EXEC
+    }
+}

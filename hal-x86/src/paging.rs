@@ -344,12 +344,13 @@ pub fn map_user(
     phys: PhysAddr,
     writable: bool,
 ) -> Result<(), MapError> {
-    let attrs = if writable {
-        kernel::PageAttrs::WRITE
-    } else {
-        kernel::PageAttrs::EXEC
-    };
-    map_leaf(root, vaddr, phys, attrs, 0)
+    map_leaf(
+        root,
+        vaddr,
+        phys,
+        hal_common::arch::loader_attrs(writable),
+        0,
+    )
 }
 
 /// Maps the frame `phys` at user address `vaddr` in `root` with `attrs` (NX unless EXEC, PCD|PWT
