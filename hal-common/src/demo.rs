@@ -15,6 +15,36 @@ use crate::percpu::CpuIndex;
 /// The tick rate the demos run the timer at.
 pub const TIMER_HZ: u32 = 100;
 
+/// How many timer ticks each core waits for: the command line's `ticks=N` (`value`), else 3.
+pub fn wanted_ticks(value: Option<&str>) -> u64 {
+    value.and_then(|v| v.parse().ok()).unwrap_or(3)
+}
+
+/// The fault kind the command line's `fault=KIND` (core 0) or `fault=ap-KIND` (core 1) names
+/// in `flag` for core `cpu`, announced on the console; `None` when there is none for it.
+pub fn fault_to_trigger<H: ArchHal>(flag: &str, cpu: CpuIndex) -> Option<&str> {
+    let (target, kind) = match flag.strip_prefix("ap-") {
+        Some(k) => (1, k),
+        None => (0, flag),
+    };
+    if flag.is_empty() || target != cpu {
+        return None;
+    }
+    H::println(format_args!(
+        "cpu {cpu}: triggering fault '{kind}' on purpose"
+    ));
+    Some(kind)
+}
+
+/// `yes` or `no`, for the demos' feature lines.
+pub fn yes(b: bool) -> &'static str {
+    if b {
+        "yes"
+    } else {
+        "no"
+    }
+}
+
 /// Nanoseconds in `cycles` cycles of a `hz` counter.
 pub fn cycles_to_ns(cycles: u64, hz: u64) -> u64 {
     (u128::from(cycles) * 1_000_000_000 / u128::from(hz.max(1))) as u64
@@ -156,6 +186,13 @@ impl<const CPUS: usize> Default for Demo<CPUS> {
 mod tests {
     use super::*;
     use std::cell::Cell;
+
+    #[test]
+    fn ticks_default_to_three() {
+        assert_eq!(wanted_ticks(Some("7")), 7);
+        assert_eq!(wanted_ticks(Some("x")), 3);
+        assert_eq!(wanted_ticks(None), 3);
+    }
 
     #[test]
     fn cycles_to_ns_scales_without_overflow() {
