@@ -19,6 +19,7 @@ pub mod console;
 pub mod demo;
 pub mod init_once;
 pub mod percpu;
+pub mod smp;
 pub mod table_pool;
 pub mod usermode;
 
