@@ -73,7 +73,7 @@ fn kernel_main(p: &'static Platform) -> ! {
     let tests = (selftest::KERNEL_TESTS, selftest::USER_ERROR_TESTS);
     // SAFETY: booted once, here, on the boot core before any other core runs kernel code.
     let image = unsafe {
-        image_common::boot::Start::<system::Armv7, _, _>::new(&usermode::USER, tests, USER_ELF)
+        image_common::boot::Start::<system::System, _, _>::new(&usermode::USER, tests, USER_ELF)
     };
     image_common::strategy::boot_with(lock, cfg, image)
 }

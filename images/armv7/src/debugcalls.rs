@@ -10,7 +10,7 @@ use hal_armv7::usermode;
 use image_common::debugcalls::{self, ArchFacts, Counter};
 use servers::abi::counter as ctr;
 
-use crate::system::Armv7;
+use crate::system::{Armv7, System};
 
 impl ArchFacts for Armv7 {
     /// Data abort, undefined instruction, prefetch abort (`bkpt`: ARMv7-A has no division
@@ -58,5 +58,5 @@ impl ArchFacts for Armv7 {
 
 /// Prints one test line and counts it.
 pub fn report(name: &str, ok: bool, detail: Arguments<'_>) {
-    debugcalls::report::<Armv7>(name, ok, detail);
+    debugcalls::report::<System>(name, ok, detail);
 }

@@ -5,7 +5,7 @@
 use hal_armv7::paging::{self, PAGE_SIZE};
 
 use crate::debugcalls::report;
-use crate::system::Armv7;
+use crate::system::System;
 use core::sync::atomic::{AtomicU32, Ordering};
 use hal_armv7::ArmHal;
 use image_common::cmdline::Config;
@@ -20,7 +20,7 @@ pub const USER_ERROR_TESTS: usize = 7;
 /// Tests that need only core 0.
 pub fn before_smp(lock: LockChoice) {
     timer_frequency();
-    let a = selftest::frame_alloc::<Armv7, ArmHal>();
+    let a = selftest::frame_alloc::<System, ArmHal>();
 
     let root = paging::new_address_space();
     let boot = paging::boot_table() as usize as *const u32;
@@ -82,7 +82,7 @@ pub fn before_smp(lock: LockChoice) {
         format_args!("vbar {vbar:#x}"),
     );
 
-    selftest::lock_names::<Armv7>(lock);
+    selftest::lock_names::<System>(lock);
     protection();
 }
 
@@ -112,12 +112,12 @@ fn protection() {
             "(writable, executable): text {text:?} rodata {rodata:?} data {data:?} frame {frame:?}"
         ),
     );
-    selftest::no_wx_pages::<Armv7>(
+    selftest::no_wx_pages::<System>(
         [layout.text, layout.rodata, layout.data, layout.end].map(|a| a as u64),
         PAGE_SIZE as u64,
         |va| kernel_protection(va as usize) == Some((true, true)),
     );
-    selftest::stack_guards::<Armv7, _>(hal_armv7::boot::stack_guards(), |g| {
+    selftest::stack_guards::<System, _>(hal_armv7::boot::stack_guards(), |g| {
         kernel_protection(g).is_none() && kernel_protection(g + PAGE_SIZE) == Some((true, false))
     });
 }
@@ -152,9 +152,9 @@ fn timer_frequency() {
 /// Tests that need the other cores started.
 pub fn after_smp(cfg: &Config, expected: usize) {
     let online = hal_armv7::smp::online_count();
-    selftest::smp_online::<Armv7>(cfg, online, expected, "GIC CPU interfaces");
-    selftest::user_elf_parses::<Armv7>(&Armv7::parse_elf(include_bytes!(env!("USER_ELF"))));
-    selftest::user_elf_rejects_garbage::<Armv7>(Armv7::parse_elf(
+    selftest::smp_online::<System>(cfg, online, expected, "GIC CPU interfaces");
+    selftest::user_elf_parses::<System>(&System::parse_elf(include_bytes!(env!("USER_ELF"))));
+    selftest::user_elf_rejects_garbage::<System>(System::parse_elf(
         b"\x7FELF\x01\x01not an ARM executable",
     ));
 }

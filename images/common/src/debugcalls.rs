@@ -103,6 +103,18 @@ pub trait ArchFacts {
     fn kernel_counter() -> Counter;
 }
 
+/// An image's facts are its machine's.
+impl<M: crate::Machine + ArchFacts> ArchFacts for crate::System<M> {
+    const FAULT_VECTORS: [u64; FAULTERS] = M::FAULT_VECTORS;
+
+    fn counter() -> Counter {
+        M::counter()
+    }
+    fn kernel_counter() -> Counter {
+        M::kernel_counter()
+    }
+}
+
 /// What the debug calls need of the machine: console, clocks, exit, the other cores and the
 /// fault records.
 pub trait DebugMachine {

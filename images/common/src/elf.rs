@@ -37,6 +37,19 @@ pub struct ElfTarget {
     pub page_size: u64,
 }
 
+impl ElfTarget {
+    /// An ELF of this build's class (ELFCLASS64 on 64-bit targets) for `e_machine` `machine`,
+    /// its segments below `user_top` and aligned to `page_size`.
+    pub const fn native(machine: u16, user_top: u64, page_size: u64) -> Self {
+        Self {
+            class64: cfg!(target_pointer_width = "64"),
+            machine,
+            user_top,
+            page_size,
+        }
+    }
+}
+
 /// One loadable segment.
 #[derive(Clone, Copy, Debug)]
 pub struct Segment {

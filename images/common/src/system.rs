@@ -23,6 +23,7 @@
 
 use core::cell::UnsafeCell;
 use core::fmt::{Arguments, Debug};
+use core::marker::PhantomData;
 use core::mem::MaybeUninit;
 
 use hal_common::{ArchHal, UserPaging};
@@ -122,6 +123,54 @@ pub trait Arch {
     /// for the debug calls (by default in [`DEBUG_CALLS`](crate::debugcalls::DEBUG_CALLS)).
     fn set_faulters(&self, core: usize, faulters: [Option<ThreadId>; crate::debugcalls::FAULTERS]) {
         crate::debugcalls::DEBUG_CALLS.set_faulters(core, faulters);
+    }
+}
+
+/// What only an image knows of its machines: its HAL, the user ELF it accepts, the device
+/// memory user drivers may own and the memory nodes the firmware describes. [`System`] makes
+/// the image's [`Arch`] of it.
+pub trait Machine: 'static {
+    /// The HAL the kernel object is built with.
+    type Hal: Hal + ArchHal + UserPaging + Default + 'static;
+    /// The user ELF this image accepts (machine, the top of user memory).
+    const ELF: ElfTarget;
+
+    /// The device-memory ranges `(start, end)` user drivers may own on this machine (never
+    /// the kernel's own devices: interrupt controllers, its console, its timers).
+    fn device_regions() -> &'static [(u64, u64)];
+    /// The memory nodes the firmware describes for the kernel cores `0..cores` (x86: the ACPI
+    /// SRAT), for the memory system (see [`numa`](crate::numa)); `None` (the default) where it
+    /// describes none.
+    fn numa(cores: usize) -> Option<crate::numa::Firmware> {
+        let _ = cores;
+        None
+    }
+}
+
+/// An image's [`Arch`]: its [`Machine`] `M` with the parsed user ELF every program runs.
+pub struct System<M> {
+    elf: Elf,
+    machine: PhantomData<M>,
+}
+
+impl<M: Machine> Arch for System<M> {
+    type Hal = M::Hal;
+    const ELF: ElfTarget = M::ELF;
+
+    fn from_elf(elf: Elf) -> Self {
+        Self {
+            elf,
+            machine: PhantomData,
+        }
+    }
+    fn elf(&self) -> &Elf {
+        &self.elf
+    }
+    fn device_regions(&self) -> &'static [(u64, u64)] {
+        M::device_regions()
+    }
+    fn numa(&self, cores: usize) -> Option<crate::numa::Firmware> {
+        M::numa(cores)
     }
 }
 

@@ -93,7 +93,7 @@ fn kernel_main(p: &'static Platform) -> ! {
     let tests = (selftest::KERNEL_TESTS, selftest::USER_ERROR_TESTS);
     // SAFETY: booted once, here, on the bootstrap processor before any other core runs kernel code.
     let image = unsafe {
-        image_common::boot::Start::<system::X86, _, _>::new(&usermode::USER, tests, USER_ELF)
+        image_common::boot::Start::<system::System, _, _>::new(&usermode::USER, tests, USER_ELF)
     };
     image_common::strategy::boot_with(lock, cfg, image)
 }

@@ -8,7 +8,7 @@ use core::fmt::Arguments;
 use image_common::debugcalls::{self, ArchFacts, Counter};
 use servers::abi::counter as ctr;
 
-use crate::system::X86;
+use crate::system::{System, X86};
 
 impl ArchFacts for X86 {
     /// Page fault, invalid opcode, divide error; a write to a read-only page, the execution of
@@ -32,5 +32,5 @@ impl ArchFacts for X86 {
 
 /// Prints one test line and counts it.
 pub fn report(name: &str, ok: bool, detail: Arguments<'_>) {
-    debugcalls::report::<X86>(name, ok, detail);
+    debugcalls::report::<System>(name, ok, detail);
 }

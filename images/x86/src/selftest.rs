@@ -10,7 +10,7 @@ use hal_x86::usermode;
 use core::sync::atomic::{AtomicU64, Ordering};
 
 use crate::debugcalls::report;
-use crate::system::X86;
+use crate::system::System;
 use hal_x86::X86Hal;
 use image_common::cmdline::Config;
 use image_common::cmdline::LockChoice;
@@ -24,7 +24,7 @@ pub const USER_ERROR_TESTS: usize = 7;
 
 /// Tests that need only the bootstrap processor.
 pub fn before_smp(lock: LockChoice) {
-    let a = selftest::frame_alloc::<X86, X86Hal>();
+    let a = selftest::frame_alloc::<System, X86Hal>();
 
     let root = paging::new_address_space();
     let shares = root.is_some_and(|r| {
@@ -88,7 +88,7 @@ pub fn before_smp(lock: LockChoice) {
         format_args!("efer {efer:#x} star {star:#x} lstar {lstar:#x} fmask {fmask:#x}"),
     );
 
-    selftest::lock_names::<X86>(lock);
+    selftest::lock_names::<System>(lock);
     protection();
 }
 
@@ -118,12 +118,12 @@ fn protection() {
         format_args!("text {text:?} rodata {rodata:?} data {data:?} window {window:?}"),
     );
 
-    selftest::no_wx_pages::<X86>(
+    selftest::no_wx_pages::<System>(
         [layout.text, layout.rodata, layout.data, layout.end],
         PAGE_SIZE,
         |va| map(va).is_some_and(|m| m.writable && m.executable),
     );
-    selftest::stack_guards::<X86, _>(hal_x86::percpu::stack_guards(), |g| {
+    selftest::stack_guards::<System, _>(hal_x86::percpu::stack_guards(), |g| {
         map(g).is_none() && map(g + PAGE_SIZE).is_some_and(|m| m.writable && !m.executable)
     });
 }
@@ -144,9 +144,9 @@ pub fn after_smp(cfg: &Config, expected: usize) {
         ),
     );
 
-    selftest::smp_online::<X86>(cfg, online, expected, "in the MADT");
-    let elf = X86::parse_elf(include_bytes!(env!("USER_ELF")));
-    selftest::user_elf_parses::<X86>(&elf);
+    selftest::smp_online::<System>(cfg, online, expected, "in the MADT");
+    let elf = System::parse_elf(include_bytes!(env!("USER_ELF")));
+    selftest::user_elf_parses::<System>(&elf);
     let loaded = match (&elf, paging::new_address_space()) {
         (Ok(e), Some(r)) => e
             .load_into::<X86Hal>(r)
@@ -174,7 +174,7 @@ pub fn after_smp(cfg: &Config, expected: usize) {
         user_wx,
         format_args!("text RX, rodata R NX, data and stack RW NX"),
     );
-    selftest::user_elf_rejects_garbage::<X86>(X86::parse_elf(
+    selftest::user_elf_rejects_garbage::<System>(System::parse_elf(
         b"\x7FELF\x01\x01not an x86_64 executable",
     ));
 }

@@ -4,35 +4,23 @@
 use hal_x86::paging;
 use hal_x86::{println, X86Hal};
 use image_common::numa::{Firmware, MAX_FIRMWARE_RANGES};
-use image_common::Arch;
+use image_common::Machine;
 use servers::abi::memory::NumaSource;
 
-use image_common::elf::{Elf, ElfTarget};
+use image_common::elf::ElfTarget;
 
-/// The x86_64 side of building the initial system (and of the debug calls, see
+/// The x86_64 machines this image runs on (and their side of the debug calls, see
 /// [`crate::debugcalls`]).
-pub struct X86 {
-    elf: Elf,
-}
+pub struct X86;
 
-impl Arch for X86 {
+/// This image's system builder and debug calls.
+pub type System = image_common::System<X86>;
+
+impl Machine for X86 {
     type Hal = X86Hal;
-    const ELF: ElfTarget = ElfTarget {
-        class64: true,
-        machine: 62,
-        user_top: 1 << 46,
-        page_size: paging::PAGE_SIZE,
-    };
+    const ELF: ElfTarget = ElfTarget::native(62, 1 << 46, paging::PAGE_SIZE);
 
-    fn from_elf(elf: Elf) -> Self {
-        Self { elf }
-    }
-
-    fn elf(&self) -> &Elf {
-        &self.elf
-    }
-
-    fn device_regions(&self) -> &'static [(u64, u64)] {
+    fn device_regions() -> &'static [(u64, u64)] {
         // What user drivers may own on QEMU's x86 machines: the virtio-mmio window of
         // `-M microvm` (24 transports of 512 bytes at 0xFEB0_0000) and the HPET's registers
         // (unused by this kernel, which calibrates with CPUID 0x15, the PM timer or the PIT).
@@ -41,7 +29,7 @@ impl Arch for X86 {
         &DEVICES
     }
 
-    fn numa(&self, cores: usize) -> Option<Firmware> {
+    fn numa(cores: usize) -> Option<Firmware> {
         let srat = hal_x86::srat()?;
         let mut fw = Firmware::new(NumaSource::Srat);
         for (c, d) in fw.core_domain.iter_mut().enumerate().take(cores) {
