@@ -43,7 +43,7 @@
 //! CR3 never unmaps running kernel code) and whose lower half is empty: user space. User pages
 //! are 4 KiB, mapped with the USER bit at every level by [`map_user`], which also makes the
 //! intermediate tables. Frames come from [`alloc_frame`], a bump allocator over the usable RAM
-//! above the kernel image (frames are never freed yet). Page-table writes are plain stores, so
+//! above the kernel image (frames are never freed). Page-table writes are plain stores, so
 //! the kernel may make them inside its critical section (see `kernel::Hal::map_page`).
 //! Entries, flags, addresses and TLB instructions come from the `x86_64` crate
 //! ([`PageTableEntry`], [`PageTableFlags`], [`VirtAddr`], `tlb::flush`).
