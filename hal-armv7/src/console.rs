@@ -17,7 +17,6 @@ use tock_registers::interfaces::{Readable, Writeable};
 use tock_registers::registers::{ReadOnly, ReadWrite, WriteOnly};
 use tock_registers::{register_bitfields, register_structs};
 
-use crate::cpu::Irqs;
 use crate::machine::Machine;
 
 register_bitfields![u32,
@@ -213,7 +212,7 @@ impl SerialOut for Uart {
     }
 }
 
-static CONSOLE: Console<Uart, Irqs> = Console::new(Uart::None);
+static CONSOLE: Console<Uart, crate::ArmHal> = Console::new(Uart::None);
 
 /// Initialises the console UART of `machine`. Called once by core 0, before the MMU is on.
 ///

@@ -50,22 +50,7 @@ pub fn interrupts_enabled() -> bool {
 /// Runs `f` with interrupts masked on this core, restoring the previous state afterwards.
 #[inline]
 pub fn without_interrupts<R>(f: impl FnOnce() -> R) -> R {
-    <Irqs as hal_common::console::IrqMask>::without_interrupts(f)
-}
-
-/// This core's interrupt mask for the shared HAL code ([`hal_common`]'s console and table pool).
-pub struct Irqs;
-
-impl hal_common::console::IrqState for Irqs {
-    fn interrupts_enabled() -> bool {
-        interrupts_enabled()
-    }
-    fn disable_interrupts() {
-        disable_interrupts();
-    }
-    fn enable_interrupts() {
-        enable_interrupts();
-    }
+    <crate::ArmHal as hal_common::console::IrqMask>::without_interrupts(f)
 }
 
 /// Waits for an interrupt. A pending (even masked) interrupt ends the wait, so this is safe to

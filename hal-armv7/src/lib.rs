@@ -161,6 +161,20 @@ mod target {
     #[derive(Clone, Copy, Debug, Default)]
     pub struct ArmHal;
 
+    /// The calling core's interrupt mask (CPSR.I: `cpsid i`, `cpsie i`), for the shared HAL code: the console,
+    /// the page-table pool, [`hal_common::ArchHal`].
+    impl hal_common::console::IrqState for ArmHal {
+        fn interrupts_enabled() -> bool {
+            crate::cpu::interrupts_enabled()
+        }
+        fn disable_interrupts() {
+            crate::cpu::disable_interrupts();
+        }
+        fn enable_interrupts() {
+            crate::cpu::enable_interrupts();
+        }
+    }
+
     /// The operations the images and the boot demo share ([`hal_common::arch`]) on ARMv7-A.
     impl hal_common::ArchHal for ArmHal {
         /// MPIDR.Aff0 on both machines.
@@ -196,12 +210,6 @@ mod target {
         }
         fn timer_stop() {
             crate::timer::stop();
-        }
-        fn enable_interrupts() {
-            crate::cpu::enable_interrupts();
-        }
-        fn disable_interrupts() {
-            crate::cpu::disable_interrupts();
         }
         fn wait_for_interrupt() {
             crate::cpu::wfi();

@@ -505,7 +505,7 @@ impl FrameWindow for Identity {
 
 /// The pool of second-level tables (see [`hal_common::table_pool`] for the retire-then-reclaim
 /// rule). Each frame holds one table (1 KiB) and its tag shadow.
-static POOL: TablePool<Identity, crate::cpu::Irqs, { crate::percpu::MAX_CPUS }> = TablePool::new();
+static POOL: TablePool<Identity, crate::ArmHal, { crate::percpu::MAX_CPUS }> = TablePool::new();
 
 /// A zeroed frame for a second-level table and its tags (`None`: the pool is exhausted).
 fn alloc_table() -> Option<PhysAddr> {

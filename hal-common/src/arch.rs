@@ -10,11 +10,12 @@ use core::fmt;
 
 use kernel::ThreadId;
 
+use crate::console::IrqState;
 use crate::percpu::{CoreStats, CpuIndex};
 
-/// What only the architecture knows of the calling core, the clocks, the console and the
-/// machine's exit. Every operation is callable from any core.
-pub trait ArchHal {
+/// What only the architecture knows of the calling core (its interrupt mask: [`IrqState`]), the
+/// clocks, the console and the machine's exit. Every operation is callable from any core.
+pub trait ArchHal: IrqState {
     /// Index of the calling core (0 = boot core).
     fn cpu_id() -> CpuIndex;
     /// Cores online.
@@ -35,10 +36,6 @@ pub trait ArchHal {
     fn timer_start(hz: u32);
     /// Stops the calling core's timer.
     fn timer_stop();
-    /// Unmasks the calling core's interrupts.
-    fn enable_interrupts();
-    /// Masks the calling core's interrupts.
-    fn disable_interrupts();
     /// Sleeps until an interrupt (`hlt`, `wfi`).
     fn wait_for_interrupt();
     /// Called with the calling core's interrupts masked: sleeps until an interrupt is pending,

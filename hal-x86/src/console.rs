@@ -8,7 +8,7 @@
 use hal_common::console::{Console, SerialOut};
 use uart_16550::SerialPort;
 
-use crate::cpu::{outb, Irqs};
+use crate::cpu::outb;
 
 /// I/O base of COM1.
 pub const COM1: u16 = 0x3F8;
@@ -62,7 +62,7 @@ impl SerialOut for Uart {
 }
 
 // SAFETY: COM1 is the PC's first serial port; this console is its only driver.
-static CONSOLE: Console<Uart, Irqs> = Console::new(unsafe { Uart::new(COM1) });
+static CONSOLE: Console<Uart, crate::X86Hal> = Console::new(unsafe { Uart::new(COM1) });
 
 /// Initialises COM1. Called once by the boot code before anything prints; from then on every
 /// print takes the console lock.

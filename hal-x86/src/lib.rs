@@ -135,6 +135,20 @@ mod target {
     #[derive(Clone, Copy, Debug, Default)]
     pub struct X86Hal;
 
+    /// The calling core's interrupt mask (RFLAGS.IF: `cli`, `sti`), for the shared HAL code: the console,
+    /// the page-table pool, [`hal_common::ArchHal`].
+    impl hal_common::console::IrqState for X86Hal {
+        fn interrupts_enabled() -> bool {
+            crate::cpu::interrupts_enabled()
+        }
+        fn disable_interrupts() {
+            crate::cpu::disable_interrupts();
+        }
+        fn enable_interrupts() {
+            crate::cpu::enable_interrupts();
+        }
+    }
+
     /// The operations the images and the boot demo share ([`hal_common::arch`]) on x86_64.
     impl hal_common::ArchHal for X86Hal {
         #[inline]
@@ -171,12 +185,6 @@ mod target {
         }
         fn timer_stop() {
             crate::apic::timer_stop();
-        }
-        fn enable_interrupts() {
-            crate::cpu::enable_interrupts();
-        }
-        fn disable_interrupts() {
-            crate::cpu::disable_interrupts();
         }
         fn wait_for_interrupt() {
             crate::cpu::hlt();

@@ -534,7 +534,7 @@ impl FrameWindow for Window {
 }
 
 /// The pool (see [`hal_common::table_pool`] for the retire-then-reclaim rule).
-static POOL: TablePool<Window, crate::cpu::Irqs, { crate::percpu::MAX_CPUS }> = TablePool::new();
+static POOL: TablePool<Window, crate::X86Hal, { crate::percpu::MAX_CPUS }> = TablePool::new();
 
 /// Reserves `frames` frames from the frame allocator for page tables (fewer if RAM is short).
 fn reserve_table_pool(frames: u64) {
