@@ -38,20 +38,15 @@ run() { # machine smp cmdline
     timeout 30 qemu-system-arm $args -smp "$2" -kernel "$elf" \
         -display none -serial stdio -semihosting -no-reboot -append "$3"
 }
+# shellcheck source=../../hal-common/scripts/boot-demo-lib.sh
+. hal-common/scripts/boot-demo-lib.sh
 
 if [ -n "${MATRIX:-}" ]; then
     fails=0
     for m in sabrelite virt; do
         for s in 1 4; do
-            start=$(date +%s%N)
-            set +e
-            out=$(run "$m" "$s" "" 2>&1)
-            status=$?
-            set -e
-            ms=$(( ($(date +%s%N) - start) / 1000000 ))
-            online=$(grep -o 'cpus online: [0-9]*' <<<"$out" || true)
+            matrix_boot 9 "$m" "$s"
             passed=$(grep -c 'boot-demo: all checks passed' <<<"$out" || true)
-            printf '%-9s smp %s: status %s, %s, %s ms wall\n' "$m" "$s" "$status" "$online" "$ms"
             if [ "$status" -ne 0 ] || [ "$online" != "cpus online: $s" ] || [ "$passed" -ne 1 ]; then
                 fails=$((fails + 1))
                 printf '%s\n' "$out" | tail -n 20 | sed 's/^/    | /'
@@ -75,13 +70,5 @@ if [ -n "${MATRIX:-}" ]; then
     echo "matrix: $fails failure(s)"
     [ "$fails" -eq 0 ]
 else
-    machine="${1:-sabrelite}"
-    smp="${2:-4}"
-    shift $(( $# < 2 ? $# : 2 ))
-    set +e
-    run "$machine" "$smp" "$*"
-    status=$?
-    set -e
-    echo "qemu exit status: $status (0 = success)"
-    [ "$status" -eq 0 ]
+    single_boot sabrelite 0 "$@"
 fi

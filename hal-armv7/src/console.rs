@@ -11,15 +11,12 @@
 //! memory, which the CPU keeps in program order with other Device accesses, so no barrier is
 //! needed between the status read and the data write.
 
-use core::fmt;
-
 use hal_common::console::{Console, SerialOut};
 
 use tock_registers::interfaces::{Readable, Writeable};
 use tock_registers::registers::{ReadOnly, ReadWrite, WriteOnly};
 use tock_registers::{register_bitfields, register_structs};
 
-use crate::cpu::Irqs;
 use crate::machine::Machine;
 
 register_bitfields![u32,
@@ -215,7 +212,7 @@ impl SerialOut for Uart {
     }
 }
 
-static CONSOLE: Console<Uart, Irqs> = Console::new(Uart::None);
+static CONSOLE: Console<Uart, crate::ArmHal> = Console::new(Uart::None);
 
 /// Initialises the console UART of `machine`. Called once by core 0, before the MMU is on.
 ///
@@ -249,21 +246,7 @@ pub(crate) unsafe fn enable_locking() {
     CONSOLE.enable_locking();
 }
 
-/// Prints formatted text to the console; used by [`print!`](crate::print).
-pub fn print(args: fmt::Arguments<'_>) {
-    CONSOLE.print(args);
-}
-
-/// Writes a string to the console (the `Hal` console operation).
-pub fn write_str(s: &str) {
-    CONSOLE.write_str(s);
-}
-
-/// Prints from a fault or panic path: waits a bounded time for the console lock, then takes it
-/// anyway (its holder may be the faulting code itself or a dead core).
-pub fn emergency_print(args: fmt::Arguments<'_>) {
-    CONSOLE.emergency_print(args);
-}
+hal_common::console_functions!(CONSOLE);
 
 /// Prints to the serial console, like `std::print!`; safe to call from any core.
 #[macro_export]

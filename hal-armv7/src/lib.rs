@@ -19,9 +19,9 @@
 //! cycle counter on request (benchmarks).
 //!
 //! # For the kernel's `Hal` trait
-//! [`ArmHal`] gathers the operations the kernel needs (core index, IPIs as SGIs, cycle counter,
-//! tick timer, console, exit) as inherent functions, mirroring `hal_x86::X86Hal`, and
-//! implements `kernel::Hal`. [`paging`] makes per-process address spaces (short-descriptor
+//! [`ArmHal`] implements `kernel::Hal` (core index, IPIs as SGIs, cycle counter, console) and
+//! `hal_common::ArchHal` (clocks, tick timer, sleeping, console, test IPI, QEMU exit: what the
+//! images and the boot demo use besides), as `hal_x86::X86Hal` does. [`paging`] makes per-process address spaces (short-descriptor
 //! tables with the kernel sections copied in, user pages ASID-tagged; TLB maintenance by ASID
 //! and MVA; shoot-downs are SGIs the kernel sends), and [`usermode`] runs user threads: SVC
 //! system calls from USR mode, user aborts and undefined instructions handed to the kernel,
@@ -93,6 +93,8 @@ pub use target::*;
 #[cfg(all(target_arch = "arm", target_os = "none"))]
 mod target {
     pub(crate) use hal_common::InitOnce;
+    /// The operations the images and the boot demo use besides the kernel's `Hal` trait.
+    pub use hal_common::{ArchHal, UserPaging};
 
     use crate::fault::Mode;
     use crate::gic::IpiKind;
@@ -154,116 +156,140 @@ mod target {
         PLATFORM.get()
     }
 
-    /// The operations a kernel `Hal` trait needs, for ARMv7-A. All are callable from any core.
+    /// The ARMv7-A HAL: the kernel's `Hal` trait and [`hal_common::ArchHal`] (what the images
+    /// and the boot demo need besides). All operations are callable from any core.
     #[derive(Clone, Copy, Debug, Default)]
     pub struct ArmHal;
 
-    impl ArmHal {
-        /// Index of the calling core (0 = boot core; MPIDR.Aff0 on both machines).
-        #[inline]
-        pub fn cpu_id() -> CpuIndex {
-            crate::percpu::cpu_id()
+    /// The calling core's interrupt mask (CPSR.I: `cpsid i`, `cpsie i`), for the shared HAL code: the console,
+    /// the page-table pool, [`hal_common::ArchHal`].
+    impl hal_common::console::IrqState for ArmHal {
+        fn interrupts_enabled() -> bool {
+            crate::cpu::interrupts_enabled()
         }
-
-        /// Cores online.
-        pub fn cpu_count() -> usize {
-            crate::smp::online_count()
+        fn disable_interrupts() {
+            crate::cpu::disable_interrupts();
         }
-
-        /// Sends a software-generated interrupt of `kind` to core `cpu`.
-        pub fn send_ipi(cpu: CpuIndex, kind: IpiKind) {
-            crate::gic::send_sgi(cpu, crate::gic::sgi_of(kind));
-        }
-
-        /// The cycle counter: the A9 global timer (sabrelite) or the generic counter (virt).
-        #[inline]
-        pub fn cycles() -> u64 {
-            crate::timer::cycles()
-        }
-
-        /// Cycle counter frequency in Hz.
-        pub fn cycles_hz() -> u64 {
-            crate::timer::cycles_hz()
-        }
-
-        /// Starts periodic timer interrupts at `hz` on the calling core.
-        pub fn timer_start(hz: u32) {
-            crate::timer::start_periodic(hz);
-        }
-
-        /// Stops the calling core's timer.
-        pub fn timer_stop() {
-            crate::timer::stop();
-        }
-
-        /// Timer interrupts the calling core has taken.
-        pub fn timer_ticks() -> u64 {
-            crate::percpu::this_cpu().ticks()
-        }
-
-        /// Writes a string to the console.
-        pub fn console_write(s: &str) {
-            crate::console::write_str(s);
-        }
-
-        /// Whether the CPU offers hardware transactional memory: never on ARMv7-A (lock
-        /// elision falls back to the lock).
-        pub fn has_rtm() -> bool {
-            false
-        }
-
-        /// Stops the machine: exits QEMU with `code` (halts on hardware).
-        pub fn exit(code: crate::exit::ExitCode) -> ! {
-            crate::exit::exit_qemu(code)
+        fn enable_interrupts() {
+            crate::cpu::enable_interrupts();
         }
     }
 
-    /// The boot demos' shared checks ([`hal_common::demo`]) on this HAL.
-    impl hal_common::demo::DemoHal for ArmHal {
-        fn println(args: core::fmt::Arguments<'_>) {
-            crate::println!("{args}");
+    /// The operations the images and the boot demo share ([`hal_common::arch`]) on ARMv7-A.
+    impl hal_common::ArchHal for ArmHal {
+        /// MPIDR.Aff0 on both machines.
+        #[inline]
+        fn cpu_id() -> CpuIndex {
+            crate::percpu::cpu_id()
         }
+        fn online_count() -> usize {
+            crate::smp::online_count()
+        }
+        fn cpu_count() -> usize {
+            crate::smp::cpu_count()
+        }
+        fn core_stats(cpu: CpuIndex) -> Option<&'static hal_common::percpu::CoreStats> {
+            crate::percpu::PERCPU.get(cpu).map(|p| &**p)
+        }
+        /// The A9 global timer (sabrelite) or the generic counter (virt).
+        #[inline]
         fn cycles() -> u64 {
             crate::timer::cycles()
         }
         fn cycles_hz() -> u64 {
             crate::timer::cycles_hz()
         }
+        fn cycles_to_ns(delta: u64) -> u64 {
+            crate::timer::cycles_to_ns(delta)
+        }
         fn since_boot_ns() -> u64 {
             crate::timer::since_boot_ns()
         }
         fn timer_start(hz: u32) {
-            Self::timer_start(hz);
+            crate::timer::start_periodic(hz);
         }
-        fn timer_ticks() -> u64 {
-            Self::timer_ticks()
-        }
-        fn enable_interrupts() {
-            crate::cpu::enable_interrupts();
+        fn timer_stop() {
+            crate::timer::stop();
         }
         fn wait_for_interrupt() {
             crate::cpu::wfi();
         }
-        fn cpu_count() -> usize {
-            crate::smp::cpu_count()
+        /// With IRQs masked, `wfi` still wakes on a pending interrupt; it is taken when IRQs
+        /// are unmasked for a moment.
+        fn sleep_masked() {
+            crate::cpu::wfi();
+            crate::cpu::enable_interrupts();
+            crate::cpu::disable_interrupts();
         }
-        fn is_online(cpu: CpuIndex) -> bool {
-            crate::percpu::PERCPU
-                .get(cpu)
-                .is_some_and(|p| p.is_online())
+        fn halt_forever() -> ! {
+            crate::cpu::halt_forever()
         }
-        fn ipis(cpu: CpuIndex) -> u64 {
-            crate::percpu::PERCPU.get(cpu).map_or(0, |p| p.ipis())
+        fn console_write(s: &str) {
+            crate::console::write_str(s);
+        }
+        fn print(args: core::fmt::Arguments<'_>) {
+            crate::console::print(args);
         }
         fn send_test_ipi(cpu: CpuIndex) {
-            Self::send_ipi(cpu, IpiKind::Test);
+            crate::gic::send_sgi(cpu, crate::gic::sgi_of(IpiKind::Test));
         }
+        /// Never on ARMv7-A (lock elision falls back to the lock).
+        fn has_rtm() -> bool {
+            false
+        }
+        /// Exits QEMU through semihosting (see [`exit`](crate::exit)).
         fn exit(success: bool) -> ! {
             crate::exit::exit_qemu(if success {
                 crate::exit::ExitCode::Success
             } else {
                 crate::exit::ExitCode::Failure
             })
+        }
+        fn fault_record(t: kernel::ThreadId) -> Option<hal_common::usermode::FaultInfo> {
+            crate::usermode::USER.fault_record(t)
+        }
+    }
+
+    /// The user side of the ARMv7-A paging ([`hal_common::arch`]): short-descriptor tables,
+    /// frames identity-mapped.
+    impl hal_common::UserPaging for ArmHal {
+        const PAGE_SIZE: u64 = crate::paging::PAGE_SIZE as u64;
+        fn alloc_frame() -> Option<u64> {
+            crate::paging::alloc_frame()
+        }
+        fn frame_ptr(frame: u64) -> *mut u8 {
+            crate::paging::phys_to_virt(frame)
+        }
+        /// The frame may be executed from: its bytes must reach the point of unification
+        /// before the instruction cache can fetch them (`paging::sync_icache` also invalidates
+        /// the instruction cache for the new mapping).
+        fn frame_written(frame: u64, len: usize) {
+            crate::paging::sync_icache(frame, len);
+        }
+        /// Makes the second-level table if needed, then maps the small page.
+        fn map_user(
+            root: u64,
+            page: u64,
+            frame: u64,
+            writable: bool,
+            _executable: bool,
+        ) -> Result<(), hal_common::arch::MapUserError> {
+            crate::paging::map_user_alloc(root, page as usize, frame, writable)
+                .map_err(|_| hal_common::arch::MapUserError::Map)
+        }
+        fn new_address_space() -> Option<u64> {
+            crate::paging::new_address_space()
+        }
+        fn take_free_ram(out: &mut [(u64, u64)]) -> usize {
+            crate::paging::take_free_ram(out)
+        }
+        fn frames_allocated() -> u64 {
+            crate::paging::frames_allocated() as u64
+        }
+        unsafe fn set_initial_context(t: kernel::ThreadId, pc: usize, sp: usize, args: [usize; 3]) {
+            // SAFETY: forwarded contract (the stack pointer callers pass is 8-byte aligned, as
+            // AAPCS wants at a call).
+            unsafe { crate::usermode::USER.set_initial_context(t, pc, sp, args) }
         }
     }
 

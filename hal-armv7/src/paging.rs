@@ -323,12 +323,13 @@ pub fn map_user(
     frame: PhysAddr,
     writable: bool,
 ) -> Result<(), MapError> {
-    let attrs = if writable {
-        kernel::PageAttrs::WRITE
-    } else {
-        kernel::PageAttrs::EXEC
-    };
-    map_leaf(root, vaddr, frame, attrs, 0)
+    map_leaf(
+        root,
+        vaddr,
+        frame,
+        hal_common::arch::loader_attrs(writable),
+        0,
+    )
 }
 
 /// Device memory: TEX 000, C 0, B 1 (shareable device).
@@ -504,7 +505,7 @@ impl FrameWindow for Identity {
 
 /// The pool of second-level tables (see [`hal_common::table_pool`] for the retire-then-reclaim
 /// rule). Each frame holds one table (1 KiB) and its tag shadow.
-static POOL: TablePool<Identity, crate::cpu::Irqs, { crate::percpu::MAX_CPUS }> = TablePool::new();
+static POOL: TablePool<Identity, crate::ArmHal, { crate::percpu::MAX_CPUS }> = TablePool::new();
 
 /// A zeroed frame for a second-level table and its tags (`None`: the pool is exhausted).
 fn alloc_table() -> Option<PhysAddr> {

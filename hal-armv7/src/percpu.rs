@@ -2,7 +2,7 @@
 //!
 //! The core index is MPIDR.Aff0: QEMU's sabrelite (one Cortex-A9 cluster) and virt (clusters
 //! of 8 for GICv2) number the cores 0, 1, 2, ... in Aff0, and so does the real i.MX6Q. Reading
-//! MPIDR is one `mrc`, cheap enough that no per-core pointer register is needed yet (TPIDRPRW
+//! MPIDR is one `mrc`, cheap enough that no per-core pointer register is needed (TPIDRPRW
 //! is only a scratch register of the abort vectors, see `boot`). The user-mode entry stubs
 //! read the index from TPIDRURO instead, which each core sets to it at boot
 //! (`publish_index`): one `mrc` without the `and` that extracts Aff0, per kernel entry. User

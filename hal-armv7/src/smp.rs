@@ -13,11 +13,11 @@
 //! Each core is started and waited for in turn (500 ms timeout), so a core that does not come
 //! up is reported instead of hanging the boot.
 
-use core::sync::atomic::{AtomicUsize, Ordering};
-
 use tock_registers::interfaces::{ReadWriteable, Writeable};
 use tock_registers::registers::ReadWrite;
 use tock_registers::{register_bitfields, register_structs};
+
+use hal_common::smp::Bringup;
 
 use crate::machine::{Machine, IMX_SRC};
 use crate::percpu::{CpuIndex, MAX_CPUS, PERCPU};
@@ -59,17 +59,16 @@ register_structs! {
     }
 }
 
-static AP_MAIN: AtomicUsize = AtomicUsize::new(0);
-static CPU_COUNT: AtomicUsize = AtomicUsize::new(1);
+static BRINGUP: Bringup = Bringup::new();
 
 /// Number of cores online (core 0 included).
 pub fn online_count() -> usize {
-    PERCPU.iter().filter(|c| c.is_online()).count()
+    hal_common::smp::online_count(PERCPU.iter().map(|c| &**c))
 }
 
 /// Number of cores the HAL knows (started or tried), after [`start_secondaries`].
 pub fn cpu_count() -> usize {
-    CPU_COUNT.load(Ordering::Acquire)
+    BRINGUP.cpu_count()
 }
 
 /// Why a core did not come up.
@@ -90,37 +89,20 @@ pub struct StartFailure {
     pub error: StartError,
 }
 
-/// Outcome of [`start_secondaries`].
-#[derive(Clone, Copy, Debug)]
-pub struct StartReport {
-    /// Cores online, core 0 included.
-    pub online: usize,
-    /// Cores present (bounded by [`MAX_CPUS`]).
-    pub expected: usize,
-    /// Cores that failed (first `failure_count` entries valid).
-    pub failures: [Option<StartFailure>; MAX_CPUS],
-    /// How many entries of `failures` are set.
-    pub failure_count: usize,
-    /// Cores present beyond [`MAX_CPUS`], not started.
-    pub skipped: usize,
-}
+/// Outcome of [`start_secondaries`]: `expected` counts the cores present (bounded by
+/// [`MAX_CPUS`]).
+pub type StartReport = hal_common::smp::StartReport<StartFailure, MAX_CPUS>;
 
 /// Starts every other core present; each runs `ap_main(its index)` once its MMU, caches and
 /// GIC interface are on. Waits for each with a timeout and reports failures.
 ///
 /// Call once, from core 0, after boot (the kernel's main function).
 pub fn start_secondaries(p: &Platform, ap_main: fn(CpuIndex) -> !) -> StartReport {
-    AP_MAIN.store(ap_main as usize, Ordering::Release);
+    BRINGUP.set_ap_main(ap_main);
     let present = p.gic_cpus as usize;
     let expected = present.min(MAX_CPUS);
-    let mut report = StartReport {
-        online: 1,
-        expected,
-        failures: [None; MAX_CPUS],
-        failure_count: 0,
-        skipped: present - expected,
-    };
-    CPU_COUNT.store(expected, Ordering::Release);
+    let mut report = StartReport::new(expected, present - expected);
+    BRINGUP.set_cpu_count(expected);
     let entry = crate::boot::secondary_entry_address();
     for (cpu, state) in PERCPU.iter().enumerate().take(expected).skip(1) {
         let released = match p.machine {
@@ -144,11 +126,8 @@ pub fn start_secondaries(p: &Platform, ap_main: fn(CpuIndex) -> !) -> StartRepor
             }
         });
         match result {
-            Ok(()) => report.online += 1,
-            Err(error) => {
-                report.failures[report.failure_count] = Some(StartFailure { cpu, error });
-                report.failure_count += 1;
-            }
+            Ok(()) => report.started(),
+            Err(error) => report.failed(StartFailure { cpu, error }),
         }
     }
     report
@@ -173,14 +152,11 @@ fn src_release(cpu: CpuIndex, entry: u32) {
 
 /// Runs the `ap_main` given to [`start_secondaries`] on the calling (secondary) core.
 pub(crate) fn run_ap_main(cpu: CpuIndex) -> ! {
-    let f = AP_MAIN.load(Ordering::Acquire);
-    if f == 0 {
+    let Some(ap_main) = BRINGUP.ap_main() else {
         crate::console::emergency_print(format_args!(
             "hal-armv7: cpu {cpu} started without an ap_main\n"
         ));
         crate::cpu::halt_forever();
-    }
-    // SAFETY: AP_MAIN only ever holds a `fn(CpuIndex) -> !` stored by `start_secondaries`.
-    let ap_main: fn(CpuIndex) -> ! = unsafe { core::mem::transmute::<usize, fn(CpuIndex) -> !>(f) };
+    };
     ap_main(cpu)
 }

@@ -32,6 +32,31 @@ pub trait IrqMask {
     fn without_interrupts<R>(f: impl FnOnce() -> R) -> R;
 }
 
+/// The calling core's interrupt mask: what a HAL states to get [`IrqMask`].
+pub trait IrqState {
+    /// Whether the calling core takes interrupts.
+    fn interrupts_enabled() -> bool;
+    /// Masks the calling core's interrupts.
+    fn disable_interrupts();
+    /// Unmasks the calling core's interrupts.
+    fn enable_interrupts();
+}
+
+impl<T: IrqState> IrqMask for T {
+    #[inline]
+    fn without_interrupts<R>(f: impl FnOnce() -> R) -> R {
+        let was = T::interrupts_enabled();
+        if was {
+            T::disable_interrupts();
+        }
+        let r = f();
+        if was {
+            T::enable_interrupts();
+        }
+        r
+    }
+}
+
 /// Text written as a terminal wants lines: every `\n` is sent as `\r\n`.
 pub struct Lines<'a, U: ?Sized>(pub &'a mut U);
 
@@ -135,6 +160,30 @@ impl<U: SerialOut, I: IrqMask> Console<U, I> {
             let _ = Lines(&mut *self.uart.lock()).write_fmt(args);
         });
     }
+}
+
+/// Defines a HAL's console functions over its [`Console`] static `$console`: `print` (behind
+/// the HAL's `print!` and `println!`), `write_str` (the `Hal` console operation) and
+/// `emergency_print` (fault and panic paths).
+#[macro_export]
+macro_rules! console_functions {
+    ($console:path) => {
+        /// Prints formatted text to the console; used by `print!` and `println!`.
+        pub fn print(args: core::fmt::Arguments<'_>) {
+            $console.print(args);
+        }
+
+        /// Writes a string to the console (the `Hal` console operation).
+        pub fn write_str(s: &str) {
+            $console.write_str(s);
+        }
+
+        /// Prints from a fault or panic path: waits a bounded time for the console lock, then
+        /// takes it anyway (its holder may be the faulting code itself or a dead core).
+        pub fn emergency_print(args: core::fmt::Arguments<'_>) {
+            $console.emergency_print(args);
+        }
+    };
 }
 
 #[cfg(test)]

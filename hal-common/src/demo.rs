@@ -9,39 +9,40 @@
 use core::fmt;
 use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
+use crate::arch::ArchHal;
 use crate::percpu::CpuIndex;
 
 /// The tick rate the demos run the timer at.
 pub const TIMER_HZ: u32 = 100;
 
-/// What a boot demo needs of its HAL.
-pub trait DemoHal {
-    /// Prints a line (without the newline in `args`).
-    fn println(args: fmt::Arguments<'_>);
-    /// The cycle counter.
-    fn cycles() -> u64;
-    /// Its frequency in Hz.
-    fn cycles_hz() -> u64;
-    /// Nanoseconds since the kernel was entered.
-    fn since_boot_ns() -> u64;
-    /// Starts periodic timer interrupts on the calling core.
-    fn timer_start(hz: u32);
-    /// Timer interrupts the calling core took.
-    fn timer_ticks() -> u64;
-    /// Unmasks the calling core's interrupts.
-    fn enable_interrupts();
-    /// Sleeps until an interrupt (`hlt`, `wfi`).
-    fn wait_for_interrupt();
-    /// Cores the machine has (online or not).
-    fn cpu_count() -> usize;
-    /// Whether core `cpu` is up.
-    fn is_online(cpu: CpuIndex) -> bool;
-    /// IPIs core `cpu` received.
-    fn ipis(cpu: CpuIndex) -> u64;
-    /// Sends the test IPI to core `cpu`.
-    fn send_test_ipi(cpu: CpuIndex);
-    /// Ends the run: QEMU's exit status says success or failure.
-    fn exit(success: bool) -> !;
+/// How many timer ticks each core waits for: the command line's `ticks=N` (`value`), else 3.
+pub fn wanted_ticks(value: Option<&str>) -> u64 {
+    value.and_then(|v| v.parse().ok()).unwrap_or(3)
+}
+
+/// The fault kind the command line's `fault=KIND` (core 0) or `fault=ap-KIND` (core 1) names
+/// in `flag` for core `cpu`, announced on the console; `None` when there is none for it.
+pub fn fault_to_trigger<H: ArchHal>(flag: &str, cpu: CpuIndex) -> Option<&str> {
+    let (target, kind) = match flag.strip_prefix("ap-") {
+        Some(k) => (1, k),
+        None => (0, flag),
+    };
+    if flag.is_empty() || target != cpu {
+        return None;
+    }
+    H::println(format_args!(
+        "cpu {cpu}: triggering fault '{kind}' on purpose"
+    ));
+    Some(kind)
+}
+
+/// `yes` or `no`, for the demos' feature lines.
+pub fn yes(b: bool) -> &'static str {
+    if b {
+        "yes"
+    } else {
+        "no"
+    }
 }
 
 /// Nanoseconds in `cycles` cycles of a `hz` counter.
@@ -86,7 +87,7 @@ impl<const CPUS: usize> Demo<CPUS> {
     }
 
     /// Prints the failure and exits QEMU with failure.
-    pub fn fail<H: DemoHal>(&self, msg: fmt::Arguments<'_>) -> ! {
+    pub fn fail<H: ArchHal>(&self, msg: fmt::Arguments<'_>) -> ! {
         H::println(format_args!("boot-demo: FAILED: {msg}"));
         H::exit(false)
     }
@@ -94,7 +95,7 @@ impl<const CPUS: usize> Demo<CPUS> {
     /// Starts the timer, enables interrupts and sleeps until `n` ticks arrived or a timeout
     /// passed; returns the ticks seen. Sleeping rather than spinning matters under TCG, where a
     /// spinning vCPU takes a host core from the others.
-    pub fn take_ticks<H: DemoHal>(&self, n: u64) -> u64 {
+    pub fn take_ticks<H: ArchHal>(&self, n: u64) -> u64 {
         H::timer_start(TIMER_HZ);
         H::enable_interrupts();
         let budget_ns = (1_000 + n * 4_000 / u64::from(TIMER_HZ)) * 1_000_000;
@@ -109,7 +110,7 @@ impl<const CPUS: usize> Demo<CPUS> {
 
     /// A secondary core's part: takes `ticks` ticks, reports them, then acknowledges every
     /// test IPI it receives. Never returns.
-    pub fn secondary<H: DemoHal>(&self, cpu: CpuIndex, ticks: u64) -> ! {
+    pub fn secondary<H: ArchHal>(&self, cpu: CpuIndex, ticks: u64) -> ! {
         let got = self.take_ticks::<H>(ticks);
         H::println(format_args!("cpu {cpu}: {got} timer ticks"));
         self.ticks_done.fetch_add(1, Ordering::AcqRel);
@@ -130,7 +131,7 @@ impl<const CPUS: usize> Demo<CPUS> {
     /// Core 0's closing checks, after the secondaries were started (`online` cores up, `failed`
     /// that did not start): its own ticks, every secondary's ticks, a test IPI round trip to
     /// every online secondary; then the verdict line and QEMU's exit.
-    pub fn finish<H: DemoHal>(&self, ticks: u64, online: usize, failed: usize) -> ! {
+    pub fn finish<H: ArchHal>(&self, ticks: u64, online: usize, failed: usize) -> ! {
         let got = self.take_ticks::<H>(ticks);
         H::println(format_args!("cpu 0: {got} timer ticks"));
         if got < ticks {
@@ -185,6 +186,13 @@ impl<const CPUS: usize> Default for Demo<CPUS> {
 mod tests {
     use super::*;
     use std::cell::Cell;
+
+    #[test]
+    fn ticks_default_to_three() {
+        assert_eq!(wanted_ticks(Some("7")), 7);
+        assert_eq!(wanted_ticks(Some("x")), 3);
+        assert_eq!(wanted_ticks(None), 3);
+    }
 
     #[test]
     fn cycles_to_ns_scales_without_overflow() {

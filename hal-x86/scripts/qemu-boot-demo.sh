@@ -20,32 +20,19 @@ run() { # machine smp cmdline
         -display none -serial stdio -no-reboot \
         -device isa-debug-exit,iobase=0xf4,iosize=0x04 -append "$3"
 }
+# shellcheck source=../../hal-common/scripts/boot-demo-lib.sh
+. hal-common/scripts/boot-demo-lib.sh
 
 if [ -n "${MATRIX:-}" ]; then
     fails=0
     for m in microvm q35 pc; do
         for s in 1 2 4; do
-            start=$(date +%s%N)
-            set +e
-            out=$(run "$m" "$s" "" 2>&1)
-            status=$?
-            set -e
-            ms=$(( ($(date +%s%N) - start) / 1000000 ))
-            online=$(grep -o 'cpus online: [0-9]*' <<<"$out" || true)
-            printf '%-8s smp %s: status %s, %s, %s ms wall\n' "$m" "$s" "$status" "$online" "$ms"
+            matrix_boot 8 "$m" "$s"
             if [ "$status" -ne 33 ] || [ "$online" != "cpus online: $s" ]; then fails=$((fails + 1)); fi
         done
     done
     echo "matrix: $fails failure(s)"
     [ "$fails" -eq 0 ]
 else
-    machine="${1:-microvm}"
-    smp="${2:-4}"
-    shift $(( $# < 2 ? $# : 2 ))
-    set +e
-    run "$machine" "$smp" "$*"
-    status=$?
-    set -e
-    echo "qemu exit status: $status (33 = success)"
-    [ "$status" -eq 33 ]
+    single_boot microvm 33 "$@"
 fi

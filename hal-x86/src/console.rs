@@ -5,12 +5,10 @@
 //! ARMv7: one spin lock serialises whole `println!` calls, taken with interrupts disabled, and
 //! [`emergency_print`] breaks a lock held too long.
 
-use core::fmt;
-
 use hal_common::console::{Console, SerialOut};
 use uart_16550::SerialPort;
 
-use crate::cpu::{outb, Irqs};
+use crate::cpu::outb;
 
 /// I/O base of COM1.
 pub const COM1: u16 = 0x3F8;
@@ -64,7 +62,7 @@ impl SerialOut for Uart {
 }
 
 // SAFETY: COM1 is the PC's first serial port; this console is its only driver.
-static CONSOLE: Console<Uart, Irqs> = Console::new(unsafe { Uart::new(COM1) });
+static CONSOLE: Console<Uart, crate::X86Hal> = Console::new(unsafe { Uart::new(COM1) });
 
 /// Initialises COM1. Called once by the boot code before anything prints; from then on every
 /// print takes the console lock.
@@ -75,21 +73,7 @@ pub fn init() {
     CONSOLE.enable_locking();
 }
 
-/// Prints formatted text to the console; used by [`print!`](crate::print).
-pub fn print(args: fmt::Arguments<'_>) {
-    CONSOLE.print(args);
-}
-
-/// Writes a string to the console (the `Hal` console operation).
-pub fn write_str(s: &str) {
-    CONSOLE.write_str(s);
-}
-
-/// Prints from a fault or panic path: waits a bounded time for the console lock, then takes it
-/// anyway (its holder may be the faulting code itself or a dead core).
-pub fn emergency_print(args: fmt::Arguments<'_>) {
-    CONSOLE.emergency_print(args);
-}
+hal_common::console_functions!(CONSOLE);
 
 /// Prints to the serial console, like `std::print!`; safe to call from any core.
 #[macro_export]

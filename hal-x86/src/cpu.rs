@@ -229,27 +229,10 @@ pub fn interrupts_enabled() -> bool {
     flags & (1 << 9) != 0
 }
 
-/// Runs `f` with interrupts disabled on this core, restoring the previous state afterwards.
+/// Runs `f` with interrupts masked on this core, restoring the previous state afterwards.
 #[inline]
 pub fn without_interrupts<R>(f: impl FnOnce() -> R) -> R {
-    let was = interrupts_enabled();
-    if was {
-        disable_interrupts();
-    }
-    let r = f();
-    if was {
-        enable_interrupts();
-    }
-    r
-}
-
-/// [`without_interrupts`] for the shared HAL code ([`hal_common`]'s console and table pool).
-pub struct Irqs;
-
-impl hal_common::console::IrqMask for Irqs {
-    fn without_interrupts<R>(f: impl FnOnce() -> R) -> R {
-        without_interrupts(f)
-    }
+    <crate::X86Hal as hal_common::console::IrqMask>::without_interrupts(f)
 }
 
 /// Disables interrupts and halts this core forever.

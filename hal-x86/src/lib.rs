@@ -11,9 +11,10 @@
 //! kernel starts the other cores with [`smp::start_aps`].
 //!
 //! # For the kernel's `Hal` trait
-//! [`X86Hal`] gathers the operations the kernel needs (core index, IPIs, address-space switch,
-//! TLB flushes, page-table writes, cycle counter, console) as inherent functions and implements
-//! `kernel::Hal` with a thin forwarding `impl`; device interrupt lines are I/O APIC inputs
+//! [`X86Hal`] implements `kernel::Hal` (core index, IPIs, address-space switch, TLB flushes,
+//! page-table writes, cycle counter, console) and `hal_common::ArchHal` (clocks, tick timer,
+//! sleeping, console, test IPI, QEMU exit: what the images and the boot demo use besides) with
+//! thin forwarding `impl`s; device interrupt lines are I/O APIC inputs
 //! ([`ioapic`]). [`usermode`] runs user threads: `syscall` entry,
 //! per-thread contexts, user exceptions, the idle loop; [`paging`] makes user address spaces
 //! (kernel half shared, user half per space) and hands out frames.
@@ -73,11 +74,12 @@ pub use target::*;
 #[cfg(target_os = "none")]
 mod target {
     pub(crate) use hal_common::InitOnce;
+    /// The operations the images and the boot demo use besides the kernel's `Hal` trait.
+    pub use hal_common::{ArchHal, UserPaging};
 
     use crate::acpi::{AcpiError, AcpiInfo};
     use crate::apic::IpiKind;
     use crate::cpu::CpuFeatures;
-    use crate::paging::PhysAddr;
     use crate::percpu::CpuIndex;
     use crate::pvh::BootInfo;
     use crate::time::ClockSource;
@@ -128,125 +130,143 @@ mod target {
         srat().map_or(&[], |s| s.memory())
     }
 
-    /// The operations a kernel `Hal` trait needs, for x86_64. All are callable from any core.
+    /// The x86_64 HAL: the kernel's `Hal` trait and [`hal_common::ArchHal`] (what the images
+    /// and the boot demo need besides). All operations are callable from any core.
     #[derive(Clone, Copy, Debug, Default)]
     pub struct X86Hal;
 
-    impl X86Hal {
-        /// Index of the calling core (0 = bootstrap processor).
-        #[inline]
-        pub fn cpu_id() -> CpuIndex {
-            crate::percpu::cpu_id()
+    /// The calling core's interrupt mask (RFLAGS.IF: `cli`, `sti`), for the shared HAL code: the console,
+    /// the page-table pool, [`hal_common::ArchHal`].
+    impl hal_common::console::IrqState for X86Hal {
+        fn interrupts_enabled() -> bool {
+            crate::cpu::interrupts_enabled()
         }
-
-        /// Cores online.
-        pub fn cpu_count() -> usize {
-            crate::smp::online_count()
+        fn disable_interrupts() {
+            crate::cpu::disable_interrupts();
         }
-
-        /// Sends an inter-processor interrupt of `kind` to core `cpu`.
-        pub fn send_ipi(cpu: CpuIndex, kind: IpiKind) {
-            crate::apic::send_ipi(cpu, kind);
-        }
-
-        /// Switches the calling core to the address space rooted at `root`.
-        ///
-        /// # Safety
-        /// See [`paging::switch_address_space`](crate::paging::switch_address_space).
-        pub unsafe fn switch_address_space(root: PhysAddr) {
-            // SAFETY: forwarded contract.
-            unsafe { crate::paging::switch_address_space(root) }
-        }
-
-        /// The cycle counter (TSC).
-        #[inline]
-        pub fn cycles() -> u64 {
-            crate::time::cycles()
-        }
-
-        /// Cycle counter frequency in Hz.
-        pub fn cycles_hz() -> u64 {
-            crate::time::tsc_hz()
-        }
-
-        /// Starts periodic timer interrupts at `hz` on the calling core.
-        pub fn timer_start(hz: u32) {
-            let count = crate::time::apic_timer_hz() / u64::from(hz.max(1));
-            crate::apic::timer_start_periodic(count.min(u64::from(u32::MAX)) as u32);
-        }
-
-        /// Stops the calling core's timer.
-        pub fn timer_stop() {
-            crate::apic::timer_stop();
-        }
-
-        /// Timer interrupts the calling core has taken.
-        pub fn timer_ticks() -> u64 {
-            crate::percpu::this_cpu().ticks()
-        }
-
-        /// Writes a string to the console.
-        pub fn console_write(s: &str) {
-            crate::console::write_str(s);
-        }
-
-        /// Whether the CPU offers Intel RTM.
-        pub fn has_rtm() -> bool {
-            platform().is_some_and(|p| p.cpu.rtm)
-        }
-
-        /// Stops the machine: exits QEMU with `code` (halts on hardware).
-        pub fn exit(code: crate::exit::ExitCode) -> ! {
-            crate::exit::exit_qemu(code)
+        fn enable_interrupts() {
+            crate::cpu::enable_interrupts();
         }
     }
 
-    /// The boot demos' shared checks ([`hal_common::demo`]) on this HAL.
-    impl hal_common::demo::DemoHal for X86Hal {
-        fn println(args: core::fmt::Arguments<'_>) {
-            crate::println!("{args}");
+    /// The operations the images and the boot demo share ([`hal_common::arch`]) on x86_64.
+    impl hal_common::ArchHal for X86Hal {
+        #[inline]
+        fn cpu_id() -> CpuIndex {
+            crate::percpu::cpu_id()
         }
+        fn online_count() -> usize {
+            crate::smp::online_count()
+        }
+        fn cpu_count() -> usize {
+            crate::smp::cpu_count()
+        }
+        fn core_stats(cpu: CpuIndex) -> Option<&'static hal_common::percpu::CoreStats> {
+            crate::percpu::PERCPU.get(cpu).map(|p| &**p)
+        }
+        /// The TSC.
+        #[inline]
         fn cycles() -> u64 {
             crate::time::cycles()
         }
         fn cycles_hz() -> u64 {
             crate::time::tsc_hz()
         }
+        fn cycles_to_ns(delta: u64) -> u64 {
+            crate::time::tsc_to_ns(delta)
+        }
         fn since_boot_ns() -> u64 {
             crate::time::since_boot_ns()
         }
+        /// The local APIC timer, periodic, its count from the calibrated APIC timer rate.
         fn timer_start(hz: u32) {
-            Self::timer_start(hz);
+            let count = crate::time::apic_timer_hz() / u64::from(hz.max(1));
+            crate::apic::timer_start_periodic(count.min(u64::from(u32::MAX)) as u32);
         }
-        fn timer_ticks() -> u64 {
-            Self::timer_ticks()
-        }
-        fn enable_interrupts() {
-            crate::cpu::enable_interrupts();
+        fn timer_stop() {
+            crate::apic::timer_stop();
         }
         fn wait_for_interrupt() {
             crate::cpu::hlt();
         }
-        fn cpu_count() -> usize {
-            crate::smp::cpu_count()
+        /// `sti; hlt; cli`: `sti` takes effect after the next instruction, so an interrupt
+        /// pending after the caller's check still ends the `hlt`.
+        fn sleep_masked() {
+            // SAFETY: the IDT is loaded from the first Rust instruction on; interrupts taken
+            // here are handled and return to the `cli`.
+            unsafe { core::arch::asm!("sti", "hlt", "cli", options(nomem, nostack)) };
         }
-        fn is_online(cpu: CpuIndex) -> bool {
-            crate::percpu::PERCPU
-                .get(cpu)
-                .is_some_and(|p| p.is_online())
+        fn halt_forever() -> ! {
+            crate::cpu::halt_forever()
         }
-        fn ipis(cpu: CpuIndex) -> u64 {
-            crate::percpu::PERCPU.get(cpu).map_or(0, |p| p.ipis())
+        fn console_write(s: &str) {
+            crate::console::write_str(s);
+        }
+        fn print(args: core::fmt::Arguments<'_>) {
+            crate::console::print(args);
         }
         fn send_test_ipi(cpu: CpuIndex) {
-            Self::send_ipi(cpu, IpiKind::Test);
+            crate::apic::send_ipi(cpu, IpiKind::Test);
         }
+        /// Whether the CPU offers Intel RTM.
+        fn has_rtm() -> bool {
+            platform().is_some_and(|p| p.cpu.rtm)
+        }
+        /// Exits QEMU through `isa-debug-exit` (see [`exit`](crate::exit)).
         fn exit(success: bool) -> ! {
             crate::exit::exit_qemu(if success {
                 crate::exit::ExitCode::Success
             } else {
                 crate::exit::ExitCode::Failure
             })
+        }
+        fn fault_record(t: kernel::ThreadId) -> Option<hal_common::usermode::FaultInfo> {
+            crate::usermode::USER.fault_record(t)
+        }
+    }
+
+    /// The user side of the x86_64 paging ([`hal_common::arch`]): 4-level tables, frames seen
+    /// through the physical window, W^X with the execute-disable bit.
+    impl hal_common::UserPaging for X86Hal {
+        const PAGE_SIZE: u64 = crate::paging::PAGE_SIZE;
+        fn alloc_frame() -> Option<u64> {
+            crate::paging::alloc_frame()
+        }
+        fn frame_ptr(frame: u64) -> *mut u8 {
+            crate::paging::phys_to_virt(frame)
+        }
+        /// Nothing to do: x86 instruction fetches see the kernel's stores.
+        fn frame_written(_frame: u64, _len: usize) {}
+        /// Present and user-accessible, then the execute-disable bit unless the page is
+        /// executable and read-only.
+        fn map_user(
+            root: u64,
+            page: u64,
+            frame: u64,
+            writable: bool,
+            executable: bool,
+        ) -> Result<(), hal_common::arch::MapUserError> {
+            use hal_common::arch::MapUserError;
+            crate::paging::map_user(root, page, frame, writable).map_err(|_| MapUserError::Map)?;
+            if writable || !executable {
+                crate::paging::set_user_no_execute(root, page)
+                    .map_err(|_| MapUserError::Protect)?;
+            }
+            Ok(())
+        }
+        fn new_address_space() -> Option<u64> {
+            crate::paging::new_address_space()
+        }
+        fn take_free_ram(out: &mut [(u64, u64)]) -> usize {
+            crate::paging::take_free_ram(out)
+        }
+        fn frames_allocated() -> u64 {
+            crate::paging::frames_allocated()
+        }
+        unsafe fn set_initial_context(t: kernel::ThreadId, pc: usize, sp: usize, args: [usize; 3]) {
+            // SAFETY: forwarded contract (the stack pointer callers pass is 16-byte aligned
+            // minus 8, as at the entry of a called function).
+            unsafe { crate::usermode::USER.set_initial_context(t, pc, sp, args) }
         }
     }
 

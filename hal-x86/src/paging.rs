@@ -43,7 +43,7 @@
 //! CR3 never unmaps running kernel code) and whose lower half is empty: user space. User pages
 //! are 4 KiB, mapped with the USER bit at every level by [`map_user`], which also makes the
 //! intermediate tables. Frames come from [`alloc_frame`], a bump allocator over the usable RAM
-//! above the kernel image (frames are never freed yet). Page-table writes are plain stores, so
+//! above the kernel image (frames are never freed). Page-table writes are plain stores, so
 //! the kernel may make them inside its critical section (see `kernel::Hal::map_page`).
 //! Entries, flags, addresses and TLB instructions come from the `x86_64` crate
 //! ([`PageTableEntry`], [`PageTableFlags`], [`VirtAddr`], `tlb::flush`).
@@ -344,12 +344,13 @@ pub fn map_user(
     phys: PhysAddr,
     writable: bool,
 ) -> Result<(), MapError> {
-    let attrs = if writable {
-        kernel::PageAttrs::WRITE
-    } else {
-        kernel::PageAttrs::EXEC
-    };
-    map_leaf(root, vaddr, phys, attrs, 0)
+    map_leaf(
+        root,
+        vaddr,
+        phys,
+        hal_common::arch::loader_attrs(writable),
+        0,
+    )
 }
 
 /// Maps the frame `phys` at user address `vaddr` in `root` with `attrs` (NX unless EXEC, PCD|PWT
@@ -533,7 +534,7 @@ impl FrameWindow for Window {
 }
 
 /// The pool (see [`hal_common::table_pool`] for the retire-then-reclaim rule).
-static POOL: TablePool<Window, crate::cpu::Irqs, { crate::percpu::MAX_CPUS }> = TablePool::new();
+static POOL: TablePool<Window, crate::X86Hal, { crate::percpu::MAX_CPUS }> = TablePool::new();
 
 /// Reserves `frames` frames from the frame allocator for page tables (fewer if RAM is short).
 fn reserve_table_pool(frames: u64) {

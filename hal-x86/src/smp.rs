@@ -19,7 +19,9 @@
 //! (1 = real mode, 2 = protected mode, 3 = long mode), so a failed start says where it stopped.
 
 use core::arch::global_asm;
-use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicU64, Ordering};
+
+use hal_common::smp::Bringup;
 
 use crate::acpi::AcpiInfo;
 use crate::paging::phys_to_virt;
@@ -146,17 +148,16 @@ pub fn set_init_delay_us(us: u64) {
     INIT_DELAY_US.store(us, Ordering::Relaxed);
 }
 
-static AP_MAIN: AtomicUsize = AtomicUsize::new(0);
-static CPU_COUNT: AtomicUsize = AtomicUsize::new(1);
+static BRINGUP: Bringup = Bringup::new();
 
 /// Number of cores online (the bootstrap processor included).
 pub fn online_count() -> usize {
-    PERCPU.iter().filter(|c| c.is_online()).count()
+    hal_common::smp::online_count(PERCPU.iter().map(|c| &**c))
 }
 
 /// Number of cores the HAL knows (started or tried), after [`start_aps`].
 pub fn cpu_count() -> usize {
-    CPU_COUNT.load(Ordering::Acquire)
+    BRINGUP.cpu_count()
 }
 
 /// One AP that did not come up.
@@ -171,20 +172,9 @@ pub struct StartFailure {
     pub stage: u64,
 }
 
-/// Outcome of [`start_aps`].
-#[derive(Clone, Copy, Debug)]
-pub struct StartReport {
-    /// Cores online, the bootstrap processor included.
-    pub online: usize,
-    /// Enabled processors the MADT lists (bounded by [`MAX_CPUS`]).
-    pub expected: usize,
-    /// APs that failed (first `failure_count` entries valid).
-    pub failures: [Option<StartFailure>; MAX_CPUS],
-    /// How many entries of `failures` are set.
-    pub failure_count: usize,
-    /// Enabled processors beyond [`MAX_CPUS`], not started.
-    pub skipped: usize,
-}
+/// Outcome of [`start_aps`]: `expected` counts the enabled processors the MADT lists (bounded
+/// by [`MAX_CPUS`]).
+pub type StartReport = hal_common::smp::StartReport<StartFailure, MAX_CPUS>;
 
 /// Starts every enabled processor of the MADT except the caller (the bootstrap processor), one
 /// after the other; each AP runs `ap_main(its index)` once its GDT, TSS, IDT and local APIC are
@@ -192,15 +182,9 @@ pub struct StartReport {
 ///
 /// Call once, from the bootstrap processor, after [`init`](crate::boot).
 pub fn start_aps(acpi: &AcpiInfo, ap_main: fn(CpuIndex) -> !) -> StartReport {
-    AP_MAIN.store(ap_main as usize, Ordering::Release);
+    BRINGUP.set_ap_main(ap_main);
     let bsp_apic = percpu::PERCPU[0].apic_id();
-    let mut report = StartReport {
-        online: 1,
-        expected: 1,
-        failures: [None; MAX_CPUS],
-        failure_count: 0,
-        skipped: 0,
-    };
+    let mut report = StartReport::new(1, 0);
 
     // SAFETY: the symbols delimit the trampoline blob in .rodata.
     let (start, data, end) = unsafe {
@@ -260,19 +244,18 @@ pub fn start_aps(acpi: &AcpiInfo, ap_main: fn(CpuIndex) -> !) -> StartReport {
         }
         let up = wait_until(500_000, || PERCPU[cpu].is_online());
         if up {
-            report.online += 1;
+            report.started();
         } else {
-            report.failures[report.failure_count] = Some(StartFailure {
+            report.failed(StartFailure {
                 apic_id: lapic.apic_id,
                 cpu,
                 stage: stage(),
             });
-            report.failure_count += 1;
             // Park it: a late AP must not run on a data block rewritten for the next one.
             apic::send_init(lapic.apic_id);
         }
     }
-    CPU_COUNT.store(next, Ordering::Release);
+    BRINGUP.set_cpu_count(next);
     // Every AP has left the trampoline (or was parked with INIT): its writable and executable
     // identity page goes (see `paging::init_kernel_space`).
     crate::paging::unmap_trampoline();
@@ -290,8 +273,8 @@ extern "C" fn ap_entry(cpu: CpuIndex) -> ! {
     interrupts::load_idt();
     apic::init_local();
     PERCPU[cpu].set_online();
-    let f = AP_MAIN.load(Ordering::Acquire);
-    // SAFETY: `start_aps` stored a `fn(CpuIndex) -> !` before starting any AP.
-    let f: fn(CpuIndex) -> ! = unsafe { core::mem::transmute::<usize, fn(CpuIndex) -> !>(f) };
-    f(cpu)
+    match BRINGUP.ap_main() {
+        Some(f) => f(cpu),
+        None => unreachable!("start_aps sets ap_main before it starts an AP"),
+    }
 }

@@ -25,7 +25,8 @@ mod demo {
     use hal_armv7::percpu::{CpuIndex, MAX_CPUS, PERCPU};
     use hal_armv7::timer;
     use hal_armv7::{cache, mmu, println, smp, ArmHal, Platform};
-    use hal_common::demo::Demo;
+    use hal_common::demo::{self, yes, Demo};
+    use hal_common::ArchHal;
 
     hal_armv7::entry_point!(kernel_main);
 
@@ -42,10 +43,7 @@ mod demo {
     }
 
     fn wanted_ticks() -> u64 {
-        hal_armv7::platform()
-            .and_then(|p| p.cmdline_value("ticks"))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(3)
+        demo::wanted_ticks(hal_armv7::platform().and_then(|p| p.cmdline_value("ticks")))
     }
 
     /// An address no section maps on either machine.
@@ -53,15 +51,9 @@ mod demo {
 
     /// Triggers the fault named on the command line, if it is meant for this core.
     fn maybe_fault(cpu: CpuIndex) {
-        let f = fault_flag();
-        let (target, kind) = match f.strip_prefix("ap-") {
-            Some(k) => (1, k),
-            None => (0, f),
-        };
-        if f.is_empty() || target != cpu {
+        let Some(kind) = demo::fault_to_trigger::<ArmHal>(fault_flag(), cpu) else {
             return;
-        }
-        println!("cpu {cpu}: triggering fault '{kind}' on purpose");
+        };
         match kind {
             // SAFETY: deliberately executes a permanently undefined instruction; the
             // undefined-instruction handler reports and exits.
@@ -199,14 +191,6 @@ mod demo {
         }
 
         DEMO.finish::<ArmHal>(wanted_ticks(), report.online, report.failure_count)
-    }
-
-    fn yes(b: bool) -> &'static str {
-        if b {
-            "yes"
-        } else {
-            "no"
-        }
     }
 
     fn on(b: bool) -> &'static str {

@@ -20,7 +20,8 @@ fn main() {
 
 #[cfg(target_os = "none")]
 mod demo {
-    use hal_common::demo::Demo;
+    use hal_common::demo::{self, yes, Demo};
+    use hal_common::ArchHal;
     use hal_x86::percpu::{CpuIndex, MAX_CPUS, PERCPU};
     use hal_x86::time;
     use hal_x86::{cpu, println, smp, Platform, X86Hal};
@@ -37,23 +38,14 @@ mod demo {
     }
 
     fn wanted_ticks() -> u64 {
-        hal_x86::platform()
-            .and_then(|p| p.boot.cmdline_value("ticks"))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(3)
+        demo::wanted_ticks(hal_x86::platform().and_then(|p| p.boot.cmdline_value("ticks")))
     }
 
     /// Triggers the fault named on the command line, if it is meant for this core.
     fn maybe_fault(cpu: CpuIndex) {
-        let f = fault_flag();
-        let (target, kind) = match f.strip_prefix("ap-") {
-            Some(k) => (1, k),
-            None => (0, f),
-        };
-        if f.is_empty() || target != cpu {
+        let Some(kind) = demo::fault_to_trigger::<X86Hal>(fault_flag(), cpu) else {
             return;
-        }
-        println!("cpu {cpu}: triggering fault '{kind}' on purpose");
+        };
         match kind {
             // SAFETY: deliberately executes an invalid opcode; the #UD handler reports and exits.
             "ud" => unsafe { core::arch::asm!("ud2") },
@@ -256,14 +248,6 @@ mod demo {
                 Some(v) => write!(f, "{v:#x}"),
                 None => f.write_str("none"),
             }
-        }
-    }
-
-    fn yes(b: bool) -> &'static str {
-        if b {
-            "yes"
-        } else {
-            "no"
         }
     }
 

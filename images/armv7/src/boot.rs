@@ -1,34 +1,14 @@
 //! The bootstrap processor's main function and the other cores' entry.
 
-use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-
-use hal_armv7::exit::ExitCode;
 use hal_armv7::percpu::CpuIndex;
 use hal_armv7::{println, smp, usermode, ArmHal, Platform};
-use kernel::config::MAX_CPUS;
 
 use crate::{selftest, system};
-use image_common::cmdline::{Cmdline, LockChoice};
 
 hal_armv7::entry_point!(kernel_main);
 
-/// Timer interrupts per second on every core (round-robin among equal priorities).
-pub const TIMER_HZ: u32 = 100;
-
-/// Set in benchmark mode: no tick timer on any core (nothing to preempt, and a tick would land
-/// in samples).
-pub static BENCH_MODE: AtomicBool = AtomicBool::new(false);
-
-/// Set by the root task (debug call RELEASE): the other cores may enter the scheduler.
-pub static RELEASED: AtomicBool = AtomicBool::new(false);
-/// Cores the kernel uses (APs with a higher index stay parked).
-pub static KERNEL_CORES: AtomicUsize = AtomicUsize::new(1);
-
-/// Stops with the failure status after a message.
-pub fn fail(args: core::fmt::Arguments<'_>) -> ! {
-    println!("boot: FAILED: {args}");
-    ArmHal::exit(ExitCode::Failure)
-}
+/// The user ELF built by `build.rs`.
+static USER_ELF: &[u8] = include_bytes!(env!("USER_ELF"));
 
 fn kernel_main(p: &'static Platform) -> ! {
     println!();
@@ -59,10 +39,7 @@ fn kernel_main(p: &'static Platform) -> ! {
             "boot: semihosting unavailable: no exit status for QEMU (the machine halts at the end)"
         );
     }
-    let cmdline = match Cmdline::parse(|k| p.cmdline_value(k)) {
-        Ok(c) => c,
-        Err(e) => fail(format_args!("{e}")),
-    };
+    let cmdline = image_common::boot::parse_cmdline::<ArmHal>(|k| p.cmdline_value(k));
     let (lock, test) = (cmdline.lock, cmdline.test);
     println!(
         "boot: rtm absent on ARMv7-A (elision falls back to the lock); SVC entry via VBAR, \
@@ -78,73 +55,38 @@ fn kernel_main(p: &'static Platform) -> ! {
     for f in report.failures.iter().flatten() {
         println!("smp: cpu {} did not start: {:?}", f.cpu, f.error);
     }
-    println!("cpus online: {}", report.online);
-    if report.failure_count > 0 {
-        fail(format_args!(
-            "{} core(s) did not start",
-            report.failure_count
-        ));
-    }
-    let cores = cmdline.cores(report.online, MAX_CPUS);
-    if report.online > MAX_CPUS {
-        println!("boot: the kernel is built for {MAX_CPUS} cores; cores {MAX_CPUS}.. stay parked");
-    }
-    if cores < report.online.min(MAX_CPUS) {
-        println!("boot: cpus={cores} on the command line: cores {cores}.. stay parked");
-    }
-    KERNEL_CORES.store(cores, Ordering::Release);
-    if lock == LockChoice::Rtm {
-        // ARMv7-A has no transactional memory: `kernel_locks::Rtm` detects that at run time and always
-        // takes its fallback lock.
-        println!(
-            "lock: {} ({}; no RTM on ARMv7-A: every critical section falls back to the CLH lock)",
-            lock.name(),
-            lock.describe()
-        );
-    } else {
-        println!("lock: {} ({})", lock.name(), lock.describe());
-    }
-    let cfg = match cmdline.on_cores(cores) {
-        Ok(cfg) => cfg,
-        Err(e) => fail(format_args!("{e}")),
-    };
+    let cfg = image_common::boot::configure::<ArmHal>(
+        &cmdline,
+        report.online,
+        report.failure_count,
+        Some("no RTM on ARMv7-A: every critical section falls back to the CLH lock"),
+    );
     if cfg.bench.is_some() {
         // The user-readable cycle counter where the core has one (virt); the other cores
         // enable theirs when released (`ap_main`).
         hal_armv7::pmu::enable();
-        BENCH_MODE.store(true, Ordering::Release);
     }
     if test {
         selftest::after_smp(&cfg, report.expected);
     }
 
-    image_common::strategy::boot_with(lock, cfg, system::Image)
+    let tests = (selftest::KERNEL_TESTS, selftest::USER_ERROR_TESTS);
+    // SAFETY: booted once, here, on the boot core before any other core runs kernel code.
+    let image = unsafe {
+        image_common::boot::Start::<system::System, _, _>::new(&usermode::USER, tests, USER_ELF)
+    };
+    image_common::strategy::boot_with(lock, cfg, image)
 }
 
-/// A secondary core: waits (asleep) until the root task releases the cores, then schedules.
+/// A secondary core: waits for the release and schedules
+/// ([`image_common::boot::secondary`]); in benchmark mode it enables its user-readable cycle
+/// counter, where the core has one.
 fn ap_main(cpu: CpuIndex) -> ! {
-    hal_armv7::cpu::disable_interrupts();
-    while !RELEASED.load(Ordering::Acquire) {
-        // Sleep until an interrupt: the release IPI, or one of the root task's Reschedule IPIs
-        // (the kernel sees those when the core enters it below). With IRQs masked, `wfi` still
-        // wakes on a pending interrupt, so an SGI arriving after the check ends the wait; it is
-        // taken (acknowledged and ended, before `usermode::run`: just counted) when IRQs are
-        // unmasked for a moment.
-        hal_armv7::cpu::wfi();
-        hal_armv7::cpu::enable_interrupts();
-        hal_armv7::cpu::disable_interrupts();
-    }
-    if cpu >= KERNEL_CORES.load(Ordering::Acquire) {
-        hal_armv7::cpu::halt_forever();
-    }
-    if BENCH_MODE.load(Ordering::Acquire) {
+    image_common::boot::secondary::<ArmHal, _, _>(cpu, &usermode::USER, || {
         if hal_armv7::pmu::user_counter() {
             hal_armv7::pmu::enable_cpu();
         }
-    } else {
-        ArmHal::timer_start(TIMER_HZ);
-    }
-    usermode::USER.run()
+    })
 }
 
 #[panic_handler]

@@ -1,23 +1,18 @@
-//! The ARMv7 side of the debug calls: what [`image_common::debugcalls`] needs from this
-//! architecture (the kernel's cycle counter, the counter user programs read, semihosting exit,
-//! the release SGIs, the fault records and their vectors). The calls themselves, the test
-//! counting and the shutdown are written once there.
+//! The ARMv7 side of the debug calls: what [`image_common::debugcalls`] needs to know of this
+//! architecture beyond its HAL (the counter user programs read, the kernel's cycle counter,
+//! the fault vectors). The calls themselves, the test counting and the shutdown are written
+//! once there; the console, clocks, semihosting exit, release SGIs and fault records are the
+//! HAL's (`hal_common::ArchHal`).
 
 use core::fmt::Arguments;
-use core::sync::atomic::Ordering;
 
-use hal_armv7::exit::ExitCode;
-use hal_armv7::gic::IpiKind;
-use hal_armv7::{println, usermode, ArmHal};
-use image_common::debugcalls::{self, Counter, DebugArch, FaultFacts};
-use kernel::ThreadId;
+use hal_armv7::usermode;
+use image_common::debugcalls::{self, ArchFacts, Counter};
 use servers::abi::counter as ctr;
 
-use crate::boot::RELEASED;
-use crate::system::Armv7;
+use crate::system::{Armv7, System};
 
-impl DebugArch for Armv7 {
-    type Fault = usermode::FaultInfo;
+impl ArchFacts for Armv7 {
     /// Data abort, undefined instruction, prefetch abort (`bkpt`: ARMv7-A has no division
     /// trap, see `servers::programs::trigger`); a write to a read-only page is a data abort
     /// (permission), the execution of a data page (XN) and a jump into the kernel's
@@ -30,22 +25,6 @@ impl DebugArch for Armv7 {
         usermode::vector::PREFETCH_ABORT as u64,
         usermode::vector::PREFETCH_ABORT as u64,
     ];
-
-    fn println(args: Arguments<'_>) {
-        println!("{args}");
-    }
-
-    fn cycles() -> u64 {
-        hal_armv7::timer::cycles()
-    }
-
-    fn cycles_to_ns(delta: u64) -> u64 {
-        hal_armv7::timer::cycles_to_ns(delta)
-    }
-
-    fn since_boot_ns() -> u64 {
-        hal_armv7::timer::since_boot_ns()
-    }
 
     /// PMCCNTR where the HAL enabled it for user mode (benchmark mode on the Cortex-A15, `-M
     /// virt`), else the kernel's counter through the COUNTER debug call (the A9 global timer on
@@ -75,36 +54,9 @@ impl DebugArch for Armv7 {
             hz: hal_armv7::timer::cycles_hz(),
         }
     }
-
-    fn exit(success: bool) -> ! {
-        ArmHal::exit(if success {
-            ExitCode::Success
-        } else {
-            ExitCode::Failure
-        })
-    }
-
-    fn halt_forever() -> ! {
-        hal_armv7::cpu::halt_forever()
-    }
-
-    fn release_cores(cores: usize) {
-        RELEASED.store(true, Ordering::Release);
-        for c in 1..cores {
-            ArmHal::send_ipi(c, IpiKind::Test);
-        }
-    }
-
-    fn fault_record(t: ThreadId) -> Option<usermode::FaultInfo> {
-        usermode::USER.fault_record(t)
-    }
-
-    fn fault_facts(f: &usermode::FaultInfo) -> FaultFacts {
-        f.into()
-    }
 }
 
 /// Prints one test line and counts it.
 pub fn report(name: &str, ok: bool, detail: Arguments<'_>) {
-    debugcalls::report::<Armv7>(name, ok, detail);
+    debugcalls::report::<System>(name, ok, detail);
 }

@@ -11,9 +11,9 @@
 //!    value stops the boot with a message and the failure status.
 //! 3. The other cores start (SRC on sabrelite, PSCI on virt) and wait; the boot log prints
 //!    `cpus online: N` and `lock: NAME`.
-//! 4. [`system::boot`], monomorphised per locking strategy, builds the kernel object and the
-//!    initial objects (address spaces with the user ELF loaded, threads, endpoints,
-//!    notifications, capabilities).
+//! 4. `image_common::boot::Start`, monomorphised per locking strategy, builds the kernel object
+//!    and the initial objects (address spaces with the user ELF loaded, threads, endpoints,
+//!    notifications, capabilities) with this image's [`system::Armv7`].
 //! 5. The root task runs first on core 0 and releases the other cores.
 //! 6. Each core runs an IPC ping-pong pair; when every program reported, the image exits QEMU
 //!    through semihosting with status 0 (success) or 1.
@@ -46,8 +46,6 @@ fn main() {
 mod boot;
 #[cfg(all(target_arch = "arm", target_os = "none"))]
 mod debugcalls;
-#[cfg(all(target_arch = "arm", target_os = "none"))]
-mod loader;
 #[cfg(all(target_arch = "arm", target_os = "none"))]
 mod selftest;
 #[cfg(all(target_arch = "arm", target_os = "none"))]

@@ -2,12 +2,15 @@
 //! start: frame allocation, address spaces, user mappings, the vector table, command-line
 //! parsing, the embedded user ELF, SMP bring-up. Each prints one `TEST` line.
 
-use hal_armv7::paging::{self, phys_to_virt, PAGE_SIZE};
+use hal_armv7::paging::{self, PAGE_SIZE};
 
 use crate::debugcalls::report;
+use crate::system::System;
 use core::sync::atomic::{AtomicU32, Ordering};
+use hal_armv7::ArmHal;
 use image_common::cmdline::Config;
 use image_common::cmdline::LockChoice;
+use image_common::{selftest, Arch};
 
 /// In-kernel tests ([`before_smp`] + [`after_smp`]).
 pub const KERNEL_TESTS: usize = 13;
@@ -17,22 +20,7 @@ pub const USER_ERROR_TESTS: usize = 7;
 /// Tests that need only core 0.
 pub fn before_smp(lock: LockChoice) {
     timer_frequency();
-    let a = paging::alloc_frame();
-    let b = paging::alloc_frame();
-    let zeroed = a.is_some_and(|f| {
-        // SAFETY: a fresh frame in the identity-mapped pool, only read here.
-        let s = unsafe { core::slice::from_raw_parts(phys_to_virt(f), PAGE_SIZE) };
-        s.iter().all(|&x| x == 0)
-    });
-    report(
-        "kernel:frame_alloc_distinct_aligned_zeroed",
-        a.is_some()
-            && b.is_some()
-            && a != b
-            && a.is_some_and(|f| f % PAGE_SIZE as u64 == 0)
-            && zeroed,
-        format_args!("{a:?} {b:?}"),
-    );
+    let a = selftest::frame_alloc::<System, ArmHal>();
 
     let root = paging::new_address_space();
     let boot = paging::boot_table() as usize as *const u32;
@@ -94,17 +82,7 @@ pub fn before_smp(lock: LockChoice) {
         format_args!("vbar {vbar:#x}"),
     );
 
-    let names_ok = ["clh", "ticket", "brlock", "fine", "rtm", "none"]
-        .iter()
-        .all(|n| LockChoice::parse(n).is_some())
-        && LockChoice::parse("spin").is_none()
-        && LockChoice::parse("").is_none()
-        && LockChoice::parse(lock.name()) == Some(lock);
-    report(
-        "kernel:cmdline_lock_names",
-        names_ok,
-        format_args!("running with {}", lock.name()),
-    );
+    selftest::lock_names::<System>(lock);
     protection();
 }
 
@@ -134,36 +112,14 @@ fn protection() {
             "(writable, executable): text {text:?} rodata {rodata:?} data {data:?} frame {frame:?}"
         ),
     );
-    let (mut wx, mut first) = (0, 0);
-    for va in (layout.text..layout.end).step_by(PAGE_SIZE) {
-        if kernel_protection(va) == Some((true, true)) {
-            wx += 1;
-            if first == 0 {
-                first = va;
-            }
-        }
-    }
-    report(
-        "kernel:wx_no_image_page_writable_and_executable",
-        wx == 0 && layout.text < layout.rodata && layout.rodata < layout.data,
-        format_args!(
-            "{wx} W+X pages (first {first:#x}) in {:#x}..{:#x}",
-            layout.text, layout.end
-        ),
+    selftest::no_wx_pages::<System>(
+        [layout.text, layout.rodata, layout.data, layout.end].map(|a| a as u64),
+        PAGE_SIZE as u64,
+        |va| kernel_protection(va as usize) == Some((true, true)),
     );
-    let (mut n, mut bad) = (0, 0);
-    for g in hal_armv7::boot::stack_guards() {
-        n += 1;
-        if kernel_protection(g).is_some() || kernel_protection(g + PAGE_SIZE) != Some((true, false))
-        {
-            bad += 1;
-        }
-    }
-    report(
-        "kernel:stack_guard_pages_unmapped",
-        n > 0 && bad == 0,
-        format_args!("{n} guard pages, {bad} mapped or without a stack above"),
-    );
+    selftest::stack_guards::<System, _>(hal_armv7::boot::stack_guards(), |g| {
+        kernel_protection(g).is_none() && kernel_protection(g + PAGE_SIZE) == Some((true, false))
+    });
 }
 
 /// VBAR of the calling core.
@@ -196,24 +152,9 @@ fn timer_frequency() {
 /// Tests that need the other cores started.
 pub fn after_smp(cfg: &Config, expected: usize) {
     let online = hal_armv7::smp::online_count();
-    report(
-        "kernel:smp_all_cores_online",
-        online == expected && cfg.cores == cfg.expected_cores(online, kernel::config::MAX_CPUS),
-        format_args!("{online} online of {expected} GIC CPU interfaces"),
-    );
-    let elf = crate::loader::parse(include_bytes!(env!("USER_ELF")));
-    let elf_ok = elf
-        .as_ref()
-        .is_ok_and(|e| e.entry == servers::abi::USER_BASE && e.segments().count() >= 2);
-    report(
-        "kernel:user_elf_parses",
-        elf_ok,
-        format_args!("entry {:?}", elf.as_ref().map(|e| e.entry)),
-    );
-    let bad = crate::loader::parse(b"\x7FELF\x01\x01not an ARM executable");
-    report(
-        "kernel:user_elf_rejects_garbage",
-        bad.is_err(),
-        format_args!("{:?}", bad.as_ref().err()),
-    );
+    selftest::smp_online::<System>(cfg, online, expected, "GIC CPU interfaces");
+    selftest::user_elf_parses::<System>(&System::parse_elf(include_bytes!(env!("USER_ELF"))));
+    selftest::user_elf_rejects_garbage::<System>(System::parse_elf(
+        b"\x7FELF\x01\x01not an ARM executable",
+    ));
 }

@@ -27,6 +27,7 @@ use core::cell::UnsafeCell;
 use core::fmt::{Arguments, Debug, Write as _};
 use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
+use hal_common::ArchHal;
 use kernel::config::{MAX_CPUS, MAX_THREADS};
 use kernel::{Error, Regs, ThreadId};
 use servers::abi::{debug_nr, info};
@@ -86,15 +87,45 @@ impl From<&hal_common::usermode::FaultInfo> for FaultFacts {
 }
 
 /// What the debug calls need from the architecture: associated functions only, because the HAL
-/// calls the handler as a plain function pointer.
-pub trait DebugArch {
-    /// The HAL's record of a thread's last user exception (printed with `{:?}` in the test
-    /// lines).
-    type Fault: Debug;
+/// calls the handler as a plain function pointer. The image states its facts ([`ArchFacts`]);
+/// the machine side ([`DebugMachine`]) follows from its HAL for every [`Arch`](crate::Arch).
+pub trait DebugArch: ArchFacts + DebugMachine {}
+
+impl<T: ArchFacts + DebugMachine> DebugArch for T {}
+
+/// What only the image knows for the debug calls: the fault vectors and the counters.
+pub trait ArchFacts {
     /// The vectors the faulting programs (`servers::abi::fault::ALL`, in that order) must be
     /// stopped with: bad pointer, invalid opcode, division by zero (or what stands for it),
     /// write to a read-only page, execution of a data page, a jump into kernel memory.
     const FAULT_VECTORS: [u64; FAULTERS];
+
+    /// The counter user programs read.
+    fn counter() -> Counter;
+    /// The kernel's cycle counter ([`DebugMachine::cycles`], which the kernel's trace
+    /// timestamps read): its name as the benchmark records know it (`tsc`, or `debugcall` for
+    /// the timer the ARMv7 COUNTER debug call reads) and its frequency.
+    fn kernel_counter() -> Counter;
+}
+
+/// An image's facts are its machine's.
+impl<M: crate::Machine + ArchFacts> ArchFacts for crate::System<M> {
+    const FAULT_VECTORS: [u64; FAULTERS] = M::FAULT_VECTORS;
+
+    fn counter() -> Counter {
+        M::counter()
+    }
+    fn kernel_counter() -> Counter {
+        M::kernel_counter()
+    }
+}
+
+/// What the debug calls need of the machine: console, clocks, exit, the other cores and the
+/// fault records.
+pub trait DebugMachine {
+    /// The HAL's record of a thread's last user exception (printed with `{:?}` in the test
+    /// lines).
+    type Fault: Debug;
 
     /// Prints one line on the console.
     fn println(args: Arguments<'_>);
@@ -104,12 +135,6 @@ pub trait DebugArch {
     fn cycles_to_ns(delta: u64) -> u64;
     /// Nanoseconds since boot.
     fn since_boot_ns() -> u64;
-    /// The counter user programs read.
-    fn counter() -> Counter;
-    /// The kernel's cycle counter ([`cycles`](Self::cycles), which the kernel's trace
-    /// timestamps read): its name as the benchmark records know it (`tsc`, or `debugcall` for
-    /// the timer the ARMv7 COUNTER debug call reads) and its frequency.
-    fn kernel_counter() -> Counter;
     /// Stops the machine with the success or failure status.
     fn exit(success: bool) -> !;
     /// Stops this core for good.
@@ -120,6 +145,39 @@ pub trait DebugArch {
     fn fault_record(t: ThreadId) -> Option<Self::Fault>;
     /// What the checks need of a fault record.
     fn fault_facts(f: &Self::Fault) -> FaultFacts;
+}
+
+/// An image's machine is its HAL's.
+impl<T: crate::Arch> DebugMachine for T {
+    type Fault = hal_common::usermode::FaultInfo;
+
+    fn println(args: Arguments<'_>) {
+        T::Hal::println(args);
+    }
+    fn cycles() -> u64 {
+        T::Hal::cycles()
+    }
+    fn cycles_to_ns(delta: u64) -> u64 {
+        T::Hal::cycles_to_ns(delta)
+    }
+    fn since_boot_ns() -> u64 {
+        T::Hal::since_boot_ns()
+    }
+    fn exit(success: bool) -> ! {
+        T::Hal::exit(success)
+    }
+    fn halt_forever() -> ! {
+        T::Hal::halt_forever()
+    }
+    fn release_cores(cores: usize) {
+        crate::boot::release_cores::<T::Hal>(cores);
+    }
+    fn fault_record(t: ThreadId) -> Option<Self::Fault> {
+        T::Hal::fault_record(t)
+    }
+    fn fault_facts(f: &Self::Fault) -> FaultFacts {
+        f.into()
+    }
 }
 
 /// The run the debug calls serve, recorded by [`DebugCalls::init`].
@@ -810,9 +868,23 @@ mod tests {
         Halt,
     }
 
-    impl DebugArch for Fake {
-        type Fault = Fault;
+    impl ArchFacts for Fake {
         const FAULT_VECTORS: [u64; FAULTERS] = [14, 6, 0, 14, 14, 14];
+
+        fn counter() -> Counter {
+            Counter {
+                kind: servers::abi::counter::TSC,
+                name: "tsc",
+                hz: 1_000_000_000,
+            }
+        }
+        fn kernel_counter() -> Counter {
+            Self::counter()
+        }
+    }
+
+    impl DebugMachine for Fake {
+        type Fault = Fault;
 
         fn println(args: Arguments<'_>) {
             OUT.with(|o| o.borrow_mut().push(args.to_string()));
@@ -825,16 +897,6 @@ mod tests {
         }
         fn since_boot_ns() -> u64 {
             7_000_000
-        }
-        fn counter() -> Counter {
-            Counter {
-                kind: servers::abi::counter::TSC,
-                name: "tsc",
-                hz: 1_000_000_000,
-            }
-        }
-        fn kernel_counter() -> Counter {
-            Self::counter()
         }
         fn exit(success: bool) -> ! {
             std::panic::panic_any(Stop::Exit(success))

@@ -1,5 +1,11 @@
-//! Parses and checks the embedded user ELF (32- or 64-bit, little-endian); loading it into page
-//! tables is left to each image.
+//! Parses and checks the embedded user ELF (32- or 64-bit, little-endian) and loads it into
+//! user address spaces through the HAL's [`UserPaging`].
+//!
+//! The user ELF is static and position-dependent (linked at `servers::abi::USER_BASE`), so
+//! loading is copying each `PT_LOAD` segment into fresh frames mapped at its virtual address.
+//! Checks are strict: a malformed ELF is a build error of this project, reported at boot.
+
+use hal_common::arch::{MapUserError, UserPaging};
 
 const PT_LOAD: u32 = 1;
 const PF_X: u32 = 1;
@@ -29,6 +35,19 @@ pub struct ElfTarget {
     pub user_top: u64,
     /// Page size: segments must start page-aligned.
     pub page_size: u64,
+}
+
+impl ElfTarget {
+    /// An ELF of this build's class (ELFCLASS64 on 64-bit targets) for `e_machine` `machine`,
+    /// its segments below `user_top` and aligned to `page_size`.
+    pub const fn native(machine: u16, user_top: u64, page_size: u64) -> Self {
+        Self {
+            class64: cfg!(target_pointer_width = "64"),
+            machine,
+            user_top,
+            page_size,
+        }
+    }
 }
 
 /// One loadable segment.
@@ -162,5 +181,52 @@ impl Elf {
     /// The bytes of the whole file.
     pub fn data(&self) -> &'static [u8] {
         self.data
+    }
+}
+impl Elf {
+    /// Copies every segment into new frames mapped at its virtual addresses in the address
+    /// space `root`: writable when the segment is, zero-filled past its file size, executable
+    /// only if executable and not writable. Every address space gets its own copy (no sharing,
+    /// so one program's writes never reach another's).
+    pub fn load_into<P: UserPaging>(&self, root: u64) -> Result<(), ElfError> {
+        for seg in self.segments() {
+            let mut page = seg.vaddr;
+            while page < seg.vaddr + seg.memsz {
+                let frame = P::alloc_frame().ok_or(ElfError::OutOfMemory)?;
+                let off_in_seg = page - seg.vaddr;
+                if off_in_seg < seg.filesz {
+                    let n = (seg.filesz - off_in_seg).min(P::PAGE_SIZE) as usize;
+                    let src = &self.data[(seg.offset + off_in_seg) as usize..][..n];
+                    // SAFETY: `frame` is a fresh, zeroed frame that only this loader uses
+                    // until it is mapped, and `frame_ptr` is where the kernel sees it; `n` is
+                    // at most one page.
+                    unsafe { core::ptr::copy_nonoverlapping(src.as_ptr(), P::frame_ptr(frame), n) };
+                    P::frame_written(frame, n);
+                }
+                P::map_user(root, page, frame, seg.writable, seg.executable).map_err(map_error)?;
+                page += P::PAGE_SIZE;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Maps a zeroed, writable, non-executable stack of `size` bytes ending at `top` in `root`.
+pub fn map_stack<P: UserPaging>(root: u64, top: u64, size: u64) -> Result<(), ElfError> {
+    let mut page = top - size;
+    while page < top {
+        let frame = P::alloc_frame().ok_or(ElfError::OutOfMemory)?;
+        P::map_user(root, page, frame, true, false).map_err(map_error)?;
+        page += P::PAGE_SIZE;
+    }
+    Ok(())
+}
+
+/// What a failed user mapping means for the loader: no frame for a page table (or an address
+/// the page tables refuse), or a protection the page tables refuse.
+fn map_error(e: MapUserError) -> ElfError {
+    match e {
+        MapUserError::Map => ElfError::OutOfMemory,
+        MapUserError::Protect => ElfError::BadSegment,
     }
 }

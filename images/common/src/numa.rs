@@ -1,4 +1,4 @@
-//! The machine's memory nodes for the memory system (`mode=bench bench=memory`, issue 13).
+//! The machine's memory nodes for the memory system (`mode=bench bench=memory`).
 //!
 //! An image's HAL reads what the firmware says about memory nodes (x86: the ACPI SRAT, see
 //! `hal_x86::acpi::Srat`) and hands it over in the firmware's own terms, as a [`Firmware`]:

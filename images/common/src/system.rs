@@ -23,8 +23,12 @@
 
 use core::cell::UnsafeCell;
 use core::fmt::{Arguments, Debug};
+use core::marker::PhantomData;
 use core::mem::MaybeUninit;
 
+use hal_common::{ArchHal, UserPaging};
+
+use crate::elf::{Elf, ElfError, ElfTarget};
 use kernel::config::{CSPACE_SLOTS, MAX_ASPACES, MAX_CPUS, MAX_THREADS, PAGE_SIZE};
 use kernel::{
     AsId, CapSlot, EndpointId, Hal, IrqId, Kernel, MemId, MemKind, NotificationId, ObjRef, Rights,
@@ -32,35 +36,62 @@ use kernel::{
 };
 use servers::abi::{fault, role, slot, USER_STACK_SIZE, USER_STACK_STRIDE, USER_STACK_TOP};
 
-/// What an image supplies to build the initial system: its HAL type, page tables, user ELF,
-/// user register context and console.
+/// What an image supplies to build the initial system: its HAL (paging, user register
+/// context, console), the user ELF and the machine's device memory. Everything the HAL does is
+/// a provided method on [`Arch::Hal`]'s [`UserPaging`] and [`ArchHal`] sides.
 pub trait Arch {
     /// The HAL the kernel object is built with.
-    type Hal: Hal + 'static;
-    /// The error of loading the user ELF or mapping a user stack.
-    type Error: Debug;
+    type Hal: Hal + ArchHal + UserPaging + Default + 'static;
+    /// The user ELF this image accepts (class, machine, the top of user memory).
+    const ELF: ElfTarget;
 
+    /// The image's side of the system builder, for the parsed user ELF `elf`.
+    fn from_elf(elf: Elf) -> Self
+    where
+        Self: Sized;
+    /// The parsed user ELF every program runs.
+    fn elf(&self) -> &Elf;
+    /// Parses and checks `data` as this image's user ELF.
+    fn parse_elf(data: &'static [u8]) -> Result<Elf, ElfError> {
+        Elf::parse(data, &Self::ELF)
+    }
     /// A new, empty user address space (the root of its page tables), or `None` when out of
     /// memory.
-    fn new_address_space(&self) -> Option<u64>;
+    fn new_address_space(&self) -> Option<u64> {
+        Self::Hal::new_address_space()
+    }
     /// Loads the user ELF into the address space rooted at `root`.
-    fn load_user(&self, root: u64) -> Result<(), Self::Error>;
+    fn load_user(&self, root: u64) -> Result<(), ElfError> {
+        self.elf().load_into::<Self::Hal>(root)
+    }
     /// Maps a user stack of `size` bytes ending at `top` into the space rooted at `root`.
-    fn map_stack(&self, root: u64, top: u64, size: u64) -> Result<(), Self::Error>;
+    fn map_stack(&self, root: u64, top: u64, size: u64) -> Result<(), ElfError> {
+        crate::elf::map_stack::<Self::Hal>(root, top, size)
+    }
     /// Sets thread `t`'s first user context: the user ELF's entry, stack pointer `sp` and the
-    /// three arguments `args` (narrowed to the architecture's word size).
+    /// three arguments `args` (narrowed to the architecture's word size; user addresses and
+    /// arguments fit it).
     ///
     /// # Safety
     /// `t` must not have run; its entry and the stack below `sp` must be mapped
     /// user-accessible in its address space.
-    unsafe fn set_initial_context(&self, t: ThreadId, sp: u64, args: [u64; 3]);
+    unsafe fn set_initial_context(&self, t: ThreadId, sp: u64, args: [u64; 3]) {
+        let entry = self.elf().entry as usize;
+        // SAFETY: the caller's contract. The stack pointers the builder passes are aligned as
+        // at the entry of a called function on both architectures.
+        unsafe { Self::Hal::set_initial_context(t, entry, sp as usize, args.map(|a| a as usize)) };
+    }
     /// A free physical frame, or `None` when out of memory.
-    fn alloc_frame(&self) -> Option<u64>;
+    fn alloc_frame(&self) -> Option<u64> {
+        Self::Hal::alloc_frame()
+    }
     /// Hands over all RAM that nothing uses yet (not the kernel, its page-table pool or the
     /// boot image's frames): writes up to `out.len()` page-aligned ranges `(start, end)` and
     /// returns how many; [`Arch::alloc_frame`] finds nothing afterwards. They become the root
     /// task's RAM regions.
-    fn take_free_ram(&self, out: &mut [(u64, u64)]) -> usize;
+    fn take_free_ram(&self, out: &mut [(u64, u64)]) -> usize {
+        Self::Hal::take_free_ram(out)
+    }
     /// The device-memory ranges `(start, end)` user drivers may own on this machine (never
     /// the kernel's own devices: interrupt controllers, its console, its timers).
     fn device_regions(&self) -> &'static [(u64, u64)];
@@ -72,11 +103,17 @@ pub trait Arch {
         None
     }
     /// Physical frames allocated so far.
-    fn frames_allocated(&self) -> u64;
+    fn frames_allocated(&self) -> u64 {
+        Self::Hal::frames_allocated()
+    }
     /// Prints one line on the console.
-    fn println(&self, args: Arguments<'_>);
+    fn println(&self, args: Arguments<'_>) {
+        Self::Hal::println(args);
+    }
     /// Reports a boot failure and stops the machine.
-    fn fail(&self, args: Arguments<'_>) -> !;
+    fn fail(&self, args: Arguments<'_>) -> ! {
+        crate::boot::fail::<Self::Hal>(args)
+    }
     /// Records `t` as core `core`'s ping-pong client for the debug calls (by default in
     /// [`DEBUG_CALLS`](crate::debugcalls::DEBUG_CALLS), which the images serve).
     fn set_client(&self, core: usize, t: ThreadId) {
@@ -86,6 +123,54 @@ pub trait Arch {
     /// for the debug calls (by default in [`DEBUG_CALLS`](crate::debugcalls::DEBUG_CALLS)).
     fn set_faulters(&self, core: usize, faulters: [Option<ThreadId>; crate::debugcalls::FAULTERS]) {
         crate::debugcalls::DEBUG_CALLS.set_faulters(core, faulters);
+    }
+}
+
+/// What only an image knows of its machines: its HAL, the user ELF it accepts, the device
+/// memory user drivers may own and the memory nodes the firmware describes. [`System`] makes
+/// the image's [`Arch`] of it.
+pub trait Machine: 'static {
+    /// The HAL the kernel object is built with.
+    type Hal: Hal + ArchHal + UserPaging + Default + 'static;
+    /// The user ELF this image accepts (machine, the top of user memory).
+    const ELF: ElfTarget;
+
+    /// The device-memory ranges `(start, end)` user drivers may own on this machine (never
+    /// the kernel's own devices: interrupt controllers, its console, its timers).
+    fn device_regions() -> &'static [(u64, u64)];
+    /// The memory nodes the firmware describes for the kernel cores `0..cores` (x86: the ACPI
+    /// SRAT), for the memory system (see [`numa`](crate::numa)); `None` (the default) where it
+    /// describes none.
+    fn numa(cores: usize) -> Option<crate::numa::Firmware> {
+        let _ = cores;
+        None
+    }
+}
+
+/// An image's [`Arch`]: its [`Machine`] `M` with the parsed user ELF every program runs.
+pub struct System<M> {
+    elf: Elf,
+    machine: PhantomData<M>,
+}
+
+impl<M: Machine> Arch for System<M> {
+    type Hal = M::Hal;
+    const ELF: ElfTarget = M::ELF;
+
+    fn from_elf(elf: Elf) -> Self {
+        Self {
+            elf,
+            machine: PhantomData,
+        }
+    }
+    fn elf(&self) -> &Elf {
+        &self.elf
+    }
+    fn device_regions(&self) -> &'static [(u64, u64)] {
+        M::device_regions()
+    }
+    fn numa(&self, cores: usize) -> Option<crate::numa::Firmware> {
+        M::numa(cores)
     }
 }
 

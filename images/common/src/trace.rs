@@ -1,4 +1,4 @@
-//! Kernel lock tracing in the images (issue 12): a static per-core ring set as the kernel's
+//! Kernel lock tracing in the images: a static per-core ring set as the kernel's
 //! trace sink when the command line says `trace=1`, and its dump to the console at the end of
 //! the run, which `cargo xtask trace --image` turns into a `sim` trace file.
 //!

@@ -1,34 +1,14 @@
 //! The bootstrap processor's main function and the other cores' entry.
 
-use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-
-use hal_x86::exit::ExitCode;
 use hal_x86::percpu::CpuIndex;
 use hal_x86::{println, smp, usermode, Platform, X86Hal};
-use kernel::config::MAX_CPUS;
 
 use crate::{selftest, system};
-use image_common::cmdline::Cmdline;
 
 hal_x86::entry_point!(kernel_main);
 
-/// Timer interrupts per second on every core (round-robin among equal priorities).
-pub const TIMER_HZ: u32 = 100;
-
-/// Set in benchmark mode: no tick timer on any core (nothing to preempt, and a tick would land
-/// in samples).
-pub static BENCH_MODE: AtomicBool = AtomicBool::new(false);
-
-/// Set by the root task (debug call RELEASE): the other cores may enter the scheduler.
-pub static RELEASED: AtomicBool = AtomicBool::new(false);
-/// Cores the kernel uses (APs with a higher index stay parked).
-pub static KERNEL_CORES: AtomicUsize = AtomicUsize::new(1);
-
-/// Stops with the failure status after a message.
-pub fn fail(args: core::fmt::Arguments<'_>) -> ! {
-    println!("boot: FAILED: {args}");
-    X86Hal::exit(ExitCode::Failure)
-}
+/// The user ELF built by `build.rs`.
+static USER_ELF: &[u8] = include_bytes!(env!("USER_ELF"));
 
 fn kernel_main(p: &'static Platform) -> ! {
     println!();
@@ -39,14 +19,11 @@ fn kernel_main(p: &'static Platform) -> ! {
         p.boot.usable_ram() >> 20,
         hal_x86::time::since_boot_ns() / 1_000_000
     );
-    let cmdline = match Cmdline::parse(|k| p.boot.cmdline_value(k)) {
-        Ok(c) => c,
-        Err(e) => fail(format_args!("{e}")),
-    };
+    let cmdline = image_common::boot::parse_cmdline::<X86Hal>(|k| p.boot.cmdline_value(k));
     let (lock, test) = (cmdline.lock, cmdline.test);
     let acpi = match &p.acpi {
         Ok(a) => a,
-        Err(e) => fail(format_args!("ACPI tables unreadable: {e:?}")),
+        Err(e) => image_common::boot::fail::<X86Hal>(format_args!("ACPI tables unreadable: {e:?}")),
     };
     if let Some(srat) = &acpi.srat {
         println!(
@@ -103,55 +80,29 @@ fn kernel_main(p: &'static Platform) -> ! {
             f.cpu, f.apic_id, f.stage
         );
     }
-    println!("cpus online: {}", report.online);
-    if report.failure_count > 0 {
-        fail(format_args!(
-            "{} core(s) did not start",
-            report.failure_count
-        ));
-    }
-    let cores = cmdline.cores(report.online, MAX_CPUS);
-    if report.online > MAX_CPUS {
-        println!("boot: the kernel is built for {MAX_CPUS} cores; cores {MAX_CPUS}.. stay parked");
-    }
-    if cores < report.online.min(MAX_CPUS) {
-        println!("boot: cpus={cores} on the command line: cores {cores}.. stay parked");
-    }
-    KERNEL_CORES.store(cores, Ordering::Release);
-    println!("lock: {} ({})", lock.name(), lock.describe());
-    let cfg = match cmdline.on_cores(cores) {
-        Ok(cfg) => cfg,
-        Err(e) => fail(format_args!("{e}")),
-    };
-    if cfg.bench.is_some() {
-        BENCH_MODE.store(true, Ordering::Release);
-    }
+    let cfg = image_common::boot::configure::<X86Hal>(
+        &cmdline,
+        report.online,
+        report.failure_count,
+        None,
+    );
     if test {
         selftest::after_smp(&cfg, report.expected);
     }
 
-    image_common::strategy::boot_with(lock, cfg, system::Image)
+    let tests = (selftest::KERNEL_TESTS, selftest::USER_ERROR_TESTS);
+    // SAFETY: booted once, here, on the bootstrap processor before any other core runs kernel code.
+    let image = unsafe {
+        image_common::boot::Start::<system::System, _, _>::new(&usermode::USER, tests, USER_ELF)
+    };
+    image_common::strategy::boot_with(lock, cfg, image)
 }
 
-/// An application processor: sets up `syscall`, waits (asleep) until the root task releases the
-/// cores, then schedules.
+/// An application processor: sets up `syscall`, then waits for the release and schedules
+/// ([`image_common::boot::secondary`]).
 fn ap_main(cpu: CpuIndex) -> ! {
     usermode::init_cpu();
-    hal_x86::cpu::disable_interrupts();
-    while !RELEASED.load(Ordering::Acquire) {
-        // Sleep until an interrupt: the release IPI, or one of the root task's Reschedule IPIs
-        // (the kernel sees those when the core enters it below). `sti; hlt` is atomic (the
-        // `sti` shadow), so an IPI arriving after the check still ends the `hlt`.
-        // SAFETY: the IDT is loaded; interrupts before `usermode::run` just return here.
-        unsafe { core::arch::asm!("sti", "hlt", "cli", options(nomem, nostack)) };
-    }
-    if cpu >= KERNEL_CORES.load(Ordering::Acquire) {
-        hal_x86::cpu::halt_forever();
-    }
-    if !BENCH_MODE.load(Ordering::Acquire) {
-        X86Hal::timer_start(TIMER_HZ);
-    }
-    usermode::USER.run()
+    image_common::boot::secondary::<X86Hal, _, _>(cpu, &usermode::USER, || {})
 }
 
 #[panic_handler]

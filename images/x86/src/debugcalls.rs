@@ -1,40 +1,19 @@
-//! The x86_64 side of the debug calls: what [`image_common::debugcalls`] needs from this
-//! architecture (the TSC, `isa-debug-exit`, the release IPIs, the fault records and their
-//! vectors). The calls themselves, the test counting and the shutdown are written once there.
+//! The x86_64 side of the debug calls: what [`image_common::debugcalls`] needs to know of this
+//! architecture beyond its HAL (the counters, the TSC, and the fault vectors). The calls
+//! themselves, the test counting and the shutdown are written once there; the console, clocks,
+//! exit, release IPIs and fault records are the HAL's (`hal_common::ArchHal`).
 
 use core::fmt::Arguments;
-use core::sync::atomic::Ordering;
 
-use hal_x86::exit::ExitCode;
-use hal_x86::{apic::IpiKind, println, usermode, X86Hal};
-use image_common::debugcalls::{self, Counter, DebugArch, FaultFacts};
-use kernel::ThreadId;
+use image_common::debugcalls::{self, ArchFacts, Counter};
 use servers::abi::counter as ctr;
 
-use crate::boot::RELEASED;
-use crate::system::X86;
+use crate::system::{System, X86};
 
-impl DebugArch for X86 {
-    type Fault = usermode::FaultInfo;
+impl ArchFacts for X86 {
     /// Page fault, invalid opcode, divide error; a write to a read-only page, the execution of
     /// a data page (NX) and a jump into the kernel half (a supervisor page) are page faults.
     const FAULT_VECTORS: [u64; debugcalls::FAULTERS] = [14, 6, 0, 14, 14, 14];
-
-    fn println(args: Arguments<'_>) {
-        println!("{args}");
-    }
-
-    fn cycles() -> u64 {
-        hal_x86::time::cycles()
-    }
-
-    fn cycles_to_ns(delta: u64) -> u64 {
-        hal_x86::time::tsc_to_ns(delta)
-    }
-
-    fn since_boot_ns() -> u64 {
-        hal_x86::time::since_boot_ns()
-    }
 
     /// The TSC, readable in user mode on every x86_64 CPU this image runs on.
     fn counter() -> Counter {
@@ -49,36 +28,9 @@ impl DebugArch for X86 {
     fn kernel_counter() -> Counter {
         Self::counter()
     }
-
-    fn exit(success: bool) -> ! {
-        X86Hal::exit(if success {
-            ExitCode::Success
-        } else {
-            ExitCode::Failure
-        })
-    }
-
-    fn halt_forever() -> ! {
-        hal_x86::cpu::halt_forever()
-    }
-
-    fn release_cores(cores: usize) {
-        RELEASED.store(true, Ordering::Release);
-        for c in 1..cores {
-            X86Hal::send_ipi(c, IpiKind::Test);
-        }
-    }
-
-    fn fault_record(t: ThreadId) -> Option<usermode::FaultInfo> {
-        usermode::USER.fault_record(t)
-    }
-
-    fn fault_facts(f: &usermode::FaultInfo) -> FaultFacts {
-        f.into()
-    }
 }
 
 /// Prints one test line and counts it.
 pub fn report(name: &str, ok: bool, detail: Arguments<'_>) {
-    debugcalls::report::<X86>(name, ok, detail);
+    debugcalls::report::<System>(name, ok, detail);
 }

@@ -10,10 +10,10 @@
 //!    stops the boot with a message and the failure status.
 //! 3. The other cores start (INIT-SIPI-SIPI) and wait; the boot log prints `cpus online: N` and
 //!    `lock: NAME`.
-//! 4. [`system::boot`], monomorphised per locking strategy, builds the kernel object and the
-//!    initial objects (address spaces with the user ELF loaded, threads, endpoints,
-//!    notifications, capabilities), as the hosted test harness does: the kernel has no call yet
-//!    to set a new thread's registers, so a root task could not create runnable threads itself.
+//! 4. `image_common::boot::Start`, monomorphised per locking strategy, builds the kernel object
+//!    and the initial objects (address spaces with the user ELF loaded, threads, endpoints,
+//!    notifications, capabilities) with this image's [`system::X86`], as the hosted test
+//!    harness does.
 //! 5. The root task runs first on core 0: it binds the pager of the pager test, resumes every
 //!    other thread and releases the other cores, which then enter the scheduler.
 //! 6. Each core runs an IPC ping-pong pair (client Call / server ReplyRecv); every program
@@ -47,8 +47,6 @@ fn main() {
 mod boot;
 #[cfg(target_os = "none")]
 mod debugcalls;
-#[cfg(target_os = "none")]
-mod loader;
 #[cfg(target_os = "none")]
 mod selftest;
 #[cfg(target_os = "none")]

@@ -10,8 +10,12 @@ use hal_x86::usermode;
 use core::sync::atomic::{AtomicU64, Ordering};
 
 use crate::debugcalls::report;
+use crate::system::System;
+use hal_x86::X86Hal;
 use image_common::cmdline::Config;
 use image_common::cmdline::LockChoice;
+use image_common::elf::map_stack;
+use image_common::{selftest, Arch};
 
 /// In-kernel tests ([`before_smp`] + [`after_smp`]).
 pub const KERNEL_TESTS: usize = 14;
@@ -20,18 +24,7 @@ pub const USER_ERROR_TESTS: usize = 7;
 
 /// Tests that need only the bootstrap processor.
 pub fn before_smp(lock: LockChoice) {
-    let a = paging::alloc_frame();
-    let b = paging::alloc_frame();
-    let zeroed = a.is_some_and(|f| {
-        // SAFETY: a fresh frame in the physical window, only read here.
-        let s = unsafe { core::slice::from_raw_parts(phys_to_virt(f), PAGE_SIZE as usize) };
-        s.iter().all(|&x| x == 0)
-    });
-    report(
-        "kernel:frame_alloc_distinct_aligned_zeroed",
-        a.is_some() && b.is_some() && a != b && a.is_some_and(|f| f % PAGE_SIZE == 0) && zeroed,
-        format_args!("{a:?} {b:?}"),
-    );
+    let a = selftest::frame_alloc::<System, X86Hal>();
 
     let root = paging::new_address_space();
     let shares = root.is_some_and(|r| {
@@ -95,17 +88,7 @@ pub fn before_smp(lock: LockChoice) {
         format_args!("efer {efer:#x} star {star:#x} lstar {lstar:#x} fmask {fmask:#x}"),
     );
 
-    let names_ok = ["clh", "ticket", "brlock", "fine", "rtm", "none"]
-        .iter()
-        .all(|n| LockChoice::parse(n).is_some())
-        && LockChoice::parse("spin").is_none()
-        && LockChoice::parse("").is_none()
-        && LockChoice::parse(lock.name()) == Some(lock);
-    report(
-        "kernel:cmdline_lock_names",
-        names_ok,
-        format_args!("running with {}", lock.name()),
-    );
+    selftest::lock_names::<System>(lock);
     protection();
 }
 
@@ -135,41 +118,14 @@ fn protection() {
         format_args!("text {text:?} rodata {rodata:?} data {data:?} window {window:?}"),
     );
 
-    let mut wx = 0;
-    let mut first_wx = 0;
-    let mut va = layout.text;
-    while va < layout.end {
-        if map(va).is_some_and(|m| m.writable && m.executable) {
-            wx += 1;
-            if first_wx == 0 {
-                first_wx = va;
-            }
-        }
-        va += PAGE_SIZE;
-    }
-    report(
-        "kernel:wx_no_image_page_writable_and_executable",
-        wx == 0 && layout.text < layout.rodata && layout.rodata < layout.data,
-        format_args!(
-            "{wx} W+X pages (first {first_wx:#x}) in {:#x}..{:#x}",
-            layout.text, layout.end
-        ),
+    selftest::no_wx_pages::<System>(
+        [layout.text, layout.rodata, layout.data, layout.end],
+        PAGE_SIZE,
+        |va| map(va).is_some_and(|m| m.writable && m.executable),
     );
-
-    let guards = hal_x86::percpu::stack_guards();
-    let (mut n, mut bad) = (0, 0);
-    for g in guards {
-        n += 1;
-        let above = map(g + PAGE_SIZE);
-        if map(g).is_some() || !above.is_some_and(|m| m.writable && !m.executable) {
-            bad += 1;
-        }
-    }
-    report(
-        "kernel:stack_guard_pages_unmapped",
-        n > 0 && bad == 0,
-        format_args!("{n} guard pages, {bad} mapped or without a stack above"),
-    );
+    selftest::stack_guards::<System, _>(hal_x86::percpu::stack_guards(), |g| {
+        map(g).is_none() && map(g + PAGE_SIZE).is_some_and(|m| m.writable && !m.executable)
+    });
 }
 
 /// Tests that need the other cores started.
@@ -188,24 +144,13 @@ pub fn after_smp(cfg: &Config, expected: usize) {
         ),
     );
 
-    let online = hal_x86::smp::online_count();
-    report(
-        "kernel:smp_all_cores_online",
-        online == expected && cfg.cores == cfg.expected_cores(online, kernel::config::MAX_CPUS),
-        format_args!("{online} online of {expected} in the MADT"),
-    );
-    let elf = crate::loader::parse(include_bytes!(env!("USER_ELF")));
-    let elf_ok = elf
-        .as_ref()
-        .is_ok_and(|e| e.entry == servers::abi::USER_BASE && e.segments().count() >= 2);
-    report(
-        "kernel:user_elf_parses",
-        elf_ok,
-        format_args!("entry {:?}", elf.as_ref().map(|e| e.entry)),
-    );
+    selftest::smp_online::<System>(cfg, online, expected, "in the MADT");
+    let elf = System::parse_elf(include_bytes!(env!("USER_ELF")));
+    selftest::user_elf_parses::<System>(&elf);
     let loaded = match (&elf, paging::new_address_space()) {
-        (Ok(e), Some(r)) => crate::loader::load_into(e, r)
-            .and_then(|()| crate::loader::map_stack(r, 0x7000_0000, PAGE_SIZE))
+        (Ok(e), Some(r)) => e
+            .load_into::<X86Hal>(r)
+            .and_then(|()| map_stack::<X86Hal>(r, 0x7000_0000, PAGE_SIZE))
             .ok()
             .map(|()| (e, r)),
         _ => None,
@@ -229,10 +174,7 @@ pub fn after_smp(cfg: &Config, expected: usize) {
         user_wx,
         format_args!("text RX, rodata R NX, data and stack RW NX"),
     );
-    let bad = crate::loader::parse(b"\x7FELF\x01\x01not an x86_64 executable");
-    report(
-        "kernel:user_elf_rejects_garbage",
-        bad.is_err(),
-        format_args!("{:?}", bad.as_ref().err()),
-    );
+    selftest::user_elf_rejects_garbage::<System>(System::parse_elf(
+        b"\x7FELF\x01\x01not an x86_64 executable",
+    ));
 }

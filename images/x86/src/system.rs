@@ -1,66 +1,26 @@
-//! Builds the kernel object for one locking strategy and the initial system (see
-//! [`image_common::system`]) on x86_64, then starts scheduling.
+//! The x86_64 side of building the initial system ([`image_common::system`]): the HAL, the
+//! user ELF this image accepts and the device memory user drivers may own, and the ACPI SRAT's memory nodes.
 
 use hal_x86::paging;
-use hal_x86::{println, usermode, X86Hal};
-use image_common::cmdline::Config;
-use image_common::debugcalls::{self as calls, DebugArch};
+use hal_x86::{println, X86Hal};
 use image_common::numa::{Firmware, MAX_FIRMWARE_RANGES};
-use image_common::Arch;
-use kernel::{Kernel, Strategy, ThreadId};
+use image_common::Machine;
 use servers::abi::memory::NumaSource;
 
-use crate::boot::{fail, TIMER_HZ};
-use crate::loader::{Elf, ElfError};
+use image_common::elf::ElfTarget;
 
-/// The user ELF built by `build.rs`.
-static USER_ELF: &[u8] = include_bytes!(env!("USER_ELF"));
-
-/// The x86_64 side of building the initial system (and of the debug calls, see
+/// The x86_64 machines this image runs on (and their side of the debug calls, see
 /// [`crate::debugcalls`]).
-pub struct X86 {
-    elf: Elf,
-}
+pub struct X86;
 
-impl Arch for X86 {
+/// This image's system builder and debug calls.
+pub type System = image_common::System<X86>;
+
+impl Machine for X86 {
     type Hal = X86Hal;
-    type Error = ElfError;
+    const ELF: ElfTarget = ElfTarget::native(62, 1 << 46, paging::PAGE_SIZE);
 
-    fn new_address_space(&self) -> Option<u64> {
-        paging::new_address_space()
-    }
-
-    fn load_user(&self, root: u64) -> Result<(), ElfError> {
-        crate::loader::load_into(&self.elf, root)
-    }
-
-    fn map_stack(&self, root: u64, top: u64, size: u64) -> Result<(), ElfError> {
-        crate::loader::map_stack(root, top, size)
-    }
-
-    unsafe fn set_initial_context(&self, t: ThreadId, sp: u64, args: [u64; 3]) {
-        // SAFETY: the caller's contract (`t` has not run; entry and stack mapped). The stack
-        // pointer the builder passes is 16-byte aligned minus 8, as at the entry of a called
-        // function.
-        unsafe {
-            usermode::USER.set_initial_context(
-                t,
-                self.elf.entry as usize,
-                sp as usize,
-                args.map(|a| a as usize),
-            )
-        };
-    }
-
-    fn alloc_frame(&self) -> Option<u64> {
-        paging::alloc_frame()
-    }
-
-    fn take_free_ram(&self, out: &mut [(u64, u64)]) -> usize {
-        paging::take_free_ram(out)
-    }
-
-    fn device_regions(&self) -> &'static [(u64, u64)] {
+    fn device_regions() -> &'static [(u64, u64)] {
         // What user drivers may own on QEMU's x86 machines: the virtio-mmio window of
         // `-M microvm` (24 transports of 512 bytes at 0xFEB0_0000) and the HPET's registers
         // (unused by this kernel, which calibrates with CPUID 0x15, the PM timer or the PIT).
@@ -69,7 +29,7 @@ impl Arch for X86 {
         &DEVICES
     }
 
-    fn numa(&self, cores: usize) -> Option<Firmware> {
+    fn numa(cores: usize) -> Option<Firmware> {
         let srat = hal_x86::srat()?;
         let mut fw = Firmware::new(NumaSource::Srat);
         for (c, d) in fw.core_domain.iter_mut().enumerate().take(cores) {
@@ -89,57 +49,4 @@ impl Arch for X86 {
         }
         Some(fw)
     }
-
-    fn frames_allocated(&self) -> u64 {
-        paging::frames_allocated()
-    }
-
-    fn println(&self, args: core::fmt::Arguments<'_>) {
-        println!("{args}");
-    }
-
-    fn fail(&self, args: core::fmt::Arguments<'_>) -> ! {
-        fail(args)
-    }
-}
-
-/// This image, for [`image_common::strategy::boot_with`].
-pub struct Image;
-
-impl image_common::strategy::Boot for Image {
-    fn boot<S: Strategy + 'static>(self, strategy: S, cfg: Config) -> ! {
-        boot(strategy, cfg)
-    }
-}
-
-/// Builds the kernel with `strategy` and the initial system, starts scheduling on this core.
-pub fn boot<S: Strategy + 'static>(strategy: S, cfg: Config) -> ! {
-    // SAFETY: called once, by the bootstrap processor before any other core runs kernel code.
-    let k = unsafe { image_common::place_kernel(Kernel::new(strategy, X86Hal, cfg.cores)) };
-    // `trace=1` (the command line refused it unless the image has the `trace` feature).
-    image_common::trace::install(k, cfg.trace);
-    // `fastpath=0` (on by default).
-    k.set_fastpath(cfg.fastpath);
-    println!(
-        "kernel: {} strategy on {} cores, {} KiB kernel object, IPC fastpath {}",
-        k.strategy().name(),
-        cfg.cores,
-        core::mem::size_of::<Kernel<S, X86Hal>>() / 1024,
-        if cfg.fastpath { "on" } else { "off" }
-    );
-    let elf = match crate::loader::parse(USER_ELF) {
-        Ok(e) => e,
-        Err(e) => fail(format_args!("user ELF: {e:?}")),
-    };
-    let setup = cfg.setup(X86::counter().hz, crate::selftest::USER_ERROR_TESTS);
-    let (root, plan) = image_common::build(&X86 { elf }, k, setup);
-
-    calls::init::<X86>(cfg.run(crate::selftest::KERNEL_TESTS), root, plan);
-    calls::skip_pager_test_if_left_out::<X86>(&cfg);
-    let k: &'static Kernel<S, X86Hal> = k;
-    usermode::USER.install(k, calls::handle::<X86>);
-    if cfg.bench.is_none() {
-        X86Hal::timer_start(TIMER_HZ);
-    }
-    usermode::USER.run()
 }

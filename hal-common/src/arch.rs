@@ -1,0 +1,138 @@
+//! The operations every HAL offers its kernel images and boot demos beyond the kernel's `Hal`
+//! trait: core identity and counters, clocks, the tick timer, sleeping, the console, the test
+//! IPI and the way out of QEMU ([`ArchHal`]), and the user side of its paging: frames, address
+//! spaces, user mappings and a thread's first registers ([`UserPaging`]). Each HAL implements
+//! both once on its HAL type (`hal_x86::X86Hal`, `hal_armv7::ArmHal`); the boot demos
+//! ([`demo`](crate::demo)) and the images' boot, system builder, ELF loader, debug calls and
+//! self-tests are written once against them.
+
+use core::fmt;
+
+use kernel::ThreadId;
+
+use crate::console::IrqState;
+use crate::percpu::{CoreStats, CpuIndex};
+
+/// What only the architecture knows of the calling core (its interrupt mask: [`IrqState`]), the
+/// clocks, the console and the machine's exit. Every operation is callable from any core.
+pub trait ArchHal: IrqState {
+    /// Index of the calling core (0 = boot core).
+    fn cpu_id() -> CpuIndex;
+    /// Cores online.
+    fn online_count() -> usize;
+    /// Cores the HAL knows (started or tried), once the secondaries were started.
+    fn cpu_count() -> usize;
+    /// Core `cpu`'s status and counters, `None` beyond the cores the HAL is built for.
+    fn core_stats(cpu: CpuIndex) -> Option<&'static CoreStats>;
+    /// The kernel's cycle counter.
+    fn cycles() -> u64;
+    /// Its frequency in Hz.
+    fn cycles_hz() -> u64;
+    /// Converts a difference of [`cycles`](Self::cycles) to nanoseconds.
+    fn cycles_to_ns(delta: u64) -> u64;
+    /// Nanoseconds since the kernel was entered.
+    fn since_boot_ns() -> u64;
+    /// Starts periodic timer interrupts at `hz` on the calling core.
+    fn timer_start(hz: u32);
+    /// Stops the calling core's timer.
+    fn timer_stop();
+    /// Sleeps until an interrupt (`hlt`, `wfi`).
+    fn wait_for_interrupt();
+    /// Called with the calling core's interrupts masked: sleeps until an interrupt is pending,
+    /// lets it be taken and returns with interrupts masked again. An interrupt that arrives
+    /// after the caller's last check still ends the sleep.
+    fn sleep_masked();
+    /// Stops the calling core for good.
+    fn halt_forever() -> !;
+    /// Writes a string to the console.
+    fn console_write(s: &str);
+    /// Prints formatted text to the console (whole calls never interleave).
+    fn print(args: fmt::Arguments<'_>);
+    /// Sends the test IPI to core `cpu` (it only counts it, and wakes the core).
+    fn send_test_ipi(cpu: CpuIndex);
+    /// Whether the CPU offers hardware transactional memory (Intel RTM).
+    fn has_rtm() -> bool;
+    /// Stops the machine: exits QEMU with the success or failure status (halts on hardware).
+    fn exit(success: bool) -> !;
+    /// The last user exception of thread `t`, if any (the HAL's
+    /// [`UserMode::fault_record`](crate::usermode::UserMode::fault_record)).
+    fn fault_record(t: ThreadId) -> Option<crate::usermode::FaultInfo>;
+
+    /// Prints a line (`args` without the newline).
+    fn println(args: fmt::Arguments<'_>) {
+        Self::print(format_args!("{args}\n"));
+    }
+    /// Whether core `cpu` is up.
+    fn is_online(cpu: CpuIndex) -> bool {
+        Self::core_stats(cpu).is_some_and(|s| s.is_online())
+    }
+    /// IPIs core `cpu` received.
+    fn ipis(cpu: CpuIndex) -> u64 {
+        Self::core_stats(cpu).map_or(0, |s| s.ipis())
+    }
+    /// Timer interrupts the calling core has taken.
+    fn timer_ticks() -> u64 {
+        Self::core_stats(Self::cpu_id()).map_or(0, |s| s.ticks())
+    }
+}
+
+/// The user side of the HAL's paging, for the images' system builder and ELF loader: frames,
+/// address spaces and user page mappings.
+pub trait UserPaging {
+    /// Size of a page and of a frame.
+    const PAGE_SIZE: u64;
+    /// A fresh, zeroed frame, or `None` when out of memory.
+    fn alloc_frame() -> Option<u64>;
+    /// Where the kernel sees the first byte of frame `frame`.
+    fn frame_ptr(frame: u64) -> *mut u8;
+    /// Called after the kernel wrote `len` bytes of user code or data into the fresh frame
+    /// `frame`, before it is mapped: where instruction fetches need it, makes the bytes visible
+    /// to them.
+    fn frame_written(frame: u64, len: usize);
+    /// Maps `frame` at the user page `page` of the address space `root`, writable if
+    /// `writable`, executable only if `executable` and not `writable` (W^X) where the page
+    /// tables can say so; makes the page tables the walk needs.
+    fn map_user(
+        root: u64,
+        page: u64,
+        frame: u64,
+        writable: bool,
+        executable: bool,
+    ) -> Result<(), MapUserError>;
+    /// A new, empty user address space (the root of its page tables), or `None` when out of
+    /// memory.
+    fn new_address_space() -> Option<u64>;
+    /// Hands over all RAM that nothing uses yet: writes up to `out.len()` page-aligned ranges
+    /// `(start, end)` and returns how many; [`alloc_frame`](Self::alloc_frame) finds nothing
+    /// afterwards.
+    fn take_free_ram(out: &mut [(u64, u64)]) -> usize;
+    /// Physical frames allocated so far.
+    fn frames_allocated() -> u64;
+    /// Sets the registers thread `t` starts with in user mode: `pc`, `sp` and the first three
+    /// argument registers.
+    ///
+    /// # Safety
+    /// `t` must not have run; its entry and the stack below `sp` must be mapped
+    /// user-accessible in its address space.
+    unsafe fn set_initial_context(t: ThreadId, pc: usize, sp: usize, args: [usize; 3]);
+}
+
+/// Why [`UserPaging::map_user`] failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MapUserError {
+    /// The page could not be mapped (no frame for a page table, or not a page-aligned user
+    /// address).
+    Map,
+    /// The page was mapped but its protection could not be set.
+    Protect,
+}
+
+/// The attributes of a page the image loader maps: writable and never executable, or read-only
+/// and executable.
+pub fn loader_attrs(writable: bool) -> kernel::PageAttrs {
+    if writable {
+        kernel::PageAttrs::WRITE
+    } else {
+        kernel::PageAttrs::EXEC
+    }
+}

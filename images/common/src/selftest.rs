@@ -1,0 +1,124 @@
+//! The in-kernel self-tests (test mode) that read the same on every architecture: frame
+//! allocation, the lock names of the command line, SMP bring-up, the embedded user ELF, and the
+//! scans of the kernel image for W+X pages and of the stack guard pages. Each prints one `TEST`
+//! line through [`debugcalls::report`]. The images run them among their own, architecture-
+//! specific ones (page-table layouts, entry registers, clocks).
+
+use hal_common::arch::UserPaging;
+use kernel::config::MAX_CPUS;
+
+use crate::cmdline::{Config, LockChoice};
+use crate::debugcalls::{report, DebugArch};
+use crate::elf::{Elf, ElfError};
+
+/// `kernel:frame_alloc_distinct_aligned_zeroed`: two frames from `P`, distinct, aligned and
+/// zeroed. Returns the first (for the mapping tests that follow).
+pub fn frame_alloc<A: DebugArch, P: UserPaging>() -> Option<u64> {
+    let a = P::alloc_frame();
+    let b = P::alloc_frame();
+    let zeroed = a.is_some_and(|f| {
+        // SAFETY: a fresh frame where the kernel sees it, only read here.
+        let s = unsafe { core::slice::from_raw_parts(P::frame_ptr(f), P::PAGE_SIZE as usize) };
+        s.iter().all(|&x| x == 0)
+    });
+    report::<A>(
+        "kernel:frame_alloc_distinct_aligned_zeroed",
+        a.is_some() && b.is_some() && a != b && a.is_some_and(|f| f % P::PAGE_SIZE == 0) && zeroed,
+        format_args!("{a:?} {b:?}"),
+    );
+    a
+}
+
+/// `kernel:cmdline_lock_names`: every lock name parses, others do not, and `lock` (the run's)
+/// reads back.
+pub fn lock_names<A: DebugArch>(lock: LockChoice) {
+    let names_ok = ["clh", "ticket", "brlock", "fine", "rtm", "none"]
+        .iter()
+        .all(|n| LockChoice::parse(n).is_some())
+        && LockChoice::parse("spin").is_none()
+        && LockChoice::parse("").is_none()
+        && LockChoice::parse(lock.name()) == Some(lock);
+    report::<A>(
+        "kernel:cmdline_lock_names",
+        names_ok,
+        format_args!("running with {}", lock.name()),
+    );
+}
+
+/// `kernel:wx_no_image_page_writable_and_executable`: no page of the image `text..end`
+/// (`page` bytes each) is writable and executable (`wx`), and its sections (`[text, rodata,
+/// data, end]`) are in order.
+pub fn no_wx_pages<A: DebugArch>(
+    [text, rodata, data, end]: [u64; 4],
+    page: u64,
+    wx: impl Fn(u64) -> bool,
+) {
+    let (mut n, mut first) = (0, 0);
+    let mut va = text;
+    while va < end {
+        if wx(va) {
+            n += 1;
+            if first == 0 {
+                first = va;
+            }
+        }
+        va += page;
+    }
+    report::<A>(
+        "kernel:wx_no_image_page_writable_and_executable",
+        n == 0 && text < rodata && rodata < data,
+        format_args!("{n} W+X pages (first {first:#x}) in {text:#x}..{end:#x}"),
+    );
+}
+
+/// `kernel:stack_guard_pages_unmapped`: every guard page in `guards` is unmapped with a
+/// stack page above it (`guard_ok`).
+pub fn stack_guards<A: DebugArch, G>(
+    guards: impl IntoIterator<Item = G>,
+    guard_ok: impl Fn(G) -> bool,
+) {
+    let (mut n, mut bad) = (0, 0);
+    for g in guards {
+        n += 1;
+        if !guard_ok(g) {
+            bad += 1;
+        }
+    }
+    report::<A>(
+        "kernel:stack_guard_pages_unmapped",
+        n > 0 && bad == 0,
+        format_args!("{n} guard pages, {bad} mapped or without a stack above"),
+    );
+}
+
+/// `kernel:smp_all_cores_online`: `online` cores of the `expected` ones (`of` says whose count
+/// that is) are up, and the run uses the cores the command line asked for.
+pub fn smp_online<A: DebugArch>(cfg: &Config, online: usize, expected: usize, of: &str) {
+    report::<A>(
+        "kernel:smp_all_cores_online",
+        online == expected && cfg.cores == cfg.expected_cores(online, MAX_CPUS),
+        format_args!("{online} online of {expected} {of}"),
+    );
+}
+
+/// `kernel:user_elf_parses`: the embedded user ELF parsed, with its entry at
+/// `servers::abi::USER_BASE` and at least two segments.
+pub fn user_elf_parses<A: DebugArch>(elf: &Result<Elf, ElfError>) {
+    let elf_ok = elf
+        .as_ref()
+        .is_ok_and(|e| e.entry == servers::abi::USER_BASE && e.segments().count() >= 2);
+    report::<A>(
+        "kernel:user_elf_parses",
+        elf_ok,
+        format_args!("entry {:?}", elf.as_ref().map(|e| e.entry)),
+    );
+}
+
+/// `kernel:user_elf_rejects_garbage`: what the parser made of bytes that are no executable.
+pub fn user_elf_rejects_garbage<A: DebugArch>(bad: Result<Elf, ElfError>) {
+    report::<A>(
+        "kernel:user_elf_rejects_garbage",
+        bad.is_err(),
+        format_args!("{:?}", bad.as_ref().err()),
+    );
+}
