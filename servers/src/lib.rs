@@ -41,9 +41,3 @@ pub mod memory;
 pub mod net;
 pub mod programs;
 pub mod sys;
-
-// The paths the images name these modules by.
-#[doc(hidden)]
-pub use image as abi;
-#[doc(hidden)]
-pub use programs::{devtest, memtest};

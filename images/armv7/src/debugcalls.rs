@@ -8,7 +8,7 @@ use core::fmt::Arguments;
 
 use hal_armv7::usermode;
 use image_common::debugcalls::{self, ArchFacts, Counter};
-use servers::abi::counter as ctr;
+use servers::image::counter as ctr;
 
 use crate::system::{Armv7, System};
 

@@ -16,11 +16,11 @@ use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use kernel::{Error, Regs};
 use protocol::record::RecordLine;
-use servers::abi::bench::{
+use servers::image::bench::{
     param, record, BATCH, DEFAULT_RUNS, MAX_RUNS, OVERHEAD_TRIES, WARMUP, WARMUP_BATCHES,
     WARMUP_INTERVALS,
 };
-use servers::abi::memory::{self, Spec};
+use servers::image::memory::{self, Spec};
 
 /// The benchmark kinds `bench=` accepts, for messages.
 pub const KINDS: &str = "ipc, multicore, clientserver, memory";

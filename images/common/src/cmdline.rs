@@ -86,7 +86,7 @@ pub struct Cmdline {
     /// `mode=stackoverflow`: one program asks for a kernel stack overflow (debug call
     /// `KERNEL_STACK_OVERFLOW`), which the HAL must catch and report.
     pub stack_overflow: bool,
-    /// `mode=fuzz`: the in-guest system-call fuzzer on every core (see `servers::fuzz`).
+    /// `mode=fuzz`: the in-guest system-call fuzzer on every core (see `servers::programs::fuzz`).
     pub fuzz: Option<Fuzz>,
     /// `mode=net`: the network server (virtio-net driver on core 0, a TCP/IP stack and RESP2
     /// key-value server on every core, see `servers::net`), running until the machine is
@@ -239,8 +239,8 @@ impl Cmdline {
                 false,
                 Some(match Kind::parse(&value).map_err(CmdlineError::Bench)? {
                     // The pagers share state under the kernel's lock algorithm.
-                    Kind::Memory(spec) => Kind::Memory(servers::abi::memory::Spec {
-                        lock: servers::abi::memory::LOCKS
+                    Kind::Memory(spec) => Kind::Memory(servers::image::memory::Spec {
+                        lock: servers::image::memory::LOCKS
                             .iter()
                             .position(|l| *l == lock.name())
                             .unwrap_or(0),
@@ -254,7 +254,7 @@ impl Cmdline {
         let stack_overflow = mode == "stackoverflow";
         let net = mode == "net";
         let runs = match bench {
-            None => servers::abi::bench::DEFAULT_RUNS,
+            None => servers::image::bench::DEFAULT_RUNS,
             Some(_) => bench::parse_runs(&value).map_err(CmdlineError::Bench)?,
         };
         let rounds = match value("rounds") {
@@ -467,7 +467,7 @@ mod tests {
                 lock: LockChoice::Clh,
                 test: false,
                 bench: None,
-                runs: servers::abi::bench::DEFAULT_RUNS,
+                runs: servers::image::bench::DEFAULT_RUNS,
                 rounds: 1000,
                 stack_overflow: false,
                 fuzz: None,
@@ -539,7 +539,7 @@ mod tests {
 
     #[test]
     fn the_memory_benchmark_takes_the_kernels_lock_and_needs_one_under_none() {
-        use servers::abi::memory::Spec;
+        use servers::image::memory::Spec;
         let c = Cmdline::parse(words(
             "lock=ticket mode=bench bench=memory pager=global alloc=buddy nodes=2 pages=100",
         ))
@@ -560,7 +560,7 @@ mod tests {
                 global: false,
                 buddy: false,
                 nodes: 1,
-                pages: servers::abi::memory::DEFAULT_PAGES,
+                pages: servers::image::memory::DEFAULT_PAGES,
                 lock: 0,
             }))
         );

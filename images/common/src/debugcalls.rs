@@ -1,4 +1,4 @@
-//! The images' debug calls (numbers from `0x100`, see `servers::abi::debug_nr`), test
+//! The images' debug calls (numbers from `0x100`, see `servers::image::debug_nr`), test
 //! reporting, and the shutdown once every program reported, for any architecture implementing
 //! [`DebugArch`].
 //!
@@ -30,7 +30,7 @@ use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use hal_common::ArchHal;
 use kernel::config::{MAX_CPUS, MAX_THREADS};
 use kernel::{Error, Regs, ThreadId};
-use servers::abi::{debug_nr, info};
+use servers::image::{debug_nr, info};
 
 use protocol::console::{
     AllTestsRan, Done, Line as ConsoleLine, Outcome, Plan as PlanLine, Shutdown, TestLine,
@@ -40,8 +40,8 @@ use protocol::console::{
 use crate::bench::{self, Collector, Kind, RunInfo};
 use crate::Plan;
 
-/// How many faulting programs the test system runs (`servers::abi::fault::ALL`).
-pub const FAULTERS: usize = servers::abi::fault::ALL.len();
+/// How many faulting programs the test system runs (`servers::image::fault::ALL`).
+pub const FAULTERS: usize = servers::image::fault::ALL.len();
 
 /// Checks made at the end, after every program reported (see [`DebugCalls::handle`]'s `DONE`):
 /// one fault report per faulting program, the containment of the faulting core, no user
@@ -51,7 +51,7 @@ pub const FINAL_TESTS: usize = FAULTERS + 2;
 /// The counter user programs time with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Counter {
-    /// Its `servers::abi::counter` kind.
+    /// Its `servers::image::counter` kind.
     pub kind: usize,
     /// Its name in the benchmark records.
     pub name: &'static str,
@@ -95,7 +95,7 @@ impl<T: ArchFacts + DebugMachine> DebugArch for T {}
 
 /// What only the image knows for the debug calls: the fault vectors and the counters.
 pub trait ArchFacts {
-    /// The vectors the faulting programs (`servers::abi::fault::ALL`, in that order) must be
+    /// The vectors the faulting programs (`servers::image::fault::ALL`, in that order) must be
     /// stopped with: bad pointer, invalid opcode, division by zero (or what stands for it),
     /// write to a read-only page, execution of a data page, a jump into kernel memory.
     const FAULT_VECTORS: [u64; FAULTERS];
@@ -372,7 +372,7 @@ impl DebugCalls {
         self.clients[c].store(t.index(), Ordering::Relaxed);
     }
 
-    /// Records the faulting threads (one per `servers::abi::fault::ALL` kind, in order) and
+    /// Records the faulting threads (one per `servers::image::fault::ALL` kind, in order) and
     /// their core.
     pub fn set_faulters(&self, core: usize, threads: [Option<ThreadId>; FAULTERS]) {
         self.fault_core.store(core, Ordering::Relaxed);
@@ -738,8 +738,8 @@ impl DebugCalls {
             let rec = ThreadId::new(slot.load(Ordering::Relaxed)).and_then(A::fault_record);
             let facts = rec.as_ref().map(A::fault_facts);
             let addr_ok = |r: &FaultFacts| {
-                servers::abi::fault::ALL[i] != servers::abi::fault::JUMP_TO_KERNEL
-                    || r.addr == servers::abi::KERNEL_ADDR
+                servers::image::fault::ALL[i] != servers::image::fault::JUMP_TO_KERNEL
+                    || r.addr == servers::image::KERNEL_ADDR
             };
             let ok = facts
                 .is_some_and(|r| r.vector == vector && r.count == 1 && !r.resumed && addr_ok(&r));
@@ -786,7 +786,7 @@ fn overflow_kernel_stack(depth: usize) -> usize {
 
 /// The throughput sampling interval for a counter of `hz`, in its ticks (at least one).
 pub fn interval_ticks(hz: u64) -> u64 {
-    (hz / servers::abi::bench::INTERVALS_PER_SECOND).max(1)
+    (hz / servers::image::bench::INTERVALS_PER_SECOND).max(1)
 }
 
 /// [`DebugCalls::handle`] on [`DEBUG_CALLS`]: the handler an image gives its HAL.
@@ -873,7 +873,7 @@ mod tests {
 
         fn counter() -> Counter {
             Counter {
-                kind: servers::abi::counter::TSC,
+                kind: servers::image::counter::TSC,
                 name: "tsc",
                 hz: 1_000_000_000,
             }
@@ -1055,7 +1055,7 @@ mod tests {
         assert_eq!(call(&d, 2, 7, info(info::THREAD)), Ok(ok_regs(7)));
         assert_eq!(
             call(&d, 2, 7, info(info::COUNTER)),
-            Ok(ok_regs(servers::abi::counter::TSC))
+            Ok(ok_regs(servers::image::counter::TSC))
         );
         assert_eq!(call(&d, 2, 7, info(info::RUNS)), Ok(ok_regs(16)));
         assert_eq!(call(&d, 2, 7, info(99)), Ok(err(Error::InvalidArgument)));
@@ -1108,9 +1108,9 @@ mod tests {
     fn a_demo_run_shuts_down_with_success_once_every_program_reported() {
         let d = DebugCalls::new();
         let mut plan = Plan::default();
-        plan.add(tid(1), 0, servers::abi::role::CLIENT, true);
-        plan.add(tid(3), 1, servers::abi::role::CLIENT, true);
-        plan.add(tid(4), 1, servers::abi::role::SERVER, false);
+        plan.add(tid(1), 0, servers::image::role::CLIENT, true);
+        plan.add(tid(3), 1, servers::image::role::CLIENT, true);
+        plan.add(tid(4), 1, servers::image::role::SERVER, false);
         d.init::<Fake>(run(false, 2), tid(0), plan);
         d.set_client(0, tid(1));
         d.set_client(1, tid(3));
@@ -1144,7 +1144,7 @@ mod tests {
         // A plan that forgot the client of cpu 1 (the builder cannot make one now; the check
         // of every core's client stays as a second line of defence).
         let mut plan = Plan::default();
-        plan.add(tid(1), 0, servers::abi::role::CLIENT, true);
+        plan.add(tid(1), 0, servers::image::role::CLIENT, true);
         plan.user_tests = 1;
         d.init::<Fake>(run(true, 2), tid(0), plan);
         d.set_client(0, tid(1));
@@ -1156,7 +1156,7 @@ mod tests {
             count: 1,
             tsc,
         };
-        let kernel = servers::abi::KERNEL_ADDR;
+        let kernel = servers::image::KERNEL_ADDR;
         FAULTS.with(|f| {
             *f.borrow_mut() = vec![
                 (5, fault(14, 0xdead_0000, 10)),
@@ -1199,8 +1199,8 @@ mod tests {
     fn the_plan_names_its_programs_and_an_unexpected_done_fails_the_run() {
         let d = DebugCalls::new();
         let mut plan = Plan::default();
-        plan.add(tid(1), 0, servers::abi::role::HELLO, true);
-        plan.add(tid(2), 1, servers::abi::role::SERVER, false);
+        plan.add(tid(1), 0, servers::image::role::HELLO, true);
+        plan.add(tid(2), 1, servers::image::role::SERVER, false);
         d.init::<Fake>(run(false, 2), tid(0), plan);
         d.set_client(0, tid(1));
         d.set_client(1, tid(1));

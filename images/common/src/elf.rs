@@ -1,7 +1,7 @@
 //! Parses and checks the embedded user ELF (32- or 64-bit, little-endian) and loads it into
 //! user address spaces through the HAL's [`UserPaging`].
 //!
-//! The user ELF is static and position-dependent (linked at `servers::abi::USER_BASE`), so
+//! The user ELF is static and position-dependent (linked at `servers::image::USER_BASE`), so
 //! loading is copying each `PT_LOAD` segment into fresh frames mapped at its virtual address.
 //! Checks are strict: a malformed ELF is a build error of this project, reported at boot.
 

@@ -4,7 +4,7 @@
 //! `hal_x86::acpi::Srat`) and hands it over in the firmware's own terms, as a [`Firmware`]:
 //! the proximity domain of each kernel core and the memory ranges of each domain. [`layout`]
 //! turns that, together with the free RAM the root task is about to receive, into what the
-//! loader takes ([`Topology`](servers::abi::memory::Topology) in its argument word): nodes
+//! loader takes ([`Topology`](servers::image::memory::Topology) in its argument word): nodes
 //! numbered densely (0, 1, ... in the order of the domains), the node of each core, and the
 //! free RAM cut at node boundaries, each region with its node. The loader then carves each node's share of the pool from its own
 //! node's memory, and deals it among that node's cores.
@@ -18,7 +18,7 @@
 use core::fmt;
 
 use kernel::config::{MAX_CPUS, PAGE_SIZE};
-use servers::abi::memory::{Nodes, NumaSource, MAX_NODES, MAX_TOPOLOGY_CORES, TOPOLOGY_REGIONS};
+use servers::image::memory::{Nodes, NumaSource, MAX_NODES, MAX_TOPOLOGY_CORES, TOPOLOGY_REGIONS};
 
 /// Most memory ranges a [`Firmware`] description holds.
 pub const MAX_FIRMWARE_RANGES: usize = 16;

@@ -102,11 +102,11 @@ pub fn smp_online<A: DebugArch>(cfg: &Config, online: usize, expected: usize, of
 }
 
 /// `kernel:user_elf_parses`: the embedded user ELF parsed, with its entry at
-/// `servers::abi::USER_BASE` and at least two segments.
+/// `servers::image::USER_BASE` and at least two segments.
 pub fn user_elf_parses<A: DebugArch>(elf: &Result<Elf, ElfError>) {
     let elf_ok = elf
         .as_ref()
-        .is_ok_and(|e| e.entry == servers::abi::USER_BASE && e.segments().count() >= 2);
+        .is_ok_and(|e| e.entry == servers::image::USER_BASE && e.segments().count() >= 2);
     report::<A>(
         "kernel:user_elf_parses",
         elf_ok,

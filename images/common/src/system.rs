@@ -7,7 +7,7 @@
 //!   even the `none` strategy sees no object shared between cores).
 //!
 //! Core 0 also runs the root task (priority 31, so it runs first), holding a MANAGE capability to
-//! every other thread. Test mode adds: one faulting thread per `servers::abi::fault::ALL` kind
+//! every other thread. Test mode adds: one faulting thread per `servers::image::fault::ALL` kind
 //! (bad pointer, invalid opcode, division, write to a read-only page, execution of a data page,
 //! a jump into kernel memory) on the last core (priority 20, so
 //! they fault before that core's pair runs), the system-call error test on core 0 (priority
@@ -34,7 +34,7 @@ use kernel::{
     AsId, CapSlot, EndpointId, Hal, IrqId, Kernel, MemId, MemKind, NotificationId, ObjRef, Rights,
     Strategy, ThreadId,
 };
-use servers::abi::{fault, role, slot, USER_STACK_SIZE, USER_STACK_STRIDE, USER_STACK_TOP};
+use servers::image::{fault, role, slot, USER_STACK_SIZE, USER_STACK_STRIDE, USER_STACK_TOP};
 
 /// What an image supplies to build the initial system: its HAL (paging, user register
 /// context, console), the user ELF and the machine's device memory. Everything the HAL does is
@@ -119,7 +119,7 @@ pub trait Arch {
     fn set_client(&self, core: usize, t: ThreadId) {
         crate::debugcalls::DEBUG_CALLS.set_client(core, t);
     }
-    /// Records the faulting threads on core `core` (one per `servers::abi::fault::ALL` kind)
+    /// Records the faulting threads on core `core` (one per `servers::image::fault::ALL` kind)
     /// for the debug calls (by default in [`DEBUG_CALLS`](crate::debugcalls::DEBUG_CALLS)).
     fn set_faulters(&self, core: usize, faulters: [Option<ThreadId>; crate::debugcalls::FAULTERS]) {
         crate::debugcalls::DEBUG_CALLS.set_faulters(core, faulters);
@@ -539,10 +539,10 @@ pub fn build<S: Strategy, A: Arch>(
     // The pager test is planned in every test run; without it (lock `none`) it is reported
     // skipped, below.
     user_tests += usize::from(cfg.test);
-    // The root task's memory and device-interrupt tests (`servers::memtest`,
-    // `servers::devtest`); the root reports DONE after the latter.
+    // The root task's memory and device-interrupt tests (`servers::programs::memtest`,
+    // `servers::programs::devtest`); the root reports DONE after the latter.
     if cfg.test {
-        user_tests += servers::memtest::TESTS + servers::devtest::TESTS;
+        user_tests += servers::programs::memtest::TESTS + servers::programs::devtest::TESTS;
     }
 
     // Separate address spaces for client and server while the kernel has enough of them.
@@ -656,7 +656,7 @@ fn give_memory<S: Strategy, A: Arch>(
     b: &mut Builder<'_, S, A>,
     root: ThreadId,
     numa_cores: Option<usize>,
-) -> Option<servers::abi::memory::Nodes> {
+) -> Option<servers::image::memory::Nodes> {
     let arch = b.arch;
     let mut ram = [(0, 0); slot::ROOT_MEM_SLOTS];
     let mut n = arch.take_free_ram(&mut ram);
@@ -749,9 +749,9 @@ pub fn build_net<S: Strategy, A: Arch>(
 
 /// Builds `mode=fuzz`: on every core `c`, the usual ping-pong pair (client and server sharing
 /// one address space, `rounds` round trips; the client reports DONE) and a system-call fuzzer
-/// (`servers::fuzz`, reports DONE after `fuzz.calls` calls) with its drain server, all at
+/// (`servers::programs::fuzz`, reports DONE after `fuzz.calls` calls) with its drain server, all at
 /// priority 10, so that the pair and the fuzzer share the core. The fuzzer holds a capability
-/// of every type (see `servers::abi::slot::FUZZ_*`): the drain endpoint (WRITE), a notification
+/// of every type (see `servers::image::slot::FUZZ_*`): the drain endpoint (WRITE), a notification
 /// to signal (WRITE) and one of its own (READ | WRITE), an address space with no code to map
 /// into and delete, a RAM region of [`FUZZ_RAM_PAGES`] pages of its own, the first device
 /// region (shared by the fuzzers and the root task), the control capability, the handler of an
@@ -887,7 +887,7 @@ pub fn build_bench<S: Strategy, A: Arch>(
     interval: u64,
 ) -> (ThreadId, Plan) {
     use crate::bench::{Kind, Variant};
-    use servers::abi::bench::{record, VARIANT_CROSS_AS, VARIANT_SAME_AS};
+    use servers::image::bench::{record, VARIANT_CROSS_AS, VARIANT_SAME_AS};
 
     let (mut b, root_space, root) = Builder::begin(k, arch, cores, false);
     // The root's space hosts the first throughput client.
@@ -903,7 +903,7 @@ pub fn build_bench<S: Strategy, A: Arch>(
         }
         // Last: the root takes all RAM left, cut at the firmware's memory nodes.
         let nodes = give_memory(&mut b, root, Some(cores));
-        let topology = servers::abi::memory::Topology { cores, nodes };
+        let topology = servers::image::memory::Topology { cores, nodes };
         // SAFETY: the root thread has not run; same entry and stack as set by `thread`.
         unsafe {
             arch.set_initial_context(

@@ -6,7 +6,7 @@
 use core::fmt::Arguments;
 
 use image_common::debugcalls::{self, ArchFacts, Counter};
-use servers::abi::counter as ctr;
+use servers::image::counter as ctr;
 
 use crate::system::{System, X86};
 

@@ -5,7 +5,7 @@ use hal_x86::paging;
 use hal_x86::{println, X86Hal};
 use image_common::numa::{Firmware, MAX_FIRMWARE_RANGES};
 use image_common::Machine;
-use servers::abi::memory::NumaSource;
+use servers::image::memory::NumaSource;
 
 use image_common::elf::ElfTarget;
 
