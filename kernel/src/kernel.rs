@@ -1638,7 +1638,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
             r.kind = kind;
             r.in_kernel = inside.min(255) as u8;
             if inside > 1 {
-                r.flags = sim::trace::FLAG_CONTENDED;
+                r.flags = trace_format::FLAG_CONTENDED;
             }
         });
     }

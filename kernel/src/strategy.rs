@@ -93,7 +93,7 @@ pub enum LockId {
 }
 
 impl LockId {
-    /// The lock's identity in a trace record ([`sim::trace::ObjectLock::id`]): a rank in the
+    /// The lock's identity in a trace record ([`trace_format::ObjectLock::id`]): a rank in the
     /// top four bits, the object's index below, so that increasing ids follow the lock order
     /// above (an endpoint, notification or IRQ; then TCBs by index; then run queues), the order
     /// in which the simulator takes an entry's object locks.
