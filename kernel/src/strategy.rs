@@ -16,7 +16,7 @@
 //! | [`NoLock`] | nothing (unsafe) | nothing | none |
 //!
 //! # The fine-grained protocol
-//! What protects what while a core holds the **read side** (see `kernel.rs` for the accessors):
+//! What protects what while a core holds the **read side** (see `kernel/access.rs` for the accessors):
 //! * Object existence, CSpaces, TCB configuration (priority, core, address space, pager, life),
 //!   address-space mapping tables, IRQ bindings and reference counts: written only under the
 //!   write side (or by exclusive strategies), so readers read them without further locks.
