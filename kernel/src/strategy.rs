@@ -38,7 +38,7 @@
 //!   made safe for a core that queues a thread here at the same time by a handshake
 //!   ([`Kernel::wake`](crate::Kernel): a fence and a read of this core's reader slot, then a
 //!   Reschedule IPI if it may be in a section; loom model `fastpath_against_remote_wake` in
-//!   the lock crate).
+//!   `kernel/tests/loom_handshake.rs`).
 //! * An IRQ's masked flag: the IRQ's lock.
 //! * Per-core actions and loaded address space: only that core touches them (no lock).
 //!
