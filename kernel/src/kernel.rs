@@ -71,9 +71,9 @@ pub(crate) use shootdown::reached;
 /// (`meta`, `cspaces`) last. ARMv7 pays for a far field: a load's immediate offset reaches
 /// 4 KiB (255 bytes for half-words) and an `add` immediate takes 8 significant bits, beyond
 /// which each access costs a `movw` more; x86_64's 32-bit displacements do not care. Left to
-/// the compiler's field order, the ticket lock moving from 4- to 8-byte alignment moved the
-/// strategy away from `cores` and cost ARMv7's round trip 6 instructions; this order took it
-/// from 423 to 403 under `-icount` (fine-grained 482 -> 480, CLH 455 -> 453; x86_64 the same).
+/// the compiler's field order, a strategy of 8-byte alignment (the ticket lock) lands away
+/// from `cores`, and ARMv7's round trip under `-icount` takes 20 instructions more with the
+/// ticket lock, 2 more with the fine-grained strategy and CLH (x86_64 the same either way).
 #[repr(C)]
 pub struct Kernel<S: Strategy, H: Hal> {
     pub(crate) strategy: S,
@@ -111,7 +111,7 @@ pub struct Kernel<S: Strategy, H: Hal> {
     /// read under the lock, and without it by the core's own IPC fastpath (see
     /// [`Kernel::wake`] for why a stale read there is harmless). Atomic for that one racy read,
     /// and outside the queues' cell, which a lock holder borrows mutably. (On the queues' line
-    /// instead, measured: ARMv7 CLH round trip 876 -> 888, x86_64 none 762 -> 766.)
+    /// the round trip measures longer: ARMv7's under CLH by 12, x86_64's without a lock by 4.)
     pub(crate) rq_bits: [CachePadded<AtomicU32>; MAX_CPUS],
     /// Per core: its current thread (`None`: idle). Written only by that core: holding its
     /// run-queue lock in [`schedule`](Kernel::schedule), without it on the IPC fastpath
@@ -136,7 +136,7 @@ pub struct Kernel<S: Strategy, H: Hal> {
     /// Per core: its entry counters since boot (the benchmark call `KernelCounters`). Written
     /// only by that core, read by any. With the `trace` feature only: in the other builds the
     /// kernel's fields keep their offsets (with these padded lines in every build, ARMv7's IPC
-    /// round trip took 16 instructions more under `-icount`, likely later fields moving out of
+    /// round trip takes 16 instructions more under `-icount`, likely later fields moving out of
     /// load-immediate range).
     #[cfg(feature = "trace")]
     pub(crate) counts: [CachePadded<EntryCounts>; MAX_CPUS],

@@ -228,7 +228,7 @@ impl<L: KernelLock> fmt::Debug for BigLock<L> {
 /// The [`Strategy`] methods of a strategy whose every section holds one lock, its field
 /// `lock` (a [`KernelLock`]): the big lock's and RTM's. Enter and exit always in line: the IPC
 /// entry has two exits (after the fastpath and after the full path), and with two call sites
-/// the inliner left the exit a call on ARMv7 (+38 instructions per round trip under CLH).
+/// the inliner leaves the exit a call on ARMv7 (+38 instructions per round trip under CLH).
 macro_rules! one_lock_sections {
     () => {
         #[inline(always)]
@@ -398,7 +398,7 @@ unsafe impl<R: Relax> Strategy for FineGrained<R> {
     // The object locks skip the ticket lock's CPU range check: object locks are taken inside a
     // shared section only, which `enter` opened after checking `cpu` against the bound every
     // lock here was built with (`with_cpus`), or `enter_unchecked` after its caller did. Repeated
-    // per lock, the check cost x86_64 3 instructions and ARMv7 3 per object lock, 3 locks per
+    // per lock, the check costs x86_64 3 instructions and ARMv7 3 per object lock, 3 locks per
     // one-way IPC. (A ticket lock keeps no per-CPU state, so even a wrong id could not corrupt
     // it.)
     #[inline(always)]

@@ -16,9 +16,9 @@
 //! The record of the entry in progress is built in place, in a per-core cell of the kernel
 //! (`Pending`), and handed to the sink by reference; the ring stores it as 32-bit words
 //! ([`Record::put_words`]). Built on the stack and moved around instead, the 112-byte record
-//! was copied whole several times per entry (an out-of-line `memcpy` each on ARMv7), and
-//! written into the ring through a byte array: about 975 instructions per entry on ARMv7
-//! against 310 now (docs/bench/trace-overhead-images.md).
+//! would be copied whole several times per entry (an out-of-line `memcpy` each on ARMv7), and
+//! written into the ring through a byte array: about three times the instructions per entry
+//! on ARMv7 (docs/bench/trace-overhead-images.md).
 //!
 //! Under the fine-grained strategy the entry also records its object locks (`Pending::note`):
 //! each distinct object once, with the time of its first acquisition and how long that
@@ -86,8 +86,9 @@ pub(crate) fn offset(from: u64, to: u64) -> u32 {
 /// handed to the [`TraceSink`] from there by reference.
 ///
 /// Why in place: a record is 112 bytes; built on the stack and moved (out of a constructor,
-/// into an `Option`, the object locks copied in from their own notes), it was copied whole
-/// several times per entry, which on ARMv7 is a call to the out-of-line `memcpy` each time.
+/// into an `Option`, the object locks copied in from their own notes), it would be copied
+/// whole several times per entry, which on ARMv7 is a call to the out-of-line `memcpy` each
+/// time.
 /// Here every field is stored once, and the six object slots are cleared only where the last
 /// entry used them (nothing under a big lock).
 #[derive(Clone, Copy, Debug)]

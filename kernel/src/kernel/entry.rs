@@ -136,11 +136,11 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
     ///
     /// For a HAL's system-call entry made for each kernel type, which has this in line, and
     /// `then`'s [`ExitTo::exit_to`] in line twice: once after the fastpath and once after the
-    /// full path, a call. With one return value the two paths' [`Exit`]s met in a variable
-    /// in memory (the call returns it there), so the fastpath stored its seven words and the
-    /// return to user mode loaded them back; now the fastpath's stay in registers. The
-    /// registers are read where the HAL saved them ([`SavedRegs`]), each where it is used:
-    /// the message words at the fastpath's commit (`docs/bench/ipc-fastpath.md`, session 21).
+    /// full path, a call. With one return value the two paths' [`Exit`]s would meet in a
+    /// variable in memory (the call returns it there), so the fastpath would store its seven
+    /// words and the return to user mode load them back; this way the fastpath's stay in
+    /// registers. The registers are read where the HAL saved them ([`SavedRegs`]), each where
+    /// it is used: the message words at the fastpath's commit (`docs/bench/ipc-fastpath.md`).
     #[inline(always)]
     pub fn syscall_then<T: ExitTo>(&self, cpu: CpuId, raw: SavedRegs, then: T) -> T::Out {
         // `Call` and `ReplyRecv` take the IPC entry when the fastpath is on; a traced kernel
@@ -168,7 +168,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
     }
 
     /// A system call on the generic entry: decoded, on the side its kind needs. A call of its
-    /// own: in line in the HAL's entry, its code spread the fastpath's registers thin (x86_64,
+    /// own: in line in the HAL's entry, its code spreads the fastpath's registers thin (x86_64,
     /// +32 instructions per round trip under `-icount`).
     #[inline(never)]
     fn generic_syscall(&self, cpu: CpuId, raw: &Regs) -> Exit {
@@ -504,7 +504,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
     /// the kernel, runs only when a tracer is installed, and then every entry takes the
     /// generic path, which marks the core. The re-entry check catches a HAL bug, not
     /// anything user space can do (the HALs take system calls with interrupts masked, so
-    /// nothing nests in them), and it cost 5 loads, stores and branches per system call (10
+    /// nothing nests in them), and it costs 5 loads, stores and branches per system call (10
     /// per round trip, 2% of x86_64's), a share seL4, with no such check, does not pay; the
     /// hosted tests, which run debug builds, keep it.
     ///

@@ -49,7 +49,7 @@ pub enum Life {
 ///
 /// The per-thread tables' strides (this, [`TcbIpc`], [`Endpoint`]) are powers of two on ARMv7,
 /// where the IPC path scales a thread index by them: one shifted operand instead of two
-/// shifted adds (24, 56 and 6 bytes took two instructions each, per access). x86_64 scales by
+/// shifted adds (24, 56 and 6 bytes take two instructions each, per access). x86_64 scales by
 /// any stride in one instruction (`lea` or `imul`), so only the endpoint, 6 bytes to 8, is
 /// padded there too (its index then scales in the addressing mode).
 #[derive(Clone, Copy, Debug)]
@@ -61,7 +61,7 @@ pub(crate) struct TcbConf {
     pub priority: usize,
     /// The run-queue bitmap's bits of `priority` and above (`!0 << priority`): the fastpath's
     /// test that nothing queued on the core outranks the thread is one `and` with it (a shift
-    /// by `priority` took the shift-count register and a shuffle of what it held on x86_64).
+    /// by `priority` takes the shift-count register and a shuffle of what it held on x86_64).
     pub at_or_above: u32,
     pub core: CpuId,
     pub aspace: Option<AsId>,
@@ -191,7 +191,7 @@ pub(crate) enum AsLife {
 /// maps is recorded in its page tables only (see [`mem`](crate::mem)).
 ///
 /// 64-byte aligned, so that its stride is a power of two on both architectures (48 bytes on
-/// ARMv7, 80 on x86_64, took two instructions to scale an index by, on every switch).
+/// ARMv7, 80 on x86_64, take two instructions to scale an index by, on every switch).
 #[derive(Clone, Copy, Debug)]
 #[repr(align(64))]
 pub(crate) struct AddressSpace {

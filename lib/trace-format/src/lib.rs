@@ -31,9 +31,9 @@
 //! | 24 | 8 | number of records that follow |
 //! | 32 | 112 × n | records ([`Record::encode`]) |
 //!
-//! Version 2 (this one) widened a record from 88 to 112 bytes for six object locks instead of
-//! four (a cross-core IPC under the fine-grained kernel takes the endpoint, two TCBs and two
-//! run queues) and added [`FLAG_OBJECTS_TRUNCATED`]; version 1 files are not read (re-record).
+//! This is version 2: six object-lock slots per record (a cross-core IPC under the fine-grained
+//! kernel takes the endpoint, two TCBs and two run queues) and [`FLAG_OBJECTS_TRUNCATED`].
+//! Version 1 files (88-byte records with four slots) are not read: re-record them.
 
 #![no_std]
 
