@@ -99,7 +99,7 @@ pub struct CSpace {
 }
 
 /// A CSpace slot: 16 bytes on every target, so that a slot's address is the slot index
-/// shifted (ARMv7's 12-byte capability took three instructions to scale the index on the IPC
+/// shifted (ARMv7's 12-byte capability takes three instructions to scale the index on the IPC
 /// fastpath's lookup; x86_64's capability is 16 bytes already).
 #[derive(Clone, Copy, Debug)]
 #[repr(align(16))]
@@ -127,7 +127,7 @@ impl CSpace {
     /// The endpoint and badge of the capability in `slot` if it is an endpoint capability with
     /// `rights`; `None` for anything else, whatever the reason. The fastpath's lookup: one
     /// match on the slot and no error to build (through `get`, `check` and `lookup_ep`'s
-    /// `Result`, the endpoint id was tested again for presence; the empty slot's tag is still
+    /// `Result`, the endpoint id is tested again for presence; the empty slot's tag is still
     /// compared apart from the endpoint's, which the compiler does not merge).
     #[inline(always)]
     pub fn endpoint(&self, slot: CapSlot, rights: Rights) -> Option<(EndpointId, usize)> {

@@ -1,6 +1,6 @@
 //! The IPC fastpath: `Call` and `ReplyRecv` in their common case, done in one pass instead of
-//! decode, execute, wake and schedule (issue 11; seL4's `fastpath_call` and
-//! `fastpath_reply_recv` are the model).
+//! decode, execute, wake and schedule (seL4's `fastpath_call` and `fastpath_reply_recv` are
+//! the model).
 //!
 //! # When it is taken
 //! * `Call`: the caller may run here (alive, on this core, runnable), its capability names an
@@ -34,22 +34,22 @@
 //! wakes, the caller a `ReplyRecv` answers): a thread of this core, blocked where only this
 //! section reaches it, in the queue of the endpoint it holds or named by the reply link of
 //! the thread it owns ([`Kernel::fast_peer`] has the argument; debug builds check that no
-//! other core holds that lock meanwhile). Before session 26 both took the other thread's TCB
-//! lock: one atomic read-modify-write and its barriers per one-way IPC (x86_64 icount 433 ->
-//! 410, ARMv7 480 -> 466 per round trip). This core's run queue takes no lock either:
+//! other core holds that lock meanwhile). Taking the other thread's TCB lock would cost one
+//! atomic read-modify-write and its barriers per one-way IPC (23 instructions per round trip
+//! on x86_64 under `-icount`, 14 on ARMv7). This core's run queue takes no lock either:
 //! the fastpath only reads its priority bitmap and sets the core's `current`, and a core that
 //! queues a thread here meanwhile either shows in that read or sends a Reschedule IPI
 //! ([`Kernel::wake`] has the handshake). The exit's registers are the ones it just wrote, so
 //! the exit takes no TCB lock to read them back. Where a release costs a barrier
 //! ([`Hal::MERGE_RELEASES`](crate::Hal): ARMv7) the endpoint lock is kept to the section's
-//! end and released with the read side after one `dmb` (ARMv7 fine-grained 448 -> 444);
-//! elsewhere it is released when the commit is done.
+//! end and released with the read side after one `dmb` (4 instructions less per round trip
+//! than a barrier of its own); elsewhere it is released when the commit is done.
 //!
 //! # Message
 //! The message is read from the calling thread's saved registers (`msg`) at the end of the
 //! commit, after the state changes and before the locks are released: read first, its four
-//! words stayed live through the whole commit and were spilled to the stack and loaded back
-//! for the exit (read last: x86_64 377 -> 363 instructions per round trip, ARMv7 401 -> 383).
+//! words would stay live through the whole commit, spilled to the stack and loaded back for
+//! the exit (14 instructions more per round trip on x86_64, 18 on ARMv7).
 //! Not after the release: from then on another core may reach the caller (delete it, make a
 //! new thread in its place and set that thread's entry registers), so its saved registers
 //! are only stable inside the section.

@@ -22,14 +22,14 @@
 //! IPIs are fire-and-forget: the target handles them at its next kernel entry through
 //! [`Kernel::ipi`](crate::Kernel::ipi). The one exception is the TLB shoot-down, which the
 //! kernel makes synchronous with its own acknowledgement protocol on top of the IPI (see
-//! [`Actions::acks`] and the `shootdown` section of `kernel.rs`): the core that removed a
+//! [`Actions::acks`] and `kernel/shootdown.rs`): the core that removed a
 //! mapping waits, after its critical section, until every target core flushed.
 
 use crate::config::MAX_CPUS;
 use crate::ids::{IrqId, ThreadId};
 use kernel_locks::CpuId;
 
-/// A TLB shoot-down generation of one core (see the `shootdown` section of `kernel.rs`): a
+/// A TLB shoot-down generation of one core (see `kernel/shootdown.rs`): a
 /// counter that wraps, compared modulo the word (pending: not equal; acknowledged: not a
 /// little ahead), 0 reserved for "none". A word,
 /// not a `u64`: the IPC path loads two generations per entry, and a 64-bit atomic load on

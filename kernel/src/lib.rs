@@ -23,7 +23,7 @@
 //!   attributes; the page tables (written through the HAL, each leaf tagged with its region)
 //!   are the record of what is mapped. Removing a mapping flushes the local TLB and shoots down
 //!   the TLBs of other cores that may cache the address space, and the call returns only once
-//!   they acknowledged their flush (protocol in `kernel.rs`). Address spaces are deleted (refused
+//!   they acknowledged their flush (protocol in `kernel/shootdown.rs`). Address spaces are deleted (refused
 //!   while live threads are bound) and their slots reused only once no core can run on them
 //!   or cache them ([`mgmt`]). `WriteRegisters` sets where an inactive thread starts.
 //! * **IRQ handlers**: an interrupt masks its line and signals the bound notification; the

@@ -22,7 +22,7 @@
 //!   Destroying a region removes every capability to it and every mapping made through it or
 //!   its descendants, on every core: the page-table stores happen in the section, and the call
 //!   returns only after every core that may cache an affected address space flushed (the
-//!   shoot-down protocol of `kernel.rs`).
+//!   shoot-down protocol of `kernel/shootdown.rs`).
 //!
 //! # Why regions, not seL4's untyped memory
 //! seL4 retypes untyped memory into frames, one capability per 4 KiB page, and records every

@@ -31,7 +31,7 @@
 //!    TLB after the section, and records the requested generations in the address space, now
 //!    `Dying`;
 //! 3. after its section, waits for every acknowledgement before the call returns (see the
-//!    shoot-down protocol in `kernel.rs`). A core acknowledges at the end of a kernel entry, so
+//!    shoot-down protocol in `kernel/shootdown.rs`). A core acknowledges at the end of a kernel entry, so
 //!    it has entered the kernel since the deletion and dropped any zombie it ran.
 //!
 //! The slot is **reused** (`CreateAddressSpace`, same root, whose tables were reset) only when

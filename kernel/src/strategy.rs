@@ -16,7 +16,7 @@
 //! | [`NoLock`] | nothing (unsafe) | nothing | none |
 //!
 //! # The fine-grained protocol
-//! What protects what while a core holds the **read side** (see `kernel.rs` for the accessors):
+//! What protects what while a core holds the **read side** (see `kernel/access.rs` for the accessors):
 //! * Object existence, CSpaces, TCB configuration (priority, core, address space, pager, life),
 //!   address-space mapping tables, IRQ bindings and reference counts: written only under the
 //!   write side (or by exclusive strategies), so readers read them without further locks.
@@ -38,7 +38,7 @@
 //!   made safe for a core that queues a thread here at the same time by a handshake
 //!   ([`Kernel::wake`](crate::Kernel): a fence and a read of this core's reader slot, then a
 //!   Reschedule IPI if it may be in a section; loom model `fastpath_against_remote_wake` in
-//!   the lock crate).
+//!   `kernel/tests/loom_handshake.rs`).
 //! * An IRQ's masked flag: the IRQ's lock.
 //! * Per-core actions and loaded address space: only that core touches them (no lock).
 //!
@@ -93,7 +93,7 @@ pub enum LockId {
 }
 
 impl LockId {
-    /// The lock's identity in a trace record ([`sim::trace::ObjectLock::id`]): a rank in the
+    /// The lock's identity in a trace record ([`trace_format::ObjectLock::id`]): a rank in the
     /// top four bits, the object's index below, so that increasing ids follow the lock order
     /// above (an endpoint, notification or IRQ; then TCBs by index; then run queues), the order
     /// in which the simulator takes an entry's object locks.
@@ -228,7 +228,7 @@ impl<L: KernelLock> fmt::Debug for BigLock<L> {
 /// The [`Strategy`] methods of a strategy whose every section holds one lock, its field
 /// `lock` (a [`KernelLock`]): the big lock's and RTM's. Enter and exit always in line: the IPC
 /// entry has two exits (after the fastpath and after the full path), and with two call sites
-/// the inliner left the exit a call on ARMv7 (+38 instructions per round trip under CLH).
+/// the inliner leaves the exit a call on ARMv7 (+38 instructions per round trip under CLH).
 macro_rules! one_lock_sections {
     () => {
         #[inline(always)]
@@ -398,7 +398,7 @@ unsafe impl<R: Relax> Strategy for FineGrained<R> {
     // The object locks skip the ticket lock's CPU range check: object locks are taken inside a
     // shared section only, which `enter` opened after checking `cpu` against the bound every
     // lock here was built with (`with_cpus`), or `enter_unchecked` after its caller did. Repeated
-    // per lock, the check cost x86_64 3 instructions and ARMv7 3 per object lock, 3 locks per
+    // per lock, the check costs x86_64 3 instructions and ARMv7 3 per object lock, 3 locks per
     // one-way IPC. (A ticket lock keeps no per-CPU state, so even a wrong id could not corrupt
     // it.)
     #[inline(always)]

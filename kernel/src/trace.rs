@@ -1,24 +1,24 @@
-//! Kernel lock tracing (the `trace` feature): one [`Record`] per kernel entry, for the
-//! analysis and the trace-replay simulator of the `sim` crate (issue 12, the thesis's
-//! instrumentation).
+//! Kernel lock tracing (the `trace` feature): one [`Record`] per kernel entry, in the format of
+//! the `trace-format` crate, for the analysis and the trace-replay simulator of the `sim` crate
+//! (the thesis's instrumentation).
 //!
 //! # Why it looks like this
 //! The record is taken around the strategy's `enter`/`exit` in [`Kernel`](crate::Kernel)'s
 //! entry path: timestamps (the HAL's cycle counter) at entry, before the lock is requested,
 //! once it is acquired, before it is released and at exit, plus what entered (system-call
 //! number, interrupt line, fault vector), the thread, and how many cores were in the kernel.
-//! Each core writes only its own ring ([`sim::ring::Ring`], single writer, no lock, readable
-//! while it runs), so recording adds no synchronisation between cores. The kernel does not own
-//! the rings: the embedder gives it a [`TraceSink`] (`Kernel::set_tracer`), sized as it likes
-//! (a static in an image, a leaked box in the hosted harness). Without the feature none of
-//! this is compiled, and the entry path is the untraced one.
+//! Each core writes only its own ring ([`trace_format::ring::Ring`], single writer, no lock,
+//! readable while it runs), so recording adds no synchronisation between cores. The kernel does
+//! not own the rings: the embedder gives it a [`TraceSink`] (`Kernel::set_tracer`), sized as it
+//! likes (a static in an image, a leaked box in the hosted harness). Without the feature none
+//! of this is compiled, and the entry path is the untraced one.
 //!
 //! The record of the entry in progress is built in place, in a per-core cell of the kernel
 //! (`Pending`), and handed to the sink by reference; the ring stores it as 32-bit words
 //! ([`Record::put_words`]). Built on the stack and moved around instead, the 112-byte record
-//! was copied whole several times per entry (an out-of-line `memcpy` each on ARMv7), and
-//! written into the ring through a byte array: about 975 instructions per entry on ARMv7
-//! against 310 now (docs/bench/trace-overhead-images.md).
+//! would be copied whole several times per entry (an out-of-line `memcpy` each on ARMv7), and
+//! written into the ring through a byte array: about three times the instructions per entry
+//! on ARMv7 (docs/bench/trace-overhead-images.md).
 //!
 //! Under the fine-grained strategy the entry also records its object locks (`Pending::note`):
 //! each distinct object once, with the time of its first acquisition and how long that
@@ -27,12 +27,12 @@
 //! re-acquisitions are not recorded, which is what the simulator's two-phase model assumes
 //! (every object held from its first acquisition to the end of the section).
 //!
-//! "Contended" ([`sim::trace::FLAG_CONTENDED`]) is approximated as "another core was in the
+//! "Contended" ([`trace_format::FLAG_CONTENDED`]) is approximated as "another core was in the
 //! kernel at entry": the strategies do not report whether their first attempt found the lock
 //! taken, and for the big locks another core inside the kernel holds or awaits it unless it
 //! is in its few instructions before the lock or after the release.
 
-pub use sim::trace::{EntryKind, ObjectLock, Record};
+pub use trace_format::{EntryKind, ObjectLock, Record};
 
 use crate::config::MAX_CPUS;
 use crate::CpuId;
@@ -46,19 +46,19 @@ pub trait TraceSink: Sync {
 
 /// Per-core rings of the last `N` records each.
 pub struct Tracer<const N: usize> {
-    rings: [sim::ring::Ring<N>; MAX_CPUS],
+    rings: [trace_format::ring::Ring<N>; MAX_CPUS],
 }
 
 impl<const N: usize> Tracer<N> {
     /// Empty rings (usable in a `static`).
     pub const fn new() -> Self {
         Tracer {
-            rings: [const { sim::ring::Ring::new() }; MAX_CPUS],
+            rings: [const { trace_format::ring::Ring::new() }; MAX_CPUS],
         }
     }
 
     /// The ring of `cpu`.
-    pub fn ring(&self, cpu: CpuId) -> &sim::ring::Ring<N> {
+    pub fn ring(&self, cpu: CpuId) -> &trace_format::ring::Ring<N> {
         &self.rings[cpu]
     }
 }
@@ -86,8 +86,9 @@ pub(crate) fn offset(from: u64, to: u64) -> u32 {
 /// handed to the [`TraceSink`] from there by reference.
 ///
 /// Why in place: a record is 112 bytes; built on the stack and moved (out of a constructor,
-/// into an `Option`, the object locks copied in from their own notes), it was copied whole
-/// several times per entry, which on ARMv7 is a call to the out-of-line `memcpy` each time.
+/// into an `Option`, the object locks copied in from their own notes), it would be copied
+/// whole several times per entry, which on ARMv7 is a call to the out-of-line `memcpy` each
+/// time.
 /// Here every field is stored once, and the six object slots are cleared only where the last
 /// entry used them (nothing under a big lock).
 #[derive(Clone, Copy, Debug)]
@@ -107,7 +108,7 @@ impl Pending {
     #[inline]
     pub(crate) fn begin(&mut self, entry: u64) {
         let r = &mut self.record;
-        let used = usize::from(r.object_count).min(sim::trace::MAX_OBJECTS);
+        let used = usize::from(r.object_count).min(trace_format::MAX_OBJECTS);
         for o in &mut r.objects[..used] {
             *o = ObjectLock::default();
         }
@@ -122,7 +123,7 @@ impl Pending {
         r.kind = EntryKind::Syscall;
         r.in_kernel = 0;
         r.flags = 0;
-        r.rtm_outcome = sim::trace::RtmOutcome::NotUsed;
+        r.rtm_outcome = trace_format::RtmOutcome::NotUsed;
         r.rtm_retries = 0;
         r.rtm_abort_cause = 0;
         r.object_count = 0;
@@ -136,16 +137,16 @@ impl Pending {
 
     /// Notes object lock `id`, requested at `requested` and acquired at `acquired` (absolute
     /// cycles), unless the entry already holds or held it: each distinct object once, in the
-    /// order first taken; past [`sim::trace::MAX_OBJECTS`] the record keeps the first ones and
-    /// says so ([`sim::trace::FLAG_OBJECTS_TRUNCATED`]).
+    /// order first taken; past [`trace_format::MAX_OBJECTS`] the record keeps the first ones and
+    /// says so ([`trace_format::FLAG_OBJECTS_TRUNCATED`]).
     pub(crate) fn note(&mut self, id: u32, requested: u64, acquired: u64) {
         let r = &mut self.record;
-        let n = usize::from(r.object_count).min(sim::trace::MAX_OBJECTS);
+        let n = usize::from(r.object_count).min(trace_format::MAX_OBJECTS);
         if r.objects[..n].iter().any(|o| o.id == id) {
             return;
         }
         let Some(slot) = r.objects.get_mut(n) else {
-            r.flags |= sim::trace::FLAG_OBJECTS_TRUNCATED;
+            r.flags |= trace_format::FLAG_OBJECTS_TRUNCATED;
             return;
         };
         *slot = ObjectLock {
@@ -165,8 +166,8 @@ impl Pending {
 pub(crate) fn rtm_outcome(
     before: &kernel_locks::RtmStats,
     after: &kernel_locks::RtmStats,
-) -> (sim::trace::RtmOutcome, u8, u8) {
-    use sim::trace::RtmOutcome;
+) -> (trace_format::RtmOutcome, u8, u8) {
+    use trace_format::RtmOutcome;
     let d = |a: u64, b: u64| b.wrapping_sub(a);
     let committed = d(before.elided(), after.elided());
     let fell_back = d(before.fallback, after.fallback);
@@ -204,7 +205,7 @@ mod tests {
     #[test]
     fn rtm_outcomes_from_counter_differences() {
         use kernel_locks::RtmStats;
-        use sim::trace::RtmOutcome;
+        use trace_format::RtmOutcome;
         let before = RtmStats {
             direct: 5,
             fallback: 2,
@@ -244,7 +245,7 @@ mod tests {
             p.note(id, 1020 + u64::from(id), 1030 + u64::from(id));
         }
         let r = p.record;
-        assert_eq!(r.object_count as usize, sim::trace::MAX_OBJECTS);
+        assert_eq!(r.object_count as usize, trace_format::MAX_OBJECTS);
         assert_eq!(
             r.objects[0],
             ObjectLock {
@@ -263,8 +264,8 @@ mod tests {
         );
         assert_eq!(r.flags, 0);
         p.note(6, 1040, 1041);
-        assert_eq!(p.record.flags, sim::trace::FLAG_OBJECTS_TRUNCATED);
-        assert_eq!(p.record.object_count as usize, sim::trace::MAX_OBJECTS);
+        assert_eq!(p.record.flags, trace_format::FLAG_OBJECTS_TRUNCATED);
+        assert_eq!(p.record.object_count as usize, trace_format::MAX_OBJECTS);
         // A new entry starts empty: the last entry's slots are cleared.
         p.record.exit = 99;
         p.begin(2000);
@@ -295,6 +296,6 @@ mod tests {
         let mut full = r;
         full.lock_released = 10;
         full.exit = 20;
-        assert_eq!(sim::trace::Record::decode(&full.encode(), 0), Ok(full));
+        assert_eq!(trace_format::Record::decode(&full.encode(), 0), Ok(full));
     }
 }

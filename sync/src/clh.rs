@@ -301,7 +301,7 @@ impl<const N: usize, R: Relax, A: Alignment> ClhLock<N, R, A> {
     /// Joins the queue: swaps `tagged` into the tail, and returns the predecessor's slot and,
     /// on ARM, a first read of its state that is not older than the predecessor's `PENDING`
     /// store (module documentation, "Memory orderings"); elsewhere the caller reads it (with
-    /// the read here, the x86_64 kernel's IPC round trip was 9 instructions longer: register
+    /// the read here, the x86_64 kernel's IPC round trip is 9 instructions longer: register
     /// allocation around it).
     #[inline(always)]
     fn enqueue(&self, tagged: usize) -> (usize, Option<usize>) {
@@ -397,8 +397,8 @@ unsafe impl<const N: usize, R: Relax, A: Alignment> KernelLock for ClhLock<N, R,
     }
 
     // Always in line: a kernel's entry calls it once or twice, and as a call it costs a frame
-    // and the callee-saved registers around a few instructions (ARMv7's in-line system call
-    // left it a call, +13 instructions per one-way, with the inliner's plain hint).
+    // and the callee-saved registers around a few instructions (with the inliner's plain hint,
+    // ARMv7's in-line system call leaves it a call, +13 instructions per one-way).
     #[inline(always)]
     fn lock(&self, cpu: CpuId) {
         self.lock_node(self.node(cpu), cpu);

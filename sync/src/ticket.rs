@@ -328,8 +328,8 @@ impl<R: Relax, const BACKOFF: usize> TicketLock<R, BACKOFF> {
             // `next.fetch_add(1, Relaxed)` plus a relaxed load of `serving` taken at the same
             // instant. The block touches only these two words, which this lock owns, and no
             // stack. `ldrexd`/`strexd` need an even/odd register pair: r0, r1, of the three
-            // pairs the one that cost the kernel's IPC paths no moves around the block (with
-            // r4, r5 ARMv7's fine-grained round trip took 14 instructions more, the ticket
+            // pairs the one that costs the kernel's IPC paths no moves around the block (with
+            // r4, r5 ARMv7's fine-grained round trip takes 14 instructions more, the ticket
             // lock's 10). The status register is an `out` operand, so it is neither the
             // address nor the pair.
             unsafe {
@@ -348,7 +348,7 @@ impl<R: Relax, const BACKOFF: usize> TicketLock<R, BACKOFF> {
             }
             // One `orrs` and one branch: the uncontended acquisition is `ldrexd`, `eor`, `add`,
             // `strexd`, `orrs`, `bne` (the `ldrex`/`strex` loop and a separate load of
-            // `serving` took 8 instructions).
+            // `serving` take 8 instructions).
             if unserved | failed != 0 {
                 self.take_turn_slow(next, failed != 0, cpu);
             }

@@ -401,24 +401,29 @@ fn steps(root: &Path, quick: bool) -> Vec<Step> {
             )
             .needs(Needs::Target(target)),
         );
-        // The simulator's trace format is what the kernel will write: it must stay `no_std`
-        // (the crate's default `std` feature off).
-        if crate::crate_dir(root, "sim").join("Cargo.toml").is_file() {
-            steps.push(
-                Step::new(
-                    format!("build:{target}-sim-no-std"),
-                    Cmd::cargo().args([
-                        "build",
-                        "-p",
-                        "sim",
-                        "--no-default-features",
-                        "--target",
-                        target,
-                    ]),
-                    Judge::ExitStatus,
-                )
-                .needs(Needs::Target(target)),
-            );
+        // The kernel writes its lock traces in the trace format, and the simulator reads them
+        // with it: both must stay `no_std` (their default `std` feature off).
+        for (package, step) in [
+            ("sim", "sim-no-std"),
+            ("trace-format", "trace-format-no-std"),
+        ] {
+            if crate::crate_dir(root, package).join("Cargo.toml").is_file() {
+                steps.push(
+                    Step::new(
+                        format!("build:{target}-{step}"),
+                        Cmd::cargo().args([
+                            "build",
+                            "-p",
+                            package,
+                            "--no-default-features",
+                            "--target",
+                            target,
+                        ]),
+                        Judge::ExitStatus,
+                    )
+                    .needs(Needs::Target(target)),
+                );
+            }
         }
     }
 
@@ -1227,10 +1232,17 @@ fn boot_demo_step(
 /// The crates with loom models: (step, crate, the crate's own loom cfg, features the models
 /// need). Each crate has a cfg of its own, so that a program's global `--cfg loom` leaves it
 /// alone.
-const LOOM_CRATES: [(&str, &str, &str, &[&str]); 2] = [
+const LOOM_CRATES: [(&str, &str, &str, &[&str]); 3] = [
     // The RTM models use the simulated engines of `rtm::testing`.
     ("loom", LOCK_CRATE, LOOM_CFG, &["testing"]),
     ("loom:frame-ring", "frame-ring", "frame_ring_loom", &[]),
+    // The kernel's fastpath/wake handshake, over the lock crate built on loom's atomics.
+    (
+        "loom:kernel",
+        "kernel",
+        "kernel_loom --cfg kernel_locks_loom",
+        &[],
+    ),
 ];
 
 /// A loom step: every `<crate>/tests/loom_*.rs` target, under the crate's own loom cfg, in
@@ -1924,6 +1936,7 @@ mod tests {
             "test",
             "loom",
             "loom:frame-ring",
+            "loom:kernel",
             "example:embed",
             "qemu:demo",
             "qemu:smp1-clh",
@@ -2028,9 +2041,10 @@ mod tests {
     #[test]
     fn loom_step_uses_its_own_target_dir_and_cfg() {
         let root = crate::workspace_root();
-        for (c, cfg) in LOOM_CRATES
-            .into_iter()
-            .zip(["kernel_locks_loom", "frame_ring_loom"])
+        for (c, cfg) in
+            LOOM_CRATES
+                .into_iter()
+                .zip(["kernel_locks_loom", "frame_ring_loom", "kernel_loom"])
         {
             let step = loom_step(&root, c);
             let shown = step.cmd.expect("the crate has loom tests").display();

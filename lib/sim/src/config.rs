@@ -60,14 +60,15 @@ pub enum KernelLock {
     None,
 }
 
-impl crate::trace::Strategy {
+impl From<crate::trace::Strategy> for LockStrategy {
     /// The strategy the simulator replays a trace of this recording kernel with: per-object
     /// locks for a fine-grained kernel (an entry with no object locks then replays as no lock),
     /// no lock for a lock-free one, the big lock for a big-lock kernel and for an RTM kernel
-    /// (its fallback lock).
-    pub fn replayed_as(self) -> LockStrategy {
+    /// (its fallback lock). [`Strategy::replayed_as`](crate::trace::Strategy::replayed_as)
+    /// calls it.
+    fn from(recorded: crate::trace::Strategy) -> Self {
         use crate::trace::Strategy;
-        match self {
+        match recorded {
             Strategy::FineGrained => LockStrategy::FineGrained,
             Strategy::None => LockStrategy::NoLock,
             Strategy::BigLock | Strategy::Rtm => LockStrategy::BigLock,
@@ -110,7 +111,7 @@ impl KernelLock {
     }
 
     /// The strategy the simulator replays this kernel's traces with (see
-    /// [`Strategy::replayed_as`](crate::trace::Strategy::replayed_as)).
+    /// [`LockStrategy::from`]).
     pub fn replay_strategy(self) -> LockStrategy {
         self.recorded_as().replayed_as()
     }

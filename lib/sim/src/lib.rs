@@ -1,4 +1,4 @@
-//! Kernel lock traces and a trace-replay simulator (issue 12).
+//! The analysis of kernel lock traces and a trace-replay simulator.
 //!
 //! Our machines have two real cores, but the question the project asks is about 4 to 64. Like
 //! the OKL4 giant-lock thesis (`giant-lock-thesis-okl4.txt` in the seeds), we record a light
@@ -8,18 +8,18 @@
 //! cache-coherence cost model, because the thesis found that missing model made it ~10x too
 //! optimistic from 3 to 4 cores.
 //!
-//! - [`trace`]: the binary format (no_std; the kernel writes it) and its reader and writer.
-//! - [`ring`]: a per-core ring buffer that records without a lock (no_std).
+//! - [`trace`]: the binary format the kernel writes, from the `trace-format` crate.
 //! - `analysis` (std): per-core and total statistics of a trace, as JSON.
 //! - `config` (std): the simulator's JSON configuration, and the calibration file that holds
 //!   measured cache models (`cargo xtask sim --calibrate`).
 //! - `simulate` (std): the event-chain simulator, the cache model and the 1..64-core sweep.
 //!
-//! Without the default `std` feature only `trace` and `ring` are built, for the kernel's targets.
+//! Without the default `std` feature only `trace` is built.
 #![cfg_attr(not(feature = "std"), no_std)]
 
-pub mod ring;
-pub mod trace;
+/// The trace format (records, header, reader and writer, [`Trace`](trace::Trace) with `std`):
+/// the `trace-format` crate under the name the analysis, the simulator and their callers use.
+pub use trace_format as trace;
 
 #[cfg(feature = "std")]
 pub mod analysis;

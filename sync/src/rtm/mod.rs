@@ -548,7 +548,7 @@ unsafe impl<L: KernelLock, const N: usize, E: TxEngine, R: Relax> KernelLock
 
     // In line up to the elision decision, so that a machine without RTM (or a policy without
     // attempts) pays the fallback lock and a few loads in its caller; the transaction loop is
-    // a call of its own. Always: the inliner's hint did not hold in the kernel's larger
+    // a call of its own. Always: the inliner's hint does not hold in the kernel's larger
     // system-call path (13 instructions per round trip under `-icount`).
     #[inline(always)]
     fn lock(&self, cpu: CpuId) {
@@ -607,7 +607,7 @@ unsafe impl<L: KernelLock, const N: usize, E: TxEngine, R: Relax> KernelLock
         }
     }
 
-    // Always in line, as `lock`: a call of its own was 23 instructions per release in the
+    // Always in line, as `lock`: a call of its own costs 23 instructions per release in the
     // kernel's system-call path.
     #[inline(always)]
     unsafe fn unlock(&self, cpu: CpuId) {

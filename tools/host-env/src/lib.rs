@@ -65,9 +65,103 @@ pub const CRATE_DIRS: &[(&str, &str)] = &[
     ("image-armv7", "images/armv7"),
     ("abi", "lib/abi"),
     ("sim", "lib/sim"),
+    ("trace-format", "lib/trace-format"),
     ("kv-resp", "lib/kv-resp"),
     ("frame-ring", "lib/frame-ring"),
     ("protocol", "lib/protocol"),
+];
+
+/// What each workspace package may depend on among the others (its `[dependencies]` and
+/// `[build-dependencies]`; dev-dependencies are free), and so what it never depends on. A unit
+/// test holds every `Cargo.toml` to it; `docs/design.md` ("Layout") says why each line is so.
+///
+/// The shape: the lock crate and the small shared crates depend on nothing of ours; the
+/// kernel only on the ABI, the locks and the trace format; a HAL on the kernel and
+/// `hal-common`, never on the other HAL; user programs never on the kernel; the images join
+/// kernel, HAL and programs; nothing that runs in a guest depends on a host tool.
+pub const LAYOUT: &[(&str, &[&str])] = &[
+    ("kernel-locks", &[]),
+    ("abi", &[]),
+    ("protocol", &[]),
+    ("trace-format", &[]),
+    ("kv-resp", &[]),
+    ("frame-ring", &[]),
+    ("sim", &["trace-format"]),
+    ("kernel", &["abi", "kernel-locks", "trace-format"]),
+    ("pager", &["abi", "kernel-locks"]),
+    ("hal-common", &["kernel"]),
+    ("hal-x86", &["kernel", "hal-common"]),
+    ("hal-armv7", &["kernel", "hal-common"]),
+    (
+        "servers",
+        &[
+            "abi",
+            "protocol",
+            "kernel-locks",
+            "pager",
+            "kv-resp",
+            "frame-ring",
+        ],
+    ),
+    (
+        "image-common",
+        &[
+            "kernel",
+            "hal-common",
+            "servers",
+            "kernel-locks",
+            "protocol",
+        ],
+    ),
+    (
+        "image-x86",
+        &[
+            "kernel",
+            "hal-x86",
+            "image-common",
+            "kernel-locks",
+            "servers",
+        ],
+    ),
+    (
+        "image-armv7",
+        &[
+            "kernel",
+            "hal-armv7",
+            "image-common",
+            "kernel-locks",
+            "servers",
+        ],
+    ),
+    (
+        "tests",
+        &[
+            "kernel",
+            "kernel-locks",
+            "pager",
+            "sim",
+            "protocol",
+            "trace-format",
+        ],
+    ),
+    ("host-env", &[]),
+    ("qemu-runner", &["host-env", "protocol"]),
+    ("bench", &["host-env", "qemu-runner", "protocol"]),
+    ("boot-media", &["host-env", "qemu-runner", "protocol"]),
+    (
+        "trace-tools",
+        &["host-env", "qemu-runner", "bench", "protocol", "sim", "abi"],
+    ),
+    (
+        "xtask",
+        &[
+            "host-env",
+            "qemu-runner",
+            "bench",
+            "trace-tools",
+            "boot-media",
+        ],
+    ),
 ];
 
 /// The folder of the workspace package `package` under `root`.
@@ -100,6 +194,89 @@ pub fn target_dir(root: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The workspace packages `manifest` depends on (normal and build dependencies, on any
+    /// target), by package name.
+    fn workspace_deps(manifest: &toml::Table, packages: &[&str]) -> Vec<String> {
+        let mut tables: Vec<&toml::Table> = Vec::new();
+        for key in ["dependencies", "build-dependencies"] {
+            if let Some(t) = manifest.get(key).and_then(toml::Value::as_table) {
+                tables.push(t);
+            }
+        }
+        for target in manifest
+            .get("target")
+            .and_then(toml::Value::as_table)
+            .into_iter()
+            .flat_map(|t| t.values())
+        {
+            for key in ["dependencies", "build-dependencies"] {
+                if let Some(t) = target.get(key).and_then(toml::Value::as_table) {
+                    tables.push(t);
+                }
+            }
+        }
+        let mut deps: Vec<String> = tables
+            .iter()
+            .flat_map(|t| t.iter())
+            .map(|(key, spec)| {
+                spec.get("package")
+                    .and_then(toml::Value::as_str)
+                    .unwrap_or(key)
+                    .to_owned()
+            })
+            .filter(|name| packages.contains(&name.as_str()))
+            .collect();
+        deps.sort();
+        deps.dedup();
+        deps
+    }
+
+    #[test]
+    fn dependencies_follow_the_layout() {
+        let root = workspace_root();
+        let packages: Vec<&str> = CRATE_DIRS.iter().map(|(p, _)| *p).collect();
+        for package in &packages {
+            assert!(
+                LAYOUT.iter().any(|(p, _)| p == package),
+                "{package} has no line in LAYOUT: say what it may depend on"
+            );
+        }
+        for (package, dir) in CRATE_DIRS {
+            let manifest: toml::Table = std::fs::read_to_string(root.join(dir).join("Cargo.toml"))
+                .unwrap()
+                .parse()
+                .unwrap();
+            let allowed = LAYOUT.iter().find(|(p, _)| p == package).unwrap().1;
+            for dep in workspace_deps(&manifest, &packages) {
+                assert!(
+                    allowed.contains(&dep.as_str()),
+                    "{package} depends on {dep}, which the layout does not allow (LAYOUT, \
+                     docs/design.md)"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_forbidden_dependency_is_seen() {
+        let manifest: toml::Table = r#"
+            [dependencies]
+            sim = { path = "../lib/sim" }
+            locks = { path = "../sync", package = "kernel-locks" }
+            [target.'cfg(unix)'.build-dependencies]
+            host-env = { path = "../tools/host-env" }
+            [dev-dependencies]
+            bench = { path = "../tools/bench" }
+        "#
+        .parse()
+        .unwrap();
+        let packages = ["sim", "kernel-locks", "host-env", "bench"];
+        assert_eq!(
+            workspace_deps(&manifest, &packages),
+            ["host-env", "kernel-locks", "sim"]
+        );
+    }
 
     #[test]
     fn crate_dirs_are_the_workspace_members() {

@@ -23,7 +23,7 @@
 
 use core::sync::atomic::{fence, AtomicU32, AtomicUsize, Ordering};
 
-use crate::trace::{Record, RECORD_WORDS as WORDS};
+use crate::{Record, RECORD_WORDS as WORDS};
 
 /// A single-writer ring of the last `N` [`Record`]s of one core.
 pub struct Ring<const N: usize> {
@@ -249,7 +249,7 @@ mod tests {
     /// all object-lock slots, both flags, 64-bit timestamps.
     #[test]
     fn full_records_come_back_whole() {
-        use crate::trace::{
+        use crate::{
             EntryKind, ObjectLock, RtmOutcome, FLAG_CONTENDED, FLAG_OBJECTS_TRUNCATED, MAX_OBJECTS,
         };
         let full = |i: u32| Record {

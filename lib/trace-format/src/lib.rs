@@ -1,4 +1,11 @@
-//! The kernel trace format: one fixed-size record per kernel entry, and a versioned file header.
+//! The kernel's lock-trace format: one fixed-size record per kernel entry, a versioned file
+//! header, and the per-core ring buffer ([`ring`]) the kernel records into.
+//!
+//! Why a crate of its own: the kernel writes this format on its hot path and the host tools
+//! (the `sim` crate's analysis and simulator, `cargo xtask trace --image`) read it, so the
+//! format sits between them and the kernel depends on nothing of the host side. It is `no_std`
+//! and allocation-free except [`Trace`] (a whole trace in memory), which needs the `std`
+//! feature (on by default; the kernel builds the crate without it).
 //!
 //! Why this shape: the kernel writes records on its hot path (the thesis measured ~21% added to a
 //! null system call for a 3-word entry), so a record is a fixed 112-byte block that is filled with
@@ -10,8 +17,6 @@
 //! is little-endian on both architectures so that a trace dumped from ARMv7 reads the same on
 //! an x86 host, and the header carries the timestamp frequency and the core count because the
 //! simulator needs both (cycles to seconds, and the `id mod recorded cores` row mapping).
-//!
-//! This module is `no_std` and allocation-free except [`Trace`], which needs `std`.
 //!
 //! File layout (all integers little-endian):
 //!
@@ -26,11 +31,21 @@
 //! | 24 | 8 | number of records that follow |
 //! | 32 | 112 × n | records ([`Record::encode`]) |
 //!
-//! Version 2 (this one) widened a record from 88 to 112 bytes for six object locks instead of
-//! four (a cross-core IPC under the fine-grained kernel takes the endpoint, two TCBs and two
-//! run queues) and added [`FLAG_OBJECTS_TRUNCATED`]; version 1 files are not read (re-record).
+//! This is version 2: six object-lock slots per record (a cross-core IPC under the fine-grained
+//! kernel takes the endpoint, two TCBs and two run queues) and [`FLAG_OBJECTS_TRUNCATED`].
+//! Version 1 files (88-byte records with four slots) are not read: re-record them.
+
+#![no_std]
+
+#[cfg(feature = "std")]
+extern crate std;
+
+#[cfg(feature = "std")]
+use std::vec::Vec;
 
 use core::fmt;
+
+pub mod ring;
 
 /// The eight bytes every trace file starts with.
 pub const MAGIC: [u8; 8] = *b"LKTRACE\0";
@@ -125,6 +140,12 @@ impl Strategy {
             3 => Some(Strategy::None),
             _ => None,
         }
+    }
+
+    /// The strategy a replaying tool replays this recording kernel's trace with, in the tool's
+    /// own terms: its `From<Strategy>` (the `sim` crate's `LockStrategy` says which).
+    pub fn replayed_as<L: From<Strategy>>(self) -> L {
+        L::from(self)
     }
 }
 
@@ -732,6 +753,7 @@ impl Trace {
 #[cfg(all(test, feature = "std"))]
 mod tests {
     use super::*;
+    use std::{format, vec, vec::Vec};
 
     fn sample(i: u32) -> Record {
         let mut objects = [ObjectLock::default(); MAX_OBJECTS];
