@@ -23,8 +23,10 @@ pub const MAX_CPUS: usize = 16;
 pub use hal_common::percpu::{CoreStats, CpuIndex};
 
 /// Size of each core's kernel stack. Large enough for the bootstrap processor to build the
-/// kernel object (about 100 KiB, returned by value) on it, even in debug builds.
-pub const KERNEL_STACK_SIZE: usize = 256 * 1024;
+/// kernel object (up to about 120 KiB, returned by value) on it, even in debug builds, where the
+/// boot path also keeps copies of the strategy (up to about 40 KiB for the fine-grained one)
+/// in the frames it passes through.
+pub const KERNEL_STACK_SIZE: usize = 512 * 1024;
 
 /// Offset of [`PerCpu::kstack_top`] from the GS base (used by the `syscall` entry assembly).
 pub const PERCPU_KSTACK_OFFSET: usize = core::mem::offset_of!(PerCpu, kstack_top);

@@ -464,8 +464,7 @@ fn steps(root: &Path, quick: bool) -> Vec<Step> {
 
     for (example, package, features) in EXAMPLES {
         let name = format!("example:{example}");
-        let file = root
-            .join(package)
+        let file = crate::crate_dir(root, package)
             .join("examples")
             .join(format!("{example}.rs"));
         let cmd = if file.is_file() {

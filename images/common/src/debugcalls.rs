@@ -683,11 +683,12 @@ impl DebugCalls {
         }
         let kc = A::kernel_counter();
         crate::trace::dump(
-            &crate::trace::DumpInfo {
+            &crate::trace::TraceBegin {
                 cores,
                 lock: LOCKS[self.lock.load(Ordering::Relaxed) % LOCKS.len()],
                 counter: kc.name,
                 hz: kc.hz,
+                ring: crate::trace::RING,
             },
             |line| A::println(line),
         );

@@ -34,8 +34,9 @@
 use core::fmt::Arguments;
 
 use kernel::{Hal, Kernel, Strategy};
+pub use protocol::console::TraceBegin;
 #[cfg(feature = "trace")]
-use protocol::console::{TraceBegin, TraceCore, TraceEnd, TraceRecord};
+use protocol::console::{TraceCore, TraceEnd, TraceRecord};
 
 /// Whether the image was built with the `trace` feature (`trace=1` is refused otherwise).
 pub const BUILT: bool = cfg!(feature = "trace");
@@ -76,43 +77,24 @@ pub fn enabled() -> bool {
     false
 }
 
-/// What the dump's header says besides the records.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct DumpInfo<'a> {
-    /// Cores the kernel ran on.
-    pub cores: usize,
-    /// The `lock=` name.
-    pub lock: &'a str,
-    /// The name of the kernel's cycle counter (`tsc`, `debugcall` for the ARMv7 timers).
-    pub counter: &'a str,
-    /// Its frequency in Hz as the image knows it.
-    pub hz: u64,
-}
-
 /// Prints every core's ring between `TRACE-BEGIN` and `TRACE-END` through `println` (one
 /// call per line), if tracing is on; otherwise prints nothing. See the module's format.
-pub fn dump(info: &DumpInfo<'_>, mut println: impl FnMut(Arguments<'_>)) {
+/// `header` is the dump's first line: the cores the kernel ran on (at most `MAX_CPUS` are
+/// dumped), the `lock=` name, the kernel's cycle counter (`tsc`, `debugcall` for the ARMv7
+/// timers) and its frequency as the image knows it, and [`RING`].
+pub fn dump(header: &TraceBegin<'_>, mut println: impl FnMut(Arguments<'_>)) {
     if !enabled() {
         return;
     }
     #[cfg(feature = "trace")]
     {
-        let cores = info.cores.min(kernel::config::MAX_CPUS);
+        let cores = header.cores.min(kernel::config::MAX_CPUS);
         // Cut every ring first: what cores record while the dump prints is left out.
         let mut heads = [0usize; kernel::config::MAX_CPUS];
         for (c, h) in heads.iter_mut().enumerate().take(cores) {
             *h = on::TRACER.ring(c).written();
         }
-        println(format_args!(
-            "{}",
-            TraceBegin {
-                cores,
-                lock: info.lock,
-                counter: info.counter,
-                hz: info.hz,
-                ring: RING,
-            }
-        ));
+        println(format_args!("{}", TraceBegin { cores, ..*header }));
         let (mut records, mut lost) = (0, 0);
         for (c, &h) in heads.iter().enumerate().take(cores) {
             // The core's line follows its records: a record the writer overwrites while it is
@@ -134,5 +116,5 @@ pub fn dump(info: &DumpInfo<'_>, mut println: impl FnMut(Arguments<'_>)) {
         println(format_args!("{}", TraceEnd { records, lost }));
     }
     #[cfg(not(feature = "trace"))]
-    let _ = (info, &mut println);
+    let _ = (header, &mut println);
 }

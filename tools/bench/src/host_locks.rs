@@ -87,16 +87,7 @@ pub fn run(root: &Path, out_dir: &Path, threads: &[usize], quick: bool) -> ExitC
     }
     let results = results(
         report,
-        GeneratedBy {
-            command: format!(
-                "cargo xtask {}",
-                std::env::args().skip(1).collect::<Vec<_>>().join(" ")
-            ),
-            unix_time: generated,
-            utc: super::utc(generated),
-            seconds: 0.0,
-            revision: super::layout::git_revision(root),
-        },
+        super::generated_by(generated, 0.0, &super::layout::git_revision(root)),
     );
     let report = json!(results);
 

@@ -48,6 +48,7 @@ use serde_json::json;
 use guest::KernelTrace;
 use layout::Destination;
 use plan::{ArchArg, LockArg, Plan, Platform, PlatformArg};
+use protocol::results::{GeneratedBy, Results};
 use qemu_runner::qemu;
 use records::Record;
 
@@ -776,16 +777,10 @@ fn kernel_benchmarks(
         seconds,
         kernel_trace: args.kernel_trace,
     };
-    let doc = json!({
-        "generated_by": {
-            "command": ctx.command,
-            "unix_time": unix,
-            "utc": ctx.when,
-            "seconds": seconds.round(),
-            "revision": revision,
-        },
-        "machine": machine,
-        "plan": {
+    let doc = Results {
+        generated_by: generated_by(unix, seconds, revision),
+        machine: json!(machine),
+        plan: json!({
             "suite": if sweep.is_some() { "memory" } else { "ipc" },
             "pagers": sweep.map(|s| s.pagers.clone()),
             "pages": sweep.map(|s| s.pages.clone()),
@@ -797,12 +792,14 @@ fn kernel_benchmarks(
             "runs": args.runs,
             "quick": args.quick,
             "kernel_trace": args.kernel_trace.name(),
-        },
-        "notes": c.notes,
-        "missing": c.missing,
-        "errors": c.errors,
-        "records": c.records,
-    });
+        }),
+        method: serde_json::Value::Null,
+        notes: c.notes.clone(),
+        missing: c.missing.iter().map(|m| json!(m)).collect(),
+        errors: c.errors.iter().map(|e| json!(e)).collect(),
+        records: c.records.clone(),
+        summary: Vec::new(),
+    };
     let targets = match sweep {
         Some(_) => memory::targets(&c.records),
         None => report::targets(&c.records),
@@ -830,10 +827,7 @@ fn kernel_benchmarks(
         let path = out_dir.join(name);
         fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
     };
-    write(
-        RESULTS_JSON,
-        serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n",
-    )?;
+    write(RESULTS_JSON, doc.to_json())?;
     write(RESULTS_CSV, csv::write(&c.records))?;
     let (figures, report) = match sweep {
         Some(_) => (
@@ -976,6 +970,21 @@ fn load_average() -> String {
 }
 
 /// `YYYY-MM-DD HH:MM UTC` of a Unix time.
+/// Where and when a results file is made: by this command line, at `unix`, in `seconds`, at
+/// the checkout's `revision`.
+pub(crate) fn generated_by(unix: u64, seconds: f64, revision: &str) -> GeneratedBy {
+    GeneratedBy {
+        command: format!(
+            "cargo xtask bench {}",
+            std::env::args().skip(2).collect::<Vec<_>>().join(" ")
+        ),
+        unix_time: unix,
+        utc: utc(unix),
+        seconds: seconds.round(),
+        revision: revision.to_owned(),
+    }
+}
+
 pub(crate) fn utc(secs: u64) -> String {
     let (year, month, day, hour, minute, _) = layout::civil(secs);
     format!("{year:04}-{month:02}-{day:02} {hour:02}:{minute:02} UTC")

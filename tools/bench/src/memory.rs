@@ -817,7 +817,7 @@ pub fn render(records: &[Record], ctx: &Context) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "# Memory benchmark: per-core pagers vs one global pager (issue 13)\n"
+        "# Memory benchmark: per-core pagers vs one global pager\n"
     );
     let _ = writeln!(
         s,

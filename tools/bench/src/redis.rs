@@ -42,7 +42,7 @@ use super::layout;
 use super::plot::{self, Line, LinePanel, Point};
 use super::RunArgs;
 use host_env::proc::Cmd;
-use protocol::results::{GeneratedBy, Results};
+use protocol::results::Results;
 use qemu_runner::qemu::{self, Arch, Lock, Machine, QemuArgs};
 
 /// The suite's own folder under `<target>/bench` (its runs and `latest`): its results have their
@@ -517,16 +517,7 @@ fn run_inner(root: &Path, args: &RunArgs, plan: &super::plan::Plan) -> Result<bo
         "quick": args.quick,
     });
     let results = Results {
-        generated_by: GeneratedBy {
-            command: format!(
-                "cargo xtask bench {}",
-                std::env::args().skip(2).collect::<Vec<_>>().join(" ")
-            ),
-            unix_time: unix,
-            utc: super::utc(unix),
-            seconds: start.elapsed().as_secs_f64().round(),
-            revision: revision.clone(),
-        },
+        generated_by: super::generated_by(unix, start.elapsed().as_secs_f64(), &revision),
         machine: json!(machine),
         plan: json!({
             "suite": "redis",
@@ -749,16 +740,11 @@ fn soak(
         .map(|d| d.as_secs())
         .unwrap_or(0);
     let results = Results {
-        generated_by: GeneratedBy {
-            command: format!(
-                "cargo xtask bench {}",
-                std::env::args().skip(2).collect::<Vec<_>>().join(" ")
-            ),
-            unix_time: unix,
-            utc: super::utc(unix),
-            seconds: soaks.iter().map(|s| s.seconds).sum::<f64>().round(),
-            revision: layout::git_revision(root),
-        },
+        generated_by: super::generated_by(
+            unix,
+            soaks.iter().map(|s| s.seconds).sum::<f64>(),
+            &layout::git_revision(root),
+        ),
         machine: json!(machine),
         plan: json!({
             "suite": "redis-soak",
