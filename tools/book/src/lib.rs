@@ -14,9 +14,12 @@
 //! - external links (`http:`, `https:`, `mailto:`) are counted, not fetched: the build machines
 //!   have no internet.
 //!
+//! The README's headline table is generated from the committed runs ([`headline`]).
+//!
 //! The build itself is `mdbook build` (the binary is installed like the other tools, see
 //! `host_env::deps`); [`build_command`] says how it is run.
 
+pub mod headline;
 pub mod markdown;
 
 use std::collections::{HashMap, HashSet};
@@ -91,7 +94,10 @@ pub fn chapters(summary: &str, file: &Path) -> (Vec<(PathBuf, usize)>, Vec<Probl
                 what: format!("`{}` is not a page of the book", link.target),
             });
         } else {
-            found.push((PathBuf::from(link.target.split('#').next().unwrap_or_default()), link.line));
+            found.push((
+                PathBuf::from(link.target.split('#').next().unwrap_or_default()),
+                link.line,
+            ));
         }
     }
     (found, problems)
@@ -99,7 +105,9 @@ pub fn chapters(summary: &str, file: &Path) -> (Vec<(PathBuf, usize)>, Vec<Probl
 
 /// Whether a link target leaves the repository (and is only counted).
 fn is_external(target: &str) -> bool {
-    ["http://", "https://", "mailto:", "ftp://"].iter().any(|p| target.starts_with(p))
+    ["http://", "https://", "mailto:", "ftp://"]
+        .iter()
+        .any(|p| target.starts_with(p))
 }
 
 /// `path` with `.` and `..` folded, without touching the file system.
@@ -130,7 +138,11 @@ impl Pages {
         let repo = &self.repo;
         self.parsed
             .entry(rel.to_path_buf())
-            .or_insert_with(|| std::fs::read_to_string(repo.join(rel)).ok().map(|t| markdown::parse(&t)))
+            .or_insert_with(|| {
+                std::fs::read_to_string(repo.join(rel))
+                    .ok()
+                    .map(|t| markdown::parse(&t))
+            })
             .as_ref()
     }
 }
@@ -158,14 +170,25 @@ fn check_link(
         return;
     }
     checked.links += 1;
-    let problem = |what: String| Problem { file: file.to_path_buf(), line: link.line, what };
+    let problem = |what: String| Problem {
+        file: file.to_path_buf(),
+        line: link.line,
+        what,
+    };
     let (path, anchor) = match link.target.split_once('#') {
         Some((p, a)) => (p, Some(a)),
         None => (link.target.as_str(), None),
     };
-    let target = if path.is_empty() { file.to_path_buf() } else { normalize(&scope.base.join(path)) };
+    let target = if path.is_empty() {
+        file.to_path_buf()
+    } else {
+        normalize(&scope.base.join(path))
+    };
     if target.starts_with("..") {
-        problems.push(problem(format!("`{}` leads out of the repository", link.target)));
+        problems.push(problem(format!(
+            "`{}` leads out of the repository",
+            link.target
+        )));
         return;
     }
     if let Some(chapters) = scope.book {
@@ -176,10 +199,16 @@ fn check_link(
             )));
             return;
         }
-        let in_book = target.strip_prefix(BOOK_DIR).unwrap_or(&target).to_path_buf();
+        let in_book = target
+            .strip_prefix(BOOK_DIR)
+            .unwrap_or(&target)
+            .to_path_buf();
         if target.extension().is_some_and(|e| e == "md") && !chapters.contains(&in_book) {
             let what = if pages.repo.join(&target).is_file() {
-                format!("`{}` is a page that is not in {SUMMARY}: mdBook does not render it", link.target)
+                format!(
+                    "`{}` is a page that is not in {SUMMARY}: mdBook does not render it",
+                    link.target
+                )
             } else {
                 format!("`{}`: no such page", link.target)
             };
@@ -201,9 +230,14 @@ fn check_link(
     }
     if let Some(anchor) = anchor {
         if target.extension().is_some_and(|e| e == "md") {
-            let known = pages.get(&target).is_some_and(|p| p.anchors.contains(anchor));
+            let known = pages
+                .get(&target)
+                .is_some_and(|p| p.anchors.contains(anchor));
             if !known {
-                problems.push(problem(format!("`{}`: no heading with the anchor `#{anchor}` there", link.target)));
+                problems.push(problem(format!(
+                    "`{}`: no heading with the anchor `#{anchor}` there",
+                    link.target
+                )));
             }
         }
     }
@@ -212,13 +246,20 @@ fn check_link(
 /// Checks the book under `repo` (see the module documentation). `Err` lists every problem
 /// found, in file order.
 pub fn check(repo: &Path) -> Result<Checked, Vec<Problem>> {
-    let mut pages = Pages { repo: repo.to_path_buf(), parsed: HashMap::new() };
+    let mut pages = Pages {
+        repo: repo.to_path_buf(),
+        parsed: HashMap::new(),
+    };
     let mut problems = Vec::new();
     let mut checked = Checked::default();
     let book = Path::new(BOOK_DIR);
     let summary_file = book.join(SUMMARY);
     let Ok(summary) = std::fs::read_to_string(repo.join(&summary_file)) else {
-        return Err(vec![Problem { file: summary_file, line: 0, what: "missing: the book has no table of contents".into() }]);
+        return Err(vec![Problem {
+            file: summary_file,
+            line: 0,
+            what: "missing: the book has no table of contents".into(),
+        }]);
     };
     let (listed, mut found) = chapters(&summary, &summary_file);
     problems.append(&mut found);
@@ -242,7 +283,10 @@ pub fn check(repo: &Path) -> Result<Checked, Vec<Problem>> {
     }
     checked.chapters = chapters.len();
     for page in markdown_files(&repo.join(book)) {
-        let rel = page.strip_prefix(repo.join(book)).unwrap_or(&page).to_path_buf();
+        let rel = page
+            .strip_prefix(repo.join(book))
+            .unwrap_or(&page)
+            .to_path_buf();
         if rel != Path::new(SUMMARY) && !chapters.contains(&rel) {
             problems.push(Problem {
                 file: book.join(&rel),
@@ -255,8 +299,13 @@ pub fn check(repo: &Path) -> Result<Checked, Vec<Problem>> {
     sorted.sort();
     for chapter in &sorted {
         let file = book.join(chapter);
-        let Some(page) = pages.get(&file).cloned() else { continue };
-        let scope = Scope { base: file.parent().unwrap_or(book).to_path_buf(), book: Some(&chapters) };
+        let Some(page) = pages.get(&file).cloned() else {
+            continue;
+        };
+        let scope = Scope {
+            base: file.parent().unwrap_or(book).to_path_buf(),
+            book: Some(&chapters),
+        };
         let mut anchors = page.anchors.clone();
         for link in &page.links {
             check_link(&mut pages, &scope, &file, link, &mut checked, &mut problems);
@@ -273,7 +322,14 @@ pub fn check(repo: &Path) -> Result<Checked, Vec<Problem>> {
             };
             // The included text renders in this chapter, so its links are resolved from here.
             for link in &inner.links {
-                check_link(&mut pages, &scope, &included, link, &mut checked, &mut problems);
+                check_link(
+                    &mut pages,
+                    &scope,
+                    &included,
+                    link,
+                    &mut checked,
+                    &mut problems,
+                );
             }
             anchors.extend(inner.anchors.iter().cloned());
         }
@@ -283,12 +339,26 @@ pub fn check(repo: &Path) -> Result<Checked, Vec<Problem>> {
     }
     let front = PathBuf::from(FRONT_PAGE);
     if let Some(page) = pages.get(&front).cloned() {
-        let scope = Scope { base: PathBuf::new(), book: None };
+        let scope = Scope {
+            base: PathBuf::new(),
+            book: None,
+        };
         for link in &page.links {
-            check_link(&mut pages, &scope, &front, link, &mut checked, &mut problems);
+            check_link(
+                &mut pages,
+                &scope,
+                &front,
+                link,
+                &mut checked,
+                &mut problems,
+            );
         }
     } else {
-        problems.push(Problem { file: front, line: 0, what: "missing".into() });
+        problems.push(Problem {
+            file: front,
+            line: 0,
+            what: "missing".into(),
+        });
     }
     if problems.is_empty() {
         Ok(checked)
@@ -302,7 +372,9 @@ fn markdown_files(dir: &Path) -> Vec<PathBuf> {
     let mut found = Vec::new();
     let mut todo = vec![dir.to_path_buf()];
     while let Some(d) = todo.pop() {
-        let Ok(entries) = std::fs::read_dir(&d) else { continue };
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
         for entry in entries.flatten() {
             let path = entry.path();
             if path.is_dir() {
@@ -325,7 +397,8 @@ mod tests {
 
     impl Repo {
         fn new(name: &str, files: &[(&str, &str)]) -> Repo {
-            let root = std::env::temp_dir().join(format!("book-check-{name}-{}", std::process::id()));
+            let root =
+                std::env::temp_dir().join(format!("book-check-{name}-{}", std::process::id()));
             let _ = std::fs::remove_dir_all(&root);
             for (path, text) in files {
                 let p = root.join(path);
@@ -369,7 +442,10 @@ mod tests {
     }
 
     fn with(changes: &[(&str, &str)]) -> Vec<(String, String)> {
-        let mut files: Vec<(String, String)> = GOOD.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect();
+        let mut files: Vec<(String, String)> = GOOD
+            .iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect();
         for (path, text) in changes {
             files.retain(|(p, _)| p != path);
             if !text.is_empty() {
@@ -381,7 +457,10 @@ mod tests {
 
     fn problems_of(name: &str, changes: &[(&str, &str)]) -> Vec<String> {
         let files = with(changes);
-        let borrowed: Vec<(&str, &str)> = files.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+        let borrowed: Vec<(&str, &str)> = files
+            .iter()
+            .map(|(a, b)| (a.as_str(), b.as_str()))
+            .collect();
         let repo = Repo::new(name, &borrowed);
         whats(&check(&repo.0).expect_err("the broken book passed"))
     }
@@ -389,7 +468,11 @@ mod tests {
     #[test]
     fn a_missing_chapter_fails() {
         let p = problems_of("missing", &[("docs/results.md", "")]);
-        assert!(p.iter().any(|w| w.contains("chapter `results.md`: no such page")), "{p:#?}");
+        assert!(
+            p.iter()
+                .any(|w| w.contains("chapter `results.md`: no such page")),
+            "{p:#?}"
+        );
     }
 
     #[test]
@@ -400,28 +483,58 @@ mod tests {
 
     #[test]
     fn a_dead_link_fails_with_its_line() {
-        let p = problems_of("dead", &[("docs/start.md", "# Start\n\nsee [x](nowhere.md)\n")]);
-        assert!(p.iter().any(|w| w.starts_with("docs/start.md:3: `nowhere.md`: no such page")), "{p:#?}");
+        let p = problems_of(
+            "dead",
+            &[("docs/start.md", "# Start\n\nsee [x](nowhere.md)\n")],
+        );
+        assert!(
+            p.iter()
+                .any(|w| w.starts_with("docs/start.md:3: `nowhere.md`: no such page")),
+            "{p:#?}"
+        );
     }
 
     #[test]
     fn a_wrong_anchor_fails() {
-        let p = problems_of("anchor", &[("docs/start.md", "# Start\n[r](results.md#memory)\n")]);
-        assert!(p.iter().any(|w| w.contains("no heading with the anchor `#memory`")), "{p:#?}");
-        let p = problems_of("readme-anchor", &[("README.md", "[s](docs/start.md#nothing)\n")]);
+        let p = problems_of(
+            "anchor",
+            &[("docs/start.md", "# Start\n[r](results.md#memory)\n")],
+        );
+        assert!(
+            p.iter()
+                .any(|w| w.contains("no heading with the anchor `#memory`")),
+            "{p:#?}"
+        );
+        let p = problems_of(
+            "readme-anchor",
+            &[("README.md", "[s](docs/start.md#nothing)\n")],
+        );
         assert!(p.iter().any(|w| w.starts_with("README.md:1:")), "{p:#?}");
     }
 
     #[test]
     fn a_link_out_of_the_book_fails() {
-        let p = problems_of("out", &[("docs/start.md", "# Start\n[k](../kernel/lib.rs)\n")]);
-        assert!(p.iter().any(|w| w.contains("leads out of the book")), "{p:#?}");
+        let p = problems_of(
+            "out",
+            &[("docs/start.md", "# Start\n[k](../kernel/lib.rs)\n")],
+        );
+        assert!(
+            p.iter().any(|w| w.contains("leads out of the book")),
+            "{p:#?}"
+        );
     }
 
     #[test]
     fn an_included_files_links_resolve_from_the_chapter() {
-        let p = problems_of("include", &[("CHANGELOG.md", "# Changes\nSee [start](docs/start.md).\n")]);
-        assert!(p.iter().any(|w| w.starts_with("CHANGELOG.md:2: `docs/start.md`")), "{p:#?}");
+        let p = problems_of(
+            "include",
+            &[("CHANGELOG.md", "# Changes\nSee [start](docs/start.md).\n")],
+        );
+        assert!(
+            p.iter()
+                .any(|w| w.starts_with("CHANGELOG.md:2: `docs/start.md`")),
+            "{p:#?}"
+        );
     }
 
     #[test]
@@ -432,13 +545,22 @@ mod tests {
 
     #[test]
     fn draft_chapters_fail() {
-        let p = problems_of("draft", &[("docs/SUMMARY.md", "# Summary\n- [Start](start.md)\n- [Later]()\n")]);
+        let p = problems_of(
+            "draft",
+            &[(
+                "docs/SUMMARY.md",
+                "# Summary\n- [Start](start.md)\n- [Later]()\n",
+            )],
+        );
         assert!(p.iter().any(|w| w.contains("a draft chapter")), "{p:#?}");
     }
 
     #[test]
     fn normalize_folds_dots() {
-        assert_eq!(normalize(Path::new("docs/./a/../b.md")), PathBuf::from("docs/b.md"));
+        assert_eq!(
+            normalize(Path::new("docs/./a/../b.md")),
+            PathBuf::from("docs/b.md")
+        );
         assert_eq!(normalize(Path::new("../x")), PathBuf::from("../x"));
     }
 }

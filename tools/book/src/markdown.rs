@@ -58,7 +58,11 @@ pub fn anchor_of(text: &str) -> String {
 
 /// The 1-based line of byte offset `at` in `text`.
 fn line_of(text: &str, at: usize) -> usize {
-    text.as_bytes()[..at.min(text.len())].iter().filter(|&&b| b == b'\n').count() + 1
+    text.as_bytes()[..at.min(text.len())]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+        + 1
 }
 
 /// Reads `text`'s links, anchors and includes.
@@ -67,8 +71,12 @@ pub fn parse(text: &str) -> Page {
     let mut heading: Option<(String, Option<String>)> = None;
     for (event, range) in Parser::new_ext(text, options()).into_offset_iter() {
         match event {
-            Event::Start(Tag::Link { dest_url, .. }) | Event::Start(Tag::Image { dest_url, .. }) => {
-                page.links.push(Link { target: dest_url.to_string(), line: line_of(text, range.start) });
+            Event::Start(Tag::Link { dest_url, .. })
+            | Event::Start(Tag::Image { dest_url, .. }) => {
+                page.links.push(Link {
+                    target: dest_url.to_string(),
+                    line: line_of(text, range.start),
+                });
             }
             Event::Start(Tag::Heading { id, .. }) => {
                 heading = Some((String::new(), id.map(|id| id.to_string())));
@@ -113,9 +121,13 @@ fn includes(text: &str) -> Vec<Link> {
             let Some(end) = after.find("}}") else { break };
             let directive = after[..end].trim();
             let mut words = directive.split_whitespace();
-            if let (Some("include" | "rustdoc_include"), Some(path)) = (words.next(), words.next()) {
+            if let (Some("include" | "rustdoc_include"), Some(path)) = (words.next(), words.next())
+            {
                 let path = path.split(':').next().unwrap_or(path);
-                found.push(Link { target: path.to_string(), line: i + 1 });
+                found.push(Link {
+                    target: path.to_string(),
+                    line: i + 1,
+                });
             }
             rest = &after[end + 2..];
         }
@@ -129,8 +141,13 @@ mod tests {
 
     #[test]
     fn links_and_images_with_their_lines() {
-        let page = parse("# Title\n\nSee [a](a.md#x) and\n![fig](fig.svg).\n\n[r]: ref.md\n\nUse [r].\n");
-        let targets: Vec<_> = page.links.iter().map(|l| (l.target.as_str(), l.line)).collect();
+        let page =
+            parse("# Title\n\nSee [a](a.md#x) and\n![fig](fig.svg).\n\n[r]: ref.md\n\nUse [r].\n");
+        let targets: Vec<_> = page
+            .links
+            .iter()
+            .map(|l| (l.target.as_str(), l.line))
+            .collect();
         assert_eq!(targets, [("a.md#x", 3), ("fig.svg", 4), ("ref.md", 8)]);
     }
 
@@ -146,16 +163,32 @@ mod tests {
             "# Getting started\n## 15. The layout: one job a crate\n## `cargo xtask test`\n\
              ## Notes\n## Notes\n## Custom {#my-id}\n",
         );
-        for id in ["getting-started", "15-the-layout-one-job-a-crate", "cargo-xtask-test", "notes", "notes-1", "my-id"] {
-            assert!(page.anchors.contains(id), "{id} missing from {:?}", page.anchors);
+        for id in [
+            "getting-started",
+            "15-the-layout-one-job-a-crate",
+            "cargo-xtask-test",
+            "notes",
+            "notes-1",
+            "my-id",
+        ] {
+            assert!(
+                page.anchors.contains(id),
+                "{id} missing from {:?}",
+                page.anchors
+            );
         }
         assert_eq!(page.anchors.len(), 6);
     }
 
     #[test]
     fn includes_with_anchors_dropped() {
-        let page = parse("{{#include ../CHANGELOG.md}}\ntext {{#include a.rs:here}} {{#title x}}\n");
-        let paths: Vec<_> = page.includes.iter().map(|l| (l.target.as_str(), l.line)).collect();
+        let page =
+            parse("{{#include ../CHANGELOG.md}}\ntext {{#include a.rs:here}} {{#title x}}\n");
+        let paths: Vec<_> = page
+            .includes
+            .iter()
+            .map(|l| (l.target.as_str(), l.line))
+            .collect();
         assert_eq!(paths, [("../CHANGELOG.md", 1), ("a.rs", 2)]);
     }
 }
