@@ -5,9 +5,8 @@ mod common;
 
 use std::cell::UnsafeCell;
 use std::mem::{align_of, size_of};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Barrier;
-use std::time::Duration;
 
 use kernel_locks::pad::{Align32, Align64};
 use kernel_locks::raw::ConstInit;
@@ -291,43 +290,30 @@ fn read_unlock_unnested_not_held_panics_in_debug_builds() {
 #[test]
 fn writer_and_reader_wait_for_each_other() {
     let lock = BrLock::<2>::new();
-    let entered = AtomicBool::new(false);
 
     lock.read_lock(0);
-    std::thread::scope(|s| {
-        s.spawn(|| {
+    common::waiter_blocks_until_release(
+        || {
             lock.lock(1);
-            entered.store(true, Ordering::SeqCst);
             // SAFETY: CPU 1 took the lock just above.
             unsafe { lock.unlock(1) };
-        });
-        std::thread::sleep(Duration::from_millis(50));
-        assert!(
-            !entered.load(Ordering::SeqCst),
-            "writer entered while a reader was inside"
-        );
+        },
         // SAFETY: CPU 0 holds the lock shared.
-        unsafe { lock.read_unlock(0) };
-    });
-    assert!(entered.swap(false, Ordering::SeqCst));
+        || unsafe { lock.read_unlock(0) },
+        "a reader was inside (a writer waited)",
+    );
 
     lock.lock(0);
-    std::thread::scope(|s| {
-        s.spawn(|| {
+    common::waiter_blocks_until_release(
+        || {
             lock.read_lock(1);
-            entered.store(true, Ordering::SeqCst);
             // SAFETY: CPU 1 took the lock shared just above.
             unsafe { lock.read_unlock(1) };
-        });
-        std::thread::sleep(Duration::from_millis(50));
-        assert!(
-            !entered.load(Ordering::SeqCst),
-            "reader entered while a writer was inside"
-        );
+        },
         // SAFETY: CPU 0 holds the lock exclusively.
-        unsafe { lock.unlock(0) };
-    });
-    assert!(entered.load(Ordering::SeqCst));
+        || unsafe { lock.unlock(0) },
+        "a writer was inside (a reader waited)",
+    );
     assert!(!lock.is_locked());
 }
 

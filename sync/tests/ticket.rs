@@ -3,7 +3,7 @@
 
 mod common;
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -56,22 +56,8 @@ fn hammer_try_lock() {
 
 #[test]
 fn hammer_mixed_lock_and_try_lock() {
-    let lock = TicketLock::<Yield>::with_max_cpus(64);
-    let counter = common::RacyCounter::new();
     let threads = common::stress_threads().min(64);
-    common::on_cpus(threads, ITERS, |cpu| {
-        if cpu % 2 == 0 {
-            lock.lock(cpu);
-        } else {
-            while !lock.try_lock(cpu) {
-                std::thread::yield_now();
-            }
-        }
-        counter.increment();
-        // SAFETY: `cpu` took the lock just above.
-        unsafe { lock.unlock(cpu) };
-    });
-    assert_eq!(counter.get(), (threads * ITERS) as u64);
+    common::hammer_mixed(&TicketLock::<Yield>::with_max_cpus(64), threads, ITERS);
 }
 
 #[test]
@@ -156,24 +142,17 @@ fn fifo_hand_over() {
 #[test]
 fn waiter_blocks_until_release() {
     let lock = TicketLock::<Spin>::new();
-    let entered = AtomicBool::new(false);
     lock.lock(0);
-    std::thread::scope(|s| {
-        s.spawn(|| {
+    common::waiter_blocks_until_release(
+        || {
             lock.lock(1);
-            entered.store(true, Ordering::SeqCst);
             // SAFETY: CPU 1 took the lock just above.
             unsafe { lock.unlock(1) };
-        });
-        std::thread::sleep(Duration::from_millis(50));
-        assert!(
-            !entered.load(Ordering::SeqCst),
-            "second CPU entered a held lock"
-        );
+        },
         // SAFETY: CPU 0 took the lock above.
-        unsafe { lock.unlock(0) };
-    });
-    assert!(entered.load(Ordering::SeqCst));
+        || unsafe { lock.unlock(0) },
+        "another CPU held the lock",
+    );
 }
 
 #[test]

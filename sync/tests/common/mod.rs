@@ -2,7 +2,9 @@
 #![allow(dead_code)]
 
 use std::cell::UnsafeCell;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Barrier;
+use std::time::Duration;
 
 /// A plain, non-atomic counter. Incremented with a deliberately wide read-modify-write window, so
 /// that two CPUs inside the critical section at once lose updates and the exact-total check fails.
@@ -108,20 +110,49 @@ fn hammer_via<L: kernel_locks::KernelLock>(
 
 /// Like [`hammer`] but through `try_lock`, retrying until it succeeds.
 pub fn hammer_try<L: kernel_locks::KernelLock>(lock: &L, threads: usize, iters: usize) {
-    let counter = RacyCounter::new();
-    on_cpus(threads, iters, |cpu| {
+    hammer_via(lock, threads, iters, |cpu| {
         while !lock.try_lock(cpu) {
             std::hint::spin_loop();
         }
-        counter.increment();
-        // SAFETY: `cpu` took the lock just above.
-        unsafe { lock.unlock(cpu) };
     });
-    assert_eq!(
-        counter.get(),
-        (threads * iters) as u64,
-        "{}: try_lock lost updates",
-        lock.name()
+}
+
+/// Like [`hammer`], with the even CPUs acquiring through `lock` and the odd ones through
+/// `try_lock`, retried (yielding the host thread in between) until it succeeds.
+pub fn hammer_mixed<L: kernel_locks::KernelLock>(lock: &L, threads: usize, iters: usize) {
+    hammer_via(lock, threads, iters, |cpu| {
+        if cpu % 2 == 0 {
+            lock.lock(cpu);
+        } else {
+            while !lock.try_lock(cpu) {
+                std::thread::yield_now();
+            }
+        }
+    });
+}
+
+/// Checks that a CPU waiting for a lock that the caller holds does not get in until the caller
+/// releases it: another thread runs `wait` (which acquires and releases the lock as another CPU)
+/// and then marks that it got through. `held` describes the caller's hold for the failure
+/// message. After 50 ms the mark must still be unset; then `release` gives the lock back, and
+/// once the thread is joined the mark must be set.
+pub fn waiter_blocks_until_release(wait: impl FnOnce() + Send, release: impl FnOnce(), held: &str) {
+    let entered = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            wait();
+            entered.store(true, Ordering::SeqCst);
+        });
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(
+            !entered.load(Ordering::SeqCst),
+            "a waiter entered while {held}"
+        );
+        release();
+    });
+    assert!(
+        entered.load(Ordering::SeqCst),
+        "the waiter never entered after the release"
     );
 }
 
