@@ -68,6 +68,25 @@ fn read_lock(lock: &Lock, cpu: usize, how: Acquire) {
     lock.read_lock(cpu);
 }
 
+/// CPU `cpu` reads `data` under the read lock and returns what it saw.
+fn read(lock: &Lock, data: &UnsafeCell<usize>, cpu: usize) -> usize {
+    lock.read_lock(cpu);
+    // SAFETY: read under the read lock; loom reports an overlapping write as a race.
+    let seen = data.with(|v| unsafe { *v });
+    // SAFETY: `cpu` holds the lock shared.
+    unsafe { lock.read_unlock(cpu) };
+    seen
+}
+
+/// CPU `cpu` applies `update` to `data` under the write lock.
+fn write(lock: &Lock, data: &UnsafeCell<usize>, cpu: usize, update: impl FnOnce(&mut usize)) {
+    lock.lock(cpu);
+    // SAFETY: written under the write lock; loom reports any overlapping access as a race.
+    data.with_mut(|v| update(unsafe { &mut *v }));
+    // SAFETY: `cpu` holds the lock exclusively.
+    unsafe { lock.unlock(cpu) };
+}
+
 /// CPU 1 writes a pair of values (two separate writes, so a reader in between would see them
 /// differ); CPU 0 reads the pair under the read lock. loom reports a data race if the read can
 /// overlap the write, and the reader also checks that the pair is consistent.
@@ -134,11 +153,7 @@ fn reader_against_reader() {
             // SAFETY: CPU 1 holds the lock shared.
             unsafe { lock2.read_unlock(1) };
         });
-        lock.read_lock(0);
-        // SAFETY: reads only, under the read lock.
-        assert_eq!(data.with(|v| unsafe { *v }), 7);
-        // SAFETY: CPU 0 holds the lock shared.
-        unsafe { lock.read_unlock(0) };
+        assert_eq!(read(&lock, &data, 0), 7);
         t.join().unwrap();
         assert!(!lock.is_locked());
     });
@@ -154,28 +169,12 @@ fn write_then_read_against_read_then_write() {
         let data = Arc::new(UnsafeCell::new(0usize));
         let (lock2, data2) = (lock.clone(), data.clone());
         let t = loom::thread::spawn(move || {
-            lock2.read_lock(1);
-            // SAFETY: read under the read lock.
-            let seen = data2.with(|v| unsafe { *v });
-            // SAFETY: CPU 1 holds the lock shared.
-            unsafe { lock2.read_unlock(1) };
-            lock2.lock(1);
-            // SAFETY: write under the write lock.
-            data2.with_mut(|v| unsafe { *v += 10 });
-            // SAFETY: CPU 1 holds the lock exclusively.
-            unsafe { lock2.unlock(1) };
+            let seen = read(&lock2, &data2, 1);
+            write(&lock2, &data2, 1, |v| *v += 10);
             seen
         });
-        lock.lock(0);
-        // SAFETY: write under the write lock.
-        data.with_mut(|v| unsafe { *v += 1 });
-        // SAFETY: CPU 0 holds the lock exclusively.
-        unsafe { lock.unlock(0) };
-        lock.read_lock(0);
-        // SAFETY: read under the read lock.
-        let seen0 = data.with(|v| unsafe { *v });
-        // SAFETY: CPU 0 holds the lock shared.
-        unsafe { lock.read_unlock(0) };
+        write(&lock, &data, 0, |v| *v += 1);
+        let seen0 = read(&lock, &data, 0);
         let seen1 = t.join().unwrap();
         assert!(seen0 == 1 || seen0 == 11, "CPU 0 must see its own write");
         assert!(seen1 == 0 || seen1 == 1);
@@ -196,20 +195,9 @@ fn reader_twice_against_writer() {
         let data = Arc::new(UnsafeCell::new(0usize));
         let (lock2, data2) = (lock.clone(), data.clone());
         let t = loom::thread::spawn(move || {
-            lock2.lock(1);
-            // SAFETY: write under the write lock.
-            data2.with_mut(|v| unsafe { *v = 1 });
-            // SAFETY: CPU 1 holds the lock exclusively.
-            unsafe { lock2.unlock(1) };
+            write(&lock2, &data2, 1, |v| *v = 1);
         });
-        let mut seen = [0; 2];
-        for seen in &mut seen {
-            lock.read_lock(0);
-            // SAFETY: read under the read lock.
-            *seen = data.with(|v| unsafe { *v });
-            // SAFETY: CPU 0 holds the lock shared.
-            unsafe { lock.read_unlock(0) };
-        }
+        let seen = [read(&lock, &data, 0), read(&lock, &data, 0)];
         t.join().unwrap();
         assert!(seen[0] <= seen[1], "a later read saw an older value");
         assert!(!lock.is_locked());
