@@ -184,3 +184,23 @@ impl kernel_locks::Relax for Yield {
         }
     }
 }
+
+/// Asserts that every case panics with a message that contains its text, as
+/// `#[should_panic(expected = ...)]` checks for a whole test; give each case a lock of its own,
+/// since a panicking case may leave its lock in any state.
+#[track_caller]
+pub fn assert_each_panics(cases: &[(&str, &dyn Fn())]) {
+    for (expected, case) in cases {
+        let payload = std::panic::catch_unwind(std::panic::AssertUnwindSafe(case))
+            .expect_err(&format!("no panic, expected one with {expected:?}"));
+        let message = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or_default();
+        assert!(
+            message.contains(expected),
+            "the panic message {message:?} lacks {expected:?}"
+        );
+    }
+}
