@@ -267,30 +267,24 @@ fn unchecked_unnested_read_side_excludes_writers() {
 #[test]
 fn writer_and_reader_wait_for_each_other() {
     let lock = BrLock::<2>::new();
-
-    lock.read_lock(0);
-    common::waiter_blocks_until_release(
-        || {
-            lock.lock(1);
-            // SAFETY: CPU 1 took the lock just above.
-            unsafe { lock.unlock(1) };
-        },
-        // SAFETY: CPU 0 holds the lock shared.
-        || unsafe { lock.read_unlock(0) },
-        "a reader was inside (a writer waited)",
-    );
-
-    lock.lock(0);
-    common::waiter_blocks_until_release(
-        || {
-            lock.read_lock(1);
-            // SAFETY: CPU 1 took the lock shared just above.
-            unsafe { lock.read_unlock(1) };
-        },
-        // SAFETY: CPU 0 holds the lock exclusively.
-        || unsafe { lock.unlock(0) },
-        "a writer was inside (a reader waited)",
-    );
+    // CPU 0's acquisition, CPU 1's acquisition and release, CPU 0's release, what CPU 0 holds.
+    for (hold, wait, release, held) in [
+        (
+            ReadLock(0),
+            [Lock(1), Unlock(1)],
+            ReadUnlock(0),
+            "a reader was inside (a writer waited)",
+        ),
+        (
+            Lock(0),
+            [ReadLock(1), ReadUnlock(1)],
+            Unlock(0),
+            "a writer was inside (a reader waited)",
+        ),
+    ] {
+        run(&lock, &[hold]);
+        common::waiter_blocks_until_release(|| run(&lock, &wait), || run(&lock, &[release]), held);
+    }
     assert!(!lock.is_locked());
 }
 
@@ -370,7 +364,7 @@ fn read_lock_unnested_excludes_writers_like_read_lock() {
     assert!(!lock.is_read_locked() && !lock.is_write_locked());
 }
 
-/// One step of a misuse case: an operation of the lock by a CPU.
+/// One step of a test that [`run`]s a sequence: an operation of the lock by a CPU.
 #[derive(Clone, Copy)]
 enum Op {
     ReadLock(usize),
@@ -388,25 +382,25 @@ enum Op {
 
 use Op::*;
 
-/// Runs `ops` in order on `lock`: a misuse case, which must panic before its last step has any
-/// effect. The steps before the last are correct uses; the last is the misuse under test, which
-/// the lock detects and panics at before it touches anything (`ReadLockUnchecked` only in debug
+/// Runs `ops` in order on `lock`. Every step is a correct use (a release by the CPU that holds
+/// the lock in that mode) except the last of a misuse case, which is the misuse under test: the
+/// lock detects it and panics before it touches anything (`ReadLockUnchecked` only in debug
 /// builds, whose cases run only there; its cases take an id whose slot exists, so a release
 /// build could not misbehave either).
-fn run<const N: usize>(lock: BrLock<N>, ops: &[Op]) {
+fn run<const N: usize>(lock: &BrLock<N>, ops: &[Op]) {
     for op in ops {
         match *op {
             ReadLock(cpu) => lock.read_lock(cpu),
             TryReadLock(cpu) => drop(lock.try_read_lock(cpu)),
-            // SAFETY: a correct release or the detected misuse under test (see above).
+            // SAFETY: a release by the holder, or the detected misuse under test (see above).
             ReadUnlock(cpu) => unsafe { lock.read_unlock(cpu) },
             ReadLockUnnested(cpu) => lock.read_lock_unnested(cpu),
             // SAFETY: the detected misuse under test, in debug builds only (see above).
             ReadLockUnchecked(cpu) => unsafe { lock.read_lock_unnested_unchecked(cpu) },
-            // SAFETY: a correct release or the detected misuse under test (see above).
+            // SAFETY: a release by the holder, or the detected misuse under test (see above).
             ReadUnlockUnnested(cpu) => unsafe { lock.read_unlock_unnested(cpu) },
             Lock(cpu) => lock.lock(cpu),
-            // SAFETY: a correct release or the detected misuse under test (see above).
+            // SAFETY: a release by the holder, or the detected misuse under test (see above).
             Unlock(cpu) => unsafe { lock.unlock(cpu) },
         }
     }
@@ -420,58 +414,58 @@ fn misuse_panics() {
     common::assert_each_panics(&[
         (
             "BrLock: read_unlock by CPU 0, which does not hold the lock shared",
-            &|| run(BrLock::<2>::new(), &[ReadUnlock(0)]),
+            &|| run(&BrLock::<2>::new(), &[ReadUnlock(0)]),
         ),
         (
             "BrLock: read_unlock by CPU 1, which does not hold the lock shared",
-            &|| run(BrLock::<2>::new(), &[ReadLock(0), ReadUnlock(1)]),
+            &|| run(&BrLock::<2>::new(), &[ReadLock(0), ReadUnlock(1)]),
         ),
         (
             "BrLock: unlock by CPU 0 of a lock that is not write-held",
-            &|| run(BrLock::<2>::new(), &[Unlock(0)]),
+            &|| run(&BrLock::<2>::new(), &[Unlock(0)]),
         ),
         (
             "BrLock: unlock by CPU 1, but CPU 0 holds the write lock",
-            &|| run(BrLock::<2>::new(), &[Lock(0), Unlock(1)]),
+            &|| run(&BrLock::<2>::new(), &[Lock(0), Unlock(1)]),
         ),
         (
             "BrLock: CPU 0 read-locked a lock it already holds shared",
-            &|| run(BrLock::<2>::new(), &[ReadLock(0), ReadLock(0)]),
+            &|| run(&BrLock::<2>::new(), &[ReadLock(0), ReadLock(0)]),
         ),
         (
             "BrLock: CPU 1 write-locked a lock it already holds shared",
-            &|| run(BrLock::<2>::new(), &[ReadLock(1), Lock(1)]),
+            &|| run(&BrLock::<2>::new(), &[ReadLock(1), Lock(1)]),
         ),
         (
             "BrLock: CPU id 4 out of range (this lock supports CPUs 0..4)",
-            &|| run(BrLock::<4>::new(), &[Lock(4)]),
+            &|| run(&BrLock::<4>::new(), &[Lock(4)]),
         ),
         (
             "BrLock: CPU id 9 out of range (this lock supports CPUs 0..2)",
-            &|| run(BrLock::<2>::new(), &[ReadLock(9)]),
+            &|| run(&BrLock::<2>::new(), &[ReadLock(9)]),
         ),
         ("BrLock: CPU id 2 out of range", &|| {
-            run(BrLock::<2>::new(), &[TryReadLock(2)])
+            run(&BrLock::<2>::new(), &[TryReadLock(2)])
         }),
         ("BrLock: CPU id 2 out of range", &|| {
-            run(BrLock::<2>::new(), &[ReadUnlock(2)])
+            run(&BrLock::<2>::new(), &[ReadUnlock(2)])
         }),
         (
             "BrLock: CPU id 2 out of range (this lock supports CPUs 0..2)",
-            &|| run(BrLock::<64>::with_cpus(2), &[ReadLock(2)]),
+            &|| run(&BrLock::<64>::with_cpus(2), &[ReadLock(2)]),
         ),
         (
             "BrLock: CPU id 2 out of range (this lock supports CPUs 0..2)",
-            &|| run(BrLock::<64>::with_cpus(2), &[ReadLockUnnested(2)]),
+            &|| run(&BrLock::<64>::with_cpus(2), &[ReadLockUnnested(2)]),
         ),
         // Only the compile-time bound is checked in line; the id's lowered slot leads to the
         // range check, so the message still names the range rather than a missing shared hold.
         (
             "BrLock: CPU id 5 out of range (this lock supports CPUs 0..2)",
-            &|| run(BrLock::<64>::with_cpus(2), &[ReadUnlock(5)]),
+            &|| run(&BrLock::<64>::with_cpus(2), &[ReadUnlock(5)]),
         ),
         ("BrLock::with_cpus: the CPU count must be in 1..=N", &|| {
-            run(BrLock::<4>::with_cpus(5), &[])
+            run(&BrLock::<4>::with_cpus(5), &[])
         }),
     ]);
 }
@@ -483,26 +477,26 @@ fn misuse_panics() {
 fn debug_builds_check_more() {
     common::assert_each_panics(&[
         ("BrLock: CPU id 2 out of range", &|| {
-            run(BrLock::<3>::with_cpus(2), &[ReadLockUnchecked(2)])
+            run(&BrLock::<3>::with_cpus(2), &[ReadLockUnchecked(2)])
         }),
         (
             "BrLock: read_unlock by CPU 1, which does not hold the lock shared",
             &|| {
                 run(
-                    BrLock::<2>::new(),
+                    &BrLock::<2>::new(),
                     &[ReadLockUnnested(0), ReadUnlockUnnested(1)],
                 )
             },
         ),
         (
             "BrLock: CPU 0 read-locked a lock it already holds for writing",
-            &|| run(BrLock::<2>::new(), &[Lock(0), ReadLock(0)]),
+            &|| run(&BrLock::<2>::new(), &[Lock(0), ReadLock(0)]),
         ),
         (
             "BrLock: CPU 1 read-locked a lock it already holds shared",
             &|| {
                 run(
-                    BrLock::<2>::new(),
+                    &BrLock::<2>::new(),
                     &[ReadLockUnnested(1), ReadLockUnnested(1)],
                 )
             },
