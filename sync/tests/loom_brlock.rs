@@ -135,28 +135,49 @@ fn writer_against_reader_mixed() {
     writer_against_reader(Acquire::Wait, Acquire::Try);
 }
 
+/// In every interleaving: CPU 1 runs `cpu1` on a second loom thread while CPU 0 runs `cpu0`, on
+/// one lock and one loom-checked value that starts at `initial`; once both are done the lock must
+/// be free, and `check` gets what `cpu0` and `cpu1` returned and the final value.
+fn two_cpus<R0: 'static, R1: Send + 'static>(
+    initial: usize,
+    cpu0: fn(&Lock, &UnsafeCell<usize>) -> R0,
+    cpu1: fn(&Lock, &UnsafeCell<usize>) -> R1,
+    check: fn(R0, R1, usize),
+) {
+    loom::model(move || {
+        let lock = Arc::new(Lock::new());
+        let data = Arc::new(UnsafeCell::new(initial));
+        let t = {
+            let (lock, data) = (lock.clone(), data.clone());
+            loom::thread::spawn(move || cpu1(&lock, &data))
+        };
+        let seen0 = cpu0(&lock, &data);
+        let seen1 = t.join().unwrap();
+        // SAFETY: both threads are done.
+        check(seen0, seen1, data.with(|v| unsafe { *v }));
+        assert!(!lock.is_locked());
+    });
+}
+
 /// Two readers and no writer: both always get in at the first attempt, whatever the
 /// interleaving, so they may overlap; their reads of shared data are not races.
 #[test]
 fn reader_against_reader() {
-    loom::model(|| {
-        let lock = Arc::new(Lock::new());
-        let data = Arc::new(UnsafeCell::new(7usize));
-        let (lock2, data2) = (lock.clone(), data.clone());
-        let t = loom::thread::spawn(move || {
+    two_cpus(
+        7,
+        |lock, data| assert_eq!(read(lock, data, 0), 7),
+        |lock, data| {
             assert!(
-                lock2.try_read_lock(1),
+                lock.try_read_lock(1),
                 "a reader was refused without any writer"
             );
             // SAFETY: reads only, under the read lock.
-            assert_eq!(data2.with(|v| unsafe { *v }), 7);
+            assert_eq!(data.with(|v| unsafe { *v }), 7);
             // SAFETY: CPU 1 holds the lock shared.
-            unsafe { lock2.read_unlock(1) };
-        });
-        assert_eq!(read(&lock, &data, 0), 7);
-        t.join().unwrap();
-        assert!(!lock.is_locked());
-    });
+            unsafe { lock.read_unlock(1) };
+        },
+        |(), (), _| {},
+    );
 }
 
 /// A CPU that writes and then reads against one that reads and then writes: checks that each
@@ -164,24 +185,23 @@ fn reader_against_reader() {
 /// release unlock stores), in every interleaving.
 #[test]
 fn write_then_read_against_read_then_write() {
-    loom::model(|| {
-        let lock = Arc::new(Lock::new());
-        let data = Arc::new(UnsafeCell::new(0usize));
-        let (lock2, data2) = (lock.clone(), data.clone());
-        let t = loom::thread::spawn(move || {
-            let seen = read(&lock2, &data2, 1);
-            write(&lock2, &data2, 1, |v| *v += 10);
+    two_cpus(
+        0,
+        |lock, data| {
+            write(lock, data, 0, |v| *v += 1);
+            read(lock, data, 0)
+        },
+        |lock, data| {
+            let seen = read(lock, data, 1);
+            write(lock, data, 1, |v| *v += 10);
             seen
-        });
-        write(&lock, &data, 0, |v| *v += 1);
-        let seen0 = read(&lock, &data, 0);
-        let seen1 = t.join().unwrap();
-        assert!(seen0 == 1 || seen0 == 11, "CPU 0 must see its own write");
-        assert!(seen1 == 0 || seen1 == 1);
-        // SAFETY: both threads are done.
-        assert_eq!(data.with(|v| unsafe { *v }), 11);
-        assert!(!lock.is_locked());
-    });
+        },
+        |seen0, seen1, last| {
+            assert!(seen0 == 1 || seen0 == 11, "CPU 0 must see its own write");
+            assert!(seen1 == 0 || seen1 == 1);
+            assert_eq!(last, 11);
+        },
+    );
 }
 
 /// CPU 0 reads twice while CPU 1 writes once. The second read may back off because of the
@@ -190,16 +210,10 @@ fn write_then_read_against_read_then_write() {
 /// reports a race otherwise), and the second read must not see an older value than the first.
 #[test]
 fn reader_twice_against_writer() {
-    loom::model(|| {
-        let lock = Arc::new(Lock::new());
-        let data = Arc::new(UnsafeCell::new(0usize));
-        let (lock2, data2) = (lock.clone(), data.clone());
-        let t = loom::thread::spawn(move || {
-            write(&lock2, &data2, 1, |v| *v = 1);
-        });
-        let seen = [read(&lock, &data, 0), read(&lock, &data, 0)];
-        t.join().unwrap();
-        assert!(seen[0] <= seen[1], "a later read saw an older value");
-        assert!(!lock.is_locked());
-    });
+    two_cpus(
+        0,
+        |lock, data| [read(lock, data, 0), read(lock, data, 0)],
+        |lock, data| write(lock, data, 1, |v| *v = 1),
+        |seen, (), _| assert!(seen[0] <= seen[1], "a later read saw an older value"),
+    );
 }
