@@ -44,28 +44,30 @@ enum Acquire {
 /// Attempts of [`Acquire::Try`] before it falls back to waiting.
 const TRIES: usize = 1;
 
-fn write_lock(lock: &Lock, cpu: usize, how: Acquire) {
+/// Acquires for `cpu` as `how` says: `try_lock` makes the attempts, `lock` waits.
+fn acquire(cpu: usize, how: Acquire, try_lock: impl Fn(usize) -> bool, lock: impl FnOnce(usize)) {
     if let Acquire::Try = how {
         for _ in 0..TRIES {
-            if lock.try_lock(cpu) {
+            if try_lock(cpu) {
                 return;
             }
             loom::thread::yield_now();
         }
     }
-    lock.lock(cpu);
+    lock(cpu);
+}
+
+fn write_lock(lock: &Lock, cpu: usize, how: Acquire) {
+    acquire(cpu, how, |cpu| lock.try_lock(cpu), |cpu| lock.lock(cpu));
 }
 
 fn read_lock(lock: &Lock, cpu: usize, how: Acquire) {
-    if let Acquire::Try = how {
-        for _ in 0..TRIES {
-            if lock.try_read_lock(cpu) {
-                return;
-            }
-            loom::thread::yield_now();
-        }
-    }
-    lock.read_lock(cpu);
+    acquire(
+        cpu,
+        how,
+        |cpu| lock.try_read_lock(cpu),
+        |cpu| lock.read_lock(cpu),
+    );
 }
 
 /// CPU `cpu` reads `data` under the read lock and returns what it saw.
