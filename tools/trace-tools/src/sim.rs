@@ -407,23 +407,69 @@ pub(crate) fn write(path: &Path, text: &str) -> Result<(), String> {
     std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
 }
 
+/// A chart that draws the same on any plotters backend, so that [`svg_and_png`] writes it
+/// both ways.
+pub(crate) trait Chart {
+    /// Draws the chart on `root`; errors name `path`, the file `root` writes.
+    fn draw<DB: DrawingBackend>(
+        &self,
+        root: DrawingArea<DB, plotters::coord::Shift>,
+        path: &Path,
+    ) -> Result<(), String>;
+}
+
+/// Draws `chart` as SVG at `path` and as PNG beside it, both `size` pixels.
+pub(crate) fn svg_and_png(path: &Path, size: (u32, u32), chart: &impl Chart) -> Result<(), String> {
+    bench::plot::register_font()?;
+    chart.draw(SVGBackend::new(path, size).into_drawing_area(), path)?;
+    let png = path.with_extension("png");
+    chart.draw(BitMapBackend::new(&png, size).into_drawing_area(), &png)
+}
+
+/// Draws the series labels of `chart` at `position`, bordered, on white of `opacity`, then
+/// writes `root` out to `path` (which the errors name).
+pub(crate) fn legend_and_present<
+    'a,
+    DB: DrawingBackend + 'a,
+    CT: plotters::coord::CoordTranslate,
+>(
+    mut chart: ChartContext<'a, DB, CT>,
+    root: &DrawingArea<DB, plotters::coord::Shift>,
+    position: SeriesLabelPosition,
+    opacity: f64,
+    path: &Path,
+) -> Result<(), String> {
+    let err = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
+    chart
+        .configure_series_labels()
+        .position(position)
+        .background_style(WHITE.mix(opacity))
+        .border_style(BLACK)
+        .draw()
+        .map_err(|e| err(&e))?;
+    root.present().map_err(|e| err(&e))
+}
+
 /// Throughput against simulated cores, one line per strategy, and the recorded run: `path`
 /// as SVG and beside it as PNG.
 fn plot(path: &Path, sweep: &sim::simulate::Sweep, recorded: (usize, f64)) -> Result<(), String> {
-    bench::plot::register_font()?;
-    draw(
-        SVGBackend::new(path, (900, 560)).into_drawing_area(),
-        path,
-        sweep,
-        recorded,
-    )?;
-    let png = path.with_extension("png");
-    draw(
-        BitMapBackend::new(&png, (900, 560)).into_drawing_area(),
-        &png,
-        sweep,
-        recorded,
-    )
+    svg_and_png(path, (900, 560), &SweepChart { sweep, recorded })
+}
+
+/// The chart [`plot`] draws: a sweep and the recorded run (cores, entries per second).
+struct SweepChart<'a> {
+    sweep: &'a sim::simulate::Sweep,
+    recorded: (usize, f64),
+}
+
+impl Chart for SweepChart<'_> {
+    fn draw<DB: DrawingBackend>(
+        &self,
+        root: DrawingArea<DB, plotters::coord::Shift>,
+        path: &Path,
+    ) -> Result<(), String> {
+        draw(root, path, self.sweep, self.recorded)
+    }
 }
 
 fn draw<DB: DrawingBackend>(
@@ -497,13 +543,8 @@ fn draw<DB: DrawingBackend>(
         .map_err(|e| err(&e))?
         .label("recorded")
         .legend(|(x, y)| Circle::new((x + 10, y), 4, BLACK.filled()));
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .draw()
-        .map_err(|e| err(&e))?;
-    root.present().map_err(|e| err(&e))
+    // The position plotters places series labels at by default.
+    legend_and_present(chart, &root, SeriesLabelPosition::MiddleRight, 0.8, path)
 }
 
 #[cfg(test)]

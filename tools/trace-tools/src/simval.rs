@@ -37,7 +37,7 @@ use sim::config::{CacheModel, Calibration, Config, LockLatency, LockStrategy};
 use sim::simulate::{recorded_throughput, simulate, sweep};
 use sim::trace::Trace;
 
-use crate::sim::write;
+use crate::sim::{legend_and_present, svg_and_png, write, Chart};
 use host_env::proc::Cmd;
 use sim::config::KernelLock;
 
@@ -489,14 +489,17 @@ fn print_tables(v: &Validation<'_>) {
 /// (both axes logarithmic), per lock a solid line with the cache model and a dashed one
 /// without, the measured runs as points.
 fn plot(path: &Path, fig: &Figure2<'_>) -> Result<(), String> {
-    bench::plot::register_font()?;
-    draw(SVGBackend::new(path, SIZE).into_drawing_area(), path, fig)?;
-    let png = path.with_extension("png");
-    draw(
-        BitMapBackend::new(&png, SIZE).into_drawing_area(),
-        &png,
-        fig,
-    )
+    svg_and_png(path, SIZE, fig)
+}
+
+impl Chart for Figure2<'_> {
+    fn draw<DB: DrawingBackend>(
+        &self,
+        root: DrawingArea<DB, plotters::coord::Shift>,
+        path: &Path,
+    ) -> Result<(), String> {
+        draw(root, path, self)
+    }
 }
 
 const SIZE: (u32, u32) = (960, 620);
@@ -602,14 +605,7 @@ fn draw<DB: DrawingBackend>(
                 .legend(|(x, y)| Circle::new((x + 10, y), 4, BLACK.filled()));
         }
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .draw()
-        .map_err(|e| err(&e))?;
-    root.present().map_err(|e| err(&e))
+    legend_and_present(chart, &root, SeriesLabelPosition::UpperLeft, 0.85, path)
 }
 
 #[cfg(test)]
