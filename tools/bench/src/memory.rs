@@ -27,7 +27,8 @@ use super::plan::{lock_rank, Plan, Platform};
 use super::plot::{Line, LinePanel, Point};
 use super::records::Record;
 use super::report::{
-    fmt_num, notes_section, papers_section, targets_section, Context, TargetLine, Verdict,
+    every_record_table, fmt_num, notes_section, papers_section, targets_section, Context,
+    TargetLine, Verdict,
 };
 use super::RunArgs;
 use qemu_runner::qemu::{Arch, Lock};
@@ -871,33 +872,7 @@ pub fn render(records: &[Record], ctx: &Context) -> String {
     }
     s.push_str(&targets_section(&targets(records)));
     let _ = writeln!(s, "\n## Every record\n");
-    let _ = writeln!(
-        s,
-        "| bench | variant | platform | board | lock | cores | pages | runs | mean | std dev | median | min | unit |"
-    );
-    let _ = writeln!(
-        s,
-        "|---|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|"
-    );
-    for r in records.iter().filter(|r| r.runs > 0) {
-        let _ = writeln!(
-            s,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-            r.bench,
-            r.variant,
-            r.platform,
-            r.board,
-            r.lock,
-            r.cores,
-            r.pages,
-            r.runs,
-            fmt_num(r.mean),
-            fmt_num(r.stddev),
-            fmt_num(r.median),
-            fmt_num(r.min),
-            r.unit
-        );
-    }
+    s.push_str(&every_record_table(records, ("pages", |r| r.pages), None));
     let _ = writeln!(
         s,
         "\n## Figures\n\n![Time per page against cores]({}.svg)\n\n\

@@ -595,6 +595,53 @@ pub fn papers_section(rows: &[[String; 4]]) -> String {
     s
 }
 
+/// A column of a table of records: its name and a record's cell.
+pub type Column<'a> = (&'a str, &'a dyn Fn(&Record) -> String);
+
+/// The "every record" table of a report: a row per record with samples, with `count` (the
+/// suite's column after the cores: its name and value) and, where given, `extra` (a last
+/// column: its name and cell).
+pub fn every_record_table(
+    records: &[Record],
+    count: (&str, fn(&Record) -> u32),
+    extra: Option<Column<'_>>,
+) -> String {
+    let (count_name, count_of) = count;
+    let mut s = format!(
+        "| bench | variant | platform | board | lock | cores | {count_name} | runs | mean | std dev | median | min | unit |"
+    );
+    let mut rule = String::from("|---|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|");
+    if let Some((name, _)) = extra {
+        let _ = write!(s, " {name} |");
+        rule.push_str("---:|");
+    }
+    let _ = writeln!(s, "\n{rule}");
+    for r in records.iter().filter(|r| r.runs > 0) {
+        let _ = write!(
+            s,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            r.bench,
+            r.variant,
+            r.platform,
+            r.board,
+            r.lock,
+            r.cores,
+            count_of(r),
+            r.runs,
+            fmt_num(r.mean),
+            fmt_num(r.stddev),
+            fmt_num(r.median),
+            fmt_num(r.min),
+            r.unit
+        );
+        if let Some((_, cell)) = extra {
+            let _ = write!(s, " {} |", cell(r));
+        }
+        s.push('\n');
+    }
+    s
+}
+
 /// The report's targets section.
 pub fn targets_section(targets: &[TargetLine]) -> String {
     let mut s = String::new();
@@ -691,41 +738,20 @@ pub fn render(records: &[Record], ctx: &Context) -> String {
     if records.is_empty() {
         let _ = writeln!(s, "No records: nothing could be measured (see the notes).");
     } else {
-        let _ = writeln!(
-            s,
-            "| bench | variant | platform | board | lock | cores | clients | runs | mean | std dev | median | min | unit | over none |"
-        );
-        let _ = writeln!(
-            s,
-            "|---|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|"
-        );
-        for r in records.iter().filter(|r| r.runs > 0) {
-            let over = if r.bench == ROUNDTRIP && r.cores == 1 && r.lock != "none" {
+        let over = |r: &Record| {
+            if r.bench == ROUNDTRIP && r.cores == 1 && r.lock != "none" {
                 overhead(records, &r.platform, &r.board, &r.lock)
                     .map(|(a, f, _)| format!("{a:+.0} ({:+.0}%)", f * 100.0))
                     .unwrap_or_else(|_| "-".into())
             } else {
                 "-".into()
-            };
-            let _ = writeln!(
-                s,
-                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-                r.bench,
-                r.variant,
-                r.platform,
-                r.board,
-                r.lock,
-                r.cores,
-                r.clients,
-                r.runs,
-                fmt_num(r.mean),
-                fmt_num(r.stddev),
-                fmt_num(r.median),
-                fmt_num(r.min),
-                r.unit,
-                over
-            );
-        }
+            }
+        };
+        s.push_str(&every_record_table(
+            records,
+            ("clients", |r| r.clients),
+            Some(("over none", &over)),
+        ));
     }
     let _ = writeln!(
         s,
@@ -816,6 +842,36 @@ mod tests {
             .iter()
             .find(|l| l.target.contains(target) && l.place == place)
             .unwrap_or_else(|| panic!("{target} at {place} missing from {lines:#?}"))
+    }
+
+    #[test]
+    fn every_record_table_has_the_suites_columns() {
+        let mut r = record(
+            "memory-alloc",
+            "x86_64",
+            "qemu-icount",
+            "clh",
+            2,
+            &[330.0, 330.0],
+        );
+        r.pages = 50;
+        r.clients = 3;
+        let mut empty = r.clone();
+        empty.runs = 0;
+        let rows = [r, empty];
+        assert_eq!(
+            every_record_table(&rows, ("pages", |r| r.pages), None),
+            "| bench | variant | platform | board | lock | cores | pages | runs | mean | std dev | median | min | unit |\n\
+             |---|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|\n\
+             | memory-alloc | cross-as | qemu-icount | microvm | clh | 2 | 50 | 2 | 330 | 0.0 | 330 | 330 | instructions |\n"
+        );
+        let over = |r: &Record| format!("{}!", r.cores);
+        assert_eq!(
+            every_record_table(&rows, ("clients", |r| r.clients), Some(("over none", &over))),
+            "| bench | variant | platform | board | lock | cores | clients | runs | mean | std dev | median | min | unit | over none |\n\
+             |---|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|\n\
+             | memory-alloc | cross-as | qemu-icount | microvm | clh | 2 | 3 | 2 | 330 | 0.0 | 330 | 330 | instructions | 2! |\n"
+        );
     }
 
     #[test]
