@@ -112,6 +112,24 @@ class RedisClientTest {
     return c;
   }
 
+  /** What a test does with a connection of its own. */
+  private interface ClientBody {
+    void run(RedisClient c) throws DBException;
+  }
+
+  /**
+   * Runs {@code body} on a connection of its own (write mode {@code write}, as in {@link
+   * #open}), cleaned up afterwards whatever the body does.
+   */
+  private void withClient(String write, ClientBody body) throws DBException {
+    RedisClient c = open(write);
+    try {
+      body.run(c);
+    } finally {
+      c.cleanup();
+    }
+  }
+
   private String key(String name) {
     String k = tag + name;
     keys.add(k);
@@ -199,8 +217,7 @@ class RedisClientTest {
 
   @Test
   void hmsetModeRoundTrip() throws DBException {
-    RedisClient hm = open("hmset");
-    try {
+    withClient("hmset", hm -> {
       String k = key("hmset");
       assertEquals(Status.OK, hm.insert("usertable", k, record(4, "h")));
       Map<String, ByteIterator> upd = new HashMap<>();
@@ -211,9 +228,7 @@ class RedisClientTest {
       Map<String, ByteIterator> got = new HashMap<>();
       assertEquals(Status.OK, hm.read("usertable", k, null, got));
       assertEquals(want, strings(got));
-    } finally {
-      hm.cleanup();
-    }
+    });
   }
 
   @Test
@@ -235,15 +250,12 @@ class RedisClientTest {
 
   @Test
   void connectionsAreIndependent() throws DBException {
-    RedisClient other = open("hset");
-    try {
+    withClient("hset", other -> {
       String k = key("shared");
       assertEquals(Status.OK, db.insert("usertable", k, record(2, "a")));
       Map<String, ByteIterator> got = new HashMap<>();
       assertEquals(Status.OK, other.read("usertable", k, null, got));
       assertTrue(got.size() == 2, "the second connection sees the first one's record");
-    } finally {
-      other.cleanup();
-    }
+    });
   }
 }
