@@ -972,23 +972,28 @@ mod tests {
         );
     }
 
-    #[test]
-    fn icount_runs_one_core_and_a_two_core_ipc_boot() {
+    /// The x86_64 guest runs of clh and none on 1, 2 and 4 cores, on `platform` with `sweep`
+    /// and the options `flags`.
+    fn x86_runs(platform: Platform, sweep: &Sweep, flags: &[&str]) -> Vec<GuestRun> {
+        let arg = match platform {
+            Platform::Hosted => PlatformArg::Hosted,
+            Platform::QemuIcount => PlatformArg::QemuIcount,
+            Platform::Qemu => PlatformArg::Qemu,
+        };
         let plan = Plan::new(
             &[LockArg::Clh, LockArg::None],
             &[ArchArg::X86_64],
-            &[PlatformArg::QemuIcount],
+            &[arg],
             &[1, 2, 4],
         )
         .unwrap();
+        guest_runs(&plan, sweep, platform, &args(flags), &[Arch::X86_64])
+    }
+
+    #[test]
+    fn icount_runs_one_core_and_a_two_core_ipc_boot() {
         let sweep = Sweep::new(&[], &[]);
-        let runs = guest_runs(
-            &plan,
-            &sweep,
-            Platform::QemuIcount,
-            &args(&[]),
-            &[Arch::X86_64],
-        );
+        let runs = x86_runs(Platform::QemuIcount, &sweep, &[]);
         let labels: Vec<String> = runs.iter().map(GuestRun::label).collect();
         // Per lock: 5 page counts x 2 pagers on 1 core; clh also one 2-core boot.
         assert_eq!(runs.len(), 10 + 10 + 1, "{labels:#?}");
@@ -1002,32 +1007,13 @@ mod tests {
         ));
         assert!(icount_keeps(ALLOC, 1) && icount_keeps(IPC, 2) && !icount_keeps(FREE, 2));
         // --quick: the core sweep's page count only.
-        let quick = guest_runs(
-            &plan,
-            &sweep,
-            Platform::QemuIcount,
-            &args(&["--quick"]),
-            &[Arch::X86_64],
-        );
+        let quick = x86_runs(Platform::QemuIcount, &sweep, &["--quick"]);
         assert_eq!(quick.len(), 2 + 2 + 1);
     }
 
     #[test]
     fn qemu_runs_sweep_the_cores() {
-        let plan = Plan::new(
-            &[LockArg::Clh, LockArg::None],
-            &[ArchArg::X86_64],
-            &[PlatformArg::Qemu],
-            &[1, 2, 4],
-        )
-        .unwrap();
-        let runs = guest_runs(
-            &plan,
-            &Sweep::new(&[], &[]),
-            Platform::Qemu,
-            &args(&[]),
-            &[Arch::X86_64],
-        );
+        let runs = x86_runs(Platform::Qemu, &Sweep::new(&[], &[]), &[]);
         // none: 1 core x 2 pagers; clh: 3 core counts x 2, all at 100 pages.
         assert_eq!(runs.len(), 2 + 6);
         // On a 2-core host the 4-core boots are left out.
@@ -1035,7 +1021,7 @@ mod tests {
             qemu_max_cores: 2,
             ..Sweep::new(&[], &[])
         };
-        let fit = guest_runs(&plan, &two, Platform::Qemu, &args(&[]), &[Arch::X86_64]);
+        let fit = x86_runs(Platform::Qemu, &two, &[]);
         assert_eq!(fit.len(), 2 + 4);
         assert!(fit.iter().all(|r| r.smp <= 2));
         assert!(runs.iter().all(|r| !r.icount && r.pages == Some(100)));
