@@ -328,6 +328,27 @@ impl Place {
             self.arch, self.board, self.lock
         )
     }
+
+    /// A panel of the place's `lines`, titled with the place and `what`; `unit` along the y
+    /// axis, `x_desc` along the x axis, the host's cores from `record` (one of the place's).
+    fn panel(
+        &self,
+        what: String,
+        unit: String,
+        x_desc: &'static str,
+        lines: Vec<Line>,
+        record: &Record,
+    ) -> LinePanel {
+        LinePanel {
+            title: format!("{}, {what}", self.title()),
+            unit,
+            x_desc,
+            lines,
+            emulated: self.platform != "hosted",
+            host_cores: record.machine.host_cores,
+            ideal: false,
+        }
+    }
 }
 
 /// The records of `rs` in the series of pager mode `pager` and benchmark `bench`.
@@ -401,15 +422,13 @@ pub fn cores_panels(records: &[Record]) -> Vec<LinePanel> {
             let list: Vec<String> = dropped.iter().map(u32::to_string).collect();
             format!(" ({} cores oversubscribed: in the report)", list.join(", "))
         };
-        panels.push(LinePanel {
-            title: format!("{}, {pages} pages per task{dropped}", place.title()),
-            unit: "time per page / time at 1 core".into(),
-            x_desc: "cores",
+        panels.push(place.panel(
+            format!("{pages} pages per task{dropped}"),
+            "time per page / time at 1 core".into(),
+            "cores",
             lines,
-            emulated: place.platform != "hosted",
-            host_cores: rs[0].machine.host_cores,
-            ideal: false,
-        });
+            rs[0],
+        ));
     }
     panels
 }
@@ -434,23 +453,18 @@ pub fn pages_panels(records: &[Record]) -> Vec<LinePanel> {
         } else {
             ""
         };
-        panels.push(LinePanel {
-            title: format!(
-                "{}, {}{over}",
-                place.title(),
-                if cores == 1 {
-                    "1 core (one pager: per-core = global)".to_owned()
-                } else {
-                    format!("{cores} cores")
-                }
-            ),
-            unit: format!("{} per page", rs[0].unit),
-            x_desc: "pages per task (outstanding before the frees)",
+        let cores = if cores == 1 {
+            "1 core (one pager: per-core = global)".to_owned()
+        } else {
+            format!("{cores} cores")
+        };
+        panels.push(place.panel(
+            format!("{cores}{over}"),
+            format!("{} per page", rs[0].unit),
+            "pages per task (outstanding before the frees)",
             lines,
-            emulated: place.platform != "hosted",
-            host_cores: rs[0].machine.host_cores,
-            ideal: false,
-        });
+            rs[0],
+        ));
     }
     panels
 }
