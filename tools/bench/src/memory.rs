@@ -1085,13 +1085,7 @@ mod tests {
             .flat_map(|l| &l.points)
             .all(|p| !p.oversubscribed));
         // Hosted on 2 host cores: the 4-core points go to the report, the title says so.
-        let two: Vec<Record> = on("hosted")
-            .into_iter()
-            .map(|mut r| {
-                r.machine.host_cores = 2;
-                r
-            })
-            .collect();
+        let two: Vec<Record> = edited(on("hosted"), |r| r.machine.host_cores = 2);
         let hosted = cores_panels(&two);
         assert!(hosted[0]
             .title
@@ -1119,17 +1113,24 @@ mod tests {
 
     /// [`sweep`] as if measured on `platform`.
     fn on(platform: &str) -> Vec<Record> {
-        sweep()
+        edited(sweep(), |r| {
+            r.platform = platform.into();
+            r.board = if platform == "hosted" {
+                "host"
+            } else {
+                "microvm"
+            }
+            .into();
+            r.machine.host_cores = 4;
+        })
+    }
+
+    /// `records`, each changed by `edit`.
+    fn edited(records: Vec<Record>, edit: impl Fn(&mut Record)) -> Vec<Record> {
+        records
             .into_iter()
             .map(|mut r| {
-                r.platform = platform.into();
-                r.board = if platform == "hosted" {
-                    "host"
-                } else {
-                    "microvm"
-                }
-                .into();
-                r.machine.host_cores = 4;
+                edit(&mut r);
                 r
             })
             .collect()
@@ -1146,40 +1147,26 @@ mod tests {
         assert!(t[0].value.contains("at 4 cores"), "{}", t[0].value);
         assert_eq!(t[1].verdict, Verdict::Met, "{t:?}");
         // Hosted on a 2-core host: 4 cores are oversubscribed, so 2 is judged.
-        let hosted: Vec<Record> = on("hosted")
-            .into_iter()
-            .map(|mut r| {
-                r.machine.host_cores = 2;
-                r
-            })
-            .collect();
+        let hosted: Vec<Record> = edited(on("hosted"), |r| r.machine.host_cores = 2);
         let t = targets(&hosted);
         assert!(t[0].value.contains("at 2 cores"), "{}", t[0].value);
         // A per-core loss of 20% is not met; a global loss no larger is not visible.
-        let bad: Vec<Record> = on("qemu")
-            .into_iter()
-            .map(|mut r| {
-                if r.cores == 4 && r.pages == 100 {
-                    r.mean = r.mean.max(3700.0) * if r.variant == "percore" { 1.2 } else { 0.3 };
-                }
-                r
-            })
-            .collect();
+        let bad: Vec<Record> = edited(on("qemu"), |r| {
+            if r.cores == 4 && r.pages == 100 {
+                r.mean = r.mean.max(3700.0) * if r.variant == "percore" { 1.2 } else { 0.3 };
+            }
+        });
         let t = targets(&bad);
         assert_eq!(
             (t[0].verdict, t[1].verdict),
             (Verdict::NotMet, Verdict::NotMet)
         );
         // Global as bad as per-core in one of the two: not visible.
-        let even: Vec<Record> = on("qemu")
-            .into_iter()
-            .map(|mut r| {
-                if r.cores == 4 && r.pages == 100 && r.bench == FREE {
-                    r.mean = 3846.0 * 4.0;
-                }
-                r
-            })
-            .collect();
+        let even: Vec<Record> = edited(on("qemu"), |r| {
+            if r.cores == 4 && r.pages == 100 && r.bench == FREE {
+                r.mean = 3846.0 * 4.0;
+            }
+        });
         assert_eq!(targets(&even)[1].verdict, Verdict::NotMet);
         // Only 1 core: not measured.
         let one: Vec<Record> = on("qemu").into_iter().filter(|r| r.cores == 1).collect();
