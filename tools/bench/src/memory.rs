@@ -270,34 +270,26 @@ fn places(records: &[Record]) -> Vec<(Place, Vec<&Record>)> {
 /// The page count of a place's core-count sweep: the one measured on the most core counts
 /// (ties: [`CORE_SWEEP_PAGES`], then the smallest).
 fn core_sweep_pages(rs: &[&Record]) -> Option<u32> {
-    let mut pages: Vec<u32> = rs.iter().map(|r| r.pages).collect();
-    pages.sort_unstable();
-    pages.dedup();
-    pages.into_iter().max_by_key(|&p| {
-        let mut cores: Vec<u32> = rs
-            .iter()
-            .filter(|r| r.pages == p)
-            .map(|r| r.cores)
-            .collect();
-        cores.sort_unstable();
-        cores.dedup();
-        (cores.len(), p == CORE_SWEEP_PAGES, std::cmp::Reverse(p))
-    })
+    distinct(rs, |_| true, |r| r.pages)
+        .into_iter()
+        .max_by_key(|&p| {
+            let cores = distinct(rs, |r| r.pages == p, |r| r.cores);
+            (cores.len(), p == CORE_SWEEP_PAGES, std::cmp::Reverse(p))
+        })
+}
+
+/// The distinct values of `field` among the records of `rs` that `keep` accepts, ascending.
+fn distinct(rs: &[&Record], keep: impl Fn(&Record) -> bool, field: fn(&Record) -> u32) -> Vec<u32> {
+    let mut v: Vec<u32> = rs.iter().filter(|r| keep(r)).map(|r| field(r)).collect();
+    v.sort_unstable();
+    v.dedup();
+    v
 }
 
 /// The core count of a place's page sweep: the largest with more than one page count,
 /// preferring counts that fit the host ([`oversubscribed`]).
 fn page_sweep_cores(rs: &[&Record]) -> Option<u32> {
-    let counts = |c: u32| {
-        let mut p: Vec<u32> = rs
-            .iter()
-            .filter(|r| r.cores == c)
-            .map(|r| r.pages)
-            .collect();
-        p.sort_unstable();
-        p.dedup();
-        p.len()
-    };
+    let counts = |c: u32| distinct(rs, |r| r.cores == c, |r| r.pages).len();
     let swept = |fit: bool| {
         rs.iter()
             .filter(|r| !fit || !oversubscribed(r))
@@ -393,13 +385,7 @@ pub fn cores_panels(records: &[Record]) -> Vec<LinePanel> {
         let rs: Vec<&Record> = rs.into_iter().filter(|r| r.pages == pages).collect();
         // Oversubscribed points (hosted on more cores than the host has) are left to the
         // report's table: their times are the host scheduler's and would squash the rest.
-        let mut dropped: Vec<u32> = rs
-            .iter()
-            .filter(|r| oversubscribed(r))
-            .map(|r| r.cores)
-            .collect();
-        dropped.sort_unstable();
-        dropped.dedup();
+        let dropped = distinct(&rs, oversubscribed, |r| r.cores);
         let rs: Vec<&Record> = rs.into_iter().filter(|r| !oversubscribed(r)).collect();
         let mut lines = Vec::new();
         for (label, pager, bench) in series(&rs) {
