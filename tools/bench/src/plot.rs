@@ -1589,32 +1589,37 @@ mod tests {
                     assert!(text.contains("Figure"), "{}", f.display());
                 }
             }
-            let svg =
-                |stem: &str| std::fs::read_to_string(dir.join(format!("{stem}.svg"))).unwrap();
+            // Asserts that the SVG figure `stem` says each of `needles`.
+            let says = |stem: &str, needles: &[&str]| {
+                let svg = std::fs::read_to_string(dir.join(format!("{stem}.svg"))).unwrap();
+                for needle in needles {
+                    assert!(svg.contains(needle), "{stem} lacks {needle}");
+                }
+            };
             if recs.is_empty() {
-                assert!(svg("fig3-clientserver").contains("no client-server records"));
+                says("fig3-clientserver", &["no client-server records"]);
                 continue;
             }
             // What the figures must say on themselves.
-            let fig1 = svg("fig1-roundtrip");
-            for needle in [
-                "+18%",
-                "~+60%",
-                "paper: x86_64",
-                "ours: qemu-icount sabrelite",
-            ] {
-                assert!(fig1.contains(needle), "fig1 lacks {needle}");
-            }
-            let fig2 = svg("fig2-throughput");
-            for needle in [
-                "hollow: oversubscribed",
-                "triangles: emulated",
-                "ideal",
-                "cut at 0",
-            ] {
-                assert!(fig2.contains(needle), "fig2 lacks {needle}");
-            }
-            assert!(svg("fig3-clientserver").contains("dedicated"));
+            says(
+                "fig1-roundtrip",
+                &[
+                    "+18%",
+                    "~+60%",
+                    "paper: x86_64",
+                    "ours: qemu-icount sabrelite",
+                ],
+            );
+            says(
+                "fig2-throughput",
+                &[
+                    "hollow: oversubscribed",
+                    "triangles: emulated",
+                    "ideal",
+                    "cut at 0",
+                ],
+            );
+            says("fig3-clientserver", &["dedicated"]);
         }
         let _ = std::fs::remove_dir_all(&dir);
     }
