@@ -376,12 +376,7 @@ fn paper_rows(records: &[Record]) -> Vec<[String; 4]> {
         let places: &[(&str, &str)] = if paper.arch == "x86_64" { &x86 } else { &arm };
         let (what, text, lock) = (paper.what, paper.text, paper.lock);
         let ours: Vec<String> = places.iter().map(|(p, b)| over(p, b, lock)).collect();
-        rows.push([
-            what.to_owned(),
-            text.to_owned(),
-            super::paper::SOURCE.to_owned(),
-            ours.join("; "),
-        ]);
+        rows.push(paper_row(what, text, super::paper::SOURCE, ours.join("; ")));
     }
     // The paper counts the barriers its locking executes; ours are every executed barrier,
     // so the lock's share is the difference to `none`.
@@ -399,10 +394,10 @@ fn paper_rows(records: &[Record]) -> Vec<[String; 4]> {
             })
         })
         .collect();
-    rows.push([
-        "ARM barriers per IPC round trip (locking's share)".to_owned(),
-        "6 with the big lock, 16 fine-grained".to_owned(),
-        "big-lock-is-fine, Sec. 4, i.MX6Q".to_owned(),
+    rows.push(paper_row(
+        "ARM barriers per IPC round trip (locking's share)",
+        "6 with the big lock, 16 fine-grained",
+        "big-lock-is-fine, Sec. 4, i.MX6Q",
         if barriers.is_empty() {
             "not measured (qemu-icount sabrelite)".to_owned()
         } else {
@@ -411,7 +406,7 @@ fn paper_rows(records: &[Record]) -> Vec<[String; 4]> {
                 barriers.join(", ")
             )
         },
-    ]);
+    ));
     let icount = |bench: &str, lock: &str| {
         find(records, bench, "qemu-icount", "microvm", lock, 1)
             .map(|r| format!("{} {} (lock {lock})", fmt_num(r.mean), r.unit))
@@ -445,12 +440,12 @@ fn paper_rows(records: &[Record]) -> Vec<[String; 4]> {
         ),
     ] {
         let ours: Vec<String> = locks.iter().map(|l| icount(bench, l)).collect();
-        rows.push([
-            format!("x86 {what}"),
-            paper.to_owned(),
-            sel4.to_owned(),
+        rows.push(paper_row(
+            &format!("x86 {what}"),
+            paper,
+            sel4,
             ours.join("; "),
-        ]);
+        ));
     }
     let mut scal = Vec::new();
     for platform in ["hosted", "qemu"] {
@@ -494,17 +489,23 @@ fn paper_rows(records: &[Record]) -> Vec<[String; 4]> {
             }
         }
     }
-    rows.push([
-        "multicore ping-pong scaling".to_owned(),
-        "none/fine/RTM linear; big lock plateaus after 3 cores".to_owned(),
-        "big-lock-is-fine, Fig. 2 (i7-4770, 8 threads)".to_owned(),
+    rows.push(paper_row(
+        "multicore ping-pong scaling",
+        "none/fine/RTM linear; big lock plateaus after 3 cores",
+        "big-lock-is-fine, Fig. 2 (i7-4770, 8 threads)",
         if scal.is_empty() {
             "not measured".to_owned()
         } else {
             scal.join("; ")
         },
-    ]);
+    ));
     rows
+}
+
+/// A row of the papers section: what is compared, the paper's figure, where the paper says so,
+/// and ours.
+fn paper_row(what: &str, paper: &str, source: &str, ours: String) -> [String; 4] {
+    [what.to_owned(), paper.to_owned(), source.to_owned(), ours]
 }
 
 /// The RTM abort statistics (the transactional-IPC paper's Table I): one row per `rtm-aborts`
