@@ -103,13 +103,7 @@ fn parse_lock(s: &str) -> Result<KernelLock, String> {
 
 /// Runs `cargo xtask sim`.
 pub fn run(root: &Path, args: &SimArgs) -> ExitCode {
-    match run_inner(root, args) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("sim: error: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    host_env::exit_code("sim", run_inner(root, args))
 }
 
 /// Reads and checks a calibration file.
