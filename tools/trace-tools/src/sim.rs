@@ -420,6 +420,26 @@ pub(crate) fn svg_and_png(path: &Path, size: (u32, u32), chart: &impl Chart) -> 
     chart.draw(BitMapBackend::new(&png, size).into_drawing_area(), &png)
 }
 
+/// Clears `root` to white and starts a chart on it: `caption` on top, `margin` pixels around,
+/// label areas of `labels` (x, y) pixels. The error names `path`, the file `root` writes.
+pub(crate) fn chart_frame<'a, 'b, DB: DrawingBackend>(
+    root: &'a DrawingArea<DB, plotters::coord::Shift>,
+    caption: &str,
+    margin: i32,
+    labels: (i32, i32),
+    path: &Path,
+) -> Result<ChartBuilder<'a, 'b, DB>, String> {
+    root.fill(&WHITE)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut builder = ChartBuilder::on(root);
+    builder
+        .caption(caption, ("sans-serif", 20))
+        .margin(margin)
+        .x_label_area_size(labels.0)
+        .y_label_area_size(labels.1);
+    Ok(builder)
+}
+
 /// Draws the series labels of `chart` at `position`, bordered, on white of `opacity`, then
 /// writes `root` out to `path` (which the errors name).
 pub(crate) fn legend_and_present<
@@ -485,17 +505,15 @@ fn draw<DB: DrawingBackend>(
         .map(|p| p.throughput_per_s)
         .fold(recorded.1, f64::max)
         * 1.1;
-    root.fill(&WHITE).map_err(|e| err(&e))?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(
-            "Predicted kernel entries per second vs simulated cores",
-            ("sans-serif", 20),
-        )
-        .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(80)
-        .build_cartesian_2d(1f64..max_k.max(2.0), 0f64..max_y.max(1.0))
-        .map_err(|e| err(&e))?;
+    let mut chart = chart_frame(
+        &root,
+        "Predicted kernel entries per second vs simulated cores",
+        12,
+        (40, 80),
+        path,
+    )?
+    .build_cartesian_2d(1f64..max_k.max(2.0), 0f64..max_y.max(1.0))
+    .map_err(|e| err(&e))?;
     chart
         .configure_mesh()
         .x_label_formatter(&|v| format!("{v:.0}"))

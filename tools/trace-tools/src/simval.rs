@@ -37,7 +37,7 @@ use sim::config::{CacheModel, Calibration, Config, LockLatency, LockStrategy};
 use sim::simulate::{recorded_throughput, simulate, sweep};
 use sim::trace::Trace;
 
-use crate::sim::{legend_and_present, svg_and_png, write, Chart};
+use crate::sim::{chart_frame, legend_and_present, svg_and_png, write, Chart};
 use host_env::proc::Cmd;
 use sim::config::KernelLock;
 
@@ -533,17 +533,15 @@ fn draw<DB: DrawingBackend>(
     } else {
         (1.0, 10.0)
     };
-    root.fill(&WHITE).map_err(|e| err(&e))?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(
-            "Figure 2, predicted: hosted IPC ping-pong, one pair per core",
-            ("sans-serif", 20),
-        )
-        .margin(14)
-        .x_label_area_size(44)
-        .y_label_area_size(84)
-        .build_cartesian_2d((1f64..max_k).log_scale(), (lo..hi).log_scale())
-        .map_err(|e| err(&e))?;
+    let mut chart = chart_frame(
+        &root,
+        "Figure 2, predicted: hosted IPC ping-pong, one pair per core",
+        14,
+        (44, 84),
+        path,
+    )?
+    .build_cartesian_2d((1f64..max_k).log_scale(), (lo..hi).log_scale())
+    .map_err(|e| err(&e))?;
     chart
         .configure_mesh()
         .light_line_style(WHITE)
