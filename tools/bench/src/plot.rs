@@ -934,13 +934,20 @@ fn paper_fill(series: &str) -> RGBColor {
     }
 }
 
+/// `area` split into the plot and, at its right, [`LEGEND_WIDTH`] pixels for the legend.
+fn plot_and_legend<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+) -> (DrawingArea<DB, Shift>, DrawingArea<DB, Shift>) {
+    let (w, _) = area.dim_in_pixel();
+    area.split_horizontally(w.saturating_sub(LEGEND_WIDTH))
+}
+
 /// Draws Figure 1's overhead panel on `area` (its legend at the right).
 fn draw_overhead_panel<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     panel: &OverheadPanel,
 ) -> Result<(), String> {
-    let (w, _) = area.dim_in_pixel();
-    let (plot, legend) = area.split_horizontally(w.saturating_sub(LEGEND_WIDTH));
+    let (plot, legend) = plot_and_legend(area);
     let n = panel.groups.len().max(1);
     let values = panel
         .groups
@@ -1119,8 +1126,7 @@ fn draw_line_panel<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     panel: &LinePanel,
 ) -> Result<(), String> {
-    let (w, _) = area.dim_in_pixel();
-    let (plot, legend) = area.split_horizontally(w.saturating_sub(LEGEND_WIDTH));
+    let (plot, legend) = plot_and_legend(area);
     let max_x = panel
         .lines
         .iter()
