@@ -11,6 +11,9 @@
 //! (emulated), and the legend beside each panel says so. The y range is set by the data
 //! (error bars included, never below zero); Figure 2's ideal line is cut where it leaves it.
 //!
+//! Every figure, the memory suite's and the trace tools' charts too, is written as SVG and PNG
+//! by [`svg_and_png`], from one [`Drawing`] that draws the same on either backend.
+//!
 //! Text is rendered with the pure-Rust `ab_glyph` font support from a font embedded in the
 //! binary (`tools/bench/fonts/DejaVuSans.ttf`, Bitstream Vera licence), so the PNGs need no system
 //! fontconfig or freetype.
@@ -1348,52 +1351,92 @@ pub fn write_lines(
     empty: &str,
     panels: &[LinePanel],
 ) -> Result<Vec<PathBuf>, String> {
-    register_font()?;
     let (rows, cols) = grid(panels.len(), 2);
     let size = (
         (PANEL.0 * cols as u32).max(1100),
         PANEL.1 * rows as u32 + TITLE,
     );
-    let svg = dir.join(format!("{stem}.svg"));
-    let png = dir.join(format!("{stem}.png"));
-    {
-        let root = SVGBackend::new(&svg, size).into_drawing_area();
-        draw_lines(&root, title, empty, panels, cols)?;
-        root.present().map_err(err)?;
+    let lines = Lines {
+        title,
+        empty,
+        panels,
+        cols,
+    };
+    Ok(svg_and_png(&dir.join(format!("{stem}.svg")), size, &lines)?.to_vec())
+}
+
+/// A figure of line panels, as [`write_lines`] draws it.
+struct Lines<'a> {
+    title: &'a str,
+    empty: &'a str,
+    panels: &'a [LinePanel],
+    cols: usize,
+}
+
+impl Drawing for Lines<'_> {
+    fn draw<DB: DrawingBackend>(
+        &self,
+        root: DrawingArea<DB, Shift>,
+        _path: &Path,
+    ) -> Result<(), String> {
+        draw_lines(&root, self.title, self.empty, self.panels, self.cols)?;
+        root.present().map_err(err)
     }
-    {
-        let root = BitMapBackend::new(&png, size).into_drawing_area();
-        draw_lines(&root, title, empty, panels, cols)?;
-        root.present().map_err(err)?;
-    }
-    Ok(vec![svg, png])
+}
+
+/// A figure that draws the same on any plotters backend, so that [`svg_and_png`] writes it
+/// both ways.
+pub trait Drawing {
+    /// Draws the figure on `root`; errors name `path`, the file `root` writes.
+    fn draw<DB: DrawingBackend>(
+        &self,
+        root: DrawingArea<DB, Shift>,
+        path: &Path,
+    ) -> Result<(), String>;
+}
+
+/// Draws `drawing` as SVG at `svg` and as PNG beside it (the same name, `.png`), both `size`
+/// pixels, with the embedded font; returns the two paths.
+pub fn svg_and_png(
+    svg: &Path,
+    size: (u32, u32),
+    drawing: &impl Drawing,
+) -> Result<[PathBuf; 2], String> {
+    register_font()?;
+    drawing.draw(SVGBackend::new(svg, size).into_drawing_area(), svg)?;
+    let png = svg.with_extension("png");
+    drawing.draw(BitMapBackend::new(&png, size).into_drawing_area(), &png)?;
+    Ok([svg.to_path_buf(), png])
 }
 
 /// Writes the figures ([`STEMS`], each as SVG and PNG) into `dir`; returns the paths written.
 pub fn write_all(dir: &Path, records: &[Record]) -> Result<Vec<PathBuf>, String> {
-    register_font()?;
     let mut written = Vec::new();
     for (figure, stem) in [Figure::RoundTrip, Figure::Throughput, Figure::ClientServer]
         .into_iter()
         .zip(STEMS)
     {
-        let size = size(figure, records);
         let svg = dir.join(format!("{stem}.svg"));
-        draw(
-            SVGBackend::new(&svg, size).into_drawing_area(),
-            figure,
-            records,
-        )?;
-        written.push(svg);
-        let png = dir.join(format!("{stem}.png"));
-        draw(
-            BitMapBackend::new(&png, size).into_drawing_area(),
-            figure,
-            records,
-        )?;
-        written.push(png);
+        let drawing = FigureOf { figure, records };
+        written.extend(svg_and_png(&svg, size(figure, records), &drawing)?);
     }
     Ok(written)
+}
+
+/// One of the IPC suite's figures of `records`, as [`write_all`] draws it.
+struct FigureOf<'a> {
+    figure: Figure,
+    records: &'a [Record],
+}
+
+impl Drawing for FigureOf<'_> {
+    fn draw<DB: DrawingBackend>(
+        &self,
+        root: DrawingArea<DB, Shift>,
+        _path: &Path,
+    ) -> Result<(), String> {
+        draw(root, self.figure, self.records)
+    }
 }
 
 #[cfg(test)]

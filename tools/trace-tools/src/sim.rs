@@ -13,6 +13,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use bench::plot::{svg_and_png, Drawing};
 use clap::Args;
 use plotters::prelude::*;
 use sim::config::{CacheModel, Calibration, Config, KernelLock, LockLatency, LockStrategy};
@@ -401,25 +402,6 @@ pub(crate) fn write(path: &Path, text: &str) -> Result<(), String> {
     std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
 }
 
-/// A chart that draws the same on any plotters backend, so that [`svg_and_png`] writes it
-/// both ways.
-pub(crate) trait Chart {
-    /// Draws the chart on `root`; errors name `path`, the file `root` writes.
-    fn draw<DB: DrawingBackend>(
-        &self,
-        root: DrawingArea<DB, plotters::coord::Shift>,
-        path: &Path,
-    ) -> Result<(), String>;
-}
-
-/// Draws `chart` as SVG at `path` and as PNG beside it, both `size` pixels.
-pub(crate) fn svg_and_png(path: &Path, size: (u32, u32), chart: &impl Chart) -> Result<(), String> {
-    bench::plot::register_font()?;
-    chart.draw(SVGBackend::new(path, size).into_drawing_area(), path)?;
-    let png = path.with_extension("png");
-    chart.draw(BitMapBackend::new(&png, size).into_drawing_area(), &png)
-}
-
 /// Clears `root` to white and starts a chart on it: `caption` on top, `margin` pixels around,
 /// label areas of `labels` (x, y) pixels. The error names `path`, the file `root` writes.
 pub(crate) fn chart_frame<'a, 'b, DB: DrawingBackend>(
@@ -467,7 +449,7 @@ pub(crate) fn legend_and_present<
 /// Throughput against simulated cores, one line per strategy, and the recorded run: `path`
 /// as SVG and beside it as PNG.
 fn plot(path: &Path, sweep: &sim::simulate::Sweep, recorded: (usize, f64)) -> Result<(), String> {
-    svg_and_png(path, (900, 560), &SweepChart { sweep, recorded })
+    svg_and_png(path, (900, 560), &SweepChart { sweep, recorded }).map(|_| ())
 }
 
 /// The chart [`plot`] draws: a sweep and the recorded run (cores, entries per second).
@@ -476,7 +458,7 @@ struct SweepChart<'a> {
     recorded: (usize, f64),
 }
 
-impl Chart for SweepChart<'_> {
+impl Drawing for SweepChart<'_> {
     fn draw<DB: DrawingBackend>(
         &self,
         root: DrawingArea<DB, plotters::coord::Shift>,

@@ -37,7 +37,8 @@ use sim::config::{CacheModel, Calibration, Config, LockLatency, LockStrategy};
 use sim::simulate::{recorded_throughput, simulate, sweep};
 use sim::trace::Trace;
 
-use crate::sim::{chart_frame, legend_and_present, svg_and_png, write, Chart};
+use crate::sim::{chart_frame, legend_and_present, write};
+use bench::plot::{svg_and_png, Drawing};
 use host_env::proc::Cmd;
 use sim::config::KernelLock;
 
@@ -489,10 +490,10 @@ fn print_tables(v: &Validation<'_>) {
 /// (both axes logarithmic), per lock a solid line with the cache model and a dashed one
 /// without, the measured runs as points.
 fn plot(path: &Path, fig: &Figure2<'_>) -> Result<(), String> {
-    svg_and_png(path, SIZE, fig)
+    svg_and_png(path, SIZE, fig).map(|_| ())
 }
 
-impl Chart for Figure2<'_> {
+impl Drawing for Figure2<'_> {
     fn draw<DB: DrawingBackend>(
         &self,
         root: DrawingArea<DB, plotters::coord::Shift>,
