@@ -267,6 +267,23 @@ fn places(records: &[Record]) -> Vec<(Place, Vec<&Record>)> {
         .collect()
 }
 
+/// The places of [`places`] at one value each: the value `pick` chooses among a place's
+/// records (places where it chooses none are left out) and the records whose `of` is that value.
+fn places_at(
+    records: &[Record],
+    pick: fn(&[&Record]) -> Option<u32>,
+    of: fn(&Record) -> u32,
+) -> Vec<(Place, u32, Vec<&Record>)> {
+    places(records)
+        .into_iter()
+        .filter_map(|(place, rs)| {
+            let at = pick(&rs)?;
+            let rs = rs.into_iter().filter(|r| of(r) == at).collect();
+            Some((place, at, rs))
+        })
+        .collect()
+}
+
 /// The page count of a place's core-count sweep: the one measured on the most core counts
 /// (ties: [`CORE_SWEEP_PAGES`], then the smallest).
 fn core_sweep_pages(rs: &[&Record]) -> Option<u32> {
@@ -378,11 +395,7 @@ fn line(label: String, rs: &[&Record], x_of: fn(&Record) -> u32, scale: f64) -> 
 /// and operation.
 pub fn cores_panels(records: &[Record]) -> Vec<LinePanel> {
     let mut panels = Vec::new();
-    for (place, rs) in places(records) {
-        let Some(pages) = core_sweep_pages(&rs) else {
-            continue;
-        };
-        let rs: Vec<&Record> = rs.into_iter().filter(|r| r.pages == pages).collect();
+    for (place, pages, rs) in places_at(records, core_sweep_pages, |r| r.pages) {
         // Oversubscribed points (hosted on more cores than the host has) are left to the
         // report's table: their times are the host scheduler's and would squash the rest.
         let dropped = distinct(&rs, oversubscribed, |r| r.cores);
@@ -423,11 +436,7 @@ pub fn cores_panels(records: &[Record]) -> Vec<LinePanel> {
 /// at the largest core count measured with more than one page count (the paper's Fig. 11).
 pub fn pages_panels(records: &[Record]) -> Vec<LinePanel> {
     let mut panels = Vec::new();
-    for (place, rs) in places(records) {
-        let Some(cores) = page_sweep_cores(&rs) else {
-            continue;
-        };
-        let rs: Vec<&Record> = rs.into_iter().filter(|r| r.cores == cores).collect();
+    for (place, cores, rs) in places_at(records, page_sweep_cores, |r| r.cores) {
         let lines: Vec<Line> = series(&rs)
             .into_iter()
             .map(|(label, pager, bench)| {
