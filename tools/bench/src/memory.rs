@@ -634,13 +634,8 @@ fn paper_rows(records: &[Record]) -> Vec<[String; 4]> {
         }
         // Outstanding pages: smallest to largest page count at the sweep's core count.
         if let Some(panel_cores) = page_sweep_cores(&rs) {
-            let mut pages: Vec<u32> = rs
-                .iter()
-                .filter(|r| r.cores == panel_cores && r.variant == "percore")
-                .map(|r| r.pages)
-                .collect();
-            pages.sort_unstable();
-            pages.dedup();
+            let percore = |r: &Record| r.cores == panel_cores && r.variant == "percore";
+            let pages = distinct(&rs, percore, |r| r.pages);
             if let (Some(&lo), Some(&hi)) = (
                 pages.first(),
                 pages.last().filter(|h| pages.len() > 1 && **h != pages[0]),
@@ -748,26 +743,14 @@ fn place_tables(records: &[Record]) -> String {
             format!("{h}\n{line}\n")
         };
         let _ = writeln!(s, "\n### {}\n", place.title());
-        let core_counts = {
-            let mut c: Vec<u32> = rs.iter().map(|r| r.cores).collect();
-            c.sort_unstable();
-            c.dedup();
-            c.len()
-        };
+        let core_counts = distinct(&rs, |_| true, |r| r.cores).len();
         if let Some(pages) = core_sweep_pages(&rs).filter(|_| core_counts > 1) {
             let _ = writeln!(
                 s,
                 "{unit} per page, {pages} pages per task (change over 1 core):\n"
             );
             s.push_str(&head("cores"));
-            let mut cores: Vec<u32> = rs
-                .iter()
-                .filter(|r| r.pages == pages)
-                .map(|r| r.cores)
-                .collect();
-            cores.sort_unstable();
-            cores.dedup();
-            for c in cores {
+            for c in distinct(&rs, |r| r.pages == pages, |r| r.cores) {
                 let over = rs.iter().any(|r| r.cores == c && oversubscribed(r));
                 let _ = write!(s, "| {c}{} |", if over { " (oversubscribed)" } else { "" });
                 for (_, pager, bench) in &cols {
@@ -785,13 +768,7 @@ fn place_tables(records: &[Record]) -> String {
             }
         }
         let top = page_sweep_cores(&rs).unwrap_or(1);
-        let mut pages: Vec<u32> = rs
-            .iter()
-            .filter(|r| r.cores == top)
-            .map(|r| r.pages)
-            .collect();
-        pages.sort_unstable();
-        pages.dedup();
+        let pages = distinct(&rs, |r| r.cores == top, |r| r.pages);
         if pages.len() > 1 {
             let _ = writeln!(
                 s,
