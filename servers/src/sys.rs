@@ -14,43 +14,45 @@ pub type Reply = Result<(usize, Msg), Error>;
 /// the `options` after them. Written once for the plain trap ([`raw`]) and the fuzzer's
 /// hostile one (`programs::fuzz::raw_hostile`), which differ only in what surrounds the trap
 /// instruction. Must be used inside `unsafe`.
+///
+/// x86_64: `rax, rdi, rsi, rdx, r10, r8`, with `rcx` and `r11` clobbered.
 #[cfg(target_arch = "x86_64")]
 #[macro_export]
 macro_rules! trap_asm {
-    ($regs:expr, { $($asm:tt)* } $(, $opt:ident)*) => {{
-        let regs: $crate::sys::Regs = $regs;
-        let (r0, r1, r2, r3, r4, r5): (usize, usize, usize, usize, usize, usize);
-        core::arch::asm!(
-            $($asm)*,
-            inlateout("rax") regs[0] => r0,
-            inlateout("rdi") regs[1] => r1,
-            inlateout("rsi") regs[2] => r2,
-            inlateout("rdx") regs[3] => r3,
-            inlateout("r10") regs[4] => r4,
-            inlateout("r8") regs[5] => r5,
-            out("rcx") _,
-            out("r11") _,
-            options($($opt),*),
-        );
-        [r0, r1, r2, r3, r4, r5]
-    }};
+    ($($args:tt)*) => {
+        $crate::trap_asm_in!(["rax", "rdi", "rsi", "rdx", "r10", "r8"], [out("rcx") _, out("r11") _,] $($args)*)
+    };
 }
 
 /// ARMv7: as on x86_64, with the registers `r0..r5` (nothing else is clobbered).
 #[cfg(target_arch = "arm")]
 #[macro_export]
 macro_rules! trap_asm {
-    ($regs:expr, { $($asm:tt)* } $(, $opt:ident)*) => {{
+    ($($args:tt)*) => {
+        $crate::trap_asm_in!(["r0", "r1", "r2", "r3", "r4", "r5"], [] $($args)*)
+    };
+}
+
+/// The body of [`trap_asm!`] for any architecture: the six register names and the clobbered
+/// operands first, then `trap_asm!`'s own arguments.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! trap_asm_in {
+    (
+        [$a:tt, $b:tt, $c:tt, $d:tt, $e:tt, $f:tt], [$($clobber:tt)*]
+        $regs:expr, { $($asm:tt)* } $(, $opt:ident)*
+    ) => {{
         let regs: $crate::sys::Regs = $regs;
         let (r0, r1, r2, r3, r4, r5): (usize, usize, usize, usize, usize, usize);
         core::arch::asm!(
             $($asm)*,
-            inlateout("r0") regs[0] => r0,
-            inlateout("r1") regs[1] => r1,
-            inlateout("r2") regs[2] => r2,
-            inlateout("r3") regs[3] => r3,
-            inlateout("r4") regs[4] => r4,
-            inlateout("r5") regs[5] => r5,
+            inlateout($a) regs[0] => r0,
+            inlateout($b) regs[1] => r1,
+            inlateout($c) regs[2] => r2,
+            inlateout($d) regs[3] => r3,
+            inlateout($e) regs[4] => r4,
+            inlateout($f) regs[5] => r5,
+            $($clobber)*
             options($($opt),*),
         );
         [r0, r1, r2, r3, r4, r5]

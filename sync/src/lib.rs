@@ -61,6 +61,8 @@ extern crate std;
 
 #[macro_use]
 mod shim;
+#[macro_use]
+mod guarded;
 
 pub mod brlock;
 pub mod clh;

@@ -30,9 +30,7 @@
 //! ```
 
 use core::cell::UnsafeCell;
-use core::fmt;
 use core::marker::PhantomData;
-use core::ops::{Deref, DerefMut};
 
 use crate::raw::{CpuId, KernelLock};
 
@@ -47,74 +45,17 @@ pub struct Mutex<L, T: ?Sized> {
 // guards, so it must be `Send` (as for `std::sync::Mutex`).
 unsafe impl<L: Sync, T: ?Sized + Send> Sync for Mutex<L, T> {}
 
-impl<L, T> Mutex<L, T> {
-    /// `value` protected by `lock`, which must be unlocked.
-    pub const fn new(lock: L, value: T) -> Self {
-        Self {
-            lock,
-            data: UnsafeCell::new(value),
-        }
-    }
-
-    /// The protected value (no locking needed: `self` is owned).
-    pub fn into_inner(self) -> T {
-        self.data.into_inner()
-    }
+wrapper_items! {
+    Mutex: KernelLock, "mutex";
+    /// Whether some CPU holds the lock (a racy snapshot, see [`KernelLock::is_locked`]).
+    is_locked;
+    /// The lock itself, for its name, state or lock-specific operations (such as
+    /// `RtmLock::defer`). Locking or unlocking it directly bypasses the guards: don't.
+    raw;
 }
 
 impl<L: KernelLock, T: ?Sized> Mutex<L, T> {
-    /// Acquires the lock for `cpu`, waiting as long as needed; the guard releases it on drop.
-    ///
-    /// # Panics
-    /// If `cpu` is out of the lock's range (see [`KernelLock::max_cpus`]).
-    #[inline]
-    #[track_caller]
-    pub fn lock(&self, cpu: CpuId) -> MutexGuard<'_, L, T> {
-        self.lock.lock(cpu);
-        MutexGuard::new(self, cpu)
-    }
-
-    /// Acquires the lock for `cpu` if that is possible without waiting.
-    ///
-    /// # Panics
-    /// If `cpu` is out of the lock's range.
-    #[inline]
-    #[track_caller]
-    pub fn try_lock(&self, cpu: CpuId) -> Option<MutexGuard<'_, L, T>> {
-        self.lock.try_lock(cpu).then(|| MutexGuard::new(self, cpu))
-    }
-
-    /// Whether some CPU holds the lock (a racy snapshot, see [`KernelLock::is_locked`]).
-    pub fn is_locked(&self) -> bool {
-        self.lock.is_locked()
-    }
-
-    /// The protected value, through exclusive access to the mutex (no locking needed).
-    pub fn get_mut(&mut self) -> &mut T {
-        self.data.get_mut()
-    }
-
-    /// The lock itself, for its name, state or lock-specific operations (such as
-    /// `RtmLock::defer`). Locking or unlocking it directly bypasses the guards: don't.
-    pub fn raw(&self) -> &L {
-        &self.lock
-    }
-}
-
-impl<L: Default, T: Default> Default for Mutex<L, T> {
-    fn default() -> Self {
-        Self::new(L::default(), T::default())
-    }
-}
-
-impl<L: KernelLock, T: ?Sized> fmt::Debug for Mutex<L, T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // The data is not shown: reading it would need the lock, and a CPU id.
-        f.debug_struct("Mutex")
-            .field("lock", &self.lock.name())
-            .field("locked", &self.lock.is_locked())
-            .finish_non_exhaustive()
-    }
+    acquire_items!("", MutexGuard: lock via lock, try_lock via try_lock);
 }
 
 /// Exclusive access to the data of a [`Mutex`], held by one CPU; releases the lock on drop.
@@ -128,59 +69,4 @@ pub struct MutexGuard<'a, L: KernelLock, T: ?Sized> {
     _not_send: PhantomData<*const ()>,
 }
 
-// SAFETY: a shared guard only gives out `&T`, so sharing it is sharing `&T`, safe when `T: Sync`.
-// The guard stays `!Send`.
-unsafe impl<L: KernelLock, T: ?Sized + Sync> Sync for MutexGuard<'_, L, T> {}
-
-impl<'a, L: KernelLock, T: ?Sized> MutexGuard<'a, L, T> {
-    /// Wraps a lock that `cpu` has just acquired.
-    #[inline(always)]
-    fn new(mutex: &'a Mutex<L, T>, cpu: CpuId) -> Self {
-        Self {
-            mutex,
-            cpu,
-            _not_send: PhantomData,
-        }
-    }
-
-    /// The CPU that holds the lock through this guard.
-    pub fn cpu(&self) -> CpuId {
-        self.cpu
-    }
-}
-
-impl<L: KernelLock, T: ?Sized> Deref for MutexGuard<'_, L, T> {
-    type Target = T;
-
-    #[inline(always)]
-    fn deref(&self) -> &T {
-        // SAFETY: the guard's CPU holds the lock, so no other CPU accesses the data until drop.
-        unsafe { &*self.mutex.data.get() }
-    }
-}
-
-impl<L: KernelLock, T: ?Sized> DerefMut for MutexGuard<'_, L, T> {
-    #[inline(always)]
-    fn deref_mut(&mut self) -> &mut T {
-        // SAFETY: as for `deref`; `&mut self` makes this the only reference through the guard.
-        unsafe { &mut *self.mutex.data.get() }
-    }
-}
-
-impl<L: KernelLock, T: ?Sized> Drop for MutexGuard<'_, L, T> {
-    #[inline]
-    fn drop(&mut self) {
-        // SAFETY: the guard was created right after `self.cpu` acquired the lock, and the guard
-        // cannot have moved to another thread (`!Send`); this is its only release.
-        unsafe { self.mutex.lock.unlock(self.cpu) };
-    }
-}
-
-impl<L: KernelLock, T: ?Sized + fmt::Debug> fmt::Debug for MutexGuard<'_, L, T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("MutexGuard")
-            .field("cpu", &self.cpu)
-            .field("data", &&**self)
-            .finish()
-    }
-}
+guard_items!(MutexGuard { mutex: Mutex }: KernelLock, "", unlock, mut);

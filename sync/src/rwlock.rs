@@ -20,9 +20,7 @@
 //! ```
 
 use core::cell::UnsafeCell;
-use core::fmt;
 use core::marker::PhantomData;
-use core::ops::{Deref, DerefMut};
 
 use crate::raw::{CpuId, KernelRwLock};
 
@@ -39,111 +37,19 @@ pub struct RwLock<L, T: ?Sized> {
 // `std::sync::RwLock`.
 unsafe impl<L: Sync, T: ?Sized + Send + Sync> Sync for RwLock<L, T> {}
 
-impl<L, T> RwLock<L, T> {
-    /// `value` protected by `lock`, which must be unlocked.
-    pub const fn new(lock: L, value: T) -> Self {
-        Self {
-            lock,
-            data: UnsafeCell::new(value),
-        }
-    }
-
-    /// The protected value (no locking needed: `self` is owned).
-    pub fn into_inner(self) -> T {
-        self.data.into_inner()
-    }
+wrapper_items! {
+    RwLock: KernelRwLock, "lock";
+    /// Whether the lock is held in any mode (a racy snapshot, see
+    /// [`KernelLock::is_locked`](crate::KernelLock::is_locked)).
+    is_locked;
+    /// The lock itself, for its name and state. Locking or unlocking it directly bypasses the
+    /// guards: don't.
+    raw;
 }
 
 impl<L: KernelRwLock, T: ?Sized> RwLock<L, T> {
-    /// Acquires the lock shared for `cpu`, waiting as long as needed.
-    ///
-    /// # Panics
-    /// If `cpu` is out of the lock's range (see [`KernelLock::max_cpus`](crate::KernelLock)).
-    #[inline]
-    #[track_caller]
-    pub fn read(&self, cpu: CpuId) -> RwLockReadGuard<'_, L, T> {
-        self.lock.read_lock(cpu);
-        RwLockReadGuard {
-            rwlock: self,
-            cpu,
-            _not_send: PhantomData,
-        }
-    }
-
-    /// Acquires the lock shared for `cpu` if possible without waiting.
-    ///
-    /// # Panics
-    /// If `cpu` is out of the lock's range.
-    #[inline]
-    #[track_caller]
-    pub fn try_read(&self, cpu: CpuId) -> Option<RwLockReadGuard<'_, L, T>> {
-        self.lock.try_read_lock(cpu).then(|| RwLockReadGuard {
-            rwlock: self,
-            cpu,
-            _not_send: PhantomData,
-        })
-    }
-
-    /// Acquires the lock exclusively for `cpu`, waiting as long as needed.
-    ///
-    /// # Panics
-    /// If `cpu` is out of the lock's range.
-    #[inline]
-    #[track_caller]
-    pub fn write(&self, cpu: CpuId) -> RwLockWriteGuard<'_, L, T> {
-        self.lock.lock(cpu);
-        RwLockWriteGuard {
-            rwlock: self,
-            cpu,
-            _not_send: PhantomData,
-        }
-    }
-
-    /// Acquires the lock exclusively for `cpu` if possible without waiting.
-    ///
-    /// # Panics
-    /// If `cpu` is out of the lock's range.
-    #[inline]
-    #[track_caller]
-    pub fn try_write(&self, cpu: CpuId) -> Option<RwLockWriteGuard<'_, L, T>> {
-        self.lock.try_lock(cpu).then(|| RwLockWriteGuard {
-            rwlock: self,
-            cpu,
-            _not_send: PhantomData,
-        })
-    }
-
-    /// Whether the lock is held in any mode (a racy snapshot, see
-    /// [`KernelLock::is_locked`](crate::KernelLock::is_locked)).
-    pub fn is_locked(&self) -> bool {
-        self.lock.is_locked()
-    }
-
-    /// The protected value, through exclusive access to the lock (no locking needed).
-    pub fn get_mut(&mut self) -> &mut T {
-        self.data.get_mut()
-    }
-
-    /// The lock itself, for its name and state. Locking or unlocking it directly bypasses the
-    /// guards: don't.
-    pub fn raw(&self) -> &L {
-        &self.lock
-    }
-}
-
-impl<L: Default, T: Default> Default for RwLock<L, T> {
-    fn default() -> Self {
-        Self::new(L::default(), T::default())
-    }
-}
-
-impl<L: KernelRwLock, T: ?Sized> fmt::Debug for RwLock<L, T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RwLock")
-            .field("lock", &self.lock.name())
-            .field("locked", &self.lock.is_locked())
-            .finish_non_exhaustive()
-    }
+    acquire_items!(" shared", RwLockReadGuard: read via read_lock, try_read via try_read_lock);
+    acquire_items!(" exclusively", RwLockWriteGuard: write via lock, try_write via try_lock);
 }
 
 /// Shared access to the data of an [`RwLock`], held by one CPU; releases its hold on drop.
@@ -166,86 +72,5 @@ pub struct RwLockWriteGuard<'a, L: KernelRwLock, T: ?Sized> {
     _not_send: PhantomData<*const ()>,
 }
 
-// SAFETY: a shared reference to either guard only gives out `&T`; safe to share when `T: Sync`.
-unsafe impl<L: KernelRwLock, T: ?Sized + Sync> Sync for RwLockReadGuard<'_, L, T> {}
-// SAFETY: as above: `&RwLockWriteGuard` only gives out `&T`.
-unsafe impl<L: KernelRwLock, T: ?Sized + Sync> Sync for RwLockWriteGuard<'_, L, T> {}
-
-impl<L: KernelRwLock, T: ?Sized> RwLockReadGuard<'_, L, T> {
-    /// The CPU that holds the lock shared through this guard.
-    pub fn cpu(&self) -> CpuId {
-        self.cpu
-    }
-}
-
-impl<L: KernelRwLock, T: ?Sized> RwLockWriteGuard<'_, L, T> {
-    /// The CPU that holds the lock exclusively through this guard.
-    pub fn cpu(&self) -> CpuId {
-        self.cpu
-    }
-}
-
-impl<L: KernelRwLock, T: ?Sized> Deref for RwLockReadGuard<'_, L, T> {
-    type Target = T;
-
-    #[inline(always)]
-    fn deref(&self) -> &T {
-        // SAFETY: the guard's CPU holds the lock shared: no writer until it is released.
-        unsafe { &*self.rwlock.data.get() }
-    }
-}
-
-impl<L: KernelRwLock, T: ?Sized> Deref for RwLockWriteGuard<'_, L, T> {
-    type Target = T;
-
-    #[inline(always)]
-    fn deref(&self) -> &T {
-        // SAFETY: the guard's CPU holds the lock exclusively.
-        unsafe { &*self.rwlock.data.get() }
-    }
-}
-
-impl<L: KernelRwLock, T: ?Sized> DerefMut for RwLockWriteGuard<'_, L, T> {
-    #[inline(always)]
-    fn deref_mut(&mut self) -> &mut T {
-        // SAFETY: the guard's CPU holds the lock exclusively; `&mut self` makes this the only
-        // reference through the guard.
-        unsafe { &mut *self.rwlock.data.get() }
-    }
-}
-
-impl<L: KernelRwLock, T: ?Sized> Drop for RwLockReadGuard<'_, L, T> {
-    #[inline]
-    fn drop(&mut self) {
-        // SAFETY: `self.cpu` took the lock shared when the guard was made, the guard did not
-        // move to another thread (`!Send`), and this is its only release.
-        unsafe { self.rwlock.lock.read_unlock(self.cpu) };
-    }
-}
-
-impl<L: KernelRwLock, T: ?Sized> Drop for RwLockWriteGuard<'_, L, T> {
-    #[inline]
-    fn drop(&mut self) {
-        // SAFETY: `self.cpu` took the lock exclusively when the guard was made, the guard did
-        // not move to another thread (`!Send`), and this is its only release.
-        unsafe { self.rwlock.lock.unlock(self.cpu) };
-    }
-}
-
-impl<L: KernelRwLock, T: ?Sized + fmt::Debug> fmt::Debug for RwLockReadGuard<'_, L, T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RwLockReadGuard")
-            .field("cpu", &self.cpu)
-            .field("data", &&**self)
-            .finish()
-    }
-}
-
-impl<L: KernelRwLock, T: ?Sized + fmt::Debug> fmt::Debug for RwLockWriteGuard<'_, L, T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RwLockWriteGuard")
-            .field("cpu", &self.cpu)
-            .field("data", &&**self)
-            .finish()
-    }
-}
+guard_items!(RwLockReadGuard { rwlock: RwLock }: KernelRwLock, " shared", read_unlock);
+guard_items!(RwLockWriteGuard { rwlock: RwLock }: KernelRwLock, " exclusively", unlock, mut);

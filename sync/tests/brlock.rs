@@ -5,9 +5,8 @@ mod common;
 
 use std::cell::UnsafeCell;
 use std::mem::{align_of, size_of};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Barrier;
-use std::time::Duration;
 
 use kernel_locks::pad::{Align32, Align64};
 use kernel_locks::raw::ConstInit;
@@ -264,70 +263,28 @@ fn unchecked_unnested_read_side_excludes_writers() {
     }
 }
 
-/// Debug builds keep the unchecked read side's range check.
-#[test]
-#[cfg(debug_assertions)]
-#[should_panic(expected = "BrLock: CPU id 2 out of range")]
-fn unchecked_read_lock_out_of_range_panics_in_debug_builds() {
-    let lock = BrLock::<3>::with_cpus(2);
-    // SAFETY: deliberately wrong (2 is not below `max_cpus()`): debug builds panic first,
-    // and the slot it would take exists (`N` = 3), so a release build could not misbehave
-    // either (this test does not run there).
-    unsafe { lock.read_lock_unnested_unchecked(2) };
-}
-
-/// Debug builds keep the check that the releasing CPU holds the read side.
-#[test]
-#[cfg(debug_assertions)]
-#[should_panic(expected = "BrLock: read_unlock by CPU 1, which does not hold the lock shared")]
-fn read_unlock_unnested_not_held_panics_in_debug_builds() {
-    let lock = BrLock::<2>::new();
-    lock.read_lock_unnested(0);
-    // SAFETY: deliberately wrong (CPU 0 holds it, not CPU 1): debug builds panic first.
-    unsafe { lock.read_unlock_unnested(1) };
-}
-
 /// A writer waits until the last reader leaves, readers wait until the writer leaves.
 #[test]
 fn writer_and_reader_wait_for_each_other() {
     let lock = BrLock::<2>::new();
-    let entered = AtomicBool::new(false);
-
-    lock.read_lock(0);
-    std::thread::scope(|s| {
-        s.spawn(|| {
-            lock.lock(1);
-            entered.store(true, Ordering::SeqCst);
-            // SAFETY: CPU 1 took the lock just above.
-            unsafe { lock.unlock(1) };
-        });
-        std::thread::sleep(Duration::from_millis(50));
-        assert!(
-            !entered.load(Ordering::SeqCst),
-            "writer entered while a reader was inside"
-        );
-        // SAFETY: CPU 0 holds the lock shared.
-        unsafe { lock.read_unlock(0) };
-    });
-    assert!(entered.swap(false, Ordering::SeqCst));
-
-    lock.lock(0);
-    std::thread::scope(|s| {
-        s.spawn(|| {
-            lock.read_lock(1);
-            entered.store(true, Ordering::SeqCst);
-            // SAFETY: CPU 1 took the lock shared just above.
-            unsafe { lock.read_unlock(1) };
-        });
-        std::thread::sleep(Duration::from_millis(50));
-        assert!(
-            !entered.load(Ordering::SeqCst),
-            "reader entered while a writer was inside"
-        );
-        // SAFETY: CPU 0 holds the lock exclusively.
-        unsafe { lock.unlock(0) };
-    });
-    assert!(entered.load(Ordering::SeqCst));
+    // CPU 0's acquisition, CPU 1's acquisition and release, CPU 0's release, what CPU 0 holds.
+    for (hold, wait, release, held) in [
+        (
+            ReadLock(0),
+            [Lock(1), Unlock(1)],
+            ReadUnlock(0),
+            "a reader was inside (a writer waited)",
+        ),
+        (
+            Lock(0),
+            [ReadLock(1), ReadUnlock(1)],
+            Unlock(0),
+            "a writer was inside (a reader waited)",
+        ),
+    ] {
+        run(&lock, &[hold]);
+        common::waiter_blocks_until_release(|| run(&lock, &wait), || run(&lock, &[release]), held);
+    }
     assert!(!lock.is_locked());
 }
 
@@ -352,91 +309,6 @@ fn statics_layout_and_names() {
 }
 
 #[test]
-#[should_panic(expected = "BrLock: read_unlock by CPU 0, which does not hold the lock shared")]
-fn read_unlock_not_held_panics() {
-    let lock = BrLock::<2>::new();
-    // SAFETY: deliberately wrong; every build must panic before any damage.
-    unsafe { lock.read_unlock(0) };
-}
-
-#[test]
-#[should_panic(expected = "BrLock: read_unlock by CPU 1, which does not hold the lock shared")]
-fn read_unlock_on_other_cpu_panics() {
-    let lock = BrLock::<2>::new();
-    lock.read_lock(0);
-    // SAFETY: deliberately wrong (CPU 0 holds it, not CPU 1); every build must panic.
-    unsafe { lock.read_unlock(1) };
-}
-
-#[test]
-#[should_panic(expected = "BrLock: unlock by CPU 0 of a lock that is not write-held")]
-fn unlock_not_held_panics() {
-    let lock = BrLock::<2>::new();
-    // SAFETY: deliberately wrong; every build must panic before any damage.
-    unsafe { lock.unlock(0) };
-}
-
-#[test]
-#[should_panic(expected = "BrLock: unlock by CPU 1, but CPU 0 holds the write lock")]
-fn unlock_on_other_cpu_panics() {
-    let lock = BrLock::<2>::new();
-    lock.lock(0);
-    // SAFETY: deliberately wrong (CPU 0 holds it); every build must panic.
-    unsafe { lock.unlock(1) };
-}
-
-#[test]
-#[should_panic(expected = "BrLock: CPU 0 read-locked a lock it already holds shared")]
-fn recursive_read_lock_panics() {
-    let lock = BrLock::<2>::new();
-    lock.read_lock(0);
-    lock.read_lock(0);
-}
-
-#[test]
-#[should_panic(expected = "BrLock: CPU 1 write-locked a lock it already holds shared")]
-fn write_lock_while_reading_panics() {
-    let lock = BrLock::<2>::new();
-    lock.read_lock(1);
-    lock.lock(1);
-}
-
-#[test]
-#[cfg(debug_assertions)]
-#[should_panic(expected = "BrLock: CPU 0 read-locked a lock it already holds for writing")]
-fn read_lock_while_writing_panics() {
-    let lock = BrLock::<2>::new();
-    lock.lock(0);
-    lock.read_lock(0);
-}
-
-#[test]
-#[should_panic(expected = "BrLock: CPU id 4 out of range (this lock supports CPUs 0..4)")]
-fn lock_cpu_out_of_range_panics() {
-    BrLock::<4>::new().lock(4);
-}
-
-#[test]
-#[should_panic(expected = "BrLock: CPU id 9 out of range (this lock supports CPUs 0..2)")]
-fn read_lock_cpu_out_of_range_panics() {
-    BrLock::<2>::new().read_lock(9);
-}
-
-#[test]
-#[should_panic(expected = "BrLock: CPU id 2 out of range")]
-fn try_read_lock_cpu_out_of_range_panics() {
-    BrLock::<2>::new().try_read_lock(2);
-}
-
-#[test]
-#[should_panic(expected = "BrLock: CPU id 2 out of range")]
-fn read_unlock_cpu_out_of_range_panics() {
-    let lock = BrLock::<2>::new();
-    // SAFETY: deliberately wrong; the range check panics in every build before anything else.
-    unsafe { lock.read_unlock(2) };
-}
-
-#[test]
 fn with_cpus_narrows_the_ids_and_keeps_exclusion() {
     // A kernel that learns at boot that it has 2 of up to 64 cores.
     let lock = BrLock::<64, common::Yield>::with_cpus(2);
@@ -453,33 +325,11 @@ fn with_cpus_narrows_the_ids_and_keeps_exclusion() {
 }
 
 #[test]
-#[should_panic(expected = "BrLock: CPU id 2 out of range (this lock supports CPUs 0..2)")]
-fn with_cpus_rejects_ids_beyond_the_count() {
-    BrLock::<64>::with_cpus(2).read_lock(2);
-}
-
-#[test]
-#[should_panic(expected = "BrLock::with_cpus: the CPU count must be in 1..=N")]
-fn with_cpus_beyond_n_panics() {
-    let _ = BrLock::<4>::with_cpus(5);
-}
-
-#[test]
 #[cfg(target_arch = "x86_64")]
 fn memory_per_n_on_x86_64_is_as_documented() {
     assert_eq!(std::mem::size_of::<BrLock<4>>(), 640);
     assert_eq!(std::mem::size_of::<BrLock<16>>(), 2176);
     assert_eq!(std::mem::size_of::<BrLock<64>>(), 8320);
-}
-
-#[test]
-#[should_panic(expected = "BrLock: CPU id 5 out of range (this lock supports CPUs 0..2)")]
-fn read_unlock_beyond_the_run_time_count_reports_the_range() {
-    // Only the compile-time bound is checked in line; the id's lowered slot leads to the
-    // range check, so the message still names the range rather than a missing shared hold.
-    let lock = BrLock::<64>::with_cpus(2);
-    // SAFETY: deliberately wrong; the lock must panic before anything else.
-    unsafe { lock.read_unlock(5) };
 }
 
 #[test]
@@ -514,17 +364,142 @@ fn read_lock_unnested_excludes_writers_like_read_lock() {
     assert!(!lock.is_read_locked() && !lock.is_write_locked());
 }
 
-#[test]
-#[should_panic(expected = "BrLock: CPU id 2 out of range (this lock supports CPUs 0..2)")]
-fn read_lock_unnested_keeps_the_range_check() {
-    BrLock::<64>::with_cpus(2).read_lock_unnested(2);
+/// One step of a test that [`run`]s a sequence: an operation of the lock by a CPU.
+#[derive(Clone, Copy)]
+enum Op {
+    ReadLock(usize),
+    TryReadLock(usize),
+    ReadUnlock(usize),
+    ReadLockUnnested(usize),
+    /// `read_lock_unnested_unchecked`.
+    #[cfg_attr(not(debug_assertions), allow(dead_code))] // debug-build cases only
+    ReadLockUnchecked(usize),
+    #[cfg_attr(not(debug_assertions), allow(dead_code))] // debug-build cases only
+    ReadUnlockUnnested(usize),
+    Lock(usize),
+    Unlock(usize),
 }
 
+use Op::*;
+
+/// Runs `ops` in order on `lock`. Every step is a correct use (a release by the CPU that holds
+/// the lock in that mode) except the last of a misuse case, which is the misuse under test: the
+/// lock detects it and panics before it touches anything (`ReadLockUnchecked` only in debug
+/// builds, whose cases run only there; its cases take an id whose slot exists, so a release
+/// build could not misbehave either).
+fn run<const N: usize>(lock: &BrLock<N>, ops: &[Op]) {
+    for op in ops {
+        match *op {
+            ReadLock(cpu) => lock.read_lock(cpu),
+            TryReadLock(cpu) => drop(lock.try_read_lock(cpu)),
+            // SAFETY: a release by the holder, or the detected misuse under test (see above).
+            ReadUnlock(cpu) => unsafe { lock.read_unlock(cpu) },
+            ReadLockUnnested(cpu) => lock.read_lock_unnested(cpu),
+            // SAFETY: the detected misuse under test, in debug builds only (see above).
+            ReadLockUnchecked(cpu) => unsafe { lock.read_lock_unnested_unchecked(cpu) },
+            // SAFETY: a release by the holder, or the detected misuse under test (see above).
+            ReadUnlockUnnested(cpu) => unsafe { lock.read_unlock_unnested(cpu) },
+            Lock(cpu) => lock.lock(cpu),
+            // SAFETY: a release by the holder, or the detected misuse under test (see above).
+            Unlock(cpu) => unsafe { lock.unlock(cpu) },
+        }
+    }
+}
+
+/// Misuse that every build detects: releases by a CPU that does not hold the lock in that mode,
+/// acquisitions by a CPU that holds it shared already, and CPU ids beyond the lock's range (the
+/// run-time count of `with_cpus` included) through every entry point.
+#[test]
+fn misuse_panics() {
+    common::assert_each_panics(&[
+        (
+            "BrLock: read_unlock by CPU 0, which does not hold the lock shared",
+            &|| run(&BrLock::<2>::new(), &[ReadUnlock(0)]),
+        ),
+        (
+            "BrLock: read_unlock by CPU 1, which does not hold the lock shared",
+            &|| run(&BrLock::<2>::new(), &[ReadLock(0), ReadUnlock(1)]),
+        ),
+        (
+            "BrLock: unlock by CPU 0 of a lock that is not write-held",
+            &|| run(&BrLock::<2>::new(), &[Unlock(0)]),
+        ),
+        (
+            "BrLock: unlock by CPU 1, but CPU 0 holds the write lock",
+            &|| run(&BrLock::<2>::new(), &[Lock(0), Unlock(1)]),
+        ),
+        (
+            "BrLock: CPU 0 read-locked a lock it already holds shared",
+            &|| run(&BrLock::<2>::new(), &[ReadLock(0), ReadLock(0)]),
+        ),
+        (
+            "BrLock: CPU 1 write-locked a lock it already holds shared",
+            &|| run(&BrLock::<2>::new(), &[ReadLock(1), Lock(1)]),
+        ),
+        (
+            "BrLock: CPU id 4 out of range (this lock supports CPUs 0..4)",
+            &|| run(&BrLock::<4>::new(), &[Lock(4)]),
+        ),
+        (
+            "BrLock: CPU id 9 out of range (this lock supports CPUs 0..2)",
+            &|| run(&BrLock::<2>::new(), &[ReadLock(9)]),
+        ),
+        ("BrLock: CPU id 2 out of range", &|| {
+            run(&BrLock::<2>::new(), &[TryReadLock(2)])
+        }),
+        ("BrLock: CPU id 2 out of range", &|| {
+            run(&BrLock::<2>::new(), &[ReadUnlock(2)])
+        }),
+        (
+            "BrLock: CPU id 2 out of range (this lock supports CPUs 0..2)",
+            &|| run(&BrLock::<64>::with_cpus(2), &[ReadLock(2)]),
+        ),
+        (
+            "BrLock: CPU id 2 out of range (this lock supports CPUs 0..2)",
+            &|| run(&BrLock::<64>::with_cpus(2), &[ReadLockUnnested(2)]),
+        ),
+        // Only the compile-time bound is checked in line; the id's lowered slot leads to the
+        // range check, so the message still names the range rather than a missing shared hold.
+        (
+            "BrLock: CPU id 5 out of range (this lock supports CPUs 0..2)",
+            &|| run(&BrLock::<64>::with_cpus(2), &[ReadUnlock(5)]),
+        ),
+        ("BrLock::with_cpus: the CPU count must be in 1..=N", &|| {
+            run(&BrLock::<4>::with_cpus(5), &[])
+        }),
+    ]);
+}
+
+/// What debug builds check besides: the unchecked read side's range, the releasing CPU of the
+/// unnested read side, and nesting (a read lock by the writer, an unnested read lock twice).
 #[test]
 #[cfg(debug_assertions)]
-#[should_panic(expected = "BrLock: CPU 1 read-locked a lock it already holds shared")]
-fn read_lock_unnested_checks_nesting_in_debug_builds() {
-    let lock = BrLock::<2>::new();
-    lock.read_lock_unnested(1);
-    lock.read_lock_unnested(1);
+fn debug_builds_check_more() {
+    common::assert_each_panics(&[
+        ("BrLock: CPU id 2 out of range", &|| {
+            run(&BrLock::<3>::with_cpus(2), &[ReadLockUnchecked(2)])
+        }),
+        (
+            "BrLock: read_unlock by CPU 1, which does not hold the lock shared",
+            &|| {
+                run(
+                    &BrLock::<2>::new(),
+                    &[ReadLockUnnested(0), ReadUnlockUnnested(1)],
+                )
+            },
+        ),
+        (
+            "BrLock: CPU 0 read-locked a lock it already holds for writing",
+            &|| run(&BrLock::<2>::new(), &[Lock(0), ReadLock(0)]),
+        ),
+        (
+            "BrLock: CPU 1 read-locked a lock it already holds shared",
+            &|| {
+                run(
+                    &BrLock::<2>::new(),
+                    &[ReadLockUnnested(1), ReadLockUnnested(1)],
+                )
+            },
+        ),
+    ]);
 }

@@ -32,21 +32,7 @@ fn clh_try_lock_exact_count() {
 #[test]
 fn clh_mixed_lock_and_try_lock() {
     let threads = common::stress_threads();
-    let lock = ClhLock::<64, common::Yield>::new();
-    let counter = common::RacyCounter::new();
-    common::on_cpus(threads, 10_000, |cpu| {
-        if cpu % 2 == 0 {
-            lock.lock(cpu);
-        } else {
-            while !lock.try_lock(cpu) {
-                std::hint::spin_loop();
-            }
-        }
-        counter.increment();
-        // SAFETY: `cpu` holds the lock.
-        unsafe { lock.unlock(cpu) };
-    });
-    assert_eq!(counter.get(), threads as u64 * 10_000);
+    common::hammer_mixed(&ClhLock::<64, common::Yield>::new(), threads, 10_000);
 }
 
 #[test]

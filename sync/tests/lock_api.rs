@@ -54,6 +54,16 @@ fn on_cpus(threads: usize, body: impl Fn(CpuId) + Sync) {
     });
 }
 
+/// Takes a guard with `acquire` on CPU `from` and drops it on CPU `to`, as if its holder had
+/// migrated between the two (debug builds check that it may not).
+#[cfg(debug_assertions)]
+fn drop_migrated<G>(from: CpuId, to: CpuId, acquire: impl FnOnce() -> G) {
+    set_cpu(from);
+    let guard = acquire();
+    set_cpu(to);
+    drop(guard);
+}
+
 /// The tests of one `lock_api` version: `$version` names both the adapter module
 /// (`kernel_locks::lock_api_adapter::$version`) and the test module. `$read_migrated` is the panic
 /// of a read guard dropped on another CPU: the lock's own check under 0.4, whose guards carry no
@@ -66,6 +76,8 @@ macro_rules! adapter_tests {
             use kernel_locks::raw::ConstInit;
             use kernel_locks::{BrLock, KernelLock, TicketLock};
 
+            #[cfg(debug_assertions)]
+            use super::drop_migrated;
             use super::{common, on_cpus, set_cpu, Br, Clh, ThreadCpu, Ticket, ITERS};
 
             static COUNTER: Mutex<Ticket, ThreadCpu, u64> = Mutex::new(0);
@@ -191,10 +203,7 @@ macro_rules! adapter_tests {
             #[should_panic(expected = "lock_api adapter: guard taken on CPU 0 released on CPU 1")]
             fn mutex_guard_released_on_other_cpu_panics() {
                 let mutex: Mutex<Ticket, ThreadCpu, ()> = Mutex::new(());
-                set_cpu(0);
-                let guard = mutex.lock();
-                set_cpu(1); // as if the holder migrated to another core
-                drop(guard);
+                drop_migrated(0, 1, || mutex.lock());
             }
 
             #[test]
@@ -202,10 +211,7 @@ macro_rules! adapter_tests {
             #[should_panic(expected = "lock_api adapter: guard taken on CPU 1 released on CPU 0")]
             fn write_guard_released_on_other_cpu_panics() {
                 let rw: RwLock<BrLock<2>, ThreadCpu, ()> = RwLock::new(());
-                set_cpu(1);
-                let guard = rw.write();
-                set_cpu(0);
-                drop(guard);
+                drop_migrated(1, 0, || rw.write());
             }
 
             #[test]
@@ -213,10 +219,7 @@ macro_rules! adapter_tests {
             #[should_panic(expected = $read_migrated)]
             fn read_guard_released_on_other_cpu_panics() {
                 let rw: RwLock<BrLock<2>, ThreadCpu, ()> = RwLock::new(());
-                set_cpu(1);
-                let guard = rw.read();
-                set_cpu(0);
-                drop(guard);
+                drop_migrated(1, 0, || rw.read());
             }
 
             /// The panic of a migrated exclusive guard comes after the release: the lock is free.

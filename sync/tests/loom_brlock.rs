@@ -44,28 +44,49 @@ enum Acquire {
 /// Attempts of [`Acquire::Try`] before it falls back to waiting.
 const TRIES: usize = 1;
 
-fn write_lock(lock: &Lock, cpu: usize, how: Acquire) {
+/// Acquires for `cpu` as `how` says: `try_lock` makes the attempts, `lock` waits.
+fn acquire(cpu: usize, how: Acquire, try_lock: impl Fn(usize) -> bool, lock: impl FnOnce(usize)) {
     if let Acquire::Try = how {
         for _ in 0..TRIES {
-            if lock.try_lock(cpu) {
+            if try_lock(cpu) {
                 return;
             }
             loom::thread::yield_now();
         }
     }
-    lock.lock(cpu);
+    lock(cpu);
+}
+
+fn write_lock(lock: &Lock, cpu: usize, how: Acquire) {
+    acquire(cpu, how, |cpu| lock.try_lock(cpu), |cpu| lock.lock(cpu));
 }
 
 fn read_lock(lock: &Lock, cpu: usize, how: Acquire) {
-    if let Acquire::Try = how {
-        for _ in 0..TRIES {
-            if lock.try_read_lock(cpu) {
-                return;
-            }
-            loom::thread::yield_now();
-        }
-    }
+    acquire(
+        cpu,
+        how,
+        |cpu| lock.try_read_lock(cpu),
+        |cpu| lock.read_lock(cpu),
+    );
+}
+
+/// CPU `cpu` reads `data` under the read lock and returns what it saw.
+fn read(lock: &Lock, data: &UnsafeCell<usize>, cpu: usize) -> usize {
     lock.read_lock(cpu);
+    // SAFETY: read under the read lock; loom reports an overlapping write as a race.
+    let seen = data.with(|v| unsafe { *v });
+    // SAFETY: `cpu` holds the lock shared.
+    unsafe { lock.read_unlock(cpu) };
+    seen
+}
+
+/// CPU `cpu` applies `update` to `data` under the write lock.
+fn write(lock: &Lock, data: &UnsafeCell<usize>, cpu: usize, update: impl FnOnce(&mut usize)) {
+    lock.lock(cpu);
+    // SAFETY: written under the write lock; loom reports any overlapping access as a race.
+    data.with_mut(|v| update(unsafe { &mut *v }));
+    // SAFETY: `cpu` holds the lock exclusively.
+    unsafe { lock.unlock(cpu) };
 }
 
 /// CPU 1 writes a pair of values (two separate writes, so a reader in between would see them
@@ -116,32 +137,49 @@ fn writer_against_reader_mixed() {
     writer_against_reader(Acquire::Wait, Acquire::Try);
 }
 
+/// In every interleaving: CPU 1 runs `cpu1` on a second loom thread while CPU 0 runs `cpu0`, on
+/// one lock and one loom-checked value that starts at `initial`; once both are done the lock must
+/// be free, and `check` gets what `cpu0` and `cpu1` returned and the final value.
+fn two_cpus<R0: 'static, R1: Send + 'static>(
+    initial: usize,
+    cpu0: fn(&Lock, &UnsafeCell<usize>) -> R0,
+    cpu1: fn(&Lock, &UnsafeCell<usize>) -> R1,
+    check: fn(R0, R1, usize),
+) {
+    loom::model(move || {
+        let lock = Arc::new(Lock::new());
+        let data = Arc::new(UnsafeCell::new(initial));
+        let t = {
+            let (lock, data) = (lock.clone(), data.clone());
+            loom::thread::spawn(move || cpu1(&lock, &data))
+        };
+        let seen0 = cpu0(&lock, &data);
+        let seen1 = t.join().unwrap();
+        // SAFETY: both threads are done.
+        check(seen0, seen1, data.with(|v| unsafe { *v }));
+        assert!(!lock.is_locked());
+    });
+}
+
 /// Two readers and no writer: both always get in at the first attempt, whatever the
 /// interleaving, so they may overlap; their reads of shared data are not races.
 #[test]
 fn reader_against_reader() {
-    loom::model(|| {
-        let lock = Arc::new(Lock::new());
-        let data = Arc::new(UnsafeCell::new(7usize));
-        let (lock2, data2) = (lock.clone(), data.clone());
-        let t = loom::thread::spawn(move || {
+    two_cpus(
+        7,
+        |lock, data| assert_eq!(read(lock, data, 0), 7),
+        |lock, data| {
             assert!(
-                lock2.try_read_lock(1),
+                lock.try_read_lock(1),
                 "a reader was refused without any writer"
             );
             // SAFETY: reads only, under the read lock.
-            assert_eq!(data2.with(|v| unsafe { *v }), 7);
+            assert_eq!(data.with(|v| unsafe { *v }), 7);
             // SAFETY: CPU 1 holds the lock shared.
-            unsafe { lock2.read_unlock(1) };
-        });
-        lock.read_lock(0);
-        // SAFETY: reads only, under the read lock.
-        assert_eq!(data.with(|v| unsafe { *v }), 7);
-        // SAFETY: CPU 0 holds the lock shared.
-        unsafe { lock.read_unlock(0) };
-        t.join().unwrap();
-        assert!(!lock.is_locked());
-    });
+            unsafe { lock.read_unlock(1) };
+        },
+        |(), (), _| {},
+    );
 }
 
 /// A CPU that writes and then reads against one that reads and then writes: checks that each
@@ -149,40 +187,23 @@ fn reader_against_reader() {
 /// release unlock stores), in every interleaving.
 #[test]
 fn write_then_read_against_read_then_write() {
-    loom::model(|| {
-        let lock = Arc::new(Lock::new());
-        let data = Arc::new(UnsafeCell::new(0usize));
-        let (lock2, data2) = (lock.clone(), data.clone());
-        let t = loom::thread::spawn(move || {
-            lock2.read_lock(1);
-            // SAFETY: read under the read lock.
-            let seen = data2.with(|v| unsafe { *v });
-            // SAFETY: CPU 1 holds the lock shared.
-            unsafe { lock2.read_unlock(1) };
-            lock2.lock(1);
-            // SAFETY: write under the write lock.
-            data2.with_mut(|v| unsafe { *v += 10 });
-            // SAFETY: CPU 1 holds the lock exclusively.
-            unsafe { lock2.unlock(1) };
+    two_cpus(
+        0,
+        |lock, data| {
+            write(lock, data, 0, |v| *v += 1);
+            read(lock, data, 0)
+        },
+        |lock, data| {
+            let seen = read(lock, data, 1);
+            write(lock, data, 1, |v| *v += 10);
             seen
-        });
-        lock.lock(0);
-        // SAFETY: write under the write lock.
-        data.with_mut(|v| unsafe { *v += 1 });
-        // SAFETY: CPU 0 holds the lock exclusively.
-        unsafe { lock.unlock(0) };
-        lock.read_lock(0);
-        // SAFETY: read under the read lock.
-        let seen0 = data.with(|v| unsafe { *v });
-        // SAFETY: CPU 0 holds the lock shared.
-        unsafe { lock.read_unlock(0) };
-        let seen1 = t.join().unwrap();
-        assert!(seen0 == 1 || seen0 == 11, "CPU 0 must see its own write");
-        assert!(seen1 == 0 || seen1 == 1);
-        // SAFETY: both threads are done.
-        assert_eq!(data.with(|v| unsafe { *v }), 11);
-        assert!(!lock.is_locked());
-    });
+        },
+        |seen0, seen1, last| {
+            assert!(seen0 == 1 || seen0 == 11, "CPU 0 must see its own write");
+            assert!(seen1 == 0 || seen1 == 1);
+            assert_eq!(last, 11);
+        },
+    );
 }
 
 /// CPU 0 reads twice while CPU 1 writes once. The second read may back off because of the
@@ -191,27 +212,10 @@ fn write_then_read_against_read_then_write() {
 /// reports a race otherwise), and the second read must not see an older value than the first.
 #[test]
 fn reader_twice_against_writer() {
-    loom::model(|| {
-        let lock = Arc::new(Lock::new());
-        let data = Arc::new(UnsafeCell::new(0usize));
-        let (lock2, data2) = (lock.clone(), data.clone());
-        let t = loom::thread::spawn(move || {
-            lock2.lock(1);
-            // SAFETY: write under the write lock.
-            data2.with_mut(|v| unsafe { *v = 1 });
-            // SAFETY: CPU 1 holds the lock exclusively.
-            unsafe { lock2.unlock(1) };
-        });
-        let mut seen = [0; 2];
-        for seen in &mut seen {
-            lock.read_lock(0);
-            // SAFETY: read under the read lock.
-            *seen = data.with(|v| unsafe { *v });
-            // SAFETY: CPU 0 holds the lock shared.
-            unsafe { lock.read_unlock(0) };
-        }
-        t.join().unwrap();
-        assert!(seen[0] <= seen[1], "a later read saw an older value");
-        assert!(!lock.is_locked());
-    });
+    two_cpus(
+        0,
+        |lock, data| [read(lock, data, 0), read(lock, data, 0)],
+        |lock, data| write(lock, data, 1, |v| *v = 1),
+        |seen, (), _| assert!(seen[0] <= seen[1], "a later read saw an older value"),
+    );
 }

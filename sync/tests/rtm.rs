@@ -648,52 +648,52 @@ fn deferred_call_may_take_the_lock_again() {
 // ---------------------------------------------------------------------------------------------
 // Misuse.
 
+/// Releases by a CPU that does not hold the lock, a second acquisition by its holder, a
+/// deferred call without the lock, and CPU ids beyond the lock's range or its fallback's.
 #[test]
-#[should_panic(expected = "rtm: unlock by CPU 2, which does not hold the lock")]
-fn unlock_without_lock_panics_in_debug() {
-    let lock = scripted(&[], RtmPolicy::DEFAULT);
-    // SAFETY: deliberately wrong; the debug check panics before anything is touched.
-    unsafe { lock.unlock(2) };
-}
-
-#[test]
-#[should_panic(expected = "rtm: unlock by CPU 1, which does not hold the lock")]
-fn unlock_by_another_cpu_panics_in_debug() {
-    let lock = scripted(&[], RtmPolicy::DEFAULT);
-    lock.lock(0);
-    // SAFETY: deliberately wrong; the debug check panics before anything is touched.
-    unsafe { lock.unlock(1) };
-}
-
-#[test]
-#[should_panic(expected = "rtm: CPU 0 locks a lock it already holds")]
-fn relock_panics_in_debug() {
-    let lock = scripted(&[], RtmPolicy::DEFAULT);
-    lock.lock(0);
-    lock.lock(0);
-}
-
-#[test]
-#[should_panic(expected = "rtm: defer by CPU 0, which does not hold the lock")]
-fn defer_without_lock_panics() {
-    fn op(_: usize) {}
-    let lock = scripted(&[], RtmPolicy::DEFAULT);
-    let _ = lock.defer(0, op, 0);
-}
-
-#[test]
-#[should_panic(expected = "rtm: CPU id 4 out of range (this lock supports CPUs 0..4)")]
-fn cpu_out_of_range_panics() {
-    let lock = scripted(&[], RtmPolicy::DEFAULT);
-    lock.lock(4);
-}
-
-#[test]
-#[should_panic(expected = "out of range (this lock supports CPUs 0..2)")]
-fn max_cpus_is_limited_by_the_fallback() {
-    let lock: RtmLock<TicketLock, 4> = RtmLock::new(TicketLock::with_max_cpus(2));
-    assert_eq!(lock.max_cpus(), 2);
-    lock.lock(3);
+fn misuse_panics() {
+    common::assert_each_panics(&[
+        (
+            "rtm: unlock by CPU 2, which does not hold the lock",
+            &|| {
+                let lock = scripted(&[], RtmPolicy::DEFAULT);
+                // SAFETY: deliberately wrong; the debug check panics before anything is touched.
+                unsafe { lock.unlock(2) };
+            },
+        ),
+        (
+            "rtm: unlock by CPU 1, which does not hold the lock",
+            &|| {
+                let lock = scripted(&[], RtmPolicy::DEFAULT);
+                lock.lock(0);
+                // SAFETY: deliberately wrong; the debug check panics before anything is touched.
+                unsafe { lock.unlock(1) };
+            },
+        ),
+        ("rtm: CPU 0 locks a lock it already holds", &|| {
+            let lock = scripted(&[], RtmPolicy::DEFAULT);
+            lock.lock(0);
+            lock.lock(0);
+        }),
+        ("rtm: defer by CPU 0, which does not hold the lock", &|| {
+            fn op(_: usize) {}
+            let lock = scripted(&[], RtmPolicy::DEFAULT);
+            let _ = lock.defer(0, op, 0);
+        }),
+        (
+            "rtm: CPU id 4 out of range (this lock supports CPUs 0..4)",
+            &|| {
+                let lock = scripted(&[], RtmPolicy::DEFAULT);
+                lock.lock(4);
+            },
+        ),
+        // The fallback's range limits the lock's.
+        ("out of range (this lock supports CPUs 0..2)", &|| {
+            let lock: RtmLock<TicketLock, 4> = RtmLock::new(TicketLock::with_max_cpus(2));
+            assert_eq!(lock.max_cpus(), 2);
+            lock.lock(3);
+        }),
+    ]);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 
 mod common;
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -56,22 +56,8 @@ fn hammer_try_lock() {
 
 #[test]
 fn hammer_mixed_lock_and_try_lock() {
-    let lock = TicketLock::<Yield>::with_max_cpus(64);
-    let counter = common::RacyCounter::new();
     let threads = common::stress_threads().min(64);
-    common::on_cpus(threads, ITERS, |cpu| {
-        if cpu % 2 == 0 {
-            lock.lock(cpu);
-        } else {
-            while !lock.try_lock(cpu) {
-                std::thread::yield_now();
-            }
-        }
-        counter.increment();
-        // SAFETY: `cpu` took the lock just above.
-        unsafe { lock.unlock(cpu) };
-    });
-    assert_eq!(counter.get(), (threads * ITERS) as u64);
+    common::hammer_mixed(&TicketLock::<Yield>::with_max_cpus(64), threads, ITERS);
 }
 
 #[test]
@@ -156,46 +142,41 @@ fn fifo_hand_over() {
 #[test]
 fn waiter_blocks_until_release() {
     let lock = TicketLock::<Spin>::new();
-    let entered = AtomicBool::new(false);
     lock.lock(0);
-    std::thread::scope(|s| {
-        s.spawn(|| {
+    common::waiter_blocks_until_release(
+        || {
             lock.lock(1);
-            entered.store(true, Ordering::SeqCst);
             // SAFETY: CPU 1 took the lock just above.
             unsafe { lock.unlock(1) };
-        });
-        std::thread::sleep(Duration::from_millis(50));
-        assert!(
-            !entered.load(Ordering::SeqCst),
-            "second CPU entered a held lock"
-        );
+        },
         // SAFETY: CPU 0 took the lock above.
-        unsafe { lock.unlock(0) };
-    });
-    assert!(entered.load(Ordering::SeqCst));
+        || unsafe { lock.unlock(0) },
+        "another CPU held the lock",
+    );
 }
 
+/// A stray release (of a lock that nothing holds, or a second one) panics at the next
+/// acquisition instead of letting it wait forever for a turn that never comes.
 #[test]
-#[should_panic(expected = "TicketLock: serving counter ahead")]
-fn unlock_not_held_panics_at_the_next_lock() {
-    let lock = TicketLock::<Spin>::new();
-    // SAFETY: deliberately wrong (nothing is held); the next acquisition must panic instead of
-    // waiting forever for a turn that never comes.
-    unsafe { lock.unlock(0) };
-    lock.lock(1);
-}
-
-#[test]
-#[should_panic(expected = "TicketLock: serving counter ahead")]
-fn double_unlock_panics_at_the_next_try_lock() {
-    let lock = TicketLock::<Spin>::new();
-    lock.lock(0);
-    // SAFETY: CPU 0 holds the lock.
-    unsafe { lock.unlock(0) };
-    // SAFETY: deliberately wrong (released already).
-    unsafe { lock.unlock(0) };
-    let _ = lock.try_lock(0);
+fn stray_unlocks_panic_at_the_next_acquisition() {
+    common::assert_each_panics(&[
+        ("TicketLock: serving counter ahead", &|| {
+            let lock = TicketLock::<Spin>::new();
+            // SAFETY: deliberately wrong (nothing is held); the next acquisition must panic
+            // instead of waiting forever for a turn that never comes.
+            unsafe { lock.unlock(0) };
+            lock.lock(1);
+        }),
+        ("TicketLock: serving counter ahead", &|| {
+            let lock = TicketLock::<Spin>::new();
+            lock.lock(0);
+            // SAFETY: CPU 0 holds the lock.
+            unsafe { lock.unlock(0) };
+            // SAFETY: deliberately wrong (released already).
+            unsafe { lock.unlock(0) };
+            let _ = lock.try_lock(0);
+        }),
+    ]);
 }
 
 #[test]
@@ -216,15 +197,16 @@ fn a_busy_try_lock_is_not_taken_for_a_stray_unlock() {
 }
 
 #[test]
-#[should_panic(expected = "TicketLock: CPU id 2 out of range (this lock supports CPUs 0..2)")]
-fn lock_cpu_out_of_range_panics() {
-    TicketLock::<Spin>::with_max_cpus(2).lock(2);
-}
-
-#[test]
-#[should_panic(expected = "TicketLock: CPU id 7 out of range")]
-fn try_lock_cpu_out_of_range_panics() {
-    TicketLock::<Spin>::with_max_cpus(4).try_lock(7);
+fn cpu_ids_out_of_range_panic() {
+    common::assert_each_panics(&[
+        (
+            "TicketLock: CPU id 2 out of range (this lock supports CPUs 0..2)",
+            &|| TicketLock::<Spin>::with_max_cpus(2).lock(2),
+        ),
+        ("TicketLock: CPU id 7 out of range", &|| {
+            TicketLock::<Spin>::with_max_cpus(4).try_lock(7);
+        }),
+    ]);
 }
 
 #[test]

@@ -676,6 +676,22 @@ fn suite(smp: u32) -> Judge {
     }
 }
 
+/// The test suite on every core count of [`QEMU_SMP`] under every lock, booted as `tests`
+/// makes the run, the steps named `<prefix>smp<cores>-<lock>`.
+fn suite_matrix(prefix: &str, tests: impl Fn(u32, Lock) -> QemuRun) -> Vec<Step> {
+    let mut steps = Vec::new();
+    for &smp in QEMU_SMP {
+        for lock in Lock::STRATEGIES {
+            steps.push(qemu_step(
+                format!("{prefix}smp{smp}-{}", lock.name()),
+                &tests(smp, lock),
+                suite(smp),
+            ));
+        }
+    }
+    steps
+}
+
 /// The QEMU steps: the demo once (4 cores, CLH), then the test suite with every core count of
 /// [`QEMU_SMP`] and every lock. They run this xtask binary's `qemu` command, which builds the
 /// image (once; later runs find it up to date) and boots it.
@@ -686,15 +702,7 @@ fn qemu_steps() -> Vec<Step> {
         &QemuRun::new(Workload::Demo, QEMU_TIMEOUT_SECS),
         Judge::ExitStatus,
     )];
-    for &smp in QEMU_SMP {
-        for lock in Lock::STRATEGIES {
-            steps.push(qemu_step(
-                format!("qemu:smp{smp}-{}", lock.name()),
-                &tests(smp, lock),
-                suite(smp),
-            ));
-        }
-    }
+    steps.extend(suite_matrix("qemu:", tests));
     // `cpus=2` on a 4-core machine (what `--smp` means on hardware, where `cargo xtask flash`
     // writes it into the boot command line): the kernel uses two cores, the rest stay parked,
     // and the suite (its SMP self-test included) must hold.
@@ -898,15 +906,7 @@ fn armv7_qemu_steps() -> Vec<Step> {
             Judge::ExitStatus,
         ));
         let tests = |smp, lock| run(Workload::Tests, QEMU_TIMEOUT_SECS).with(smp, lock);
-        for &smp in QEMU_SMP {
-            for lock in Lock::STRATEGIES {
-                steps.push(qemu_step(
-                    format!("qemu:armv7-{m}-smp{smp}-{}", lock.name()),
-                    &tests(smp, lock),
-                    suite(smp),
-                ));
-            }
-        }
+        steps.extend(suite_matrix(&format!("qemu:armv7-{m}-"), tests));
         let mut overflow = run(Workload::StackOverflow, STACK_OVERFLOW_TIMEOUT_SECS);
         overflow.smp = Some(2);
         steps.push(qemu_step(

@@ -214,28 +214,21 @@ mod tests {
             nodes: None,
         };
         assert_eq!(Topology::from_word(plain.to_word()), Some(plain));
-        let t = Topology {
-            cores: 8,
+        // A topology with SRAT nodes.
+        let srat = |cores, count, core, region| Topology {
+            cores,
             nodes: Some(Nodes {
                 source: NumaSource::Srat,
-                count: 4,
-                core: [0, 0, 1, 1, 2, 2, 3, 3],
-                region: [0, 1, 2, 3],
+                count,
+                core,
+                region,
             }),
         };
+        let t = srat(8, 4, [0, 0, 1, 1, 2, 2, 3, 3], [0, 1, 2, 3]);
         assert!(t.to_word() < 1 << 30);
         assert_eq!(Topology::from_word(t.to_word()), Some(t));
         // A node beyond the count, a node for an absent core, bits above 29: refused.
-        let w = Topology {
-            cores: 2,
-            nodes: Some(Nodes {
-                source: NumaSource::Srat,
-                count: 2,
-                core: [0, 1, 0, 0, 0, 0, 0, 0],
-                region: [1, 0, 0, 0],
-            }),
-        }
-        .to_word();
+        let w = srat(2, 2, [0, 1, 0, 0, 0, 0, 0, 0], [1, 0, 0, 0]).to_word();
         assert!(Topology::from_word(w).is_some());
         assert_eq!(Topology::from_word(w | 2 << 22), None);
         assert_eq!(Topology::from_word(w | 1 << 10), None);

@@ -73,33 +73,49 @@ mod tests {
 
     extern crate std;
 
+    /// Asserts that each `(frame, stacks, stack)` goes to stack `stack` of `stacks` stacks
+    /// listening from port 6379.
+    fn goes_to(cases: &[(&[u8], usize, usize)]) {
+        for (i, &(frame, stacks, stack)) in cases.iter().enumerate() {
+            assert_eq!(
+                classify(frame, 6379, stacks),
+                Dest::Stack(stack),
+                "case {i}"
+            );
+        }
+    }
+
     #[test]
     fn tcp_goes_to_the_stack_of_its_port() {
-        assert_eq!(classify(&ipv4(6, 5, 0, 6379), 6379, 2), Dest::Stack(0));
-        assert_eq!(classify(&ipv4(6, 5, 0, 6380), 6379, 2), Dest::Stack(1));
-        assert_eq!(classify(&ipv4(6, 5, 0, 6386), 6379, 8), Dest::Stack(7));
-        // IP options move the TCP header.
-        assert_eq!(classify(&ipv4(6, 7, 0, 6380), 6379, 2), Dest::Stack(1));
-        // Don't-fragment and more-fragments flags are not an offset.
-        assert_eq!(classify(&ipv4(6, 5, 0x6000, 6380), 6379, 2), Dest::Stack(1));
+        goes_to(&[
+            (&ipv4(6, 5, 0, 6379), 2, 0),
+            (&ipv4(6, 5, 0, 6380), 2, 1),
+            (&ipv4(6, 5, 0, 6386), 8, 7),
+            // IP options move the TCP header.
+            (&ipv4(6, 7, 0, 6380), 2, 1),
+            // Don't-fragment and more-fragments flags are not an offset.
+            (&ipv4(6, 5, 0x6000, 6380), 2, 1),
+        ]);
     }
 
     #[test]
     fn everything_else_goes_to_stack_0_and_arp_to_all() {
-        // A port beyond the stacks, below the base, UDP, a later fragment.
-        assert_eq!(classify(&ipv4(6, 5, 0, 6381), 6379, 2), Dest::Stack(0));
-        assert_eq!(classify(&ipv4(6, 5, 0, 22), 6379, 2), Dest::Stack(0));
-        assert_eq!(classify(&ipv4(17, 5, 0, 6380), 6379, 2), Dest::Stack(0));
-        assert_eq!(classify(&ipv4(6, 5, 0x0010, 6380), 6379, 2), Dest::Stack(0));
-        // A bad header length, a truncated packet, a runt, IPv6.
-        assert_eq!(classify(&ipv4(6, 4, 0, 6380), 6379, 2), Dest::Stack(0));
         let mut short = ipv4(6, 15, 0, 6380);
         short.truncate(ETH_HEADER + 60);
-        assert_eq!(classify(&short, 6379, 2), Dest::Stack(0));
-        assert_eq!(classify(&[0; 10], 6379, 2), Dest::Stack(0));
         let mut v6 = ipv4(6, 5, 0, 6380);
         v6[12..14].copy_from_slice(&0x86DDu16.to_be_bytes());
-        assert_eq!(classify(&v6, 6379, 2), Dest::Stack(0));
+        goes_to(&[
+            // A port beyond the stacks, below the base, UDP, a later fragment.
+            (&ipv4(6, 5, 0, 6381), 2, 0),
+            (&ipv4(6, 5, 0, 22), 2, 0),
+            (&ipv4(17, 5, 0, 6380), 2, 0),
+            (&ipv4(6, 5, 0x0010, 6380), 2, 0),
+            // A bad header length, a truncated packet, a runt, IPv6.
+            (&ipv4(6, 4, 0, 6380), 2, 0),
+            (&short, 2, 0),
+            (&[0; 10], 2, 0),
+            (&v6, 2, 0),
+        ]);
         let mut arp = std::vec![0u8; 42];
         arp[12..14].copy_from_slice(&ETHERTYPE_ARP.to_be_bytes());
         assert_eq!(classify(&arp, 6379, 2), Dest::All);

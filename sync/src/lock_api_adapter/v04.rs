@@ -8,6 +8,32 @@
 use super::{CurrentCpu, RawKernelMutex, RawKernelRwLock};
 use crate::raw::{ConstInit, KernelLock, KernelRwLock};
 
+/// The exclusive side of `lock_api` 0.4's `RawMutex` and `RawRwLock`, whose methods are named
+/// `$lock`, `$try_lock` and `$unlock` there: the running CPU takes the lock, and the release
+/// finds the CPU that took it.
+macro_rules! exclusive_items {
+    ($lock:ident, $try_lock:ident, $unlock:ident) => {
+        #[inline]
+        fn $lock(&self) {
+            self.core.lock();
+        }
+
+        #[inline]
+        fn $try_lock(&self) -> bool {
+            self.core.try_lock().is_some()
+        }
+
+        #[inline]
+        #[track_caller]
+        unsafe fn $unlock(&self) {
+            let cpu = self.core.exclusive_holder();
+            // SAFETY: the caller (a guard) holds the lock exclusively, taken on `cpu` (guards
+            // are `!Send`).
+            unsafe { self.core.unlock(cpu) };
+        }
+    };
+}
+
 // SAFETY: exclusion and orderings are those of the `KernelLock` `inner`, which is locked and
 // unlocked by the same CPU because `C::current()` names the running CPU and guards are `!Send`.
 unsafe impl<L: KernelLock + ConstInit, C: CurrentCpu> lock_api::RawMutex for RawKernelMutex<L, C> {
@@ -15,23 +41,7 @@ unsafe impl<L: KernelLock + ConstInit, C: CurrentCpu> lock_api::RawMutex for Raw
 
     type GuardMarker = lock_api::GuardNoSend;
 
-    #[inline]
-    fn lock(&self) {
-        self.core.lock();
-    }
-
-    #[inline]
-    fn try_lock(&self) -> bool {
-        self.core.try_lock().is_some()
-    }
-
-    #[inline]
-    #[track_caller]
-    unsafe fn unlock(&self) {
-        let cpu = self.core.exclusive_holder();
-        // SAFETY: the caller (a guard) holds the mutex, taken on `cpu` (guards are `!Send`).
-        unsafe { self.core.unlock(cpu) };
-    }
+    exclusive_items!(lock, try_lock, unlock);
 }
 
 // SAFETY: exclusion and orderings are those of the `KernelRwLock` `inner` (its `KernelLock`
@@ -61,24 +71,7 @@ unsafe impl<L: KernelRwLock + ConstInit, C: CurrentCpu> lock_api::RawRwLock
         unsafe { self.core.read_unlock(C::current()) };
     }
 
-    #[inline]
-    fn lock_exclusive(&self) {
-        self.core.lock();
-    }
-
-    #[inline]
-    fn try_lock_exclusive(&self) -> bool {
-        self.core.try_lock().is_some()
-    }
-
-    #[inline]
-    #[track_caller]
-    unsafe fn unlock_exclusive(&self) {
-        let cpu = self.core.exclusive_holder();
-        // SAFETY: the caller (a write guard) holds the lock exclusively, taken on `cpu` (guards
-        // are `!Send`).
-        unsafe { self.core.unlock(cpu) };
-    }
+    exclusive_items!(lock_exclusive, try_lock_exclusive, unlock_exclusive);
 }
 
 super::lock_types!(lock_api, "0.4");

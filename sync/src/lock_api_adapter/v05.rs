@@ -29,6 +29,31 @@
 use super::{CurrentCpu, RawKernelMutex, RawKernelRwLock};
 use crate::raw::{ConstInit, CpuId, KernelLock, KernelRwLock};
 
+/// The exclusive side of `lock_api` 0.5's `RawMutex` and `RawRwLock`, whose methods are named
+/// `$lock`, `$try_lock` and `$unlock` there: the running CPU takes the lock, its guard state
+/// ([`Held`]) names that CPU, and the release passes it back.
+macro_rules! exclusive_items {
+    ($lock:ident, $try_lock:ident, $unlock:ident) => {
+        #[inline]
+        fn $lock(&self) -> Held {
+            Held::on(self.core.lock())
+        }
+
+        #[inline]
+        fn $try_lock(&self) -> Option<Held> {
+            self.core.try_lock().map(Held::on)
+        }
+
+        #[inline]
+        #[track_caller]
+        unsafe fn $unlock(&self, guard: Held) {
+            // SAFETY: the caller passes the state of an exclusive acquisition of this lock:
+            // `guard.cpu` took it and has not released it.
+            unsafe { self.core.unlock(guard.cpu) };
+        }
+    };
+}
+
 /// The state a `lock_api` 0.5 guard keeps for its acquisition: the CPU that took the lock.
 ///
 /// `!Send` (a lock is released by the CPU that took it) and `Sync`, as
@@ -67,23 +92,7 @@ unsafe impl<L: KernelLock + ConstInit, C: CurrentCpu> lock_api_05::RawMutex
 
     type Guard = Held;
 
-    #[inline]
-    fn lock(&self) -> Held {
-        Held::on(self.core.lock())
-    }
-
-    #[inline]
-    fn try_lock(&self) -> Option<Held> {
-        self.core.try_lock().map(Held::on)
-    }
-
-    #[inline]
-    #[track_caller]
-    unsafe fn unlock(&self, guard: Held) {
-        // SAFETY: the caller passes the state of an acquisition of this mutex: `guard.cpu` took
-        // it and has not released it.
-        unsafe { self.core.unlock(guard.cpu) };
-    }
+    exclusive_items!(lock, try_lock, unlock);
 }
 
 // SAFETY: exclusion and orderings are those of the `KernelRwLock` `inner` (its `KernelLock`
@@ -115,23 +124,7 @@ unsafe impl<L: KernelRwLock + ConstInit, C: CurrentCpu> lock_api_05::RawRwLock
         unsafe { self.core.read_unlock(guard.cpu) };
     }
 
-    #[inline]
-    fn lock_exclusive(&self) -> Held {
-        Held::on(self.core.lock())
-    }
-
-    #[inline]
-    fn try_lock_exclusive(&self) -> Option<Held> {
-        self.core.try_lock().map(Held::on)
-    }
-
-    #[inline]
-    #[track_caller]
-    unsafe fn unlock_exclusive(&self, guard: Held) {
-        // SAFETY: the caller passes the state of an exclusive acquisition of this lock:
-        // `guard.cpu` took it and has not released it.
-        unsafe { self.core.unlock(guard.cpu) };
-    }
+    exclusive_items!(lock_exclusive, try_lock_exclusive, unlock_exclusive);
 }
 
 super::lock_types!(lock_api_05, "0.5");

@@ -2,7 +2,9 @@
 #![allow(dead_code)]
 
 use std::cell::UnsafeCell;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Barrier;
+use std::time::Duration;
 
 /// A plain, non-atomic counter. Incremented with a deliberately wide read-modify-write window, so
 /// that two CPUs inside the critical section at once lose updates and the exact-total check fails.
@@ -108,20 +110,49 @@ fn hammer_via<L: kernel_locks::KernelLock>(
 
 /// Like [`hammer`] but through `try_lock`, retrying until it succeeds.
 pub fn hammer_try<L: kernel_locks::KernelLock>(lock: &L, threads: usize, iters: usize) {
-    let counter = RacyCounter::new();
-    on_cpus(threads, iters, |cpu| {
+    hammer_via(lock, threads, iters, |cpu| {
         while !lock.try_lock(cpu) {
             std::hint::spin_loop();
         }
-        counter.increment();
-        // SAFETY: `cpu` took the lock just above.
-        unsafe { lock.unlock(cpu) };
     });
-    assert_eq!(
-        counter.get(),
-        (threads * iters) as u64,
-        "{}: try_lock lost updates",
-        lock.name()
+}
+
+/// Like [`hammer`], with the even CPUs acquiring through `lock` and the odd ones through
+/// `try_lock`, retried (yielding the host thread in between) until it succeeds.
+pub fn hammer_mixed<L: kernel_locks::KernelLock>(lock: &L, threads: usize, iters: usize) {
+    hammer_via(lock, threads, iters, |cpu| {
+        if cpu % 2 == 0 {
+            lock.lock(cpu);
+        } else {
+            while !lock.try_lock(cpu) {
+                std::thread::yield_now();
+            }
+        }
+    });
+}
+
+/// Checks that a CPU waiting for a lock that the caller holds does not get in until the caller
+/// releases it: another thread runs `wait` (which acquires and releases the lock as another CPU)
+/// and then marks that it got through. `held` describes the caller's hold for the failure
+/// message. After 50 ms the mark must still be unset; then `release` gives the lock back, and
+/// once the thread is joined the mark must be set.
+pub fn waiter_blocks_until_release(wait: impl FnOnce() + Send, release: impl FnOnce(), held: &str) {
+    let entered = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            wait();
+            entered.store(true, Ordering::SeqCst);
+        });
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(
+            !entered.load(Ordering::SeqCst),
+            "a waiter entered while {held}"
+        );
+        release();
+    });
+    assert!(
+        entered.load(Ordering::SeqCst),
+        "the waiter never entered after the release"
     );
 }
 
@@ -151,5 +182,25 @@ impl kernel_locks::Relax for Yield {
         } else {
             std::hint::spin_loop();
         }
+    }
+}
+
+/// Asserts that every case panics with a message that contains its text, as
+/// `#[should_panic(expected = ...)]` checks for a whole test; give each case a lock of its own,
+/// since a panicking case may leave its lock in any state.
+#[track_caller]
+pub fn assert_each_panics(cases: &[(&str, &dyn Fn())]) {
+    for (expected, case) in cases {
+        let payload = std::panic::catch_unwind(std::panic::AssertUnwindSafe(case))
+            .expect_err(&format!("no panic, expected one with {expected:?}"));
+        let message = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or_default();
+        assert!(
+            message.contains(expected),
+            "the panic message {message:?} lacks {expected:?}"
+        );
     }
 }

@@ -42,25 +42,42 @@ pub fn available(root: &Path, source: &str) -> Result<(), String> {
     }
 }
 
-/// `cargo bench -p tests --bench <bench> -- --records <records>`.
-fn bench_cmd(bench: &str, records: &Path) -> Cmd {
-    Cmd::cargo()
+/// `cargo bench -p tests --bench <bench> -- --records <records>`, then each of `options` (a flag
+/// and its value), `--runs <runs>` and, where `quick`, `--quick`.
+fn bench_cmd(
+    bench: &str,
+    records: &Path,
+    options: &[(&str, String)],
+    runs: u32,
+    quick: bool,
+) -> Cmd {
+    let mut cmd = Cmd::cargo()
         .args(["bench", "-p", "tests", "--bench", bench, "--", "--records"])
-        .arg(records)
+        .arg(records);
+    for (flag, value) in options {
+        cmd = cmd.args([flag, value.as_str()]);
+    }
+    cmd = cmd.args(["--runs", &runs.to_string()]);
+    if quick {
+        cmd = cmd.arg("--quick");
+    }
+    cmd
+}
+
+/// A list of numbers as one option value (`1,2,4`).
+fn list(v: &[u32]) -> String {
+    v.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
 }
 
 /// The command that runs the hosted benchmark for `locks` and `cores` (also the client counts of
 /// its client-server benchmark).
 pub fn command(records: &Path, locks: &[&str], cores: &[u32], runs: u32, quick: bool) -> Cmd {
-    let cores: Vec<String> = cores.iter().map(u32::to_string).collect();
-    let mut cmd = bench_cmd("ipc_hosted", records)
-        .args(["--locks", &locks.join(","), "--cores", &cores.join(",")])
-        .args(["--clients", &cores.join(",")])
-        .args(["--runs", &runs.to_string()]);
-    if quick {
-        cmd = cmd.arg("--quick");
-    }
-    cmd
+    let options = [
+        ("--locks", locks.join(",")),
+        ("--cores", list(cores)),
+        ("--clients", list(cores)),
+    ];
+    bench_cmd("ipc_hosted", records, &options, runs, quick)
 }
 
 /// The command that runs the hosted memory benchmark for `locks`, `cores`, `pagers` and
@@ -74,15 +91,13 @@ pub fn memory_command(
     runs: u32,
     quick: bool,
 ) -> Cmd {
-    let list = |v: &[u32]| v.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
-    let mut cmd = bench_cmd("memory_hosted", records)
-        .args(["--locks", &locks.join(","), "--cores", &list(cores)])
-        .args(["--pagers", &pagers.join(","), "--pages", &list(pages)])
-        .args(["--runs", &runs.to_string()]);
-    if quick {
-        cmd = cmd.arg("--quick");
-    }
-    cmd
+    let options = [
+        ("--locks", locks.join(",")),
+        ("--cores", list(cores)),
+        ("--pagers", pagers.join(",")),
+        ("--pages", list(pages)),
+    ];
+    bench_cmd("memory_hosted", records, &options, runs, quick)
 }
 
 /// Runs the hosted benchmark and returns its raw records. Each line of its output (cargo's

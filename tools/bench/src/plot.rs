@@ -11,6 +11,9 @@
 //! (emulated), and the legend beside each panel says so. The y range is set by the data
 //! (error bars included, never below zero); Figure 2's ideal line is cut where it leaves it.
 //!
+//! Every figure, the memory suite's and the trace tools' charts too, is written as SVG and PNG
+//! by [`svg_and_png`], from one [`Drawing`] that draws the same on either backend.
+//!
 //! Text is rendered with the pure-Rust `ab_glyph` font support from a font embedded in the
 //! binary (`tools/bench/fonts/DejaVuSans.ttf`, Bitstream Vera licence), so the PNGs need no system
 //! fontconfig or freetype.
@@ -934,13 +937,20 @@ fn paper_fill(series: &str) -> RGBColor {
     }
 }
 
+/// `area` split into the plot and, at its right, [`LEGEND_WIDTH`] pixels for the legend.
+fn plot_and_legend<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+) -> (DrawingArea<DB, Shift>, DrawingArea<DB, Shift>) {
+    let (w, _) = area.dim_in_pixel();
+    area.split_horizontally(w.saturating_sub(LEGEND_WIDTH))
+}
+
 /// Draws Figure 1's overhead panel on `area` (its legend at the right).
 fn draw_overhead_panel<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     panel: &OverheadPanel,
 ) -> Result<(), String> {
-    let (w, _) = area.dim_in_pixel();
-    let (plot, legend) = area.split_horizontally(w.saturating_sub(LEGEND_WIDTH));
+    let (plot, legend) = plot_and_legend(area);
     let n = panel.groups.len().max(1);
     let values = panel
         .groups
@@ -1119,8 +1129,7 @@ fn draw_line_panel<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     panel: &LinePanel,
 ) -> Result<(), String> {
-    let (w, _) = area.dim_in_pixel();
-    let (plot, legend) = area.split_horizontally(w.saturating_sub(LEGEND_WIDTH));
+    let (plot, legend) = plot_and_legend(area);
     let max_x = panel
         .lines
         .iter()
@@ -1342,52 +1351,92 @@ pub fn write_lines(
     empty: &str,
     panels: &[LinePanel],
 ) -> Result<Vec<PathBuf>, String> {
-    register_font()?;
     let (rows, cols) = grid(panels.len(), 2);
     let size = (
         (PANEL.0 * cols as u32).max(1100),
         PANEL.1 * rows as u32 + TITLE,
     );
-    let svg = dir.join(format!("{stem}.svg"));
-    let png = dir.join(format!("{stem}.png"));
-    {
-        let root = SVGBackend::new(&svg, size).into_drawing_area();
-        draw_lines(&root, title, empty, panels, cols)?;
-        root.present().map_err(err)?;
+    let lines = Lines {
+        title,
+        empty,
+        panels,
+        cols,
+    };
+    Ok(svg_and_png(&dir.join(format!("{stem}.svg")), size, &lines)?.to_vec())
+}
+
+/// A figure of line panels, as [`write_lines`] draws it.
+struct Lines<'a> {
+    title: &'a str,
+    empty: &'a str,
+    panels: &'a [LinePanel],
+    cols: usize,
+}
+
+impl Drawing for Lines<'_> {
+    fn draw<DB: DrawingBackend>(
+        &self,
+        root: DrawingArea<DB, Shift>,
+        _path: &Path,
+    ) -> Result<(), String> {
+        draw_lines(&root, self.title, self.empty, self.panels, self.cols)?;
+        root.present().map_err(err)
     }
-    {
-        let root = BitMapBackend::new(&png, size).into_drawing_area();
-        draw_lines(&root, title, empty, panels, cols)?;
-        root.present().map_err(err)?;
-    }
-    Ok(vec![svg, png])
+}
+
+/// A figure that draws the same on any plotters backend, so that [`svg_and_png`] writes it
+/// both ways.
+pub trait Drawing {
+    /// Draws the figure on `root`; errors name `path`, the file `root` writes.
+    fn draw<DB: DrawingBackend>(
+        &self,
+        root: DrawingArea<DB, Shift>,
+        path: &Path,
+    ) -> Result<(), String>;
+}
+
+/// Draws `drawing` as SVG at `svg` and as PNG beside it (the same name, `.png`), both `size`
+/// pixels, with the embedded font; returns the two paths.
+pub fn svg_and_png(
+    svg: &Path,
+    size: (u32, u32),
+    drawing: &impl Drawing,
+) -> Result<[PathBuf; 2], String> {
+    register_font()?;
+    drawing.draw(SVGBackend::new(svg, size).into_drawing_area(), svg)?;
+    let png = svg.with_extension("png");
+    drawing.draw(BitMapBackend::new(&png, size).into_drawing_area(), &png)?;
+    Ok([svg.to_path_buf(), png])
 }
 
 /// Writes the figures ([`STEMS`], each as SVG and PNG) into `dir`; returns the paths written.
 pub fn write_all(dir: &Path, records: &[Record]) -> Result<Vec<PathBuf>, String> {
-    register_font()?;
     let mut written = Vec::new();
     for (figure, stem) in [Figure::RoundTrip, Figure::Throughput, Figure::ClientServer]
         .into_iter()
         .zip(STEMS)
     {
-        let size = size(figure, records);
         let svg = dir.join(format!("{stem}.svg"));
-        draw(
-            SVGBackend::new(&svg, size).into_drawing_area(),
-            figure,
-            records,
-        )?;
-        written.push(svg);
-        let png = dir.join(format!("{stem}.png"));
-        draw(
-            BitMapBackend::new(&png, size).into_drawing_area(),
-            figure,
-            records,
-        )?;
-        written.push(png);
+        let drawing = FigureOf { figure, records };
+        written.extend(svg_and_png(&svg, size(figure, records), &drawing)?);
     }
     Ok(written)
+}
+
+/// One of the IPC suite's figures of `records`, as [`write_all`] draws it.
+struct FigureOf<'a> {
+    figure: Figure,
+    records: &'a [Record],
+}
+
+impl Drawing for FigureOf<'_> {
+    fn draw<DB: DrawingBackend>(
+        &self,
+        root: DrawingArea<DB, Shift>,
+        _path: &Path,
+    ) -> Result<(), String> {
+        draw(root, self.figure, self.records)
+    }
 }
 
 #[cfg(test)]
@@ -1589,32 +1638,37 @@ mod tests {
                     assert!(text.contains("Figure"), "{}", f.display());
                 }
             }
-            let svg =
-                |stem: &str| std::fs::read_to_string(dir.join(format!("{stem}.svg"))).unwrap();
+            // Asserts that the SVG figure `stem` says each of `needles`.
+            let says = |stem: &str, needles: &[&str]| {
+                let svg = std::fs::read_to_string(dir.join(format!("{stem}.svg"))).unwrap();
+                for needle in needles {
+                    assert!(svg.contains(needle), "{stem} lacks {needle}");
+                }
+            };
             if recs.is_empty() {
-                assert!(svg("fig3-clientserver").contains("no client-server records"));
+                says("fig3-clientserver", &["no client-server records"]);
                 continue;
             }
             // What the figures must say on themselves.
-            let fig1 = svg("fig1-roundtrip");
-            for needle in [
-                "+18%",
-                "~+60%",
-                "paper: x86_64",
-                "ours: qemu-icount sabrelite",
-            ] {
-                assert!(fig1.contains(needle), "fig1 lacks {needle}");
-            }
-            let fig2 = svg("fig2-throughput");
-            for needle in [
-                "hollow: oversubscribed",
-                "triangles: emulated",
-                "ideal",
-                "cut at 0",
-            ] {
-                assert!(fig2.contains(needle), "fig2 lacks {needle}");
-            }
-            assert!(svg("fig3-clientserver").contains("dedicated"));
+            says(
+                "fig1-roundtrip",
+                &[
+                    "+18%",
+                    "~+60%",
+                    "paper: x86_64",
+                    "ours: qemu-icount sabrelite",
+                ],
+            );
+            says(
+                "fig2-throughput",
+                &[
+                    "hollow: oversubscribed",
+                    "triangles: emulated",
+                    "ideal",
+                    "cut at 0",
+                ],
+            );
+            says("fig3-clientserver", &["dedicated"]);
         }
         let _ = std::fs::remove_dir_all(&dir);
     }

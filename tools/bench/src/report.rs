@@ -376,12 +376,7 @@ fn paper_rows(records: &[Record]) -> Vec<[String; 4]> {
         let places: &[(&str, &str)] = if paper.arch == "x86_64" { &x86 } else { &arm };
         let (what, text, lock) = (paper.what, paper.text, paper.lock);
         let ours: Vec<String> = places.iter().map(|(p, b)| over(p, b, lock)).collect();
-        rows.push([
-            what.to_owned(),
-            text.to_owned(),
-            super::paper::SOURCE.to_owned(),
-            ours.join("; "),
-        ]);
+        rows.push(paper_row(what, text, super::paper::SOURCE, ours.join("; ")));
     }
     // The paper counts the barriers its locking executes; ours are every executed barrier,
     // so the lock's share is the difference to `none`.
@@ -399,10 +394,10 @@ fn paper_rows(records: &[Record]) -> Vec<[String; 4]> {
             })
         })
         .collect();
-    rows.push([
-        "ARM barriers per IPC round trip (locking's share)".to_owned(),
-        "6 with the big lock, 16 fine-grained".to_owned(),
-        "big-lock-is-fine, Sec. 4, i.MX6Q".to_owned(),
+    rows.push(paper_row(
+        "ARM barriers per IPC round trip (locking's share)",
+        "6 with the big lock, 16 fine-grained",
+        "big-lock-is-fine, Sec. 4, i.MX6Q",
         if barriers.is_empty() {
             "not measured (qemu-icount sabrelite)".to_owned()
         } else {
@@ -411,7 +406,7 @@ fn paper_rows(records: &[Record]) -> Vec<[String; 4]> {
                 barriers.join(", ")
             )
         },
-    ]);
+    ));
     let icount = |bench: &str, lock: &str| {
         find(records, bench, "qemu-icount", "microvm", lock, 1)
             .map(|r| format!("{} {} (lock {lock})", fmt_num(r.mean), r.unit))
@@ -445,12 +440,12 @@ fn paper_rows(records: &[Record]) -> Vec<[String; 4]> {
         ),
     ] {
         let ours: Vec<String> = locks.iter().map(|l| icount(bench, l)).collect();
-        rows.push([
-            format!("x86 {what}"),
-            paper.to_owned(),
-            sel4.to_owned(),
+        rows.push(paper_row(
+            &format!("x86 {what}"),
+            paper,
+            sel4,
             ours.join("; "),
-        ]);
+        ));
     }
     let mut scal = Vec::new();
     for platform in ["hosted", "qemu"] {
@@ -494,17 +489,23 @@ fn paper_rows(records: &[Record]) -> Vec<[String; 4]> {
             }
         }
     }
-    rows.push([
-        "multicore ping-pong scaling".to_owned(),
-        "none/fine/RTM linear; big lock plateaus after 3 cores".to_owned(),
-        "big-lock-is-fine, Fig. 2 (i7-4770, 8 threads)".to_owned(),
+    rows.push(paper_row(
+        "multicore ping-pong scaling",
+        "none/fine/RTM linear; big lock plateaus after 3 cores",
+        "big-lock-is-fine, Fig. 2 (i7-4770, 8 threads)",
         if scal.is_empty() {
             "not measured".to_owned()
         } else {
             scal.join("; ")
         },
-    ]);
+    ));
     rows
+}
+
+/// A row of the papers section: what is compared, the paper's figure, where the paper says so,
+/// and ours.
+fn paper_row(what: &str, paper: &str, source: &str, ours: String) -> [String; 4] {
+    [what.to_owned(), paper.to_owned(), source.to_owned(), ours]
 }
 
 /// The RTM abort statistics (the transactional-IPC paper's Table I): one row per `rtm-aborts`
@@ -591,6 +592,53 @@ pub fn papers_section(rows: &[[String; 4]]) -> String {
     let _ = writeln!(s, "|---|---|---|---|");
     for row in rows {
         let _ = writeln!(s, "| {} | {} | {} | {} |", row[0], row[1], row[2], row[3]);
+    }
+    s
+}
+
+/// A column of a table of records: its name and a record's cell.
+pub type Column<'a> = (&'a str, &'a dyn Fn(&Record) -> String);
+
+/// The "every record" table of a report: a row per record with samples, with `count` (the
+/// suite's column after the cores: its name and value) and, where given, `extra` (a last
+/// column: its name and cell).
+pub fn every_record_table(
+    records: &[Record],
+    count: (&str, fn(&Record) -> u32),
+    extra: Option<Column<'_>>,
+) -> String {
+    let (count_name, count_of) = count;
+    let mut s = format!(
+        "| bench | variant | platform | board | lock | cores | {count_name} | runs | mean | std dev | median | min | unit |"
+    );
+    let mut rule = String::from("|---|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|");
+    if let Some((name, _)) = extra {
+        let _ = write!(s, " {name} |");
+        rule.push_str("---:|");
+    }
+    let _ = writeln!(s, "\n{rule}");
+    for r in records.iter().filter(|r| r.runs > 0) {
+        let _ = write!(
+            s,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            r.bench,
+            r.variant,
+            r.platform,
+            r.board,
+            r.lock,
+            r.cores,
+            count_of(r),
+            r.runs,
+            fmt_num(r.mean),
+            fmt_num(r.stddev),
+            fmt_num(r.median),
+            fmt_num(r.min),
+            r.unit
+        );
+        if let Some((_, cell)) = extra {
+            let _ = write!(s, " {} |", cell(r));
+        }
+        s.push('\n');
     }
     s
 }
@@ -691,41 +739,20 @@ pub fn render(records: &[Record], ctx: &Context) -> String {
     if records.is_empty() {
         let _ = writeln!(s, "No records: nothing could be measured (see the notes).");
     } else {
-        let _ = writeln!(
-            s,
-            "| bench | variant | platform | board | lock | cores | clients | runs | mean | std dev | median | min | unit | over none |"
-        );
-        let _ = writeln!(
-            s,
-            "|---|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|"
-        );
-        for r in records.iter().filter(|r| r.runs > 0) {
-            let over = if r.bench == ROUNDTRIP && r.cores == 1 && r.lock != "none" {
+        let over = |r: &Record| {
+            if r.bench == ROUNDTRIP && r.cores == 1 && r.lock != "none" {
                 overhead(records, &r.platform, &r.board, &r.lock)
                     .map(|(a, f, _)| format!("{a:+.0} ({:+.0}%)", f * 100.0))
                     .unwrap_or_else(|_| "-".into())
             } else {
                 "-".into()
-            };
-            let _ = writeln!(
-                s,
-                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-                r.bench,
-                r.variant,
-                r.platform,
-                r.board,
-                r.lock,
-                r.cores,
-                r.clients,
-                r.runs,
-                fmt_num(r.mean),
-                fmt_num(r.stddev),
-                fmt_num(r.median),
-                fmt_num(r.min),
-                r.unit,
-                over
-            );
-        }
+            }
+        };
+        s.push_str(&every_record_table(
+            records,
+            ("clients", |r| r.clients),
+            Some(("over none", &over)),
+        ));
     }
     let _ = writeln!(
         s,
@@ -816,6 +843,36 @@ mod tests {
             .iter()
             .find(|l| l.target.contains(target) && l.place == place)
             .unwrap_or_else(|| panic!("{target} at {place} missing from {lines:#?}"))
+    }
+
+    #[test]
+    fn every_record_table_has_the_suites_columns() {
+        let mut r = record(
+            "memory-alloc",
+            "x86_64",
+            "qemu-icount",
+            "clh",
+            2,
+            &[330.0, 330.0],
+        );
+        r.pages = 50;
+        r.clients = 3;
+        let mut empty = r.clone();
+        empty.runs = 0;
+        let rows = [r, empty];
+        assert_eq!(
+            every_record_table(&rows, ("pages", |r| r.pages), None),
+            "| bench | variant | platform | board | lock | cores | pages | runs | mean | std dev | median | min | unit |\n\
+             |---|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|\n\
+             | memory-alloc | cross-as | qemu-icount | microvm | clh | 2 | 50 | 2 | 330 | 0.0 | 330 | 330 | instructions |\n"
+        );
+        let over = |r: &Record| format!("{}!", r.cores);
+        assert_eq!(
+            every_record_table(&rows, ("clients", |r| r.clients), Some(("over none", &over))),
+            "| bench | variant | platform | board | lock | cores | clients | runs | mean | std dev | median | min | unit | over none |\n\
+             |---|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|\n\
+             | memory-alloc | cross-as | qemu-icount | microvm | clh | 2 | 3 | 2 | 330 | 0.0 | 330 | 330 | instructions | 2! |\n"
+        );
     }
 
     #[test]

@@ -159,13 +159,7 @@ pub struct FlashArgs {
 
 /// Runs `cargo xtask flash`.
 pub fn run(root: &Path, args: &FlashArgs) -> ExitCode {
-    match flash(root, args) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("flash: error: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    host_env::exit_code("flash", flash(root, args))
 }
 
 /// Prints and runs commands, or only prints them under `--dry-run`.

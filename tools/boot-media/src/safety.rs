@@ -535,6 +535,15 @@ mod tests {
         fn check(&self, path: &str, stat: TargetStat, intent: Intent) -> Result<Target, String> {
             check(Path::new(path), stat, intent, &self.roots)
         }
+
+        /// Asserts that `path` (of `stat`) is refused as a `--device` target with a reason that
+        /// says each of `says`.
+        fn refuses(&self, path: &str, stat: TargetStat, says: &[&str]) {
+            let e = self.check(path, stat, Intent::Device).unwrap_err();
+            for s in says {
+                assert!(e.contains(s), "{path}: {e}");
+            }
+        }
     }
 
     impl Drop for Fake {
@@ -570,85 +579,55 @@ mod tests {
     #[test]
     fn the_root_disk_is_refused() {
         let f = Fake::new("root");
-        let e = f
-            .check("/dev/sda", block(8, 0), Intent::Device)
-            .unwrap_err();
-        assert!(e.contains("mounted"), "{e}");
+        f.refuses("/dev/sda", block(8, 0), &["mounted"]);
         // Also when `/` is on device-mapper over sdc and nothing of sdc is mounted directly.
         f.mountinfo(&[("254:0", "/")]);
-        let e = f
-            .check("/dev/sdc", block(8, 32), Intent::Device)
-            .unwrap_err();
-        assert!(e.contains("holds `/`"), "{e}");
+        f.refuses("/dev/sdc", block(8, 32), &["holds `/`"]);
         // A root on a partition of sda, sda otherwise unmounted: still the root disk.
         f.mountinfo(&[("8:1", "/")]);
         fs::write(f.roots.proc.join("swaps"), "Filename\n").unwrap();
-        let e = f
-            .check("/dev/sda", block(8, 0), Intent::Device)
-            .unwrap_err();
-        assert!(e.contains("/dev/sda1 on /"), "{e}");
+        f.refuses("/dev/sda", block(8, 0), &["/dev/sda1 on /"]);
     }
 
     #[test]
     fn a_disk_with_a_mounted_partition_is_refused() {
         let f = Fake::new("mounted");
         f.mountinfo(&[("8:1", "/"), ("8:17", "/media/stick")]);
-        let e = f
-            .check("/dev/sdb", block(8, 16), Intent::Device)
-            .unwrap_err();
-        assert!(e.contains("/dev/sdb1 on /media/stick"), "{e}");
-        assert!(e.contains("umount /media/stick"), "{e}");
+        f.refuses(
+            "/dev/sdb",
+            block(8, 16),
+            &["/dev/sdb1 on /media/stick", "umount /media/stick"],
+        );
         // Mounted whole (no partition table).
         f.mountinfo(&[("8:1", "/"), ("179:0", "/mnt")]);
-        let e = f
-            .check("/dev/mmcblk0", block(179, 0), Intent::Device)
-            .unwrap_err();
-        assert!(e.contains("mounted"), "{e}");
+        f.refuses("/dev/mmcblk0", block(179, 0), &["mounted"]);
         // Listed only in /proc/mounts (e.g. a mount namespace's view).
         f.mountinfo(&[("8:1", "/")]);
         fs::write(f.roots.proc.join("mounts"), "/dev/sdb1 /x vfat rw 0 0\n").unwrap();
-        let e = f
-            .check("/dev/sdb", block(8, 16), Intent::Device)
-            .unwrap_err();
-        assert!(e.contains("mounted (/dev/sdb1"), "{e}");
+        f.refuses("/dev/sdb", block(8, 16), &["mounted (/dev/sdb1"]);
     }
 
     #[test]
     fn a_swapping_disk_is_refused() {
         let f = Fake::new("swap");
         f.mountinfo(&[("254:0", "/")]);
-        let e = f
-            .check("/dev/sda", block(8, 0), Intent::Device)
-            .unwrap_err();
-        assert!(e.contains("swap"), "{e}");
+        f.refuses("/dev/sda", block(8, 0), &["swap"]);
     }
 
     #[test]
     fn a_partition_is_refused() {
         let f = Fake::new("part");
-        let e = f
-            .check("/dev/sdb1", block(8, 17), Intent::Device)
-            .unwrap_err();
-        assert!(e.contains("partition sdb1 of disk sdb"), "{e}");
+        f.refuses("/dev/sdb1", block(8, 17), &["partition sdb1 of disk sdb"]);
     }
 
     #[test]
     fn unknown_missing_and_odd_targets_are_refused() {
         let f = Fake::new("odd");
-        let e = f
-            .check("/dev/sdz", block(8, 99), Intent::Device)
-            .unwrap_err();
-        assert!(e.contains("cannot be identified"), "{e}");
+        f.refuses("/dev/sdz", block(8, 99), &["cannot be identified"]);
         // An empty card reader.
         fs::write(f.roots.sys.join("block/sdb/size"), "0\n").unwrap();
-        let e = f
-            .check("/dev/sdb", block(8, 16), Intent::Device)
-            .unwrap_err();
-        assert!(e.contains("size 0"), "{e}");
-        let e = f
-            .check("/dev/sdq", TargetStat::Missing, Intent::Device)
-            .unwrap_err();
-        assert!(e.contains("does not exist"), "{e}");
+        f.refuses("/dev/sdb", block(8, 16), &["size 0"]);
+        f.refuses("/dev/sdq", TargetStat::Missing, &["does not exist"]);
         // Real files of the wrong kind, through the real stat.
         for (path, what) in [("/dev/null", "character device"), ("/tmp", "directory")] {
             let e = f
@@ -702,10 +681,7 @@ mod tests {
     fn unreadable_mount_table_refuses() {
         let f = Fake::new("nomounts");
         fs::remove_file(f.roots.proc.join("self/mountinfo")).unwrap();
-        let e = f
-            .check("/dev/sdb", block(8, 16), Intent::Device)
-            .unwrap_err();
-        assert!(e.contains("mountinfo"), "{e}");
+        f.refuses("/dev/sdb", block(8, 16), &["mountinfo"]);
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! * [`deps`]: the Debian packages the commands need, checked (`cargo xtask doctor`) and
 //!   installed when missing.
 //! * [`toolchain`]: the pinned toolchain's targets and components, installed when missing.
+//! * [`exit_code`]: how a command ends, its error printed once in one form.
 //! * The workspace's layout: its root ([`workspace_root`]), cargo's target directory
 //!   ([`target_dir`]) and the folder of each package ([`CRATE_DIRS`], [`crate_dir`]).
 //!
@@ -17,6 +18,19 @@ pub mod progress;
 pub mod toolchain;
 
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// The exit status of the command `command` (`sim`, `trace`, `flash`) that ended with
+/// `outcome`: success, or failure with the error printed as `<command>: error: <error>`.
+pub fn exit_code(command: &str, outcome: Result<(), String>) -> ExitCode {
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{command}: error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
 
 /// The workspace root: the first folder, from the running package's manifest directory
 /// upwards, whose `Cargo.toml` declares a `[workspace]`.

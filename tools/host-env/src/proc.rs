@@ -325,10 +325,14 @@ mod tests {
         );
     }
 
+    /// `sh -c script`.
+    fn sh(script: &str) -> Cmd {
+        Cmd::new("sh").args(["-c", script])
+    }
+
     #[test]
     fn captures_both_streams_in_order() {
-        let out = Cmd::new("sh")
-            .args(["-c", "echo one; echo two >&2; echo three; exit 3"])
+        let out = sh("echo one; echo two >&2; echo three; exit 3")
             .run_captured(Path::new("."), false, Duration::from_secs(60))
             .expect("sh runs");
         assert_eq!(out.lines, ["one", "two", "three"]);
@@ -339,8 +343,7 @@ mod tests {
     #[test]
     fn streamed_lines_arrive_one_by_one() {
         let mut seen = Vec::new();
-        let out = Cmd::new("sh")
-            .args(["-c", "echo one; echo two"])
+        let out = sh("echo one; echo two")
             .run_streamed(Path::new("."), Duration::from_secs(60), &mut |l| {
                 seen.push(l.to_owned())
             })
@@ -352,8 +355,7 @@ mod tests {
     #[test]
     fn a_step_past_its_time_is_killed_with_its_children() {
         // `sh` starts a child `sleep` that holds the pipe too: both must go.
-        let out = Cmd::new("sh")
-            .args(["-c", "echo started; sleep 30; echo never"])
+        let out = sh("echo started; sleep 30; echo never")
             .run_captured(Path::new("."), false, Duration::from_millis(500))
             .expect("sh runs");
         assert!(out.timed_out);

@@ -13,6 +13,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use bench::plot::{svg_and_png, Drawing};
 use clap::Args;
 use plotters::prelude::*;
 use sim::config::{CacheModel, Calibration, Config, KernelLock, LockLatency, LockStrategy};
@@ -103,13 +104,7 @@ fn parse_lock(s: &str) -> Result<KernelLock, String> {
 
 /// Runs `cargo xtask sim`.
 pub fn run(root: &Path, args: &SimArgs) -> ExitCode {
-    match run_inner(root, args) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("sim: error: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    host_env::exit_code("sim", run_inner(root, args))
 }
 
 /// Reads and checks a calibration file.
@@ -407,23 +402,70 @@ pub(crate) fn write(path: &Path, text: &str) -> Result<(), String> {
     std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
 }
 
+/// Clears `root` to white and starts a chart on it: `caption` on top, `margin` pixels around,
+/// label areas of `labels` (x, y) pixels. The error names `path`, the file `root` writes.
+pub(crate) fn chart_frame<'a, 'b, DB: DrawingBackend>(
+    root: &'a DrawingArea<DB, plotters::coord::Shift>,
+    caption: &str,
+    margin: i32,
+    labels: (i32, i32),
+    path: &Path,
+) -> Result<ChartBuilder<'a, 'b, DB>, String> {
+    root.fill(&WHITE)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut builder = ChartBuilder::on(root);
+    builder
+        .caption(caption, ("sans-serif", 20))
+        .margin(margin)
+        .x_label_area_size(labels.0)
+        .y_label_area_size(labels.1);
+    Ok(builder)
+}
+
+/// Draws the series labels of `chart` at `position`, bordered, on white of `opacity`, then
+/// writes `root` out to `path` (which the errors name).
+pub(crate) fn legend_and_present<
+    'a,
+    DB: DrawingBackend + 'a,
+    CT: plotters::coord::CoordTranslate,
+>(
+    mut chart: ChartContext<'a, DB, CT>,
+    root: &DrawingArea<DB, plotters::coord::Shift>,
+    position: SeriesLabelPosition,
+    opacity: f64,
+    path: &Path,
+) -> Result<(), String> {
+    let err = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
+    chart
+        .configure_series_labels()
+        .position(position)
+        .background_style(WHITE.mix(opacity))
+        .border_style(BLACK)
+        .draw()
+        .map_err(|e| err(&e))?;
+    root.present().map_err(|e| err(&e))
+}
+
 /// Throughput against simulated cores, one line per strategy, and the recorded run: `path`
 /// as SVG and beside it as PNG.
 fn plot(path: &Path, sweep: &sim::simulate::Sweep, recorded: (usize, f64)) -> Result<(), String> {
-    bench::plot::register_font()?;
-    draw(
-        SVGBackend::new(path, (900, 560)).into_drawing_area(),
-        path,
-        sweep,
-        recorded,
-    )?;
-    let png = path.with_extension("png");
-    draw(
-        BitMapBackend::new(&png, (900, 560)).into_drawing_area(),
-        &png,
-        sweep,
-        recorded,
-    )
+    svg_and_png(path, (900, 560), &SweepChart { sweep, recorded }).map(|_| ())
+}
+
+/// The chart [`plot`] draws: a sweep and the recorded run (cores, entries per second).
+struct SweepChart<'a> {
+    sweep: &'a sim::simulate::Sweep,
+    recorded: (usize, f64),
+}
+
+impl Drawing for SweepChart<'_> {
+    fn draw<DB: DrawingBackend>(
+        &self,
+        root: DrawingArea<DB, plotters::coord::Shift>,
+        path: &Path,
+    ) -> Result<(), String> {
+        draw(root, path, self.sweep, self.recorded)
+    }
 }
 
 fn draw<DB: DrawingBackend>(
@@ -445,17 +487,15 @@ fn draw<DB: DrawingBackend>(
         .map(|p| p.throughput_per_s)
         .fold(recorded.1, f64::max)
         * 1.1;
-    root.fill(&WHITE).map_err(|e| err(&e))?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(
-            "Predicted kernel entries per second vs simulated cores",
-            ("sans-serif", 20),
-        )
-        .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(80)
-        .build_cartesian_2d(1f64..max_k.max(2.0), 0f64..max_y.max(1.0))
-        .map_err(|e| err(&e))?;
+    let mut chart = chart_frame(
+        &root,
+        "Predicted kernel entries per second vs simulated cores",
+        12,
+        (40, 80),
+        path,
+    )?
+    .build_cartesian_2d(1f64..max_k.max(2.0), 0f64..max_y.max(1.0))
+    .map_err(|e| err(&e))?;
     chart
         .configure_mesh()
         .x_label_formatter(&|v| format!("{v:.0}"))
@@ -497,13 +537,8 @@ fn draw<DB: DrawingBackend>(
         .map_err(|e| err(&e))?
         .label("recorded")
         .legend(|(x, y)| Circle::new((x + 10, y), 4, BLACK.filled()));
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .draw()
-        .map_err(|e| err(&e))?;
-    root.present().map_err(|e| err(&e))
+    // The position plotters places series labels at by default.
+    legend_and_present(chart, &root, SeriesLabelPosition::MiddleRight, 0.8, path)
 }
 
 #[cfg(test)]

@@ -37,7 +37,8 @@ use sim::config::{CacheModel, Calibration, Config, LockLatency, LockStrategy};
 use sim::simulate::{recorded_throughput, simulate, sweep};
 use sim::trace::Trace;
 
-use crate::sim::write;
+use crate::sim::{chart_frame, legend_and_present, write};
+use bench::plot::{svg_and_png, Drawing};
 use host_env::proc::Cmd;
 use sim::config::KernelLock;
 
@@ -489,14 +490,17 @@ fn print_tables(v: &Validation<'_>) {
 /// (both axes logarithmic), per lock a solid line with the cache model and a dashed one
 /// without, the measured runs as points.
 fn plot(path: &Path, fig: &Figure2<'_>) -> Result<(), String> {
-    bench::plot::register_font()?;
-    draw(SVGBackend::new(path, SIZE).into_drawing_area(), path, fig)?;
-    let png = path.with_extension("png");
-    draw(
-        BitMapBackend::new(&png, SIZE).into_drawing_area(),
-        &png,
-        fig,
-    )
+    svg_and_png(path, SIZE, fig).map(|_| ())
+}
+
+impl Drawing for Figure2<'_> {
+    fn draw<DB: DrawingBackend>(
+        &self,
+        root: DrawingArea<DB, plotters::coord::Shift>,
+        path: &Path,
+    ) -> Result<(), String> {
+        draw(root, path, self)
+    }
 }
 
 const SIZE: (u32, u32) = (960, 620);
@@ -530,17 +534,15 @@ fn draw<DB: DrawingBackend>(
     } else {
         (1.0, 10.0)
     };
-    root.fill(&WHITE).map_err(|e| err(&e))?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(
-            "Figure 2, predicted: hosted IPC ping-pong, one pair per core",
-            ("sans-serif", 20),
-        )
-        .margin(14)
-        .x_label_area_size(44)
-        .y_label_area_size(84)
-        .build_cartesian_2d((1f64..max_k).log_scale(), (lo..hi).log_scale())
-        .map_err(|e| err(&e))?;
+    let mut chart = chart_frame(
+        &root,
+        "Figure 2, predicted: hosted IPC ping-pong, one pair per core",
+        14,
+        (44, 84),
+        path,
+    )?
+    .build_cartesian_2d((1f64..max_k).log_scale(), (lo..hi).log_scale())
+    .map_err(|e| err(&e))?;
     chart
         .configure_mesh()
         .light_line_style(WHITE)
@@ -602,14 +604,7 @@ fn draw<DB: DrawingBackend>(
                 .legend(|(x, y)| Circle::new((x + 10, y), 4, BLACK.filled()));
         }
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .draw()
-        .map_err(|e| err(&e))?;
-    root.present().map_err(|e| err(&e))
+    legend_and_present(chart, &root, SeriesLabelPosition::UpperLeft, 0.85, path)
 }
 
 #[cfg(test)]

@@ -117,13 +117,7 @@ enum ArchChoice {
 
 /// `cargo xtask trace`: traces, prints a table, writes `trace.json`.
 pub fn run(root: &Path, args: &TraceArgs) -> ExitCode {
-    match run_inner(root, args) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("trace: error: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    host_env::exit_code("trace", run_inner(root, args))
 }
 
 /// What `--hosted` records: the trace file's name stem and the `trace_hosted` example's

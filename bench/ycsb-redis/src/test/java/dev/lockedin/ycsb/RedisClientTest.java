@@ -112,6 +112,24 @@ class RedisClientTest {
     return c;
   }
 
+  /** What a test does with a connection of its own. */
+  private interface ClientBody {
+    void run(RedisClient c) throws DBException;
+  }
+
+  /**
+   * Runs {@code body} on a connection of its own (write mode {@code write}, as in {@link
+   * #open}), cleaned up afterwards whatever the body does.
+   */
+  private void withClient(String write, ClientBody body) throws DBException {
+    RedisClient c = open(write);
+    try {
+      body.run(c);
+    } finally {
+      c.cleanup();
+    }
+  }
+
   private String key(String name) {
     String k = tag + name;
     keys.add(k);
@@ -136,13 +154,32 @@ class RedisClientTest {
     return strings(record(fields, value));
   }
 
+  /** Every field of the record {@code k} as {@code c} reads it, as strings. */
+  private static Map<String, String> readAll(RedisClient c, String k) {
+    Map<String, ByteIterator> got = new HashMap<>();
+    assertEquals(Status.OK, c.read("usertable", k, null, got));
+    return strings(got);
+  }
+
+  /**
+   * Updates the record {@code k}, which holds {@code before}, through {@code c} with {@code
+   * changes}, and checks that it then reads back as {@code before} with the changes applied.
+   */
+  private static void updateAndCheck(
+      RedisClient c, String k, Map<String, String> before, Map<String, String> changes) {
+    Map<String, ByteIterator> upd = new HashMap<>();
+    changes.forEach((f, v) -> upd.put(f, new ByteArrayByteIterator(v.getBytes())));
+    assertEquals(Status.OK, c.update("usertable", k, upd));
+    Map<String, String> want = new HashMap<>(before);
+    want.putAll(changes);
+    assertEquals(want, readAll(c, k));
+  }
+
   @Test
   void insertThenReadAllFields() {
     String k = key("all");
     assertEquals(Status.OK, db.insert("usertable", k, record(10, "v")));
-    Map<String, ByteIterator> got = new HashMap<>();
-    assertEquals(Status.OK, db.read("usertable", k, null, got));
-    assertEquals(expected(10, "v"), strings(got));
+    assertEquals(expected(10, "v"), readAll(db, k));
   }
 
   @Test
@@ -159,17 +196,7 @@ class RedisClientTest {
   void updateChangesOnlyTheGivenFields() {
     String k = key("update");
     assertEquals(Status.OK, db.insert("usertable", k, record(10, "v")));
-    Map<String, ByteIterator> upd = new HashMap<>();
-    upd.put("field3", new ByteArrayByteIterator("new3".getBytes()));
-    upd.put("field9", new ByteArrayByteIterator("new9".getBytes()));
-    assertEquals(Status.OK, db.update("usertable", k, upd));
-
-    Map<String, String> want = expected(10, "v");
-    want.put("field3", "new3");
-    want.put("field9", "new9");
-    Map<String, ByteIterator> got = new HashMap<>();
-    assertEquals(Status.OK, db.read("usertable", k, null, got));
-    assertEquals(want, strings(got));
+    updateAndCheck(db, k, expected(10, "v"), Map.of("field3", "new3", "field9", "new9"));
   }
 
   @Test
@@ -199,21 +226,11 @@ class RedisClientTest {
 
   @Test
   void hmsetModeRoundTrip() throws DBException {
-    RedisClient hm = open("hmset");
-    try {
+    withClient("hmset", hm -> {
       String k = key("hmset");
       assertEquals(Status.OK, hm.insert("usertable", k, record(4, "h")));
-      Map<String, ByteIterator> upd = new HashMap<>();
-      upd.put("field1", new ByteArrayByteIterator("x".getBytes()));
-      assertEquals(Status.OK, hm.update("usertable", k, upd));
-      Map<String, String> want = expected(4, "h");
-      want.put("field1", "x");
-      Map<String, ByteIterator> got = new HashMap<>();
-      assertEquals(Status.OK, hm.read("usertable", k, null, got));
-      assertEquals(want, strings(got));
-    } finally {
-      hm.cleanup();
-    }
+      updateAndCheck(hm, k, expected(4, "h"), Map.of("field1", "x"));
+    });
   }
 
   @Test
@@ -235,15 +252,12 @@ class RedisClientTest {
 
   @Test
   void connectionsAreIndependent() throws DBException {
-    RedisClient other = open("hset");
-    try {
+    withClient("hset", other -> {
       String k = key("shared");
       assertEquals(Status.OK, db.insert("usertable", k, record(2, "a")));
       Map<String, ByteIterator> got = new HashMap<>();
       assertEquals(Status.OK, other.read("usertable", k, null, got));
       assertTrue(got.size() == 2, "the second connection sees the first one's record");
-    } finally {
-      other.cleanup();
-    }
+    });
   }
 }
