@@ -9,6 +9,8 @@
 //!   (`sync/benches/host_table.rs`).
 //! * `cargo xtask qemu`: build the x86_64 image and boot it under QEMU (demo or `--tests`),
 //!   streaming the console; QEMU's exit status decides success (see [`qemu`]).
+//! * `cargo xtask book`: the documentation book checked (pages, links, the README's figures
+//!   against the committed runs) and built with mdBook.
 //!
 //! The commands only drive `cargo`, `rustc` and `rustup`; nothing is downloaded by hand.
 //!
@@ -19,7 +21,7 @@
 //! `host-env` (processes, progress lines, Debian packages, the toolchain, the workspace
 //! layout), `qemu-runner` (images, guests, consoles, the network server, executed-instruction
 //! traces), `bench` (the benchmarks), `trace-tools` (`trace` and `sim`) and `boot-media`
-//! (`flash`). Each command's clap options (`QemuArgs`, `BenchArgs`, `TraceArgs`, `SimArgs`,
+//! (`flash`), `book` (the documentation book's checks and build). Each command's clap options (`QemuArgs`, `BenchArgs`, `TraceArgs`, `SimArgs`,
 //! `FlashArgs`) stay beside the code they configure in those crates, so that an option and
 //! its use change together and other commands can reuse them (the benchmarks boot guests with
 //! `QemuArgs`); this crate flattens them into its subcommands, so `--help` shows their docs.
@@ -143,8 +145,19 @@ enum Command {
     /// mtools, fdisk, u-boot-tools). `--check` verifies the written medium: the pc image is
     /// booted from it in QEMU under SeaBIOS and UEFI, the SD image read back and (with
     /// `--firmware uboot-virt`) booted through U-Boot on QEMU virt. Example: `cargo xtask flash --board pc --lock ticket
-    /// --smp 2 --device /dev/sdb`. See README.md, "Running on hardware".
+    /// --smp 2 --device /dev/sdb`. See docs/hardware.md.
     Flash(flash::FlashArgs),
+
+    /// Check the documentation book and the README, then build the book into target/book.
+    ///
+    /// The book is docs/ (its table of contents docs/SUMMARY.md, built by mdBook, which is
+    /// installed into target/tools when missing). First every chapter must exist, every page
+    /// under docs/ must be a chapter, every relative link and image of the book must resolve
+    /// inside it (anchors included), every link of the README must resolve in the repository,
+    /// and the README's headline table must be what the committed runs under docs/bench give
+    /// (`--update` rewrites it). Then `mdbook build docs`; a warning fails it. External links
+    /// are counted, not fetched.
+    Book(book::command::BookArgs),
 }
 
 /// The command line, with the long help of `test` filled in when it is asked for: it comes from
@@ -175,7 +188,11 @@ fn main() -> ExitCode {
         Command::Qemu(_) => Some("cargo xtask qemu"),
         Command::Trace(_) => Some("cargo xtask trace"),
         Command::Flash(_) => Some("cargo xtask flash"),
-        Command::Test(_) | Command::Bench(_) | Command::Sim(_) | Command::Doctor { .. } => None,
+        Command::Test(_)
+        | Command::Bench(_)
+        | Command::Sim(_)
+        | Command::Doctor { .. }
+        | Command::Book(_) => None,
     };
     if let Some(who) = who {
         if let Err(why) = toolchain::ensure(who, &root) {
@@ -194,6 +211,7 @@ fn main() -> ExitCode {
         Command::Trace(args) => trace::run(&root, &args),
         Command::Sim(args) => sim::run(&root, &args),
         Command::Flash(args) => flash::run(&root, &args),
+        Command::Book(args) => book::command::run(&root, &args),
         Command::Doctor { install } => {
             if deps::doctor(install) {
                 ExitCode::SUCCESS

@@ -113,6 +113,11 @@ const GROUPS: &[(&str, &str)] = &[
         "`cargo test --workspace --all-features --no-fail-fast`",
     ),
     (
+        "book",
+        "the documentation book (docs/, mdBook): every page a chapter, every link and anchor \
+         resolved, the README's headline table equal to the committed runs, then built",
+    ),
+    (
         "loom",
         "the loom models (<crate>/tests/loom_*.rs) under each crate's own loom cfg in release \
          mode, built in target/loom so the main build is kept; --quick leaves them out",
@@ -434,6 +439,17 @@ fn steps(root: &Path, quick: bool) -> Vec<Step> {
         Cmd::cargo().args(["test", "--workspace", "--all-features", "--no-fail-fast"]),
         Judge::Libtest,
     ));
+    // The documentation book: its links and the README's figures checked, then built.
+    steps.push(
+        Step::from_result(
+            "book",
+            std::env::current_exe()
+                .map(|exe| Cmd::new(exe).arg("book"))
+                .map_err(|e| format!("cannot find the xtask binary: {e}")),
+            Judge::ExitStatus,
+        )
+        .fix("`cargo xtask book` lists each dead link and page; `--update` rewrites the README's headline table"),
+    );
 
     if !quick {
         steps.extend(LOOM_CRATES.map(|c| loom_step(root, c)));
@@ -1367,7 +1383,22 @@ pub fn run(root: &Path, args: &TestArgs) -> ExitCode {
             Ok(())
         }
     };
-    if let Err(why) = crate::deps::ensure("cargo xtask test", &tools).and_then(|()| probe()) {
+    // The tools from crates.io (mdBook) that the selected steps run.
+    let cargo_tools = || -> Result<(), String> {
+        if selected
+            .iter()
+            .any(|s| s.name == "book" || s.name == "doctor")
+        {
+            for tool in host_env::cargo_tools::CARGO_TOOLS {
+                host_env::cargo_tools::ensure("cargo xtask test", root, tool)?;
+            }
+        }
+        Ok(())
+    };
+    if let Err(why) = crate::deps::ensure("cargo xtask test", &tools)
+        .and_then(|()| probe())
+        .and_then(|()| cargo_tools())
+    {
         eprintln!("cargo xtask test: {why}");
         eprintln!("(`cargo xtask doctor` lists every tool and package the steps use)");
         println!("test: 0 passed, 1 failed");

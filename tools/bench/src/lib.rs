@@ -30,6 +30,7 @@ pub mod plot;
 pub mod records;
 mod redis;
 mod report;
+pub mod rerender;
 mod soak;
 mod stats;
 mod steps;
@@ -209,6 +210,15 @@ enum BenchCommand {
     /// on one side only are listed. Exit status 0 once both sides are read, 2 when one cannot
     /// be (the error says which and why).
     Compare(compare::CompareArgs),
+
+    /// Render a run's report.md and figures again from its results.json (the IPC and memory
+    /// suites).
+    ///
+    /// Reports are generated from the records, so a results folder can always be rendered
+    /// again with today's code: after a change to the report, or for a committed run under
+    /// docs/bench. `--check` writes nothing and fails when the folder's report.md is not what
+    /// its results.json gives (a unit test does that for every committed run).
+    Report(rerender::ReportArgs),
 }
 
 /// Options of a benchmark run (`cargo xtask bench` without a subcommand).
@@ -422,6 +432,7 @@ pub fn cores_for(lock: &str, cores: &[u32]) -> Vec<u32> {
 pub fn run(root: &Path, args: &BenchArgs) -> ExitCode {
     match &args.command {
         Some(BenchCommand::Compare(c)) => compare::run(c),
+        Some(BenchCommand::Report(r)) => rerender::run(r),
         None => run_benchmarks(root, &args.run),
     }
 }

@@ -19,6 +19,7 @@
 //! The build itself is `mdbook build` (the binary is installed like the other tools, see
 //! `host_env::deps`); [`build_command`] says how it is run.
 
+pub mod command;
 pub mod headline;
 pub mod markdown;
 

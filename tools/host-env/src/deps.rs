@@ -401,6 +401,31 @@ pub fn doctor(install: bool) -> bool {
     } else {
         println!("ARM cross probe: not run (qemu-arm or arm-linux-gnueabihf-gcc missing)");
     }
+    let workspace = crate::workspace_root();
+    for tool in crate::cargo_tools::CARGO_TOOLS {
+        println!("{} (from crates.io, `cargo install`):", tool.used_by);
+        let found = if install {
+            crate::cargo_tools::ensure("cargo xtask doctor", &workspace, tool)
+        } else {
+            crate::cargo_tools::check(&workspace, tool)
+        };
+        match found {
+            Ok(path) => println!(
+                "  ok       {} {} ({})",
+                tool.program,
+                tool.version,
+                path.display()
+            ),
+            Err(why) => {
+                ok = false;
+                println!(
+                    "  MISSING  {} {}: {why} (`cargo xtask doctor --install` installs it; `cargo xtask \
+                     book` and `cargo xtask test` do so themselves)",
+                    tool.program, tool.version
+                );
+            }
+        }
+    }
     if !missing.is_empty() {
         println!("to install what is missing: {}", install_command(&missing));
         println!(

@@ -12,6 +12,7 @@
 //! These live apart from the commands so that the QEMU runner, the benchmarks, the trace tools
 //! and the boot-media writer share one way of running programs and finding files.
 
+pub mod cargo_tools;
 pub mod deps;
 pub mod proc;
 pub mod progress;
@@ -74,6 +75,7 @@ pub const CRATE_DIRS: &[(&str, &str)] = &[
     ("bench", "tools/bench"),
     ("trace-tools", "tools/trace-tools"),
     ("boot-media", "tools/boot-media"),
+    ("book", "tools/book"),
     ("image-common", "images/common"),
     ("image-x86", "images/x86"),
     ("image-armv7", "images/armv7"),
@@ -162,6 +164,7 @@ pub const LAYOUT: &[(&str, &[&str])] = &[
     ("qemu-runner", &["host-env", "protocol"]),
     ("bench", &["host-env", "qemu-runner", "protocol"]),
     ("boot-media", &["host-env", "qemu-runner", "protocol"]),
+    ("book", &["host-env"]),
     (
         "trace-tools",
         &["host-env", "qemu-runner", "bench", "protocol", "sim", "abi"],
@@ -174,6 +177,7 @@ pub const LAYOUT: &[(&str, &[&str])] = &[
             "bench",
             "trace-tools",
             "boot-media",
+            "book",
         ],
     ),
 ];

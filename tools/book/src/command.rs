@@ -1,0 +1,104 @@
+//! `cargo xtask book`: check the book and the README, then build the book with mdBook.
+//!
+//! The checks come first ([`crate::check`], and the README's headline table against the
+//! committed runs, [`crate::headline`]), so a dead link or a stale figure fails before mdBook
+//! runs. mdBook itself is installed into the target directory when missing
+//! ([`host_env::cargo_tools::MDBOOK`]). A warning or error line from mdBook fails the command
+//! too: mdBook carries on past a page it cannot render.
+
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Args;
+use host_env::cargo_tools::{self, MDBOOK};
+use host_env::proc::Cmd;
+
+/// Options of `cargo xtask book`.
+#[derive(Debug, Args)]
+pub struct BookArgs {
+    /// Rewrite the README's headline table from the committed runs under docs/bench (instead
+    /// of failing when it differs), then check and build as usual.
+    #[arg(long)]
+    pub update: bool,
+
+    /// Check the links and the headline table only; do not build (no mdBook needed).
+    #[arg(long)]
+    pub check_only: bool,
+}
+
+/// How long mdBook may take to build the book before it counts as hung.
+const BUILD_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// Runs `cargo xtask book`.
+pub fn run(root: &Path, args: &BookArgs) -> ExitCode {
+    host_env::exit_code("book", book(root, args))
+}
+
+fn book(root: &Path, args: &BookArgs) -> Result<(), String> {
+    let readme_path = root.join(crate::FRONT_PAGE);
+    let readme = std::fs::read_to_string(&readme_path)
+        .map_err(|e| format!("{}: {e}", readme_path.display()))?;
+    let table = crate::headline::render(root)?;
+    if args.update {
+        let updated = crate::headline::splice(&readme, &table)?;
+        if updated != readme {
+            std::fs::write(&readme_path, &updated)
+                .map_err(|e| format!("{}: {e}", readme_path.display()))?;
+            println!(
+                "book: rewrote the README's headline table from {}",
+                crate::headline::SOURCES.join(", ")
+            );
+        }
+    } else if crate::headline::current(&readme) != Some(table.as_str()) {
+        return Err(format!(
+            "the README's headline table is not what the committed runs give (`cargo xtask book --update` rewrites it); from the data:\n{table}"
+        ));
+    }
+    let checked = crate::check(root).map_err(|problems| {
+        let list: Vec<String> = problems.iter().map(|p| format!("  {p}")).collect();
+        format!(
+            "{} problem(s) in the book:\n{}",
+            problems.len(),
+            list.join("\n")
+        )
+    })?;
+    println!(
+        "book: {} chapters; {} links and images resolved, {} external links counted (not fetched); the headline table matches the data",
+        checked.chapters, checked.links, checked.external
+    );
+    if args.check_only {
+        return Ok(());
+    }
+    let mdbook = cargo_tools::ensure("cargo xtask book", root, &MDBOOK)?;
+    let (_, build) = crate::build_command();
+    let out = Cmd::new(&mdbook)
+        .args(build)
+        .run_captured(root, false, BUILD_TIMEOUT)
+        .map_err(|e| format!("cannot run {}: {e}", mdbook.display()))?;
+    let complaints: Vec<&String> = out
+        .lines
+        .iter()
+        .filter(|l| l.contains("WARN") || l.contains("ERROR"))
+        .collect();
+    if out.timed_out || !out.status.success() || !complaints.is_empty() {
+        return Err(format!(
+            "mdbook build {} failed ({}):\n{}",
+            crate::BOOK_DIR,
+            if out.timed_out {
+                "timed out".to_string()
+            } else {
+                out.status.to_string()
+            },
+            out.lines.join("\n")
+        ));
+    }
+    println!(
+        "book: built with {} into {} ({:.1} s); open {}/index.html",
+        MDBOOK.version_line,
+        crate::OUT_DIR,
+        out.elapsed.as_secs_f64(),
+        crate::OUT_DIR
+    );
+    Ok(())
+}
