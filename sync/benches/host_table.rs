@@ -1,7 +1,7 @@
-//! The numbers behind `cargo xtask bench --host`: every lock of this crate beside peer
+//! The numbers behind `cargo xtask bench locks`: every lock of this crate beside peer
 //! implementations and reference points, measured on the host, written as JSON.
 //!
-//! Run it through `cargo xtask bench --host`, which prints the table and writes
+//! Run it through `cargo xtask bench locks`, which prints the table and writes
 //! `target/bench/host-locks.json`. Directly: `cargo bench -p kernel-locks --bench host_table -- [--json
 //! FILE] [--threads 1,2,4] [--quick]` (JSON on stdout without `--json`; progress on stderr).
 //!

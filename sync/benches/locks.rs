@@ -7,7 +7,7 @@
 //!   is total acquisitions per second.
 //!
 //! The subjects (ours, peers, reference points) are listed in `common/mod.rs`, shared with
-//! `host_table.rs`, which produces the table of `cargo xtask bench --host`.
+//! `host_table.rs`, which produces the table of `cargo xtask bench locks`.
 
 // The peers and criterion are host-only dev-dependencies (see Cargo.toml).
 #[cfg(target_arch = "arm")]

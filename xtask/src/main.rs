@@ -3,10 +3,10 @@
 //! * `cargo xtask test`: every check of the project (formatting, clippy on the host and the
 //!   bare-metal targets, bare-metal builds, unit and integration tests, loom models, examples),
 //!   closing with one line `test: N passed, M failed`.
-//! * `cargo xtask bench`: the kernel IPC benchmarks (hosted, QEMU `-icount`, QEMU
-//!   multi-threaded), written as JSON, CSV, plots and a report into a folder per run;
-//!   `bench compare A B`: two runs side by side; `--host`: the lock micro-benchmarks
-//!   (`sync/benches/host_table.rs`).
+//! * `cargo xtask bench ipc|memory|redis|locks`: the benchmark suites (hosted, QEMU
+//!   `-icount`, QEMU multi-threaded), written as JSON, CSV, plots and a report into a folder
+//!   per run; `bench compare A B`: two runs side by side; `bench report DIR`: a run's report
+//!   rendered again from its results.
 //! * `cargo xtask qemu`: build the x86_64 image and boot it under QEMU (demo or `--tests`),
 //!   streaming the console; QEMU's exit status decides success (see [`qemu`]).
 //! * `cargo xtask book`: the documentation book checked (pages, links, the README's figures
@@ -55,20 +55,20 @@ enum Command {
     /// `--help` lists the step groups and their step counts, taken from the step list.
     Test(test::TestArgs),
 
-    /// Run the kernel IPC benchmarks and write results, plots and a report.
+    /// Run a benchmark suite and write its results, figures and report; compare runs.
     ///
-    /// Measures the kernel's IPC cost per locking strategy on three platforms: `hosted` (the
-    /// kernel on host threads, TSC cycles), `qemu-icount` (the x86_64 and ARMv7 images under
-    /// QEMU -icount shift=0: deterministic guest instruction counts) and `qemu` (multi-threaded
-    /// TCG: multicore throughput, noisy). Writes results.json, results.csv, fig1-roundtrip,
-    /// fig2-throughput, fig3-clientserver (SVG, PNG) and report.md (our figures next to the
-    /// seed papers', targets judged from the data) into a new folder per run,
-    /// target/bench/runs/<UTC time>-<git revision>/, and points target/bench/latest at it (or
-    /// into --out DIR). `cargo xtask bench --lock=clh` measures CLH against the `none` baseline
-    /// everywhere in a few minutes. `cargo xtask bench compare A B` compares two runs record by
-    /// record. `--host` runs the kernel-locks crate's lock micro-benchmarks instead. `--help`
-    /// says more.
-    Bench(bench::BenchArgs),
+    /// `bench ipc`: the kernel's IPC cost per locking strategy on three platforms (`hosted`: the
+    /// kernel on host threads, TSC cycles; `qemu-icount`: the images under QEMU -icount
+    /// shift=0, deterministic instruction counts; `qemu`: multi-threaded TCG, noisy
+    /// throughput). `bench memory`: per-core against global pagers. `bench redis`: the network
+    /// server under redis-benchmark and YCSB beside Linux + Redis. `bench locks`: the lock
+    /// crate's micro-benchmarks. Each writes results.json, results.csv, figures and report.md
+    /// into a new folder per run (target/bench/runs/<UTC time>-<git revision>/, with
+    /// target/bench/latest naming it) or --out DIR. `bench compare A B` compares two runs
+    /// record by record; `bench report DIR` renders a run's report again from its results.
+    /// `cargo xtask bench ipc --lock=clh` measures CLH against no lock everywhere in a few
+    /// minutes. The old spellings (`--suite S`, `--host`, no suite) work for one release.
+    Bench(Box<bench::BenchArgs>),
 
     /// Build the x86_64 or ARMv7 image and boot it under QEMU with the chosen cores and lock.
     ///
@@ -229,6 +229,64 @@ mod tests {
     #[test]
     fn cli_is_well_formed() {
         Cli::command().debug_assert();
+    }
+
+    /// The `cargo xtask ...` command lines a help text shows (in backticks, or on a line of
+    /// their own), without those with placeholders or alternatives (`...`, `[`, `|`, `<`).
+    fn quoted_commands(text: &str) -> Vec<String> {
+        let mut found: Vec<String> = text
+            .split('`')
+            .skip(1)
+            .step_by(2)
+            .map(str::to_string)
+            .chain(text.lines().map(|l| l.trim().to_string()))
+            .filter(|s| s.starts_with("cargo xtask "))
+            .collect();
+        found.retain(|s| {
+            !["...", "[", "|", "<", "\u{2026}"]
+                .iter()
+                .any(|p| s.contains(p))
+        });
+        found
+    }
+
+    /// Every command's long help, and its subcommands', with the test step list's.
+    fn every_long_help(cmd: &mut clap::Command, out: &mut Vec<(String, String)>) {
+        out.push((
+            cmd.get_name().to_string(),
+            cmd.render_long_help().to_string(),
+        ));
+        for sub in cmd.get_subcommands_mut() {
+            every_long_help(sub, out);
+        }
+    }
+
+    #[test]
+    fn every_command_line_a_help_text_shows_parses() {
+        let argv: Vec<String> = ["xtask", "help", "test"].map(String::from).into();
+        let mut cmd = command(&argv);
+        cmd.build();
+        let mut helps = Vec::new();
+        every_long_help(&mut cmd, &mut helps);
+        let mut checked = 0;
+        for (name, help) in &helps {
+            for line in quoted_commands(help) {
+                let words: Vec<&str> = std::iter::once("xtask")
+                    .chain(line.split_whitespace().skip(2))
+                    .collect();
+                match Cli::try_parse_from(&words) {
+                    Ok(_) => checked += 1,
+                    Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelp => checked += 1,
+                    Err(e) => {
+                        panic!("the help of `{name}` shows `{line}`, which does not parse:\n{e}")
+                    }
+                }
+            }
+        }
+        assert!(
+            checked > 10,
+            "only {checked} command lines found in the help texts"
+        );
     }
 
     #[test]

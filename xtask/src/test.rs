@@ -1134,7 +1134,6 @@ const END_TO_END: &[EndToEnd] = &[
         name: "bench:redis-soak-tiny",
         command: "bench",
         args: &[
-            "--suite",
             "redis",
             "--soak",
             "--soak-time",
@@ -1887,6 +1886,32 @@ impl Preconditions {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_end_to_end_steps_spell_their_commands_as_the_command_line_takes_them() {
+        use clap::Parser;
+        for run in END_TO_END {
+            let mut words = vec!["xtask", run.command];
+            words.extend(run.args);
+            if run.command == "bench" {
+                words.extend(["--timeout", "60"]);
+                assert!(
+                    ["ipc", "memory", "redis", "locks"].contains(&run.args[0]),
+                    "{}: a bench step names its suite first, not the old spelling: {:?}",
+                    run.name,
+                    run.args
+                );
+            }
+            words.extend(["--out", "x"]);
+            if let Err(e) = crate::Cli::try_parse_from(&words) {
+                panic!(
+                    "step {}: `cargo {}` does not parse:\n{e}",
+                    run.name,
+                    words.join(" ")
+                );
+            }
+        }
+    }
 
     #[test]
     fn the_help_names_every_group_in_the_order_the_steps_run() {

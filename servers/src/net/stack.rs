@@ -385,7 +385,7 @@ static SOCKET_STATES: [[AtomicUsize; 4]; abi::limits::MAX_CPUS] =
 
 /// The server's own `INFO` sections (every stack's; the stack is the calling core's).
 ///
-/// `# CPU`, which `cargo xtask bench --suite redis` reads for the utilisation of each core:
+/// `# CPU`, which `cargo xtask bench redis` reads for the utilisation of each core:
 /// the kernel's cycle counter and each core's idle cycles
 /// ([`KernelInfo`](abi::Syscall::KernelInfo) keys `CYCLES` and `IDLE_BASE + c`), with the
 /// counter's frequency and word size (on 32-bit machines the values are the low word: the

@@ -1,5 +1,5 @@
 //! What the lock benchmarks measure, shared by `locks.rs` (criterion) and `host_table.rs` (the
-//! table behind `cargo xtask bench --host`): every lock of this crate, the peer implementations
+//! table behind `cargo xtask bench locks`): every lock of this crate, the peer implementations
 //! it is compared with, and reference points, all behind one [`Subject`] trait.
 //!
 //! A [`Visitor`] is handed every subject in turn by [`visit_subjects`], which also picks how many

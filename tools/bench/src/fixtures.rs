@@ -72,9 +72,12 @@ pub fn run_args(extra: &[&str]) -> RunArgs {
     #[derive(Parser)]
     struct Cli {
         #[command(flatten)]
-        run: RunArgs,
+        bench: super::BenchArgs,
     }
     Cli::try_parse_from(["bench"].iter().chain(extra))
         .unwrap()
-        .run
+        .bench
+        .run_args()
+        .expect("a run")
+        .unwrap()
 }

@@ -1,4 +1,4 @@
-//! `cargo xtask bench --host`: the host lock benchmarks.
+//! `cargo xtask bench locks`: the host lock benchmarks.
 //!
 //! Runs `sync/benches/host_table.rs` (`cargo bench -p kernel-locks --bench host_table`), which measures
 //! and writes raw JSON; this command adds what only the build side knows (the rustc version),

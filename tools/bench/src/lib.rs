@@ -1,5 +1,6 @@
-//! `cargo xtask bench`: the kernel IPC benchmarks (and, with `--host`, the host lock
-//! benchmarks).
+//! `cargo xtask bench ipc|memory|redis|locks|compare|report`: the benchmark suites (the kernel's
+//! IPC, its memory system, its network server, the lock crate's micro-benchmarks) and what is
+//! done with their runs.
 //!
 //! The driver runs the producers of docs/bench-protocol.md (guest images booted in
 //! `mode=bench` under QEMU, and the hosted benchmark `tests/benches/ipc_hosted.rs`), turns their
@@ -8,7 +9,8 @@
 //!
 //! Modules: [`plan`] (what to measure), [`guest`] (QEMU runs, console parsing, retries),
 //! [`hosted`], [`records`] (conversion), [`stats`], [`csv`], [`plot`], [`report`],
-//! [`machine`], [`check`] (reading the outputs back), [`host_locks`] (`--host`).
+//! [`machine`], [`check`] (reading the outputs back), [`host_locks`] (`bench locks`), [`rerender`]
+//! (`bench report`).
 
 // Their readers are the tools' maintainers (`cargo doc --document-private-items`): the docs
 // link to private items on purpose.
@@ -108,7 +110,7 @@ run that fails (bad exit status, hang past --timeout) is an error, shown with it
 A producer that is missing (an image without mode=bench, a hosted benchmark without --records)
 is named, the rest is still measured and written, and the exit status is non-zero.
 
-TIME (2-vCPU VM, measured): `cargo xtask bench --lock=clh` boots about 55 short guests (under
+TIME (2-vCPU VM, measured): `cargo xtask bench ipc --lock=clh` boots about 55 short guests (under
 a second each), runs the hosted benchmark and two ARMv7 barrier traces (clh and the none
 baseline, about 70 s each): 4 minutes with nothing else running once the images and the hosted
 benchmark are built, about 8 reported beside another job, a few more for a first build. Every lock (the
@@ -116,8 +118,8 @@ default) adds a barrier trace (1-3 minutes) and about 25 boots per lock. --quick
 takes well under a minute once built (`cargo xtask test --only bench:tiny`). Every step's
 progress line says how long the run has taken and about how long is left.
 
-REDIS SUITE: `cargo xtask bench --suite redis [--lock ...] [--arch ...] [--cores 1,2]
-[--quick]` boots the network image (mode=net: a virtio-net driver on core 0 feeding a smoltcp
+REDIS SUITE: `cargo xtask bench redis [--lock ...] [--arch ...] [--cores 1,2] [--quick]`
+boots the network image (mode=net: a virtio-net driver on core 0 feeding a smoltcp
 stack and Redis-protocol server on every core, core k's on guest port 6379+k) under QEMU TCG
 for every arch (x86_64 microvm, ARMv7 virt), lock and core count (default 1 and 2; lock=none
 on 1 core only), and drives every core's server at once over passt (the default network of
@@ -139,7 +141,7 @@ first run also downloads the baselines' Debian packages), longer beside other wo
 2-3 minutes; --soak its --soak-time per architecture plus under a minute of boots and
 read-back. Every point's progress line says how long is left.
 
-MEMORY SUITE: `cargo xtask bench --suite memory` measures the per-core-pager paper's workload
+MEMORY SUITE: `cargo xtask bench memory` measures the per-core-pager paper's workload
 (per-core-pager-fiasco; servers::memory in the guest, docs/memory.md): one worker per core
 runs --runs tasks, each touching N fresh pages (a page fault each, served by a user-level
 pager) and then freeing them one by one. Records memory-alloc and memory-free (time per page,
@@ -164,38 +166,134 @@ untraced ones) and booted with trace=0 (built: the feature's cost with no tracer
 rings after its records, between TRACE-BEGIN and TRACE-END, which the record parser skips).
 Every guest record says which (`kernel_trace`, also in results.csv, the method and the report).
 Compare two runs: e.g.
-  cargo xtask bench --platform qemu-icount --lock clh --cores 1 --quick --out target/t-off
-  cargo xtask bench ... --kernel-trace on --out target/t-on
+  cargo xtask bench ipc --platform qemu-icount --lock clh --cores 1 --quick --out target/t-off
+  cargo xtask bench ipc ... --kernel-trace on --out target/t-on
   cargo xtask bench compare target/t-off target/t-on
 null-syscall (one trap, kernel entry and exit) is one kernel entry, ipc-roundtrip two.
 
-HOST LOCKS: `cargo xtask bench --host [--threads 1,2] [--quick] [--out DIR]` runs the lock
-micro-benchmarks of the kernel-locks crate instead (sync/benches/host_table.rs): uncontended ns and TSC
+HOST LOCKS: `cargo xtask bench locks [--threads 1,2] [--quick] [--out DIR]` runs the lock
+micro-benchmarks of the kernel-locks crate (sync/benches/host_table.rs): uncontended ns and TSC
 ticks per acquire+release, contended ops/s per thread count; writes DIR/host-locks.json.";
 
 /// `cargo xtask bench`: a run of the benchmarks (no subcommand) or one of the subcommands.
 #[derive(Debug, Args)]
 #[command(args_conflicts_with_subcommands = true, after_long_help = AFTER_HELP)]
 pub struct BenchArgs {
-    /// What to do instead of a run.
+    /// The suite to run, or what to do instead of a run.
     #[command(subcommand)]
     command: Option<BenchCommand>,
 
-    /// The options of a run.
+    /// A run in the old spelling (`--suite`, `--host`), kept for one release.
     #[command(flatten)]
-    run: RunArgs,
+    run: OldSpelling,
 }
 
 impl BenchArgs {
-    /// Whether this is a run (which builds images), not a subcommand such as `compare`.
+    /// The run these options ask for, whichever way it is spelt (`None` for a subcommand that
+    /// is not a run); `Err` for options the suite does not take.
+    fn run_args(&self) -> Option<Result<RunArgs, String>> {
+        let none = (
+            MemoryOpts::default(),
+            RedisOpts::default(),
+            LocksOpts::default(),
+        );
+        Some(Ok(match &self.command {
+            None => return Some(self.run.clone().into_run()),
+            Some(BenchCommand::Compare(_) | BenchCommand::Report(_)) => return None,
+            Some(BenchCommand::Ipc(a)) => RunArgs::of(
+                Suite::Ipc,
+                false,
+                a.guests.clone(),
+                a.samples.clone(),
+                a.output.clone(),
+                none.0,
+                none.1,
+                none.2,
+            ),
+            Some(BenchCommand::Memory(a)) => RunArgs::of(
+                Suite::Memory,
+                false,
+                a.run.guests.clone(),
+                a.run.samples.clone(),
+                a.run.output.clone(),
+                a.memory.clone(),
+                none.1,
+                none.2,
+            ),
+            Some(BenchCommand::Redis(a)) => RunArgs::of(
+                Suite::Redis,
+                false,
+                a.guests.clone(),
+                SampleOpts::default(),
+                a.output.clone(),
+                none.0,
+                a.redis.clone(),
+                none.2,
+            ),
+            Some(BenchCommand::Locks(a)) => RunArgs::of(
+                Suite::Ipc,
+                true,
+                GuestOpts::default(),
+                SampleOpts::default(),
+                a.output.clone(),
+                none.0,
+                none.1,
+                a.locks.clone(),
+            ),
+        }))
+    }
+
+    /// Whether this is a run that builds the images, not the lock micro-benchmarks or a
+    /// subcommand such as `compare`.
     pub fn builds(&self) -> bool {
-        self.command.is_none()
+        match &self.command {
+            None => !self.run.host,
+            Some(c) => matches!(
+                c,
+                BenchCommand::Ipc(_) | BenchCommand::Memory(_) | BenchCommand::Redis(_)
+            ),
+        }
     }
 }
 
-/// The subcommands of `cargo xtask bench`.
+/// The subcommands of `cargo xtask bench`: a suite to run, or what to do with runs.
 #[derive(Debug, Subcommand)]
 enum BenchCommand {
+    /// The kernel IPC benchmarks: round trips, multicore ping-pong, client-server (the big-lock
+    /// paper's Figures 1-3).
+    ///
+    /// Measures the kernel's IPC cost per locking strategy on three platforms: `hosted` (the
+    /// kernel on host threads, TSC cycles), `qemu-icount` (the images under QEMU -icount
+    /// shift=0: deterministic guest instruction counts) and `qemu` (multi-threaded TCG:
+    /// multicore throughput, noisy). `cargo xtask bench ipc --lock=clh` measures CLH against
+    /// the `none` baseline everywhere in a few minutes.
+    Ipc(IpcArgs),
+
+    /// The memory benchmark: per-core against global user-level pagers (the per-core pager
+    /// paper's workload; Figures 4-5).
+    ///
+    /// Every core's worker allocates pages by touching them (a page fault served by IPC to a
+    /// pager) and frees them; time per page against cores and against outstanding pages, and
+    /// same-core against cross-core pager IPC. Its default lock is clh; `none` runs on 1 core
+    /// only.
+    Memory(MemoryArgs),
+
+    /// The network macro-benchmark: the kernel's Redis-protocol server under QEMU, driven by
+    /// redis-benchmark and YCSB workload A, beside Linux + Redis (the big-lock paper's Figures
+    /// 3-4).
+    ///
+    /// Throughput, utilisation (the kernel's idle accounting) and Xput per lock, architecture
+    /// and core count; `--soak` runs the soak instead. Results go to <target>/bench/redis/.
+    Redis(RedisArgs),
+
+    /// The lock micro-benchmarks of the kernel-locks crate beside peer crates' locks
+    /// (DIR/host-locks.json).
+    ///
+    /// Uncontended ns and TSC ticks per acquire+release, contended acquisitions per second per
+    /// thread count, each lock once per round, and a parity verdict per pair
+    /// (sync/benches/host_table.rs).
+    Locks(LocksArgs),
+
     /// Compare two runs' results record by record: change in percent and whether it is beyond
     /// the noise.
     ///
@@ -221,13 +319,17 @@ enum BenchCommand {
     Report(rerender::ReportArgs),
 }
 
-/// Options of a benchmark run (`cargo xtask bench` without a subcommand).
-#[derive(Debug, Args)]
-pub struct RunArgs {
-    /// Run the host lock micro-benchmarks of the kernel-locks crate instead (DIR/host-locks.json).
-    #[arg(long, conflicts_with_all = ["lock", "arch", "platform", "cores", "runs", "check", "pager", "pages"])]
-    host: bool,
+/// `--timeout`'s default, in seconds.
+const DEFAULT_TIMEOUT: u64 = 300;
+/// `--runs`' default.
+const DEFAULT_RUNS: u32 = 16;
+/// `--soak-time`'s default, in seconds.
+const DEFAULT_SOAK_TIME: u64 = 600;
 
+/// Guest runs: which kernels, on which cores, and how a run is watched (every suite that boots
+/// the images: `ipc`, `memory`, `redis`).
+#[derive(Debug, Args, Clone)]
+pub struct GuestOpts {
     /// Kernel locks, comma-separated: clh, ticket, brlock (= fine: the fine-grained strategy,
     /// built on the big-reader lock), fine, rtm, none, all [default: all]. `none` is always
     /// measured too: it is the baseline of every overhead.
@@ -239,11 +341,6 @@ pub struct RunArgs {
     #[arg(long, value_enum, value_delimiter = ',', value_name = "ARCH,...")]
     arch: Vec<ArchArg>,
 
-    /// Platforms: hosted (host TSC cycles), qemu-icount (deterministic guest instructions), qemu
-    /// (multi-threaded TCG throughput, noisy), all [default: all]. See below.
-    #[arg(long, value_enum, value_delimiter = ',', value_name = "PLATFORM,...")]
-    platform: Vec<PlatformArg>,
-
     /// Core counts of the multicore and client-server runs (qemu; hosted too) [default:
     /// 1,2,4]. Under qemu each must fit the boards measured (boards/*.toml: 4 cores each).
     #[arg(
@@ -254,51 +351,33 @@ pub struct RunArgs {
     )]
     cores: Vec<u32>,
 
-    /// Samples per measured point (each after warm-up), 1 to 64 (the most a guest's `runs=`
-    /// takes): the hosted benchmark's --runs and the guests' `runs=`.
-    #[arg(long, default_value_t = 16, value_name = "N", value_parser = parse_runs)]
-    runs: u32,
-
-    /// Output directory. Default: a new folder per run, target/bench/runs/<UTC time>-<git
-    /// revision>/, with target/bench/latest naming the newest run that produced records.
-    #[arg(long, value_name = "DIR")]
-    out: Option<PathBuf>,
-
-    /// Shorter runs: the hosted benchmark's --quick, no client-server runs under qemu (and,
-    /// with --host, shorter lock runs).
-    #[arg(long)]
-    quick: bool,
-
     /// Seconds one guest run may take before it is killed as a hang.
-    #[arg(long, default_value_t = 300, value_name = "S",
+    #[arg(long, default_value_t = DEFAULT_TIMEOUT, value_name = "S",
           value_parser = clap::value_parser!(u64).range(1..))]
     timeout: u64,
+
+    /// Show QEMU command lines and consoles, and the hosted benchmark's output.
+    #[arg(short, long)]
+    verbose: bool,
+}
+
+/// Sampled measurements: where, how often, and with which kernel build (`ipc`, `memory`).
+#[derive(Debug, Args, Clone)]
+pub struct SampleOpts {
+    /// Platforms: hosted (host TSC cycles), qemu-icount (deterministic guest instructions), qemu
+    /// (multi-threaded TCG throughput, noisy), all [default: all]. See below.
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "PLATFORM,...")]
+    platform: Vec<PlatformArg>,
+
+    /// Samples per measured point (each after warm-up), 1 to 64 (the most a guest's `runs=`
+    /// takes): the hosted benchmark's --runs and the guests' `runs=`.
+    #[arg(long, default_value_t = DEFAULT_RUNS, value_name = "N", value_parser = parse_runs)]
+    runs: u32,
 
     /// Self-check (used by `cargo xtask test`): boot every qemu-icount point twice and require
     /// identical samples, then read every output file back and check it.
     #[arg(long)]
     check: bool,
-
-    /// Show QEMU command lines and consoles, and the hosted benchmark's output.
-    #[arg(short, long)]
-    verbose: bool,
-
-    /// Which benchmarks: `ipc` (IPC round trips, multicore ping-pong, client-server: Figures
-    /// 1-3) or `memory` (per-core vs global pagers, per-core-pager-fiasco: Figures 4-5; its
-    /// default lock is clh, and `none` runs on 1 core only).
-    #[arg(long, value_enum, default_value_t = Suite::Ipc, conflicts_with = "host")]
-    suite: Suite,
-
-    /// --suite memory: pager modes, comma-separated: percore (a pager per core), global (one
-    /// pager on core 0 for all), all [default: all].
-    #[arg(long, value_enum, value_delimiter = ',', value_name = "PAGER,...")]
-    pager: Vec<memory::PagerArg>,
-
-    /// --suite memory: pages per task of the outstanding-page sweep (1 to 1024): on 1 core
-    /// under qemu-icount, with every core count on hosted [default: 50,100,200,500,1000]. The
-    /// core sweep runs at 100 pages if listed, else at the smallest.
-    #[arg(long, value_delimiter = ',', value_name = "N,...", value_parser = memory::parse_pages)]
-    pages: Vec<u32>,
 
     /// Kernel lock tracing in the images: off (as always), built (the images built
     /// with their `trace` feature into <target>/features-trace, booted with trace=0: the cost of
@@ -306,34 +385,276 @@ pub struct RunArgs {
     /// a trace record). Every guest record carries it (`kernel_trace`); `bench compare` of an
     /// off run with an on run lines the same points up. Guest platforms only: hosted records
     /// stay untraced (`off`); no ARMv7 barrier traces unless off.
-    #[arg(long, value_enum, default_value_t = KernelTrace::Off, value_name = "MODE",
-          conflicts_with = "host")]
+    #[arg(long, value_enum, default_value_t = KernelTrace::Off, value_name = "MODE")]
     kernel_trace: KernelTrace,
+}
 
-    /// --suite redis: leave out the Linux + Redis baseline (built from Debian packages at
-    /// bench time: apt-get download of the kernel and busybox-static; on x86_64 the host's
-    /// redis-server, on ARMv7 the armhf redis-tools and its libraries, from a private apt state
-    /// under <target>/linux-baseline/armv7/apt that leaves the host's apt configuration alone).
+/// Where results go and how long runs are (every suite).
+#[derive(Debug, Args, Clone, Default)]
+pub struct OutOpts {
+    /// Output directory. Default: a new folder per run, target/bench/runs/<UTC time>-<git
+    /// revision>/, with target/bench/latest naming the newest run that produced records.
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+
+    /// Shorter runs: the hosted benchmark's --quick, no client-server runs under qemu (and,
+    /// for the lock micro-benchmarks, shorter lock runs).
+    #[arg(long)]
+    quick: bool,
+}
+
+/// The memory suite's own options.
+#[derive(Debug, Args, Clone, Default)]
+pub struct MemoryOpts {
+    /// Pager modes, comma-separated: percore (a pager per core), global (one pager on core 0
+    /// for all), all [default: all].
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "PAGER,...")]
+    pager: Vec<memory::PagerArg>,
+
+    /// Pages per task of the outstanding-page sweep (1 to 1024): on 1 core under qemu-icount,
+    /// with every core count on hosted [default: 50,100,200,500,1000]. The core sweep runs at
+    /// 100 pages if listed, else at the smallest.
+    #[arg(long, value_delimiter = ',', value_name = "N,...", value_parser = memory::parse_pages)]
+    pages: Vec<u32>,
+}
+
+/// The redis suite's own options.
+#[derive(Debug, Args, Clone)]
+pub struct RedisOpts {
+    /// Leave out the Linux + Redis baseline (built from Debian packages at bench time:
+    /// apt-get download of the kernel and busybox-static; on x86_64 the host's redis-server, on
+    /// ARMv7 the armhf redis-tools and its libraries, from a private apt state under
+    /// <target>/linux-baseline/armv7/apt that leaves the host's apt configuration alone).
     #[arg(long)]
     no_linux: bool,
 
-    /// --suite redis: instead of the throughput points, soak the server: on each --arch, the
-    /// network image with 2 cores and the first --lock (default clh) under three clients at
-    /// once on every core's server for --soak-time (redis-benchmark -c 50 unpipelined,
-    /// redis-benchmark -c 8 -P 32, and a client that reconnects for every write), then every
-    /// acknowledged write read back; results.json and report.md in a folder of its own under
+    /// Instead of the throughput points, soak the server: on each --arch, the network image
+    /// with 2 cores and the first --lock (default clh) under three clients at once on every
+    /// core's server for --soak-time (redis-benchmark -c 50 unpipelined, redis-benchmark -c 8
+    /// -P 32, and a client that reconnects for every write), then every acknowledged write read
+    /// back; results.json and report.md in a folder of its own under
     /// <target>/bench/redis-soak/runs/ (or --out). Takes --soak-time per architecture.
     #[arg(long)]
     soak: bool,
 
     /// With --soak: how long the clients run on each architecture, in seconds.
-    #[arg(long, default_value_t = 600, value_name = "SECONDS", requires = "soak",
+    #[arg(long, default_value_t = DEFAULT_SOAK_TIME, value_name = "SECONDS", requires = "soak",
           value_parser = clap::value_parser!(u64).range(1..=86_400))]
     soak_time: u64,
+}
 
-    /// --host only: thread counts of the contended runs [default: 1, 2, 4, ... up to the CPUs].
-    #[arg(long, value_name = "N,...", value_delimiter = ',', requires = "host")]
+/// The lock micro-benchmarks' own options.
+#[derive(Debug, Args, Clone, Default)]
+pub struct LocksOpts {
+    /// Thread counts of the contended runs [default: 1, 2, 4, ... up to the CPUs].
+    #[arg(long, value_name = "N,...", value_delimiter = ',')]
     threads: Vec<usize>,
+}
+
+/// `cargo xtask bench ipc`, and the options the memory suite and the old spelling share with it.
+#[derive(Debug, Args, Clone)]
+pub struct IpcArgs {
+    #[command(flatten)]
+    guests: GuestOpts,
+    #[command(flatten)]
+    samples: SampleOpts,
+    #[command(flatten)]
+    output: OutOpts,
+}
+
+/// `cargo xtask bench memory`.
+#[derive(Debug, Args)]
+pub struct MemoryArgs {
+    #[command(flatten)]
+    run: IpcArgs,
+    #[command(flatten)]
+    memory: MemoryOpts,
+}
+
+/// `cargo xtask bench redis`.
+#[derive(Debug, Args)]
+pub struct RedisArgs {
+    #[command(flatten)]
+    guests: GuestOpts,
+    #[command(flatten)]
+    output: OutOpts,
+    #[command(flatten)]
+    redis: RedisOpts,
+}
+
+/// `cargo xtask bench locks`.
+#[derive(Debug, Args)]
+pub struct LocksArgs {
+    #[command(flatten)]
+    output: OutOpts,
+    #[command(flatten)]
+    locks: LocksOpts,
+}
+
+/// The spelling of a run before the suites were subcommands: `cargo xtask bench [--suite S]
+/// [--host] ...`, every option of every suite at once. It keeps working for one release; the
+/// run says how to spell it now.
+#[derive(Debug, Args, Clone)]
+#[command(
+    next_help_heading = "Old spelling, for one release: cargo xtask bench [--suite S | --host] [OPTIONS]"
+)]
+pub struct OldSpelling {
+    /// Old spelling of `cargo xtask bench locks`.
+    #[arg(long)]
+    host: bool,
+
+    /// Old spelling of `cargo xtask bench <SUITE>`.
+    #[arg(long, value_enum)]
+    suite: Option<Suite>,
+
+    #[command(flatten)]
+    run: IpcArgs,
+    #[command(flatten)]
+    memory: MemoryOpts,
+    #[command(flatten)]
+    redis: RedisOpts,
+    #[command(flatten)]
+    locks: LocksOpts,
+}
+
+/// A run, whichever way it was spelt: the options every suite's code reads.
+#[derive(Debug, Clone)]
+pub struct RunArgs {
+    host: bool,
+    suite: Suite,
+    lock: Vec<LockArg>,
+    arch: Vec<ArchArg>,
+    cores: Vec<u32>,
+    timeout: u64,
+    verbose: bool,
+    platform: Vec<PlatformArg>,
+    runs: u32,
+    check: bool,
+    kernel_trace: KernelTrace,
+    out: Option<PathBuf>,
+    quick: bool,
+    pager: Vec<memory::PagerArg>,
+    pages: Vec<u32>,
+    no_linux: bool,
+    soak: bool,
+    soak_time: u64,
+    threads: Vec<usize>,
+}
+
+impl Default for GuestOpts {
+    fn default() -> Self {
+        Self {
+            lock: Vec::new(),
+            arch: Vec::new(),
+            cores: Vec::new(),
+            timeout: DEFAULT_TIMEOUT,
+            verbose: false,
+        }
+    }
+}
+
+impl Default for SampleOpts {
+    fn default() -> Self {
+        Self {
+            platform: Vec::new(),
+            runs: DEFAULT_RUNS,
+            check: false,
+            kernel_trace: KernelTrace::Off,
+        }
+    }
+}
+
+impl Default for RedisOpts {
+    fn default() -> Self {
+        Self {
+            no_linux: false,
+            soak: false,
+            soak_time: DEFAULT_SOAK_TIME,
+        }
+    }
+}
+
+impl RunArgs {
+    /// The options of one suite, the groups it does not take at their defaults.
+    #[allow(clippy::too_many_arguments)]
+    fn of(
+        suite: Suite,
+        host: bool,
+        g: GuestOpts,
+        s: SampleOpts,
+        o: OutOpts,
+        m: MemoryOpts,
+        r: RedisOpts,
+        l: LocksOpts,
+    ) -> RunArgs {
+        RunArgs {
+            host,
+            suite,
+            lock: g.lock,
+            arch: g.arch,
+            cores: g.cores,
+            timeout: g.timeout,
+            verbose: g.verbose,
+            platform: s.platform,
+            runs: s.runs,
+            check: s.check,
+            kernel_trace: s.kernel_trace,
+            out: o.out,
+            quick: o.quick,
+            pager: m.pager,
+            pages: m.pages,
+            no_linux: r.no_linux,
+            soak: r.soak,
+            soak_time: r.soak_time,
+            threads: l.threads,
+        }
+    }
+}
+
+impl OldSpelling {
+    /// The run, or `Err` when `--host` is given with an option the lock micro-benchmarks do
+    /// not take, or `--threads` without `--host`.
+    fn into_run(self) -> Result<RunArgs, String> {
+        let g = &self.run.guests;
+        let s = &self.run.samples;
+        let others = !g.lock.is_empty()
+            || !g.arch.is_empty()
+            || !g.cores.is_empty()
+            || !s.platform.is_empty()
+            || s.check
+            || s.kernel_trace != KernelTrace::Off
+            || !self.memory.pager.is_empty()
+            || !self.memory.pages.is_empty()
+            || self.suite.is_some();
+        if self.host && others {
+            return Err(
+                "--host (`cargo xtask bench locks`) takes only --out, --quick and --threads".into(),
+            );
+        }
+        if !self.host && !self.locks.threads.is_empty() {
+            return Err("--threads belongs to the lock micro-benchmarks: `cargo xtask bench locks --threads ...`".into());
+        }
+        Ok(RunArgs::of(
+            self.suite.unwrap_or(Suite::Ipc),
+            self.host,
+            self.run.guests,
+            self.run.samples,
+            self.run.output,
+            self.memory,
+            self.redis,
+            self.locks,
+        ))
+    }
+
+    /// How this run is spelt now, for the note an old spelling prints.
+    fn new_spelling(&self) -> &'static str {
+        match (self.host, self.suite) {
+            (true, _) => "cargo xtask bench locks",
+            (false, Some(Suite::Memory)) => "cargo xtask bench memory",
+            (false, Some(Suite::Redis)) => "cargo xtask bench redis",
+            (false, _) => "cargo xtask bench ipc",
+        }
+    }
 }
 
 /// `--suite` values.
@@ -373,7 +694,8 @@ pub const REPORT_MD: &str = "report.md";
 /// The options of the tiny end-to-end configuration that `cargo xtask test` runs as
 /// `bench:tiny`: lock `none` on both architectures, the `qemu-icount` and `hosted` platforms,
 /// 1 core, 2 runs, the hosted benchmark's `--quick`, and `--check`.
-pub const TINY: [&str; 12] = [
+pub const TINY: [&str; 13] = [
+    "ipc",
     "--lock",
     "none",
     "--arch",
@@ -392,8 +714,7 @@ pub const TINY: [&str; 12] = [
 /// runs as `bench:memory-tiny`: lock `clh`; under `-icount` both architectures, 50 and 100
 /// pages on 1 core and the 2-core IPC boot; hosted 1 and 2 cores at 50 and 100 pages; 2 runs,
 /// and `--check`.
-pub const MEMORY_TINY: [&str; 15] = [
-    "--suite",
+pub const MEMORY_TINY: [&str; 14] = [
     "memory",
     "--lock",
     "clh",
@@ -413,8 +734,8 @@ pub const MEMORY_TINY: [&str; 15] = [
 /// The options of the redis suite's tiny end-to-end configuration that `cargo xtask test` runs
 /// as `bench:redis-tiny`: locks none (1 core) and clh (1 and 2 cores) on both architectures,
 /// and the Linux baseline, `--quick`.
-pub const REDIS_TINY: [&str; 9] = [
-    "--suite", "redis", "--lock", "clh", "--arch", "all", "--cores", "1,2", "--quick",
+pub const REDIS_TINY: [&str; 8] = [
+    "redis", "--lock", "clh", "--arch", "all", "--cores", "1,2", "--quick",
 ];
 
 /// The core counts `lock` runs on in the suites whose cores share kernel objects (the memory
@@ -433,7 +754,23 @@ pub fn run(root: &Path, args: &BenchArgs) -> ExitCode {
     match &args.command {
         Some(BenchCommand::Compare(c)) => compare::run(c),
         Some(BenchCommand::Report(r)) => rerender::run(r),
-        None => run_benchmarks(root, &args.run),
+        _ => {
+            if args.command.is_none() {
+                eprintln!(
+                    "note: this run is spelt `{}` now; `cargo xtask bench` with --suite, --host or \
+                     no suite keeps working for one release",
+                    args.run.new_spelling()
+                );
+            }
+            match args.run_args() {
+                Some(Ok(run)) => run_benchmarks(root, &run),
+                Some(Err(e)) => {
+                    eprintln!("cargo xtask bench: {e}");
+                    ExitCode::from(2)
+                }
+                None => ExitCode::SUCCESS,
+            }
+        }
     }
 }
 
@@ -498,7 +835,7 @@ fn run_benchmarks(root: &Path, args: &RunArgs) -> ExitCode {
         }
     };
     if args.soak && args.suite != Suite::Redis {
-        eprintln!("cargo xtask bench: --soak belongs to the redis suite: add `--suite redis`");
+        eprintln!("cargo xtask bench: --soak belongs to the redis suite: `cargo xtask bench redis --soak`");
         return ExitCode::from(2);
     }
     let sweep = match args.suite {
@@ -522,8 +859,8 @@ fn run_benchmarks(root: &Path, args: &RunArgs) -> ExitCode {
         }
         Suite::Ipc if !args.pager.is_empty() || !args.pages.is_empty() => {
             eprintln!(
-                "cargo xtask bench: --pager and --pages belong to the memory suite: add \
-                 `--suite memory`"
+                "cargo xtask bench: --pager and --pages belong to the memory suite: `cargo xtask \
+                 bench memory`"
             );
             return ExitCode::from(2);
         }
@@ -1031,66 +1368,117 @@ mod tests {
         assert_eq!(utc(951_782_400), "2000-02-29 00:00 UTC");
     }
 
+    /// The run `words` ask for.
+    fn run_of<'a>(words: impl IntoIterator<Item = &'a str>) -> Result<RunArgs, String> {
+        parse(words)
+            .map_err(|e| e.to_string())?
+            .run_args()
+            .expect("a run")
+    }
+
     #[test]
     fn options_parse() {
-        let args = parse(["--lock=clh"]).unwrap();
-        assert!(args.command.is_none());
-        assert_eq!(args.run.lock, vec![LockArg::Clh]);
-        assert_eq!(args.run.runs, 16);
+        let args = run_of(["ipc", "--lock=clh"]).unwrap();
+        assert_eq!((args.suite, args.host), (Suite::Ipc, false));
+        assert_eq!(args.lock, vec![LockArg::Clh]);
+        assert_eq!((args.runs, args.timeout), (16, 300));
         // bench:tiny's options.
-        let args = parse(TINY).unwrap();
-        assert_eq!(args.run.lock, vec![LockArg::None]);
+        let args = run_of(TINY).unwrap();
+        assert_eq!(args.lock, vec![LockArg::None]);
         assert_eq!(
-            args.run.platform,
+            args.platform,
             vec![PlatformArg::QemuIcount, PlatformArg::Hosted]
         );
-        assert_eq!(
-            (args.run.runs, args.run.quick, args.run.check),
-            (2, true, true)
-        );
-        assert!(parse(["--host", "--lock", "clh"]).is_err());
-        assert!(parse(["--threads", "2"]).is_err());
-        assert!(parse(["--host", "--threads", "1,2"]).is_ok());
-        assert!(parse(["--lock", "bogus"]).is_err());
+        assert_eq!((args.runs, args.quick, args.check), (2, true, true));
+        assert!(run_of(["ipc", "--lock", "bogus"]).is_err());
         // --smp is --cores.
-        assert_eq!(parse(["--smp", "1,2"]).unwrap().run.cores, vec![1, 2]);
+        assert_eq!(run_of(["ipc", "--smp", "1,2"]).unwrap().cores, vec![1, 2]);
+        // Each suite takes its own options only.
+        assert!(run_of(["ipc", "--pages", "50"]).is_err());
+        assert!(run_of(["ipc", "--threads", "2"]).is_err());
+        assert!(run_of(["locks", "--lock", "clh"]).is_err());
+        assert!(run_of(["redis", "--kernel-trace", "on"]).is_err());
+        assert!(run_of(["redis", "--pager", "global"]).is_err());
+        let locks = run_of(["locks", "--threads", "1,2", "--quick"]).unwrap();
+        assert!(locks.host && locks.quick);
+        assert_eq!(locks.threads, vec![1, 2]);
+        let soak = run_of(["redis", "--soak", "--soak-time", "15"]).unwrap();
+        assert_eq!(
+            (soak.suite, soak.soak, soak.soak_time),
+            (Suite::Redis, true, 15)
+        );
+        assert!(
+            run_of(["redis", "--soak-time", "15"]).is_err(),
+            "--soak-time needs --soak"
+        );
+    }
+
+    #[test]
+    fn the_old_spelling_keeps_working() {
+        let args = parse(["--lock=clh"]).unwrap();
+        assert!(args.command.is_none());
+        assert_eq!(args.run.new_spelling(), "cargo xtask bench ipc");
+        assert_eq!(run_of(["--lock=clh"]).unwrap().lock, vec![LockArg::Clh]);
+        let memory = run_of(["--suite", "memory", "--pager", "global"]).unwrap();
+        assert_eq!(
+            (memory.suite, memory.pager.clone()),
+            (Suite::Memory, vec![memory::PagerArg::Global])
+        );
+        assert_eq!(
+            parse(["--suite", "redis"]).unwrap().run.new_spelling(),
+            "cargo xtask bench redis"
+        );
+        assert_eq!(
+            parse(["--host"]).unwrap().run.new_spelling(),
+            "cargo xtask bench locks"
+        );
+        assert!(run_of(["--host", "--threads", "1,2"]).unwrap().host);
+        assert!(run_of(["--host", "--lock", "clh"])
+            .unwrap_err()
+            .contains("--host"));
+        assert!(run_of(["--host", "--pages", "50"]).is_err());
+        assert!(run_of(["--threads", "2"])
+            .unwrap_err()
+            .contains("bench locks"));
+        assert!(parse(["--suite", "bogus"]).is_err());
+        // The IPC suite is the default.
+        assert_eq!(run_of([]).unwrap().suite, Suite::Ipc);
     }
 
     #[test]
     fn kernel_trace_option() {
-        assert_eq!(parse([]).unwrap().run.kernel_trace, KernelTrace::Off);
+        assert_eq!(run_of(["ipc"]).unwrap().kernel_trace, KernelTrace::Off);
         for (word, t) in [
             ("off", KernelTrace::Off),
             ("built", KernelTrace::Built),
             ("on", KernelTrace::On),
         ] {
-            assert_eq!(parse(["--kernel-trace", word]).unwrap().run.kernel_trace, t);
+            assert_eq!(
+                run_of(["ipc", "--kernel-trace", word])
+                    .unwrap()
+                    .kernel_trace,
+                t
+            );
             assert_eq!(t.name(), word);
         }
-        assert!(parse(["--kernel-trace", "yes"]).is_err());
-        assert!(parse(["--host", "--kernel-trace", "on"]).is_err());
+        assert!(run_of(["ipc", "--kernel-trace", "yes"]).is_err());
         // Checked before anything is built: hosted alone boots no image to trace.
         let root = host_env::workspace_root();
-        let args = parse(["--kernel-trace", "on", "--platform", "hosted"]).unwrap();
+        let args = parse(["ipc", "--kernel-trace", "on", "--platform", "hosted"]).unwrap();
         assert_eq!(run(&root, &args), ExitCode::from(2));
     }
 
     #[test]
     fn memory_suite_options() {
-        let args = parse(MEMORY_TINY).unwrap();
-        assert_eq!(args.run.suite, Suite::Memory);
-        assert_eq!(args.run.pages, vec![50, 100]);
-        assert!(args.run.check);
-        let args = parse(["--suite", "memory", "--pager", "global"]).unwrap();
-        assert_eq!(args.run.pager, vec![memory::PagerArg::Global]);
-        assert!(parse(["--suite", "memory", "--pages", "2000"])
+        let args = run_of(MEMORY_TINY).unwrap();
+        assert_eq!(args.suite, Suite::Memory);
+        assert_eq!(args.pages, vec![50, 100]);
+        assert!(args.check);
+        let args = run_of(["memory", "--pager", "global"]).unwrap();
+        assert_eq!(args.pager, vec![memory::PagerArg::Global]);
+        assert!(run_of(["memory", "--pages", "2000"])
             .unwrap_err()
-            .to_string()
             .contains("1 to 1024"));
-        assert!(parse(["--host", "--pages", "50"]).is_err());
-        assert!(parse(["--suite", "bogus"]).is_err());
-        // The IPC suite is the default.
-        assert_eq!(parse([]).unwrap().run.suite, Suite::Ipc);
     }
 
     #[test]
@@ -1108,10 +1496,10 @@ mod tests {
 
     #[test]
     fn runs_are_checked_against_the_guests_limit() {
-        assert_eq!(parse(["--runs", "64"]).unwrap().run.runs, 64);
-        assert_eq!(parse(["--runs", "1"]).unwrap().run.runs, 1);
+        assert_eq!(run_of(["ipc", "--runs", "64"]).unwrap().runs, 64);
+        assert_eq!(run_of(["memory", "--runs", "1"]).unwrap().runs, 1);
         for bad in ["0", "65", "1000", "x"] {
-            let err = parse(["--runs", bad]).unwrap_err().to_string();
+            let err = run_of(["ipc", "--runs", bad]).unwrap_err();
             assert!(err.contains("1 to 64"), "{bad}: {err}");
         }
     }
@@ -1139,6 +1527,6 @@ mod tests {
                 .unwrap()
         };
         assert_eq!(GUEST_MAX_RUNS, value("MAX_RUNS"));
-        assert_eq!(parse([]).unwrap().run.runs, value("DEFAULT_RUNS"));
+        assert_eq!(run_of([]).unwrap().runs, value("DEFAULT_RUNS"));
     }
 }

@@ -1,4 +1,4 @@
-//! The Linux + Redis baseline of `cargo xtask bench --suite redis`: Debian's Linux kernel and
+//! The Linux + Redis baseline of `cargo xtask bench redis`: Debian's Linux kernel and
 //! the real `redis-server`, one instance per core, on the same QEMU machine as the kernel's
 //! server (x86_64 `-M microvm`, ARMv7 `-M virt`; the same board file: CPU model, memory,
 //! devices) and the same user network.

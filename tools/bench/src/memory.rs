@@ -1,4 +1,4 @@
-//! The memory suite, `cargo xtask bench --suite memory`: the per-core-pager paper's
+//! The memory suite, `cargo xtask bench memory`: the per-core-pager paper's
 //! workload (per-core-pager-fiasco, Fig. 9-11) on our kernel, per-core pagers against one
 //! global pager.
 //!

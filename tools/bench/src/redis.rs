@@ -1,4 +1,4 @@
-//! `cargo xtask bench --suite redis`: the network macro-benchmark (Figures 3 and 4
+//! `cargo xtask bench redis`: the network macro-benchmark (Figures 3 and 4
 //! of the big-lock paper) against the kernel's own Redis-protocol server (`mode=net`).
 //!
 //! For every architecture with a virtio NIC (x86_64 `-M microvm`, ARMv7 `-M virt`), lock and
@@ -300,7 +300,7 @@ pub(super) fn machine_for(arch: Arch) -> Machine {
     }
 }
 
-/// Runs `--suite redis`. Every option is checked before anything is built.
+/// Runs `bench redis`. Every option is checked before anything is built.
 pub fn run(root: &Path, args: &RunArgs, plan: &super::plan::Plan) -> ExitCode {
     match run_inner(root, args, plan) {
         Ok(true) => ExitCode::SUCCESS,
@@ -317,7 +317,7 @@ fn run_inner(root: &Path, args: &RunArgs, plan: &super::plan::Plan) -> Result<bo
     tools.extend_from_slice(host_env::deps::NET);
     tools.extend_from_slice(host_env::deps::REDIS_BENCH);
     tools.extend_from_slice(host_env::deps::YCSB);
-    host_env::deps::ensure("cargo xtask bench --suite redis", &tools)?;
+    host_env::deps::ensure("cargo xtask bench redis", &tools)?;
     // Figures 3 and 4 are against cores: 1 and 2 unless asked (this host has 2).
     let cores: Vec<u32> = if args.cores.is_empty() {
         vec![1, 2]

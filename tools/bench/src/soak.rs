@@ -1,4 +1,4 @@
-//! `cargo xtask bench --suite redis --soak`: the network server under a long mixed load, with
+//! `cargo xtask bench redis --soak`: the network server under a long mixed load, with
 //! everything it acknowledged read back at the end.
 //!
 //! For each architecture of the plan (x86_64 microvm, ARMv7 virt; virtio-net over passt, the

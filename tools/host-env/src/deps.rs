@@ -63,7 +63,7 @@ pub const ARM_SYSROOT: &str = "/usr/arm-linux-gnueabihf";
 /// A start file of the ARM C library that every program's link needs.
 const ARM_SYSROOT_CRT1: &str = "/usr/arm-linux-gnueabihf/lib/crt1.o";
 
-/// The YCSB client (`net:x86_64-ycsb`, `bench:redis-tiny`, `bench --suite redis`): Maven builds
+/// The YCSB client (`net:x86_64-ycsb`, `bench:redis-tiny`, `bench redis`): Maven builds
 /// the Jedis binding, Java runs it.
 pub const YCSB: &[Tool] = &[
     Tool {
@@ -100,7 +100,7 @@ pub const ADDR2LINE: &[Tool] = &[Tool {
     package: "binutils",
 }];
 
-/// The clients and the baseline server of `cargo xtask bench --suite redis` and its
+/// The clients and the baseline server of `cargo xtask bench redis` and its
 /// `bench:redis-tiny` step: redis-benchmark, and the real redis-server that the Linux baseline
 /// runs (copied into its initramfs).
 pub const REDIS_BENCH: &[Tool] = &[
@@ -182,17 +182,17 @@ pub const NEEDS: &[Need] = &[
         tools: ARM_USER,
     },
     Need {
-        used_by: "cargo xtask qemu --net; steps net:*; bench --suite redis",
+        used_by: "cargo xtask qemu --net; steps net:*; bench redis",
         steps: &["net", "bench:redis"],
         tools: NET,
     },
     Need {
-        used_by: "redis-benchmark and the Linux baseline: steps net:*; bench --suite redis",
+        used_by: "redis-benchmark and the Linux baseline: steps net:*; bench redis",
         steps: &["net", "bench:redis"],
         tools: REDIS_BENCH,
     },
     Need {
-        used_by: "the YCSB client: steps net:x86_64-ycsb, bench:redis-tiny; bench --suite redis",
+        used_by: "the YCSB client: steps net:x86_64-ycsb, bench:redis-tiny; bench redis",
         steps: &["net:x86_64-ycsb", "bench:redis"],
         tools: YCSB,
     },
