@@ -3,8 +3,9 @@
 //! IPI and the way out of QEMU ([`ArchHal`]), and the user side of its paging: frames, address
 //! spaces, user mappings and a thread's first registers ([`UserPaging`]). Each HAL implements
 //! both once on its HAL type (`hal_x86::X86Hal`, `hal_armv7::ArmHal`), the operations every
-//! HAL forwards to the same modules of its crate through [`arch_hal_forwards!`],
-//! [`user_paging_forwards!`] and [`kernel_hal_forwards!`]; the boot demos
+//! HAL forwards to the same modules of its crate through [`arch_hal_forwards!`](crate::arch_hal_forwards),
+//! [`user_paging_forwards!`](crate::user_paging_forwards) and
+//! [`kernel_hal_forwards!`](crate::kernel_hal_forwards); the boot demos
 //! ([`demo`](crate::demo)) and the images' boot, system builder, ELF loader, debug calls and
 //! self-tests are written once against them.
 

@@ -95,6 +95,22 @@ pub fn configure<H: ArchHal>(
     cfg
 }
 
+/// The boot core's steps once the other cores were started (`online` of them up, `failed` that
+/// did not start): the run's configuration ([`configure`], with `rtm_note`), `prepare` with it
+/// (what the image does before the kernel starts: its self-tests that need every core, what
+/// benchmark mode needs), then `image` booted with the strategy the command line names.
+pub fn run<A: Arch + DebugArch, U: UserArch, const CPUS: usize>(
+    cmdline: &Cmdline,
+    (online, failed): (usize, usize),
+    rtm_note: Option<&str>,
+    prepare: impl FnOnce(&Config),
+    image: Start<A, U, CPUS>,
+) -> ! {
+    let cfg = configure::<A::Hal>(cmdline, online, failed, rtm_note);
+    prepare(&cfg);
+    crate::strategy::boot_with(cmdline.lock, cfg, image)
+}
+
 /// A secondary core's life: waits (asleep, interrupts masked) until the root task releases the
 /// cores, stays parked if the kernel does not use it, then starts its tick timer (outside
 /// benchmark mode; `bench` runs in benchmark mode instead) and schedules through `user`.
