@@ -164,15 +164,7 @@ mod target {
     /// The calling core's interrupt mask (CPSR.I: `cpsid i`, `cpsie i`), for the shared HAL code: the console,
     /// the page-table pool, [`hal_common::ArchHal`].
     impl hal_common::console::IrqState for ArmHal {
-        fn interrupts_enabled() -> bool {
-            crate::cpu::interrupts_enabled()
-        }
-        fn disable_interrupts() {
-            crate::cpu::disable_interrupts();
-        }
-        fn enable_interrupts() {
-            crate::cpu::enable_interrupts();
-        }
+        hal_common::irq_state_forwards!(crate);
     }
 
     /// The operations the images and the boot demo share ([`hal_common::arch`]) on ARMv7-A.

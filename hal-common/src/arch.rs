@@ -3,7 +3,9 @@
 //! IPI and the way out of QEMU ([`ArchHal`]), and the user side of its paging: frames, address
 //! spaces, user mappings and a thread's first registers ([`UserPaging`]). Each HAL implements
 //! both once on its HAL type (`hal_x86::X86Hal`, `hal_armv7::ArmHal`), the operations every
-//! HAL forwards to the same modules of its crate through [`arch_hal_forwards!`](crate::arch_hal_forwards),
+//! HAL forwards to the same modules of its crate through
+//! [`irq_state_forwards!`](crate::irq_state_forwards),
+//! [`arch_hal_forwards!`](crate::arch_hal_forwards),
 //! [`user_paging_forwards!`](crate::user_paging_forwards) and
 //! [`kernel_hal_forwards!`](crate::kernel_hal_forwards); the boot demos
 //! ([`demo`](crate::demo)) and the images' boot, system builder, ELF loader, debug calls and
@@ -138,6 +140,24 @@ pub fn loader_attrs(writable: bool) -> kernel::PageAttrs {
     } else {
         kernel::PageAttrs::EXEC
     }
+}
+
+/// The calling core's interrupt mask ([`IrqState`]) as every HAL has it, in its `cpu` module
+/// (`interrupts_enabled`, `disable_interrupts`, `enable_interrupts`), written once: invoked as
+/// `irq_state_forwards!(crate)` inside a HAL's `impl IrqState`.
+#[macro_export]
+macro_rules! irq_state_forwards {
+    ($hal:tt) => {
+        fn interrupts_enabled() -> bool {
+            $hal::cpu::interrupts_enabled()
+        }
+        fn disable_interrupts() {
+            $hal::cpu::disable_interrupts();
+        }
+        fn enable_interrupts() {
+            $hal::cpu::enable_interrupts();
+        }
+    };
 }
 
 /// The operations of [`ArchHal`] that every HAL forwards to the same modules of its own crate,
