@@ -55,10 +55,13 @@ fn kernel_main(p: &'static Platform) -> ! {
     for f in report.failures.iter().flatten() {
         println!("smp: cpu {} did not start: {:?}", f.cpu, f.error);
     }
-    let tests = (selftest::KERNEL_TESTS, selftest::USER_ERROR_TESTS);
     // SAFETY: booted once, here, on the boot core before any other core runs kernel code.
     let image = unsafe {
-        image_common::boot::Start::<system::System, _, _>::new(&usermode::USER, tests, USER_ELF)
+        image_common::boot::Start::<system::System, _, _>::new(
+            &usermode::USER,
+            selftest::KERNEL_TESTS,
+            USER_ELF,
+        )
     };
     image_common::boot::run(
         &cmdline,

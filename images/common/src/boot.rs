@@ -151,25 +151,26 @@ pub fn release_cores<H: ArchHal>(cores: usize) {
 /// runtime, its test counts and its user ELF.
 pub struct Start<A, U: UserArch + 'static, const CPUS: usize> {
     user: &'static UserMode<U, CPUS>,
-    tests: (usize, usize),
+    kernel_tests: usize,
     user_elf: &'static [u8],
     arch: PhantomData<fn() -> A>,
 }
 
 impl<A: Arch + DebugArch, U: UserArch, const CPUS: usize> Start<A, U, CPUS> {
-    /// The image whose threads run through `user`, with `kernel_tests` in-kernel tests, the
-    /// user errors program's `user_error_tests` `TEST` lines and the user ELF `user_elf`.
+    /// The image whose threads run through `user`, with `kernel_tests` in-kernel tests (and the
+    /// user errors program's [`USER_ERROR_TESTS`](crate::selftest::USER_ERROR_TESTS) `TEST`
+    /// lines) and the user ELF `user_elf`.
     ///
     /// # Safety
     /// Booted at most once, by the boot core, before any other core runs kernel code.
     pub unsafe fn new(
         user: &'static UserMode<U, CPUS>,
-        (kernel_tests, user_error_tests): (usize, usize),
+        kernel_tests: usize,
         user_elf: &'static [u8],
     ) -> Self {
         Self {
             user,
-            tests: (kernel_tests, user_error_tests),
+            kernel_tests,
             user_elf,
             arch: PhantomData,
         }
@@ -180,7 +181,9 @@ impl<A: Arch + DebugArch, U: UserArch, const CPUS: usize> Boot for Start<A, U, C
     fn boot<S: Strategy + 'static>(self, strategy: S, cfg: Config) -> ! {
         // SAFETY: `new`'s contract: once, by the boot core before any other core runs kernel
         // code.
-        unsafe { start::<A, S, U, CPUS>(strategy, cfg, self.user, self.tests, self.user_elf) }
+        unsafe {
+            start::<A, S, U, CPUS>(strategy, cfg, self.user, self.kernel_tests, self.user_elf)
+        }
     }
 }
 
@@ -193,7 +196,7 @@ unsafe fn start<A, S, U, const CPUS: usize>(
     strategy: S,
     cfg: Config,
     user: &'static UserMode<U, CPUS>,
-    (kernel_tests, user_error_tests): (usize, usize),
+    kernel_tests: usize,
     user_elf: &'static [u8],
 ) -> !
 where
@@ -219,7 +222,7 @@ where
         Ok(elf) => A::from_elf(elf),
         Err(e) => fail::<A::Hal>(format_args!("user ELF: {e:?}")),
     };
-    let setup = cfg.setup(A::counter().hz, user_error_tests);
+    let setup = cfg.setup(A::counter().hz, crate::selftest::USER_ERROR_TESTS);
     let (root, plan) = crate::build(&arch, k, setup);
 
     calls::init::<A>(cfg.run(kernel_tests), root, plan);

@@ -11,6 +11,9 @@ use crate::cmdline::{Config, LockChoice};
 use crate::debugcalls::{report, DebugArch};
 use crate::elf::{Elf, ElfError};
 
+/// `TEST` lines of the user errors program (`servers::programs::errors`).
+pub const USER_ERROR_TESTS: usize = 7;
+
 /// `kernel:frame_alloc_distinct_aligned_zeroed`: two frames from `P`, distinct, aligned and
 /// zeroed. Returns the first (for the mapping tests that follow).
 pub fn frame_alloc<A: DebugArch, P: UserPaging>() -> Option<u64> {

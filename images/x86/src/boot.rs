@@ -80,11 +80,14 @@ fn kernel_main(p: &'static Platform) -> ! {
             f.cpu, f.apic_id, f.stage
         );
     }
-    let tests = (selftest::KERNEL_TESTS, selftest::USER_ERROR_TESTS);
     // SAFETY: booted once, here, on the bootstrap processor before any other core runs kernel
     // code.
     let image = unsafe {
-        image_common::boot::Start::<system::System, _, _>::new(&usermode::USER, tests, USER_ELF)
+        image_common::boot::Start::<system::System, _, _>::new(
+            &usermode::USER,
+            selftest::KERNEL_TESTS,
+            USER_ELF,
+        )
     };
     image_common::boot::run(
         &cmdline,

@@ -19,8 +19,6 @@ use image_common::{selftest, Arch};
 
 /// In-kernel tests ([`before_smp`] + [`after_smp`]).
 pub const KERNEL_TESTS: usize = 14;
-/// `TEST` lines of the user errors program (`servers::programs::errors`).
-pub const USER_ERROR_TESTS: usize = 7;
 
 /// Tests that need only the bootstrap processor.
 pub fn before_smp(lock: LockChoice) {
