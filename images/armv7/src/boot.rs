@@ -68,7 +68,7 @@ fn kernel_main(p: &'static Platform) -> ! {
         (report.online, report.failure_count),
         Some("no RTM on ARMv7-A: every critical section falls back to the CLH lock"),
         |cfg| {
-            if cfg.bench.is_some() {
+            if cfg.cmdline.bench.is_some() {
                 // The user-readable cycle counter where the core has one (virt); the other
                 // cores enable theirs when released (`ap_main`).
                 hal_armv7::pmu::enable();

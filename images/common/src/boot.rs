@@ -89,7 +89,7 @@ pub fn configure<H: ArchHal>(
         Ok(cfg) => cfg,
         Err(e) => fail::<H>(format_args!("{e}")),
     };
-    if cfg.bench.is_some() {
+    if cfg.cmdline.bench.is_some() {
         BENCH_MODE.store(true, Ordering::Release);
     }
     cfg
@@ -208,15 +208,15 @@ where
     // code.
     let k = unsafe { crate::place_kernel(Kernel::new(strategy, A::Hal::default(), cfg.cores)) };
     // `trace=1` (the command line refused it unless the image has the `trace` feature).
-    crate::trace::install(k, cfg.trace);
+    crate::trace::install(k, cfg.cmdline.trace);
     // `fastpath=0` (on by default).
-    k.set_fastpath(cfg.fastpath);
+    k.set_fastpath(cfg.cmdline.fastpath);
     A::Hal::println(format_args!(
         "kernel: {} strategy on {} cores, {} KiB kernel object, IPC fastpath {}",
         k.strategy().name(),
         cfg.cores,
         core::mem::size_of::<Kernel<S, A::Hal>>() / 1024,
-        if cfg.fastpath { "on" } else { "off" }
+        if cfg.cmdline.fastpath { "on" } else { "off" }
     ));
     let arch = match A::parse_elf(user_elf) {
         Ok(elf) => A::from_elf(elf),
@@ -229,7 +229,7 @@ where
     calls::skip_pager_test_if_left_out::<A>(&cfg);
     let k: &'static Kernel<S, A::Hal> = k;
     user.install(k, calls::handle::<A>);
-    if cfg.bench.is_none() {
+    if cfg.cmdline.bench.is_none() {
         A::Hal::timer_start(TIMER_HZ);
     }
     user.run()
