@@ -169,21 +169,8 @@ mod target {
 
     /// The operations the images and the boot demo share ([`hal_common::arch`]) on ARMv7-A.
     impl hal_common::ArchHal for ArmHal {
-        hal_common::arch_hal_forwards!(crate);
-        /// The A9 global timer (sabrelite) or the generic counter (virt).
-        #[inline]
-        fn cycles() -> u64 {
-            crate::timer::cycles()
-        }
-        fn cycles_hz() -> u64 {
-            crate::timer::cycles_hz()
-        }
-        fn cycles_to_ns(delta: u64) -> u64 {
-            crate::timer::cycles_to_ns(delta)
-        }
-        fn since_boot_ns() -> u64 {
-            crate::timer::since_boot_ns()
-        }
+        // Cycles: the A9 global timer (sabrelite) or the generic counter (virt).
+        hal_common::arch_hal_forwards!(crate, timer);
         fn timer_start(hz: u32) {
             crate::timer::start_periodic(hz);
         }

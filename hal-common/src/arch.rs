@@ -161,17 +161,32 @@ macro_rules! irq_state_forwards {
 }
 
 /// The operations of [`ArchHal`] that every HAL forwards to the same modules of its own crate,
-/// written once: invoked as `arch_hal_forwards!(crate)` inside a HAL's `impl ArchHal`, it
-/// defines the core identity and counters (`percpu::{cpu_id, PERCPU}`, `smp::{online_count, cpu_count}`), `halt_forever`
+/// written once: invoked as `arch_hal_forwards!(crate, clock)` inside a HAL's `impl ArchHal`,
+/// it defines the core identity and counters (`percpu::{cpu_id, PERCPU}`,
+/// `smp::{online_count, cpu_count}`), the cycle counter (`clock::{cycles, cycles_hz,
+/// cycles_to_ns, since_boot_ns}`, `clock` naming the HAL's clock module), `halt_forever`
 /// (`cpu`), the console (`console::{write_str, print}`), the exit (`exit::{exit_qemu,
-/// ExitCode}`) and the fault record (`usermode::USER`). The HAL writes the rest: its clocks,
+/// ExitCode}`) and the fault record (`usermode::USER`). The HAL writes the rest: its tick
 /// timer, sleeping, test IPI and RTM support.
 #[macro_export]
 macro_rules! arch_hal_forwards {
-    ($hal:tt) => {
+    ($hal:tt, $clock:ident) => {
         #[inline]
         fn cpu_id() -> $crate::percpu::CpuIndex {
             $hal::percpu::cpu_id()
+        }
+        #[inline]
+        fn cycles() -> u64 {
+            $hal::$clock::cycles()
+        }
+        fn cycles_hz() -> u64 {
+            $hal::$clock::cycles_hz()
+        }
+        fn cycles_to_ns(delta: u64) -> u64 {
+            $hal::$clock::cycles_to_ns(delta)
+        }
+        fn since_boot_ns() -> u64 {
+            $hal::$clock::since_boot_ns()
         }
         fn online_count() -> usize {
             $hal::smp::online_count()

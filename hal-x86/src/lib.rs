@@ -143,21 +143,8 @@ mod target {
 
     /// The operations the images and the boot demo share ([`hal_common::arch`]) on x86_64.
     impl hal_common::ArchHal for X86Hal {
-        hal_common::arch_hal_forwards!(crate);
-        /// The TSC.
-        #[inline]
-        fn cycles() -> u64 {
-            crate::time::cycles()
-        }
-        fn cycles_hz() -> u64 {
-            crate::time::tsc_hz()
-        }
-        fn cycles_to_ns(delta: u64) -> u64 {
-            crate::time::tsc_to_ns(delta)
-        }
-        fn since_boot_ns() -> u64 {
-            crate::time::since_boot_ns()
-        }
+        // Cycles: the TSC.
+        hal_common::arch_hal_forwards!(crate, time);
         /// The local APIC timer, periodic, its count from the calibrated APIC timer rate.
         fn timer_start(hz: u32) {
             let count = crate::time::apic_timer_hz() / u64::from(hz.max(1));
