@@ -299,12 +299,7 @@ mod target {
     /// kernel's `#[panic_handler]`.
     pub fn panic_report(info: &core::panic::PanicInfo<'_>) -> ! {
         crate::cpu::disable_interrupts();
-        crate::console::emergency_print(format_args!(
-            "\n!!! PANIC on cpu {}: {}\n",
-            crate::percpu::cpu_id(),
-            info
-        ));
-        crate::exit::exit_qemu(crate::exit::ExitCode::Failure)
+        hal_common::arch::panic_report::<ArmHal>(info)
     }
 }
 
@@ -313,10 +308,10 @@ mod target {
 #[macro_export]
 macro_rules! entry_point {
     ($main:path) => {
-        #[export_name = "hal_armv7_kernel_main"]
-        fn __hal_armv7_kernel_main(platform: &'static $crate::Platform) -> ! {
-            let main: fn(&'static $crate::Platform) -> ! = $main;
-            main(platform)
-        }
+        $crate::__hal_common::entry_point!("hal_armv7_kernel_main", $crate::Platform, $main);
     };
 }
+
+/// The shared half, for [`entry_point!`]'s expansion in the image's crate.
+#[doc(hidden)]
+pub use hal_common as __hal_common;
