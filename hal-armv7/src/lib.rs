@@ -299,7 +299,12 @@ mod target {
     /// kernel's `#[panic_handler]`.
     pub fn panic_report(info: &core::panic::PanicInfo<'_>) -> ! {
         crate::cpu::disable_interrupts();
-        hal_common::arch::panic_report::<ArmHal>(info)
+        crate::console::emergency_print(format_args!(
+            "\n!!! PANIC on cpu {}: {}\n",
+            crate::percpu::cpu_id(),
+            info
+        ));
+        crate::exit::exit_qemu(crate::exit::ExitCode::Failure)
     }
 }
 

@@ -53,9 +53,6 @@ pub trait ArchHal: IrqState {
     fn console_write(s: &str);
     /// Prints formatted text to the console (whole calls never interleave).
     fn print(args: fmt::Arguments<'_>);
-    /// Prints from a fault or panic path: waits a bounded time for the console lock, then takes
-    /// it anyway (its holder may be the failing code itself or a dead core).
-    fn emergency_print(args: fmt::Arguments<'_>);
     /// Sends the test IPI to core `cpu` (it only counts it, and wakes the core).
     fn send_test_ipi(cpu: CpuIndex);
     /// Whether the CPU offers hardware transactional memory (Intel RTM).
@@ -135,17 +132,6 @@ pub enum MapUserError {
     Protect,
 }
 
-/// Reports a panic on the console (from any core) and exits QEMU with failure: the body of
-/// each HAL's `panic_report`, for the kernels' `#[panic_handler]`.
-pub fn panic_report<H: ArchHal>(info: &core::panic::PanicInfo<'_>) -> ! {
-    H::emergency_print(format_args!(
-        "\n!!! PANIC on cpu {}: {}\n",
-        H::cpu_id(),
-        info
-    ));
-    H::exit(false)
-}
-
 /// Defines a kernel's main function under the symbol `$symbol` that the HAL's entry code calls
 /// with its `&'static $platform`: the body of each HAL's `entry_point!`, which names its
 /// symbol and platform type.
@@ -193,7 +179,7 @@ macro_rules! irq_state_forwards {
 /// it defines the core identity and counters (`percpu::{cpu_id, PERCPU}`,
 /// `smp::{online_count, cpu_count}`), the cycle counter (`clock::{cycles, cycles_hz,
 /// cycles_to_ns, since_boot_ns}`, `clock` naming the HAL's clock module), `halt_forever`
-/// (`cpu`), the console (`console::{write_str, print, emergency_print}`), the exit (`exit::{exit_qemu,
+/// (`cpu`), the console (`console::{write_str, print}`), the exit (`exit::{exit_qemu,
 /// ExitCode}`) and the fault record (`usermode::USER`). The HAL writes the rest: its tick
 /// timer, sleeping, test IPI and RTM support.
 #[macro_export]
@@ -233,9 +219,6 @@ macro_rules! arch_hal_forwards {
         }
         fn print(args: core::fmt::Arguments<'_>) {
             $hal::console::print(args);
-        }
-        fn emergency_print(args: core::fmt::Arguments<'_>) {
-            $hal::console::emergency_print(args);
         }
         /// Exits QEMU (see the HAL's `exit` module).
         fn exit(success: bool) -> ! {

@@ -281,7 +281,12 @@ mod target {
     /// Reports a panic on the console (from any core) and exits QEMU with failure. For the
     /// kernel's `#[panic_handler]`.
     pub fn panic_report(info: &core::panic::PanicInfo<'_>) -> ! {
-        hal_common::arch::panic_report::<X86Hal>(info)
+        crate::console::emergency_print(format_args!(
+            "\n!!! PANIC on cpu {}: {}\n",
+            crate::percpu::cpu_id(),
+            info
+        ));
+        crate::exit::exit_qemu(crate::exit::ExitCode::Failure)
     }
 }
 
