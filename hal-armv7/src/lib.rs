@@ -318,5 +318,6 @@ macro_rules! entry_point {
 }
 
 /// The shared half, for [`entry_point!`]'s expansion in the image's crate.
+#[cfg(target_os = "none")]
 #[doc(hidden)]
 pub use hal_common as __hal_common;
