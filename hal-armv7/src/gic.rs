@@ -156,7 +156,7 @@ static AVAILABLE: [AtomicU32; 4] = [const { AtomicU32::new(0) }; 4];
 /// Each core's CPU interface mask (GICD_ITARGETSR value that targets it), from [`init_cpu`].
 static CPU_MASK: [AtomicU8; MAX_CPUS] = [const { AtomicU8::new(0) }; MAX_CPUS];
 /// Interrupts delivered per SPI (tests and diagnostics).
-static DELIVERED: [AtomicU32; DEVICE_LINES] = [const { AtomicU32::new(0) }; DEVICE_LINES];
+static DELIVERED: hal_common::irq::LineCounts<DEVICE_LINES> = hal_common::irq::LineCounts::new();
 
 fn gicd() -> &'static GicdRegs {
     let base = GICD.load(Ordering::Relaxed);
@@ -374,16 +374,12 @@ pub fn set_spi_pending(spi: u32) {
 
 /// Counts an interrupt of SPI `spi` (the IRQ path).
 pub(crate) fn count_spi(spi: u32) {
-    if let Some(c) = DELIVERED.get(spi as usize) {
-        c.fetch_add(1, Ordering::Relaxed);
-    }
+    DELIVERED.count(spi);
 }
 
 /// Interrupts SPI `spi` delivered since boot.
 pub fn delivered(spi: u32) -> u32 {
-    DELIVERED
-        .get(spi as usize)
-        .map_or(0, |c| c.load(Ordering::Relaxed))
+    DELIVERED.delivered(spi)
 }
 
 /// Self-test of the device-interrupt path without a device: routes SPI `spi` to the calling
@@ -404,16 +400,13 @@ pub fn spi_self_test(spi: u32, spins: u32) -> Result<u32, &'static str> {
     route_spi(spi, cpu);
     let routed = spi_state(spi);
     set_spi_pending(spi);
-    let was_on = crate::cpu::interrupts_enabled();
-    crate::cpu::enable_interrupts();
-    let mut n = 0;
-    while delivered(spi) == before && n < spins {
-        n += 1;
-        core::hint::spin_loop();
-    }
-    if !was_on {
-        crate::cpu::disable_interrupts();
-    }
+    hal_common::irq::with_interrupts_on::<crate::ArmHal, _>(|| {
+        let mut n = 0;
+        while delivered(spi) == before && n < spins {
+            n += 1;
+            core::hint::spin_loop();
+        }
+    });
     let after = spi_state(spi);
     mask_spi(spi);
     // SAFETY: as in `route_spi`: back to core 0, the boot default.

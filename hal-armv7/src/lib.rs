@@ -164,47 +164,13 @@ mod target {
     /// The calling core's interrupt mask (CPSR.I: `cpsid i`, `cpsie i`), for the shared HAL code: the console,
     /// the page-table pool, [`hal_common::ArchHal`].
     impl hal_common::console::IrqState for ArmHal {
-        fn interrupts_enabled() -> bool {
-            crate::cpu::interrupts_enabled()
-        }
-        fn disable_interrupts() {
-            crate::cpu::disable_interrupts();
-        }
-        fn enable_interrupts() {
-            crate::cpu::enable_interrupts();
-        }
+        hal_common::irq_state_forwards!(crate);
     }
 
     /// The operations the images and the boot demo share ([`hal_common::arch`]) on ARMv7-A.
     impl hal_common::ArchHal for ArmHal {
-        /// MPIDR.Aff0 on both machines.
-        #[inline]
-        fn cpu_id() -> CpuIndex {
-            crate::percpu::cpu_id()
-        }
-        fn online_count() -> usize {
-            crate::smp::online_count()
-        }
-        fn cpu_count() -> usize {
-            crate::smp::cpu_count()
-        }
-        fn core_stats(cpu: CpuIndex) -> Option<&'static hal_common::percpu::CoreStats> {
-            crate::percpu::PERCPU.get(cpu).map(|p| &**p)
-        }
-        /// The A9 global timer (sabrelite) or the generic counter (virt).
-        #[inline]
-        fn cycles() -> u64 {
-            crate::timer::cycles()
-        }
-        fn cycles_hz() -> u64 {
-            crate::timer::cycles_hz()
-        }
-        fn cycles_to_ns(delta: u64) -> u64 {
-            crate::timer::cycles_to_ns(delta)
-        }
-        fn since_boot_ns() -> u64 {
-            crate::timer::since_boot_ns()
-        }
+        // Cycles: the A9 global timer (sabrelite) or the generic counter (virt).
+        hal_common::arch_hal_forwards!(crate, timer);
         fn timer_start(hz: u32) {
             crate::timer::start_periodic(hz);
         }
@@ -221,15 +187,6 @@ mod target {
             crate::cpu::enable_interrupts();
             crate::cpu::disable_interrupts();
         }
-        fn halt_forever() -> ! {
-            crate::cpu::halt_forever()
-        }
-        fn console_write(s: &str) {
-            crate::console::write_str(s);
-        }
-        fn print(args: core::fmt::Arguments<'_>) {
-            crate::console::print(args);
-        }
         fn send_test_ipi(cpu: CpuIndex) {
             crate::gic::send_sgi(cpu, crate::gic::sgi_of(IpiKind::Test));
         }
@@ -237,29 +194,13 @@ mod target {
         fn has_rtm() -> bool {
             false
         }
-        /// Exits QEMU through semihosting (see [`exit`](crate::exit)).
-        fn exit(success: bool) -> ! {
-            crate::exit::exit_qemu(if success {
-                crate::exit::ExitCode::Success
-            } else {
-                crate::exit::ExitCode::Failure
-            })
-        }
-        fn fault_record(t: kernel::ThreadId) -> Option<hal_common::usermode::FaultInfo> {
-            crate::usermode::USER.fault_record(t)
-        }
     }
 
     /// The user side of the ARMv7-A paging ([`hal_common::arch`]): short-descriptor tables,
     /// frames identity-mapped.
     impl hal_common::UserPaging for ArmHal {
         const PAGE_SIZE: u64 = crate::paging::PAGE_SIZE as u64;
-        fn alloc_frame() -> Option<u64> {
-            crate::paging::alloc_frame()
-        }
-        fn frame_ptr(frame: u64) -> *mut u8 {
-            crate::paging::phys_to_virt(frame)
-        }
+        hal_common::user_paging_forwards!(crate);
         /// The frame may be executed from: its bytes must reach the point of unification
         /// before the instruction cache can fetch them (`paging::sync_icache` also invalidates
         /// the instruction cache for the new mapping).
@@ -277,19 +218,8 @@ mod target {
             crate::paging::map_user_alloc(root, page as usize, frame, writable)
                 .map_err(|_| hal_common::arch::MapUserError::Map)
         }
-        fn new_address_space() -> Option<u64> {
-            crate::paging::new_address_space()
-        }
-        fn take_free_ram(out: &mut [(u64, u64)]) -> usize {
-            crate::paging::take_free_ram(out)
-        }
         fn frames_allocated() -> u64 {
             crate::paging::frames_allocated() as u64
-        }
-        unsafe fn set_initial_context(t: kernel::ThreadId, pc: usize, sp: usize, args: [usize; 3]) {
-            // SAFETY: forwarded contract (the stack pointer callers pass is 8-byte aligned, as
-            // AAPCS wants at a call).
-            unsafe { crate::usermode::USER.set_initial_context(t, pc, sp, args) }
         }
     }
 
@@ -299,12 +229,7 @@ mod target {
         // Every release costs a `dmb ish`: the fastpath's endpoint lock and the read side
         // share one (see the trait).
         const MERGE_RELEASES: bool = true;
-        fn cpu_id(&self) -> kernel::CpuId {
-            crate::percpu::cpu_id()
-        }
-        fn cpu_count(&self) -> usize {
-            crate::smp::online_count()
-        }
+        hal_common::kernel_hal_forwards!(crate);
         fn send_ipi(&self, _cpu: kernel::CpuId, target: kernel::CpuId, kind: kernel::IpiKind) {
             // `send_sgi` starts with a `dsb`: the page-table stores and the kernel state the
             // IPI announces are complete before the target can take it.
@@ -353,25 +278,6 @@ mod target {
         fn unmap_page(&self, cpu: kernel::CpuId, root: kernel::PhysAddr, vaddr: usize) {
             crate::paging::unmap_leaf(cpu, root, vaddr);
         }
-        fn sweep(
-            &self,
-            cpu: kernel::CpuId,
-            root: kernel::PhysAddr,
-            f: &mut dyn FnMut(&kernel::Leaf) -> kernel::SweepAction,
-        ) -> usize {
-            crate::paging::sweep(cpu, root, f)
-        }
-        fn reclaim_tables(&self, cpu: kernel::CpuId) {
-            crate::paging::reclaim_tables(cpu);
-        }
-        fn table_frames(&self) -> (usize, usize) {
-            crate::paging::table_frames()
-        }
-        fn set_entry(&self, thread: kernel::ThreadId, pc: usize, sp: usize, arg: usize) {
-            // SAFETY: the kernel calls this in its critical section for a thread that is
-            // inactive and no core's current thread, as `set_initial_context` requires.
-            unsafe { crate::usermode::USER.set_initial_context(thread, pc, sp, [arg, 0, 0]) }
-        }
         fn irq_line_available(&self, irq: kernel::IrqId) -> bool {
             crate::gic::spi_available(irq.index() as u32)
         }
@@ -386,9 +292,6 @@ mod target {
         }
         fn cycles(&self) -> u64 {
             crate::timer::cycles()
-        }
-        fn console_write(&self, s: &str) {
-            crate::console::write_str(s);
         }
     }
 
@@ -410,10 +313,11 @@ mod target {
 #[macro_export]
 macro_rules! entry_point {
     ($main:path) => {
-        #[export_name = "hal_armv7_kernel_main"]
-        fn __hal_armv7_kernel_main(platform: &'static $crate::Platform) -> ! {
-            let main: fn(&'static $crate::Platform) -> ! = $main;
-            main(platform)
-        }
+        $crate::__hal_common::entry_point!("hal_armv7_kernel_main", $crate::Platform, $main);
     };
 }
+
+/// The shared half, for [`entry_point!`]'s expansion in the image's crate.
+#[cfg(target_os = "none")]
+#[doc(hidden)]
+pub use hal_common as __hal_common;

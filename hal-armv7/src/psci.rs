@@ -74,32 +74,26 @@ impl PsciError {
 /// an entry point) are the caller's responsibility.
 pub unsafe fn call(conduit: Conduit, fid: u32, a1: u32, a2: u32, a3: u32) -> i32 {
     let r0: u32;
+    // SMCCC: r0-r3 carry arguments and results, the other registers are preserved; `$insn`
+    // enters the conduit's exception level after the assembler allows it (`$ext`).
+    macro_rules! smccc {
+        ($ext:literal, $insn:literal) => {
+            asm!(
+                $ext,
+                $insn,
+                inlateout("r0") fid => r0,
+                inlateout("r1") a1 => _,
+                inlateout("r2") a2 => _,
+                inlateout("r3") a3 => _,
+                options(nostack)
+            )
+        };
+    }
     match conduit {
-        // SAFETY: the caller's contract; SMCCC: r0-r3 carry arguments and results, the other
-        // registers are preserved.
-        Conduit::Hvc => unsafe {
-            asm!(
-                ".arch_extension virt",
-                "hvc #0",
-                inlateout("r0") fid => r0,
-                inlateout("r1") a1 => _,
-                inlateout("r2") a2 => _,
-                inlateout("r3") a3 => _,
-                options(nostack)
-            )
-        },
+        // SAFETY: the caller's contract (the platform's conduit).
+        Conduit::Hvc => unsafe { smccc!(".arch_extension virt", "hvc #0") },
         // SAFETY: as above.
-        Conduit::Smc => unsafe {
-            asm!(
-                ".arch_extension sec",
-                "smc #0",
-                inlateout("r0") fid => r0,
-                inlateout("r1") a1 => _,
-                inlateout("r2") a2 => _,
-                inlateout("r3") a3 => _,
-                options(nostack)
-            )
-        },
+        Conduit::Smc => unsafe { smccc!(".arch_extension sec", "smc #0") },
     }
     r0 as i32
 }

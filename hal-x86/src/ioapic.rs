@@ -212,7 +212,7 @@ pub use hw::*;
 
 #[cfg(target_os = "none")]
 mod hw {
-    use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+    use core::sync::atomic::{AtomicU64, Ordering};
 
     use super::{
         line_config, pit_lines, reserved_lines, vector_of, IoApicReport, Redirection, DEVICE_LINES,
@@ -293,7 +293,8 @@ mod hw {
     static AVAILABLE: [AtomicU64; 2] = [const { AtomicU64::new(0) }; 2];
 
     /// Interrupts delivered per line (for tests and diagnostics).
-    static DELIVERED: [AtomicU32; DEVICE_LINES] = [const { AtomicU32::new(0) }; DEVICE_LINES];
+    static DELIVERED: hal_common::irq::LineCounts<DEVICE_LINES> =
+        hal_common::irq::LineCounts::new();
 
     static REPORT: crate::InitOnce<IoApicReport> = crate::InitOnce::new();
 
@@ -479,17 +480,14 @@ mod hw {
             });
         }
         let arrived = || (0..2).find(|&i| delivered(lines[i]) != before[i]);
-        let was_on = crate::cpu::interrupts_enabled();
         let start = crate::time::cycles();
-        crate::cpu::enable_interrupts();
-        while arrived().is_none()
-            && crate::time::tsc_to_ns(crate::time::cycles() - start) < timeout_ms * 1_000_000
-        {
-            core::hint::spin_loop();
-        }
-        if !was_on {
-            crate::cpu::disable_interrupts();
-        }
+        hal_common::irq::with_interrupts_on::<crate::X86Hal, _>(|| {
+            while arrived().is_none()
+                && crate::time::tsc_to_ns(crate::time::cycles() - start) < timeout_ms * 1_000_000
+            {
+                core::hint::spin_loop();
+            }
+        });
         // Stop the PIT: mode 0 (interrupt on terminal count), loaded once, never reloaded.
         // SAFETY: as above.
         unsafe {
@@ -517,16 +515,12 @@ mod hw {
 
     /// Counts an interrupt of line `gsi` (the interrupt handler).
     pub(crate) fn count(gsi: u32) {
-        if let Some(c) = DELIVERED.get(gsi as usize) {
-            c.fetch_add(1, Ordering::Relaxed);
-        }
+        DELIVERED.count(gsi);
     }
 
     /// Interrupts line `gsi` delivered since boot.
     pub fn delivered(gsi: u32) -> u32 {
-        DELIVERED
-            .get(gsi as usize)
-            .map_or(0, |c| c.load(Ordering::Relaxed))
+        DELIVERED.delivered(gsi)
     }
 }
 

@@ -138,46 +138,13 @@ mod target {
     /// The calling core's interrupt mask (RFLAGS.IF: `cli`, `sti`), for the shared HAL code: the console,
     /// the page-table pool, [`hal_common::ArchHal`].
     impl hal_common::console::IrqState for X86Hal {
-        fn interrupts_enabled() -> bool {
-            crate::cpu::interrupts_enabled()
-        }
-        fn disable_interrupts() {
-            crate::cpu::disable_interrupts();
-        }
-        fn enable_interrupts() {
-            crate::cpu::enable_interrupts();
-        }
+        hal_common::irq_state_forwards!(crate);
     }
 
     /// The operations the images and the boot demo share ([`hal_common::arch`]) on x86_64.
     impl hal_common::ArchHal for X86Hal {
-        #[inline]
-        fn cpu_id() -> CpuIndex {
-            crate::percpu::cpu_id()
-        }
-        fn online_count() -> usize {
-            crate::smp::online_count()
-        }
-        fn cpu_count() -> usize {
-            crate::smp::cpu_count()
-        }
-        fn core_stats(cpu: CpuIndex) -> Option<&'static hal_common::percpu::CoreStats> {
-            crate::percpu::PERCPU.get(cpu).map(|p| &**p)
-        }
-        /// The TSC.
-        #[inline]
-        fn cycles() -> u64 {
-            crate::time::cycles()
-        }
-        fn cycles_hz() -> u64 {
-            crate::time::tsc_hz()
-        }
-        fn cycles_to_ns(delta: u64) -> u64 {
-            crate::time::tsc_to_ns(delta)
-        }
-        fn since_boot_ns() -> u64 {
-            crate::time::since_boot_ns()
-        }
+        // Cycles: the TSC.
+        hal_common::arch_hal_forwards!(crate, time);
         /// The local APIC timer, periodic, its count from the calibrated APIC timer rate.
         fn timer_start(hz: u32) {
             let count = crate::time::apic_timer_hz() / u64::from(hz.max(1));
@@ -196,15 +163,6 @@ mod target {
             // here are handled and return to the `cli`.
             unsafe { core::arch::asm!("sti", "hlt", "cli", options(nomem, nostack)) };
         }
-        fn halt_forever() -> ! {
-            crate::cpu::halt_forever()
-        }
-        fn console_write(s: &str) {
-            crate::console::write_str(s);
-        }
-        fn print(args: core::fmt::Arguments<'_>) {
-            crate::console::print(args);
-        }
         fn send_test_ipi(cpu: CpuIndex) {
             crate::apic::send_ipi(cpu, IpiKind::Test);
         }
@@ -212,29 +170,13 @@ mod target {
         fn has_rtm() -> bool {
             platform().is_some_and(|p| p.cpu.rtm)
         }
-        /// Exits QEMU through `isa-debug-exit` (see [`exit`](crate::exit)).
-        fn exit(success: bool) -> ! {
-            crate::exit::exit_qemu(if success {
-                crate::exit::ExitCode::Success
-            } else {
-                crate::exit::ExitCode::Failure
-            })
-        }
-        fn fault_record(t: kernel::ThreadId) -> Option<hal_common::usermode::FaultInfo> {
-            crate::usermode::USER.fault_record(t)
-        }
     }
 
     /// The user side of the x86_64 paging ([`hal_common::arch`]): 4-level tables, frames seen
     /// through the physical window, W^X with the execute-disable bit.
     impl hal_common::UserPaging for X86Hal {
         const PAGE_SIZE: u64 = crate::paging::PAGE_SIZE;
-        fn alloc_frame() -> Option<u64> {
-            crate::paging::alloc_frame()
-        }
-        fn frame_ptr(frame: u64) -> *mut u8 {
-            crate::paging::phys_to_virt(frame)
-        }
+        hal_common::user_paging_forwards!(crate);
         /// Nothing to do: x86 instruction fetches see the kernel's stores.
         fn frame_written(_frame: u64, _len: usize) {}
         /// Present and user-accessible, then the execute-disable bit unless the page is
@@ -254,31 +196,15 @@ mod target {
             }
             Ok(())
         }
-        fn new_address_space() -> Option<u64> {
-            crate::paging::new_address_space()
-        }
-        fn take_free_ram(out: &mut [(u64, u64)]) -> usize {
-            crate::paging::take_free_ram(out)
-        }
         fn frames_allocated() -> u64 {
             crate::paging::frames_allocated()
-        }
-        unsafe fn set_initial_context(t: kernel::ThreadId, pc: usize, sp: usize, args: [usize; 3]) {
-            // SAFETY: forwarded contract (the stack pointer callers pass is 16-byte aligned
-            // minus 8, as at the entry of a called function).
-            unsafe { crate::usermode::USER.set_initial_context(t, pc, sp, args) }
         }
     }
 
     /// The kernel core's view of this HAL. Every operation concerns the calling core (the
     /// kernel passes `cpu` for hosted HALs' logs; here it is always the caller).
     impl kernel::Hal for X86Hal {
-        fn cpu_id(&self) -> kernel::CpuId {
-            crate::percpu::cpu_id()
-        }
-        fn cpu_count(&self) -> usize {
-            crate::smp::online_count()
-        }
+        hal_common::kernel_hal_forwards!(crate);
         fn send_ipi(&self, _cpu: kernel::CpuId, target: kernel::CpuId, kind: kernel::IpiKind) {
             crate::apic::send_ipi(target, kind);
         }
@@ -328,25 +254,6 @@ mod target {
         fn unmap_page(&self, cpu: kernel::CpuId, root: kernel::PhysAddr, vaddr: usize) {
             crate::paging::unmap_leaf(cpu, root, vaddr as u64);
         }
-        fn sweep(
-            &self,
-            cpu: kernel::CpuId,
-            root: kernel::PhysAddr,
-            f: &mut dyn FnMut(&kernel::Leaf) -> kernel::SweepAction,
-        ) -> usize {
-            crate::paging::sweep(cpu, root, f)
-        }
-        fn reclaim_tables(&self, cpu: kernel::CpuId) {
-            crate::paging::reclaim_tables(cpu);
-        }
-        fn table_frames(&self) -> (usize, usize) {
-            crate::paging::table_frames()
-        }
-        fn set_entry(&self, thread: kernel::ThreadId, pc: usize, sp: usize, arg: usize) {
-            // SAFETY: the kernel calls this in its critical section for a thread that is
-            // inactive and no core's current thread, as `set_initial_context` requires.
-            unsafe { crate::usermode::USER.set_initial_context(thread, pc, sp, [arg, 0, 0]) }
-        }
         fn irq_line_available(&self, irq: kernel::IrqId) -> bool {
             crate::ioapic::is_available(irq.index() as u32)
         }
@@ -369,9 +276,6 @@ mod target {
         fn cycles(&self) -> u64 {
             crate::time::cycles()
         }
-        fn console_write(&self, s: &str) {
-            crate::console::write_str(s);
-        }
     }
 
     /// Reports a panic on the console (from any core) and exits QEMU with failure. For the
@@ -391,10 +295,11 @@ mod target {
 #[macro_export]
 macro_rules! entry_point {
     ($main:path) => {
-        #[export_name = "hal_x86_kernel_main"]
-        fn __hal_x86_kernel_main(platform: &'static $crate::Platform) -> ! {
-            let main: fn(&'static $crate::Platform) -> ! = $main;
-            main(platform)
-        }
+        $crate::__hal_common::entry_point!("hal_x86_kernel_main", $crate::Platform, $main);
     };
 }
+
+/// The shared half, for [`entry_point!`]'s expansion in the image's crate.
+#[cfg(target_os = "none")]
+#[doc(hidden)]
+pub use hal_common as __hal_common;

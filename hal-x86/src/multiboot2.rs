@@ -180,13 +180,10 @@ pub use target::*;
 #[cfg(target_os = "none")]
 mod target {
     use core::arch::global_asm;
-    use core::cell::UnsafeCell;
 
     use super::{nonempty_entries, parse, BootProtocol, Mb2Error, BOOTLOADER_MAGIC, HEADER_MAGIC};
     use crate::paging::{kernel_virt_to_phys, phys_to_virt};
-    use crate::pvh::{
-        BootError, BootInfo, MemoryRegion, RegionKind, MAX_CMDLINE, MAX_MEMORY_REGIONS,
-    };
+    use crate::pvh::{BootError, BootInfo, MemoryRegion, RegionKind, MAX_CMDLINE};
 
     /// Largest MBI read (GRUB's are a few KiB; an EFI memory map tag can add a few more).
     const MAX_MBI: usize = 64 * 1024;
@@ -243,28 +240,6 @@ hal_mb2_start32:
         Multiboot2(Mb2Error),
     }
 
-    struct Storage {
-        cmdline: [u8; MAX_CMDLINE],
-        regions: [MemoryRegion; MAX_MEMORY_REGIONS],
-        /// The RSDP copied out of the MBI (36 bytes for ACPI 2.0+, 20 before).
-        rsdp: [u8; 36],
-    }
-
-    struct StorageCell(UnsafeCell<Storage>);
-
-    // SAFETY: written once by the bootstrap processor before other cores exist; read-only after.
-    unsafe impl Sync for StorageCell {}
-
-    static STORAGE: StorageCell = StorageCell(UnsafeCell::new(Storage {
-        cmdline: [0; MAX_CMDLINE],
-        regions: [MemoryRegion {
-            start: 0,
-            len: 0,
-            kind: RegionKind::Reserved,
-        }; MAX_MEMORY_REGIONS],
-        rsdp: [0; 36],
-    }));
-
     /// Reads the boot information the entry code passed on: a PVH start info, or a multiboot2
     /// MBI when bit 0 is set (see the module docs).
     ///
@@ -292,29 +267,19 @@ hal_mb2_start32:
         // while it is read here.
         let mbi = unsafe { core::slice::from_raw_parts(phys_to_virt(phys), total) };
         let info = parse(mbi).map_err(EntryError::Multiboot2)?;
-        // SAFETY: see the function contract: nobody else touches the storage yet.
-        let st = unsafe { &mut *STORAGE.0.get() };
+        // SAFETY: see the function contract: once, before other cores run.
+        let st = unsafe { crate::pvh::storage() };
 
         let raw = info.cmdline.unwrap_or(&[]);
         let len = raw.len().min(MAX_CMDLINE);
         st.cmdline[..len].copy_from_slice(&raw[..len]);
-        let cmdline = match core::str::from_utf8(&st.cmdline[..len]) {
-            Ok(s) => s,
-            Err(e) => core::str::from_utf8(&st.cmdline[..e.valid_up_to()]).unwrap_or(""),
-        };
+        let cmdline = crate::pvh::cmdline_str(&st.cmdline[..len]);
         let mut n = 0;
         for (slot, e) in st.regions.iter_mut().zip(nonempty_entries(&info)) {
             *slot = MemoryRegion {
                 start: e.base,
                 len: e.len,
-                kind: match e.kind {
-                    1 => RegionKind::Ram,
-                    2 => RegionKind::Reserved,
-                    3 => RegionKind::AcpiReclaimable,
-                    4 => RegionKind::AcpiNvs,
-                    5 => RegionKind::Unusable,
-                    other => RegionKind::Other(other),
-                },
+                kind: RegionKind::from_e820(e.kind),
             };
             n += 1;
         }

@@ -60,7 +60,8 @@ pub enum RegionKind {
 }
 
 impl RegionKind {
-    fn from_e820(t: u32) -> Self {
+    /// The kind of E820 type `t` (PVH's and multiboot2's memory maps number them alike).
+    pub(crate) fn from_e820(t: u32) -> Self {
         match t {
             1 => Self::Ram,
             2 => Self::Reserved,
@@ -138,9 +139,21 @@ pub fn cmdline_value<'a>(cmdline: &'a str, key: &str) -> Option<&'a str> {
     })
 }
 
-struct Storage {
-    cmdline: [u8; MAX_CMDLINE],
-    regions: [MemoryRegion; MAX_MEMORY_REGIONS],
+/// The kernel statics the boot information is copied into, for either entry (PVH here,
+/// multiboot2 in [`multiboot2`](crate::multiboot2)): the command line, the memory map, and the
+/// RSDP where the loader passed a copy of it (multiboot2; 36 bytes for ACPI 2.0+, 20 before).
+pub(crate) struct Storage {
+    pub(crate) cmdline: [u8; MAX_CMDLINE],
+    pub(crate) regions: [MemoryRegion; MAX_MEMORY_REGIONS],
+    pub(crate) rsdp: [u8; 36],
+}
+
+/// The command line copied into `bytes`, up to the first byte that is not UTF-8.
+pub(crate) fn cmdline_str(bytes: &[u8]) -> &str {
+    match core::str::from_utf8(bytes) {
+        Ok(s) => s,
+        Err(e) => core::str::from_utf8(&bytes[..e.valid_up_to()]).unwrap_or(""),
+    }
 }
 
 struct StorageCell(UnsafeCell<Storage>);
@@ -155,7 +168,18 @@ static STORAGE: StorageCell = StorageCell(UnsafeCell::new(Storage {
         len: 0,
         kind: RegionKind::Reserved,
     }; MAX_MEMORY_REGIONS],
+    rsdp: [0; 36],
 }));
+
+/// The boot information's storage, to fill.
+///
+/// # Safety
+/// Called once, by the bootstrap processor, before other cores run: nobody else touches the
+/// storage yet.
+pub(crate) unsafe fn storage() -> &'static mut Storage {
+    // SAFETY: the caller's contract.
+    unsafe { &mut *STORAGE.0.get() }
+}
 
 /// Why the start info could not be used.
 #[derive(Clone, Copy, Debug)]
@@ -177,8 +201,8 @@ impl BootInfo {
         if si.magic != START_INFO_MAGIC {
             return Err(BootError::BadMagic(si.magic));
         }
-        // SAFETY: see the function contract: nobody else touches the storage yet.
-        let st = unsafe { &mut *STORAGE.0.get() };
+        // SAFETY: see the function contract: once, before other cores run.
+        let st = unsafe { storage() };
 
         let mut len = 0;
         if si.cmdline_paddr != 0 {
@@ -193,10 +217,7 @@ impl BootInfo {
                 len += 1;
             }
         }
-        let cmdline = match core::str::from_utf8(&st.cmdline[..len]) {
-            Ok(s) => s,
-            Err(e) => core::str::from_utf8(&st.cmdline[..e.valid_up_to()]).unwrap_or(""),
-        };
+        let cmdline = cmdline_str(&st.cmdline[..len]);
 
         let mut n = 0;
         if si.version >= 1 && si.memmap_paddr != 0 {

@@ -102,6 +102,12 @@ pub fn tsc_to_ns(delta: u64) -> u64 {
     (u128::from(delta) * 1_000_000_000 / u128::from(tsc_hz().max(1))) as u64
 }
 
+/// The cycle counter's frequency under the name every HAL's clock gives it
+/// ([`hal_common::arch_hal_forwards!`]): the TSC's.
+pub use tsc_hz as cycles_hz;
+/// [`tsc_to_ns`] under the name every HAL's clock gives it.
+pub use tsc_to_ns as cycles_to_ns;
+
 /// Busy-waits at least `us` microseconds (TSC based).
 pub fn delay_us(us: u64) {
     let start = rdtsc();

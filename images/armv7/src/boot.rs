@@ -55,27 +55,30 @@ fn kernel_main(p: &'static Platform) -> ! {
     for f in report.failures.iter().flatten() {
         println!("smp: cpu {} did not start: {:?}", f.cpu, f.error);
     }
-    let cfg = image_common::boot::configure::<ArmHal>(
-        &cmdline,
-        report.online,
-        report.failure_count,
-        Some("no RTM on ARMv7-A: every critical section falls back to the CLH lock"),
-    );
-    if cfg.bench.is_some() {
-        // The user-readable cycle counter where the core has one (virt); the other cores
-        // enable theirs when released (`ap_main`).
-        hal_armv7::pmu::enable();
-    }
-    if test {
-        selftest::after_smp(&cfg, report.expected);
-    }
-
-    let tests = (selftest::KERNEL_TESTS, selftest::USER_ERROR_TESTS);
     // SAFETY: booted once, here, on the boot core before any other core runs kernel code.
     let image = unsafe {
-        image_common::boot::Start::<system::System, _, _>::new(&usermode::USER, tests, USER_ELF)
+        image_common::boot::Start::<system::System, _, _>::new(
+            &usermode::USER,
+            selftest::KERNEL_TESTS,
+            USER_ELF,
+        )
     };
-    image_common::strategy::boot_with(lock, cfg, image)
+    image_common::boot::run(
+        &cmdline,
+        (report.online, report.failure_count),
+        Some("no RTM on ARMv7-A: every critical section falls back to the CLH lock"),
+        |cfg| {
+            if cfg.cmdline.bench.is_some() {
+                // The user-readable cycle counter where the core has one (virt); the other
+                // cores enable theirs when released (`ap_main`).
+                hal_armv7::pmu::enable();
+            }
+            if test {
+                selftest::after_smp(cfg, report.expected);
+            }
+        },
+        image,
+    )
 }
 
 /// A secondary core: waits for the release and schedules

@@ -14,8 +14,6 @@ use image_common::{selftest, Arch};
 
 /// In-kernel tests ([`before_smp`] + [`after_smp`]).
 pub const KERNEL_TESTS: usize = 13;
-/// `TEST` lines of the user errors program (`servers::programs::errors`).
-pub const USER_ERROR_TESTS: usize = 7;
 
 /// Tests that need only core 0.
 pub fn before_smp(lock: LockChoice) {
@@ -44,35 +42,17 @@ pub fn before_smp(lock: LockChoice) {
         format_args!("root {root:x?}, asid {}", root.map_or(0, paging::asid_of)),
     );
 
-    let mapped = match (root, a) {
-        (Some(r), Some(f)) => {
-            let va = 0x1234_5000;
-            let m = paging::map_user_alloc(r, va, f, true);
-            let t = paging::translate(r, va + 0x10);
+    selftest::user_maps::<System, _, _, _, _>(
+        root,
+        a,
+        &selftest::UserMaps {
+            map: |r, va, f, w| paging::map_user_alloc(r, va as usize, f, w).is_ok(),
+            translate: |r, va| paging::translate(r, va as usize).map(|(p, d)| (p, u64::from(d))),
+            unmap: |r, va| paging::unmap_user(r, va as usize).is_ok(),
             // Small page, AP = 0b11 (user read/write), nG (ASID-tagged).
-            let flags_ok = t.is_some_and(|(p, d)| {
-                p == f + 0x10 && d & 0x2 != 0 && d & 0x30 == 0x30 && d & 0x800 != 0
-            });
-            let u = paging::unmap_user(r, va);
-            let gone = paging::translate(r, va).is_none();
-            m.is_ok() && flags_ok && u.is_ok() && gone
-        }
-        _ => false,
-    };
-    report(
-        "kernel:user_map_translate_unmap",
-        mapped,
-        format_args!("map, translate, unmap at 0x12345000"),
-    );
-
-    let rejected = root.is_some_and(|r| {
-        paging::map_user_alloc(r, 0x4020_0000, 0x4000_0000, false).is_err()
-            && paging::map_user_alloc(r, 0x1001, 0x4000_0000, false).is_err()
-    });
-    report(
-        "kernel:user_map_rejects_kernel_and_unaligned",
-        rejected,
-        format_args!("kernel-section and unaligned addresses refused"),
+            entry_ok: |f, p, d| p == f + 0x10 && d & 0x2 != 0 && d & 0x30 == 0x30 && d & 0x800 != 0,
+            kernel: (0x4020_0000, 0x4000_0000, "kernel-section"),
+        },
     );
 
     let vbar = aarch32_vbar();

@@ -15,7 +15,7 @@ use core::fmt;
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use kernel::{Error, Regs};
-use protocol::record::RecordLine;
+use protocol::record::{RecordHead, RecordLine};
 use servers::image::bench::{
     param, record, BATCH, DEFAULT_RUNS, MAX_RUNS, OVERHEAD_TRIES, WARMUP, WARMUP_BATCHES,
     WARMUP_INTERVALS,
@@ -345,29 +345,12 @@ impl Default for Collector {
 /// One named number of a record's `extra` object.
 pub type ExtraField = (&'static str, u64);
 
-/// One record as printed (see `docs/bench-protocol.md` for the fields).
+/// One record as printed (see `docs/bench-protocol.md` for the fields): what was measured,
+/// and its samples in the collector's fixed-size storage.
 #[derive(Clone, Copy, Debug)]
 pub struct Record {
-    /// `bench`.
-    pub bench: &'static str,
-    /// `variant`.
-    pub variant: &'static str,
-    /// `lock`.
-    pub lock: &'static str,
-    /// `cores`.
-    pub cores: usize,
-    /// `clients`.
-    pub clients: usize,
-    /// `unit`.
-    pub unit: &'static str,
-    /// `counter`.
-    pub counter: &'static str,
-    /// `counter_hz`.
-    pub counter_hz: u64,
-    /// `overhead`.
-    pub overhead: u64,
-    /// `interval_ticks` (throughput benchmarks only).
-    pub interval_ticks: Option<u64>,
+    /// `bench`, `variant`, `lock`, ... (`pages` is 0: the guest leaves it to the host).
+    pub head: RecordHead<'static>,
     /// Sums as reported; each printed sample is its sum divided by `divisor`. The first
     /// `runs` are printed.
     pub samples: [u64; MAX_RUNS],
@@ -388,17 +371,7 @@ impl fmt::Display for Record {
             n += 1;
         }
         RecordLine {
-            bench: self.bench,
-            variant: self.variant,
-            lock: self.lock,
-            cores: self.cores,
-            clients: self.clients,
-            pages: 0,
-            unit: self.unit,
-            counter: self.counter,
-            counter_hz: self.counter_hz,
-            overhead: self.overhead,
-            interval_ticks: self.interval_ticks,
+            head: self.head,
             samples: &self.samples[..self.runs.min(MAX_RUNS)],
             divisor: self.divisor,
             extra: &extra[..n],
@@ -440,16 +413,19 @@ const BATCH_EXTRA: [Option<(&str, u64)>; 4] = [
 /// The records of benchmark `kind`, in print order; `None` past the end.
 fn plan(kind: Kind, info: &RunInfo) -> [Option<Planned>; MAX_PLANNED] {
     let base = Record {
-        bench: "",
-        variant: "",
-        lock: info.lock,
-        cores: 1,
-        clients: 0,
-        unit: "ticks",
-        counter: info.counter,
-        counter_hz: info.counter_hz,
-        overhead: 0,
-        interval_ticks: None,
+        head: RecordHead {
+            bench: "",
+            variant: "",
+            lock: info.lock,
+            cores: 1,
+            clients: 0,
+            pages: 0,
+            unit: "ticks",
+            counter: info.counter,
+            counter_hz: info.counter_hz,
+            overhead: 0,
+            interval_ticks: None,
+        },
         samples: [0; MAX_RUNS],
         runs: info.runs,
         divisor: 1,
@@ -469,8 +445,11 @@ fn plan(kind: Kind, info: &RunInfo) -> [Option<Planned>; MAX_PLANNED] {
                         out[n] = Some((
                             record::ipc(r, v),
                             Record {
-                                bench,
-                                variant,
+                                head: RecordHead {
+                                    bench,
+                                    variant,
+                                    ..base.head
+                                },
                                 extra: [
                                     Some(("warmup", WARMUP as u64)),
                                     Some(("overhead_tries", OVERHEAD_TRIES as u64)),
@@ -488,8 +467,11 @@ fn plan(kind: Kind, info: &RunInfo) -> [Option<Planned>; MAX_PLANNED] {
                 out[n] = Some((
                     record::ipc(record::IPC_ROUNDTRIP, v),
                     Record {
-                        bench: "ipc-roundtrip",
-                        variant,
+                        head: RecordHead {
+                            bench: "ipc-roundtrip",
+                            variant,
+                            ..base.head
+                        },
                         divisor: BATCH as u64,
                         extra: BATCH_EXTRA,
                         ..base
@@ -504,7 +486,10 @@ fn plan(kind: Kind, info: &RunInfo) -> [Option<Planned>; MAX_PLANNED] {
             out[n] = Some((
                 record::NULL_SYSCALL,
                 Record {
-                    bench: "null-syscall",
+                    head: RecordHead {
+                        bench: "null-syscall",
+                        ..base.head
+                    },
                     divisor: BATCH as u64,
                     extra: BATCH_EXTRA,
                     ..base
@@ -517,11 +502,14 @@ fn plan(kind: Kind, info: &RunInfo) -> [Option<Planned>; MAX_PLANNED] {
             out[0] = Some((
                 record::MULTICORE,
                 Record {
-                    bench: "multicore-pingpong",
-                    variant: "pairs",
-                    cores: info.cores,
-                    unit: "round trips",
-                    interval_ticks: Some(info.interval_ticks),
+                    head: RecordHead {
+                        bench: "multicore-pingpong",
+                        variant: "pairs",
+                        cores: info.cores,
+                        unit: "round trips",
+                        interval_ticks: Some(info.interval_ticks),
+                        ..base.head
+                    },
                     extra: throughput_extra(info.cores),
                     ..base
                 },
@@ -537,12 +525,15 @@ fn plan(kind: Kind, info: &RunInfo) -> [Option<Planned>; MAX_PLANNED] {
             out[0] = Some((
                 record::CLIENT_SERVER,
                 Record {
-                    bench: "client-server",
-                    variant: variant.name(),
-                    cores: clients.min(info.cores),
-                    clients,
-                    unit: "round trips",
-                    interval_ticks: Some(info.interval_ticks),
+                    head: RecordHead {
+                        bench: "client-server",
+                        variant: variant.name(),
+                        cores: clients.min(info.cores),
+                        clients,
+                        unit: "round trips",
+                        interval_ticks: Some(info.interval_ticks),
+                        ..base.head
+                    },
                     extra: throughput_extra(servers),
                     ..base
                 },
@@ -553,9 +544,12 @@ fn plan(kind: Kind, info: &RunInfo) -> [Option<Planned>; MAX_PLANNED] {
         Kind::Memory(spec) => {
             let workers = info.cores as u64;
             let per_page = Record {
-                variant: spec.variant(),
-                cores: info.cores,
-                clients: info.cores,
+                head: RecordHead {
+                    variant: spec.variant(),
+                    cores: info.cores,
+                    clients: info.cores,
+                    ..base.head
+                },
                 // Each sample sums every worker's task: the mean per page and core.
                 divisor: spec.pages as u64 * workers,
                 ..base
@@ -563,7 +557,10 @@ fn plan(kind: Kind, info: &RunInfo) -> [Option<Planned>; MAX_PLANNED] {
             out[0] = Some((
                 record::MEM_ALLOC,
                 Record {
-                    bench: "memory-alloc",
+                    head: RecordHead {
+                        bench: "memory-alloc",
+                        ..per_page.head
+                    },
                     extra: [
                         Some(("faults_same_core", 0)),
                         Some(("faults_cross_core", 0)),
@@ -578,7 +575,10 @@ fn plan(kind: Kind, info: &RunInfo) -> [Option<Planned>; MAX_PLANNED] {
             out[1] = Some((
                 record::MEM_FREE,
                 Record {
-                    bench: "memory-free",
+                    head: RecordHead {
+                        bench: "memory-free",
+                        ..per_page.head
+                    },
                     extra: [
                         Some(("pages_per_task", spec.pages as u64)),
                         Some(("pagers", if spec.global { 1 } else { workers })),
@@ -598,9 +598,12 @@ fn plan(kind: Kind, info: &RunInfo) -> [Option<Planned>; MAX_PLANNED] {
                     out[n] = Some((
                         rec,
                         Record {
-                            bench: "memory-ipc",
-                            variant,
-                            cores: info.cores,
+                            head: RecordHead {
+                                bench: "memory-ipc",
+                                variant,
+                                cores: info.cores,
+                                ..base.head
+                            },
                             divisor: BATCH as u64,
                             extra: [Some(("batch", BATCH as u64)), None, None, None],
                             ..base
@@ -638,8 +641,8 @@ pub fn records(
         let got = c.reports[id].load(Ordering::Acquire);
         if got != want {
             return Some(Err(Incomplete {
-                bench: r.bench,
-                variant: r.variant,
+                bench: r.head.bench,
+                variant: r.head.variant,
                 got,
                 want,
             }));
@@ -663,7 +666,7 @@ pub fn records(
         }
         // Per sample: the whole overhead for one-way samples, its share of a batch for round
         // trips (rounded; the exact figure is `overhead_per_batch`).
-        r.overhead = (overhead + r.divisor / 2) / r.divisor.max(1);
+        r.head.overhead = (overhead + r.divisor / 2) / r.divisor.max(1);
         Some(Ok(r))
     });
     rows.into_iter().flatten()

@@ -89,10 +89,26 @@ pub fn configure<H: ArchHal>(
         Ok(cfg) => cfg,
         Err(e) => fail::<H>(format_args!("{e}")),
     };
-    if cfg.bench.is_some() {
+    if cfg.cmdline.bench.is_some() {
         BENCH_MODE.store(true, Ordering::Release);
     }
     cfg
+}
+
+/// The boot core's steps once the other cores were started (`online` of them up, `failed` that
+/// did not start): the run's configuration ([`configure`], with `rtm_note`), `prepare` with it
+/// (what the image does before the kernel starts: its self-tests that need every core, what
+/// benchmark mode needs), then `image` booted with the strategy the command line names.
+pub fn run<A: Arch + DebugArch, U: UserArch, const CPUS: usize>(
+    cmdline: &Cmdline,
+    (online, failed): (usize, usize),
+    rtm_note: Option<&str>,
+    prepare: impl FnOnce(&Config),
+    image: Start<A, U, CPUS>,
+) -> ! {
+    let cfg = configure::<A::Hal>(cmdline, online, failed, rtm_note);
+    prepare(&cfg);
+    crate::strategy::boot_with(cmdline.lock, cfg, image)
 }
 
 /// A secondary core's life: waits (asleep, interrupts masked) until the root task releases the
@@ -135,25 +151,26 @@ pub fn release_cores<H: ArchHal>(cores: usize) {
 /// runtime, its test counts and its user ELF.
 pub struct Start<A, U: UserArch + 'static, const CPUS: usize> {
     user: &'static UserMode<U, CPUS>,
-    tests: (usize, usize),
+    kernel_tests: usize,
     user_elf: &'static [u8],
     arch: PhantomData<fn() -> A>,
 }
 
 impl<A: Arch + DebugArch, U: UserArch, const CPUS: usize> Start<A, U, CPUS> {
-    /// The image whose threads run through `user`, with `kernel_tests` in-kernel tests, the
-    /// user errors program's `user_error_tests` `TEST` lines and the user ELF `user_elf`.
+    /// The image whose threads run through `user`, with `kernel_tests` in-kernel tests (and the
+    /// user errors program's [`USER_ERROR_TESTS`](crate::selftest::USER_ERROR_TESTS) `TEST`
+    /// lines) and the user ELF `user_elf`.
     ///
     /// # Safety
     /// Booted at most once, by the boot core, before any other core runs kernel code.
     pub unsafe fn new(
         user: &'static UserMode<U, CPUS>,
-        (kernel_tests, user_error_tests): (usize, usize),
+        kernel_tests: usize,
         user_elf: &'static [u8],
     ) -> Self {
         Self {
             user,
-            tests: (kernel_tests, user_error_tests),
+            kernel_tests,
             user_elf,
             arch: PhantomData,
         }
@@ -164,7 +181,9 @@ impl<A: Arch + DebugArch, U: UserArch, const CPUS: usize> Boot for Start<A, U, C
     fn boot<S: Strategy + 'static>(self, strategy: S, cfg: Config) -> ! {
         // SAFETY: `new`'s contract: once, by the boot core before any other core runs kernel
         // code.
-        unsafe { start::<A, S, U, CPUS>(strategy, cfg, self.user, self.tests, self.user_elf) }
+        unsafe {
+            start::<A, S, U, CPUS>(strategy, cfg, self.user, self.kernel_tests, self.user_elf)
+        }
     }
 }
 
@@ -177,7 +196,7 @@ unsafe fn start<A, S, U, const CPUS: usize>(
     strategy: S,
     cfg: Config,
     user: &'static UserMode<U, CPUS>,
-    (kernel_tests, user_error_tests): (usize, usize),
+    kernel_tests: usize,
     user_elf: &'static [u8],
 ) -> !
 where
@@ -189,28 +208,28 @@ where
     // code.
     let k = unsafe { crate::place_kernel(Kernel::new(strategy, A::Hal::default(), cfg.cores)) };
     // `trace=1` (the command line refused it unless the image has the `trace` feature).
-    crate::trace::install(k, cfg.trace);
+    crate::trace::install(k, cfg.cmdline.trace);
     // `fastpath=0` (on by default).
-    k.set_fastpath(cfg.fastpath);
+    k.set_fastpath(cfg.cmdline.fastpath);
     A::Hal::println(format_args!(
         "kernel: {} strategy on {} cores, {} KiB kernel object, IPC fastpath {}",
         k.strategy().name(),
         cfg.cores,
         core::mem::size_of::<Kernel<S, A::Hal>>() / 1024,
-        if cfg.fastpath { "on" } else { "off" }
+        if cfg.cmdline.fastpath { "on" } else { "off" }
     ));
     let arch = match A::parse_elf(user_elf) {
         Ok(elf) => A::from_elf(elf),
         Err(e) => fail::<A::Hal>(format_args!("user ELF: {e:?}")),
     };
-    let setup = cfg.setup(A::counter().hz, user_error_tests);
+    let setup = cfg.setup(A::counter().hz, crate::selftest::USER_ERROR_TESTS);
     let (root, plan) = crate::build(&arch, k, setup);
 
     calls::init::<A>(cfg.run(kernel_tests), root, plan);
     calls::skip_pager_test_if_left_out::<A>(&cfg);
     let k: &'static Kernel<S, A::Hal> = k;
     user.install(k, calls::handle::<A>);
-    if cfg.bench.is_none() {
+    if cfg.cmdline.bench.is_none() {
         A::Hal::timer_start(TIMER_HZ);
     }
     user.run()

@@ -334,18 +334,8 @@ impl Cmdline {
             }
         }
         Ok(Config {
-            lock: self.lock,
-            test: self.test,
-            rounds: self.rounds,
+            cmdline: self,
             cores,
-            bench: self.bench,
-            runs: self.runs,
-            stack_overflow: self.stack_overflow,
-            fuzz: self.fuzz,
-            net: self.net,
-            cpus: self.cpus,
-            trace: self.trace,
-            fastpath: self.fastpath,
         })
     }
 }
@@ -366,30 +356,10 @@ fn parse_u64(v: &str) -> Option<u64> {
 /// The run's configuration: the command line and the cores the kernel runs on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Config {
-    /// The locking strategy.
-    pub lock: LockChoice,
-    /// Test suite (`mode=test`) or demo.
-    pub test: bool,
-    /// Round trips of each ping-pong pair.
-    pub rounds: usize,
+    /// What the command line asked for.
+    pub cmdline: Cmdline,
     /// Cores the kernel runs on.
     pub cores: usize,
-    /// Benchmark mode (`mode=bench bench=<kind>`): what runs instead of the demo.
-    pub bench: Option<Kind>,
-    /// Benchmark mode: samples per record (`runs=`, default 16).
-    pub runs: usize,
-    /// `mode=stackoverflow` (see [`Cmdline::stack_overflow`]).
-    pub stack_overflow: bool,
-    /// `mode=fuzz` (see [`Cmdline::fuzz`]).
-    pub fuzz: Option<Fuzz>,
-    /// `mode=net` (see [`Cmdline::net`]).
-    pub net: bool,
-    /// `cpus=N`: the cap on the cores the kernel uses (see [`Cmdline::cpus`]).
-    pub cpus: Option<usize>,
-    /// `trace=1` (see [`Cmdline::trace`]).
-    pub trace: bool,
-    /// `fastpath=0` turns the IPC fastpath off (see [`Cmdline::fastpath`]).
-    pub fastpath: bool,
 }
 
 impl Config {
@@ -397,13 +367,13 @@ impl Config {
     /// supports, up to the `cpus=` cap (what the SMP self-test checks [`cores`](Self::cores)
     /// against).
     pub fn expected_cores(&self, online: usize, max: usize) -> usize {
-        cores_for(online, max, self.cpus)
+        cores_for(online, max, self.cmdline.cpus)
     }
 
     /// Whether the pager test runs: in test mode, except under `lock=none` (the pager's
     /// MapFrame is a management call made while other cores run, which `NoLock` forbids).
     pub fn pager_test(&self) -> bool {
-        self.test && self.lock != LockChoice::None
+        self.cmdline.test && self.cmdline.lock != LockChoice::None
     }
 
     /// The shape of the initial system, for user programs whose counter runs at `counter_hz`
@@ -411,32 +381,35 @@ impl Config {
     pub fn setup(&self, counter_hz: u64, user_error_tests: usize) -> Setup {
         Setup {
             cores: self.cores,
-            test: self.test,
-            rounds: self.rounds,
+            test: self.cmdline.test,
+            rounds: self.cmdline.rounds,
             pager_test: self.pager_test(),
             user_error_tests,
-            bench: self.bench.map(|kind| (kind, interval_ticks(counter_hz))),
-            stack_overflow: self.stack_overflow,
-            fuzz: self.fuzz.map(|f| crate::system::FuzzSetup {
+            bench: self
+                .cmdline
+                .bench
+                .map(|kind| (kind, interval_ticks(counter_hz))),
+            stack_overflow: self.cmdline.stack_overflow,
+            fuzz: self.cmdline.fuzz.map(|f| crate::system::FuzzSetup {
                 calls: f.calls,
                 seed: f.seed,
                 // `NoLock` allows no management call while other cores run.
-                common_only: self.lock == LockChoice::None,
+                common_only: self.cmdline.lock == LockChoice::None,
             }),
-            net: self.net,
+            net: self.cmdline.net,
         }
     }
 
     /// What the debug calls serve, after `kernel_tests` in-kernel tests.
     pub fn run(&self, kernel_tests: usize) -> Run {
         Run {
-            test: self.test,
+            test: self.cmdline.test,
             cores: self.cores,
-            bench: self.bench,
-            runs: self.runs,
-            lock: self.lock.name(),
+            bench: self.cmdline.bench,
+            runs: self.cmdline.runs,
+            lock: self.cmdline.lock.name(),
             kernel_tests,
-            stack_overflow: self.stack_overflow,
+            stack_overflow: self.cmdline.stack_overflow,
         }
     }
 }
@@ -480,7 +453,11 @@ mod tests {
         let so = Cmdline::parse(words("mode=stackoverflow")).unwrap();
         assert!(so.stack_overflow && !so.test && so.bench.is_none());
         let cfg = so.on_cores(2).unwrap();
-        assert!(cfg.stack_overflow && cfg.setup(1, 7).stack_overflow && cfg.run(9).stack_overflow);
+        assert!(
+            cfg.cmdline.stack_overflow
+                && cfg.setup(1, 7).stack_overflow
+                && cfg.run(9).stack_overflow
+        );
         let net = Cmdline::parse(words("mode=net")).unwrap();
         assert!(net.net && !net.test && net.bench.is_none() && !net.stack_overflow);
         assert!(net.on_cores(1).unwrap().setup(1, 7).net);
@@ -491,7 +468,7 @@ mod tests {
         assert!(Cmdline::parse(words("")).unwrap().fastpath);
         assert!(Cmdline::parse(words("fastpath=1")).unwrap().fastpath);
         let off = Cmdline::parse(words("fastpath=0")).unwrap();
-        assert!(!off.on_cores(1).unwrap().fastpath);
+        assert!(!off.on_cores(1).unwrap().cmdline.fastpath);
         let bad = Cmdline::parse(words("fastpath=no"));
         assert_eq!(bad, Err(CmdlineError::Fastpath("no")));
         assert!(CmdlineError::Fastpath("no")
@@ -508,7 +485,7 @@ mod tests {
         );
         let on = Cmdline::parse(words("trace=1"));
         if crate::trace::BUILT {
-            assert!(on.unwrap().on_cores(2).unwrap().trace);
+            assert!(on.unwrap().on_cores(2).unwrap().cmdline.trace);
         } else {
             assert_eq!(on, Err(CmdlineError::TraceNotBuilt));
             assert!(CmdlineError::TraceNotBuilt

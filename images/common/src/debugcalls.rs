@@ -803,7 +803,7 @@ pub fn init<A: DebugArch>(run: Run, root: ThreadId, plan: Plan) {
 /// Reports the pager test as skipped when `cfg` runs the test suite without it (lock `none`:
 /// see [`Config::pager_test`](crate::cmdline::Config::pager_test)).
 pub fn skip_pager_test_if_left_out<A: DebugArch>(cfg: &crate::cmdline::Config) {
-    if cfg.test && !cfg.pager_test() {
+    if cfg.cmdline.test && !cfg.pager_test() {
         skip::<A>(
             "user:pager_resolves_page_fault",
             format_args!(

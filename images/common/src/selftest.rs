@@ -11,6 +11,9 @@ use crate::cmdline::{Config, LockChoice};
 use crate::debugcalls::{report, DebugArch};
 use crate::elf::{Elf, ElfError};
 
+/// `TEST` lines of the user errors program (`servers::programs::errors`).
+pub const USER_ERROR_TESTS: usize = 7;
+
 /// `kernel:frame_alloc_distinct_aligned_zeroed`: two frames from `P`, distinct, aligned and
 /// zeroed. Returns the first (for the mapping tests that follow).
 pub fn frame_alloc<A: DebugArch, P: UserPaging>() -> Option<u64> {
@@ -120,5 +123,64 @@ pub fn user_elf_rejects_garbage<A: DebugArch>(bad: Result<Elf, ElfError>) {
         "kernel:user_elf_rejects_garbage",
         bad.is_err(),
         format_args!("{:?}", bad.as_ref().err()),
+    );
+}
+
+/// An architecture's user-page operations, for [`user_maps`].
+pub struct UserMaps<M, T, U, E> {
+    /// `map(root, va, frame, writable)`: maps the user page `va`, making the tables it needs;
+    /// whether it did.
+    pub map: M,
+    /// `translate(root, va)`: the physical address `va` reaches and the bits of its entry.
+    pub translate: T,
+    /// `unmap(root, va)`: removes the page; whether it did.
+    pub unmap: U,
+    /// `entry_ok(frame, phys, bits)`: whether `translate` of 0x12345010, the writable page of
+    /// `frame`, read a user-writable entry and the right address.
+    pub entry_ok: E,
+    /// A kernel address `map` must refuse, the frame it is tried with, and what the detail
+    /// calls it ("kernel-half").
+    pub kernel: (u64, u64, &'static str),
+}
+
+/// `kernel:user_map_translate_unmap` (maps `frame` writable at 0x12345000 of `root`, reads it
+/// back, unmaps it) and `kernel:user_map_rejects_kernel_and_unaligned` (a kernel address and an
+/// unaligned one are refused), through `ops`.
+pub fn user_maps<A: DebugArch, M, T, U, E>(
+    root: Option<u64>,
+    frame: Option<u64>,
+    ops: &UserMaps<M, T, U, E>,
+) where
+    M: Fn(u64, u64, u64, bool) -> bool,
+    T: Fn(u64, u64) -> Option<(u64, u64)>,
+    U: Fn(u64, u64) -> bool,
+    E: Fn(u64, u64, u64) -> bool,
+{
+    let mapped = match (root, frame) {
+        (Some(r), Some(f)) => {
+            let va = 0x1234_5000;
+            let m = (ops.map)(r, va, f, true);
+            let entry_ok =
+                (ops.translate)(r, va + 0x10).is_some_and(|(p, b)| (ops.entry_ok)(f, p, b));
+            let u = (ops.unmap)(r, va);
+            let gone = (ops.translate)(r, va).is_none();
+            m && entry_ok && u && gone
+        }
+        _ => false,
+    };
+    report::<A>(
+        "kernel:user_map_translate_unmap",
+        mapped,
+        format_args!("map, translate, unmap at 0x12345000"),
+    );
+
+    let (kernel_va, kernel_frame, kernel_what) = ops.kernel;
+    let rejected = root.is_some_and(|r| {
+        !(ops.map)(r, kernel_va, kernel_frame, false) && !(ops.map)(r, 0x1001, kernel_frame, false)
+    });
+    report::<A>(
+        "kernel:user_map_rejects_kernel_and_unaligned",
+        rejected,
+        format_args!("{kernel_what} and unaligned addresses refused"),
     );
 }

@@ -417,6 +417,22 @@ impl<'a, S: Strategy, A: Arch> Builder<'a, S, A> {
         t
     }
 
+    /// The ping-pong pair of core `c`: a client making `rounds` round trips through an endpoint
+    /// to its server, in one address space or (`separate`) each in its own; both started by
+    /// the root task (server first) and the client made known to the architecture.
+    fn pingpong_pair(&mut self, c: usize, rounds: usize, separate: bool) {
+        let ep = self.endpoint();
+        let mut cs = self.space();
+        let client = self.thread(&mut cs, 10, c, [role::CLIENT, c as u64, rounds as u64]);
+        let mut ss = if separate { self.space() } else { cs };
+        let server = self.thread(&mut ss, 10, c, [role::SERVER, c as u64, 0]);
+        self.cap(client, slot::EP, ObjRef::Endpoint(ep), Rights::WRITE, c + 1);
+        self.cap(server, slot::EP, ObjRef::Endpoint(ep), Rights::READ, 0);
+        self.push(server);
+        self.push(client);
+        self.arch.set_client(c, client);
+    }
+
     fn cap(&mut self, t: ThreadId, s: usize, obj: ObjRef, rights: Rights, badge: usize) {
         let Some(slot) = CapSlot::new(s) else {
             self.arch
@@ -549,16 +565,7 @@ pub fn build<S: Strategy, A: Arch>(
     let extra = if cfg.test { 4 } else { 0 };
     let separate = 1 + 2 * cores + extra <= MAX_ASPACES;
     for c in 0..cores {
-        let ep = b.endpoint();
-        let mut cs = b.space();
-        let client = b.thread(&mut cs, 10, c, [role::CLIENT, c as u64, cfg.rounds as u64]);
-        let mut ss = if separate { b.space() } else { cs };
-        let server = b.thread(&mut ss, 10, c, [role::SERVER, c as u64, 0]);
-        b.cap(client, slot::EP, ObjRef::Endpoint(ep), Rights::WRITE, c + 1);
-        b.cap(server, slot::EP, ObjRef::Endpoint(ep), Rights::READ, 0);
-        b.push(server);
-        b.push(client);
-        arch.set_client(c, client);
+        b.pingpong_pair(c, cfg.rounds, separate);
         user_tests += usize::from(cfg.test);
     }
 
@@ -774,15 +781,7 @@ pub fn build_fuzz<S: Strategy, A: Arch>(
     };
     let device = b.device(0);
     for c in 0..cores {
-        let ep = b.endpoint();
-        let mut ps = b.space();
-        let client = b.thread(&mut ps, 10, c, [role::CLIENT, c as u64, rounds as u64]);
-        let server = b.thread(&mut ps, 10, c, [role::SERVER, c as u64, 0]);
-        b.cap(client, slot::EP, ObjRef::Endpoint(ep), Rights::WRITE, c + 1);
-        b.cap(server, slot::EP, ObjRef::Endpoint(ep), Rights::READ, 0);
-        b.push(server);
-        b.push(client);
-        arch.set_client(c, client);
+        b.pingpong_pair(c, rounds, false);
 
         let drain_ep = b.endpoint();
         let mut fs = b.space();

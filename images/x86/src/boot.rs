@@ -80,22 +80,26 @@ fn kernel_main(p: &'static Platform) -> ! {
             f.cpu, f.apic_id, f.stage
         );
     }
-    let cfg = image_common::boot::configure::<X86Hal>(
-        &cmdline,
-        report.online,
-        report.failure_count,
-        None,
-    );
-    if test {
-        selftest::after_smp(&cfg, report.expected);
-    }
-
-    let tests = (selftest::KERNEL_TESTS, selftest::USER_ERROR_TESTS);
-    // SAFETY: booted once, here, on the bootstrap processor before any other core runs kernel code.
+    // SAFETY: booted once, here, on the bootstrap processor before any other core runs kernel
+    // code.
     let image = unsafe {
-        image_common::boot::Start::<system::System, _, _>::new(&usermode::USER, tests, USER_ELF)
+        image_common::boot::Start::<system::System, _, _>::new(
+            &usermode::USER,
+            selftest::KERNEL_TESTS,
+            USER_ELF,
+        )
     };
-    image_common::strategy::boot_with(lock, cfg, image)
+    image_common::boot::run(
+        &cmdline,
+        (report.online, report.failure_count),
+        None,
+        |cfg| {
+            if test {
+                selftest::after_smp(cfg, report.expected);
+            }
+        },
+        image,
+    )
 }
 
 /// An application processor: sets up `syscall`, then waits for the release and schedules

@@ -19,8 +19,6 @@ use image_common::{selftest, Arch};
 
 /// In-kernel tests ([`before_smp`] + [`after_smp`]).
 pub const KERNEL_TESTS: usize = 14;
-/// `TEST` lines of the user errors program (`servers::programs::errors`).
-pub const USER_ERROR_TESTS: usize = 7;
 
 /// Tests that need only the bootstrap processor.
 pub fn before_smp(lock: LockChoice) {
@@ -48,34 +46,16 @@ pub fn before_smp(lock: LockChoice) {
         format_args!("root {root:?}"),
     );
 
-    let mapped = match (root, a) {
-        (Some(r), Some(f)) => {
-            let va = 0x1234_5000;
-            let m = paging::map_user(r, va, f, true);
-            let t = paging::translate(r, va + 0x10);
-            let flags_ok = t.is_some_and(|(p, fl)| {
-                p == f && fl & (pte::PRESENT | pte::USER | pte::WRITABLE) == 0x7
-            });
-            let u = paging::unmap_user(r, va);
-            let gone = paging::translate(r, va).is_none();
-            m.is_ok() && flags_ok && u.is_ok() && gone
-        }
-        _ => false,
-    };
-    report(
-        "kernel:user_map_translate_unmap",
-        mapped,
-        format_args!("map, translate, unmap at 0x12345000"),
-    );
-
-    let rejected = root.is_some_and(|r| {
-        paging::map_user(r, 0xFFFF_8000_0000_0000, 0x1000, false).is_err()
-            && paging::map_user(r, 0x1001, 0x1000, false).is_err()
-    });
-    report(
-        "kernel:user_map_rejects_kernel_and_unaligned",
-        rejected,
-        format_args!("kernel-half and unaligned addresses refused"),
+    selftest::user_maps::<System, _, _, _, _>(
+        root,
+        a,
+        &selftest::UserMaps {
+            map: |r, va, f, w| paging::map_user(r, va, f, w).is_ok(),
+            translate: paging::translate,
+            unmap: |r, va| paging::unmap_user(r, va).is_ok(),
+            entry_ok: |f, p, fl| p == f && fl & (pte::PRESENT | pte::USER | pte::WRITABLE) == 0x7,
+            kernel: (0xFFFF_8000_0000_0000, 0x1000, "kernel-half"),
+        },
     );
 
     let (efer, star, lstar, fmask) = usermode::syscall_msrs();

@@ -2,8 +2,8 @@
 //!
 //! A guest prints each record as one JSON line between [`BENCH_BEGIN`](crate::console::BENCH_BEGIN)
 //! and [`BENCH_END`](crate::console::BENCH_END); a hosted benchmark writes a JSON array of the
-//! same objects to a file. [`RecordLine`] writes one with `core::fmt` only (the images have no
-//! allocator on that path); behind `std`, [`RawRecord`] reads it back. [`FIELDS`] and
+//! same objects to a file. [`RecordLine`] (a [`RecordHead`] and the samples) writes one with
+//! `core::fmt` only (the images have no allocator on that path); behind `std`, [`RawRecord`] reads it back. [`FIELDS`] and
 //! [`BENCHES`] describe the fields and the benchmark names for the generated document, and
 //! the tests check that the writer, the reader and the tables agree.
 
@@ -61,11 +61,11 @@ pub const BENCHES: &[Bench] = &[
     Bench { name: "ipc-barriers", sample: "ARMv7 only: barrier instructions (`dmb`, `dsb`, `isb`) executed per round trip, `extra` splits them by kind" },
 ];
 
-/// One raw record to print, borrowing its strings and samples: `Display` writes it as one
-/// JSON object on one line (the keys of [`FIELDS`], in that order; `pages`, `interval_ticks`
-/// and `extra` only when set).
+/// What a raw record measured: every field but its samples and `extra` (the keys of
+/// [`FIELDS`] up to `interval_ticks`). A producer keeps these with its own storage of samples
+/// ([`RecordLine`] borrows them for printing).
 #[derive(Clone, Copy, Debug)]
-pub struct RecordLine<'a> {
+pub struct RecordHead<'a> {
     /// `bench`.
     pub bench: &'a str,
     /// `variant`.
@@ -88,6 +88,15 @@ pub struct RecordLine<'a> {
     pub overhead: u64,
     /// `interval_ticks` (throughput benchmarks only).
     pub interval_ticks: Option<u64>,
+}
+
+/// One raw record to print, borrowing its strings and samples: `Display` writes it as one
+/// JSON object on one line (the keys of [`FIELDS`], in that order; `pages`, `interval_ticks`
+/// and `extra` only when set).
+#[derive(Clone, Copy, Debug)]
+pub struct RecordLine<'a> {
+    /// What was measured.
+    pub head: RecordHead<'a>,
     /// Sums as measured; each printed sample is its sum divided by `divisor`.
     pub samples: &'a [u64],
     /// 1, or the number of operations each sum covers (the sample is then their mean, printed
@@ -124,26 +133,27 @@ pub fn json_mean(w: &mut impl Write, sum: u64, divisor: u64) -> fmt::Result {
 
 impl Display for RecordLine<'_> {
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        let h = &self.head;
         f.write_str("{\"bench\":")?;
-        json_str(f, self.bench)?;
+        json_str(f, h.bench)?;
         f.write_str(",\"variant\":")?;
-        json_str(f, self.variant)?;
+        json_str(f, h.variant)?;
         f.write_str(",\"lock\":")?;
-        json_str(f, self.lock)?;
-        write!(f, ",\"cores\":{},\"clients\":{}", self.cores, self.clients)?;
-        if self.pages != 0 {
-            write!(f, ",\"pages\":{}", self.pages)?;
+        json_str(f, h.lock)?;
+        write!(f, ",\"cores\":{},\"clients\":{}", h.cores, h.clients)?;
+        if h.pages != 0 {
+            write!(f, ",\"pages\":{}", h.pages)?;
         }
         f.write_str(",\"unit\":")?;
-        json_str(f, self.unit)?;
+        json_str(f, h.unit)?;
         f.write_str(",\"counter\":")?;
-        json_str(f, self.counter)?;
+        json_str(f, h.counter)?;
         write!(
             f,
             ",\"counter_hz\":{},\"overhead\":{}",
-            self.counter_hz, self.overhead
+            h.counter_hz, h.overhead
         )?;
-        if let Some(i) = self.interval_ticks {
+        if let Some(i) = h.interval_ticks {
             write!(f, ",\"interval_ticks\":{i}")?;
         }
         f.write_str(",\"samples\":[")?;
@@ -282,17 +292,19 @@ mod tests {
 
     fn line<'a>(samples: &'a [u64], extra: &'a [(&'a str, u64)]) -> RecordLine<'a> {
         RecordLine {
-            bench: "ipc-roundtrip",
-            variant: "cross-as",
-            lock: "clh",
-            cores: 1,
-            clients: 0,
-            pages: 0,
-            unit: "ticks",
-            counter: "tsc",
-            counter_hz: 2_400_000_000,
-            overhead: 20,
-            interval_ticks: None,
+            head: RecordHead {
+                bench: "ipc-roundtrip",
+                variant: "cross-as",
+                lock: "clh",
+                cores: 1,
+                clients: 0,
+                pages: 0,
+                unit: "ticks",
+                counter: "tsc",
+                counter_hz: 2_400_000_000,
+                overhead: 20,
+                interval_ticks: None,
+            },
             samples,
             divisor: 4,
             extra,
@@ -323,8 +335,8 @@ mod tests {
     #[test]
     fn the_writer_uses_exactly_the_documented_keys_in_order() {
         let mut full = line(&[1], &[("aborts", 3)]);
-        full.pages = 8;
-        full.interval_ticks = Some(100);
+        full.head.pages = 8;
+        full.head.interval_ticks = Some(100);
         let text = full.to_string();
         let mut at = 0;
         for f in FIELDS {
@@ -340,8 +352,8 @@ mod tests {
     #[test]
     fn the_reader_reads_what_the_writer_wrote() {
         let mut full = line(&[8, 12], &[("aborts", 3)]);
-        full.pages = 8;
-        full.interval_ticks = Some(100);
+        full.head.pages = 8;
+        full.head.interval_ticks = Some(100);
         let r = RawRecord::parse(&full.to_string()).unwrap();
         assert_eq!(r.bench, "ipc-roundtrip");
         assert_eq!(r.pages, 8);
