@@ -1,5 +1,5 @@
 //! Hosted memory benchmark, per-core against global user-level pagers (the `hosted` platform
-//! of `cargo xtask bench --suite memory`): the command line around [`tests::bench::memory`], whose module documentation
+//! of `cargo xtask bench memory`): the command line around [`tests::bench::memory`], whose module documentation
 //! gives the method.
 //!
 //! ```text

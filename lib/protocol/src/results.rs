@@ -1,7 +1,7 @@
 //! The `results.json` of every benchmark suite: one schema, whatever the suite measures.
 //!
-//! Every suite (`cargo xtask bench` for IPC and memory, `--host` for the lock
-//! micro-benchmarks, `--suite redis` for the network benchmark) writes one object with the
+//! Every suite (`bench ipc` and `bench memory`, `bench locks` for the lock
+//! micro-benchmarks, `bench redis` for the network benchmark) writes one object with the
 //! keys of [`RESULTS_FIELDS`]: where and when the file was made, the machine, the resolved
 //! selection (`plan`, whose `suite` names the suite), what went wrong, and `records`, one
 //! object per measured point. The fields of a record are the suite's own (the IPC and memory

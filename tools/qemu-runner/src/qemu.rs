@@ -947,7 +947,7 @@ pub fn check_fuzz(lines: &[String], smp: usize, min_calls: u64) -> Result<String
 /// The least `TESTS PLANNED` a `--tests` run on `smp` cores must announce, whatever the lock:
 /// what the image plans today (see `image-x86`): `selftest::KERNEL_TESTS` (9) in-kernel tests,
 /// `debugcalls::FINAL_TESTS` (8) final checks, one ping-pong test per core, the pager test (run,
-/// or reported skipped under `--lock none`) and `selftest::USER_ERROR_TESTS` (7) error-path
+/// or reported skipped under `--lock none`) and `image_common::selftest::USER_ERROR_TESTS` (7) error-path
 /// tests. The guest may plan more (a new test needs no change here), never fewer: a guest that
 /// plans nothing, or drops tests from its plan, fails the run. Keep this in step when a test
 /// goes away.
