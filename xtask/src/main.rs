@@ -83,26 +83,27 @@ enum Command {
     /// apt-get when missing and running as root.
     Qemu(qemu::QemuArgs),
 
-    /// Trace one IPC round trip under QEMU: instructions, functions and barriers it executes.
+    /// Trace the kernel: what one IPC round trip executes (`trace exec`), or a kernel lock
+    /// trace for the simulator (`trace locks --hosted|--image`).
     ///
-    /// For each architecture and lock, runs the one-core demo twice under QEMU with
-    /// `-icount shift=0 -singlestep -d exec,nochain` (every executed instruction logged with its
-    /// address), with `rounds=N` and `rounds=2N`, and divides the difference by N: the
+    /// `trace exec`: for each architecture and lock, runs the one-core demo twice under QEMU
+    /// with `-icount shift=0 -singlestep -d exec,nochain` (every executed instruction logged
+    /// with its address), with `rounds=N` and `rounds=2N`, and divides the difference by N: the
     /// instructions of one Call/ReplyRecv round trip (client and server in two address spaces,
     /// trap paths included), the functions they are in, and the barriers among them (ARMv7:
     /// dmb, dsb, isb; x86_64: fences and locked read-modify-writes), found in the kernel and
-    /// user ELF files. Prints a table and writes <out>/trace.json. Deterministic up to console
-    /// polling (the `noise` column). Each lock and machine takes 40-70 s on an idle 2-vCPU
-    /// machine (measured: ARMv7 virt 40 s, sabrelite 70 s, x86_64 microvm 70 s) and up to about
-    /// 3 minutes beside other work: `--arch armv7` with every lock (10 runs) 7-27 minutes, a
-    /// progress line before each run saying how long is left (the traces, 0.1-1 GB each, are
-    /// written under target/trace and deleted after counting; with the environment variable XTASK_KEEP_TRACE set they are kept, for a
-    /// per-address count of the two runs' difference against a disassembly).
+    /// user ELF files. Prints a table and writes <out>/trace.json. Each lock and machine takes
+    /// 40-70 s on an idle 2-vCPU machine, up to about 3 minutes beside other work, with a
+    /// progress line before each run (the traces, 0.1-1 GB each, are written under
+    /// target/trace and deleted after counting; XTASK_KEEP_TRACE=1 keeps them). `trace locks
+    /// --hosted` records a kernel lock trace on host threads, `--image` inside the QEMU images,
+    /// and both replay it with the simulator. The old spelling (`trace` with `--hosted`,
+    /// `--image` or neither) works for one release.
     Trace(trace::TraceArgs),
 
     /// Replay a kernel lock trace on 1..64 simulated cores (the discrete-event simulator).
     ///
-    /// Reads a trace file (--trace; `cargo xtask trace --hosted` records one in the hosted
+    /// Reads a trace file (--trace; `cargo xtask trace locks --hosted` records one in the hosted
     /// harness), or without one records a trace first in the hosted harness (the IPC ping-pong
     /// on 2 host threads, --lock clh unless given), then prints its analysis (system-call rate, time in the kernel and in the lock, contention),
     /// replays it on the core count it was recorded on (the simulator's check: it should

@@ -1152,7 +1152,7 @@ const END_TO_END: &[EndToEnd] = &[
     EndToEnd {
         name: "trace:hosted",
         command: "trace",
-        args: &["--hosted", "--cores", "2", "--lock", "clh"],
+        args: &["locks", "--hosted", "--cores", "2", "--lock", "clh"],
         out: "trace-hosted",
         tools: &[],
     },
@@ -1167,8 +1167,8 @@ const END_TO_END: &[EndToEnd] = &[
         name: "trace:image",
         command: "trace",
         args: &[
-            "--image", "--check", "--arch", "all", "--cores", "2", "--rounds", "50", "--lock",
-            "clh",
+            "locks", "--image", "--check", "--arch", "all", "--cores", "2", "--rounds", "50",
+            "--lock", "clh",
         ],
         out: "trace-image",
         tools: &[],
@@ -1898,6 +1898,14 @@ mod tests {
                 assert!(
                     ["ipc", "memory", "redis", "locks"].contains(&run.args[0]),
                     "{}: a bench step names its suite first, not the old spelling: {:?}",
+                    run.name,
+                    run.args
+                );
+            }
+            if run.command == "trace" {
+                assert!(
+                    ["exec", "locks"].contains(&run.args[0]),
+                    "{}: a trace step names `exec` or `locks` first: {:?}",
                     run.name,
                     run.args
                 );

@@ -197,7 +197,7 @@ impl fmt::Display for CmdlineError<'_> {
             CmdlineError::TraceNotBuilt => write!(
                 f,
                 "trace=1 on the kernel command line, but this image was built without kernel \
-                 tracing (build it with --features trace, as `cargo xtask trace --image` does)"
+                 tracing (build it with --features trace, as `cargo xtask trace locks --image` does)"
             ),
             CmdlineError::Seed(v) => write!(
                 f,

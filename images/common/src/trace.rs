@@ -1,6 +1,6 @@
 //! Kernel lock tracing in the images: a static per-core ring set as the kernel's
 //! trace sink when the command line says `trace=1`, and its dump to the console at the end of
-//! the run, which `cargo xtask trace --image` turns into a `sim` trace file.
+//! the run, which `cargo xtask trace locks --image` turns into a `sim` trace file.
 //!
 //! # Why like this
 //! The kernel only records ([`kernel::trace`]); where the records go is the embedder's choice.

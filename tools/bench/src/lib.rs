@@ -69,7 +69,7 @@ PLATFORMS (what each measures, in which unit)
                1 GHz; A9 global timer 100 MHz; cntvct 62.5 MHz). Boards: microvm (x86_64),
                sabrelite and virt (armv7). Also (not with --quick), for armv7 on sabrelite:
                the barriers (dmb, dsb, isb) one round trip executes, per lock, counted from
-               QEMU exec traces as `cargo xtask trace` does (bench ipc-barriers, 1-3 minutes a lock).
+               QEMU exec traces as `cargo xtask trace exec` does (bench ipc-barriers, 1-3 minutes a lock).
   qemu         The images under multi-threaded TCG, bench=multicore (one client/server pair per
                core) and bench=clientserver, for each --cores count: throughput in round
                trips/s of virtual (= host) time. NOISY: bounded by the host's cores and load;

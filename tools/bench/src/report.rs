@@ -55,7 +55,7 @@ pub struct TargetLine {
 const ROUNDTRIP: &str = "ipc-roundtrip";
 /// The multicore benchmark the scaling comes from.
 const MULTICORE: &str = "multicore-pingpong";
-/// The bench name of the barrier count (`cargo xtask trace`).
+/// The bench name of the barrier count (`cargo xtask trace exec`).
 const BARRIERS: &str = "ipc-barriers";
 
 /// The record of `bench` on `platform`/`board` with `lock` on `cores` cores, preferring the
@@ -259,7 +259,7 @@ fn arm_against_x86(records: &[Record]) -> Vec<TargetLine> {
 }
 
 /// Target: ARMv7 barriers per round trip beyond the no-lock kernel's (sabrelite,
-/// `cargo xtask trace`): at most 6 for the big locks, 16 fine-grained, for the locks traced.
+/// `cargo xtask trace exec`): at most 6 for the big locks, 16 fine-grained, for the locks traced.
 fn arm_barriers(records: &[Record]) -> Vec<TargetLine> {
     let Some(none) = find(records, BARRIERS, "qemu-icount", "sabrelite", "none", 1) else {
         return Vec::new();
@@ -402,7 +402,7 @@ fn paper_rows(records: &[Record]) -> Vec<[String; 4]> {
             "not measured (qemu-icount sabrelite)".to_owned()
         } else {
             format!(
-                "{} (dmb+dsb+isb executed, qemu-icount sabrelite, `cargo xtask trace`)",
+                "{} (dmb+dsb+isb executed, qemu-icount sabrelite, `cargo xtask trace exec`)",
                 barriers.join(", ")
             )
         },
@@ -712,7 +712,7 @@ pub fn render(records: &[Record], ctx: &Context) -> String {
     );
     let _ = writeln!(
         s,
-        "* `ipc-barriers` comes from `cargo xtask trace` (QEMU exec traces of the one-core demo, \
+        "* `ipc-barriers` comes from `cargo xtask trace exec` (QEMU exec traces of the one-core demo, \
          `mode=demo`), not from the benchmark programs. Its instructions per round trip \
          (`extra.instructions_per_round_trip`) are higher than `ipc-roundtrip`'s: the demo's \
          client checks every reply (a `memcmp`) and runs a typed library loop, about 200 \

@@ -30,7 +30,7 @@ pub enum Step {
     BuildTraced(Arch),
     /// One guest boot (`qemu-icount` when `icount` is set, else `qemu`).
     Guest(GuestRun),
-    /// The ARMv7 barrier count of one lock on sabrelite (`cargo xtask trace`).
+    /// The ARMv7 barrier count of one lock on sabrelite (`cargo xtask trace exec`).
     Barriers(Lock),
 }
 
@@ -509,7 +509,7 @@ fn run_guest(
     );
 }
 
-/// The barrier count of the ARMv7 IPC path (`cargo xtask trace`) on sabrelite, the paper's
+/// The barrier count of the ARMv7 IPC path (`cargo xtask trace exec`) on sabrelite, the paper's
 /// board, for `lock`: an `ipc-barriers` record of the `qemu-icount` platform (the traces run
 /// under `-icount shift=0`). About 6 s.
 fn run_barrier_trace(

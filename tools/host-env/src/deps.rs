@@ -94,7 +94,7 @@ pub const NET: &[Tool] = &[
     },
 ];
 
-/// The source-line mapper of `cargo xtask trace --lines`.
+/// The source-line mapper of `cargo xtask trace exec --lines`.
 pub const ADDR2LINE: &[Tool] = &[Tool {
     what: "addr2line",
     package: "binutils",
@@ -202,7 +202,7 @@ pub const NEEDS: &[Need] = &[
         tools: FLASH,
     },
     Need {
-        used_by: "cargo xtask trace --lines",
+        used_by: "cargo xtask trace exec --lines",
         steps: &[],
         tools: ADDR2LINE,
     },

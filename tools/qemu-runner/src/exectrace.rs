@@ -1,7 +1,7 @@
 //! Executed-instruction traces of one IPC round trip under QEMU: how many guest instructions
 //! it takes, in which functions, and how many of them are barriers.
 //!
-//! `cargo xtask trace` prints and records these counts, and the benchmarks take the same
+//! `cargo xtask trace exec` prints and records these counts, and the benchmarks take the same
 //! measurement as their `ipc-barriers` records; both call [`measure`].
 //!
 //! # Why
@@ -400,7 +400,7 @@ fn traced_run(
     let t = File::open(log)
         .map_err(|e| format!("opening {}: {e}", log.display()))
         .and_then(|f| tally(BufReader::new(f)));
-    // Kept on request (`cargo xtask trace --help`): per-address counts need the raw logs.
+    // Kept on request (`cargo xtask trace exec --help`): per-address counts need the raw logs.
     if std::env::var_os("XTASK_KEEP_TRACE").is_none() {
         let _ = std::fs::remove_file(log);
     }

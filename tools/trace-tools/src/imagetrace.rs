@@ -1,4 +1,4 @@
-//! `cargo xtask trace --image`: kernel lock traces recorded inside the QEMU images.
+//! `cargo xtask trace locks --image`: kernel lock traces recorded inside the QEMU images.
 //!
 //! # How
 //! The image is built with its `trace` feature and boots the demo (one IPC ping-pong pair per
@@ -321,7 +321,7 @@ pub fn record(
     parse_console(&run.lines, machine.name(), true)
 }
 
-/// What `cargo xtask trace --image` records.
+/// What `cargo xtask trace locks --image` records.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Options {
     /// The kernel's lock.
@@ -334,7 +334,7 @@ pub struct Options {
     pub check: bool,
 }
 
-/// `cargo xtask trace --image`: records on each of `arches`, writes
+/// `cargo xtask trace locks --image`: records on each of `arches`, writes
 /// `OUT/image-<machine>-<lock>-<cores>cores.trace`, and analyses and sweeps it into the folder
 /// `OUT/image-<machine>-<lock>-<cores>cores/`.
 pub fn run(

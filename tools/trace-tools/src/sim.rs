@@ -24,9 +24,9 @@ use host_env::proc::Cmd;
 /// Options of `cargo xtask sim`.
 #[derive(Debug, Args)]
 pub struct SimArgs {
-    /// The trace file (`cargo xtask trace --hosted` writes one; format: `sim::trace`).
+    /// The trace file (`cargo xtask trace locks --hosted` writes one; format: `sim::trace`).
     /// Without it (and without --calibrate or --validate), a trace is recorded first, as
-    /// `cargo xtask trace --hosted` does: the IPC ping-pong on 2 host threads in the hosted
+    /// `cargo xtask trace locks --hosted` does: the IPC ping-pong on 2 host threads in the hosted
     /// harness with --lock (clh, ticket or fine; default clh), written to
     /// <out>/hosted-<lock>-2cores.trace (a release build of the `tests` crate first, about a
     /// minute the first time; the recording itself takes a few seconds).

@@ -17,43 +17,68 @@ use clap::{Args, ValueEnum};
 
 use qemu_runner::exectrace::{image_of, measure, record, user_elf, Kind};
 use qemu_runner::qemu::{Arch, Lock, Machine};
-/// Options of `cargo xtask trace`.
-#[derive(Debug, Args)]
-pub struct TraceArgs {
+/// What every trace takes: the machines, the locks, the run's length and where it goes.
+#[derive(Debug, Args, Clone)]
+pub struct TraceOpts {
     /// Architectures: x86_64 (microvm), armv7 (sabrelite and virt) or all.
     #[arg(long, value_enum, default_value = "all")]
     arch: ArchChoice,
 
-    /// Locks (comma-separated) [default: every strategy: clh, ticket, fine, rtm, none].
+    /// Locks (comma-separated) [default: every strategy: clh, ticket, fine, rtm, none; a lock
+    /// trace records the first one given, default clh].
     #[arg(long, value_enum, value_delimiter = ',')]
     lock: Vec<Lock>,
 
-    /// Round trips of the shorter run (the longer runs twice as many).
+    /// Round trips of the shorter run (the longer runs twice as many); with --image, of the
+    /// demo that is traced.
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=10_000))]
     rounds: u64,
 
-    /// Functions to list per run, by instructions per round trip (0: none).
-    #[arg(long, default_value_t = 12)]
-    top: usize,
-
-    /// Where to write trace.json [default: target/bench] (with --hosted: the trace file and
+    /// Where to write trace.json [default: target/bench] (a lock trace: the trace file and
     /// the simulator's output [default: target/sim]).
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
+}
 
-    /// Kernel lock tracing instead of QEMU exec traces: run the kernel's IPC workload on
-    /// --cores host threads with tracing on (the hosted harness, `--features trace`), write the
-    /// trace file, print its analysis and the simulator's replay and 1..64-core sweep (as
-    /// `cargo xtask sim`). --lock: clh, ticket or fine (the first one given; default clh).
+/// The options of the QEMU exec traces (`trace exec`).
+#[derive(Debug, Args, Clone, Default)]
+pub struct ExecOpts {
+    /// Functions to list per run, by instructions per round trip (0: none).
+    #[arg(long, default_value_t = DEFAULT_TOP)]
+    top: usize,
+
+    /// Boot with `fastpath=0`, so that Call and ReplyRecv take the kernel's full path (what the
+    /// IPC fastpath saves is the difference to a run without this flag).
+    #[arg(long)]
+    no_fastpath: bool,
+
+    /// Also list the N source lines with the most instructions per round trip, each address
+    /// mapped to its innermost inlined function and `file:line` (the kernel's and the user
+    /// program's ELF files, with `addr2line` from binutils). The profile that finds where a
+    /// round trip goes below the function level (0: none).
+    #[arg(long, default_value_t = 0)]
+    lines: usize,
+}
+
+/// `--top`'s default.
+const DEFAULT_TOP: usize = 12;
+
+/// The options of the kernel lock traces (`trace locks`).
+#[derive(Debug, Args, Clone)]
+pub struct LockTraceOpts {
+    /// Record in the hosted harness: run the kernel's workload on --cores host threads with
+    /// tracing on (`--features trace`), write the trace file, print its analysis and the
+    /// simulator's replay and 1..64-core sweep (as `cargo xtask sim`). --lock: clh, ticket or
+    /// fine (the first one given; default clh).
     #[arg(long)]
     hosted: bool,
 
-    /// Kernel lock tracing inside the QEMU images: build the image with its `trace` feature,
-    /// boot the demo (one ping-pong pair per core, --rounds round trips) on --cores cores with
-    /// `trace=1` under `-icount shift=0,sleep=off`, read the trace the image prints at the end,
-    /// write it (`image-<machine>-<lock>-<cores>cores.trace` in --out [default: target/sim])
-    /// and analyse and sweep it as --hosted does. --arch: x86_64 (microvm), armv7 (sabrelite)
-    /// or all; --lock: the first one given (default clh).
+    /// Record inside the QEMU images: build the image with its `trace` feature, boot the demo
+    /// (one ping-pong pair per core, --rounds round trips) on --cores cores with `trace=1`
+    /// under `-icount shift=0,sleep=off`, read the trace the image prints at the end, write it
+    /// (`image-<machine>-<lock>-<cores>cores.trace` in --out [default: target/sim]) and
+    /// analyse and sweep it as --hosted does. --arch: x86_64 (microvm), armv7 (sabrelite) or
+    /// all; --lock: the first one given (default clh).
     #[arg(long, conflicts_with = "hosted")]
     image: bool,
 
@@ -78,18 +103,115 @@ pub struct TraceArgs {
     /// With --hosted --workload memory: one global pager on core 0 instead of one per core.
     #[arg(long, requires = "hosted")]
     global_pager: bool,
+}
 
-    /// QEMU exec traces: boot with `fastpath=0`, so that Call and ReplyRecv take the kernel's
-    /// full path (what the IPC fastpath saves is the difference to a run without this flag).
-    #[arg(long, conflicts_with_all = ["hosted", "image"])]
-    no_fastpath: bool,
+/// `cargo xtask trace exec` / `trace locks`.
+#[derive(Debug, clap::Subcommand)]
+enum TraceCommand {
+    /// What one IPC round trip executes under QEMU: instructions, functions and barriers.
+    ///
+    /// For each architecture and lock, runs the one-core demo twice under QEMU with
+    /// `-icount shift=0 -singlestep -d exec,nochain`, with `rounds=N` and `rounds=2N`, and
+    /// divides the difference by N. Prints a table and writes <out>/trace.json.
+    Exec {
+        #[command(flatten)]
+        trace: TraceOpts,
+        #[command(flatten)]
+        exec: ExecOpts,
+    },
+    /// Record a kernel lock trace (--hosted: on host threads; --image: inside the QEMU
+    /// images), then analyse, replay and sweep it with the simulator.
+    Locks {
+        #[command(flatten)]
+        trace: TraceOpts,
+        #[command(flatten)]
+        locks: LockTraceOpts,
+    },
+}
 
-    /// QEMU exec traces: also list the N source lines with the most instructions per round
-    /// trip, each address mapped to its innermost inlined function and `file:line` (the
-    /// kernel's and the user program's ELF files, with `addr2line` from binutils). The profile
-    /// that finds where a round trip goes below the function level (0: none).
-    #[arg(long, default_value_t = 0, conflicts_with_all = ["hosted", "image"])]
-    lines: usize,
+/// Options of `cargo xtask trace`: `trace exec`, `trace locks`, or the old spelling (every
+/// option at once, `--hosted` and `--image` choosing a lock trace), kept for one release.
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct TraceArgs {
+    #[command(subcommand)]
+    command: Option<TraceCommand>,
+
+    #[command(flatten)]
+    trace: TraceOpts,
+    #[command(flatten)]
+    exec: ExecOpts,
+    #[command(flatten)]
+    locks: LockTraceOpts,
+}
+
+/// A trace, whichever way it was spelt.
+#[derive(Debug, Clone)]
+struct Trace {
+    trace: TraceOpts,
+    exec: ExecOpts,
+    locks: LockTraceOpts,
+}
+
+impl Default for LockTraceOpts {
+    fn default() -> Self {
+        Self {
+            hosted: false,
+            image: false,
+            check: false,
+            cores: 2,
+            workload: Workload::Ipc,
+            global_pager: false,
+        }
+    }
+}
+
+impl TraceArgs {
+    /// The trace asked for; `Err` for `trace locks` without --hosted or --image, or, in the
+    /// old spelling, exec-trace options beside --hosted or --image.
+    fn resolve(&self) -> Result<Trace, String> {
+        match &self.command {
+            Some(TraceCommand::Exec { trace, exec }) => Ok(Trace {
+                trace: trace.clone(),
+                exec: exec.clone(),
+                locks: LockTraceOpts::default(),
+            }),
+            Some(TraceCommand::Locks { trace, locks }) => {
+                if !locks.hosted && !locks.image {
+                    return Err("`trace locks` records on the host (--hosted) or in the images (--image): name one".into());
+                }
+                Ok(Trace {
+                    trace: trace.clone(),
+                    exec: ExecOpts {
+                        top: DEFAULT_TOP,
+                        ..ExecOpts::default()
+                    },
+                    locks: locks.clone(),
+                })
+            }
+            None => {
+                let lock_trace = self.locks.hosted || self.locks.image;
+                if lock_trace && (self.exec.no_fastpath || self.exec.lines > 0) {
+                    return Err("--no-fastpath and --lines are for the exec traces (`trace exec`), not --hosted or --image".into());
+                }
+                Ok(Trace {
+                    trace: self.trace.clone(),
+                    exec: self.exec.clone(),
+                    locks: self.locks.clone(),
+                })
+            }
+        }
+    }
+
+    /// How this trace is spelt now, for the note an old spelling prints.
+    fn new_spelling(&self) -> Option<&'static str> {
+        match (&self.command, self.locks.hosted, self.locks.image) {
+            (Some(_), _, _) => None,
+            (None, true, _) => Some("cargo xtask trace locks --hosted"),
+            (None, _, true) => Some("cargo xtask trace locks --image"),
+            (None, false, false) => Some("cargo xtask trace exec"),
+        }
+    }
 }
 
 /// `--workload` values.
@@ -117,15 +239,21 @@ enum ArchChoice {
 
 /// `cargo xtask trace`: traces, prints a table, writes `trace.json`.
 pub fn run(root: &Path, args: &TraceArgs) -> ExitCode {
-    host_env::exit_code("trace", run_inner(root, args))
+    if let Some(now) = args.new_spelling() {
+        eprintln!("note: this trace is spelt `{now}` now; `cargo xtask trace` without `exec` or `locks` keeps working for one release");
+    }
+    host_env::exit_code(
+        "trace",
+        args.resolve().and_then(|trace| run_inner(root, &trace)),
+    )
 }
 
 /// What `--hosted` records: the trace file's name stem and the `trace_hosted` example's
 /// arguments other than `--cores` and `--out`; an error for a lock the workload cannot run.
-fn hosted_plan(args: &TraceArgs) -> Result<(String, Vec<&'static str>), String> {
-    let lock = args.lock.first().copied().unwrap_or(Lock::Clh);
+fn hosted_plan(args: &Trace) -> Result<(String, Vec<&'static str>), String> {
+    let lock = args.trace.lock.first().copied().unwrap_or(Lock::Clh);
     let name =
-        match (lock, args.workload) {
+        match (lock, args.locks.workload) {
             (Lock::Clh | Lock::Ticket, _) => lock.name(),
             (Lock::Fine, Workload::Ipc | Workload::ClientServer) => lock.name(),
             (Lock::None, Workload::ClientServer) => return Err(
@@ -142,7 +270,7 @@ fn hosted_plan(args: &TraceArgs) -> Result<(String, Vec<&'static str>), String> 
                 ))
             }
         };
-    Ok(match args.workload {
+    Ok(match args.locks.workload {
         Workload::Ipc => (format!("hosted-{name}"), vec!["--lock", name]),
         Workload::ClientServer => (
             format!("hosted-client-server-{name}"),
@@ -156,7 +284,7 @@ fn hosted_plan(args: &TraceArgs) -> Result<(String, Vec<&'static str>), String> 
             ],
         ),
         Workload::Memory => {
-            let pager = if args.global_pager {
+            let pager = if args.locks.global_pager {
                 "global"
             } else {
                 "percore"
@@ -181,47 +309,49 @@ fn hosted_plan(args: &TraceArgs) -> Result<(String, Vec<&'static str>), String> 
 }
 
 /// `--hosted`: records a kernel lock trace in the hosted harness, then analyses and sweeps it.
-fn run_hosted(root: &Path, args: &TraceArgs) -> Result<(), String> {
+fn run_hosted(root: &Path, args: &Trace) -> Result<(), String> {
     let (stem, example_args) = hosted_plan(args)?;
     let out = args
+        .trace
         .out
         .clone()
         .unwrap_or_else(|| host_env::target_dir(root).join("sim"));
-    let file = out.join(format!("{stem}-{}cores.trace", args.cores));
-    crate::sim::record_hosted(root, args.cores, &example_args, &file)?;
+    let file = out.join(format!("{stem}-{}cores.trace", args.locks.cores));
+    crate::sim::record_hosted(root, args.locks.cores, &example_args, &file)?;
     crate::sim::analyse_and_sweep(&file, None, None, 64, &out)
 }
 
-fn run_inner(root: &Path, args: &TraceArgs) -> Result<(), String> {
-    if args.hosted {
+fn run_inner(root: &Path, args: &Trace) -> Result<(), String> {
+    if args.locks.hosted {
         return run_hosted(root, args);
     }
-    let arches: &[Arch] = match args.arch {
+    let arches: &[Arch] = match args.trace.arch {
         ArchChoice::X86_64 => &[Arch::X86_64],
         ArchChoice::Armv7 => &[Arch::Armv7],
         ArchChoice::All => &[Arch::X86_64, Arch::Armv7],
     };
-    if args.image {
+    if args.locks.image {
         let out = args
+            .trace
             .out
             .clone()
             .unwrap_or_else(|| host_env::target_dir(root).join("sim"));
-        let lock = args.lock.first().copied().unwrap_or(Lock::Clh);
+        let lock = args.trace.lock.first().copied().unwrap_or(Lock::Clh);
         let opts = crate::imagetrace::Options {
             lock,
-            cores: args.cores,
-            rounds: args.rounds,
-            check: args.check,
+            cores: args.locks.cores,
+            rounds: args.trace.rounds,
+            check: args.locks.check,
         };
         return crate::imagetrace::run(root, arches, &opts, &out).map(|_| ());
     }
-    let locks = if args.lock.is_empty() {
+    let locks = if args.trace.lock.is_empty() {
         Lock::STRATEGIES.to_vec()
     } else {
-        args.lock.clone()
+        args.trace.lock.clone()
     };
-    if args.lines > 0 {
-        host_env::deps::ensure("cargo xtask trace --lines", host_env::deps::ADDR2LINE)?;
+    if args.exec.lines > 0 {
+        host_env::deps::ensure("cargo xtask trace exec --lines", host_env::deps::ADDR2LINE)?;
     }
     let mut records = Vec::new();
     let machines_of = |arch: Arch| -> &'static [Machine] {
@@ -248,9 +378,13 @@ fn run_inner(root: &Path, args: &TraceArgs) -> Result<(), String> {
             "trace: {arch:?}: {} runs of the one-core demo (rounds={} and {}) under -icount \
              shift=0 -singlestep -d exec,nochain{}",
             2 * machines.len() * locks.len(),
-            args.rounds,
-            2 * args.rounds,
-            if args.no_fastpath { ", fastpath=0" } else { "" }
+            args.trace.rounds,
+            2 * args.trace.rounds,
+            if args.exec.no_fastpath {
+                ", fastpath=0"
+            } else {
+                ""
+            }
         );
         eprintln!(
             "trace: the demo's round trip includes its client's user code (the reply check, \
@@ -281,8 +415,8 @@ fn run_inner(root: &Path, args: &TraceArgs) -> Result<(), String> {
                     &image,
                     machine,
                     lock,
-                    args.rounds,
-                    !args.no_fastpath,
+                    args.trace.rounds,
+                    !args.exec.no_fastpath,
                 )?;
                 print!(
                     "{:<10} {:<7} {:>8.1} {:>6.1} {:>8.1}",
@@ -299,19 +433,20 @@ fn run_inner(root: &Path, args: &TraceArgs) -> Result<(), String> {
                 for ((function, k), n) in &p.barriers_by_function {
                     println!("    {n:>6.1} {:<6} in {function}", k.name());
                 }
-                for (function, n) in p.top_functions(args.top) {
+                for (function, n) in p.top_functions(args.exec.top) {
                     println!("    {n:>6.1} insns  in {function}");
                 }
-                if args.lines > 0 {
-                    for (line, n) in source_lines(&elfs, &p.by_address, args.lines)? {
+                if args.exec.lines > 0 {
+                    for (line, n) in source_lines(&elfs, &p.by_address, args.exec.lines)? {
                         println!("    {n:>6.1} insns  at {line}");
                     }
                 }
-                records.push(record(machine, lock, args.rounds, &p));
+                records.push(record(machine, lock, args.trace.rounds, &p));
             }
         }
     }
     let out = args
+        .trace
         .out
         .clone()
         .unwrap_or_else(|| host_env::target_dir(root).join("bench"));
@@ -449,14 +584,23 @@ mod tests {
 
     #[test]
     fn lines_is_for_the_exec_traces_only() {
-        assert!(Cli::try_parse_from(["trace", "--lines", "20"]).is_ok());
-        assert!(Cli::try_parse_from(["trace", "--hosted", "--lines", "20"]).is_err());
+        assert!(Cli::try_parse_from(["trace", "exec", "--lines", "20"]).is_ok());
+        assert!(Cli::try_parse_from(["trace", "locks", "--hosted", "--lines", "20"]).is_err());
+        // The old spelling: parsed, then refused with the reason.
+        let old = Cli::try_parse_from(["trace", "--hosted", "--lines", "20"]).unwrap();
+        assert!(old.trace.resolve().unwrap_err().contains("exec traces"));
+        assert_eq!(
+            old.trace.new_spelling(),
+            Some("cargo xtask trace locks --hosted")
+        );
+        let locks = Cli::try_parse_from(["trace", "locks"]).unwrap();
+        assert!(locks.trace.resolve().unwrap_err().contains("--hosted"));
     }
 
     fn plan(args: &[&str]) -> Result<(String, Vec<&'static str>), String> {
         let cli = Cli::try_parse_from(std::iter::once("trace").chain(args.iter().copied()))
             .map_err(|e| e.to_string())?;
-        hosted_plan(&cli.trace)
+        hosted_plan(&cli.trace.resolve()?)
     }
 
     #[test]
