@@ -246,7 +246,7 @@ mod tests {
         assert!(Outputs::of(true)
             .check(&dir, 5)
             .unwrap_err()
-            .contains("fig4-memory-cores.svg"));
+            .contains("memory-cores.svg"));
         // A guest boot's round trips without its null system call fail the check.
         let without: Vec<_> = records
             .iter()
@@ -262,11 +262,11 @@ mod tests {
         );
         let doc = serde_json::json!({ "records": records });
         fs::write(dir.join(super::super::RESULTS_JSON), doc.to_string()).unwrap();
-        fs::remove_file(dir.join("fig3-clientserver.png")).unwrap();
+        fs::remove_file(dir.join("clientserver-throughput.png")).unwrap();
         assert!(ipc
             .check(&dir, 5)
             .unwrap_err()
-            .contains("fig3-clientserver.png"));
+            .contains("clientserver-throughput.png"));
         fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -93,13 +93,13 @@ FILES (in the run's folder)
                    clients, runs, unit, mean, stddev (sample), min, median, samples, method,
                    machine {cpu, host_cores, qemu, rustc}; generated_by {command, revision, ...}
   results.csv      the same, one row per record
-  fig1-roundtrip.svg/.png    round-trip cost per strategy and architecture, error bars = std dev,
+  ipc-roundtrip.svg/.png    round-trip cost per strategy and architecture, error bars = std dev,
                    each bar labelled with its overhead over none; below, the overheads
                    beside the paper's (big-lock-is-fine, Fig. 1)
-  fig2-throughput.svg/.png   multicore throughput vs cores, per platform and board; hollow
+  multicore-throughput.svg/.png   multicore throughput vs cores, per platform and board; hollow
                    markers: oversubscribed (more cores than the host has), triangles:
                    emulated (QEMU TCG); the ideal line is cut at the data's range
-  fig3-clientserver.svg/.png client-server throughput vs clients, per platform, board and
+  clientserver-throughput.svg/.png client-server throughput vs clients, per platform, board and
                    variant (shared server / dedicated servers), marked the same way
   report.md        our figures next to the seed papers', the targets judged from the data
                    (met / not met / not measured), every record, the machine and the method
@@ -133,7 +133,7 @@ throughput / average utilisation. The Linux + Redis baseline (Debian's kernel an
 redis-server, one per core, on the same QEMU machine and network, built from Debian packages at
 bench time; --no-linux leaves it out) runs the same clients. Files, in a folder per run under
 <target>/bench/redis/runs/ (latest: <target>/bench/redis/latest) or --out: results.json,
-results.csv, report.md, fig3-redis-throughput and fig4-redis-xput (SVG and PNG). Needs
+results.csv, report.md, redis-throughput and redis-xput (SVG and PNG). Needs
 redis-tools, redis-server, passt, Java and Maven (the binding is built on first use).
 `--soak [--soak-time SECONDS]` soaks the server instead: see --soak below. TIME (2-vCPU VM,
 measured): every lock, both arches and 1-2 cores 27 minutes with nothing else running (the
@@ -153,8 +153,8 @@ at 100 pages (or the smallest --pages); qemu-icount 1 core at every --pages valu
 turns on one host thread with one virtual clock: multicore times there would count the
 other cores' instructions, so they are not measured.
 Lock: clh unless --lock says otherwise (none only on 1 core). Files: results.json,
-results.csv, fig4-memory-cores (time per page vs cores, normalised to 1 core, the paper's
-Fig. 9/10), fig5-memory-pages (vs outstanding pages, Fig. 11), report.md (ours beside the
+results.csv, memory-cores (time per page vs cores, normalised to 1 core, the paper's
+Fig. 9/10), memory-pages (vs outstanding pages, Fig. 11), report.md (ours beside the
 paper's figures; the targets: per-core loses at most 5% up to the largest real core
 count, the global pager's loss visible there; judged on hosted and qemu). Under qemu-icount
 about 33 boots of about a second each for one lock on the three boards.

@@ -47,7 +47,7 @@ pub const CORE_SWEEP_PAGES: u32 = 100;
 /// The most pages a task takes (the guest's `pages=`: `servers::image::memory::MAX_PAGES`).
 pub const MAX_PAGES: u32 = 1024;
 /// The files the memory suite writes (besides results.json, results.csv and report.md).
-pub const STEMS: [&str; 2] = ["fig4-memory-cores", "fig5-memory-pages"];
+pub const STEMS: [&str; 2] = ["memory-cores", "memory-pages"];
 
 /// The per-core target: at most this loss from 1 core to the most cores measured.
 const PER_CORE_LOSS: f64 = 0.05;
@@ -1175,7 +1175,7 @@ mod tests {
             "3350 vs 2270 instructions (x1.5",
             "50->1000 pages: alloc x1.46",
             "| 4 | 3714 (+0.8%) |",
-            "fig4-memory-cores.svg",
+            "memory-cores.svg",
         ] {
             assert!(text.contains(needle), "no `{needle}` in\n{text}");
         }

@@ -1312,7 +1312,11 @@ fn draw<DB: DrawingBackend>(
 }
 
 /// The figures' file stems, in order.
-pub const STEMS: [&str; 3] = ["fig1-roundtrip", "fig2-throughput", "fig3-clientserver"];
+pub const STEMS: [&str; 3] = [
+    "ipc-roundtrip",
+    "multicore-throughput",
+    "clientserver-throughput",
+];
 
 /// The pixel size of `figure` for `records`.
 fn size(figure: Figure, records: &[Record]) -> (u32, u32) {
@@ -1646,12 +1650,12 @@ mod tests {
                 }
             };
             if recs.is_empty() {
-                says("fig3-clientserver", &["no client-server records"]);
+                says("clientserver-throughput", &["no client-server records"]);
                 continue;
             }
             // What the figures must say on themselves.
             says(
-                "fig1-roundtrip",
+                "ipc-roundtrip",
                 &[
                     "+18%",
                     "~+60%",
@@ -1660,7 +1664,7 @@ mod tests {
                 ],
             );
             says(
-                "fig2-throughput",
+                "multicore-throughput",
                 &[
                     "hollow: oversubscribed",
                     "triangles: emulated",
@@ -1668,7 +1672,7 @@ mod tests {
                     "cut at 0",
                 ],
             );
-            says("fig3-clientserver", &["dedicated"]);
+            says("clientserver-throughput", &["dedicated"]);
         }
         let _ = std::fs::remove_dir_all(&dir);
     }

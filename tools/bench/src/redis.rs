@@ -70,7 +70,7 @@ const YCSB_BUILT: &str = "bench/ycsb-redis/target/lib/core-0.17.0.jar";
 pub const LINUX: &str = "linux";
 
 /// Figure file stems.
-pub const STEMS: [&str; 2] = ["fig3-redis-throughput", "fig4-redis-xput"];
+pub const STEMS: [&str; 2] = ["redis-throughput", "redis-xput"];
 
 /// `cargo xtask qemu`'s options, for building them from words.
 #[derive(Parser)]
@@ -1353,8 +1353,8 @@ pub fn report(rows: &[Row], method: &Value, notes: &[String], errors: &[String])
         "# Network macro-benchmark: Redis protocol\n\n\
          The kernel's network server (`mode=net`: virtio-net driver, smoltcp, the `kv-resp` \
          key-value server) under QEMU, driven by `redis-benchmark` and YCSB workload A, per \
-         locking strategy. Figures: `fig3-redis-throughput` (throughput against cores, the \
-         paper's Figure 3) and `fig4-redis-xput` (Xput = throughput / average core \
+         locking strategy. Figures: `redis-throughput` (throughput against cores, the \
+         paper's Figure 3) and `redis-xput` (Xput = throughput / average core \
          utilisation, Figure 4).\n\n## Method\n\n",
     );
     if let Some(m) = method.as_object() {

@@ -63,7 +63,7 @@ pub struct SimArgs {
     /// Validate the simulator: record the hosted IPC workload on 1 and 2 cores (--runs times,
     /// each kernel lock), predict 2 cores from each 1-core trace with and without the cache
     /// model, compare with the measured 2-core runs, and predict Figure 2 (1..--max-cores):
-    /// validation.json, fig2-predicted.json and fig2-predicted.svg in --out. Needs
+    /// validation.json, sim-predicted-throughput.json and sim-predicted-throughput.svg in --out. Needs
     /// --calibration or --calibrate.
     #[arg(long)]
     pub validate: bool,

@@ -26,8 +26,8 @@
 //! undisturbed runs stay under a tenth of it). Every discarded attempt is listed in
 //! `validation.json`.
 //!
-//! Writes `validation.json` (every trace's summary and every error), `fig2-predicted.json` and
-//! `fig2-predicted.svg`, and prints the tables of `docs/bench/sim-validation.md`.
+//! Writes `validation.json` (every trace's summary and every error), `sim-predicted-throughput.json` and
+//! `sim-predicted-throughput.svg`, and prints the tables of `docs/bench/sim-validation.md`.
 
 use std::path::{Path, PathBuf};
 
@@ -413,11 +413,11 @@ pub fn validate(root: &Path, cal: &Calibration, plan: &Plan, out: &Path) -> Resu
         curves,
         measured,
     };
-    write(&out.join("fig2-predicted.json"), &json(&fig))?;
-    plot(&out.join("fig2-predicted.svg"), &fig)?;
+    write(&out.join("sim-predicted-throughput.json"), &json(&fig))?;
+    plot(&out.join("sim-predicted-throughput.svg"), &fig)?;
     print_tables(&validation);
     eprintln!(
-        "sim: validate: wrote validation.json, fig2-predicted.json and fig2-predicted.svg to {}",
+        "sim: validate: wrote validation.json, sim-predicted-throughput.json and sim-predicted-throughput.svg to {}",
         out.display()
     );
     Ok(())
