@@ -1202,18 +1202,25 @@ fn a_tick_line_signals_at_its_cores_next_tick_once_per_acknowledgement() {
     k.check_invariants().unwrap();
 }
 
-#[test]
-fn page_fault_calls_the_pager_and_its_reply_restarts_the_thread() {
+/// A one-core kernel with a pager (priority 20) bound to an app (priority 10) and waiting on
+/// its endpoint in slot 0; one more started thread per entry of `others` (their priorities),
+/// created after the app. Returns the kernel, the pager, the app and the other threads.
+fn pager_serving_app(others: &[usize]) -> (Box<K>, ThreadId, ThreadId, Vec<ThreadId>) {
     let mut k = kernel(1);
     let ep = k.create_endpoint().unwrap();
     let pager = k.create_thread(20, 0, None).unwrap();
     let app = k.create_thread(10, 0, None).unwrap();
+    let others: Vec<ThreadId> = others
+        .iter()
+        .map(|&p| k.create_thread(p, 0, None).unwrap())
+        .collect();
     k.install_cap(pager, s(0), ObjRef::Endpoint(ep), Rights::ALL, 0)
         .unwrap();
     k.install_cap(pager, s(1), ObjRef::Thread(app), Rights::ALL, 0)
         .unwrap();
-    k.start(pager).unwrap();
-    k.start(app).unwrap();
+    for &t in [pager, app].iter().chain(&others) {
+        k.start(t).unwrap();
+    }
     k.timer_tick(0);
     ok(&call(
         &k,
@@ -1224,6 +1231,12 @@ fn page_fault_calls_the_pager_and_its_reply_restarts_the_thread() {
         },
     ));
     assert_eq!(call(&k, 0, Syscall::Recv { ep: s(0) }).thread, Some(app));
+    (k, pager, app, others)
+}
+
+#[test]
+fn page_fault_calls_the_pager_and_its_reply_restarts_the_thread() {
+    let (mut k, pager, app, _) = pager_serving_app(&[]);
     let e = call(&k, 0, Syscall::Yield);
     let before = e.regs;
     let e = k.page_fault(0, 0x7000, true);
@@ -1244,28 +1257,8 @@ fn page_fault_calls_the_pager_and_its_reply_restarts_the_thread() {
 
 #[test]
 fn exceptions_go_to_the_pager_or_stop_the_thread() {
-    let mut k = kernel(1);
-    let ep = k.create_endpoint().unwrap();
-    let pager = k.create_thread(20, 0, None).unwrap();
-    let app = k.create_thread(10, 0, None).unwrap();
-    let lone = k.create_thread(10, 0, None).unwrap();
-    k.install_cap(pager, s(0), ObjRef::Endpoint(ep), Rights::ALL, 0)
-        .unwrap();
-    k.install_cap(pager, s(1), ObjRef::Thread(app), Rights::ALL, 0)
-        .unwrap();
-    k.start(pager).unwrap();
-    k.start(app).unwrap();
-    k.start(lone).unwrap();
-    k.timer_tick(0);
-    ok(&call(
-        &k,
-        0,
-        Syscall::BindPager {
-            thread: s(1),
-            ep: s(0),
-        },
-    ));
-    assert_eq!(call(&k, 0, Syscall::Recv { ep: s(0) }).thread, Some(app));
+    let (mut k, pager, app, others) = pager_serving_app(&[10]);
+    let lone = others[0];
     // With a pager: the exception becomes a Call to it.
     let e = k.exception(0, 6, 0x40_1000);
     assert_eq!(e.thread, Some(pager));

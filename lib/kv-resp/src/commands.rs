@@ -452,6 +452,18 @@ impl Store<'_> {
         plan(self)
     }
 
+    /// Whether `key` in `db` fits the budget as one entry of `need` bytes, in place of what the
+    /// key holds now (if anything), sweeping expired keys first if it does not fit.
+    fn fits_key(&mut self, db: u8, key: &[u8], need: usize, now: u64) -> bool {
+        let (ok, ()) = self.fits(now, |st| {
+            let mut b = Budget::new(st);
+            let e = st.find_key(db, key, now);
+            b.step(e.map_or((0, 0), |e| st.footprint(e)), (need, 1));
+            (b.ok(), ())
+        });
+        ok
+    }
+
     fn set(&mut self, db: u8, c: &Command<'_>, now: u64, r: &mut Reply<'_, '_>) -> Res {
         let mut args = c.args().skip(1);
         let key = args.next().unwrap_or(b"");
@@ -524,13 +536,7 @@ impl Store<'_> {
         let dead = at.is_some_and(|t| t <= now);
         if !dead {
             let need = HDR + key.len() + val.len();
-            let (ok, ()) = self.fits(now, |st| {
-                let mut b = Budget::new(st);
-                let e = st.find_key(db, key, now);
-                b.step(e.map_or((0, 0), |e| st.footprint(e)), (need, 1));
-                (b.ok(), ())
-            });
-            if !ok {
+            if !self.fits_key(db, key, need, now) {
                 return r.error(OOM);
             }
         }
@@ -590,13 +596,7 @@ impl Store<'_> {
         let mut digits = [0u8; 24];
         let text = fmt_i64(new, &mut digits);
         let need = HDR + key.len() + text.len();
-        let (ok, ()) = self.fits(now, |st| {
-            let mut b = Budget::new(st);
-            let e = st.find_key(db, key, now);
-            b.step(e.map_or((0, 0), |e| st.footprint(e)), (need, 1));
-            (b.ok(), ())
-        });
-        if !ok {
+        if !self.fits_key(db, key, need, now) {
             return r.error(OOM);
         }
         r.int(new)?;

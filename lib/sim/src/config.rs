@@ -590,23 +590,23 @@ mod tests {
             ),
             (1.0, 0.5, 0, 0)
         );
-        // Less than a line in all: all of it before the lock.
-        let little = EntryCosts {
-            one_core: 300.0,
-            alternating: 326.0,
-            runs: 1,
-        };
-        let m = Calibration::derive(65.0, None, &little);
-        assert_eq!((m.pre_lock_lines, m.entry_lines), (0.4, 0.0));
         assert!(c.model("ticket").is_err());
-        // Noise below zero is no cost.
-        let faster = EntryCosts {
-            one_core: 300.0,
-            alternating: 290.0,
-            runs: 1,
-        };
-        let m = Calibration::derive(65.0, None, &faster);
-        assert_eq!((m.pre_lock_lines, m.entry_lines), (0.0, 0.0));
+        // (alternating entry cost against 300 on one core, expected pre-lock and entry lines)
+        let cases = [
+            // Less than a line in all: all of it before the lock.
+            (326.0, (0.4, 0.0)),
+            // Noise below zero is no cost.
+            (290.0, (0.0, 0.0)),
+        ];
+        for (alternating, lines) in cases {
+            let costs = EntryCosts {
+                one_core: 300.0,
+                alternating,
+                runs: 1,
+            };
+            let m = Calibration::derive(65.0, None, &costs);
+            assert_eq!((m.pre_lock_lines, m.entry_lines), lines, "{alternating}");
+        }
     }
     #[test]
     fn calibration_files_parse_and_round_trip() {

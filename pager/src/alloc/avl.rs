@@ -12,9 +12,7 @@
 //! paper measured (slower with more outstanding pages) is the tree's depth: outstanding pages cut
 //! the free memory into more extents.
 
-use super::{
-    checked_free, checked_reserve, checked_withdraw, Algorithm, AllocError, FrameAllocator, FreeSet,
-};
+use super::{Algorithm, AllocError, FrameAllocator, FreeSet};
 use crate::range::{FrameRange, RangeSet};
 
 const NIL: u32 = u32::MAX;
@@ -464,17 +462,7 @@ impl<const N: usize> FrameAllocator for AvlAllocator<N> {
         Ok(range)
     }
 
-    fn free_range(&mut self, range: FrameRange) -> Result<(), AllocError> {
-        checked_free(self, range)
-    }
-
-    fn reserve(&mut self, range: FrameRange) -> Result<(), AllocError> {
-        checked_reserve(self, range)
-    }
-
-    fn withdraw(&mut self, range: FrameRange) -> Result<(), AllocError> {
-        checked_withdraw(self, range)
-    }
+    checked_operations!();
 
     fn take_range(&mut self, max: usize) -> Result<FrameRange, AllocError> {
         if max == 0 {

@@ -17,10 +17,7 @@
 //! (conservatively: as if no piece merged), so a full pool is an error and the allocator is
 //! unchanged.
 
-use super::{
-    checked_free, checked_reserve, checked_withdraw, order_for, Algorithm, AllocError,
-    FrameAllocator, FreeSet,
-};
+use super::{order_for, Algorithm, AllocError, FrameAllocator, FreeSet};
 use crate::range::{FrameRange, RangeSet};
 
 const NIL: u32 = u32::MAX;
@@ -311,17 +308,7 @@ impl<const N: usize, const MAX_ORDER: usize> FrameAllocator for BuddyAllocator<N
         Ok(range)
     }
 
-    fn free_range(&mut self, range: FrameRange) -> Result<(), AllocError> {
-        checked_free(self, range)
-    }
-
-    fn reserve(&mut self, range: FrameRange) -> Result<(), AllocError> {
-        checked_reserve(self, range)
-    }
-
-    fn withdraw(&mut self, range: FrameRange) -> Result<(), AllocError> {
-        checked_withdraw(self, range)
-    }
+    checked_operations!();
 
     fn take_range(&mut self, max: usize) -> Result<FrameRange, AllocError> {
         if max == 0 {

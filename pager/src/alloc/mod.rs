@@ -16,6 +16,24 @@
 //! [`RangeSet`](crate::RangeSet), so a free of a frame it never had ([`AllocError::NotOwned`]) is
 //! told apart from a double free ([`AllocError::DoubleFree`]).
 
+/// The checked [`FrameAllocator`] operations of an allocator that implements [`FreeSet`]
+/// (`free_range`, `reserve`, `withdraw`), written once for both allocators' `impl` blocks.
+macro_rules! checked_operations {
+    () => {
+        fn free_range(&mut self, range: FrameRange) -> Result<(), AllocError> {
+            $crate::alloc::checked_free(self, range)
+        }
+
+        fn reserve(&mut self, range: FrameRange) -> Result<(), AllocError> {
+            $crate::alloc::checked_reserve(self, range)
+        }
+
+        fn withdraw(&mut self, range: FrameRange) -> Result<(), AllocError> {
+            $crate::alloc::checked_withdraw(self, range)
+        }
+    };
+}
+
 mod avl;
 mod buddy;
 
