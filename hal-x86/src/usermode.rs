@@ -27,10 +27,9 @@
 //! ([`PerCpu::user_frame_top`](crate::percpu::PerCpu)), the `syscall` entry points RSP there,
 //! pushes the frame into place and only then switches to the kernel stack, and the return pops
 //! the frame from the context again. So a system call copies its frame neither into the
-//! context nor back onto the kernel stack, as seL4 saves into the TCB: 192 fewer instructions
-//! per IPC round trip under `-icount` (the context copy was a `memcpy` call, the return a
-//! 22-quadword `rep movsq`; `docs/bench/ipc-fastpath.md`). Interrupts and exceptions still arrive on the kernel stack (TSS.RSP0) and are
-//! copied into the context, as they are rare on the IPC path.
+//! context nor back onto the kernel stack, as seL4 saves into the TCB (`docs/bench/ipc-fastpath.md`,
+//! "How a round trip runs"). Interrupts and exceptions still arrive on the kernel stack
+//! (TSS.RSP0) and are copied into the context, as they are rare on the IPC path.
 //!
 //! While RSP points into a context (the entry's pushes, the return's pops) interrupts are
 //! masked; only an NMI or machine check could push onto it, and both are fatal here.

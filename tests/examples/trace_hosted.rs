@@ -16,7 +16,7 @@
 //!     --workload memory --cores 2 --lock clh --pages 100 --tasks 16 --pager percore
 //! ```
 //!
-//! `cargo xtask trace --hosted` runs it and analyses and replays the file (`cargo xtask sim`).
+//! `cargo xtask trace locks --hosted` runs it and analyses and replays the file (`cargo xtask sim`).
 //! Prints one summary line: entries, the recorded span and the replay of the trace on the
 //! recorded cores (the simulator's first validation: it should reproduce the run).
 

@@ -2,7 +2,7 @@
 //! header, and the per-core ring buffer ([`ring`]) the kernel records into.
 //!
 //! Why a crate of its own: the kernel writes this format on its hot path and the host tools
-//! (the `sim` crate's analysis and simulator, `cargo xtask trace --image`) read it, so the
+//! (the `sim` crate's analysis and simulator, `cargo xtask trace locks --image`) read it, so the
 //! format sits between them and the kernel depends on nothing of the host side. It is `no_std`
 //! and allocation-free except [`Trace`] (a whole trace in memory), which needs the `std`
 //! feature (on by default; the kernel builds the crate without it).
