@@ -244,6 +244,12 @@ enum Judge {
         /// The least plan the guest must announce ([`crate::qemu::min_plan`]).
         min_plan: usize,
     },
+    /// One check: passed if the command exits with status 0 and its output holds every line
+    /// of the excerpts the docs show of it ([`excerpts`]): an excerpt cannot go stale silently.
+    Excerpt {
+        /// The marker naming the excerpts (`<!-- excerpt: MARK -->` before a code block).
+        mark: &'static str,
+    },
     /// One check: passed if the command exits with status 0 and prints no `warning:` line other
     /// than the ones listed (cargo's own notes that are not problems, such as a dry run's).
     NoWarnings {
@@ -708,15 +714,86 @@ fn suite_matrix(prefix: &str, tests: impl Fn(u32, Lock) -> QemuRun) -> Vec<Step>
     steps
 }
 
+/// The files whose excerpts of command output are checked against a run.
+const EXCERPT_FILES: [&str; 2] = ["README.md", "docs/getting-started.md"];
+
+/// The excerpts marked `mark` in `text`: the lines of each code block that follows a line
+/// `<!-- excerpt: MARK -->`, without blank lines and the `...` lines that stand for what is
+/// left out.
+fn excerpts(text: &str, mark: &str) -> Vec<String> {
+    let marker = format!("<!-- excerpt: {mark} -->");
+    let mut found = Vec::new();
+    let mut lines = text.lines();
+    while let Some(line) = lines.next() {
+        if line.trim() != marker {
+            continue;
+        }
+        let mut inside = false;
+        for line in lines.by_ref() {
+            if line.trim_start().starts_with("```") {
+                if inside {
+                    break;
+                }
+                inside = true;
+            } else if inside && line.trim() != "..." && !line.trim().is_empty() {
+                found.push(line.to_string());
+            }
+        }
+    }
+    found
+}
+
+/// A line with every run of digits replaced by `N` and its ends trimmed: the shape of a line
+/// whose counts and times differ from run to run.
+fn shape(line: &str) -> String {
+    let mut out = String::new();
+    let mut in_number = false;
+    for c in line.trim().chars() {
+        if c.is_ascii_digit() {
+            if !in_number {
+                out.push('N');
+            }
+            in_number = true;
+        } else {
+            in_number = false;
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The excerpt lines marked `mark` in [`EXCERPT_FILES`] that `output` has no line of the same
+/// [`shape`] for, with their file. A file without the marker contributes nothing; a marker
+/// found in no file is itself stale (it names an excerpt that was removed).
+fn stale_excerpt_lines(root: &Path, mark: &str, output: &[String]) -> Vec<(String, String)> {
+    let printed: std::collections::HashSet<String> = output.iter().map(|l| shape(l)).collect();
+    let mut stale = Vec::new();
+    let mut any = false;
+    for file in EXCERPT_FILES {
+        let text = std::fs::read_to_string(root.join(file)).unwrap_or_default();
+        for line in excerpts(&text, mark) {
+            any = true;
+            if !printed.contains(&shape(&line)) {
+                stale.push((file.to_string(), line));
+            }
+        }
+    }
+    if !any {
+        stale.push((EXCERPT_FILES.join(", "), format!("<!-- excerpt: {mark} --> (no such excerpt)")));
+    }
+    stale
+}
+
 /// The QEMU steps: the demo once (4 cores, CLH), then the test suite with every core count of
 /// [`QEMU_SMP`] and every lock. They run this xtask binary's `qemu` command, which builds the
 /// image (once; later runs find it up to date) and boots it.
 fn qemu_steps() -> Vec<Step> {
     let tests = |smp, lock| QemuRun::new(Workload::Tests, QEMU_TIMEOUT_SECS).with(smp, lock);
+    // The demo's console must hold the lines the README and the book show of it.
     let mut steps = vec![qemu_step(
         "qemu:demo",
         &QemuRun::new(Workload::Demo, QEMU_TIMEOUT_SECS),
-        Judge::ExitStatus,
+        Judge::Excerpt { mark: "qemu:demo" },
     )];
     steps.extend(suite_matrix("qemu:", tests));
     // `cpus=2` on a 4-core machine (what `--smp` means on hardware, where `cargo xtask flash`
@@ -1612,6 +1689,20 @@ fn run_step(
                 finish(&format!("FAILED ({}, {secs:.1} s)", out.status));
             }
         }
+        Judge::Excerpt { mark } => {
+            let stale = stale_excerpt_lines(root, mark, &out.lines);
+            if out.status.success() && stale.is_empty() {
+                outcome.passed = 1;
+                finish(&format!("ok ({secs:.1} s)"));
+            } else {
+                outcome.failed = 1;
+                outcome.failures.push(step.name.clone());
+                for (file, line) in &stale {
+                    println!("  {file}: the excerpt shows `{line}`, which this run did not print");
+                }
+                finish(&format!("FAILED ({}, {secs:.1} s)", out.status));
+            }
+        }
         Judge::NoWarnings { allowed } => {
             let warnings: Vec<&String> = out
                 .lines
@@ -1886,6 +1977,29 @@ impl Preconditions {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn excerpts_are_read_and_matched_by_their_shape() {
+        let doc = "text\n<!-- excerpt: qemu:demo -->\n```text\ncpus online: 4\n...\nall 4 programs reported after 2212 ms\n```\n\n```text\nnot an excerpt\n```\n";
+        assert_eq!(excerpts(doc, "qemu:demo"), ["cpus online: 4", "all 4 programs reported after 2212 ms"]);
+        assert!(excerpts(doc, "other").is_empty());
+        assert_eq!(shape("  all 4 programs reported after 2212 ms "), "all N programs reported after N ms");
+        let printed: std::collections::HashSet<String> =
+            ["cpus online: 2", "all 2 programs reported after 17 ms"].iter().map(|l| shape(l)).collect();
+        for line in excerpts(doc, "qemu:demo") {
+            assert!(printed.contains(&shape(&line)), "{line}");
+        }
+        assert!(!printed.contains(&shape("cpus offline: 2")));
+    }
+
+    #[test]
+    fn the_docs_have_the_demos_excerpts() {
+        let root = crate::workspace_root();
+        for file in EXCERPT_FILES {
+            let text = std::fs::read_to_string(root.join(file)).unwrap();
+            assert!(!excerpts(&text, "qemu:demo").is_empty(), "{file} has no `qemu:demo` excerpt");
+        }
+    }
 
     #[test]
     fn the_end_to_end_steps_spell_their_commands_as_the_command_line_takes_them() {
