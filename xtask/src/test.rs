@@ -779,7 +779,10 @@ fn stale_excerpt_lines(root: &Path, mark: &str, output: &[String]) -> Vec<(Strin
         }
     }
     if !any {
-        stale.push((EXCERPT_FILES.join(", "), format!("<!-- excerpt: {mark} --> (no such excerpt)")));
+        stale.push((
+            EXCERPT_FILES.join(", "),
+            format!("<!-- excerpt: {mark} --> (no such excerpt)"),
+        ));
     }
     stale
 }
@@ -1981,11 +1984,20 @@ mod tests {
     #[test]
     fn excerpts_are_read_and_matched_by_their_shape() {
         let doc = "text\n<!-- excerpt: qemu:demo -->\n```text\ncpus online: 4\n...\nall 4 programs reported after 2212 ms\n```\n\n```text\nnot an excerpt\n```\n";
-        assert_eq!(excerpts(doc, "qemu:demo"), ["cpus online: 4", "all 4 programs reported after 2212 ms"]);
+        assert_eq!(
+            excerpts(doc, "qemu:demo"),
+            ["cpus online: 4", "all 4 programs reported after 2212 ms"]
+        );
         assert!(excerpts(doc, "other").is_empty());
-        assert_eq!(shape("  all 4 programs reported after 2212 ms "), "all N programs reported after N ms");
+        assert_eq!(
+            shape("  all 4 programs reported after 2212 ms "),
+            "all N programs reported after N ms"
+        );
         let printed: std::collections::HashSet<String> =
-            ["cpus online: 2", "all 2 programs reported after 17 ms"].iter().map(|l| shape(l)).collect();
+            ["cpus online: 2", "all 2 programs reported after 17 ms"]
+                .iter()
+                .map(|l| shape(l))
+                .collect();
         for line in excerpts(doc, "qemu:demo") {
             assert!(printed.contains(&shape(&line)), "{line}");
         }
@@ -1997,7 +2009,10 @@ mod tests {
         let root = crate::workspace_root();
         for file in EXCERPT_FILES {
             let text = std::fs::read_to_string(root.join(file)).unwrap();
-            assert!(!excerpts(&text, "qemu:demo").is_empty(), "{file} has no `qemu:demo` excerpt");
+            assert!(
+                !excerpts(&text, "qemu:demo").is_empty(),
+                "{file} has no `qemu:demo` excerpt"
+            );
         }
     }
 

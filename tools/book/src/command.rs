@@ -1,7 +1,7 @@
 //! `cargo xtask book`: check the book and the README, then build the book with mdBook.
 //!
-//! The checks come first ([`crate::check`], and the README's headline table against the
-//! committed runs, [`crate::headline`]), so a dead link or a stale figure fails before mdBook
+//! The checks come first ([`crate::check`], and the generated blocks against the committed
+//! runs, [`crate::generated`]), so a dead link or a stale figure fails before mdBook
 //! runs. mdBook itself is installed into the target directory when missing
 //! ([`host_env::cargo_tools::MDBOOK`]). A warning or error line from mdBook fails the command
 //! too: mdBook carries on past a page it cannot render.
@@ -17,8 +17,9 @@ use host_env::proc::Cmd;
 /// Options of `cargo xtask book`.
 #[derive(Debug, Args)]
 pub struct BookArgs {
-    /// Rewrite the README's headline table from the committed runs under docs/bench (instead
-    /// of failing when it differs), then check and build as usual.
+    /// Rewrite the generated blocks (the README's headline table, the results page's tables)
+    /// from the committed runs under docs/bench instead of failing when they differ, then check
+    /// and build as usual.
     #[arg(long)]
     pub update: bool,
 
@@ -36,23 +37,20 @@ pub fn run(root: &Path, args: &BookArgs) -> ExitCode {
 }
 
 fn book(root: &Path, args: &BookArgs) -> Result<(), String> {
-    let readme_path = root.join(crate::FRONT_PAGE);
-    let readme = std::fs::read_to_string(&readme_path)
-        .map_err(|e| format!("{}: {e}", readme_path.display()))?;
-    let table = crate::headline::render(root)?;
     if args.update {
-        let updated = crate::headline::splice(&readme, &table)?;
-        if updated != readme {
-            std::fs::write(&readme_path, &updated)
-                .map_err(|e| format!("{}: {e}", readme_path.display()))?;
-            println!(
-                "book: rewrote the README's headline table from {}",
-                crate::headline::SOURCES.join(", ")
-            );
+        for block in crate::generated::update(root)? {
+            println!("book: rewrote {block} from the committed runs");
         }
-    } else if crate::headline::current(&readme) != Some(table.as_str()) {
+    }
+    let stale = crate::generated::stale(root)?;
+    if !stale.is_empty() {
+        let list: Vec<String> = stale
+            .iter()
+            .map(|(what, want)| format!("  {what}; from the data:\n{want}"))
+            .collect();
         return Err(format!(
-            "the README's headline table is not what the committed runs give (`cargo xtask book --update` rewrites it); from the data:\n{table}"
+            "generated blocks differ from the committed runs (`cargo xtask book --update` rewrites them):\n{}",
+            list.join("\n")
         ));
     }
     let checked = crate::check(root).map_err(|problems| {
@@ -64,8 +62,11 @@ fn book(root: &Path, args: &BookArgs) -> Result<(), String> {
         )
     })?;
     println!(
-        "book: {} chapters; {} links and images resolved, {} external links counted (not fetched); the headline table matches the data",
-        checked.chapters, checked.links, checked.external
+        "book: {} chapters; {} links and images resolved, {} external links counted (not fetched); {} generated blocks match the data",
+        checked.chapters,
+        checked.links,
+        checked.external,
+        crate::generated::BLOCKS.len()
     );
     if args.check_only {
         return Ok(());

@@ -3,19 +3,13 @@
 //! Each row puts one of our figures beside the seed papers' (or seL4's) and links the page
 //! that explains it. Our figures are computed here from the runs' `results.json` files (the
 //! IPC, memory and network suites) and the simulator's `validation.json`, so the README cannot
-//! drift from the data: `cargo xtask book --update` rewrites the table between [`BEGIN`] and
-//! [`END`], and a test of this crate fails when the README's table is not what the data give.
+//! drift from the data: it is a generated block ([`crate::generated`]), which `cargo xtask book
+//! --update` rewrites and the checks hold to the data.
 //! The papers' column is fixed text: their figures come from their hardware.
 
 use std::path::Path;
 
 use serde_json::Value;
-
-/// The line before the generated table.
-pub const BEGIN: &str =
-    "<!-- headline table: generated from docs/bench by `cargo xtask book --update`; edit tools/book/src/headline.rs, not this table -->";
-/// The line after it.
-pub const END: &str = "<!-- end of the headline table -->";
 
 /// The committed runs the table reads, relative to the repository.
 pub const SOURCES: [&str; 4] = [
@@ -26,13 +20,13 @@ pub const SOURCES: [&str; 4] = [
 ];
 
 /// Reads a JSON file of the repository.
-fn read(repo: &Path, rel: &str) -> Result<Value, String> {
+pub(crate) fn read(repo: &Path, rel: &str) -> Result<Value, String> {
     let text = std::fs::read_to_string(repo.join(rel)).map_err(|e| format!("{rel}: {e}"))?;
     serde_json::from_str(&text).map_err(|e| format!("{rel}: {e}"))
 }
 
 /// The records of a results file.
-fn records<'a>(results: &'a Value, rel: &str) -> Result<&'a [Value], String> {
+pub(crate) fn records<'a>(results: &'a Value, rel: &str) -> Result<&'a [Value], String> {
     results["records"]
         .as_array()
         .map(Vec::as_slice)
@@ -40,7 +34,7 @@ fn records<'a>(results: &'a Value, rel: &str) -> Result<&'a [Value], String> {
 }
 
 /// Whether a record has every `(field, value)` of `want` (strings or numbers).
-fn matches(record: &Value, want: &[(&str, &str)]) -> bool {
+pub(crate) fn matches(record: &Value, want: &[(&str, &str)]) -> bool {
     want.iter().all(|(field, value)| match &record[*field] {
         Value::String(s) => s == value,
         Value::Number(n) => n.to_string() == *value,
@@ -49,7 +43,7 @@ fn matches(record: &Value, want: &[(&str, &str)]) -> bool {
 }
 
 /// The mean of the one record that matches `want`.
-fn mean(records: &[Value], rel: &str, want: &[(&str, &str)]) -> Result<f64, String> {
+pub(crate) fn mean(records: &[Value], rel: &str, want: &[(&str, &str)]) -> Result<f64, String> {
     let found: Vec<&Value> = records.iter().filter(|r| matches(r, want)).collect();
     match found.as_slice() {
         [one] => one["mean"]
@@ -64,12 +58,12 @@ fn mean(records: &[Value], rel: &str, want: &[(&str, &str)]) -> Result<f64, Stri
 }
 
 /// `100 * (a - b) / b`.
-fn percent(a: f64, b: f64) -> f64 {
+pub(crate) fn percent(a: f64, b: f64) -> f64 {
     100.0 * (a - b) / b
 }
 
 /// `lo..hi` of an iterator of values, or an error naming what was empty.
-fn range(values: impl Iterator<Item = f64>, what: &str) -> Result<(f64, f64), String> {
+pub(crate) fn range(values: impl Iterator<Item = f64>, what: &str) -> Result<(f64, f64), String> {
     values
         .fold(None, |acc: Option<(f64, f64)>, v| {
             Some(acc.map_or((v, v), |(lo, hi)| (lo.min(v), hi.max(v))))
@@ -288,7 +282,7 @@ fn simulator_row(repo: &Path) -> Result<Row, String> {
     })
 }
 
-/// The table, as Markdown lines (without [`BEGIN`] and [`END`]).
+/// The table, as Markdown lines.
 pub fn render(repo: &Path) -> Result<String, String> {
     let mut rows = ipc_rows(repo)?;
     rows.push(memory_row(repo)?);
@@ -305,38 +299,9 @@ pub fn render(repo: &Path) -> Result<String, String> {
     Ok(out)
 }
 
-/// `readme` with the text between its [`BEGIN`] and [`END`] lines replaced by `table`.
-pub fn splice(readme: &str, table: &str) -> Result<String, String> {
-    let begin = readme
-        .find(BEGIN)
-        .ok_or("the README has no headline-table begin marker")?;
-    let body = begin + BEGIN.len();
-    let end = readme[body..]
-        .find(END)
-        .ok_or("the README has no headline-table end marker")?
-        + body;
-    Ok(format!("{}\n{}{}", &readme[..body], table, &readme[end..]))
-}
-
-/// The table the README holds now, between its markers.
-pub fn current(readme: &str) -> Option<&str> {
-    let body = readme.find(BEGIN)? + BEGIN.len();
-    let end = readme[body..].find(END)? + body;
-    Some(readme[body..end].trim_start_matches('\n'))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn splice_replaces_only_the_table() {
-        let readme = format!("# X\n\n{BEGIN}\n| old |\n{END}\n\nafter\n");
-        let out = splice(&readme, "| new |\n").unwrap();
-        assert_eq!(out, format!("# X\n\n{BEGIN}\n| new |\n{END}\n\nafter\n"));
-        assert_eq!(current(&out), Some("| new |\n"));
-        assert!(splice("no markers", "x").is_err());
-    }
 
     #[test]
     fn records_are_found_by_their_fields() {

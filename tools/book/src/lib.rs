@@ -14,12 +14,14 @@
 //! - external links (`http:`, `https:`, `mailto:`) are counted, not fetched: the build machines
 //!   have no internet.
 //!
-//! The README's headline table is generated from the committed runs ([`headline`]).
+//! The README's headline table and the results page's tables are generated from the committed
+//! runs ([`generated`], [`headline`]).
 //!
 //! The build itself is `mdbook build` (the binary is installed like the other tools, see
 //! `host_env::deps`); [`build_command`] says how it is run.
 
 pub mod command;
+pub mod generated;
 pub mod headline;
 pub mod markdown;
 
