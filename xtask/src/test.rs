@@ -1700,10 +1700,10 @@ fn run_step(
             } else {
                 outcome.failed = 1;
                 outcome.failures.push(step.name.clone());
+                finish(&format!("FAILED ({}, {secs:.1} s)", out.status));
                 for (file, line) in &stale {
                     println!("  {file}: the excerpt shows `{line}`, which this run did not print");
                 }
-                finish(&format!("FAILED ({}, {secs:.1} s)", out.status));
             }
         }
         Judge::NoWarnings { allowed } => {
