@@ -128,3 +128,27 @@ pub(crate) fn check_cpu(lock: &'static str, cpu: CpuId, max: usize) {
 pub(crate) fn cpu_out_of_range(lock: &'static str, cpu: CpuId, max: usize) -> ! {
     panic!("{lock}: CPU id {cpu} out of range (this lock supports CPUs 0..{max})");
 }
+
+/// The panic of a CPU that locks a lock it already holds, which every lock of this crate raises
+/// in debug builds instead of deadlocking (none of them is reentrant). Out of line and cold, so
+/// that the check that leads here stays one compare and branch.
+#[cold]
+#[inline(never)]
+#[track_caller]
+#[allow(dead_code)] // Not every build configuration has a lock that detects re-locking.
+pub(crate) fn relocked(lock: &'static str, cpu: CpuId) -> ! {
+    panic!("{lock}: CPU {cpu} locks a lock it already holds (re-locking deadlocks: the lock is not reentrant)");
+}
+
+/// The panic of an unlock by a CPU that does not hold the lock: `holder` is the CPU that does,
+/// where the lock knows it (`None`: the lock is free, or its holder is unknown).
+#[cold]
+#[inline(never)]
+#[track_caller]
+#[allow(dead_code)] // Not every build configuration has a lock that detects it.
+pub(crate) fn not_holder(lock: &'static str, cpu: CpuId, holder: Option<CpuId>) -> ! {
+    match holder {
+        Some(holder) => panic!("{lock}: unlock by CPU {cpu}, but CPU {holder} holds the lock"),
+        None => panic!("{lock}: unlock by CPU {cpu}, which does not hold the lock"),
+    }
+}
