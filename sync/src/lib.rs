@@ -28,7 +28,13 @@
 //!   (`ClhLock<N, ..>`, `BrLock<N, ..>`, `RtmLock<L, N, ..>`), then the wait strategy `R`, then
 //!   the lock's own tuning with a default (the alignment `A`, the ticket `BACKOFF`, the RTM
 //!   engine `E`). Choosing a wait strategy never means naming an unrelated parameter.
-//! * Interrupt masking is the caller's job: a kernel enters its lock with interrupts off.
+//! * A lock that an interrupt handler takes is taken elsewhere with the CPU's interrupts
+//!   masked, or the handler deadlocks on the lock its own CPU holds: [`irq`] has the
+//!   interrupt-safe forms, `lock_irqsave` and its relatives for the raw locks
+//!   ([`KernelLockIrq`]) and for [`Mutex`] / [`RwLock`], over an [`irq::Interrupts`] mask
+//!   (x86_64 RFLAGS.IF, ARMv7 CPSR.I/F, AArch64 DAIF, or a test double). They mask before the
+//!   lock is taken and restore after it is released; the plain operations mask nothing, for a
+//!   kernel that enters its locks with interrupts off already.
 //! * Every atomic ordering is explained where it is used, and the ARMv7 barrier it becomes.
 //! * Under `--cfg kernel_locks_loom` the atomics come from loom so the model tests explore every
 //!   interleaving.
@@ -43,7 +49,7 @@
 //! |---------|---------|--------------|
 //! | `lock_api` | no | `lock_api_adapter`: `lock_api` 0.4 `Mutex` / `RwLock` over any lock that implements `raw::ConstInit` |
 //! | `lock_api_05` | no | `lock_api_adapter::v05`: the same for `lock_api` 0.5; needs Rust 1.95 |
-//! | `testing` | no | `rtm::testing`: simulated transaction engines for tests of `RtmLock` and of code built on it (test scaffolding) |
+//! | `testing` | no | `rtm::testing`: simulated transaction engines for tests of `RtmLock` and of code built on it; `irq::testing` (hosted targets): an interrupt-mask double per thread (test scaffolding) |
 //!
 //! Loom model checking is not a feature but a cfg of this crate's own,
 //! `RUSTFLAGS="--cfg kernel_locks_loom"`, so that a kernel running its own loom tests with
@@ -56,7 +62,13 @@
 #![no_std]
 #![warn(missing_docs)]
 
-#[cfg(any(test, kernel_locks_loom))]
+// The interrupt-mask double (`irq::testing`) keeps its state in a `std` thread-local: hosted
+// targets only.
+#[cfg(any(
+    test,
+    kernel_locks_loom,
+    all(feature = "testing", not(target_os = "none"))
+))]
 extern crate std;
 
 #[macro_use]
@@ -66,6 +78,7 @@ mod guarded;
 
 pub mod brlock;
 pub mod clh;
+pub mod irq;
 #[cfg(all(
     any(feature = "lock_api", feature = "lock_api_05"),
     not(kernel_locks_loom)
@@ -82,6 +95,7 @@ pub mod ticket;
 
 pub use brlock::BrLock;
 pub use clh::ClhLock;
+pub use irq::{IrqGuard, IrqGuarded, KernelLockIrq};
 pub use mutex::{Mutex, MutexGuard};
 pub use nolock::NoLock;
 pub use pad::{CacheLine, CachePadded, Erg, Padded};

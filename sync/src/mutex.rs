@@ -18,15 +18,43 @@
 //!
 //! static COUNTS: Mutex<ClhLock<4>, [u64; 4]> = Mutex::new(ClhLock::new(), [0; 4]);
 //!
-//! fn on_interrupt(cpu: usize) {
+//! fn on_syscall(cpu: usize) {
 //!     let mut counts = COUNTS.lock(cpu); // CPU `cpu` now holds the CLH lock
 //!     counts[cpu] += 1;
 //! } // released here, by `cpu`
 //!
-//! on_interrupt(2);
-//! on_interrupt(2);
+//! on_syscall(2);
+//! on_syscall(2);
 //! assert_eq!(COUNTS.lock(0)[2], 2);
 //! assert!(!COUNTS.is_locked());
+//! ```
+//!
+//! Data that an interrupt handler updates too is locked everywhere with the CPU's interrupts
+//! masked ([`Mutex::lock_irqsave`], see [`irq`](crate::irq)): an interrupt taken while its CPU
+//! holds the lock would otherwise spin on it forever. In a kernel `I` is
+//! [`irq::Native`](crate::irq::Native); this example runs on a host with the test double.
+//!
+//! ```
+//! # #[cfg(feature = "testing")] fn main() {
+//! use kernel_locks::irq::{testing::TestInterrupts as I, Interrupts};
+//! use kernel_locks::{ClhLock, Mutex};
+//!
+//! static COUNTS: Mutex<ClhLock<4>, [u64; 4]> = Mutex::new(ClhLock::new(), [0; 4]);
+//!
+//! fn on_interrupt(cpu: usize) {
+//!     let mut counts = COUNTS.lock_irqsave::<I>(cpu); // masked, then locked
+//!     counts[cpu] += 1;
+//! } // released, then the interrupt state restored
+//!
+//! I::raise(|| on_interrupt(2));
+//! let counts = COUNTS.lock_irqsave::<I>(0);
+//! I::raise(|| on_interrupt(2)); // pending: runs when `counts` is dropped
+//! assert_eq!(counts[2], 1);
+//! drop(counts);
+//! assert_eq!(COUNTS.lock(0)[2], 2);
+//! assert!(I::are_enabled() && !COUNTS.is_locked());
+//! # }
+//! # #[cfg(not(feature = "testing"))] fn main() {}
 //! ```
 
 use core::cell::UnsafeCell;

@@ -3,8 +3,11 @@
 
 use std::sync::Barrier;
 
-use kernel_locks::{CpuId, KernelLock, Relax};
-use kernel_locks_embed_check::{Kernel, BOOT_LOG, BY_CONST_INIT, EARLY};
+use kernel_locks::irq::{without_interrupts, Interrupts};
+use kernel_locks::{CpuId, KernelLock, Relax, TicketLock};
+use kernel_locks_embed_check::{
+    irq_cost_irqsave, irq_cost_plain, Irq, Kernel, BOOT_LOG, BY_CONST_INIT, EARLY,
+};
 
 /// Spin a little, then give the host core away: more threads than cores would otherwise
 /// convoy behind a descheduled FIFO waiter (a kernel has one CPU per waiter).
@@ -26,6 +29,7 @@ impl Relax for HostRelax {
 fn every_lock_keeps_exact_totals_across_threads() {
     const CALLS: u64 = 20_000;
     const UPDATES_EVERY: u64 = 50;
+    const TICK_EVERY: u64 = 7;
     let cpus = std::thread::available_parallelism()
         .map_or(4, |n| n.get())
         .clamp(4, 8);
@@ -42,6 +46,11 @@ fn every_lock_keeps_exact_totals_across_threads() {
                     if call % UPDATES_EVERY == 0 {
                         kernel.update_routes(cpu);
                     }
+                    if call % TICK_EVERY == 0 {
+                        // An interrupt handler is entered masked.
+                        without_interrupts::<Irq, _>(|| kernel.timer_tick(cpu));
+                    }
+                    assert!(Irq::are_enabled(), "a guard left interrupts masked");
                 }
             });
         }
@@ -51,6 +60,13 @@ fn every_lock_keeps_exact_totals_across_threads() {
     assert_eq!(counters.total, total, "CLH: lost updates");
     assert_eq!(counters.per_cpu[..cpus].iter().sum::<u64>(), total);
     assert!(counters.per_cpu[..cpus].iter().all(|c| *c == CALLS));
+    assert!(
+        counters.ticks[..cpus]
+            .iter()
+            .all(|t| *t == CALLS.div_ceil(TICK_EVERY)),
+        "lost ticks: {:?}",
+        counters.ticks
+    );
     drop(counters);
     assert_eq!(*kernel.tickets.lock(1), total, "ticket: lost updates");
     assert_eq!(*kernel.elided.lock(2), total, "rtm: lost updates");
@@ -76,4 +92,13 @@ fn statics_and_the_lock_api_adapter_work() {
 #[should_panic(expected = "BrLock: CPU id 4 out of range (this lock supports CPUs 0..4)")]
 fn a_cpu_beyond_the_boot_count_panics() {
     Kernel::<HostRelax>::boot(4).syscall(4);
+}
+
+#[test]
+fn the_cost_functions_take_and_release_the_lock() {
+    let lock = TicketLock::new();
+    irq_cost_plain(&lock, 0);
+    irq_cost_irqsave(&lock, 1);
+    assert!(!lock.is_locked());
+    assert!(Irq::are_enabled());
 }
