@@ -294,7 +294,8 @@ pub fn stop() {
     }
 }
 
-/// Handles a tick on the calling core: acknowledges the timer and counts the tick.
+/// Handles a tick on the calling core: acknowledges the timer, counts the tick and runs the
+/// self-tests' tick hook ([`hal_common::irq::run_tick_hook`]).
 pub(crate) fn on_interrupt() {
     if is_a9() {
         // Clear the event flag (write 1); auto-reload already restarted the count.
@@ -308,4 +309,5 @@ pub(crate) fn on_interrupt() {
         CntvTval::write(CntvTval(period));
     }
     crate::percpu::this_cpu().count_tick();
+    hal_common::irq::run_tick_hook();
 }

@@ -371,6 +371,7 @@ extern "C" fn trap_dispatch(frame: &mut TrapFrame) {
     match v as u8 {
         TIMER_VECTOR => {
             cpu.count_tick();
+            hal_common::irq::run_tick_hook();
             call_hook(&TIMER_HOOK, frame);
             // Acknowledged before the kernel runs: the kernel entry below may not return here
             // (it can switch to another thread), and interrupts stay off until user mode.

@@ -1,6 +1,7 @@
 //! In-kernel self-tests of the ARMv7 image (test mode), run on core 0 before the user programs
 //! start: frame allocation, address spaces, user mappings, the vector table, command-line
-//! parsing, the embedded user ELF, SMP bring-up. Each prints one `TEST` line.
+//! parsing, the embedded user ELF, SMP bring-up, and an interrupt-safe lock that the timer
+//! interrupt handler takes too. Each prints one `TEST` line.
 
 use hal_armv7::paging::{self, PAGE_SIZE};
 
@@ -13,7 +14,7 @@ use image_common::cmdline::LockChoice;
 use image_common::{selftest, Arch};
 
 /// In-kernel tests ([`before_smp`] + [`after_smp`]).
-pub const KERNEL_TESTS: usize = 13;
+pub const KERNEL_TESTS: usize = 14;
 
 /// Tests that need only core 0.
 pub fn before_smp(lock: LockChoice) {
@@ -64,6 +65,7 @@ pub fn before_smp(lock: LockChoice) {
 
     selftest::lock_names::<System>(lock);
     protection();
+    selftest::irqsave_lock::<System, ArmHal>();
 }
 
 /// A static in `.data` (non-zero, so not `.bss`), for the protection tests.

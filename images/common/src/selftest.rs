@@ -1,11 +1,17 @@
 //! The in-kernel self-tests (test mode) that read the same on every architecture: frame
 //! allocation, the lock names of the command line, SMP bring-up, the embedded user ELF, and the
-//! scans of the kernel image for W+X pages and of the stack guard pages. Each prints one `TEST`
-//! line through [`debugcalls::report`]. The images run them among their own, architecture-
+//! scans of the kernel image for W+X pages and of the stack guard pages, and an interrupt-safe
+//! lock that the timer interrupt handler takes too. Each prints one `TEST` line through
+//! [`debugcalls::report`]. The images run them among their own, architecture-
 //! specific ones (page-table layouts, entry registers, clocks).
 
+use core::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+
 use hal_common::arch::UserPaging;
+use hal_common::ArchHal;
 use kernel::config::MAX_CPUS;
+use kernel_locks::irq::{Interrupts, Native};
+use kernel_locks::{ClhLock, Mutex};
 
 use crate::cmdline::{Config, LockChoice};
 use crate::debugcalls::{report, DebugArch};
@@ -182,5 +188,102 @@ pub fn user_maps<A: DebugArch, M, T, U, E>(
         "kernel:user_map_rejects_kernel_and_unaligned",
         rejected,
         format_args!("{kernel_what} and unaligned addresses refused"),
+    );
+}
+
+/// The lock of [`irqsave_lock`]: held by the test with interrupts masked, taken by the tick
+/// handler; the value counts the handler's critical sections.
+static PROBE_LOCK: Mutex<ClhLock<MAX_CPUS>, u64> = Mutex::new(ClhLock::new(), 0);
+/// The core [`irqsave_lock`] runs on (`usize::MAX`: none): the hook ignores other cores' ticks.
+static PROBE_CPU: AtomicUsize = AtomicUsize::new(usize::MAX);
+/// Ticks whose handler took [`PROBE_LOCK`].
+static PROBE_TAKEN: AtomicU32 = AtomicU32::new(0);
+/// Ticks whose handler found [`PROBE_LOCK`] held (its `try_lock` failed: without the masking,
+/// a waiting `lock` there would have deadlocked).
+static PROBE_BUSY: AtomicU32 = AtomicU32::new(0);
+/// The cycle counter when the handler first took [`PROBE_LOCK`].
+static PROBE_FIRST: AtomicU64 = AtomicU64::new(0);
+
+/// The tick hook of [`irqsave_lock`], in the interrupt path (interrupts masked): takes
+/// [`PROBE_LOCK`] if it is free, counts that or that it was not.
+///
+/// Every atomic here is Relaxed: the handler runs on the test's own core (the others return at
+/// the first check), which observes its own accesses in program order; x86_64 `mov`, ARMv7
+/// `ldr`/`str` (and `ldrex`/`strex` loops for the increments), no barrier. The lock's own
+/// orderings protect its value.
+fn probe_tick<H: ArchHal>() {
+    let cpu = H::cpu_id();
+    if cpu != PROBE_CPU.load(Ordering::Relaxed) {
+        return;
+    }
+    match PROBE_LOCK.try_lock_irqsave::<Native>(cpu) {
+        Some(mut runs) => {
+            *runs += 1;
+            if PROBE_TAKEN.fetch_add(1, Ordering::Relaxed) == 0 {
+                PROBE_FIRST.store(H::cycles(), Ordering::Relaxed);
+            }
+        }
+        None => {
+            PROBE_BUSY.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// `kernel:irqsave_lock_defers_tick_handler`: the calling core takes a lock with
+/// `lock_irqsave` while its timer ticks at 1 kHz with interrupts on, holds it for 5 tick
+/// periods (a tick becomes pending, masked), and releases it; the tick handler takes the same
+/// lock. Passes when the handler did not run while the lock was held, ran after the release
+/// (within one period of it: the pending tick, taken at the restore), never found the lock held,
+/// and the lock is free at the end with the handler's count in it. Run before the kernel starts
+/// its timer; stops the timer and removes the hook on return.
+pub fn irqsave_lock<A: DebugArch, H: ArchHal>() {
+    const HZ: u32 = 1000;
+    const HELD_PERIODS: u64 = 5;
+    const WAIT_PERIODS: u64 = 200;
+    let cpu = H::cpu_id();
+    let period = (H::cycles_hz() / u64::from(HZ)).max(1);
+    PROBE_CPU.store(cpu, Ordering::Relaxed);
+    hal_common::irq::set_tick_hook(Some(probe_tick::<H>));
+    H::timer_start(HZ);
+    let (masked, taken_while_held, release) = hal_common::irq::with_interrupts_on::<H, _>(|| {
+        let held = PROBE_LOCK.lock_irqsave::<Native>(cpu);
+        let masked = !Native::are_enabled();
+        let start = H::cycles();
+        while H::cycles() - start < HELD_PERIODS * period {
+            core::hint::spin_loop();
+        }
+        let taken_while_held = PROBE_TAKEN.load(Ordering::Relaxed);
+        let release = H::cycles();
+        drop(held); // released, then interrupts unmasked: the pending tick is taken here
+        while PROBE_TAKEN.load(Ordering::Relaxed) == 0
+            && H::cycles() - release < WAIT_PERIODS * period
+        {
+            core::hint::spin_loop();
+        }
+        (masked, taken_while_held, release)
+    });
+    H::timer_stop();
+    hal_common::irq::set_tick_hook(None);
+    PROBE_CPU.store(usize::MAX, Ordering::Relaxed);
+    let taken = PROBE_TAKEN.load(Ordering::Relaxed);
+    let busy = PROBE_BUSY.load(Ordering::Relaxed);
+    let delay = PROBE_FIRST.load(Ordering::Relaxed).wrapping_sub(release);
+    let counted = PROBE_LOCK.try_lock(cpu).map(|runs| *runs);
+    let ns = |cycles: u64| H::cycles_to_ns(cycles);
+    report::<A>(
+        "kernel:irqsave_lock_defers_tick_handler",
+        masked
+            && taken_while_held == 0
+            && taken > 0
+            && busy == 0
+            && delay < period
+            && counted == Some(u64::from(taken)),
+        format_args!(
+            "handler ran {taken_while_held} times in {} us held; {taken} times after the \
+             release, the first {} ns after it; found the lock held {busy} times; lock count \
+             {counted:?}",
+            ns(HELD_PERIODS * period) / 1000,
+            ns(delay),
+        ),
     );
 }

@@ -2,7 +2,8 @@
 //! user programs start: frame allocation, address spaces, user mappings, the `syscall` MSRs,
 //! command-line parsing, the embedded user ELF, SMP bring-up, and the kernel's own memory
 //! protection (W^X of the image, NX physical window, unmapped stack guards, EFER.NXE on every
-//! core), read back from the live page tables. Each prints one `TEST` line.
+//! core), read back from the live page tables, and an interrupt-safe lock that the timer
+//! interrupt handler takes too. Each prints one `TEST` line.
 
 use hal_x86::paging::{self, phys_to_virt, pte, PAGE_SIZE};
 use hal_x86::usermode;
@@ -18,7 +19,7 @@ use image_common::elf::map_stack;
 use image_common::{selftest, Arch};
 
 /// In-kernel tests ([`before_smp`] + [`after_smp`]).
-pub const KERNEL_TESTS: usize = 14;
+pub const KERNEL_TESTS: usize = 15;
 
 /// Tests that need only the bootstrap processor.
 pub fn before_smp(lock: LockChoice) {
@@ -70,6 +71,7 @@ pub fn before_smp(lock: LockChoice) {
 
     selftest::lock_names::<System>(lock);
     protection();
+    selftest::irqsave_lock::<System, X86Hal>();
 }
 
 /// A static in `.data` (non-zero, so not `.bss`), for the protection tests.
