@@ -15,8 +15,10 @@
 //!   ([`save_and_disable`](Interrupts::save_and_disable)), put a saved state back
 //!   ([`restore`](Interrupts::restore)). Implemented for x86_64 ([`X86Interrupts`], RFLAGS.IF),
 //!   ARMv7-A ([`ArmIrq`], CPSR.I; [`ArmIrqFiq`], CPSR.I and CPSR.F), AArch64 ([`Aarch64Irq`],
-//!   DAIF.I), and, for tests on a host, a double with a state per thread ([`testing`]).
-//!   [`Native`] names the one of the target being built.
+//!   DAIF.I), and, for tests on a host, a double with a state per thread
+//!   (`testing::TestInterrupts`, feature `testing`).
+//!   [`Native`] names the one of the target being built. (Documentation built for one target
+//!   shows the other targets' types too, without their implementation.)
 //! * [`IrqGuard`]: interrupts masked while it lives, the saved state restored on drop;
 //!   [`without_interrupts`] runs a closure inside one.
 //! * For the raw locks, the extension trait [`KernelLockIrq`] over every
@@ -35,7 +37,7 @@
 //! accesses in program order (a core always observes its own stores, store buffer or not). So
 //! what matters is the order of instructions on that core, and that the compiler keeps it:
 //!
-//! * **Mask before the first access to the lock.** [`save_and_disable`] runs before the
+//! * **Mask before the first access to the lock.** [`save_and_disable`](Interrupts::save_and_disable) runs before the
 //!   acquisition's first load or read-modify-write; an interrupt either arrives before the mask
 //!   (the lock is not held yet: the handler may take it and release it) or not until the
 //!   restore.
@@ -63,7 +65,7 @@
 //! are restored in the reverse order of their saves, on the CPU that saved them: guards do that
 //! when they drop at the end of their scopes. Dropping an outer guard before an inner one (by
 //! `drop`ping it early) unmasks the CPU while the inner lock is held: a logic error that brings
-//! back the deadlock, which the test double detects ([`testing::TestInterrupts`] panics).
+//! back the deadlock, which the test double detects (`testing::TestInterrupts` panics).
 //! Guards and tokens are `!Send`: a state saved on one CPU is never restored on another.
 //!
 //! # Cost
@@ -169,7 +171,7 @@ pub unsafe trait Interrupts {
 /// x86_64: the interrupt flag, RFLAGS.IF, through the `x86_64` crate (`pushfq; pop` reads it,
 /// `cli` clears it, `sti; nop` sets it). Ring 0 only: `cli` faults (#GP) in user mode.
 /// The state is whether IF was set.
-#[cfg(target_arch = "x86_64")]
+#[cfg(any(target_arch = "x86_64", doc))]
 #[derive(Debug)]
 pub struct X86Interrupts;
 
@@ -265,7 +267,7 @@ fn arm_cpsr() -> u32 {
 /// `mrs`, masked with `cpsid i`, restored with `msr cpsr_c`. FIQs stay as they are (a kernel
 /// that uses them for something that takes locks uses [`ArmIrqFiq`]). The state is the saved
 /// CPSR. Privileged modes only.
-#[cfg(target_arch = "arm")]
+#[cfg(any(target_arch = "arm", doc))]
 #[derive(Debug)]
 pub struct ArmIrq;
 
@@ -295,7 +297,7 @@ unsafe impl Interrupts for ArmIrq {
 /// ARMv7-A: IRQs and FIQs, CPSR.I and CPSR.F, masked together with `cpsid if`, for locks that a
 /// FIQ handler takes too. As [`ArmIrq`] otherwise; [`are_enabled`](Interrupts::are_enabled)
 /// says whether either kind is unmasked.
-#[cfg(target_arch = "arm")]
+#[cfg(any(target_arch = "arm", doc))]
 #[derive(Debug)]
 pub struct ArmIrqFiq;
 
@@ -325,7 +327,7 @@ unsafe impl Interrupts for ArmIrqFiq {
 /// AArch64: IRQs, DAIF.I, through the `aarch64-cpu` crate (`mrs` of DAIF, `orr`, `msr` to mask,
 /// `msr` of the saved value to restore). Debug, SError and FIQ masks stay as they are. The
 /// state is the saved DAIF. EL1 (or higher) only.
-#[cfg(target_arch = "aarch64")]
+#[cfg(any(target_arch = "aarch64", doc))]
 #[derive(Debug)]
 pub struct Aarch64Irq;
 
