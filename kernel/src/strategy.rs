@@ -71,7 +71,7 @@ use crate::config::*;
 use crate::ids::*;
 
 /// The fine-grained strategy's big-reader lock: with the `lockdep` feature, checked by the
-/// lock-order checker as a lock of class [`lockdep::BIG`].
+/// lock-order checker as a lock of class `lockdep::BIG`.
 #[cfg(not(feature = "lockdep"))]
 type BigLockOf<R> = BrLock<MAX_CPUS, R>;
 /// The fine-grained strategy's big-reader lock, checked as a lock of class [`lockdep::BIG`].
@@ -79,7 +79,7 @@ type BigLockOf<R> = BrLock<MAX_CPUS, R>;
 type BigLockOf<R> = Checked<BrLock<MAX_CPUS, R>>;
 
 /// A per-object lock of the fine-grained strategy: with the `lockdep` feature, checked by the
-/// lock-order checker as a lock of its kind's class (see [`lockdep`]).
+/// lock-order checker as a lock of its kind's class (see `lockdep`).
 #[cfg(not(feature = "lockdep"))]
 type ObjectLock<R> = TicketLock<R>;
 /// A per-object lock of the fine-grained strategy, checked as a lock of its kind's class.
@@ -315,8 +315,9 @@ unsafe impl<L: KernelLock> Strategy for BigLock<L> {
 /// the [module documentation](self) for the protocol. `R` is the wait strategy of every lock.
 ///
 /// With the `lockdep` feature every lock is checked by the lock-order checker (classes in
-/// [`lockdep`]), with contexts of the strategy's own ([`Contexts::claim`]), so that kernels
-/// running side by side in one process (hosted tests) keep their cores' held locks apart.
+/// `strategy::lockdep`), with contexts of the strategy's own
+/// (`kernel_locks::lockdep::Contexts::claim`), so that kernels running side by side in one
+/// process (hosted tests) keep their cores' held locks apart.
 pub struct FineGrained<R: Relax = Spin> {
     big: BigLockOf<R>,
     tcbs: [CachePadded<ObjectLock<R>>; MAX_THREADS],

@@ -2420,6 +2420,8 @@ fn lockdep_checks_the_fine_grained_lock_order() {
     assert!(m.contains("key 2") && m.contains("key 5"), "{m}");
     fine.lock(1, LockId::Tcb(ThreadId::new(6).unwrap()));
     // Leaving with the TCB locks held.
+    // SAFETY: CPU 1 entered with the read side and leaves it once; the checker then finds
+    // the two TCB locks it still holds.
     let m = message(|| unsafe { fine.exit(1, Side::Shared) });
     assert!(m.contains("still holds `fine.tcb`"), "{m}");
 }

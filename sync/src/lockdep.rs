@@ -805,6 +805,22 @@ pub fn held(cpu: CpuId) -> usize {
     Contexts::CPUS.held(cpu)
 }
 
+/// Whether the checker has recorded the order `from -> to` (a CPU took a lock of class `to`
+/// while holding one of class `from`), and where it first saw it: for tests and reports of the
+/// order a run followed. Only direct edges: an order implied by a chain is not one.
+pub fn recorded(
+    from: &'static LockClass,
+    to: &'static LockClass,
+) -> Option<&'static Location<'static>> {
+    let _guard = STATE.lock();
+    // Relaxed: under the lock (a class not registered has no edge).
+    let (from, to) = (from.id.load(Relaxed), to.id.load(Relaxed));
+    if from == 0 || to == 0 || !STATE.has_edge(from - 1, to - 1) {
+        return None;
+    }
+    STATE.site(from - 1, to - 1).0
+}
+
 /// The report of an order inversion: the acquisition of `to` at `site` while `cpu` holds
 /// `held`, against the recorded `path` from `to` back to `held`'s class.
 struct Inversion<'a> {
