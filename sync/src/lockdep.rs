@@ -1054,12 +1054,15 @@ impl<L> Checked<L> {
         }
     }
 
-    /// Reports a successful trylock by `cpu`.
+    /// Reports a trylock by `cpu` if it succeeded (`locked`); returns `locked`.
     #[inline]
     #[track_caller]
-    fn try_acquired(&self, cpu: CpuId) {
-        let key = (self.key != NO_KEY).then_some(self.key);
-        self.contexts.try_acquired(self.class, cpu, key);
+    fn tried(&self, cpu: CpuId, locked: bool) -> bool {
+        if locked {
+            let key = (self.key != NO_KEY).then_some(self.key);
+            self.contexts.try_acquired(self.class, cpu, key);
+        }
+        locked
     }
 
     /// Reports a release by `cpu`.
@@ -1121,11 +1124,7 @@ unsafe impl<L: KernelLock> KernelLock for Checked<L> {
 
     #[track_caller]
     fn try_lock(&self, cpu: CpuId) -> bool {
-        let locked = self.lock.try_lock(cpu);
-        if locked {
-            self.try_acquired(cpu);
-        }
-        locked
+        self.tried(cpu, self.lock.try_lock(cpu))
     }
 
     #[track_caller]
@@ -1150,11 +1149,7 @@ unsafe impl<L: KernelRwLock> KernelRwLock for Checked<L> {
 
     #[track_caller]
     fn try_read_lock(&self, cpu: CpuId) -> bool {
-        let locked = self.lock.try_read_lock(cpu);
-        if locked {
-            self.try_acquired(cpu);
-        }
-        locked
+        self.tried(cpu, self.lock.try_read_lock(cpu))
     }
 
     #[track_caller]
