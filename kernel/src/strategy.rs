@@ -44,7 +44,11 @@
 //!
 //! **Lock order** (which makes the protocol deadlock-free): endpoint or notification or IRQ lock,
 //! then TCB locks in increasing index order (all TCBs involved are identified first, under the
-//! endpoint lock, then locked sorted), then at most one run-queue lock at a time. A typical IPC
+//! endpoint lock, then locked sorted), then at most one run-queue lock at a time. With the
+//! `lockdep` feature the lock crate's lock-order checker checks this order at every acquisition
+//! (one class per kind of lock, `strategy::lockdep`; TCB locks keyed by index), and that a core
+//! leaves the kernel holding no object lock; the hosted stress and adversarial suites run so
+//! (`cargo xtask test` step `lockdep:hosted`). A typical IPC
 //! takes the read side, one endpoint lock, two TCB locks and one run-queue lock, as the seL4
 //! multicore paper describes; around it, the entry checks the current thread (its TCB lock), the
 //! scheduler re-reads its state (TCB lock, then the run-queue lock) and the exit reads the next
