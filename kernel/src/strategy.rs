@@ -44,7 +44,11 @@
 //!
 //! **Lock order** (which makes the protocol deadlock-free): endpoint or notification or IRQ lock,
 //! then TCB locks in increasing index order (all TCBs involved are identified first, under the
-//! endpoint lock, then locked sorted), then at most one run-queue lock at a time. A typical IPC
+//! endpoint lock, then locked sorted), then at most one run-queue lock at a time. With the
+//! `lockdep` feature the lock crate's lock-order checker checks this order at every acquisition
+//! (one class per kind of lock, `strategy::lockdep`; TCB locks keyed by index), and that a core
+//! leaves the kernel holding no object lock; the hosted stress and adversarial suites run so
+//! (`cargo xtask test` step `lockdep:hosted`). A typical IPC
 //! takes the read side, one endpoint lock, two TCB locks and one run-queue lock, as the seL4
 //! multicore paper describes; around it, the entry checks the current thread (its TCB lock), the
 //! scheduler re-reads its state (TCB lock, then the run-queue lock) and the exit reads the next
@@ -62,11 +66,53 @@
 
 use core::fmt;
 
+#[cfg(feature = "lockdep")]
+use kernel_locks::lockdep::{Checked, ContextClaim, Contexts, LockClass};
 use kernel_locks::ticket::TicketLock;
 use kernel_locks::{BrLock, CachePadded, CpuId, KernelLock, Relax, RtmLock, Spin, TxEngine};
 
 use crate::config::*;
 use crate::ids::*;
+
+/// The fine-grained strategy's big-reader lock: with the `lockdep` feature, checked by the
+/// lock-order checker as a lock of class `lockdep::BIG`.
+#[cfg(not(feature = "lockdep"))]
+type BigLockOf<R> = BrLock<MAX_CPUS, R>;
+/// The fine-grained strategy's big-reader lock, checked as a lock of class [`lockdep::BIG`].
+#[cfg(feature = "lockdep")]
+type BigLockOf<R> = Checked<BrLock<MAX_CPUS, R>>;
+
+/// A per-object lock of the fine-grained strategy: with the `lockdep` feature, checked by the
+/// lock-order checker as a lock of its kind's class (see `lockdep`).
+#[cfg(not(feature = "lockdep"))]
+type ObjectLock<R> = TicketLock<R>;
+/// A per-object lock of the fine-grained strategy, checked as a lock of its kind's class.
+#[cfg(feature = "lockdep")]
+type ObjectLock<R> = Checked<TicketLock<R>>;
+
+/// The lock classes of the fine-grained strategy under the lock-order checker (feature
+/// `lockdep`, [`kernel_locks::lockdep`]): one per kind of lock, so that the checker learns and
+/// checks the protocol's lock order (see the [module documentation](self)): the big-reader
+/// lock, then an endpoint, notification or IRQ lock, then TCB locks in increasing index order
+/// (each TCB lock's key is its index, so the checker also checks that order), then one
+/// run-queue lock. Both sides of the big-reader lock are one class.
+#[cfg(feature = "lockdep")]
+pub mod lockdep {
+    use super::LockClass;
+
+    /// The big-reader lock (both sides).
+    pub static BIG: LockClass = LockClass::new("fine.big");
+    /// A TCB's lock; nested in increasing index order (the key).
+    pub static TCB: LockClass = LockClass::new("fine.tcb");
+    /// An endpoint's lock.
+    pub static ENDPOINT: LockClass = LockClass::new("fine.endpoint");
+    /// A notification's lock.
+    pub static NOTIFICATION: LockClass = LockClass::new("fine.notification");
+    /// An IRQ's lock.
+    pub static IRQ: LockClass = LockClass::new("fine.irq");
+    /// A core's run-queue lock.
+    pub static RUN_QUEUE: LockClass = LockClass::new("fine.run-queue");
+}
 
 /// Which side of the kernel lock an entry takes.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -163,6 +209,10 @@ pub unsafe trait Strategy: Sync {
         }
     }
     /// Takes an object lock (non-exclusive sections only). The default does nothing.
+    ///
+    /// With the `lockdep` feature, `#[track_caller]`: the lock-order checker's reports name
+    /// the kernel's line that takes the lock.
+    #[cfg_attr(feature = "lockdep", track_caller)]
     fn lock(&self, _cpu: CpuId, _id: LockId) {}
     /// Releases an object lock.
     ///
@@ -267,13 +317,21 @@ unsafe impl<L: KernelLock> Strategy for BigLock<L> {
 /// Fine-grained locking: a big-reader lock (read side for common calls, write side for
 /// management calls) plus a ticket lock per TCB, endpoint, notification, IRQ and run queue. See
 /// the [module documentation](self) for the protocol. `R` is the wait strategy of every lock.
+///
+/// With the `lockdep` feature every lock is checked by the lock-order checker (classes in
+/// `strategy::lockdep`), with contexts of the strategy's own
+/// (`kernel_locks::lockdep::Contexts::claim`), so that kernels running side by side in one
+/// process (hosted tests) keep their cores' held locks apart.
 pub struct FineGrained<R: Relax = Spin> {
-    big: BrLock<MAX_CPUS, R>,
-    tcbs: [CachePadded<TicketLock<R>>; MAX_THREADS],
-    eps: [CachePadded<TicketLock<R>>; MAX_ENDPOINTS],
-    ntfns: [CachePadded<TicketLock<R>>; MAX_NOTIFICATIONS],
-    irqs: [CachePadded<TicketLock<R>>; MAX_IRQS],
-    rqs: [CachePadded<TicketLock<R>>; MAX_CPUS],
+    big: BigLockOf<R>,
+    tcbs: [CachePadded<ObjectLock<R>>; MAX_THREADS],
+    eps: [CachePadded<ObjectLock<R>>; MAX_ENDPOINTS],
+    ntfns: [CachePadded<ObjectLock<R>>; MAX_NOTIFICATIONS],
+    irqs: [CachePadded<ObjectLock<R>>; MAX_IRQS],
+    rqs: [CachePadded<ObjectLock<R>>; MAX_CPUS],
+    /// The checker's contexts of this strategy's cores (given back on drop).
+    #[cfg(feature = "lockdep")]
+    contexts: ContextClaim,
 }
 
 impl<R: Relax> FineGrained<R> {
@@ -287,6 +345,7 @@ impl<R: Relax> FineGrained<R> {
     ///
     /// # Panics
     /// Unless `1 <= cpus <= MAX_CPUS`.
+    #[cfg(not(feature = "lockdep"))]
     pub fn with_cpus(cpus: usize) -> Self {
         fn locks<R: Relax, const N: usize>(cpus: usize) -> [CachePadded<TicketLock<R>>; N] {
             core::array::from_fn(|_| CachePadded::new(TicketLock::with_cpus(cpus)))
@@ -301,8 +360,34 @@ impl<R: Relax> FineGrained<R> {
         }
     }
 
+    /// All locks free, for cores `0..cpus`, each checked as a lock of its kind's class in
+    /// contexts claimed for these cores.
+    ///
+    /// # Panics
+    /// Unless `1 <= cpus <= MAX_CPUS`, or when the checker has no `cpus` free contexts.
+    #[cfg(feature = "lockdep")]
+    pub fn with_cpus(cpus: usize) -> Self {
+        let claim = Contexts::claim(cpus);
+        let contexts = claim.contexts();
+        let locks = |class: &'static LockClass, keyed: bool| {
+            move |i| {
+                let lock = Checked::new(TicketLock::with_cpus(cpus), class).in_contexts(contexts);
+                CachePadded::new(if keyed { lock.ordered(i) } else { lock })
+            }
+        };
+        Self {
+            big: Checked::new(BrLock::with_cpus(cpus), &lockdep::BIG).in_contexts(contexts),
+            tcbs: core::array::from_fn(locks(&lockdep::TCB, true)),
+            eps: core::array::from_fn(locks(&lockdep::ENDPOINT, false)),
+            ntfns: core::array::from_fn(locks(&lockdep::NOTIFICATION, false)),
+            irqs: core::array::from_fn(locks(&lockdep::IRQ, false)),
+            rqs: core::array::from_fn(locks(&lockdep::RUN_QUEUE, false)),
+            contexts: claim,
+        }
+    }
+
     #[inline(always)]
-    fn object(&self, id: LockId) -> &TicketLock<R> {
+    fn object(&self, id: LockId) -> &ObjectLock<R> {
         match id {
             LockId::Tcb(t) => &self.tcbs[t.index()],
             LockId::Endpoint(e) => &self.eps[e.index()],
@@ -374,6 +459,9 @@ unsafe impl<R: Relax> Strategy for FineGrained<R> {
             // SAFETY: forwarded contract: `cpu` holds the write side.
             Side::Exclusive => unsafe { self.big.unlock(cpu) },
         }
+        // The checker: a core leaves the kernel holding no lock.
+        #[cfg(feature = "lockdep")]
+        self.contexts.contexts().assert_none_held(cpu);
     }
     // One `fence(Release)` for the object lock and the read side (ARMv7: one `dmb ish` where
     // each release alone costs one): both stores come after every access of the section.
@@ -394,6 +482,9 @@ unsafe impl<R: Relax> Strategy for FineGrained<R> {
             self.object(held).unlock_fenced(cpu);
             self.big.read_unlock_unnested_fenced(cpu);
         }
+        // The checker: a core leaves the kernel holding no lock.
+        #[cfg(feature = "lockdep")]
+        self.contexts.contexts().assert_none_held(cpu);
     }
     // The object locks skip the ticket lock's CPU range check: object locks are taken inside a
     // shared section only, which `enter` opened after checking `cpu` against the bound every
@@ -402,6 +493,7 @@ unsafe impl<R: Relax> Strategy for FineGrained<R> {
     // one-way IPC. (A ticket lock keeps no per-CPU state, so even a wrong id could not corrupt
     // it.)
     #[inline(always)]
+    #[cfg_attr(feature = "lockdep", track_caller)]
     fn lock(&self, cpu: CpuId, id: LockId) {
         self.object(id).lock_prechecked(cpu);
     }

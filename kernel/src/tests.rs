@@ -2363,3 +2363,65 @@ fn idle_cycles_count_from_the_idle_exit_to_the_next_interrupt() {
         Error::OutOfRange
     );
 }
+
+/// With the `lockdep` feature the fine-grained strategy's locks are checked: the protocol's
+/// order (an endpoint, then a TCB) passes, the opposite order panics before it waits, naming
+/// both lines; TCBs nest in increasing index order only; and a core that leaves the kernel
+/// holding an object lock panics.
+#[cfg(feature = "lockdep")]
+#[test]
+fn lockdep_checks_the_fine_grained_lock_order() {
+    use crate::strategy::{lockdep, LockId, Side, Strategy};
+
+    fn message(f: impl FnOnce()) -> std::string::String {
+        let payload = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_err();
+        *payload.downcast::<std::string::String>().unwrap()
+    }
+    let site = |line: u32| std::format!("{}:{line}:", file!());
+    let fine = FineGrained::<kernel_locks::Spin>::with_cpus(2);
+    let (ep, tcb) = (
+        LockId::Endpoint(EndpointId::new(3).unwrap()),
+        LockId::Tcb(ThreadId::new(5).unwrap()),
+    );
+    assert!(!fine.enter(0, Side::Shared));
+    fine.lock(0, ep);
+    let recorded = line!() + 1;
+    fine.lock(0, tcb);
+    // SAFETY: CPU 0 holds both, and the read side.
+    unsafe {
+        fine.unlock(0, tcb);
+        fine.unlock(0, ep);
+        fine.exit(0, Side::Shared);
+    }
+    assert!(!fine.enter(1, Side::Shared));
+    fine.lock(1, tcb);
+    let line = line!() + 1;
+    let m = message(|| fine.lock(1, ep));
+    // This line, and the first site of the opposite order: the one above unless another test
+    // of this process (the order graph is the process's) took it first.
+    assert!(m.contains(&site(line)), "{m}");
+    let first = kernel_locks::lockdep::recorded(&lockdep::ENDPOINT, &lockdep::TCB).unwrap();
+    assert!(
+        first.file() != file!() || first.line() == recorded,
+        "{first}"
+    );
+    assert!(
+        m.contains(&std::format!(
+            "`fine.tcb` acquired at {first} while holding `fine.endpoint`"
+        )),
+        "{m}"
+    );
+    assert!(
+        !fine.is_held(ep),
+        "the endpoint lock was taken before the check"
+    );
+    // TCBs by increasing index only.
+    let m = message(|| fine.lock(1, LockId::Tcb(ThreadId::new(2).unwrap())));
+    assert!(m.contains("key 2") && m.contains("key 5"), "{m}");
+    fine.lock(1, LockId::Tcb(ThreadId::new(6).unwrap()));
+    // Leaving with the TCB locks held.
+    // SAFETY: CPU 1 entered with the read side and leaves it once; the checker then finds
+    // the two TCB locks it still holds.
+    let m = message(|| unsafe { fine.exit(1, Side::Shared) });
+    assert!(m.contains("still holds `fine.tcb`"), "{m}");
+}

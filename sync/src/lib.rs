@@ -50,6 +50,7 @@
 //! | `lock_api` | no | `lock_api_adapter`: `lock_api` 0.4 `Mutex` / `RwLock` over any lock that implements `raw::ConstInit` |
 //! | `lock_api_05` | no | `lock_api_adapter::v05`: the same for `lock_api` 0.5; needs Rust 1.95 |
 //! | `testing` | no | `rtm::testing`: simulated transaction engines for tests of `RtmLock` and of code built on it; `irq::testing` (hosted targets): an interrupt-mask double per thread (test scaffolding) |
+//! | `lockdep` | no | `lockdep`: a lock-order checker (classes, per-CPU held stacks, an order graph) and `lockdep::Checked`, any lock with its acquisitions checked; a debugging aid, nothing of it compiled in without the feature |
 //!
 //! Loom model checking is not a feature but a cfg of this crate's own,
 //! `RUSTFLAGS="--cfg kernel_locks_loom"`, so that a kernel running its own loom tests with
@@ -84,6 +85,8 @@ pub mod irq;
     not(kernel_locks_loom)
 ))]
 pub mod lock_api_adapter;
+#[cfg(all(feature = "lockdep", not(kernel_locks_loom)))]
+pub mod lockdep;
 pub mod mutex;
 pub mod nolock;
 pub mod pad;

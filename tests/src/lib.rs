@@ -8,12 +8,16 @@
 //! * [`bench`]: the hosted benchmarks (`benches/ipc_hosted.rs`, `benches/memory_hosted.rs`,
 //!   run by `cargo xtask bench --platform hosted`): the kernel's IPC paths and the memory
 //!   system timed per locking strategy, with their own no-op HAL, writing the records of
-//!   `docs/bench-protocol.md`.
+//!   `docs/bench-protocol.md`;
+//! * with the `lockdep` feature, [`lockdep`]: the lock order that the fine-grained strategy's
+//!   runs followed, as the lock-order checker recorded it.
 //!
 //! The harness's items are re-exported here, so a test names them `tests::FakeHal`,
 //! `tests::run`, `tests::workload`...
 
 pub mod bench;
 pub mod harness;
+#[cfg(feature = "lockdep")]
+pub mod lockdep;
 
 pub use harness::*;

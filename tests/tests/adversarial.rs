@@ -106,6 +106,19 @@ fn adversarial_big_lock_clh() {
 #[test]
 fn adversarial_fine_grained() {
     adversarial("fine", FineGrained::<HostRelax>::new(), 23);
+    // The checker saw the protocol's orders (and would have panicked at an inversion).
+    #[cfg(feature = "lockdep")]
+    tests::lockdep::report(
+        "fine",
+        &[
+            ("fine.big", "fine.endpoint"),
+            ("fine.big", "fine.notification"),
+            ("fine.big", "fine.irq"),
+            ("fine.endpoint", "fine.tcb"),
+            ("fine.notification", "fine.tcb"),
+            ("fine.tcb", "fine.run-queue"),
+        ],
+    );
 }
 
 #[test]

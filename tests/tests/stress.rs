@@ -127,6 +127,17 @@ fn fine_grained() {
         true,
         &[5, 6, 7],
     );
+    // The checker saw the protocol's orders (and would have panicked at an inversion).
+    #[cfg(feature = "lockdep")]
+    tests::lockdep::report(
+        "fine",
+        &[
+            ("fine.big", "fine.endpoint"),
+            ("fine.big", "fine.tcb"),
+            ("fine.endpoint", "fine.tcb"),
+            ("fine.tcb", "fine.run-queue"),
+        ],
+    );
 }
 
 #[test]

@@ -113,6 +113,11 @@ const GROUPS: &[(&str, &str)] = &[
         "`cargo test --workspace --all-features --no-fail-fast`",
     ),
     (
+        "lockdep",
+        "the hosted stress and adversarial suites with the lock-order checker over the \
+         fine-grained strategy's locks (`--features lockdep`)",
+    ),
+    (
         "book",
         "the documentation book (docs/, mdBook): every page a chapter, every link and anchor \
          resolved, the README's headline table equal to the committed runs, then built",
@@ -445,6 +450,7 @@ fn steps(root: &Path, quick: bool) -> Vec<Step> {
         Cmd::cargo().args(["test", "--workspace", "--all-features", "--no-fail-fast"]),
         Judge::Libtest,
     ));
+    steps.push(lockdep_step());
     // The documentation book: its links and the README's figures checked, then built.
     steps.push(
         Step::from_result(
@@ -506,6 +512,26 @@ fn steps(root: &Path, quick: bool) -> Vec<Step> {
     }
     steps
 }
+
+/// The hosted suites that run the kernel's fine-grained strategy on host threads with the most
+/// lock traffic ([`LOCKDEP_SUITES`]), with the lock-order checker on (`tests/lockdep` ->
+/// `kernel/lockdep` -> `kernel-locks/lockdep`): every acquisition of the big-reader lock and
+/// of the object locks is checked against the order the run has seen so far, and a core that
+/// leaves the kernel holding a lock panics. Only the features these suites need, so that the
+/// checker's reports are not mixed with tracing.
+fn lockdep_step() -> Step {
+    let mut cmd = Cmd::cargo().args(["test", "-p", "tests", "--features", "lockdep"]);
+    for suite in LOCKDEP_SUITES {
+        cmd = cmd.args(["--test", suite]);
+    }
+    Step::new("lockdep:hosted", cmd, Judge::Libtest).fix(
+        "a `lockdep:` panic names the acquisition, the lock held and the recorded opposite \
+         order with their lines: the kernel took its locks in an order that can deadlock",
+    )
+}
+
+/// The suites of `lockdep:hosted` (`tests/tests/<name>.rs`).
+const LOCKDEP_SUITES: &[&str] = &["stress", "adversarial"];
 
 /// The steps that keep the lock crate usable outside this workspace:
 /// * `lock-crate:msrv`: `cargo check` of the crate (every feature but those of
@@ -2126,6 +2152,7 @@ mod tests {
             "build:x86_64-unknown-none",
             "build:armv7a-none-eabi",
             "test",
+            "lockdep:hosted",
             "loom",
             "loom:frame-ring",
             "loom:kernel",
@@ -2207,7 +2234,7 @@ mod tests {
         let manifest = crate::crate_dir(&root, LOCK_CRATE).join("Cargo.toml");
         let features = msrv_features(&manifest).unwrap();
         let features: Vec<&str> = features.split(',').collect();
-        for expected in ["lock_api", "testing"] {
+        for expected in ["lock_api", "lockdep", "testing"] {
             assert!(features.contains(&expected), "{features:?}");
         }
         for newer in LOCK_CRATE_NEWER_RUST_FEATURES {
@@ -2217,7 +2244,10 @@ mod tests {
         assert_eq!(step.name, "lock-crate:msrv");
         let shown = step.cmd.unwrap().display();
         assert!(!shown.contains("--all-features"), "{shown}");
-        assert!(shown.contains("--features lock_api,testing "), "{shown}");
+        assert!(
+            shown.contains("--features lock_api,lockdep,testing "),
+            "{shown}"
+        );
     }
 
     #[test]

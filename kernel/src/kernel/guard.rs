@@ -128,6 +128,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
     /// a jump-table dispatch on the [`LockId`] kind that inlining folds into the call site
     /// (measured on the hosted ping-pong: about 80 of ~575 cycles per round trip).
     #[inline(always)]
+    #[cfg_attr(feature = "lockdep", track_caller)]
     pub(crate) fn hold<K: Guarded>(&self, ctx: Ctx, key: K) -> Held<'_, S, K> {
         let locked = !ctx.excl;
         if locked {
@@ -158,6 +159,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
     /// with a tracer set): the counter read before the request and after the acquisition.
     #[cfg(feature = "trace")]
     #[inline(never)]
+    #[cfg_attr(feature = "lockdep", track_caller)]
     fn lock_traced(&self, cpu: CpuId, id: LockId) {
         let requested = self.hal.trace_cycles();
         self.strategy.lock(cpu, id);
@@ -167,6 +169,7 @@ impl<S: Strategy, H: Hal> Kernel<S, H> {
 
     /// Locks two TCBs in index order (one if equal).
     #[inline(always)]
+    #[cfg_attr(feature = "lockdep", track_caller)]
     pub(crate) fn hold2(&self, ctx: Ctx, a: ThreadId, b: ThreadId) -> Tcbs<'_, S> {
         let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
         let lo = self.hold(ctx, lo);
