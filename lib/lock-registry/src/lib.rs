@@ -139,6 +139,21 @@ pub const ALL: [Lock; COUNT] = {
     all
 };
 
+/// Every strategy in the order of reports, tables and plots: the baseline (`none`) first, then
+/// the order of [`ENTRIES`].
+pub const REPORT_ORDER: [Lock; COUNT] = {
+    let mut order = [Lock::None; COUNT];
+    let (mut i, mut n) = (0, 1);
+    while i < COUNT {
+        if !matches!(ALL[i], Lock::None) {
+            order[n] = ALL[i];
+            n += 1;
+        }
+        i += 1;
+    }
+    order
+};
+
 impl Lock {
     /// Every strategy, in the order of [`ENTRIES`].
     pub const ALL: [Lock; COUNT] = ALL;
@@ -237,6 +252,13 @@ mod tests {
             .flat_map(|e| e.aliases.iter().copied().chain(core::iter::once(e.name)))
             .collect();
         assert_eq!(Lock::NAMES, words.join(", "));
+    }
+
+    #[test]
+    fn the_report_order_is_the_baseline_then_the_registry() {
+        assert_eq!(REPORT_ORDER[0], Lock::None);
+        let rest: Vec<Lock> = ALL.into_iter().filter(|l| *l != Lock::None).collect();
+        assert_eq!(REPORT_ORDER[1..], rest[..]);
     }
 
     #[test]

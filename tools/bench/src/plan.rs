@@ -96,14 +96,10 @@ impl Platform {
 /// The canonical order of the kernel locks in tables and plots: the baseline first, then the
 /// registry's order.
 pub const LOCK_ORDER: [&str; lock_registry::COUNT] = {
-    let mut order = ["none"; lock_registry::COUNT];
-    let (mut i, mut n) = (0, 1);
+    let mut order = [""; lock_registry::COUNT];
+    let mut i = 0;
     while i < lock_registry::COUNT {
-        let lock = lock_registry::ALL[i];
-        if !matches!(lock, Lock::None) {
-            order[n] = lock.name();
-            n += 1;
-        }
+        order[i] = lock_registry::REPORT_ORDER[i].name();
         i += 1;
     }
     order

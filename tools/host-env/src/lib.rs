@@ -161,6 +161,7 @@ pub const LAYOUT: &[(&str, &[&str])] = &[
             "sim",
             "protocol",
             "trace-format",
+            "lock-registry",
         ],
     ),
     ("host-env", &[]),
