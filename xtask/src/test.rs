@@ -724,12 +724,17 @@ fn suite(smp: u32) -> Judge {
     }
 }
 
-/// The test suite on every core count of [`QEMU_SMP`] under every lock, booted as `tests`
-/// makes the run, the steps named `<prefix>smp<cores>-<lock>`.
+/// The test suite on every core count of [`QEMU_SMP`] under every lock of the registry whose
+/// rows ask for that count, booted as `tests` makes the run, the steps named
+/// `<prefix>smp<cores>-<lock>`.
 fn suite_matrix(prefix: &str, tests: impl Fn(u32, Lock) -> QemuRun) -> Vec<Step> {
     let mut steps = Vec::new();
     for &smp in QEMU_SMP {
-        for lock in Lock::STRATEGIES {
+        let rows = |lock: &Lock| match smp {
+            1 => lock.rows().suite_smp1,
+            _ => lock.rows().suite_smp4,
+        };
+        for lock in Lock::ALL.into_iter().filter(rows) {
             steps.push(qemu_step(
                 format!("{prefix}smp{smp}-{}", lock.name()),
                 &tests(smp, lock),
@@ -1081,7 +1086,7 @@ fn fuzz_steps() -> Vec<Step> {
         .chain(Machine::ARMV7.iter().map(|&m| (Arch::Armv7, m)));
     let mut runs: Vec<(Arch, Machine, Lock, bool)> = Vec::new();
     for (arch, machine) in machines {
-        for lock in Lock::STRATEGIES {
+        for lock in Lock::ALL.into_iter().filter(|l| l.rows().fuzz) {
             runs.push((arch, machine, lock, true));
         }
     }

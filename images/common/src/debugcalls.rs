@@ -200,7 +200,6 @@ pub struct Run {
 }
 
 const LINE: usize = 200;
-const LOCKS: [&str; 5] = ["clh", "ticket", "fine", "rtm", "none"];
 
 /// A user thread's console line being assembled from `PUT` calls (a `heapless::Vec`: fixed
 /// capacity, no allocator). A complete line stays readable until the next byte starts a new one.
@@ -297,7 +296,7 @@ pub struct DebugCalls {
     interval: AtomicU64,
     /// Samples per benchmark record (`runs=`).
     runs: AtomicUsize,
-    /// The lock's name, as an index into `LOCKS`.
+    /// The lock's name, as an index into the registry's list ([`lock_registry::ALL`]).
     lock: AtomicUsize,
     /// The benchmark samples the user programs report.
     collector: Collector,
@@ -400,7 +399,10 @@ impl DebugCalls {
         self.runs.store(run.runs, Ordering::Relaxed);
         self.kernel_tests.store(run.kernel_tests, Ordering::Relaxed);
         self.lock.store(
-            LOCKS.iter().position(|&l| l == run.lock).unwrap_or(0),
+            lock_registry::ALL
+                .iter()
+                .position(|l| l.name() == run.lock)
+                .unwrap_or(0),
             Ordering::Relaxed,
         );
         if let Some(kind) = run.bench {
@@ -438,6 +440,12 @@ impl DebugCalls {
     }
 
     /// `thread T (program, cpu C)` for the reports.
+    /// The run's lock name, from its index into the registry's list.
+    fn lock_name(&self) -> &'static str {
+        let all = &lock_registry::ALL;
+        all[self.lock.load(Ordering::Relaxed) % all.len()].name()
+    }
+
     fn who(&self, t: usize) -> Who {
         let role = self.roles.get(t).map_or(0, |r| r.load(Ordering::Relaxed));
         Who {
@@ -570,7 +578,7 @@ impl DebugCalls {
                 info::COUNTER_HZ => ok_regs(A::counter().hz as usize),
                 info::RUNS => ok_regs(self.runs.load(Ordering::Relaxed)),
                 info::IRQ_CORE => {
-                    let none = LOCKS[self.lock.load(Ordering::Relaxed) % LOCKS.len()] == "none";
+                    let none = self.lock_name() == "none";
                     let cores = self.cores.load(Ordering::Relaxed);
                     ok_regs(if none { 0 } else { cores.saturating_sub(1) })
                 }
@@ -670,7 +678,7 @@ impl DebugCalls {
         if let Some(kind) = bench {
             let Counter { name, hz, .. } = A::counter();
             let info = RunInfo {
-                lock: LOCKS[self.lock.load(Ordering::Relaxed) % LOCKS.len()],
+                lock: self.lock_name(),
                 cores,
                 counter: name,
                 counter_hz: hz,
@@ -685,7 +693,7 @@ impl DebugCalls {
         crate::trace::dump(
             &crate::trace::TraceBegin {
                 cores,
-                lock: LOCKS[self.lock.load(Ordering::Relaxed) % LOCKS.len()],
+                lock: self.lock_name(),
                 counter: kc.name,
                 hz: kc.hz,
                 ring: crate::trace::RING,

@@ -41,10 +41,12 @@ pub fn frame_alloc<A: DebugArch, P: UserPaging>() -> Option<u64> {
 /// `kernel:cmdline_lock_names`: every lock name parses, others do not, and `lock` (the run's)
 /// reads back.
 pub fn lock_names<A: DebugArch>(lock: LockChoice) {
-    let names_ok = ["clh", "ticket", "brlock", "fine", "rtm", "none"]
-        .iter()
-        .all(|n| LockChoice::parse(n).is_some())
-        && LockChoice::parse("spin").is_none()
+    let names_ok = lock_registry::ENTRIES.iter().all(|e| {
+        LockChoice::parse(e.name) == Some(e.lock)
+            && e.aliases
+                .iter()
+                .all(|a| LockChoice::parse(a) == Some(e.lock))
+    }) && LockChoice::parse("spin").is_none()
         && LockChoice::parse("").is_none()
         && LockChoice::parse(lock.name()) == Some(lock);
     report::<A>(

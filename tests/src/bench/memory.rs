@@ -296,7 +296,7 @@ impl Options {
     /// default), 16 samples, AVL allocator.
     pub fn new(quick: bool) -> Self {
         Self {
-            locks: Lock::ALL.to_vec(),
+            locks: super::ALL_LOCKS.to_vec(),
             cores: (1..=super::host_cpus().min(MAX_CPUS)).collect(),
             pages: vec![64],
             modes: Mode::ALL.to_vec(),
@@ -1381,7 +1381,7 @@ pub(crate) fn records(lock: Lock, o: &Outcome, m: &Machine) -> Vec<Record> {
             "entry",
             "faults through Kernel::page_fault, requests through Kernel::syscall",
         )
-        .extra("strategy", lock.type_name())
+        .extra("strategy", super::type_name(lock))
         .extra("pager_lock", pager_lock_name(lock))
         .extra("pinned", o.pinned);
         if !o.pinned {

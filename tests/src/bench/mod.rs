@@ -270,50 +270,20 @@ impl Hal for BenchHal {
 // Strategies.
 // -------------------------------------------------------------------------------------------
 
-/// The strategies under test, by their record name.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum Lock {
-    /// [`NoLock`].
-    None,
-    /// [`BigLock`] over [`ClhLock`].
-    Clh,
-    /// [`BigLock`] over [`TicketLock`].
-    Ticket,
-    /// [`FineGrained`].
-    Fine,
-    /// [`Rtm`] over [`ClhLock`].
-    Rtm,
-}
+/// The strategies under test, by their record name: the registry's (`lock-registry`).
+pub use lock_registry::Lock;
 
-impl Lock {
-    /// Every strategy, in report order.
-    pub const ALL: [Lock; 5] = [Lock::None, Lock::Clh, Lock::Ticket, Lock::Fine, Lock::Rtm];
+/// Every strategy, in report order (the baseline first).
+pub const ALL_LOCKS: [Lock; lock_registry::COUNT] = lock_registry::REPORT_ORDER;
 
-    /// The record name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Lock::None => "none",
-            Lock::Clh => "clh",
-            Lock::Ticket => "ticket",
-            Lock::Fine => "fine",
-            Lock::Rtm => "rtm",
-        }
-    }
-
-    /// Parses a record name.
-    pub fn parse(s: &str) -> Option<Lock> {
-        Lock::ALL.into_iter().find(|l| l.name() == s)
-    }
-
-    /// The strategy type, for `extra`.
-    pub fn type_name(self) -> &'static str {
-        match self {
-            Lock::None => "NoLock",
-            Lock::Clh => "BigLock<ClhLock>",
-            Lock::Ticket => "BigLock<TicketLock>",
-            Lock::Fine => "FineGrained (BrLock read side + TicketLock per object)",
-            Lock::Rtm => "Rtm<ClhLock> (RtmLock elision, CLH fallback)",
-        }
+/// The strategy type of `lock` on the hosted kernel, for `extra`.
+pub fn type_name(lock: Lock) -> &'static str {
+    match lock {
+        Lock::None => "NoLock",
+        Lock::Clh => "BigLock<ClhLock>",
+        Lock::Ticket => "BigLock<TicketLock>",
+        Lock::Fine => "FineGrained (BrLock read side + TicketLock per object)",
+        Lock::Rtm => "Rtm<ClhLock> (RtmLock elision, CLH fallback)",
     }
 }
 
@@ -442,7 +412,7 @@ impl Options {
     /// Every bench and strategy, cores `1..=host CPUs`, 16 samples.
     pub fn new(quick: bool) -> Self {
         Self {
-            locks: Lock::ALL.to_vec(),
+            locks: ALL_LOCKS.to_vec(),
             cores: (1..=host_cpus().min(MAX_CPUS)).collect(),
             clients: vec![1, 2, 4, 8],
             runs: 16,
@@ -870,7 +840,7 @@ fn single_core(opts: &Options, p: Params, m: &Machine, rtm: &mut RtmStats) -> Ve
             let mut r = Record::new(bench, c.variant, c.lock.name(), "cycles");
             r.samples = samples;
             m.extra(&mut r);
-            r.extra("strategy", c.lock.type_name());
+            r.extra("strategy", type_name(c.lock));
             if bench == "ipc-roundtrip" {
                 r.extra(
                     "sample",
@@ -1241,7 +1211,7 @@ fn throughput_record(
     r.samples = run.samples.clone();
     r.interval_ticks = Some(run.interval);
     m.extra(&mut r);
-    r.extra("strategy", lock.type_name())
+    r.extra("strategy", type_name(lock))
         .extra("pinned", run.pinned)
         .extra(
             "lock_wait",

@@ -1380,11 +1380,14 @@ mod tests {
     fn options_parse() {
         let args = run_of(["ipc", "--lock=clh"]).unwrap();
         assert_eq!((args.suite, args.host), (Suite::Ipc, false));
-        assert_eq!(args.lock, vec![LockArg::Clh]);
+        assert_eq!(args.lock, vec![LockArg::Lock(qemu_runner::qemu::Lock::Clh)]);
         assert_eq!((args.runs, args.timeout), (16, 300));
         // bench:tiny's options.
         let args = run_of(TINY).unwrap();
-        assert_eq!(args.lock, vec![LockArg::None]);
+        assert_eq!(
+            args.lock,
+            vec![LockArg::Lock(qemu_runner::qemu::Lock::None)]
+        );
         assert_eq!(
             args.platform,
             vec![PlatformArg::QemuIcount, PlatformArg::Hosted]
@@ -1418,7 +1421,10 @@ mod tests {
         let args = parse(["--lock=clh"]).unwrap();
         assert!(args.command.is_none());
         assert_eq!(args.run.new_spelling(), "cargo xtask bench ipc");
-        assert_eq!(run_of(["--lock=clh"]).unwrap().lock, vec![LockArg::Clh]);
+        assert_eq!(
+            run_of(["--lock=clh"]).unwrap().lock,
+            vec![LockArg::Lock(qemu_runner::qemu::Lock::Clh)]
+        );
         let memory = run_of(["--suite", "memory", "--pager", "global"]).unwrap();
         assert_eq!(
             (memory.suite, memory.pager.clone()),

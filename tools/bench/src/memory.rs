@@ -967,7 +967,7 @@ mod tests {
             Platform::Qemu => PlatformArg::Qemu,
         };
         let plan = Plan::new(
-            &[LockArg::Clh, LockArg::None],
+            &[LockArg::Lock(Lock::Clh), LockArg::Lock(Lock::None)],
             &[ArchArg::X86_64],
             &[arg],
             &[1, 2, 4],
@@ -1021,9 +1021,15 @@ mod tests {
     fn locks_default_to_clh_without_the_baseline() {
         let p = Plan::new(&[], &[], &[], &[]).unwrap();
         assert_eq!(locks(&p, false), vec![Lock::Clh]);
-        let p = Plan::new(&[LockArg::Ticket], &[], &[], &[]).unwrap();
+        let p = Plan::new(&[LockArg::Lock(Lock::Ticket)], &[], &[], &[]).unwrap();
         assert_eq!(locks(&p, true), vec![Lock::Ticket]);
-        let p = Plan::new(&[LockArg::None, LockArg::Clh], &[], &[], &[]).unwrap();
+        let p = Plan::new(
+            &[LockArg::Lock(Lock::None), LockArg::Lock(Lock::Clh)],
+            &[],
+            &[],
+            &[],
+        )
+        .unwrap();
         assert_eq!(locks(&p, true), vec![Lock::None, Lock::Clh]);
     }
 

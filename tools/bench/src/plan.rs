@@ -2,25 +2,44 @@
 
 use clap::ValueEnum;
 
+use lock_registry::Kind;
 use qemu_runner::qemu::{Arch, Lock, Machine};
 
-/// `--lock` values.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+/// `--lock` values: a strategy of the registry (its names and aliases, `brlock` for `fine`),
+/// or `all`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LockArg {
-    /// Big kernel lock over the CLH queue lock (seL4's).
-    Clh,
-    /// Big kernel lock over the ticket lock.
-    Ticket,
-    /// The fine-grained strategy (big-reader lock plus per-object ticket locks): same as `fine`.
-    Brlock,
-    /// The fine-grained strategy.
-    Fine,
-    /// RTM lock elision over the CLH lock (the lock itself where RTM is absent).
-    Rtm,
-    /// No lock: the baseline every overhead is relative to.
-    None,
-    /// All of the above (`brlock` and `fine` once).
+    /// One strategy.
+    Lock(Lock),
+    /// Every strategy of the registry, each once.
     All,
+}
+
+/// Every `--lock` value, for `clap`: the registry's strategies, then `all`.
+const LOCK_ARGS: [LockArg; lock_registry::COUNT + 1] = {
+    let mut args = [LockArg::All; lock_registry::COUNT + 1];
+    let mut i = 0;
+    while i < lock_registry::COUNT {
+        args[i] = LockArg::Lock(lock_registry::ALL[i]);
+        i += 1;
+    }
+    args
+};
+
+impl ValueEnum for LockArg {
+    fn value_variants<'a>() -> &'a [Self] {
+        &LOCK_ARGS
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        match self {
+            LockArg::Lock(lock) => lock.to_possible_value(),
+            LockArg::All => Some(
+                clap::builder::PossibleValue::new("all")
+                    .help("Every strategy (`brlock` and `fine` once)"),
+            ),
+        }
+    }
 }
 
 /// `--arch` values.
@@ -74,16 +93,26 @@ impl Platform {
     pub const ALL: [Platform; 3] = [Platform::Hosted, Platform::QemuIcount, Platform::Qemu];
 }
 
-/// The canonical order of the kernel locks in tables and plots: the baseline first.
-pub const LOCK_ORDER: [&str; 5] = ["none", "clh", "ticket", "fine", "rtm"];
+/// The canonical order of the kernel locks in tables and plots: the baseline first, then the
+/// registry's order.
+pub const LOCK_ORDER: [&str; lock_registry::COUNT] = {
+    let mut order = [""; lock_registry::COUNT];
+    let mut i = 0;
+    while i < lock_registry::COUNT {
+        order[i] = lock_registry::REPORT_ORDER[i].name();
+        i += 1;
+    }
+    order
+};
 
-/// The strategy a kernel lock name (`lock=` as the kernel prints it) belongs to.
+/// The strategy a kernel lock name (`lock=` as the kernel prints it) belongs to: `none`,
+/// `fine`, `rtm` or `big-lock` (every big lock, and names the registry does not know).
 pub fn strategy_of(lock: &str) -> &'static str {
-    match lock {
-        "none" => "none",
-        "fine" | "brlock" => "fine",
-        "rtm" => "rtm",
-        _ => "big-lock",
+    match Lock::parse(lock).map(Lock::kind) {
+        Some(Kind::NoLock) => "none",
+        Some(Kind::FineGrained) => "fine",
+        Some(Kind::Elided) => "rtm",
+        Some(Kind::BigLock) | None => "big-lock",
     }
 }
 
@@ -123,15 +152,11 @@ impl Plan {
         for name in LOCK_ORDER {
             let wanted = all_locks
                 || locks.iter().any(|l| match l {
-                    LockArg::Clh => name == "clh",
-                    LockArg::Ticket => name == "ticket",
-                    LockArg::Brlock | LockArg::Fine => name == "fine",
-                    LockArg::Rtm => name == "rtm",
-                    LockArg::None => name == "none",
+                    LockArg::Lock(lock) => lock.name() == name,
                     LockArg::All => true,
                 });
             if wanted {
-                chosen.push(lock_from_name(name));
+                chosen.extend(Lock::parse(name));
             }
         }
         let baseline_added = !chosen.contains(&Lock::None);
@@ -222,24 +247,13 @@ impl Plan {
     }
 }
 
-/// The [`Lock`] named `name` (one of [`LOCK_ORDER`]).
-fn lock_from_name(name: &str) -> Lock {
-    match name {
-        "clh" => Lock::Clh,
-        "ticket" => Lock::Ticket,
-        "fine" => Lock::Fine,
-        "rtm" => Lock::Rtm,
-        _ => Lock::None,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn one_lock_adds_the_baseline() {
-        let p = Plan::new(&[LockArg::Clh], &[], &[], &[]).unwrap();
+        let p = Plan::new(&[LockArg::Lock(Lock::Clh)], &[], &[], &[]).unwrap();
         assert_eq!(p.locks, vec![Lock::None, Lock::Clh]);
         assert!(p.baseline_added);
         assert_eq!(p.archs, vec![Arch::X86_64, Arch::Armv7]);
@@ -250,7 +264,11 @@ mod tests {
     #[test]
     fn brlock_is_fine_and_all_is_every_strategy_once() {
         let p = Plan::new(
-            &[LockArg::Brlock, LockArg::Fine, LockArg::None],
+            &[
+                LockArg::Lock(Lock::Fine),
+                LockArg::Lock(Lock::Fine),
+                LockArg::Lock(Lock::None),
+            ],
             &[],
             &[],
             &[],
@@ -265,7 +283,7 @@ mod tests {
     #[test]
     fn lists_are_resolved_and_checked() {
         let p = Plan::new(
-            &[LockArg::None],
+            &[LockArg::Lock(Lock::None)],
             &[ArchArg::Armv7],
             &[PlatformArg::QemuIcount, PlatformArg::Hosted],
             &[4, 1, 4],
@@ -286,9 +304,14 @@ mod tests {
     #[test]
     fn qemu_core_counts_must_fit_the_boards() {
         let qemu = |cores: &[u32], archs: &[ArchArg]| {
-            Plan::new(&[LockArg::Clh], archs, &[PlatformArg::Qemu], cores)
-                .unwrap()
-                .check_boards(board_of)
+            Plan::new(
+                &[LockArg::Lock(Lock::Clh)],
+                archs,
+                &[PlatformArg::Qemu],
+                cores,
+            )
+            .unwrap()
+            .check_boards(board_of)
         };
         assert!(qemu(&[1, 2, 4], &[]).is_ok());
         let err = qemu(&[1, 8], &[]).unwrap_err();

@@ -589,7 +589,7 @@ mod tests {
     fn every_step_is_counted_before_the_first() {
         // --lock clh (and the none baseline), x86_64, qemu-icount: one build, two boots.
         let p = plan(
-            &[LockArg::Clh],
+            &[LockArg::Lock(Lock::Clh)],
             &[ArchArg::X86_64],
             &[PlatformArg::QemuIcount],
             &[],
@@ -604,7 +604,7 @@ mod tests {
         // Everything for two locks on both architectures, cores 1,2: hosted, 2 builds,
         // icount 3 boards x 2 locks, 2 barrier traces, qemu 3 boards x 2 locks x (2
         // multicore + 4 client-server, less `none` shared on 2 cores).
-        let p = plan(&[LockArg::Clh], &[], &[], &[1, 2]);
+        let p = plan(&[LockArg::Lock(Lock::Clh)], &[], &[], &[1, 2]);
         let archs = [Arch::X86_64, Arch::Armv7];
         let steps = plan_steps(&p, &args(&[]), None, true, &archs);
         let count = |f: fn(&Step) -> bool| steps.iter().filter(|s| f(s)).count();

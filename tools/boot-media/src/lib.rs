@@ -873,11 +873,7 @@ pub fn judge_pc_boot(
     lock: Lock,
 ) -> Result<String, String> {
     let has = |needle: &str| lines.iter().any(|l| l.contains(needle));
-    let lock_name = if lock == Lock::Brlock {
-        "fine"
-    } else {
-        lock.name()
-    };
+    let lock_name = lock.name();
     let mut missing = Vec::new();
     for needle in [
         "Loading locked-in through multiboot2".to_owned(),

@@ -85,6 +85,7 @@ pub const CRATE_DIRS: &[(&str, &str)] = &[
     ("kv-resp", "lib/kv-resp"),
     ("frame-ring", "lib/frame-ring"),
     ("protocol", "lib/protocol"),
+    ("lock-registry", "lib/lock-registry"),
 ];
 
 /// What each workspace package may depend on among the others (its `[dependencies]` and
@@ -102,6 +103,7 @@ pub const LAYOUT: &[(&str, &[&str])] = &[
     ("trace-format", &[]),
     ("kv-resp", &[]),
     ("frame-ring", &[]),
+    ("lock-registry", &[]),
     ("sim", &["trace-format"]),
     ("kernel", &["abi", "kernel-locks", "trace-format"]),
     ("pager", &["abi", "kernel-locks"]),
@@ -127,6 +129,7 @@ pub const LAYOUT: &[(&str, &[&str])] = &[
             "servers",
             "kernel-locks",
             "protocol",
+            "lock-registry",
         ],
     ),
     (
@@ -158,16 +161,31 @@ pub const LAYOUT: &[(&str, &[&str])] = &[
             "sim",
             "protocol",
             "trace-format",
+            "lock-registry",
         ],
     ),
     ("host-env", &[]),
-    ("qemu-runner", &["host-env", "protocol"]),
-    ("bench", &["host-env", "qemu-runner", "protocol"]),
-    ("boot-media", &["host-env", "qemu-runner", "protocol"]),
+    ("qemu-runner", &["host-env", "protocol", "lock-registry"]),
+    (
+        "bench",
+        &["host-env", "qemu-runner", "protocol", "lock-registry"],
+    ),
+    (
+        "boot-media",
+        &["host-env", "qemu-runner", "protocol", "lock-registry"],
+    ),
     ("book", &["host-env"]),
     (
         "trace-tools",
-        &["host-env", "qemu-runner", "bench", "protocol", "sim", "abi"],
+        &[
+            "host-env",
+            "qemu-runner",
+            "bench",
+            "protocol",
+            "sim",
+            "abi",
+            "lock-registry",
+        ],
     ),
     (
         "xtask",
@@ -178,6 +196,7 @@ pub const LAYOUT: &[(&str, &[&str])] = &[
             "trace-tools",
             "boot-media",
             "book",
+            "lock-registry",
         ],
     ),
 ];

@@ -60,39 +60,9 @@ pub enum Arch {
     Armv7,
 }
 
-/// Kernel locking strategies (`lock=` on the kernel command line).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Lock {
-    /// Big kernel lock, CLH queue lock (default).
-    Clh,
-    /// Big kernel lock, ticket lock.
-    Ticket,
-    /// Fine-grained locking: big-reader lock plus per-object ticket locks.
-    Fine,
-    /// The fine-grained strategy, named after its big-reader lock (same as `fine`).
-    Brlock,
-    /// RTM lock elision over the CLH lock (falls back to the lock without RTM, as under TCG).
-    Rtm,
-    /// No lock: only for the demo's disjoint per-core objects.
-    None,
-}
-
-impl Lock {
-    /// The kernel command-line value.
-    pub fn name(self) -> &'static str {
-        match self {
-            Lock::Clh => "clh",
-            Lock::Ticket => "ticket",
-            Lock::Fine => "fine",
-            Lock::Brlock => "brlock",
-            Lock::Rtm => "rtm",
-            Lock::None => "none",
-        }
-    }
-
-    /// The distinct strategies (each run once by `cargo xtask test`).
-    pub const STRATEGIES: [Lock; 5] = [Lock::Clh, Lock::Ticket, Lock::Fine, Lock::Rtm, Lock::None];
-}
+/// Kernel locking strategies (`lock=` on the kernel command line): the registry's list, whose
+/// `clap` values are `--lock`'s (`brlock` an alias of `fine`).
+pub use lock_registry::Lock;
 
 /// QEMU machine types the image boots on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -722,12 +692,7 @@ pub fn explain_no_semihosting(stopped: bool, lines: &[String], smp: u32) -> (boo
 /// `lock: {lock}` (QEMU also exits with 0 on a guest reset or PSCI SYSTEM_OFF).
 pub fn explain_armv7(code: Option<i32>, lines: &[String], smp: u32, lock: Lock) -> (bool, String) {
     let has = |prefix: &str| lines.iter().any(|l| l.starts_with(prefix));
-    // `brlock` is printed as the strategy's name, `fine`.
-    let lock_name = if lock == Lock::Brlock {
-        "fine"
-    } else {
-        lock.name()
-    };
+    let lock_name = lock.name();
     let missing: Vec<String> = [
         SHUTDOWN_SUCCESS.to_owned(),
         format!("cpus online: {smp}"),
@@ -1770,7 +1735,7 @@ mod tests {
             assert!(!explain_armv7(code, &good, 4, Lock::Clh).0);
         }
         let fine = lines("cpus online: 1\nlock: fine (fine-grained)\nshutting down: success");
-        assert!(explain_armv7(Some(0), &fine, 1, Lock::Brlock).0);
+        assert!(explain_armv7(Some(0), &fine, 1, Lock::Fine).0);
     }
 
     #[test]

@@ -50,14 +50,13 @@ impl ConsoleTrace {
     }
 }
 
-/// The kernel strategy a `lock=` name is.
+/// The kernel strategy a `lock=` name is (from the registry's kinds).
 pub fn strategy_of(lock: &str) -> Option<Strategy> {
-    Some(match lock {
-        "clh" | "ticket" => Strategy::BigLock,
-        "fine" | "brlock" => Strategy::FineGrained,
-        "rtm" => Strategy::Rtm,
-        "none" => Strategy::None,
-        _ => return None,
+    Some(match qemu_runner::qemu::Lock::parse(lock)?.kind() {
+        lock_registry::Kind::BigLock => Strategy::BigLock,
+        lock_registry::Kind::FineGrained => Strategy::FineGrained,
+        lock_registry::Kind::Elided => Strategy::Rtm,
+        lock_registry::Kind::NoLock => Strategy::None,
     })
 }
 

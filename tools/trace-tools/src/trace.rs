@@ -346,7 +346,7 @@ fn run_inner(root: &Path, args: &Trace) -> Result<(), String> {
         return crate::imagetrace::run(root, arches, &opts, &out).map(|_| ());
     }
     let locks = if args.trace.lock.is_empty() {
-        Lock::STRATEGIES.to_vec()
+        Lock::ALL.to_vec()
     } else {
         args.trace.lock.clone()
     };
