@@ -13,7 +13,21 @@ where
     L: KernelLock + Send + 'static,
     F: Fn() -> L + Sync + Send + 'static,
 {
-    loom::model(move || {
+    mutual_exclusion_in(loom::model::Builder::new(), make, threads, use_try);
+}
+
+/// [`mutual_exclusion`] explored by `builder` (a preemption bound, for models too large to
+/// explore whole).
+pub fn mutual_exclusion_in<L, F>(
+    builder: loom::model::Builder,
+    make: F,
+    threads: usize,
+    use_try: bool,
+) where
+    L: KernelLock + Send + 'static,
+    F: Fn() -> L + Sync + Send + 'static,
+{
+    builder.check(move || {
         let lock = Arc::new(make());
         let data = Arc::new(UnsafeCell::new(0usize));
         let handles: Vec<_> = (1..threads)
