@@ -174,14 +174,14 @@ fn mcs_queue_with_waiters_stays_locked_and_try_lock_fails() {
 fn mcs_constructors() {
     static LOCK: McsLock<8> = McsLock::new();
     static AT_BOOT: McsLock<8> = McsLock::with_cpus(2);
-    const INIT: McsLock<4> = <McsLock<4> as ConstInit>::INIT;
+    static FROM_INIT: McsLock<4> = <McsLock<4> as ConstInit>::INIT;
     LOCK.lock(7);
     // SAFETY: CPU 7 holds it.
     unsafe { LOCK.unlock(7) };
     assert_eq!(LOCK.max_cpus(), 8);
     assert_eq!(AT_BOOT.max_cpus(), 2);
-    let from_init = INIT;
-    assert_eq!((from_init.name(), from_init.max_cpus()), ("mcs", 4));
+    assert_eq!((FROM_INIT.name(), FROM_INIT.max_cpus()), ("mcs", 4));
+    assert!(!FROM_INIT.is_locked());
     let default: McsLock<3, Backoff> = McsLock::default();
     assert_eq!(default.max_cpus(), 3);
     default.lock(2);
