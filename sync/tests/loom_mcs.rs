@@ -7,12 +7,11 @@
 //! and asserts that loom reports the unsynchronised critical sections.
 #![cfg(kernel_locks_loom)]
 
+mod common;
 #[path = "common/loom_model.rs"]
 mod loom_model;
 
-use kernel_locks::{KernelLock, McsLock};
-use loom::cell::UnsafeCell;
-use loom::sync::Arc;
+use kernel_locks::McsLock;
 
 #[test]
 fn mcs_two_cpus_lock() {
@@ -44,55 +43,14 @@ fn mcs_three_cpus_lock() {
 /// One CPU waits in `lock` while the other polls with `try_lock`.
 #[test]
 fn mcs_lock_against_try_lock() {
-    loom::model(|| {
-        let lock = Arc::new(McsLock::<2>::new());
-        let data = Arc::new(UnsafeCell::new(0usize));
-        let (lock2, data2) = (lock.clone(), data.clone());
-        let t = loom::thread::spawn(move || {
-            while !lock2.try_lock(1) {
-                loom::thread::yield_now();
-            }
-            // SAFETY: loom reports a data race here if the lock does not exclude CPU 0.
-            data2.with_mut(|v| unsafe { *v += 1 });
-            // SAFETY: CPU 1 holds the lock.
-            unsafe { lock2.unlock(1) };
-        });
-        lock.lock(0);
-        // SAFETY: as above.
-        data.with_mut(|v| unsafe { *v += 1 });
-        // SAFETY: CPU 0 holds the lock.
-        unsafe { lock.unlock(0) };
-        t.join().unwrap();
-        // SAFETY: both threads are done.
-        assert_eq!(data.with(|v| unsafe { *v }), 2);
-        assert!(!lock.is_locked());
-    });
+    loom_model::lock_against_try_lock(McsLock::<2>::new);
 }
 
 /// Two acquisitions per CPU: a node is reused, so its `next` cleared at one hand-over must not
 /// overwrite the link of the next use (the Release swap's job).
 #[test]
 fn mcs_nodes_are_reused() {
-    bounded(4).check(|| {
-        let lock = Arc::new(McsLock::<2>::new());
-        let data = Arc::new(UnsafeCell::new(0usize));
-        let twice = |lock: &McsLock<2>, data: &UnsafeCell<usize>, cpu: usize| {
-            for _ in 0..2 {
-                lock.lock(cpu);
-                // SAFETY: loom flags a race here if exclusion fails.
-                data.with_mut(|v| unsafe { *v += 1 });
-                // SAFETY: `cpu` holds the lock.
-                unsafe { lock.unlock(cpu) };
-            }
-        };
-        let (l2, d2) = (lock.clone(), data.clone());
-        let t = loom::thread::spawn(move || twice(&l2, &d2, 1));
-        twice(&lock, &data, 0);
-        t.join().unwrap();
-        // SAFETY: all threads joined.
-        assert_eq!(data.with(|v| unsafe { *v }), 4);
-        assert!(!lock.is_locked());
-    });
+    loom_model::exclusion(bounded(4), McsLock::<2>::new, 2, 2, |_| false);
 }
 
 /// The models over a lock whose hand-over fence is only `Acquire`: the successor's critical
@@ -107,17 +65,6 @@ fn mcs_weakened_hand_over_is_caught() {
 }
 
 /// Runs `model`, which must panic with loom's report of unsynchronised accesses.
-#[track_caller]
-fn assert_causality_violation(model: impl FnOnce() + std::panic::UnwindSafe) {
-    let payload = std::panic::catch_unwind(model)
-        .expect_err("loom found no violation with the hand-over weakened");
-    let message = payload
-        .downcast_ref::<String>()
-        .map(String::as_str)
-        .or_else(|| payload.downcast_ref::<&str>().copied())
-        .unwrap_or_default();
-    assert!(
-        message.contains("Causality violation"),
-        "the weakened model failed for another reason: {message:?}"
-    );
+fn assert_causality_violation(model: impl Fn()) {
+    common::assert_each_panics(&[("Causality violation", &model)]);
 }
