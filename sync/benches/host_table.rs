@@ -60,7 +60,11 @@ const ROUNDS: usize = 5;
 /// Rounds with `--quick`.
 const QUICK_ROUNDS: usize = 3;
 /// Our locks and the best peer of their kind, compared in the report's parity section.
-const PARITY: [(&str, &str); 2] = [("clh", "clhlock"), ("ticket", "spin-ticket")];
+const PARITY: [(&str, &str); 3] = [
+    ("clh", "clhlock"),
+    ("mcs", "mcslock"),
+    ("ticket", "spin-ticket"),
+];
 
 /// Command-line options (cargo bench adds `--bench`, which is ignored).
 struct Options {
@@ -560,7 +564,7 @@ fn main() {
     if threads.iter().any(|&t| t > cpus) {
         notes.push(format!(
             "thread counts above {cpus} (the CPUs available) oversubscribe the machine: those \
-             runs are not pinned, and spinning FIFO locks (clh, ticket, mcslock, clhlock) stall \
+             runs are not pinned, and spinning FIFO locks (clh, mcs, ticket, mcslock, clhlock) stall \
              whenever the next owner in the queue is preempted."
         ));
     }

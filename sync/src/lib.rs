@@ -7,6 +7,7 @@
 //! | lock | algorithm | fair | per-CPU state |
 //! |------|-----------|------|---------------|
 //! | [`ClhLock`] | CLH queue lock, as seL4's big kernel lock | FIFO | queue node per CPU |
+//! | [`McsLock`] | MCS queue lock, each waiter spinning on its own node | FIFO | queue node per CPU |
 //! | [`TicketLock`] | ticket lock, optional proportional back-off | FIFO | none |
 //! | [`BrLock`] | big-reader lock (reader slot per CPU) | writer-preferring | reader slot per CPU |
 //! | [`RtmLock`] | Intel RTM lock elision over any fallback lock | as the fallback | statistics, deferred work |
@@ -25,7 +26,7 @@
 //!   yield), [`Backoff`] (exponential), [`Wfe`] (ARM wait-for-event; unlock then signals with SEV),
 //!   or the kernel's own, which can service cross-core requests while spinning, as seL4 does.
 //! * Type parameters come in one order in every lock: what the lock is made of and its size
-//!   (`ClhLock<N, ..>`, `BrLock<N, ..>`, `RtmLock<L, N, ..>`), then the wait strategy `R`, then
+//!   (`ClhLock<N, ..>`, `McsLock<N, ..>`, `BrLock<N, ..>`, `RtmLock<L, N, ..>`), then the wait strategy `R`, then
 //!   the lock's own tuning with a default (the alignment `A`, the ticket `BACKOFF`, the RTM
 //!   engine `E`). Choosing a wait strategy never means naming an unrelated parameter.
 //! * A lock that an interrupt handler takes is taken elsewhere with the CPU's interrupts
@@ -87,6 +88,7 @@ pub mod irq;
 pub mod lock_api_adapter;
 #[cfg(all(feature = "lockdep", not(kernel_locks_loom)))]
 pub mod lockdep;
+pub mod mcs;
 pub mod mutex;
 pub mod nolock;
 pub mod pad;
@@ -99,6 +101,7 @@ pub mod ticket;
 pub use brlock::BrLock;
 pub use clh::ClhLock;
 pub use irq::{IrqGuard, IrqGuarded, KernelLockIrq};
+pub use mcs::McsLock;
 pub use mutex::{Mutex, MutexGuard};
 pub use nolock::NoLock;
 pub use pad::{CacheLine, CachePadded, Erg, Padded};

@@ -28,29 +28,7 @@ fn ticket_backoff_lock_two_cpus() {
 /// One CPU waits in `lock` while the other polls with `try_lock`.
 #[test]
 fn ticket_lock_against_try_lock() {
-    loom::model(|| {
-        let lock = Arc::new(TicketLock::<Spin>::new());
-        let data = Arc::new(UnsafeCell::new(0usize));
-        let (lock2, data2) = (lock.clone(), data.clone());
-        let t = loom::thread::spawn(move || {
-            while !lock2.try_lock(1) {
-                loom::thread::yield_now();
-            }
-            // SAFETY: loom reports a data race here if the lock does not exclude CPU 0.
-            data2.with_mut(|v| unsafe { *v += 1 });
-            // SAFETY: CPU 1 holds the lock.
-            unsafe { lock2.unlock(1) };
-        });
-        lock.lock(0);
-        // SAFETY: as above.
-        data.with_mut(|v| unsafe { *v += 1 });
-        // SAFETY: CPU 0 holds the lock.
-        unsafe { lock.unlock(0) };
-        t.join().unwrap();
-        // SAFETY: both threads are done.
-        assert_eq!(data.with(|v| unsafe { *v }), 2);
-        assert!(!lock.is_locked());
-    });
+    loom_model::lock_against_try_lock(TicketLock::<Spin>::new);
 }
 
 /// `lock_all` / `unlock_all` (one barrier each way for several locks) against the single-lock

@@ -7,7 +7,8 @@ use std::panic::{self, AssertUnwindSafe};
 use std::sync::Mutex as StdMutex;
 
 use kernel_locks::{
-    BrLock, ClhLock, KernelLock, KernelRwLock, Mutex, NoLock, RtmLock, RwLock, Spin, TicketLock,
+    BrLock, ClhLock, KernelLock, KernelRwLock, McsLock, Mutex, NoLock, RtmLock, RwLock, Spin,
+    TicketLock,
 };
 
 /// The file and message of the panic raised by `f`, which must panic.
@@ -66,6 +67,15 @@ fn every_misuse_panic_names_the_callers_line() {
     assert_panics_here("ClhLock: CPU id 5 out of range", || {
         clh.try_lock(5);
     });
+    let mcs = McsLock::<2>::new();
+    assert_panics_here("McsLock: CPU id 2 out of range", || mcs.lock(2));
+    assert_panics_here("McsLock: CPU id 5 out of range", || {
+        mcs.try_lock(5);
+    });
+    assert_panics_here("McsLock: CPU id 3 out of range", || {
+        // SAFETY: deliberately violated (CPU 3 does not exist); the check must catch it.
+        unsafe { mcs.unlock(3) }
+    });
     let ticket = TicketLock::<Spin>::with_cpus(2);
     assert_panics_here("TicketLock: CPU id 3 out of range", || ticket.lock(3));
     let br = BrLock::<2>::new();
@@ -84,6 +94,10 @@ fn every_misuse_panic_names_the_callers_line() {
     assert_panics_here("ClhLock: unlock by CPU 1, which does not hold", || {
         // SAFETY: deliberately violated (nothing is held); the check must catch it.
         unsafe { clh.unlock(1) }
+    });
+    assert_panics_here("McsLock: unlock by CPU 1, which does not hold", || {
+        // SAFETY: deliberately violated (nothing is held); the check must catch it.
+        unsafe { mcs.unlock(1) }
     });
     assert_panics_here("BrLock: read_unlock by CPU 1", || {
         // SAFETY: deliberately violated (no shared hold); the check must catch it.

@@ -2283,6 +2283,25 @@ mod tests {
     }
 
     #[test]
+    fn the_lock_crates_loom_step_runs_every_lock_model() {
+        let root = crate::workspace_root();
+        let step = loom_step(&root, LOOM_CRATES[0]);
+        let shown = step.cmd.expect("the lock crate has loom tests").display();
+        for model in [
+            "loom_brlock",
+            "loom_clh",
+            "loom_mcs",
+            "loom_rtm",
+            "loom_ticket",
+        ] {
+            assert!(
+                shown.contains(&format!("--test {model}")),
+                "{model}: {shown}"
+            );
+        }
+    }
+
+    #[test]
     fn a_step_whose_tool_is_missing_is_skipped_not_failed() {
         let root = crate::workspace_root();
         let step = Step::new("flash:x", Cmd::new("false"), Judge::ExitStatus)

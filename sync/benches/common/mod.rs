@@ -9,8 +9,8 @@ use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use kernel_locks::{
-    BrLock, ClhLock, KernelLock, KernelRwLock, NoLock, Rtm, RtmLock, TicketBackoffLock, TicketLock,
-    TxEngine,
+    BrLock, ClhLock, KernelLock, KernelRwLock, McsLock, NoLock, Rtm, RtmLock, TicketBackoffLock,
+    TicketLock, TxEngine,
 };
 
 /// Something whose acquire+release is measured.
@@ -132,6 +132,14 @@ fn subjects<const N: usize>(v: &mut impl Visitor) {
             true,
         ),
         &|| Exclusive(ClhLock::<N>::new()),
+    );
+    v.visit(
+        ours(
+            "mcs",
+            "kernel_locks::McsLock<N> (MCS queue lock, nodes in the lock)",
+            true,
+        ),
+        &|| Exclusive(McsLock::<N>::new()),
     );
     v.visit(ours("ticket", "kernel_locks::TicketLock", true), &|| {
         Exclusive(TicketLock::<kernel_locks::Spin>::new())

@@ -13,21 +13,67 @@ where
     L: KernelLock + Send + 'static,
     F: Fn() -> L + Sync + Send + 'static,
 {
-    loom::model(move || {
+    mutual_exclusion_in(loom::model::Builder::new(), make, threads, use_try);
+}
+
+/// [`mutual_exclusion`] explored by `builder` (a preemption bound, for models too large to
+/// explore whole).
+pub fn mutual_exclusion_in<L, F>(
+    builder: loom::model::Builder,
+    make: F,
+    threads: usize,
+    use_try: bool,
+) where
+    L: KernelLock + Send + 'static,
+    F: Fn() -> L + Sync + Send + 'static,
+{
+    exclusion(builder, make, threads, 1, move |_| use_try);
+}
+
+/// CPU 0 waits in `lock` while CPU 1 polls with `try_lock`, each once.
+pub fn lock_against_try_lock<L, F>(make: F)
+where
+    L: KernelLock + Send + 'static,
+    F: Fn() -> L + Sync + Send + 'static,
+{
+    exclusion(loom::model::Builder::new(), make, 2, 1, |cpu| cpu == 1);
+}
+
+/// The general model, explored by `builder`: `threads` loom threads (CPUs 0..threads) each take
+/// the lock `rounds` times (through `try_lock` in a loop where `use_try(cpu)`, else `lock`) and
+/// increment a loom `UnsafeCell`, which loom checks for unsynchronised access; then the total is
+/// checked and the lock must be free.
+pub fn exclusion<L, F>(
+    builder: loom::model::Builder,
+    make: F,
+    threads: usize,
+    rounds: usize,
+    use_try: impl Fn(usize) -> bool + Copy + Send + Sync + 'static,
+) where
+    L: KernelLock + Send + 'static,
+    F: Fn() -> L + Sync + Send + 'static,
+{
+    builder.check(move || {
         let lock = Arc::new(make());
         let data = Arc::new(UnsafeCell::new(0usize));
         let handles: Vec<_> = (1..threads)
             .map(|cpu| {
                 let (lock, data) = (lock.clone(), data.clone());
-                loom::thread::spawn(move || critical(&*lock, &data, cpu, use_try))
+                loom::thread::spawn(move || {
+                    for _ in 0..rounds {
+                        critical(&*lock, &data, cpu, use_try(cpu));
+                    }
+                })
             })
             .collect();
-        critical(&*lock, &data, 0, use_try);
+        for _ in 0..rounds {
+            critical(&*lock, &data, 0, use_try(0));
+        }
         for h in handles {
             h.join().unwrap();
         }
         // SAFETY: every thread has been joined; nobody else touches the cell.
-        assert_eq!(data.with(|v| unsafe { *v }), threads);
+        assert_eq!(data.with(|v| unsafe { *v }), threads * rounds);
         assert!(!lock.is_locked());
     });
 }
