@@ -17,7 +17,8 @@
 
 use kernel_locks::pad::Alignment;
 use kernel_locks::{
-    BrLock, ClhLock, CpuId, KernelLock, Mutex, MutexGuard, NoLock, Relax, Rtm, RtmLock, TicketLock,
+    BrLock, ClhLock, CpuId, KernelLock, McsLock, Mutex, MutexGuard, NoLock, Relax, Rtm, RtmLock,
+    TicketLock,
 };
 
 use crate::balance::Ledger;
@@ -37,6 +38,12 @@ pub trait PagerLock: KernelLock + Send + Sized + 'static {
 impl<const N: usize, R: Relax + 'static, A: Alignment> PagerLock for ClhLock<N, R, A> {
     unsafe fn make() -> Self {
         ClhLock::new()
+    }
+}
+
+impl<const N: usize, R: Relax + 'static> PagerLock for McsLock<N, R> {
+    unsafe fn make() -> Self {
+        McsLock::new()
     }
 }
 

@@ -5,7 +5,7 @@
 use kernel::config::MAX_CPUS;
 use kernel::{BigLock, FineGrained, NoLock, Rtm, Strategy};
 use kernel_locks::ticket::TicketLock;
-use kernel_locks::ClhLock;
+use kernel_locks::{ClhLock, McsLock};
 
 use crate::cmdline::{Config, LockChoice};
 
@@ -27,6 +27,7 @@ pub fn boot_with<B: Boot>(lock: LockChoice, cfg: Config, image: B) -> ! {
             BigLock::new(TicketLock::<kernel_locks::Spin>::with_cpus(n)),
             cfg,
         ),
+        LockChoice::Mcs => image.boot(BigLock::new(McsLock::<MAX_CPUS>::with_cpus(n)), cfg),
         LockChoice::Fine => image.boot(FineGrained::<kernel_locks::Spin>::with_cpus(n), cfg),
         // Without RTM (AMD, QEMU TCG, ARMv7-A) `kernel_locks::Rtm` detects that at run time and always
         // takes its fallback CLH lock.

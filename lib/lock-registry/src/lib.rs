@@ -18,6 +18,8 @@ pub enum Lock {
     Clh,
     /// Big kernel lock: ticket lock.
     Ticket,
+    /// Big kernel lock: MCS queue lock.
+    Mcs,
     /// Fine-grained: big-reader lock (read side for IPC, write side for management) plus
     /// per-object ticket locks. `brlock` names the same strategy.
     Fine,
@@ -100,6 +102,14 @@ pub const ENTRIES: &[Entry] = &[
         rows: Rows::ALL,
     },
     Entry {
+        lock: Lock::Mcs,
+        name: "mcs",
+        aliases: &[],
+        describe: "big kernel lock, MCS queue lock",
+        kind: Kind::BigLock,
+        rows: Rows::ALL,
+    },
+    Entry {
         lock: Lock::Fine,
         name: "fine",
         aliases: &["brlock"],
@@ -159,7 +169,7 @@ impl Lock {
     pub const ALL: [Lock; COUNT] = ALL;
 
     /// Every accepted command-line word, a strategy's aliases before its name, for messages.
-    pub const NAMES: &'static str = "clh, ticket, brlock, fine, rtm, none";
+    pub const NAMES: &'static str = "clh, ticket, mcs, brlock, fine, rtm, none";
 
     /// The registry's entry for this strategy.
     pub const fn entry(self) -> &'static Entry {

@@ -84,7 +84,7 @@ use kernel::{
 };
 /// The lock that does not lock (`kernel::NoLock` is the kernel strategy of that name).
 use kernel_locks::NoLock as NoPagerLock;
-use kernel_locks::{BrLock, ClhLock, Mutex, RtmLock, RtmStats, TicketLock};
+use kernel_locks::{BrLock, ClhLock, McsLock, Mutex, RtmLock, RtmStats, TicketLock};
 use pager::protocol::{PagerError, Reply, Request, Stats};
 use pager::{Algorithm, Allocator, FrameAllocator, FrameRange, PagerLock};
 
@@ -327,6 +327,7 @@ impl Options {
 // ([`PagerLock`], as in the guest), with the host's wait strategy.
 type PagerClh = ClhLock<LOCK_IDS, HostRelax>;
 type PagerTicket = TicketLock<HostRelax>;
+type PagerMcs = McsLock<LOCK_IDS, HostRelax>;
 type PagerBr = BrLock<LOCK_IDS, HostRelax>;
 type PagerRtm = RtmLock<PagerClh, LOCK_IDS, HostRelax>;
 
@@ -336,6 +337,7 @@ fn pager_lock_name(lock: Lock) -> &'static str {
         Lock::None => "none",
         Lock::Clh => "clh",
         Lock::Ticket => "ticket",
+        Lock::Mcs => "mcs",
         Lock::Fine => "brlock (write side)",
         Lock::Rtm => "rtm (RtmLock over clh)",
     }
@@ -523,6 +525,7 @@ fn run_point_into(lock: Lock, w: Workload, sink: Sink) -> Option<Outcome> {
                 Lock::None => measure::<S, NoPagerLock>(s, self.1, self.2),
                 Lock::Clh => measure::<S, PagerClh>(s, self.1, self.2),
                 Lock::Ticket => measure::<S, PagerTicket>(s, self.1, self.2),
+                Lock::Mcs => measure::<S, PagerMcs>(s, self.1, self.2),
                 Lock::Fine => measure::<S, PagerBr>(s, self.1, self.2),
                 Lock::Rtm => measure::<S, PagerRtm>(s, self.1, self.2),
             }

@@ -59,7 +59,7 @@ use kernel::{
     NoLock, ObjRef, PageAttrs, PhysAddr, Regs, Rights, Rtm, Strategy, SweepAction, Syscall,
     ThreadId,
 };
-use kernel_locks::{CachePadded, ClhLock, KernelLock, Relax, RtmStats, Spin, TicketLock};
+use kernel_locks::{CachePadded, ClhLock, KernelLock, McsLock, Relax, RtmStats, Spin, TicketLock};
 
 pub use crate::harness::{host_cpus, pin};
 pub use record::{stats, to_json_array, Json, Record};
@@ -282,6 +282,7 @@ pub fn type_name(lock: Lock) -> &'static str {
         Lock::None => "NoLock",
         Lock::Clh => "BigLock<ClhLock>",
         Lock::Ticket => "BigLock<TicketLock>",
+        Lock::Mcs => "BigLock<McsLock>",
         Lock::Fine => "FineGrained (BrLock read side + TicketLock per object)",
         Lock::Rtm => "Rtm<ClhLock> (RtmLock elision, CLH fallback)",
     }
@@ -758,6 +759,13 @@ fn single_case(lock: Lock, cross_as: bool) -> (Box<dyn Case>, (f64, f64)) {
                 locks_per_round_trip(s(), cross_as),
             )
         }
+        Lock::Mcs => {
+            let s = || BigLock::new(McsLock::<1, Spin>::new());
+            (
+                Box::new(PingPong::new(s(), cross_as)),
+                locks_per_round_trip(s(), cross_as),
+            )
+        }
         Lock::Fine => {
             let s = FineGrained::<Spin>::new;
             (
@@ -1047,6 +1055,7 @@ pub(crate) fn with_strategy<F: StrategyFn>(
         Lock::Ticket => f.call(BigLock::new(TicketLock::<HostRelax>::with_max_cpus(
             MAX_CPUS,
         ))),
+        Lock::Mcs => f.call(BigLock::new(McsLock::<MAX_CPUS, HostRelax>::new())),
         Lock::Fine => f.call(FineGrained::<HostRelax>::new()),
         Lock::Rtm => f.call(Rtm::<_, kernel_locks::Rtm, HostRelax>::new(ClhLock::<
             MAX_CPUS,

@@ -277,7 +277,7 @@ mod tests {
         assert_eq!(p.locks, vec![Lock::None, Lock::Fine]);
         assert!(!p.baseline_added);
         let all = Plan::new(&[LockArg::All], &[], &[], &[]).unwrap();
-        assert_eq!(all.locks.len(), 5);
+        assert_eq!(all.locks, lock_registry::REPORT_ORDER.to_vec());
     }
 
     #[test]
