@@ -2012,6 +2012,90 @@ impl Preconditions {
 mod tests {
     use super::*;
 
+    /// The "Adding a lock" section of `docs/locks.md`.
+    fn adding_a_lock_section(root: &Path) -> String {
+        let text = fs::read_to_string(root.join("docs/locks.md")).expect("docs/locks.md");
+        let start = text
+            .find("## Adding a lock")
+            .expect("an \"Adding a lock\" section");
+        let rest = &text[start + 2..];
+        rest[..rest.find("\n## ").unwrap_or(rest.len())].to_string()
+    }
+
+    #[test]
+    fn the_adding_a_lock_walkthrough_holds() {
+        let root = crate::workspace_root();
+        let section = adding_a_lock_section(&root);
+        let quoted: Vec<&str> = section.split('`').skip(1).step_by(2).collect();
+        // Every file it names exists (`<name>` stands for the new lock's).
+        let files: Vec<&&str> = quoted
+            .iter()
+            .filter(|q| q.contains('/') && !q.contains(' ') && q.contains('.'))
+            .filter(|q| !q.contains("<name>"))
+            .collect();
+        assert!(files.len() >= 8, "only {files:?}");
+        for file in files {
+            assert!(
+                root.join(file).exists(),
+                "docs/locks.md names {file}, which is not there"
+            );
+        }
+        // Every command it shows parses, for every registered lock.
+        let commands: Vec<&&str> = quoted
+            .iter()
+            .filter(|q| q.starts_with("cargo xtask "))
+            .collect();
+        assert!(commands.len() >= 5, "only {commands:?}");
+        for command in commands {
+            for entry in lock_registry::ENTRIES {
+                let line = command.replace("<name>", entry.name);
+                let words: Vec<&str> = std::iter::once("xtask")
+                    .chain(line.split_whitespace().skip(2))
+                    .collect();
+                if let Err(e) = <crate::Cli as clap::Parser>::try_parse_from(&words) {
+                    panic!("docs/locks.md shows `{command}`; `{line}` does not parse:\n{e}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_registered_lock_reaches_every_command_and_its_matrix_rows() {
+        let root = crate::workspace_root();
+        let names: Vec<String> = steps(&root, false).into_iter().map(|s| s.name).collect();
+        for entry in lock_registry::ENTRIES {
+            for word in std::iter::once(entry.name).chain(entry.aliases.iter().copied()) {
+                for line in [
+                    format!("qemu --tests --lock {word}"),
+                    format!("bench ipc --lock {word}"),
+                    format!("bench memory --lock {word}"),
+                    format!("trace locks --image --lock {word}"),
+                    format!("flash --board pc --lock {word} --image x.img"),
+                ] {
+                    let words: Vec<&str> = std::iter::once("xtask")
+                        .chain(line.split_whitespace())
+                        .collect();
+                    if let Err(e) = <crate::Cli as clap::Parser>::try_parse_from(&words) {
+                        panic!("`cargo xtask {line}` does not parse:\n{e}");
+                    }
+                }
+            }
+            let lock = entry.name;
+            let rows = entry.rows;
+            let wanted = [
+                (rows.suite_smp1, format!("qemu:smp1-{lock}")),
+                (rows.suite_smp4, format!("qemu:smp4-{lock}")),
+                (rows.suite_smp1, format!("qemu:armv7-virt-smp1-{lock}")),
+                (rows.suite_smp4, format!("qemu:armv7-sabrelite-smp4-{lock}")),
+                (rows.fuzz, format!("fuzz:x86_64-{lock}")),
+                (rows.fuzz, format!("fuzz:armv7-virt-{lock}")),
+            ];
+            for (row, step) in wanted {
+                assert_eq!(names.contains(&step), row, "{step}: row {row}");
+            }
+        }
+    }
+
     #[test]
     fn excerpts_are_read_and_matched_by_their_shape() {
         let doc = "text\n<!-- excerpt: qemu:demo -->\n```text\ncpus online: 4\n...\nall 4 programs reported after 2212 ms\n```\n\n```text\nnot an excerpt\n```\n";
