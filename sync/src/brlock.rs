@@ -226,7 +226,7 @@ impl<const N: usize, R: Relax, A: Alignment> BrLock<N, R, A> {
             already_reading(cpu, side);
         }
         if cfg!(debug_assertions) && self.writer.word.load(Ordering::Relaxed) == cpu + 1 {
-            panic!("BrLock: CPU {cpu} {side}-locked a lock it already holds for writing");
+            self_writer(cpu, side);
         }
     }
 
@@ -352,19 +352,43 @@ impl<const N: usize, R: Relax, A: Alignment> BrLock<N, R, A> {
     /// Raises `cpu`'s slot once no writer holds or claims the lock (the checks are the
     /// caller's).
     #[inline(always)]
+    #[track_caller]
     fn read_slot(&self, cpu: CpuId) {
         self.read_slot_at(&self.readers[cpu], cpu);
     }
 
     /// [`read_slot`](Self::read_slot) with `cpu`'s slot found.
     #[inline(always)]
+    #[track_caller]
     fn read_slot_at(&self, slot: &AtomicUsize, cpu: CpuId) {
+        if !self.read_attempt(slot) {
+            self.read_slot_contended(slot, cpu);
+        }
+    }
+
+    /// The rest of [`read_slot_at`](Self::read_slot_at) after a failed attempt, out of line:
+    /// waits for the writer to leave and tries again.
+    #[cold]
+    #[inline(never)]
+    #[track_caller]
+    fn read_slot_contended(&self, slot: &AtomicUsize, cpu: CpuId) {
         let mut relax = R::default();
-        while !self.read_attempt(slot) {
+        loop {
             // Relaxed polling; the next attempt's acquire load does the synchronising.
-            while self.writer.word.load(Ordering::Relaxed) != 0 {
+            loop {
+                match self.writer.word.load(Ordering::Relaxed) {
+                    0 => break,
+                    // In every build, at no cost to the uncontended path: only a failed
+                    // attempt gets here. The word is `cpu + 1` only if `cpu` wrote it, so the
+                    // writer this reader would wait for is itself.
+                    w if w == cpu + 1 => self_writer(cpu, "read"),
+                    _ => {}
+                }
                 crate::shim::wait_hint();
                 relax.relax(cpu);
+            }
+            if self.read_attempt(slot) {
+                return;
             }
         }
     }
@@ -395,6 +419,14 @@ impl<const N: usize, R: Relax, A: Alignment> BrLock<N, R, A> {
 #[track_caller]
 fn already_reading(cpu: CpuId, side: &str) -> ! {
     panic!("BrLock: CPU {cpu} {side}-locked a lock it already holds shared");
+}
+
+/// The panic of a CPU that waits for the write side it holds itself, out of line.
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn self_writer(cpu: CpuId, side: &str) -> ! {
+    panic!("BrLock: CPU {cpu} {side}-locked a lock it already holds for writing");
 }
 
 /// The panic of a write unlock by a CPU that does not hold the write lock, out of line.
@@ -469,7 +501,13 @@ unsafe impl<const N: usize, R: Relax, A: Alignment> KernelLock for BrLock<N, R, 
             .compare_exchange_weak(0, cpu + 1, Ordering::Acquire, Ordering::Relaxed)
             .is_err()
         {
-            while self.writer.word.load(Ordering::Relaxed) != 0 {
+            loop {
+                match self.writer.word.load(Ordering::Relaxed) {
+                    0 => break,
+                    // Every build, only on the contended path (as for readers).
+                    w if w == cpu + 1 => self_writer(cpu, "write"),
+                    _ => {}
+                }
                 crate::shim::wait_hint();
                 relax.relax(cpu);
             }

@@ -66,6 +66,13 @@
 //! The tail is read with `Acquire` so that the `PENDING` store of the enqueuer that wrote it is
 //! visible (otherwise a stale `GRANTED` of the slot's previous use could be read).
 //!
+//! # Misuse
+//! | misuse | debug builds | release builds |
+//! |---|---|---|
+//! | CPU id out of range (`with_cpus`) | panics | panics |
+//! | re-lock by the holder (or a waiter) | panics at the `lock`: the CPU's own slot is `PENDING` | deadlocks (the check is a load, compare and branch per acquisition) |
+//! | unlock by a CPU that does not hold the lock (stray, double, wrong CPU) | panics at the unlock, the holder's lock untouched | the same (its own slot's line, which the release writes anyway) |
+//!
 //! # Layout
 //! The whole lock is aligned to `A` (default [`Erg`]: the 2 KiB exclusives
 //! reservation granule on ARM, a cache line on x86, as seL4 aligns its lock) so that unrelated
@@ -259,7 +266,19 @@ impl<const N: usize, R: Relax, A: Alignment> ClhLock<N, R, A> {
     /// Acquires the lock with `node`, the node of `cpu` (the body of `lock` and
     /// `lock_unchecked`, which differ in how they find the node).
     #[inline(always)]
+    #[track_caller]
     fn lock_node(&self, node: &Node, cpu: CpuId) {
+        // Debug builds: a CPU whose own slot is PENDING is queued or holds the lock already
+        // (the state `unlock` checks); enqueueing again would wait for itself forever. The
+        // slot is this CPU's own line, which `prepare` writes next.
+        if cfg!(debug_assertions)
+            && self
+                .slot(node.myreq.load(Ordering::Relaxed))
+                .load(Ordering::Relaxed)
+                == PENDING
+        {
+            crate::raw::relocked("ClhLock", cpu);
+        }
         let (_, tagged) = self.prepare(node);
         let (watch, first) = self.enqueue(tagged);
         node.watch.store(watch, Ordering::Relaxed);

@@ -56,15 +56,27 @@
 //! ticket would wait for a turn that never comes. Checking `next` at every unlock would cost the
 //! fast path a load, a compare and a branch per release (x86_64: 4 instructions with the spill of
 //! the address; 12 per one-way IPC of this project's fine-grained kernel, which releases three
-//! ticket locks). Instead the check runs where it is free: a waiter whose ticket is *behind*
-//! `serving` (the served ticket can never legitimately pass one still waiting) and a `try_lock`
-//! whose compare-and-swap finds `next` behind the `serving` it read both panic, in every build,
-//! from the cold polling loop and the failed-CAS path. A `lock` that panics so has absorbed one
+//! ticket locks). Instead release builds check where it is free: a waiter whose ticket is
+//! *behind* `serving` (the served ticket can never legitimately pass one still waiting) and a
+//! `try_lock` whose compare-and-swap finds `next` behind the `serving` it read both panic, from
+//! the cold polling loop and the failed-CAS path. A `lock` that panics so has absorbed one
 //! stray increment with its own ticket: after as many such panics as there were stray unlocks
-//! the lock is consistent and free again. The uncontended acquisition and the release execute
-//! no instruction for the check. The price: the panic names the next acquirer's
-//! call, not the culprit's unlock, and an unlock by the wrong CPU while the lock is held (which
-//! no ticket lock can tell from the holder's: it keeps no owner) stays undetected, as before.
+//! the lock is consistent and free again. The price: the panic names the next acquirer's
+//! call, not the culprit's unlock.
+//!
+//! Debug builds keep an owner word beside the counters (the holder's id + 1, written by the
+//! holder only): a CPU that locks the lock it holds panics before it takes a ticket (it would
+//! wait for its own release forever), and an unlock by a CPU that does not hold it (a stray or
+//! double unlock, or one naming another CPU than the holder) panics at the unlock, naming the
+//! holder, before anything is released. `unlock_all` checks every lock before it releases any.
+//!
+//! | misuse | debug builds | release builds |
+//! |---|---|---|
+//! | CPU id out of range (`with_cpus`) | panics at `lock` / `try_lock` | the same |
+//! | re-lock by the holder | panics at the `lock` | deadlocks (no owner: a store per acquisition) |
+//! | stray or double unlock | panics at the unlock | panics at the next acquisition |
+//! | unlock by a CPU other than the holder | panics at the unlock, naming the holder | not caught (no owner) |
+//! | a lock named twice in `unlock_all` | panics before any release | released once |
 //!
 //! # Several locks, one barrier each way
 //! [`TicketLock::lock_all`] takes several locks in order and orders them all with the one
@@ -130,6 +142,11 @@ pub struct TicketLock<R: Relax = Spin, const BACKOFF: usize = 0> {
     serving: AtomicUsize,
     /// Valid CPU ids are `0..max_cpus`.
     max_cpus: usize,
+    /// Debug builds: the holder's id + 1 (0 when free), written only by the holder, so that a
+    /// re-lock, an unlock by another CPU and a stray unlock panic where they happen. Release
+    /// builds keep no owner (see the module documentation's misuse table).
+    #[cfg(debug_assertions)]
+    owner: AtomicUsize,
     /// The wait strategy is only a type; `fn() -> R` keeps the lock `Send + Sync` whatever `R` is.
     _relax: PhantomData<fn() -> R>,
 }
@@ -173,6 +190,8 @@ impl<R: Relax, const BACKOFF: usize> TicketLock<R, BACKOFF> {
                 next: AtomicUsize::new(0),
                 serving: AtomicUsize::new(0),
                 max_cpus: cpus,
+                #[cfg(debug_assertions)]
+                owner: AtomicUsize::new(0),
                 _relax: PhantomData,
             }
         }
@@ -245,11 +264,66 @@ impl<R: Relax, const BACKOFF: usize> TicketLock<R, BACKOFF> {
             if cfg!(debug_assertions) {
                 check_cpu("TicketLock", cpu, lock.max_cpus);
             }
+            lock.check_not_held_by(cpu);
             // Relaxed, as in `lock`: the fence below orders every critical section.
             lock.take_turn(cpu);
         }
         // Pairs with each lock's last release (module documentation).
         fence(Ordering::Acquire);
+        for lock in &locks {
+            lock.record_owner(cpu);
+        }
+    }
+
+    /// Debug builds: panics if `cpu` holds the lock already (taking a ticket would wait for
+    /// its own release forever). Nothing in release builds.
+    #[inline(always)]
+    #[track_caller]
+    fn check_not_held_by(&self, _cpu: CpuId) {
+        // Relaxed: only the holder writes `owner`; a CPU always reads its own latest write
+        // (coherence), so it finds its own id exactly when it holds the lock.
+        #[cfg(debug_assertions)]
+        if self.owner.load(Ordering::Relaxed) == _cpu + 1 {
+            crate::raw::relocked("TicketLock", _cpu);
+        }
+    }
+
+    /// Debug builds: records `cpu`, which has just acquired the lock, as its holder.
+    #[inline(always)]
+    fn record_owner(&self, _cpu: CpuId) {
+        // Relaxed: ordered after the acquisition by its acquire fence or load, and before the
+        // next holder's write by this holder's release.
+        #[cfg(debug_assertions)]
+        self.owner.store(_cpu + 1, Ordering::Relaxed);
+    }
+
+    /// Debug builds: panics unless `cpu` holds the lock (a stray, double or wrong-CPU unlock,
+    /// caught at the unlock itself). Nothing in release builds.
+    #[inline(always)]
+    #[track_caller]
+    fn check_owner(&self, _cpu: CpuId) {
+        #[cfg(debug_assertions)]
+        {
+            let owner = self.owner.load(Ordering::Relaxed);
+            if owner != _cpu + 1 {
+                crate::raw::not_holder("TicketLock", _cpu, owner.checked_sub(1));
+            }
+        }
+    }
+
+    /// Debug builds: forgets the holder, right before the release.
+    #[inline(always)]
+    fn clear_owner(&self) {
+        #[cfg(debug_assertions)]
+        self.owner.store(0, Ordering::Relaxed);
+    }
+
+    /// [`check_owner`](Self::check_owner), then [`clear_owner`](Self::clear_owner).
+    #[inline(always)]
+    #[track_caller]
+    fn check_and_clear_owner(&self, cpu: CpuId) {
+        self.check_owner(cpu);
+        self.clear_owner();
     }
 
     /// [`lock`](KernelLock::lock) for a caller that has checked `cpu` against this lock's range
@@ -271,11 +345,17 @@ impl<R: Relax, const BACKOFF: usize> TicketLock<R, BACKOFF> {
     #[inline(always)]
     #[track_caller]
     pub unsafe fn unlock_all<const K: usize>(locks: [&Self; K], cpu: CpuId) {
-        let _ = cpu;
         debug_assert!(
             (0..K).all(|i| (i + 1..K).all(|j| !core::ptr::eq(locks[i], locks[j]))),
             "TicketLock::unlock_all: a lock named twice"
         );
+        // Every lock checked before any is touched: a misuse panics with every lock as it was.
+        for lock in &locks {
+            lock.check_owner(cpu);
+        }
+        for lock in &locks {
+            lock.clear_owner();
+        }
         // One release fence for every store below (module documentation).
         fence(Ordering::Release);
         for lock in &locks {
@@ -294,8 +374,9 @@ impl<R: Relax, const BACKOFF: usize> TicketLock<R, BACKOFF> {
     /// `cpu` holds the lock, and executed a release fence after its last access of the
     /// critical section.
     #[inline(always)]
+    #[track_caller]
     pub unsafe fn unlock_fenced(&self, cpu: CpuId) {
-        let _ = cpu;
+        self.check_and_clear_owner(cpu);
         self.serve_next();
         R::after_release();
     }
@@ -510,7 +591,10 @@ unsafe impl<R: Relax, const BACKOFF: usize> KernelLock for TicketLock<R, BACKOFF
             Ordering::Relaxed,
             Ordering::Relaxed,
         ) {
-            Ok(_) => true,
+            Ok(_) => {
+                self.record_owner(cpu);
+                true
+            }
             // `next` never falls behind a `serving` read before it: the unlock that wrote that
             // `serving` came after the `fetch_add` of its ticket, which our acquire load of
             // `serving` makes visible to the CAS. Behind means a stray unlock (module docs).
@@ -520,10 +604,12 @@ unsafe impl<R: Relax, const BACKOFF: usize> KernelLock for TicketLock<R, BACKOFF
     }
 
     #[inline(always)]
-    unsafe fn unlock(&self, _cpu: CpuId) {
+    unsafe fn unlock(&self, cpu: CpuId) {
         // No range check here: ids are checked where the lock is taken, and the lock keeps no
-        // per-CPU state an id could index. No stray-unlock check either: the next acquisition
-        // catches it at no cost to this path (module documentation).
+        // per-CPU state an id could index. Release builds make no stray-unlock check either:
+        // the next acquisition catches it at no cost to this path; debug builds catch it here
+        // (module documentation).
+        self.check_and_clear_owner(cpu);
         // Relaxed: only the holder writes `serving`, and it read the current value with its
         // acquire load when it entered, so this reads its own ticket.
         let serving = self.serving.load(Ordering::Relaxed);

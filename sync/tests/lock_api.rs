@@ -241,6 +241,25 @@ macro_rules! adapter_tests {
                 set_cpu(0);
                 drop((mutex.lock(), rw.write()));
             }
+
+            /// Release builds: a migrated exclusive guard releases the hold of the CPU that
+            /// took it (no check, no panic), so the lock is free for every CPU afterwards.
+            #[test]
+            #[cfg(not(debug_assertions))]
+            fn release_migrated_exclusive_guards_leave_the_lock_free() {
+                let mutex: Mutex<Clh, ThreadCpu, u32> = Mutex::new(0);
+                let rw: RwLock<BrLock<2>, ThreadCpu, u32> = RwLock::new(0);
+                set_cpu(0);
+                let (mut guard, mut write) = (mutex.lock(), rw.write());
+                (*guard, *write) = (1, 1);
+                set_cpu(1);
+                drop((guard, write));
+                assert!(!mutex.is_locked() && !rw.is_locked());
+                *mutex.lock() += 1;
+                *rw.write() += 1;
+                set_cpu(0);
+                assert_eq!((*mutex.lock(), *rw.read()), (2, 2));
+            }
         }
     };
 }

@@ -1,6 +1,8 @@
-//! Misuse that every build detects (release builds included: none of these checks is
-//! `cfg(debug_assertions)`; the ticket lock's stray unlock at the next acquisition), and where the panics point: every trait method is `#[track_caller]`,
-//! so a misuse panic names the caller's line in this file, not a line inside the crate.
+//! Misuse each lock detects, build by build (the tables in the locks' module docs and the
+//! crate README: every row is a test here), and where the panics point: every trait method is
+//! `#[track_caller]`, so a misuse panic names the caller's line in this file, not a line inside
+//! the crate. Tests of debug-only rows are `cfg(debug_assertions)`, of release-only rows
+//! `cfg(not(debug_assertions))`; `cargo xtask test` runs this file in both builds.
 #![cfg(not(kernel_locks_loom))]
 
 use std::panic::{self, AssertUnwindSafe};
@@ -88,9 +90,19 @@ fn every_misuse_panic_names_the_callers_line() {
 
     // Stray unlocks: each one is deliberately wrong, and the lock must panic before any damage
     // (the ticket lock: at its next acquisition, which the release path leaves to it).
-    // SAFETY: deliberately violated (nothing is held); the next acquisition must catch it.
-    unsafe { ticket.unlock(0) };
-    assert_panics_here("TicketLock: serving counter ahead", || ticket.lock(1));
+    // Debug builds catch the ticket lock's at the unlock, release builds at the next
+    // acquisition.
+    #[cfg(debug_assertions)]
+    assert_panics_here("TicketLock: unlock by CPU 0, which does not hold", || {
+        // SAFETY: deliberately violated (nothing is held); the check must catch it.
+        unsafe { ticket.unlock(0) }
+    });
+    #[cfg(not(debug_assertions))]
+    {
+        // SAFETY: deliberately violated (nothing is held); the next acquisition must catch it.
+        unsafe { ticket.unlock(0) };
+        assert_panics_here("TicketLock: serving counter ahead", || ticket.lock(1));
+    }
     assert_panics_here("ClhLock: unlock by CPU 1, which does not hold", || {
         // SAFETY: deliberately violated (nothing is held); the check must catch it.
         unsafe { clh.unlock(1) }
@@ -122,6 +134,8 @@ fn every_misuse_panic_names_the_callers_line() {
     });
 }
 
+// Release builds: debug builds catch these at the unlock (`debug_ticket_unlocks_*`).
+#[cfg(not(debug_assertions))]
 #[test]
 fn ticket_unlock_all_with_one_lock_free_is_caught_by_its_next_acquisition() {
     // Several locks released with one barrier: the release path checks nothing (it costs the
@@ -157,6 +171,8 @@ fn ticket_unlock_all_with_one_lock_free_is_caught_by_its_next_acquisition() {
     assert!(!a.is_locked() && !b.is_locked());
 }
 
+// Release builds: debug builds catch these at the unlock (`debug_ticket_unlocks_*`).
+#[cfg(not(debug_assertions))]
 #[test]
 fn ticket_unlock_by_the_wrong_cpu_after_release_is_caught_by_the_next_acquisition() {
     // A ticket lock keeps no owner, so an unlock naming the wrong CPU while the lock is held
@@ -188,6 +204,8 @@ fn ticket_unlock_by_the_wrong_cpu_after_release_is_caught_by_the_next_acquisitio
     assert_eq!(lock.queue_len(), 0);
 }
 
+// Release builds: debug builds catch these at the unlock (`debug_ticket_unlocks_*`).
+#[cfg(not(debug_assertions))]
 #[test]
 fn ticket_several_stray_unlocks_are_each_caught_by_one_acquisition() {
     // Three stray unlocks put `serving` three ahead of `next`: each acquisition takes a ticket
@@ -278,4 +296,174 @@ fn nolock_checks_nothing_by_design() {
     // SAFETY: NoLock's unlock does nothing.
     unsafe { lock.unlock(7) };
     assert!(!lock.is_locked());
+}
+
+/// Debug builds: a CPU that locks a lock it holds panics, naming the caller, in every lock and
+/// through every entry point (raw `lock`, `lock_unchecked`, `lock_all`, the wrappers), instead
+/// of waiting for itself forever.
+#[cfg(debug_assertions)]
+#[test]
+fn debug_relocking_panics_in_every_lock() {
+    let clh = ClhLock::<2>::new();
+    let mcs = McsLock::<2>::new();
+    let ticket = TicketLock::<Spin>::with_cpus(2);
+    let br = BrLock::<2>::new();
+    let rtm = RtmLock::<_, 2>::new(ClhLock::<2>::new());
+    let mutex = Mutex::new(ClhLock::<2>::new(), 0u8);
+    let ticket_mutex = Mutex::new(TicketLock::<Spin>::new(), 0u8);
+    let rw = RwLock::new(BrLock::<2>::new(), 0u8);
+    // Each case: the expected panic, the acquisition (made once, then again), and the release
+    // of the first acquisition by CPU 1, which holds the lock then.
+    type Case<'a> = (&'a str, Box<dyn Fn() + 'a>, Box<dyn Fn() + 'a>);
+    let held = "ClhLock: CPU 1 locks a lock it already holds";
+    let cases: Vec<Case> = vec![
+        (
+            held,
+            Box::new(|| clh.lock(1)),
+            Box::new(|| {
+                // SAFETY: CPU 1 holds the lock.
+                unsafe { clh.unlock(1) }
+            }),
+        ),
+        (
+            held,
+            Box::new(|| {
+                // SAFETY: CPU 1 is in range.
+                unsafe { clh.lock_unchecked(1) }
+            }),
+            Box::new(|| {
+                // SAFETY: CPU 1 holds the lock.
+                unsafe { clh.unlock(1) }
+            }),
+        ),
+        (
+            "McsLock: CPU 1 locks a lock it already holds",
+            Box::new(|| mcs.lock(1)),
+            Box::new(|| {
+                // SAFETY: CPU 1 holds the lock.
+                unsafe { mcs.unlock(1) }
+            }),
+        ),
+        (
+            "TicketLock: CPU 1 locks a lock it already holds",
+            Box::new(|| ticket.lock(1)),
+            Box::new(|| {
+                // SAFETY: CPU 1 holds the lock.
+                unsafe { ticket.unlock(1) }
+            }),
+        ),
+        (
+            "TicketLock: CPU 1 locks",
+            Box::new(|| TicketLock::lock_all([&ticket], 1)),
+            Box::new(|| {
+                // SAFETY: CPU 1 holds the lock.
+                unsafe { ticket.unlock(1) }
+            }),
+        ),
+        (
+            "BrLock: CPU 1 write-locked a lock it already holds for writing",
+            Box::new(|| br.lock(1)),
+            Box::new(|| {
+                // SAFETY: CPU 1 holds the write side.
+                unsafe { br.unlock(1) }
+            }),
+        ),
+        (
+            "rtm",
+            Box::new(|| rtm.lock(1)),
+            Box::new(|| {
+                // SAFETY: CPU 1 holds the lock.
+                unsafe { rtm.unlock(1) }
+            }),
+        ),
+    ];
+    for (expected, take, give) in &cases {
+        take();
+        assert_panics_here(expected, take);
+        give();
+    }
+    // The wrappers reach the same checks.
+    let held = mutex.lock(0);
+    assert_panics_here("ClhLock: CPU 0 locks a lock it already holds", || {
+        let _ = mutex.lock(0);
+    });
+    drop(held);
+    let held = ticket_mutex.lock(0);
+    assert_panics_here("TicketLock: CPU 0 locks a lock it already holds", || {
+        let _ = ticket_mutex.lock(0);
+    });
+    drop(held);
+    let held = rw.write(1);
+    assert_panics_here("BrLock: CPU 1", || {
+        let _ = rw.read(1);
+    });
+    drop(held);
+    assert!(!mutex.is_locked() && !ticket_mutex.is_locked() && !rw.is_locked());
+}
+
+/// Debug builds: the ticket lock records its holder, so an unlock by another CPU than the
+/// holder, and a stray or double unlock, panic at the unlock itself, before any damage.
+#[cfg(debug_assertions)]
+#[test]
+fn debug_ticket_unlocks_by_a_non_holder_panic_at_the_unlock() {
+    let lock = TicketLock::<Spin>::with_cpus(2);
+    lock.lock(0);
+    assert_panics_here(
+        "TicketLock: unlock by CPU 1, but CPU 0 holds the lock",
+        || {
+            // SAFETY: deliberately wrong: CPU 0 holds the lock.
+            unsafe { lock.unlock(1) }
+        },
+    );
+    assert!(
+        lock.is_locked(),
+        "the wrong unlock released the holder's lock"
+    );
+    // SAFETY: CPU 0 holds it.
+    unsafe { lock.unlock(0) };
+    assert_panics_here(
+        "TicketLock: unlock by CPU 0, which does not hold the lock",
+        || {
+            // SAFETY: deliberately wrong: a double unlock.
+            unsafe { lock.unlock(0) }
+        },
+    );
+    let other = TicketLock::<Spin>::with_cpus(2);
+    TicketLock::lock_all([&lock], 1);
+    assert_panics_here(
+        "TicketLock: unlock by CPU 1, which does not hold the lock",
+        || {
+            // SAFETY: deliberately wrong: `other` is free.
+            unsafe { TicketLock::unlock_all([&lock, &other], 1) }
+        },
+    );
+    // The check runs before any release: `lock` is still held, and whole.
+    assert!(lock.is_locked() && !other.is_locked());
+    // SAFETY: CPU 1 holds `lock`.
+    unsafe { lock.unlock(1) };
+    assert!(lock.try_lock(0) && !lock.try_lock(1));
+    // SAFETY: CPU 0 holds it (through try_lock).
+    unsafe { lock.unlock(0) };
+    assert_eq!(lock.queue_len(), 0);
+}
+
+/// Every build: a CPU that holds the big-reader lock's write side and locks it again (either
+/// side) panics instead of waiting for itself; the check sits on the contended path only.
+#[test]
+fn brlock_write_then_lock_panics_in_every_build() {
+    let br = BrLock::<2>::new();
+    br.lock(1);
+    assert_panics_here(
+        "BrLock: CPU 1 read-locked a lock it already holds for writing",
+        || br.read_lock_unnested(1),
+    );
+    assert_panics_here(
+        "BrLock: CPU 1 write-locked a lock it already holds for writing",
+        || br.lock(1),
+    );
+    // Neither attempt left a trace: CPU 1 still holds the write side, alone.
+    assert!(br.is_write_locked() && !br.try_read_lock(0));
+    // SAFETY: CPU 1 holds the write side.
+    unsafe { br.unlock(1) };
+    assert!(!br.is_locked());
 }

@@ -583,7 +583,15 @@ fn lock_crate_steps(root: &Path) -> Vec<Step> {
             allowed: &["aborting upload due to dry run"],
         },
     );
-    vec![msrv, publish, lock_crate_arm_threads(&target_dir)]
+    // The misuse checks differ between debug and release builds (the crate README's table):
+    // the `test` step runs the debug rows, this one the release rows, with every other test of
+    // the crate in a release build beside them.
+    let release = Step::new(
+        "lock-crate:release",
+        Cmd::cargo().args(["test", "-p", LOCK_CRATE, "--release", "--all-features"]),
+        Judge::Libtest,
+    );
+    vec![msrv, publish, release, lock_crate_arm_threads(&target_dir)]
 }
 
 /// The Linux target whose user-mode emulation runs the lock crate's tests as ARMv7 code.

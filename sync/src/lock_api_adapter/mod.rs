@@ -75,10 +75,11 @@ pub trait CurrentCpu {
     fn current() -> CpuId;
 }
 
-/// Debug builds: which CPU holds the exclusive side (its id + 1, 0 when none). Zero-sized in
-/// release builds.
+/// Which CPU holds the exclusive side (its id + 1, 0 when none): recorded in debug builds and,
+/// in every build, for `lock_api` 0.4, whose guards carry no state, so that a guard dropped on
+/// another CPU still releases the hold of the CPU that took it. Zero-sized otherwise.
 struct Owner {
-    #[cfg(debug_assertions)]
+    #[cfg(any(debug_assertions, feature = "lock_api"))]
     cpu_plus_one: core::sync::atomic::AtomicUsize,
 }
 
@@ -86,7 +87,7 @@ impl Owner {
     /// No holder.
     const fn none() -> Self {
         Self {
-            #[cfg(debug_assertions)]
+            #[cfg(any(debug_assertions, feature = "lock_api"))]
             cpu_plus_one: core::sync::atomic::AtomicUsize::new(0),
         }
     }
@@ -96,7 +97,7 @@ impl Owner {
     fn set(&self, _cpu: CpuId) {
         // Relaxed: the field is written and read only by the holder; between holders the lock's
         // own acquire/release orders these accesses.
-        #[cfg(debug_assertions)]
+        #[cfg(any(debug_assertions, feature = "lock_api"))]
         self.cpu_plus_one
             .store(_cpu + 1, core::sync::atomic::Ordering::Relaxed);
     }
@@ -104,13 +105,13 @@ impl Owner {
     /// Forgets the holder (right before release, so that the next holder's record is not lost).
     #[inline(always)]
     fn clear(&self) {
-        #[cfg(debug_assertions)]
+        #[cfg(any(debug_assertions, feature = "lock_api"))]
         self.cpu_plus_one
             .store(0, core::sync::atomic::Ordering::Relaxed);
     }
 
     /// The recorded holder; panics if there is none.
-    #[cfg(all(feature = "lock_api", debug_assertions))]
+    #[cfg(feature = "lock_api")]
     #[inline(always)]
     #[track_caller]
     fn get(&self) -> CpuId {
@@ -145,17 +146,16 @@ impl<L, C> Core<L, C> {
 }
 
 impl<L, C: CurrentCpu> Core<L, C> {
-    /// The CPU that took the exclusive side, for a release: the recorded owner in debug builds (a
-    /// panic if there is none), the running CPU in release builds (the CPU that took it, as the
-    /// `!Send` guards ensure). For `lock_api` 0.4, whose guards carry no state.
+    /// The CPU that took the exclusive side, for a release: the recorded owner (a panic if there
+    /// is none), in every build. For `lock_api` 0.4, whose guards carry no state: a guard that
+    /// migrated (a kernel bug the `!Send` guards cannot rule out for a thread migrated while it
+    /// holds one) still releases the hold of the CPU that took it, instead of an unlock naming
+    /// the running CPU, which a queue lock refuses, leaving the lock held for good.
     #[cfg(feature = "lock_api")]
     #[inline(always)]
     #[track_caller]
     fn exclusive_holder(&self) -> CpuId {
-        #[cfg(debug_assertions)]
-        return self.owner.get();
-        #[cfg(not(debug_assertions))]
-        C::current()
+        self.owner.get()
     }
 
     /// Debug builds: panics unless the running CPU is `locked_on`, the CPU whose hold was just
