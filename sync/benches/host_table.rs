@@ -25,7 +25,8 @@
 //!   each contended run is one round's.
 //! * Parity ([`PARITY`]): each of our locks beside the best peer of its kind, from the same rounds:
 //!   uncontended ticks (median of the per-round medians, and in how many rounds ours was at or
-//!   below the peer) and contended ops/s per thread count. Code and data placement move a lock of
+//!   below the peer) beside the peers of its own algorithm, and contended ops/s per thread count
+//!   beside the best FIFO peer at that count. Code and data placement move a lock of
 //!   this size by a tick or two between binaries (documented in docs/bench/host-locks-safety-cost.md),
 //!   so only a comparison inside one run means anything.
 
@@ -59,11 +60,41 @@ const QUICK_DURATION: Duration = Duration::from_millis(50);
 const ROUNDS: usize = 5;
 /// Rounds with `--quick`.
 const QUICK_ROUNDS: usize = 3;
-/// Our locks and the best peer of their kind, compared in the report's parity section.
-const PARITY: [(&str, &str); 3] = [
-    ("clh", "clhlock"),
-    ("mcs", "mcslock"),
-    ("ticket", "spin-ticket"),
+/// Peer ticket locks.
+const TICKET_PEERS: &[&str] = &["spin-ticket", "hermit-ticket"];
+/// Every FIFO peer (contended parity of the queue locks: a queue lock must hand over at least as
+/// fast as the best first-come-first-served lock of any design).
+const FIFO_PEERS: &[&str] = &["clhlock", "mcslock", "spin-ticket", "hermit-ticket"];
+
+/// One parity comparison: our lock, the locks whose best uncontended figure it must match, and
+/// the locks whose best contended throughput it must match (empty: not compared contended).
+/// "Best" is taken per comparison, from the same run.
+struct Parity {
+    ours: &'static str,
+    uncontended: &'static [&'static str],
+    contended: &'static [&'static str],
+}
+
+/// Our locks beside the best peer of their kind, compared in the report's parity section:
+/// uncontended, each lock beside the peers of its own algorithm (an MCS lock pays two atomic
+/// read-modify-writes per acquire and release where a CLH lock pays one, whoever wrote it);
+/// contended, each queue lock beside every FIFO peer.
+const PARITY: &[Parity] = &[
+    Parity {
+        ours: "clh",
+        uncontended: &["clhlock"],
+        contended: FIFO_PEERS,
+    },
+    Parity {
+        ours: "mcs",
+        uncontended: &["mcslock"],
+        contended: FIFO_PEERS,
+    },
+    Parity {
+        ours: "ticket",
+        uncontended: TICKET_PEERS,
+        contended: TICKET_PEERS,
+    },
 ];
 
 /// Command-line options (cargo bench adds `--bench`, which is ignored).
@@ -400,8 +431,18 @@ impl Runner {
         let find = |name: &str| self.locks.iter().find(|g| g.info.name == name);
         PARITY
             .iter()
-            .filter_map(|&(ours, peer)| {
-                let (o, p) = (find(ours)?, find(peer)?);
+            .filter_map(|parity| {
+                let o = find(parity.ours)?;
+                // The best uncontended peer: the lowest median of per-round medians.
+                let p = parity
+                    .uncontended
+                    .iter()
+                    .filter_map(|name| find(name))
+                    .min_by(|a, b| {
+                        median(&mut a.round_medians.clone())
+                            .total_cmp(&median(&mut b.round_medians.clone()))
+                    })?;
+                let (ours, peer) = (parity.ours, p.info.name);
                 let unit = if o.ticks.is_empty() { "ns" } else { "ticks" };
                 let (om, pm) = (
                     median(&mut o.round_medians.clone()),
@@ -423,7 +464,17 @@ impl Runner {
                     .threads
                     .iter()
                     .enumerate()
-                    .map(|(i, &threads)| {
+                    .filter_map(|(i, &threads)| {
+                        // The best contended peer at this thread count: the highest median.
+                        let p = parity
+                            .contended
+                            .iter()
+                            .filter_map(|name| find(name))
+                            .filter(|g| !g.contended[i].is_empty())
+                            .max_by(|a, b| {
+                                median(&mut a.contended[i].clone())
+                                    .total_cmp(&median(&mut b.contended[i].clone()))
+                            })?;
                         let ours_ops = median(&mut o.contended[i].clone());
                         let peer_ops = median(&mut p.contended[i].clone());
                         let pinned = threads <= self.cores.len();
@@ -434,8 +485,9 @@ impl Runner {
                             contended_met &= met;
                             verdicts.push(judged);
                         }
-                        json!({
+                        Some(json!({
                             "threads": threads,
+                            "peer": p.info.name,
                             "pinned": pinned,
                             "ours_ops_per_s": ours_ops,
                             "peer_ops_per_s": peer_ops,
@@ -443,7 +495,7 @@ impl Runner {
                             "met": met,
                             "noise_ops_per_s": noise,
                             "verdict": judged,
-                        })
+                        }))
                     })
                     .collect();
                 let uncontended_met = om <= pm;
@@ -564,7 +616,7 @@ fn main() {
     if threads.iter().any(|&t| t > cpus) {
         notes.push(format!(
             "thread counts above {cpus} (the CPUs available) oversubscribe the machine: those \
-             runs are not pinned, and spinning FIFO locks (clh, mcs, ticket, mcslock, clhlock) stall \
+             runs are not pinned, and spinning FIFO locks (clh, mcs, ticket, mcslock, clhlock, spin-ticket, hermit-ticket) stall \
              whenever the next owner in the queue is preempted."
         ));
     }
@@ -603,8 +655,10 @@ fn main() {
             ),
             "rounds": rounds,
             "parity": "ours beside the best peer of its kind, from the same rounds: \
-                 uncontended, median of the per-round medians (met: ours <= peer); contended, \
-                 median ops/s (met: ours >= peer at every pinned thread count above 1); \
+                 uncontended, median of the per-round medians beside the best peer of the same \
+                 algorithm (met: ours <= peer); contended, median ops/s beside the best FIFO \
+                 peer at each thread count (met: ours >= peer at every pinned thread count \
+                 above 1); \
                  verdict within-noise: ours worse by less than half the range of either \
                  lock's per-round figures",
             "batch_ops": BATCH_OPS,

@@ -8,6 +8,8 @@
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
+use parking_lot::lock_api::RawMutex;
+
 use kernel_locks::{
     BrLock, ClhLock, KernelLock, KernelRwLock, McsLock, NoLock, Rtm, RtmLock, TicketBackoffLock,
     TicketLock, TxEngine,
@@ -192,10 +194,31 @@ fn subjects<const N: usize>(v: &mut impl Visitor) {
     });
     v.visit(
         peer(
+            "hermit-ticket",
+            "hermit_sync::RawTicketMutex via lock_api::RawMutex (ticket lock)",
+        ),
+        &RawMutexPeer::<hermit_sync::RawTicketMutex>::new,
+    );
+    v.visit(
+        peer(
+            "spinning_top",
+            "spinning_top::RawSpinlock via lock_api::RawMutex (test-and-set, spin hint)",
+        ),
+        &RawMutexPeer::<spinning_top::RawSpinlock>::new,
+    );
+    v.visit(
+        peer(
+            "hermit-spin",
+            "hermit_sync::RawSpinMutex via lock_api::RawMutex (spinning_top with back-off)",
+        ),
+        &RawMutexPeer::<hermit_sync::RawSpinMutex>::new,
+    );
+    v.visit(
+        peer(
             "parking_lot",
             "parking_lot::RawMutex via lock_api::RawMutex (spins, then parks)",
         ),
-        &|| ParkingLot(<parking_lot::RawMutex as parking_lot::lock_api::RawMutex>::INIT),
+        &RawMutexPeer::<parking_lot::RawMutex>::new,
     );
     v.visit(
         peer("tatas", "test-and-test-and-set (swap, then spin on a load)"),
@@ -357,17 +380,24 @@ impl Subject for SpinTicket {
     }
 }
 
-/// `parking_lot::RawMutex` through `lock_api::RawMutex`.
-pub struct ParkingLot(parking_lot::RawMutex);
+/// A peer lock behind `lock_api::RawMutex` (0.4): `parking_lot`, `spinning_top` and
+/// `hermit-sync` all implement it, so one subject measures each of them the same way.
+pub struct RawMutexPeer<R>(R);
 
-impl Subject for ParkingLot {
+impl<R: RawMutex> RawMutexPeer<R> {
+    /// A fresh, unlocked instance.
+    pub fn new() -> Self {
+        Self(R::INIT)
+    }
+}
+
+impl<R: RawMutex + Sync> Subject for RawMutexPeer<R> {
     type Local = ();
 
     fn local(&self, _cpu: usize) {}
 
     #[inline]
     fn critical<T>(&self, _: &mut (), f: impl FnOnce() -> T) -> T {
-        use parking_lot::lock_api::RawMutex as _;
         self.0.lock();
         let t = f();
         // SAFETY: this thread locked it just above.

@@ -301,9 +301,16 @@ fn render_parity(report: &Value) -> String {
             if threads < 2 {
                 continue;
             }
+            // The best contended peer is chosen per thread count; name it where it is not the
+            // uncontended one.
+            let peer = c["peer"]
+                .as_str()
+                .filter(|&p| Some(p) != pair["peer"].as_str())
+                .map(|p| format!(" {p}"))
+                .unwrap_or_default();
             let _ = write!(
                 line,
-                "; {threads} thr {} vs {} ops/s ({:+.1}%){}",
+                "; {threads} thr {} vs{peer} {} ops/s ({:+.1}%){}",
                 si(c["ours_ops_per_s"].as_f64().unwrap_or(f64::NAN)),
                 si(c["peer_ops_per_s"].as_f64().unwrap_or(f64::NAN)),
                 (c["ratio"].as_f64().unwrap_or(f64::NAN) - 1.0) * 100.0,
@@ -378,7 +385,9 @@ mod tests {
                     {"threads": 1, "ours_ops_per_s": 1e8, "peer_ops_per_s": 1e8, "ratio": 1.0,
                      "pinned": true},
                     {"threads": 2, "ours_ops_per_s": 2e7, "peer_ops_per_s": 1e7, "ratio": 2.0,
-                     "pinned": true}]},
+                     "pinned": true, "peer": "clhlock"},
+                    {"threads": 3, "ours_ops_per_s": 2e7, "peer_ops_per_s": 1e7, "ratio": 2.0,
+                     "pinned": true, "peer": "spin-ticket"}]},
                 {"ours": "ticket", "peer": "spin-ticket", "met": false,
                  "uncontended": {"unit": "ticks", "ours": 6.0, "peer": 5.0, "ratio": 1.2,
                                  "rounds_at_or_below_peer": 0, "rounds": 5, "met": false},
@@ -391,7 +400,7 @@ mod tests {
         assert_eq!(report["plan"]["suite"], "host-locks");
         let text = render_parity(&report);
         assert!(
-            text.contains("clh vs clhlock: uncontended 9.00 vs 10.00 ticks (-10.0%, ours at or below in 4 of 5 rounds); 2 thr 20.0M vs 10.0M ops/s (+100.0%): met"),
+            text.contains("clh vs clhlock: uncontended 9.00 vs 10.00 ticks (-10.0%, ours at or below in 4 of 5 rounds); 2 thr 20.0M vs 10.0M ops/s (+100.0%); 3 thr 20.0M vs spin-ticket 10.0M ops/s (+100.0%): met"),
             "{text}"
         );
         assert!(text.contains("ticket vs spin-ticket"), "{text}");
