@@ -38,6 +38,11 @@ pub const BLOCKS: &[Block] = &[
         name: "redis-throughput",
         render: redis_throughput,
     },
+    Block {
+        page: "docs/locks.md",
+        name: "host-locks",
+        render: host_locks,
+    },
 ];
 
 /// The line that opens block `name`.
@@ -207,6 +212,146 @@ fn redis_throughput(repo: &Path) -> Result<String, String> {
     Ok(out)
 }
 
+/// Millions (or thousands) of operations per second to three figures: `401M`, `12.0M`.
+fn ops(v: f64) -> String {
+    let (x, unit) = if v >= 1e9 {
+        (v / 1e9, "G")
+    } else if v >= 1e6 {
+        (v / 1e6, "M")
+    } else {
+        (v / 1e3, "k")
+    };
+    if x >= 100.0 {
+        format!("{x:.0}{unit}")
+    } else {
+        format!("{x:.1}{unit}")
+    }
+}
+
+/// The lock micro-benchmarks' committed run (`cargo xtask bench locks`): the machine, one row
+/// per lock and peer (uncontended ns and ticks, ops/s per thread count), and the parity verdicts.
+fn host_locks(repo: &Path) -> Result<String, String> {
+    let rel = "docs/bench/host-locks.json";
+    let results = read(repo, rel)?;
+    let recs = records(&results, rel)?;
+    let m = &results["machine"];
+    let method = &results["method"];
+    let str_of = |v: &serde_json::Value| v.as_str().unwrap_or("?").to_owned();
+    let threads: Vec<u64> = method["threads"]
+        .as_array()
+        .ok_or_else(|| format!("{rel}: no `method.threads`"))?
+        .iter()
+        .filter_map(serde_json::Value::as_u64)
+        .collect();
+    let mut out = format!(
+        "The committed run ([`bench/host-locks.json`](bench/host-locks.json); {}, **{}, {} CPUs, \
+         RTM: {}**, {}{}, {} rounds):\n\n",
+        str_of(&results["generated_by"]["utc"]),
+        str_of(&m["cpu_model"]),
+        m["logical_cpus"].as_u64().unwrap_or(0),
+        str_of(&m["rtm"]["summary"]),
+        str_of(&m["rustc"]),
+        m["tsc_ghz"]
+            .as_f64()
+            .map(|g| format!(", TSC {g:.2} GHz estimated by the run"))
+            .unwrap_or_default(),
+        method["rounds"].as_u64().unwrap_or(0),
+    );
+    out.push_str("| lock | uncontended ns | uncontended ticks |");
+    for t in &threads {
+        out.push_str(&format!(
+            " {t} thread{} ops/s |",
+            if *t == 1 { "" } else { "s" }
+        ));
+    }
+    out.push_str("\n|---|---:|---:|");
+    out.push_str(&"---:|".repeat(threads.len()));
+    out.push('\n');
+    let median = |v: &serde_json::Value| v["median"].as_f64();
+    for r in recs {
+        let name = str_of(&r["name"]);
+        let label = match r["origin"].as_str() {
+            Some("kernel-locks") => name,
+            Some(origin) => format!("{name} ({origin})"),
+            None => name,
+        };
+        let un = &r["uncontended"];
+        let cell = |v: Option<f64>, digits: usize| {
+            v.map_or_else(|| "-".to_owned(), |x| format!("{x:.digits$}"))
+        };
+        out.push_str(&format!(
+            "| {label} | {} | {} |",
+            cell(median(&un["ns_per_op"]), 2),
+            cell(median(&un["ticks_per_op"]), 1)
+        ));
+        for t in &threads {
+            let run = r["contended"]
+                .as_array()
+                .and_then(|runs| runs.iter().find(|c| c["threads"].as_u64() == Some(*t)));
+            let text = match run.map(|c| &c["ops_per_s"]) {
+                Some(o) => match (median(o), o["min"].as_f64(), o["max"].as_f64()) {
+                    (Some(med), Some(lo), Some(hi)) => {
+                        format!("{} ({}-{})", ops(med), ops(lo), ops(hi))
+                    }
+                    _ => "-".into(),
+                },
+                None => "-".into(),
+            };
+            out.push_str(&format!(" {text} |"));
+        }
+        out.push('\n');
+    }
+    let pairs = results["summary"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or(&[]);
+    if !pairs.is_empty() {
+        out.push_str("\nParity in this run (uncontended: median of the per-round medians; contended: median ops/s; verdict against the rounds' own spread):\n\n");
+    }
+    for pair in pairs {
+        let un = &pair["uncontended"];
+        let mut line = format!(
+            "* {} vs {}: uncontended {:.2} vs {:.2} {} ({:+.1}%, at or below in {} of {} rounds)",
+            str_of(&pair["ours"]),
+            str_of(&pair["peer"]),
+            un["ours"].as_f64().unwrap_or(f64::NAN),
+            un["peer"].as_f64().unwrap_or(f64::NAN),
+            str_of(&un["unit"]),
+            (un["ratio"].as_f64().unwrap_or(f64::NAN) - 1.0) * 100.0,
+            un["rounds_at_or_below_peer"].as_u64().unwrap_or(0),
+            un["rounds"].as_u64().unwrap_or(0),
+        );
+        for c in pair["contended"].as_array().into_iter().flatten() {
+            let t = c["threads"].as_u64().unwrap_or(0);
+            if t < 2 {
+                continue;
+            }
+            line.push_str(&format!(
+                "; {t} threads {} vs {} {} ({:+.1}%)",
+                ops(c["ours_ops_per_s"].as_f64().unwrap_or(f64::NAN)),
+                c["peer"]
+                    .as_str()
+                    .unwrap_or(pair["peer"].as_str().unwrap_or("?")),
+                ops(c["peer_ops_per_s"].as_f64().unwrap_or(f64::NAN)),
+                (c["ratio"].as_f64().unwrap_or(f64::NAN) - 1.0) * 100.0,
+            ));
+        }
+        let verdict = pair["verdict"]
+            .as_str()
+            .map(str::to_owned)
+            .unwrap_or_else(|| {
+                if pair["met"].as_bool() == Some(true) {
+                    "met".into()
+                } else {
+                    "not-met".into()
+                }
+            });
+        line.push_str(&format!(": **{verdict}**\n"));
+        out.push_str(&line);
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -222,6 +367,13 @@ mod tests {
         assert_eq!(current(&out, "t"), Some("| new |\n"));
         assert!(splice("no markers", "t", "x").is_err());
         assert_eq!(current(&out, "other"), None);
+    }
+
+    #[test]
+    fn operations_per_second_to_three_figures() {
+        assert_eq!(ops(401_352_522.0), "401M");
+        assert_eq!(ops(12_031_417.0), "12.0M");
+        assert_eq!(ops(3.2e9), "3.2G");
     }
 
     #[test]
