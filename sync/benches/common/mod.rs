@@ -9,8 +9,7 @@ use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use kernel_locks::{
-    BrLock, ClhLock, KernelLock, KernelRwLock, McsLock, NoLock, Rtm, RtmLock, TicketBackoffLock,
-    TicketLock, TxEngine,
+    BrLock, ClhLock, KernelLock, KernelRwLock, McsLock, NoLock, Rtm, RtmLock, TicketLock, TxEngine,
 };
 
 /// Something whose acquire+release is measured.
@@ -142,7 +141,7 @@ fn subjects<const N: usize>(v: &mut impl Visitor) {
         &|| Exclusive(McsLock::<N>::new()),
     );
     v.visit(ours("ticket", "kernel_locks::TicketLock", true), &|| {
-        Exclusive(TicketLock::<kernel_locks::Spin>::new())
+        Exclusive(TicketLock::new())
     });
     v.visit(
         ours(
@@ -150,7 +149,7 @@ fn subjects<const N: usize>(v: &mut impl Visitor) {
             "kernel_locks::TicketBackoffLock (proportional back-off)",
             true,
         ),
-        &|| Exclusive(TicketBackoffLock::<kernel_locks::Spin>::new()),
+        &|| Exclusive(TicketLock::with_backoff()),
     );
     v.visit(
         ours("brlock-read", "kernel_locks::BrLock<N> read side", false),
