@@ -348,7 +348,7 @@ impl<R: Relax> FineGrained<R> {
     #[cfg(not(feature = "lockdep"))]
     pub fn with_cpus(cpus: usize) -> Self {
         fn locks<R: Relax, const N: usize>(cpus: usize) -> [CachePadded<TicketLock<R>>; N] {
-            core::array::from_fn(|_| CachePadded::new(TicketLock::with_cpus(cpus)))
+            core::array::from_fn(|_| CachePadded::new(TicketLock::with_relax_and_cpus(cpus)))
         }
         Self {
             big: BrLock::with_cpus(cpus),
@@ -371,7 +371,8 @@ impl<R: Relax> FineGrained<R> {
         let contexts = claim.contexts();
         let locks = |class: &'static LockClass, keyed: bool| {
             move |i| {
-                let lock = Checked::new(TicketLock::with_cpus(cpus), class).in_contexts(contexts);
+                let lock = Checked::new(TicketLock::with_relax_and_cpus(cpus), class)
+                    .in_contexts(contexts);
                 CachePadded::new(if keyed { lock.ordered(i) } else { lock })
             }
         };

@@ -163,11 +163,7 @@ fn kernel(cores: usize) -> Box<K> {
 #[test]
 #[should_panic(expected = "kernel: 3 cores, but the ticket strategy was built for 2")]
 fn kernel_refuses_a_strategy_for_fewer_cores() {
-    let _ = Kernel::new(
-        BigLock::new(TicketLock::<kernel_locks::Spin>::with_cpus(2)),
-        RecHal::default(),
-        3,
-    );
+    let _ = Kernel::new(BigLock::new(TicketLock::with_cpus(2)), RecHal::default(), 3);
 }
 
 /// A `Call` (the IPC entry's call) on a core outside the kernel's count is refused as any
@@ -2227,7 +2223,7 @@ fn fastpath_matches_the_full_path_under_every_strategy() {
     };
     for seed in 1..=SEEDS {
         let cores = 1 + (seed % 2) as usize;
-        let ticket = || BigLock::new(TicketLock::<kernel_locks::Spin>::new());
+        let ticket = || BigLock::new(TicketLock::new());
         add(
             &mut taken[0],
             fastpath_differential(ticket, cores, seed, STEPS),

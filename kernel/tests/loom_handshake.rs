@@ -75,7 +75,7 @@ fn fenced_releases_share_one_fence() {
     use kernel_locks::ticket::TicketLock;
     loom::model(|| {
         let lock = Arc::new(Lock::new());
-        let object = Arc::new(TicketLock::<Spin>::with_cpus(2));
+        let object = Arc::new(TicketLock::with_cpus(2));
         let cells = Arc::new((UnsafeCell::new(0usize), UnsafeCell::new(0usize)));
         let (lock2, object2, cells2) = (lock.clone(), object.clone(), cells.clone());
         let t = loom::thread::spawn(move || {

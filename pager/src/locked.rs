@@ -49,7 +49,7 @@ impl<const N: usize, R: Relax + 'static> PagerLock for McsLock<N, R> {
 
 impl<R: Relax + 'static, const BACKOFF: usize> PagerLock for TicketLock<R, BACKOFF> {
     unsafe fn make() -> Self {
-        TicketLock::new()
+        TicketLock::with_relax()
     }
 }
 

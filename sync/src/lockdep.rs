@@ -104,8 +104,8 @@
 //! static QUEUE: LockClass = LockClass::new("queue");
 //! static TCB: LockClass = LockClass::new("tcb");
 //!
-//! let queue = Checked::new(TicketLock::<kernel_locks::Spin>::new(), &QUEUE);
-//! let tcb = |i| Checked::new(TicketLock::<kernel_locks::Spin>::new(), &TCB).ordered(i);
+//! let queue = Checked::new(TicketLock::new(), &QUEUE);
+//! let tcb = |i| Checked::new(TicketLock::new(), &TCB).ordered(i);
 //! let tcbs = [tcb(0), tcb(1)];
 //!
 //! // CPU 3: the queue, then two TCBs in increasing index order (declared by their keys).

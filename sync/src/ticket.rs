@@ -112,12 +112,16 @@ pub const DEFAULT_BACKOFF: usize = 16;
 /// A FIFO ticket lock; see the [module documentation](self) for the algorithm and orderings.
 ///
 /// `R` is the wait strategy; `BACKOFF` is the proportional back-off base in spin-loop hints per
-/// ticket ahead (0, the default, disables it).
+/// ticket ahead (0, the default, disables it). [`new`](TicketLock::new) and
+/// [`with_cpus`](TicketLock::with_cpus) build the common `TicketLock` (`Spin`, no back-off)
+/// and [`with_backoff`](TicketLock::with_backoff) a [`TicketBackoffLock`], with no type
+/// annotation; [`with_relax`](Self::with_relax) and
+/// [`with_relax_and_cpus`](Self::with_relax_and_cpus) build any other, named by its type.
 ///
 /// ```
-/// use kernel_locks::{KernelLock, TicketBackoffLock, TicketLock};
+/// use kernel_locks::{KernelLock, TicketBackoffLock, TicketLock, Wfe};
 ///
-/// let lock = TicketLock::<kernel_locks::Spin>::with_cpus(2); // ids 0 and 1
+/// let lock = TicketLock::with_cpus(2); // ids 0 and 1, waiting with `Spin`
 /// lock.lock(1);
 /// assert_eq!(lock.queue_len(), 1);
 /// assert!(!lock.try_lock(0));
@@ -126,11 +130,17 @@ pub const DEFAULT_BACKOFF: usize = 16;
 /// assert!(!lock.is_locked());
 ///
 /// // With proportional back-off (16 spin hints per ticket ahead), in a static:
-/// static RUN_QUEUE: TicketBackoffLock = TicketBackoffLock::new();
+/// static RUN_QUEUE: TicketBackoffLock = TicketLock::with_backoff();
 /// RUN_QUEUE.lock(0);
 /// // SAFETY: CPU 0 holds the lock.
 /// unsafe { RUN_QUEUE.unlock(0) };
 /// assert_eq!(RUN_QUEUE.name(), "ticket-backoff");
+///
+/// // Another wait strategy: named in the type, built with `with_relax`.
+/// let woken = TicketLock::<Wfe>::with_relax();
+/// woken.lock(0);
+/// // SAFETY: CPU 0 holds the lock.
+/// unsafe { woken.unlock(0) };
 /// ```
 // `repr(C)` with 8-byte alignment: `next` and `serving` form the doubleword that ARM's
 // `ldrexd`/`strexd` take (`take_turn`), which must be 8-byte aligned.
@@ -154,37 +164,77 @@ pub struct TicketLock<R: Relax = Spin, const BACKOFF: usize = 0> {
 /// A ticket lock with proportional back-off of [`DEFAULT_BACKOFF`] hints per ticket ahead.
 pub type TicketBackoffLock<R = Spin> = TicketLock<R, DEFAULT_BACKOFF>;
 
-impl<R: Relax, const BACKOFF: usize> TicketLock<R, BACKOFF> {
+impl TicketLock {
     maybe_const_fn! {
-        /// An unlocked lock that accepts any CPU id (`max_cpus() == usize::MAX`): the ticket lock
-        /// keeps no per-CPU state, so no id can corrupt it. Use [`with_cpus`](Self::with_cpus)
-        /// to have ids out of the machine's range panic.
+        /// An unlocked lock that waits with [`Spin`], without back-off, and accepts any CPU id
+        /// (`max_cpus() == usize::MAX`): the ticket lock keeps no per-CPU state, so no id can
+        /// corrupt it. Use [`with_cpus`](Self::with_cpus) to have ids out of the machine's range
+        /// panic. The type needs no annotation (`let lock = TicketLock::new();`); other wait
+        /// strategies and back-offs are built with [`with_relax`](Self::with_relax).
         pub fn new() -> Self {
-            Self::with_max_cpus(usize::MAX)
+            Self::with_relax()
         }
     }
 
     maybe_const_fn! {
-        /// An unlocked lock that accepts CPU ids `0..cpus` (others panic, in every build); the
-        /// same constructor as [`with_cpus`](Self::with_cpus) under its older name.
-        ///
-        /// # Panics
-        /// If `cpus` is 0.
-        #[track_caller]
-        pub fn with_max_cpus(cpus: usize) -> Self {
-            Self::with_cpus(cpus)
-        }
-    }
-
-    maybe_const_fn! {
-        /// An unlocked lock that accepts CPU ids `0..cpus` (others panic, in every build): the
-        /// run-time core count a kernel learns at boot. The lock has no per-CPU state, so any
-        /// count costs the same memory.
+        /// An unlocked lock that waits with [`Spin`], without back-off, and accepts CPU ids
+        /// `0..cpus` (others panic, in every build): the run-time core count a kernel learns at
+        /// boot. The lock has no per-CPU state, so any count costs the same memory. Other wait
+        /// strategies and back-offs: [`with_relax_and_cpus`](Self::with_relax_and_cpus).
         ///
         /// # Panics
         /// If `cpus` is 0.
         #[track_caller]
         pub fn with_cpus(cpus: usize) -> Self {
+            Self::with_relax_and_cpus(cpus)
+        }
+    }
+}
+
+impl TicketBackoffLock {
+    maybe_const_fn! {
+        /// An unlocked [`TicketBackoffLock`] (back-off of [`DEFAULT_BACKOFF`] hints per ticket
+        /// ahead) that waits with [`Spin`] and accepts any CPU id, as [`new`](TicketLock::new):
+        /// `let lock = TicketLock::with_backoff();` needs no annotation.
+        pub fn with_backoff() -> Self {
+            Self::with_relax()
+        }
+    }
+
+    maybe_const_fn! {
+        /// An unlocked [`TicketBackoffLock`] that waits with [`Spin`] and accepts CPU ids
+        /// `0..cpus` (others panic, in every build), as [`with_cpus`](TicketLock::with_cpus).
+        ///
+        /// # Panics
+        /// If `cpus` is 0.
+        #[track_caller]
+        pub fn with_backoff_and_cpus(cpus: usize) -> Self {
+            Self::with_relax_and_cpus(cpus)
+        }
+    }
+}
+
+impl<R: Relax, const BACKOFF: usize> TicketLock<R, BACKOFF> {
+    maybe_const_fn! {
+        /// An unlocked lock with any wait strategy `R` and back-off `BACKOFF`, accepting any CPU
+        /// id, as [`new`](TicketLock::new). `R` and `BACKOFF` come from the type, which the
+        /// caller names: `TicketLock::<Wfe>::with_relax()`, or a `static` or `let` of type
+        /// `TicketLock<Wfe>`; generic code over `R` builds its locks with this.
+        pub fn with_relax() -> Self {
+            Self::with_relax_and_cpus(usize::MAX)
+        }
+    }
+
+    maybe_const_fn! {
+        /// An unlocked lock that accepts CPU ids `0..cpus` (others panic, in every build),
+        /// with any wait strategy `R` and back-off `BACKOFF`, as
+        /// [`with_cpus`](TicketLock::with_cpus); the type as for
+        /// [`with_relax`](Self::with_relax).
+        ///
+        /// # Panics
+        /// If `cpus` is 0.
+        #[track_caller]
+        pub fn with_relax_and_cpus(cpus: usize) -> Self {
             assert!(cpus > 0, "TicketLock: a lock for 0 CPUs (with_cpus(0))");
             Self {
                 next: AtomicUsize::new(0),
@@ -194,6 +244,19 @@ impl<R: Relax, const BACKOFF: usize> TicketLock<R, BACKOFF> {
                 owner: AtomicUsize::new(0),
                 _relax: PhantomData,
             }
+        }
+    }
+
+    maybe_const_fn! {
+        /// An unlocked lock that accepts CPU ids `0..cpus` (others panic, in every build); the
+        /// same constructor as [`with_relax_and_cpus`](Self::with_relax_and_cpus) under an
+        /// older name.
+        ///
+        /// # Panics
+        /// If `cpus` is 0.
+        #[track_caller]
+        pub fn with_max_cpus(cpus: usize) -> Self {
+            Self::with_relax_and_cpus(cpus)
         }
     }
 
@@ -218,7 +281,7 @@ impl<R: Relax, const BACKOFF: usize> TicketLock<R, BACKOFF> {
     /// ```
     /// use kernel_locks::{KernelLock, TicketLock};
     ///
-    /// let (tcb, run_queue) = (TicketLock::<kernel_locks::Spin>::new(), TicketLock::new());
+    /// let (tcb, run_queue) = (TicketLock::new(), TicketLock::new());
     /// TicketLock::lock_all([&tcb, &run_queue], 0);
     /// assert!(tcb.is_locked() && run_queue.is_locked());
     /// // SAFETY: CPU 0 holds both, each named once.
@@ -246,7 +309,7 @@ impl<R: Relax, const BACKOFF: usize> TicketLock<R, BACKOFF> {
     /// ```
     /// use kernel_locks::{KernelLock, TicketLock};
     ///
-    /// let tcb = TicketLock::<kernel_locks::Spin>::with_cpus(2);
+    /// let tcb = TicketLock::with_cpus(2);
     /// let run_queue = TicketLock::with_cpus(2);
     /// let cpu = 1;
     /// assert!(cpu < tcb.max_cpus() && cpu < run_queue.max_cpus()); // the caller's one check
@@ -506,7 +569,7 @@ impl<R: Relax, const BACKOFF: usize> TicketLock<R, BACKOFF> {
 
 impl<R: Relax, const BACKOFF: usize> Default for TicketLock<R, BACKOFF> {
     fn default() -> Self {
-        Self::new()
+        Self::with_relax()
     }
 }
 
@@ -522,7 +585,7 @@ impl<R: Relax, const BACKOFF: usize> fmt::Debug for TicketLock<R, BACKOFF> {
 
 #[cfg(not(kernel_locks_loom))]
 impl<R: Relax, const BACKOFF: usize> crate::raw::ConstInit for TicketLock<R, BACKOFF> {
-    const INIT: Self = Self::new();
+    const INIT: Self = Self::with_relax();
 }
 
 /// Whether counter value `a` is past `b` (wrapping: by less than half the counter's range).

@@ -39,7 +39,7 @@ fn mutex_exact_totals_over_every_lock() {
         10_000,
     );
     hammer_mutex(
-        &Mutex::new(TicketLock::<common::Yield>::new(), 0),
+        &Mutex::new(TicketLock::<common::Yield>::with_relax(), 0),
         threads,
         10_000,
     );
@@ -48,7 +48,7 @@ fn mutex_exact_totals_over_every_lock() {
         threads,
         5_000,
     );
-    let rtm = RtmLock::<_, 64>::new(TicketLock::<common::Yield>::new());
+    let rtm = RtmLock::<_, 64>::new(TicketLock::<common::Yield>::with_relax());
     hammer_mutex(&Mutex::new(rtm, 0), threads, 5_000);
 }
 

@@ -94,7 +94,7 @@ fn a_guard_masks_and_restores_what_it_found() {
 #[test]
 fn nested_guards_unmask_only_at_the_outermost_restore() {
     I::reset(true);
-    let a = Mutex::new(TicketLock::<kernel_locks::Spin>::new(), 1u32);
+    let a = Mutex::new(TicketLock::new(), 1u32);
     let b = Mutex::new(ClhLock::<4>::new(), 2u32);
     {
         let outer = a.lock_irqsave::<I>(0);
@@ -201,9 +201,9 @@ fn raw_irqsave_on<L: KernelLock>(lock: L) {
 #[test]
 fn every_lock_kind_masks_around_its_critical_section() {
     raw_irqsave_on(ClhLock::<4>::new());
-    raw_irqsave_on(TicketLock::<kernel_locks::Spin>::new());
+    raw_irqsave_on(TicketLock::new());
     raw_irqsave_on(BrLock::<4>::new());
-    raw_irqsave_on(RtmLock::<_, 4>::new(TicketLock::<kernel_locks::Spin>::new()));
+    raw_irqsave_on(RtmLock::<_, 4>::new(TicketLock::new()));
     // SAFETY: one thread, one critical section at a time.
     raw_irqsave_on(unsafe { NoLock::new() });
 }
@@ -212,9 +212,9 @@ fn every_lock_kind_masks_around_its_critical_section() {
 fn a_failed_try_restores_at_once() {
     for lock in [
         &ClhLock::<4>::new() as &dyn KernelLock,
-        &TicketLock::<kernel_locks::Spin>::new(),
+        &TicketLock::new(),
         &BrLock::<4>::new(),
-        &RtmLock::<_, 4>::new(TicketLock::<kernel_locks::Spin>::new()),
+        &RtmLock::<_, 4>::new(TicketLock::new()),
     ] {
         I::reset(true);
         lock.lock(1);

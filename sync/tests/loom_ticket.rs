@@ -6,29 +6,29 @@
 #[path = "common/loom_model.rs"]
 mod loom_model;
 
-use kernel_locks::{KernelLock, Spin, TicketBackoffLock, TicketLock};
+use kernel_locks::{KernelLock, TicketLock};
 use loom::cell::UnsafeCell;
 use loom::sync::Arc;
 
 #[test]
 fn ticket_lock_two_cpus() {
-    loom_model::mutual_exclusion(TicketLock::<Spin>::new, 2, false);
+    loom_model::mutual_exclusion(TicketLock::new, 2, false);
 }
 
 #[test]
 fn ticket_try_lock_two_cpus() {
-    loom_model::mutual_exclusion(TicketLock::<Spin>::new, 2, true);
+    loom_model::mutual_exclusion(TicketLock::new, 2, true);
 }
 
 #[test]
 fn ticket_backoff_lock_two_cpus() {
-    loom_model::mutual_exclusion(TicketBackoffLock::<Spin>::new, 2, false);
+    loom_model::mutual_exclusion(TicketLock::with_backoff, 2, false);
 }
 
 /// One CPU waits in `lock` while the other polls with `try_lock`.
 #[test]
 fn ticket_lock_against_try_lock() {
-    loom_model::lock_against_try_lock(TicketLock::<Spin>::new);
+    loom_model::lock_against_try_lock(TicketLock::new);
 }
 
 /// `lock_all` / `unlock_all` (one barrier each way for several locks) against the single-lock
@@ -37,7 +37,7 @@ fn ticket_lock_against_try_lock() {
 #[test]
 fn ticket_lock_all_against_single_locks() {
     loom::model(|| {
-        let locks = Arc::new((TicketLock::<Spin>::new(), TicketLock::<Spin>::new()));
+        let locks = Arc::new((TicketLock::new(), TicketLock::new()));
         let data = Arc::new((UnsafeCell::new(0usize), UnsafeCell::new(0usize)));
         let (locks2, data2) = (locks.clone(), data.clone());
         let t = loom::thread::spawn(move || {

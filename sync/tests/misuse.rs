@@ -9,8 +9,7 @@ use std::panic::{self, AssertUnwindSafe};
 use std::sync::Mutex as StdMutex;
 
 use kernel_locks::{
-    BrLock, ClhLock, KernelLock, KernelRwLock, McsLock, Mutex, NoLock, RtmLock, RwLock, Spin,
-    TicketLock,
+    BrLock, ClhLock, KernelLock, KernelRwLock, McsLock, Mutex, NoLock, RtmLock, RwLock, TicketLock,
 };
 
 /// The file and message of the panic raised by `f`, which must panic.
@@ -78,14 +77,14 @@ fn every_misuse_panic_names_the_callers_line() {
         // SAFETY: deliberately violated (CPU 3 does not exist); the check must catch it.
         unsafe { mcs.unlock(3) }
     });
-    let ticket = TicketLock::<Spin>::with_cpus(2);
+    let ticket = TicketLock::with_cpus(2);
     assert_panics_here("TicketLock: CPU id 3 out of range", || ticket.lock(3));
     let br = BrLock::<2>::new();
     assert_panics_here("BrLock: CPU id 2 out of range", || br.read_lock(2));
     assert_panics_here("BrLock: CPU id 2 out of range", || {
         br.try_read_lock(2);
     });
-    let rtm = RtmLock::<_, 2>::new(TicketLock::<Spin>::new());
+    let rtm = RtmLock::<_, 2>::new(TicketLock::new());
     assert_panics_here("rtm: CPU id 2 out of range", || rtm.lock(2));
 
     // Stray unlocks: each one is deliberately wrong, and the lock must panic before any damage
@@ -140,10 +139,7 @@ fn every_misuse_panic_names_the_callers_line() {
 fn ticket_unlock_all_with_one_lock_free_is_caught_by_its_next_acquisition() {
     // Several locks released with one barrier: the release path checks nothing (it costs the
     // fast path nothing); the free lock released by mistake is caught by its next acquisition.
-    let (a, b) = (
-        TicketLock::<Spin>::with_cpus(2),
-        TicketLock::<Spin>::with_cpus(2),
-    );
+    let (a, b) = (TicketLock::with_cpus(2), TicketLock::with_cpus(2));
     assert_panics_here("TicketLock: CPU id 2 out of range", || {
         TicketLock::lock_all([&a, &b], 2)
     });
@@ -179,7 +175,7 @@ fn ticket_unlock_by_the_wrong_cpu_after_release_is_caught_by_the_next_acquisitio
     // cannot be told apart from the holder's; but once the holder released, any further unlock
     // (by whichever CPU) is a stray one: instead of wedging the lock (every later ticket
     // waiting for a turn that never comes) it is caught by the next acquisition, of any kind.
-    let lock = TicketLock::<Spin>::with_cpus(2);
+    let lock = TicketLock::with_cpus(2);
     lock.lock(0);
     // SAFETY: CPU 0 holds it.
     unsafe { lock.unlock(0) };
@@ -211,7 +207,7 @@ fn ticket_several_stray_unlocks_are_each_caught_by_one_acquisition() {
     // Three stray unlocks put `serving` three ahead of `next`: each acquisition takes a ticket
     // behind `serving`, panics from the polling loop and absorbs one increment, so the fourth
     // acquisition finds the lock whole.
-    let lock = TicketLock::<Spin>::with_cpus(4);
+    let lock = TicketLock::with_cpus(4);
     for _ in 0..3 {
         lock.lock(0);
         // SAFETY: CPU 0 holds it.
@@ -285,7 +281,7 @@ fn brlock_double_read_lock_and_foreign_read_unlock_are_caught() {
 #[test]
 #[should_panic(expected = "TicketLock: a lock for 0 CPUs")]
 fn ticket_lock_for_no_cpus_panics() {
-    let _ = TicketLock::<Spin>::with_cpus(0);
+    let _ = TicketLock::with_cpus(0);
 }
 
 #[test]
@@ -306,11 +302,11 @@ fn nolock_checks_nothing_by_design() {
 fn debug_relocking_panics_in_every_lock() {
     let clh = ClhLock::<2>::new();
     let mcs = McsLock::<2>::new();
-    let ticket = TicketLock::<Spin>::with_cpus(2);
+    let ticket = TicketLock::with_cpus(2);
     let br = BrLock::<2>::new();
     let rtm = RtmLock::<_, 2>::new(ClhLock::<2>::new());
     let mutex = Mutex::new(ClhLock::<2>::new(), 0u8);
-    let ticket_mutex = Mutex::new(TicketLock::<Spin>::new(), 0u8);
+    let ticket_mutex = Mutex::new(TicketLock::new(), 0u8);
     let rw = RwLock::new(BrLock::<2>::new(), 0u8);
     // Each case: the expected panic, the acquisition (made once, then again), and the release
     // of the first acquisition by CPU 1, which holds the lock then.
@@ -406,7 +402,7 @@ fn debug_relocking_panics_in_every_lock() {
 #[cfg(debug_assertions)]
 #[test]
 fn debug_ticket_unlocks_by_a_non_holder_panic_at_the_unlock() {
-    let lock = TicketLock::<Spin>::with_cpus(2);
+    let lock = TicketLock::with_cpus(2);
     lock.lock(0);
     assert_panics_here(
         "TicketLock: unlock by CPU 1, but CPU 0 holds the lock",
@@ -428,7 +424,7 @@ fn debug_ticket_unlocks_by_a_non_holder_panic_at_the_unlock() {
             unsafe { lock.unlock(0) }
         },
     );
-    let other = TicketLock::<Spin>::with_cpus(2);
+    let other = TicketLock::with_cpus(2);
     TicketLock::lock_all([&lock], 1);
     assert_panics_here(
         "TicketLock: unlock by CPU 1, which does not hold the lock",

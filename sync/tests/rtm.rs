@@ -741,7 +741,7 @@ fn hammer_elided<L: KernelLock, E: TxEngine>(lock: &RtmLock<L, 64, Yield, E>, th
 #[test]
 fn stress_real_engine_over_ticket_lock() {
     let threads = common::stress_threads();
-    let lock: RtmLock<TicketLock<Yield>, 64, Yield, Rtm> = RtmLock::new(TicketLock::new());
+    let lock: RtmLock<TicketLock<Yield>, 64, Yield, Rtm> = RtmLock::new(TicketLock::with_relax());
     if Rtm.available() {
         hammer_elided(&lock, threads);
     } else {
@@ -800,7 +800,7 @@ fn stress_scripted_aborts_over_ticket_lock() {
     // CPUs race on the skip counter and the wait-before-retry loop.
     let engine = ScriptedEngine::aborting(&[Err(CONFLICT), Err(CAPACITY)], CONFLICT);
     let lock: RtmLock<TicketLock<Yield>, 64, Yield, ScriptedEngine> =
-        RtmLock::with_engine(TicketLock::new(), engine);
+        RtmLock::with_engine(TicketLock::with_relax(), engine);
     let threads = common::stress_threads();
     hammer_elided(&lock, threads);
     let s = lock.stats();

@@ -22,19 +22,27 @@ const SPIN_ITERS: usize = 20;
 
 #[test]
 fn hammer_lock() {
-    common::hammer(&TicketLock::<Yield>::new(), common::stress_threads(), ITERS);
+    common::hammer(
+        &TicketLock::<Yield>::with_relax(),
+        common::stress_threads(),
+        ITERS,
+    );
 }
 
 #[test]
 fn hammer_lock_unchecked() {
     let threads = common::stress_threads();
-    common::hammer_unchecked(&TicketLock::<Yield>::with_cpus(threads), threads, ITERS);
+    common::hammer_unchecked(
+        &TicketLock::<Yield>::with_relax_and_cpus(threads),
+        threads,
+        ITERS,
+    );
 }
 
 #[test]
 fn hammer_proportional_backoff() {
     common::hammer(
-        &TicketBackoffLock::<Yield>::new(),
+        &TicketBackoffLock::<Yield>::with_relax(),
         common::stress_threads(),
         ITERS,
     );
@@ -43,15 +51,19 @@ fn hammer_proportional_backoff() {
 #[test]
 fn hammer_spin_relax_strategies() {
     let threads = common::stress_threads();
-    common::hammer(&TicketLock::<Spin>::new(), threads, SPIN_ITERS);
-    common::hammer(&TicketLock::<Backoff>::new(), threads, SPIN_ITERS);
-    common::hammer(&TicketLock::<Wfe>::new(), threads, SPIN_ITERS);
-    common::hammer(&TicketBackoffLock::<Spin>::new(), threads, SPIN_ITERS);
+    common::hammer(&TicketLock::new(), threads, SPIN_ITERS);
+    common::hammer(&TicketLock::<Backoff>::with_relax(), threads, SPIN_ITERS);
+    common::hammer(&TicketLock::<Wfe>::with_relax(), threads, SPIN_ITERS);
+    common::hammer(&TicketLock::with_backoff(), threads, SPIN_ITERS);
 }
 
 #[test]
 fn hammer_try_lock() {
-    common::hammer_try(&TicketLock::<Yield>::new(), common::stress_threads(), ITERS);
+    common::hammer_try(
+        &TicketLock::<Yield>::with_relax(),
+        common::stress_threads(),
+        ITERS,
+    );
 }
 
 #[test]
@@ -62,11 +74,43 @@ fn hammer_mixed_lock_and_try_lock() {
 
 #[test]
 fn names_and_cpus() {
-    assert_eq!(TicketLock::<Spin>::new().name(), "ticket");
-    assert_eq!(TicketBackoffLock::<Spin>::new().name(), "ticket-backoff");
-    assert_eq!(TicketLock::<Spin>::new().max_cpus(), usize::MAX);
+    assert_eq!(TicketLock::new().name(), "ticket");
+    assert_eq!(TicketLock::with_backoff().name(), "ticket-backoff");
+    assert_eq!(TicketLock::new().max_cpus(), usize::MAX);
     assert_eq!(TicketLock::<Spin>::with_max_cpus(4).max_cpus(), 4);
     const { assert!(DEFAULT_BACKOFF > 0 && DEFAULT_BACKOFF < MAX_BACKOFF_HINTS) };
+}
+
+/// The constructors of the common locks need no type annotation: each fixes its wait strategy
+/// and back-off (`Spin`; none or [`DEFAULT_BACKOFF`]), which the bindings below check, and each
+/// keeps the CPU range it was given. `with_relax` and `with_relax_and_cpus` build the others.
+#[test]
+fn common_constructors_infer_their_type() {
+    let plain = TicketLock::new();
+    let bounded = TicketLock::with_cpus(2);
+    let backoff = TicketLock::with_backoff();
+    let backoff_bounded = TicketLock::with_backoff_and_cpus(3);
+    let _: (&TicketLock<Spin, 0>, &TicketLock<Spin, 0>) = (&plain, &bounded);
+    let _: (&TicketBackoffLock<Spin>, &TicketBackoffLock<Spin>) = (&backoff, &backoff_bounded);
+    assert_eq!((plain.name(), plain.max_cpus()), ("ticket", usize::MAX));
+    assert_eq!((bounded.name(), bounded.max_cpus()), ("ticket", 2));
+    assert_eq!(
+        (backoff.name(), backoff.max_cpus()),
+        ("ticket-backoff", usize::MAX)
+    );
+    assert_eq!(
+        (backoff_bounded.name(), backoff_bounded.max_cpus()),
+        ("ticket-backoff", 3)
+    );
+
+    let woken = TicketLock::<Wfe, 8>::with_relax();
+    let woken_bounded = TicketLock::<Wfe, 8>::with_relax_and_cpus(5);
+    assert_eq!(
+        (woken.name(), woken.max_cpus()),
+        ("ticket-backoff", usize::MAX)
+    );
+    assert_eq!(woken_bounded.max_cpus(), 5);
+    assert!(format!("{woken:?}").contains("backoff: 8"));
 }
 
 #[test]
@@ -141,7 +185,7 @@ fn fifo_hand_over() {
 /// A waiter does not get in while the lock is held, and does once it is released.
 #[test]
 fn waiter_blocks_until_release() {
-    let lock = TicketLock::<Spin>::new();
+    let lock = TicketLock::new();
     lock.lock(0);
     common::waiter_blocks_until_release(
         || {
@@ -163,14 +207,14 @@ fn waiter_blocks_until_release() {
 fn stray_unlocks_panic_at_the_next_acquisition() {
     common::assert_each_panics(&[
         ("TicketLock: serving counter ahead", &|| {
-            let lock = TicketLock::<Spin>::new();
+            let lock = TicketLock::new();
             // SAFETY: deliberately wrong (nothing is held); the next acquisition must panic
             // instead of waiting forever for a turn that never comes.
             unsafe { lock.unlock(0) };
             lock.lock(1);
         }),
         ("TicketLock: serving counter ahead", &|| {
-            let lock = TicketLock::<Spin>::new();
+            let lock = TicketLock::new();
             lock.lock(0);
             // SAFETY: CPU 0 holds the lock.
             unsafe { lock.unlock(0) };
@@ -185,7 +229,7 @@ fn stray_unlocks_panic_at_the_next_acquisition() {
 fn a_busy_try_lock_is_not_taken_for_a_stray_unlock() {
     // The try_lock check must not fire on a lock that is merely held or contended: `serving`
     // behind `next` is the normal state then.
-    let lock = TicketLock::<Spin>::new();
+    let lock = TicketLock::new();
     for _ in 0..1000 {
         lock.lock(0);
         assert!(!lock.try_lock(1));
@@ -218,8 +262,8 @@ fn prechecked_locks_exclude_each_other() {
     use std::sync::atomic::AtomicUsize;
     let threads = common::stress_threads();
     let (a, b) = (
-        TicketLock::<Yield>::with_cpus(threads),
-        TicketLock::<Yield>::with_cpus(threads),
+        TicketLock::<Yield>::with_relax_and_cpus(threads),
+        TicketLock::<Yield>::with_relax_and_cpus(threads),
     );
     let (x, y) = (AtomicUsize::new(0), AtomicUsize::new(0));
     std::thread::scope(|s| {
@@ -251,5 +295,5 @@ fn prechecked_locks_exclude_each_other() {
 #[cfg(debug_assertions)]
 #[should_panic(expected = "TicketLock: CPU id 2 out of range (this lock supports CPUs 0..2)")]
 fn prechecked_lock_still_checks_in_debug_builds() {
-    TicketLock::<Spin>::with_cpus(2).lock_prechecked(2);
+    TicketLock::with_cpus(2).lock_prechecked(2);
 }

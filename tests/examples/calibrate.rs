@@ -326,7 +326,7 @@ fn calibrate(a: &Args) -> Result<Calibration, String> {
     eprintln!("calibrate: 2/3 lock hand-off between CPUs 0 and 1 ({samples} samples each)");
     let mut locks = std::collections::BTreeMap::new();
     let clh = lock_costs(&ClhLock::<2, Spin>::new(), samples, overhead);
-    let ticket = lock_costs(&TicketLock::<Spin>::with_cpus(2), samples, overhead);
+    let ticket = lock_costs(&TicketLock::with_cpus(2), samples, overhead);
     for (name, c) in [("clh", clh), ("ticket", ticket)] {
         eprintln!(
             "calibrate:   {name}: uncontended {:.1} cycles per lock+unlock, {:.1} more when the other core held it last, hand-off to a waiting core {:.1}",

@@ -125,7 +125,7 @@ fn adversarial_fine_grained() {
 fn adversarial_rtm_with_aborts() {
     static SCRIPT: [kernel_locks::rtm::testing::Step; 2] = [Err(CONFLICT), Err(CONFLICT)];
     let lock: RtmLock<_, MAX_CPUS, HostRelax, _> = RtmLock::with_engine(
-        TicketLock::<HostRelax>::new(),
+        TicketLock::<HostRelax>::with_relax(),
         ScriptedEngine::aborting(&SCRIPT, CONFLICT),
     );
     adversarial("rtm-aborts", Rtm::from_lock(lock), 24);

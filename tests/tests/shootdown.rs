@@ -199,7 +199,7 @@ fn mutual_shootdown_fine_grained() {
 fn mutual_shootdown_rtm() {
     mutual(
         "rtm-ticket",
-        Rtm::<_, kernel_locks::Rtm, HostRelax>::new(TicketLock::<HostRelax>::new()),
+        Rtm::<_, kernel_locks::Rtm, HostRelax>::new(TicketLock::<HostRelax>::with_relax()),
         2,
         300,
     );

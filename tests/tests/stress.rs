@@ -145,7 +145,7 @@ fn rtm_over_ticket() {
     // Real RTM if the CPU has it, else the fallback ticket lock.
     stress(
         "rtm-ticket",
-        &Rtm::<_, kernel_locks::Rtm, HostRelax>::new(TicketLock::<HostRelax>::new()),
+        &Rtm::<_, kernel_locks::Rtm, HostRelax>::new(TicketLock::<HostRelax>::with_relax()),
         CORES,
         true,
         &[8],
@@ -162,7 +162,7 @@ fn rtm_with_scripted_aborts() {
         Err(CONFLICT),
     ];
     let lock: RtmLock<_, MAX_CPUS, HostRelax, _> = RtmLock::with_engine(
-        TicketLock::<HostRelax>::new(),
+        TicketLock::<HostRelax>::with_relax(),
         ScriptedEngine::aborting(&SCRIPT, CONFLICT),
     );
     let s = Rtm::from_lock(lock);

@@ -307,7 +307,7 @@ fn rtm_entries_record_their_outcome_retries_and_causes() {
     // never run concurrently.
     let engine = unsafe { ScriptedEngine::new(&SCRIPT, Ok(())) };
     let lock: RtmLock<_, { kernel::config::MAX_CPUS }, HostRelax, _> =
-        RtmLock::with_engine(TicketLock::<HostRelax>::new(), engine);
+        RtmLock::with_engine(TicketLock::<HostRelax>::with_relax(), engine);
     let mut k = Box::new(Kernel::new(Rtm::from_lock(lock), FakeHal::new(1), 1));
     k.set_tracer(&RTM_TRACER);
     for _ in 0..3 {
@@ -329,7 +329,7 @@ fn rtm_entries_record_their_outcome_retries_and_causes() {
 
     static NONE: [Step; 0] = [];
     let lock: RtmLock<_, { kernel::config::MAX_CPUS }, HostRelax, _> = RtmLock::with_engine(
-        TicketLock::<HostRelax>::new(),
+        TicketLock::<HostRelax>::with_relax(),
         ScriptedEngine::aborting(&NONE, CONFLICT),
     );
     let attempts = lock.policy().max_attempts;

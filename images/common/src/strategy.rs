@@ -23,10 +23,7 @@ pub fn boot_with<B: Boot>(lock: LockChoice, cfg: Config, image: B) -> ! {
     let n = cfg.cores;
     match lock {
         LockChoice::Clh => image.boot(BigLock::new(ClhLock::<MAX_CPUS>::with_cpus(n)), cfg),
-        LockChoice::Ticket => image.boot(
-            BigLock::new(TicketLock::<kernel_locks::Spin>::with_cpus(n)),
-            cfg,
-        ),
+        LockChoice::Ticket => image.boot(BigLock::new(TicketLock::with_cpus(n)), cfg),
         LockChoice::Mcs => image.boot(BigLock::new(McsLock::<MAX_CPUS>::with_cpus(n)), cfg),
         LockChoice::Fine => image.boot(FineGrained::<kernel_locks::Spin>::with_cpus(n), cfg),
         // Without RTM (AMD, QEMU TCG, ARMv7-A) `kernel_locks::Rtm` detects that at run time and always

@@ -11,8 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use parking_lot::lock_api::RawMutex;
 
 use kernel_locks::{
-    BrLock, ClhLock, KernelLock, KernelRwLock, McsLock, NoLock, Rtm, RtmLock, TicketBackoffLock,
-    TicketLock, TxEngine,
+    BrLock, ClhLock, KernelLock, KernelRwLock, McsLock, NoLock, Rtm, RtmLock, TicketLock, TxEngine,
 };
 
 /// Something whose acquire+release is measured.
@@ -144,7 +143,7 @@ fn subjects<const N: usize>(v: &mut impl Visitor) {
         &|| Exclusive(McsLock::<N>::new()),
     );
     v.visit(ours("ticket", "kernel_locks::TicketLock", true), &|| {
-        Exclusive(TicketLock::<kernel_locks::Spin>::new())
+        Exclusive(TicketLock::new())
     });
     v.visit(
         ours(
@@ -152,7 +151,7 @@ fn subjects<const N: usize>(v: &mut impl Visitor) {
             "kernel_locks::TicketBackoffLock (proportional back-off)",
             true,
         ),
-        &|| Exclusive(TicketBackoffLock::<kernel_locks::Spin>::new()),
+        &|| Exclusive(TicketLock::with_backoff()),
     );
     v.visit(
         ours("brlock-read", "kernel_locks::BrLock<N> read side", false),

@@ -70,8 +70,8 @@ impl<R: Relax> Kernel<R> {
         Self {
             counters: Mutex::new(ClhLock::with_cpus(cpus), Counters::default()),
             routes: RwLock::new(BrLock::with_cpus(cpus), Routes::default()),
-            tickets: Mutex::new(TicketLock::with_cpus(cpus), 0),
-            elided: Mutex::new(RtmLock::new(TicketLock::with_cpus(cpus)), 0),
+            tickets: Mutex::new(TicketLock::with_relax_and_cpus(cpus), 0),
+            elided: Mutex::new(RtmLock::new(TicketLock::with_relax_and_cpus(cpus)), 0),
         }
     }
 

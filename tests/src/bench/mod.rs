@@ -753,7 +753,7 @@ fn single_case(lock: Lock, cross_as: bool) -> (Box<dyn Case>, (f64, f64)) {
             )
         }
         Lock::Ticket => {
-            let s = || BigLock::new(TicketLock::<Spin>::new());
+            let s = || BigLock::new(TicketLock::new());
             (
                 Box::new(PingPong::new(s(), cross_as)),
                 locks_per_round_trip(s(), cross_as),

@@ -99,7 +99,7 @@ fn record_layout(what: &Recording, layout: Layout) -> Result<Trace, String> {
             layout,
         ),
         KernelLock::Ticket => record_with(
-            BigLock::new(TicketLock::<HostRelax>::with_cpus(n)),
+            BigLock::new(TicketLock::<HostRelax>::with_relax_and_cpus(n)),
             what,
             layout,
         ),
