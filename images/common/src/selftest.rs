@@ -248,8 +248,14 @@ pub fn irqsave_lock<A: DebugArch, H: ArchHal>() {
     hal_common::irq::set_tick_hook(Some(probe_tick::<H>));
     H::timer_start(HZ);
     let (masked, taken_while_held, release) = hal_common::irq::with_interrupts_on::<H, _>(|| {
-        let held = PROBE_LOCK.lock_irqsave::<Native>(cpu);
+        let mut held = PROBE_LOCK.lock_irqsave::<Native>(cpu);
         let masked = !Native::are_enabled();
+        // A tick may have run between the timer's start and the lock (interrupts were on, the
+        // lock free): count from here, with the handler held off by the masking.
+        *held = 0;
+        PROBE_TAKEN.store(0, Ordering::Relaxed);
+        PROBE_BUSY.store(0, Ordering::Relaxed);
+        PROBE_FIRST.store(0, Ordering::Relaxed);
         let start = H::cycles();
         while H::cycles() - start < HELD_PERIODS * period {
             core::hint::spin_loop();
