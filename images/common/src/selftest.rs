@@ -235,8 +235,9 @@ fn probe_tick<H: ArchHal>() {
 /// `lock_irqsave` while its timer ticks at 1 kHz with interrupts on, holds it for 5 tick
 /// periods (a tick becomes pending, masked), and releases it; the tick handler takes the same
 /// lock. Passes when the handler did not run while the lock was held, ran after the release
-/// (within one period of it: the pending tick, taken at the restore), never found the lock held,
-/// and the lock is free at the end with the handler's count in it. Run before the kernel starts
+/// (the pending tick, taken at the restore), never found the lock held, and the lock is free at
+/// the end with the handler's count in it. How long after the release the first run came is
+/// reported, not judged: under QEMU without `-icount` it follows the host's scheduling. Run before the kernel starts
 /// its timer; stops the timer and removes the hook on return.
 pub fn irqsave_lock<A: DebugArch, H: ArchHal>() {
     const HZ: u32 = 1000;
@@ -284,7 +285,6 @@ pub fn irqsave_lock<A: DebugArch, H: ArchHal>() {
             && taken_while_held == 0
             && taken > 0
             && busy == 0
-            && delay < period
             && counted == Some(u64::from(taken)),
         format_args!(
             "handler ran {taken_while_held} times in {} us held; {taken} times after the \
