@@ -158,14 +158,18 @@ fn memory_scaling(repo: &Path) -> Result<String, String> {
     Ok(out)
 }
 
+/// `x` to three figures (one decimal below 100).
+fn three_figures(x: f64) -> String {
+    if x >= 100.0 {
+        format!("{x:.0}")
+    } else {
+        format!("{x:.1}")
+    }
+}
+
 /// Thousands of operations per second, to three figures.
 fn kilo(ops: f64) -> String {
-    let k = ops / 1000.0;
-    if k >= 100.0 {
-        format!("{k:.0}")
-    } else {
-        format!("{k:.1}")
-    }
+    three_figures(ops / 1000.0)
 }
 
 /// The redis suite's run: throughput per architecture, core count and workload, for every
@@ -221,11 +225,7 @@ fn ops(v: f64) -> String {
     } else {
         (v / 1e3, "k")
     };
-    if x >= 100.0 {
-        format!("{x:.0}{unit}")
-    } else {
-        format!("{x:.1}{unit}")
-    }
+    format!("{}{unit}", three_figures(x))
 }
 
 /// The lock micro-benchmarks' committed run (`cargo xtask bench locks`): the machine, one row
