@@ -15,7 +15,8 @@
 //!
 //! [`Mutex<L, T>`](Mutex) and [`RwLock<L, T>`](RwLock) wrap data in any of these locks: they are
 //! locked with an explicit CPU id and hand out guards that release the lock on drop, on the CPU
-//! that took it (guards are `!Send`).
+//! that took it (guards are `!Send`: each holds a [`CpuBound`] marker, which the compiler names
+//! when a guard is moved to another thread).
 //!
 //! # Design
 //! * Every lock operation names the CPU that performs it ([`CpuId`]). Queue locks and the
@@ -107,7 +108,7 @@ pub use nolock::NoLock;
 pub use pad::{CacheLine, CachePadded, Erg, Padded};
 #[cfg(not(kernel_locks_loom))]
 pub use raw::ConstInit;
-pub use raw::{CpuId, KernelLock, KernelRwLock};
+pub use raw::{CpuBound, CpuId, KernelLock, KernelRwLock};
 pub use relax::{Backoff, Relax, Spin, Wfe};
 pub use rtm::{AbortCause, AbortStatus, DeferFull, Rtm, RtmLock, RtmPolicy, RtmStats, TxEngine};
 pub use rwlock::{RwLock, RwLockReadGuard, RwLockWriteGuard};
