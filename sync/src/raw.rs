@@ -143,6 +143,24 @@ pub unsafe trait KernelRwLock: KernelLock {
     }
 }
 
+/// The compile-time bound on the CPU ids of a lock type: every instance's
+/// [`max_cpus`](KernelLock::max_cpus) is at most `MAX_CPUS`.
+///
+/// Locks with per-CPU state sized by a parameter have that parameter (`ClhLock<N>`,
+/// `McsLock<N>`, `BrLock<N>`, `RtmLock<_, N>`: `N`); locks without per-CPU state
+/// (`TicketLock`, `NoLock`) have no bound, `usize::MAX`, whatever count an instance was built
+/// with at run time.
+///
+/// [`RtmLock<L, N>`](crate::RtmLock) names the CPU count again, for its own per-CPU slots; its
+/// constructors need `L: MaxCpus` and fail to compile when `L` has a bound other than `N`
+/// (`RtmLock<ClhLock<2>, 4>` would give CPUs 2 and 3 slots but no CLH node). A lock of one's
+/// own implements it in one line: `const MAX_CPUS: usize = usize::MAX;` for a lock without
+/// per-CPU state, its array length otherwise.
+pub trait MaxCpus {
+    /// The bound on [`max_cpus`](KernelLock::max_cpus): `usize::MAX` for none.
+    const MAX_CPUS: usize;
+}
+
 /// Locks that can be built in a constant (needed by `lock_api`'s `const INIT`).
 /// Not available under loom, whose atomics have no `const` constructor.
 #[cfg(not(kernel_locks_loom))]

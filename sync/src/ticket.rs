@@ -583,6 +583,12 @@ impl<R: Relax, const BACKOFF: usize> fmt::Debug for TicketLock<R, BACKOFF> {
     }
 }
 
+/// No per-CPU state, no bound (an instance's run-time count is its own, see
+/// [`with_cpus`](TicketLock::with_cpus)).
+impl<R: Relax, const BACKOFF: usize> crate::raw::MaxCpus for TicketLock<R, BACKOFF> {
+    const MAX_CPUS: usize = usize::MAX;
+}
+
 #[cfg(not(kernel_locks_loom))]
 impl<R: Relax, const BACKOFF: usize> crate::raw::ConstInit for TicketLock<R, BACKOFF> {
     const INIT: Self = Self::with_relax();
