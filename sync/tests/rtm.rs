@@ -689,7 +689,7 @@ fn misuse_panics() {
         ),
         // The fallback's range limits the lock's.
         ("out of range (this lock supports CPUs 0..2)", &|| {
-            let lock: RtmLock<TicketLock, 4> = RtmLock::new(TicketLock::with_max_cpus(2));
+            let lock: RtmLock<TicketLock, 4> = RtmLock::new(TicketLock::with_cpus(2));
             assert_eq!(lock.max_cpus(), 2);
             lock.lock(3);
         }),

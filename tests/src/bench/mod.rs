@@ -1055,7 +1055,7 @@ pub(crate) fn with_strategy<F: StrategyFn>(
     Some(match lock {
         Lock::None => f.call(none?),
         Lock::Clh => f.call(BigLock::new(ClhLock::<MAX_CPUS, HostRelax>::new())),
-        Lock::Ticket => f.call(BigLock::new(TicketLock::<HostRelax>::with_max_cpus(
+        Lock::Ticket => f.call(BigLock::new(TicketLock::<HostRelax>::with_relax_and_cpus(
             MAX_CPUS,
         ))),
         Lock::Mcs => f.call(BigLock::new(McsLock::<MAX_CPUS, HostRelax>::new())),
