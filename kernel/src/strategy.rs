@@ -69,7 +69,9 @@ use core::fmt;
 #[cfg(feature = "lockdep")]
 use kernel_locks::lockdep::{Checked, ContextClaim, Contexts, LockClass};
 use kernel_locks::ticket::TicketLock;
-use kernel_locks::{BrLock, CachePadded, CpuId, KernelLock, Relax, RtmLock, Spin, TxEngine};
+use kernel_locks::{
+    BrLock, CachePadded, CpuId, KernelLock, MaxCpus, Relax, RtmLock, Spin, TxEngine,
+};
 
 use crate::config::*;
 use crate::ids::*;
@@ -521,7 +523,7 @@ pub struct Rtm<L, E = kernel_locks::Rtm, R = Spin> {
     lock: RtmLock<L, MAX_CPUS, R, E>,
 }
 
-impl<L: KernelLock, R: Relax> Rtm<L, kernel_locks::Rtm, R> {
+impl<L: KernelLock + MaxCpus, R: Relax> Rtm<L, kernel_locks::Rtm, R> {
     /// Elision with the real RTM over `fallback`.
     pub fn new(fallback: L) -> Self {
         Self {

@@ -17,8 +17,8 @@
 
 use kernel_locks::pad::Alignment;
 use kernel_locks::{
-    BrLock, ClhLock, CpuId, KernelLock, McsLock, Mutex, MutexGuard, NoLock, Relax, Rtm, RtmLock,
-    TicketLock,
+    BrLock, ClhLock, CpuId, KernelLock, MaxCpus, McsLock, Mutex, MutexGuard, NoLock, Relax, Rtm,
+    RtmLock, TicketLock,
 };
 
 use crate::balance::Ledger;
@@ -59,7 +59,9 @@ impl<const N: usize, R: Relax + 'static, A: Alignment> PagerLock for BrLock<N, R
     }
 }
 
-impl<L: PagerLock, const N: usize, R: Relax + 'static> PagerLock for RtmLock<L, N, R, Rtm> {
+impl<L: PagerLock + MaxCpus, const N: usize, R: Relax + 'static> PagerLock
+    for RtmLock<L, N, R, Rtm>
+{
     unsafe fn make() -> Self {
         // SAFETY: the caller's contract is the fallback's: elision runs every critical section
         // either as a transaction or under the fallback.

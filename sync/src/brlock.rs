@@ -472,6 +472,11 @@ impl<const N: usize, R: Relax, A: Alignment> fmt::Debug for BrLock<N, R, A> {
     }
 }
 
+/// The reader slots' count, `N`.
+impl<const N: usize, R: Relax, A: Alignment> crate::raw::MaxCpus for BrLock<N, R, A> {
+    const MAX_CPUS: usize = N;
+}
+
 #[cfg(not(kernel_locks_loom))]
 impl<const N: usize, R: Relax, A: Alignment> crate::raw::ConstInit for BrLock<N, R, A> {
     const INIT: Self = Self::new();

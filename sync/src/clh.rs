@@ -490,6 +490,11 @@ unsafe impl<const N: usize, R: Relax, A: Alignment> KernelLock for ClhLock<N, R,
     }
 }
 
+/// The queue nodes' count, `N`.
+impl<const N: usize, R: Relax, A: Alignment> crate::raw::MaxCpus for ClhLock<N, R, A> {
+    const MAX_CPUS: usize = N;
+}
+
 #[cfg(not(kernel_locks_loom))]
 impl<const N: usize, R: Relax, A: Alignment> crate::raw::ConstInit for ClhLock<N, R, A> {
     const INIT: Self = Self::new();

@@ -74,7 +74,7 @@ macro_rules! wrapper_items {
 }
 
 /// The items of a guard `$guard<'a, L, T>` with the fields `$field: &'a $wrapper<L, T>`,
-/// `cpu: CpuId` and `_not_send`, over locks `L: $bound`: the private constructor `new`, `cpu`,
+/// `cpu: CpuId` and `_cpu_bound: CpuBound`, over locks `L: $bound`: the private constructor `new`, `cpu`,
 /// `Sync` when `T: Sync`, `Deref`, `DerefMut` when the call ends in `mut`, `Debug`, and a `Drop`
 /// that releases the hold with `$bound::$unlock`.
 ///
@@ -95,7 +95,7 @@ macro_rules! guard_items {
                 Self {
                     $field,
                     cpu,
-                    _not_send: core::marker::PhantomData,
+                    _cpu_bound: crate::raw::CpuBound::new(),
                 }
             }
 

@@ -127,11 +127,10 @@
 //! # #[cfg(not(feature = "testing"))] fn main() {}
 //! ```
 
-use core::marker::PhantomData;
 use core::ops::{Deref, DerefMut};
 
 use crate::mutex::{Mutex, MutexGuard};
-use crate::raw::{CpuId, KernelLock, KernelRwLock};
+use crate::raw::{CpuBound, CpuId, KernelLock, KernelRwLock};
 use crate::rwlock::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 /// The calling CPU's interrupt mask: saved and masked, then restored.
@@ -388,8 +387,8 @@ pub type Native = Aarch64Irq;
 #[must_use = "dropping the guard restores the interrupt state at once"]
 pub struct IrqGuard<I: Interrupts> {
     saved: I::State,
-    /// A raw pointer makes the guard `!Send` and `!Sync`.
-    _not_send: PhantomData<*const ()>,
+    /// Makes the guard `!Send` and `!Sync`: it belongs to the CPU that saved the state.
+    _cpu_bound: CpuBound,
 }
 
 impl<I: Interrupts> IrqGuard<I> {
@@ -398,7 +397,7 @@ impl<I: Interrupts> IrqGuard<I> {
     pub fn new() -> Self {
         Self {
             saved: I::save_and_disable(),
-            _not_send: PhantomData,
+            _cpu_bound: CpuBound::new(),
         }
     }
 
@@ -455,8 +454,8 @@ pub fn without_interrupts<I: Interrupts, R>(f: impl FnOnce() -> R) -> R {
 #[must_use = "pass the token to `unlock_irqrestore`, or interrupts stay masked"]
 pub struct IrqSaved<I: Interrupts> {
     saved: I::State,
-    /// A raw pointer makes the token `!Send` and `!Sync`.
-    _not_send: PhantomData<*const ()>,
+    /// Makes the token `!Send` and `!Sync`: it belongs to the CPU that saved the state.
+    _cpu_bound: CpuBound,
 }
 
 impl<I: Interrupts> IrqSaved<I> {
@@ -487,7 +486,7 @@ pub trait KernelLockIrq: KernelLock {
         self.lock(cpu);
         IrqSaved {
             saved: disarm(masked),
-            _not_send: PhantomData,
+            _cpu_bound: CpuBound::new(),
         }
     }
 
@@ -502,7 +501,7 @@ pub trait KernelLockIrq: KernelLock {
         let masked = IrqGuard::<I>::new();
         self.try_lock(cpu).then(|| IrqSaved {
             saved: disarm(masked),
-            _not_send: PhantomData,
+            _cpu_bound: CpuBound::new(),
         })
     }
 

@@ -15,7 +15,8 @@
 //!
 //! [`Mutex<L, T>`](Mutex) and [`RwLock<L, T>`](RwLock) wrap data in any of these locks: they are
 //! locked with an explicit CPU id and hand out guards that release the lock on drop, on the CPU
-//! that took it (guards are `!Send`).
+//! that took it (guards are `!Send`: each holds a [`CpuBound`] marker, which the compiler names
+//! when a guard is moved to another thread).
 //!
 //! # Design
 //! * Every lock operation names the CPU that performs it ([`CpuId`]). Queue locks and the
@@ -29,6 +30,9 @@
 //!   (`ClhLock<N, ..>`, `McsLock<N, ..>`, `BrLock<N, ..>`, `RtmLock<L, N, ..>`), then the wait strategy `R`, then
 //!   the lock's own tuning with a default (the alignment `A`, the ticket `BACKOFF`, the RTM
 //!   engine `E`). Choosing a wait strategy never means naming an unrelated parameter.
+//! * A size given twice is checked at compile time: [`MaxCpus`] states each lock type's CPU
+//!   bound (`N`, or none), and `RtmLock<L, N>` does not compile over a fallback `L` whose bound
+//!   is another `N` (`RtmLock<ClhLock<2>, 4>`).
 //! * A lock that an interrupt handler takes is taken elsewhere with the CPU's interrupts
 //!   masked, or the handler deadlocks on the lock its own CPU holds: [`irq`] has the
 //!   interrupt-safe forms, `lock_irqsave` and its relatives for the raw locks
@@ -107,7 +111,7 @@ pub use nolock::NoLock;
 pub use pad::{CacheLine, CachePadded, Erg, Padded};
 #[cfg(not(kernel_locks_loom))]
 pub use raw::ConstInit;
-pub use raw::{CpuId, KernelLock, KernelRwLock};
+pub use raw::{CpuBound, CpuId, KernelLock, KernelRwLock, MaxCpus};
 pub use relax::{Backoff, Relax, Spin, Wfe};
 pub use rtm::{AbortCause, AbortStatus, DeferFull, Rtm, RtmLock, RtmPolicy, RtmStats, TxEngine};
 pub use rwlock::{RwLock, RwLockReadGuard, RwLockWriteGuard};

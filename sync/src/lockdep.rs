@@ -1087,6 +1087,12 @@ impl<L: KernelLock> Checked<L> {
     }
 }
 
+/// `L`'s bound (an instance's contexts may lower its run-time count, as for
+/// [`max_cpus`](KernelLock::max_cpus)).
+impl<L: crate::raw::MaxCpus> crate::raw::MaxCpus for Checked<L> {
+    const MAX_CPUS: usize = L::MAX_CPUS;
+}
+
 impl<L: fmt::Debug> fmt::Debug for Checked<L> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Checked")

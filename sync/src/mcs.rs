@@ -481,6 +481,11 @@ unsafe impl<const N: usize, R: Relax> KernelLock for McsLock<N, R> {
     }
 }
 
+/// The queue nodes' count, `N`.
+impl<const N: usize, R: Relax> crate::raw::MaxCpus for McsLock<N, R> {
+    const MAX_CPUS: usize = N;
+}
+
 #[cfg(not(kernel_locks_loom))]
 impl<const N: usize, R: Relax> crate::raw::ConstInit for McsLock<N, R> {
     const INIT: Self = Self::new();

@@ -7,9 +7,10 @@
 //! * The CPU id is an argument of [`Mutex::lock`], not a global hook as in the `lock_api`
 //!   adapter: a kernel always knows which core it runs on, and locks that ignore the id (ticket)
 //!   cost nothing extra.
-//! * The guard remembers that CPU and unlocks with it. It is `!Send`: it cannot be moved to
-//!   another thread (in a kernel: another CPU), which would make the unlock name the wrong CPU,
-//!   corrupting a queue lock's per-CPU node. A kernel that could migrate a thread while it holds a
+//! * The guard remembers that CPU and unlocks with it. It is `!Send` (its
+//!   [`CpuBound`] marker, which the compiler names when a guard is moved): it
+//!   cannot be moved to another thread (in a kernel: another CPU), which would make the unlock
+//!   name the wrong CPU, corrupting a queue lock's per-CPU node. A kernel that could migrate a thread while it holds a
 //!   guard must disable preemption around it, as for the raw lock.
 //! * A guard is `Sync` when `T` is: sharing `&T` with other threads is as safe as for any `&T`.
 //!
@@ -58,9 +59,8 @@
 //! ```
 
 use core::cell::UnsafeCell;
-use core::marker::PhantomData;
 
-use crate::raw::{CpuId, KernelLock};
+use crate::raw::{CpuBound, CpuId, KernelLock};
 
 /// A value of type `T` protected by the kernel lock `L`; see the [module documentation](self).
 pub struct Mutex<L, T: ?Sized> {
@@ -93,8 +93,8 @@ impl<L: KernelLock, T: ?Sized> Mutex<L, T> {
 pub struct MutexGuard<'a, L: KernelLock, T: ?Sized> {
     mutex: &'a Mutex<L, T>,
     cpu: CpuId,
-    /// A raw pointer makes the guard `!Send` (and `!Sync`, given back below when `T: Sync`).
-    _not_send: PhantomData<*const ()>,
+    /// Makes the guard `!Send` (and `!Sync`, given back when `T: Sync`): it belongs to `cpu`.
+    _cpu_bound: CpuBound,
 }
 
 guard_items!(MutexGuard { mutex: Mutex }: KernelLock, "", unlock, mut);

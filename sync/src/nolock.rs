@@ -47,6 +47,11 @@ impl NoLock {
     }
 }
 
+/// No per-CPU state, no bound.
+impl crate::raw::MaxCpus for NoLock {
+    const MAX_CPUS: usize = usize::MAX;
+}
+
 // SAFETY: `NoLock` does not exclude anything; the mutual-exclusion and ordering obligations of this
 // trait are taken over by whoever called the `unsafe` constructor `NoLock::new` (see its contract:
 // critical sections under a `NoLock` never conflict, so they need neither exclusion nor ordering).

@@ -7,9 +7,48 @@
 //!   big-reader lock a slot per CPU;
 //! * [`KernelLock::is_locked`] is a pure read of the lock state, so that a transaction can put the
 //!   lock in its read set (lock elision, see `RtmLock`).
+//!
+//! [`CpuBound`] is the marker that keeps every guard of the crate on the CPU that took it.
+
+use core::marker::PhantomData;
 
 /// Index of a CPU (core or hardware thread), `0..max_cpus`.
 pub type CpuId = usize;
+
+/// The marker of a value that belongs to the CPU that made it: a field of this type makes its
+/// holder `!Send` (and `!Sync`), so the value cannot move to another thread.
+///
+/// Every guard of this crate holds one: a lock guard ([`MutexGuard`](crate::MutexGuard),
+/// [`RwLockReadGuard`](crate::RwLockReadGuard), [`RwLockWriteGuard`](crate::RwLockWriteGuard))
+/// releases its lock as the CPU that took it, which a queue lock's release needs (it hands over
+/// that CPU's node), and an interrupt guard or token ([`IrqGuard`](crate::IrqGuard),
+/// [`IrqSaved`](crate::irq::IrqSaved)) restores the interrupt mask of the CPU that saved it.
+/// Guards that may be shared (a data guard when `T: Sync`) implement `Sync` themselves.
+///
+/// Moving such a guard to another thread is a compile error that names this type, "`*const
+/// CpuBound` cannot be sent between threads safely", with the guard's type in the notes below
+/// it. The fix is to release the lock (drop the guard) on the CPU that took it; a kernel keeps
+/// the holder from migrating between the two (preemption off), as for the raw lock (see
+/// [`KernelLock`]'s rules for callers).
+///
+/// ```compile_fail,E0277
+/// use kernel_locks::{ClhLock, Mutex};
+///
+/// static DATA: Mutex<ClhLock<2>, u32> = Mutex::new(ClhLock::new(), 0);
+/// let guard = DATA.lock(0);
+/// std::thread::spawn(move || drop(guard)); // error: `*const CpuBound` cannot be sent ...
+/// ```
+///
+/// Zero-sized; a kernel can put it in guard types of its own.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CpuBound(PhantomData<*const CpuBound>);
+
+impl CpuBound {
+    /// The marker (zero-sized).
+    pub const fn new() -> Self {
+        Self(PhantomData)
+    }
+}
 
 /// A mutual-exclusion lock for kernel code running on several CPUs.
 ///
@@ -102,6 +141,24 @@ pub unsafe trait KernelRwLock: KernelLock {
     fn is_write_locked(&self) -> bool {
         self.is_locked()
     }
+}
+
+/// The compile-time bound on the CPU ids of a lock type: every instance's
+/// [`max_cpus`](KernelLock::max_cpus) is at most `MAX_CPUS`.
+///
+/// Locks with per-CPU state sized by a parameter have that parameter (`ClhLock<N>`,
+/// `McsLock<N>`, `BrLock<N>`, `RtmLock<_, N>`: `N`); locks without per-CPU state
+/// (`TicketLock`, `NoLock`) have no bound, `usize::MAX`, whatever count an instance was built
+/// with at run time.
+///
+/// [`RtmLock<L, N>`](crate::RtmLock) names the CPU count again, for its own per-CPU slots; its
+/// constructors need `L: MaxCpus` and fail to compile when `L` has a bound other than `N`
+/// (`RtmLock<ClhLock<2>, 4>` would give CPUs 2 and 3 slots but no CLH node). A lock of one's
+/// own implements it in one line: `const MAX_CPUS: usize = usize::MAX;` for a lock without
+/// per-CPU state, its array length otherwise.
+pub trait MaxCpus {
+    /// The bound on [`max_cpus`](KernelLock::max_cpus): `usize::MAX` for none.
+    const MAX_CPUS: usize;
 }
 
 /// Locks that can be built in a constant (needed by `lock_api`'s `const INIT`).

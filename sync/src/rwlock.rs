@@ -20,9 +20,8 @@
 //! ```
 
 use core::cell::UnsafeCell;
-use core::marker::PhantomData;
 
-use crate::raw::{CpuId, KernelRwLock};
+use crate::raw::{CpuBound, CpuId, KernelRwLock};
 
 /// A value of type `T` protected by the reader-writer kernel lock `L`; see the
 /// [module documentation](self).
@@ -58,8 +57,8 @@ impl<L: KernelRwLock, T: ?Sized> RwLock<L, T> {
 pub struct RwLockReadGuard<'a, L: KernelRwLock, T: ?Sized> {
     rwlock: &'a RwLock<L, T>,
     cpu: CpuId,
-    /// A raw pointer makes the guard `!Send` (and `!Sync`, given back below when `T: Sync`).
-    _not_send: PhantomData<*const ()>,
+    /// Makes the guard `!Send` (and `!Sync`, given back when `T: Sync`): it belongs to `cpu`.
+    _cpu_bound: CpuBound,
 }
 
 /// Exclusive access to the data of an [`RwLock`], held by one CPU; releases the lock on drop.
@@ -68,8 +67,8 @@ pub struct RwLockReadGuard<'a, L: KernelRwLock, T: ?Sized> {
 pub struct RwLockWriteGuard<'a, L: KernelRwLock, T: ?Sized> {
     rwlock: &'a RwLock<L, T>,
     cpu: CpuId,
-    /// A raw pointer makes the guard `!Send` (and `!Sync`, given back below when `T: Sync`).
-    _not_send: PhantomData<*const ()>,
+    /// Makes the guard `!Send` (and `!Sync`, given back when `T: Sync`): it belongs to `cpu`.
+    _cpu_bound: CpuBound,
 }
 
 guard_items!(RwLockReadGuard { rwlock: RwLock }: KernelRwLock, " shared", read_unlock);

@@ -248,12 +248,16 @@ impl<R: Relax, const BACKOFF: usize> TicketLock<R, BACKOFF> {
     }
 
     maybe_const_fn! {
-        /// An unlocked lock that accepts CPU ids `0..cpus` (others panic, in every build); the
-        /// same constructor as [`with_relax_and_cpus`](Self::with_relax_and_cpus) under an
-        /// older name.
+        /// [`with_relax_and_cpus`](Self::with_relax_and_cpus) (the same lock), or
+        /// [`with_cpus`](TicketLock::with_cpus) for a `TicketLock<Spin>`: every lock of the crate
+        /// takes its run-time CPU count through a `with_cpus`.
         ///
         /// # Panics
         /// If `cpus` is 0.
+        #[deprecated(
+            note = "use `with_cpus(cpus)` (TicketLock<Spin>) or `with_relax_and_cpus(cpus)` (any \
+                    wait strategy and back-off), the same constructor"
+        )]
         #[track_caller]
         pub fn with_max_cpus(cpus: usize) -> Self {
             Self::with_relax_and_cpus(cpus)
@@ -581,6 +585,12 @@ impl<R: Relax, const BACKOFF: usize> fmt::Debug for TicketLock<R, BACKOFF> {
             .field("backoff", &BACKOFF)
             .finish()
     }
+}
+
+/// No per-CPU state, no bound (an instance's run-time count is its own, see
+/// [`with_cpus`](TicketLock::with_cpus)).
+impl<R: Relax, const BACKOFF: usize> crate::raw::MaxCpus for TicketLock<R, BACKOFF> {
+    const MAX_CPUS: usize = usize::MAX;
 }
 
 #[cfg(not(kernel_locks_loom))]

@@ -1,6 +1,7 @@
 //! `Mutex<L, T>` / `RwLock<L, T>` on real threads (each thread one CPU): exact totals of a plain,
 //! non-atomic counter updated through the guards, for every lock kind; and the compile-fail
-//! checks that a guard cannot be sent to another thread (tests/ui).
+//! checks that a guard cannot be sent to another thread (tests/ui), whose expected errors name
+//! the guards' marker, `CpuBound`.
 #![cfg(not(kernel_locks_loom))]
 
 mod common;
@@ -143,6 +144,24 @@ fn rwlock_over_nolock_is_a_plain_cell_for_disjoint_use() {
     let _ = <NoLock as KernelRwLock>::try_read_lock;
 }
 
+/// The marker that makes the guards `!Send` takes no room: a guard is its reference and its CPU.
+#[test]
+fn the_cpu_bound_marker_is_zero_sized() {
+    use core::mem::size_of;
+    assert_eq!(size_of::<kernel_locks::CpuBound>(), 0);
+    let guard = size_of::<(&(), kernel_locks::CpuId)>();
+    assert_eq!(
+        size_of::<kernel_locks::MutexGuard<'static, ClhLock<2>, u32>>(),
+        guard
+    );
+    assert_eq!(
+        size_of::<kernel_locks::RwLockWriteGuard<'static, BrLock<2>, u32>>(),
+        guard
+    );
+}
+
+/// Every guard and token of the crate is `!Send`, and the compiler's error names the marker
+/// that makes it so (`*const CpuBound`, see the `.stderr` files).
 #[test]
 fn guards_cannot_be_sent_to_another_thread() {
     let t = trybuild::TestCases::new();

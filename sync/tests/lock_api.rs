@@ -186,7 +186,7 @@ macro_rules! adapter_tests {
             fn raw_locks_wrap_an_existing_lock() {
                 set_cpu(1);
                 let mutex = Mutex::<TicketLock, ThreadCpu, _>::from_raw(
-                    RawKernelMutex::from_lock(TicketLock::with_max_cpus(2)),
+                    RawKernelMutex::from_lock(TicketLock::with_cpus(2)),
                     'x',
                 );
                 assert_eq!(*mutex.lock(), 'x');

@@ -15,7 +15,7 @@
 mod loom_model;
 
 use kernel_locks::rtm::testing::{self, HtmModel, ScriptedEngine, CAPACITY, CONFLICT};
-use kernel_locks::{KernelLock, RtmLock, RtmPolicy, Spin, TxEngine};
+use kernel_locks::{KernelLock, MaxCpus, RtmLock, RtmPolicy, Spin, TxEngine};
 use loom::cell::UnsafeCell;
 use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering::*};
 use loom::sync::Arc;
@@ -27,6 +27,11 @@ impl Tas {
     fn new() -> Self {
         Self(AtomicBool::new(false))
     }
+}
+
+/// One flag, no per-CPU state: no bound.
+impl MaxCpus for Tas {
+    const MAX_CPUS: usize = usize::MAX;
 }
 
 // SAFETY: a CAS from false to true (Acquire) admits one holder; release stores false (Release).

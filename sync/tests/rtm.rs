@@ -15,8 +15,8 @@ use kernel_locks::rtm::testing::{
 };
 use kernel_locks::rtm::DEFER_CAPACITY;
 use kernel_locks::{
-    AbortCause, AbortStatus, ClhLock, DeferFull, KernelLock, Rtm, RtmLock, RtmPolicy, RtmStats,
-    TicketLock, TxEngine,
+    AbortCause, AbortStatus, ClhLock, DeferFull, KernelLock, MaxCpus, Rtm, RtmLock, RtmPolicy,
+    RtmStats, TicketLock, TxEngine,
 };
 
 use common::Yield;
@@ -689,7 +689,7 @@ fn misuse_panics() {
         ),
         // The fallback's range limits the lock's.
         ("out of range (this lock supports CPUs 0..2)", &|| {
-            let lock: RtmLock<TicketLock, 4> = RtmLock::new(TicketLock::with_max_cpus(2));
+            let lock: RtmLock<TicketLock, 4> = RtmLock::new(TicketLock::with_cpus(2));
             assert_eq!(lock.max_cpus(), 2);
             lock.lock(3);
         }),
@@ -893,4 +893,42 @@ fn real_rtm_drops_deferred_calls_of_an_aborted_attempt() {
         RAN.lock().unwrap().clear();
     }
     panic!("never observed an elided attempt abort and retry");
+}
+
+/// Every lock's compile-time CPU bound (`MaxCpus`), which `RtmLock` compares with its `N`: the
+/// per-CPU array length, or none for the locks without per-CPU state; and each instance's
+/// `max_cpus` within it.
+#[test]
+fn every_lock_states_its_cpu_bound() {
+    use kernel_locks::{BrLock, McsLock, NoLock, TicketBackoffLock};
+    fn bound<L: MaxCpus + KernelLock>(lock: &L) -> usize {
+        assert!(
+            lock.max_cpus() <= L::MAX_CPUS,
+            "{}: max_cpus above its bound",
+            lock.name()
+        );
+        L::MAX_CPUS
+    }
+    assert_eq!(bound(&ClhLock::<3>::with_cpus(2)), 3);
+    assert_eq!(bound(&McsLock::<5>::new()), 5);
+    assert_eq!(bound(&BrLock::<6>::new()), 6);
+    assert_eq!(bound(&TicketLock::with_cpus(2)), usize::MAX);
+    assert_eq!(bound(&TicketBackoffLock::<Yield>::with_relax()), usize::MAX);
+    // SAFETY: nothing runs under this lock.
+    assert_eq!(bound(&unsafe { NoLock::new() }), usize::MAX);
+    let elided: RtmLock<McsLock<7>, 7> = RtmLock::new(McsLock::new());
+    assert_eq!(bound(&elided), 7);
+    let over_ticket: RtmLock<TicketLock, 3> = RtmLock::new(TicketLock::with_cpus(2));
+    assert_eq!((bound(&over_ticket), over_ticket.max_cpus()), (3, 2));
+}
+
+/// `RtmLock<L, N>` does not compile when `L` has a CPU bound of its own (`MaxCpus`) other than
+/// `N`, in a `static` or a `let`; matching counts and unbounded fallbacks compile and run
+/// (tests/ui-rtm; the pass case makes trybuild build, not only check, so that the error of the
+/// `let`, raised when the constructor is instantiated, is seen).
+#[test]
+fn fallback_with_another_cpu_count_does_not_compile() {
+    let t = trybuild::TestCases::new();
+    t.pass("tests/ui-rtm/cpus_match.rs");
+    t.compile_fail("tests/ui-rtm/cpus_mismatch_*.rs");
 }

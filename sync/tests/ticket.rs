@@ -69,7 +69,11 @@ fn hammer_try_lock() {
 #[test]
 fn hammer_mixed_lock_and_try_lock() {
     let threads = common::stress_threads().min(64);
-    common::hammer_mixed(&TicketLock::<Yield>::with_max_cpus(64), threads, ITERS);
+    common::hammer_mixed(
+        &TicketLock::<Yield>::with_relax_and_cpus(64),
+        threads,
+        ITERS,
+    );
 }
 
 #[test]
@@ -77,7 +81,7 @@ fn names_and_cpus() {
     assert_eq!(TicketLock::new().name(), "ticket");
     assert_eq!(TicketLock::with_backoff().name(), "ticket-backoff");
     assert_eq!(TicketLock::new().max_cpus(), usize::MAX);
-    assert_eq!(TicketLock::<Spin>::with_max_cpus(4).max_cpus(), 4);
+    assert_eq!(TicketLock::with_cpus(4).max_cpus(), 4);
     const { assert!(DEFAULT_BACKOFF > 0 && DEFAULT_BACKOFF < MAX_BACKOFF_HINTS) };
 }
 
@@ -113,9 +117,22 @@ fn common_constructors_infer_their_type() {
     assert!(format!("{woken:?}").contains("backoff: 8"));
 }
 
+/// The deprecated name of `with_relax_and_cpus` builds the same lock.
+#[test]
+#[allow(deprecated)]
+fn with_max_cpus_is_with_relax_and_cpus() {
+    let old = TicketLock::<Yield, 4>::with_max_cpus(3);
+    let new = TicketLock::<Yield, 4>::with_relax_and_cpus(3);
+    assert_eq!(format!("{old:?}"), format!("{new:?}"));
+    assert_eq!((old.max_cpus(), old.name()), (new.max_cpus(), new.name()));
+    old.lock(2);
+    // SAFETY: CPU 2 holds the lock.
+    unsafe { old.unlock(2) };
+}
+
 #[test]
 fn try_lock_and_is_locked_single_cpu() {
-    let lock = TicketLock::<Spin>::with_max_cpus(2);
+    let lock = TicketLock::with_cpus(2);
     assert!(!lock.is_locked());
     assert_eq!(lock.queue_len(), 0);
     assert!(lock.try_lock(0));
@@ -154,7 +171,7 @@ fn usable_in_statics() {
 #[test]
 fn fifo_hand_over() {
     fn fifo<const B: usize>() {
-        let lock = TicketLock::<Yield, B>::with_max_cpus(8);
+        let lock = TicketLock::<Yield, B>::with_relax_and_cpus(8);
         let order = Mutex::new(Vec::new());
         lock.lock(0);
         std::thread::scope(|s| {
@@ -247,10 +264,10 @@ fn cpu_ids_out_of_range_panic() {
     common::assert_each_panics(&[
         (
             "TicketLock: CPU id 2 out of range (this lock supports CPUs 0..2)",
-            &|| TicketLock::<Spin>::with_max_cpus(2).lock(2),
+            &|| TicketLock::with_cpus(2).lock(2),
         ),
         ("TicketLock: CPU id 7 out of range", &|| {
-            TicketLock::<Spin>::with_max_cpus(4).try_lock(7);
+            TicketLock::with_cpus(4).try_lock(7);
         }),
     ]);
 }

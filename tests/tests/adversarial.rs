@@ -89,7 +89,7 @@ fn adversarial<S: Strategy>(name: &str, strategy: S, seed: u64) {
 fn adversarial_big_lock_ticket() {
     adversarial(
         "bkl-ticket",
-        BigLock::new(TicketLock::<HostRelax>::with_max_cpus(MAX_CPUS)),
+        BigLock::new(TicketLock::<HostRelax>::with_relax_and_cpus(MAX_CPUS)),
         21,
     );
 }

@@ -49,7 +49,7 @@ fn call(k: &K, cpu: usize, sc: Syscall) -> Result<usize, kernel::Error> {
 
 fn kernel() -> (Box<K>, [kernel::ThreadId; 2]) {
     let mut k = Box::new(Kernel::new(
-        BigLock::new(TicketLock::<HostRelax>::with_max_cpus(MAX_CPUS)),
+        BigLock::new(TicketLock::<HostRelax>::with_relax_and_cpus(MAX_CPUS)),
         FakeHal::new(2),
         2,
     ));

@@ -18,7 +18,7 @@ fn slot(i: usize) -> CapSlot {
 #[test]
 fn no_capability_no_access() {
     let mut k = Box::new(Kernel::new(
-        BigLock::new(TicketLock::<HostRelax>::with_max_cpus(MAX_CPUS)),
+        BigLock::new(TicketLock::<HostRelax>::with_relax_and_cpus(MAX_CPUS)),
         FakeHal::new(2),
         2,
     ));
@@ -148,7 +148,7 @@ fn no_capability_no_access() {
 #[test]
 fn rights_are_enforced_per_capability() {
     let mut k = Box::new(Kernel::new(
-        BigLock::new(TicketLock::<HostRelax>::with_max_cpus(MAX_CPUS)),
+        BigLock::new(TicketLock::<HostRelax>::with_relax_and_cpus(MAX_CPUS)),
         FakeHal::new(1),
         1,
     ));
@@ -235,7 +235,7 @@ fn rights_are_enforced_per_capability() {
 #[test]
 fn map_frame_failing_hal_preparation_changes_nothing() {
     let mut k = Box::new(Kernel::new(
-        BigLock::new(TicketLock::<HostRelax>::with_max_cpus(MAX_CPUS)),
+        BigLock::new(TicketLock::<HostRelax>::with_relax_and_cpus(MAX_CPUS)),
         FakeHal::new(1),
         1,
     ));

@@ -183,7 +183,7 @@ fn mutual<S: Strategy>(name: &'static str, strategy: S, cores: usize, rounds: us
 fn unmap_returns_after_remote_flush_big_lock() {
     mutual(
         "bkl-ticket",
-        BigLock::new(TicketLock::<HostRelax>::with_max_cpus(MAX_CPUS)),
+        BigLock::new(TicketLock::<HostRelax>::with_relax_and_cpus(MAX_CPUS)),
         2,
         300,
     );
@@ -345,7 +345,7 @@ fn delete_recreate<S: Strategy>(name: &'static str, strategy: S, rounds: usize) 
 fn address_space_delete_recreate_big_lock() {
     delete_recreate(
         "bkl-ticket",
-        BigLock::new(TicketLock::<HostRelax>::with_max_cpus(MAX_CPUS)),
+        BigLock::new(TicketLock::<HostRelax>::with_relax_and_cpus(MAX_CPUS)),
         100,
     );
 }

@@ -100,7 +100,7 @@ unsafe impl<S: Strategy> Strategy for ByRef<'_, S> {
 fn big_lock_ticket() {
     stress(
         "bkl-ticket",
-        &BigLock::new(TicketLock::<HostRelax>::with_max_cpus(MAX_CPUS)),
+        &BigLock::new(TicketLock::<HostRelax>::with_relax_and_cpus(MAX_CPUS)),
         CORES,
         true,
         &[1, 2],

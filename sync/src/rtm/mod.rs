@@ -110,7 +110,7 @@ use core::fmt;
 use core::marker::PhantomData;
 
 use crate::pad::CachePadded;
-use crate::raw::{check_cpu, cpu_out_of_range, CpuId, KernelLock};
+use crate::raw::{check_cpu, cpu_out_of_range, CpuId, KernelLock, MaxCpus};
 use crate::relax::{Relax, Spin};
 use crate::shim::{wait_hint, AtomicU32, AtomicUsize, Ordering::Relaxed};
 
@@ -192,7 +192,16 @@ enum Next {
 /// the wait strategy, then the rest, so choosing `R` never means naming `E`.
 ///
 /// See the [module docs](self) for the algorithm. Typical kernel use:
-/// `RtmLock<TicketLock, MAX_CPUS>` or `RtmLock<ClhLock<MAX_CPUS>, MAX_CPUS>`.
+/// `RtmLock<TicketLock, MAX_CPUS>` or `RtmLock<ClhLock<MAX_CPUS>, MAX_CPUS>`. `N` sizes the
+/// lock's own per-CPU slots; a fallback with a CPU bound of its own ([`MaxCpus`]: `ClhLock<N>`,
+/// `McsLock<N>`, `BrLock<N>`) must have the same `N`, or the constructors do not compile:
+///
+/// ```compile_fail,E0080
+/// use kernel_locks::{ClhLock, RtmLock};
+///
+/// // error: RtmLock<L, N>: N differs from the CPU count of the fallback lock L ...
+/// static LOCK: RtmLock<ClhLock<2>, 4> = RtmLock::new(ClhLock::new());
+/// ```
 ///
 /// Without RTM (AMD, QEMU, TSX disabled) it behaves as `L` (plus statistics and deferred work).
 ///
@@ -222,11 +231,13 @@ pub struct RtmLock<L, const N: usize, R = Spin, E = Rtm> {
     _relax: PhantomData<fn() -> R>,
 }
 
-impl<L: KernelLock, const N: usize, R: Relax> RtmLock<L, N, R, Rtm> {
+impl<L: KernelLock + MaxCpus, const N: usize, R: Relax> RtmLock<L, N, R, Rtm> {
     maybe_const_fn! {
         /// Elision with the real RTM engine over `fallback`, with the default [`RtmPolicy`].
         /// RTM is detected on first use.
         pub fn new(fallback: L) -> Self {
+            #[allow(clippy::let_unit_value)]
+            let () = Self::N_IS_THE_FALLBACKS_CPU_COUNT;
             Self::with_engine_and_policy(fallback, Rtm, RtmPolicy::DEFAULT)
         }
     }
@@ -234,15 +245,29 @@ impl<L: KernelLock, const N: usize, R: Relax> RtmLock<L, N, R, Rtm> {
     maybe_const_fn! {
         /// Elision with the real RTM engine over `fallback`, with `policy`.
         pub fn with_policy(fallback: L, policy: RtmPolicy) -> Self {
+            #[allow(clippy::let_unit_value)]
+            let () = Self::N_IS_THE_FALLBACKS_CPU_COUNT;
             Self::with_engine_and_policy(fallback, Rtm, policy)
         }
     }
 }
 
-impl<L: KernelLock, const N: usize, E: TxEngine, R: Relax> RtmLock<L, N, R, E> {
+impl<L: KernelLock + MaxCpus, const N: usize, E: TxEngine, R: Relax> RtmLock<L, N, R, E> {
+    /// Evaluated by every constructor, each itself so that the error names the caller's line:
+    /// `N` is the fallback's own CPU bound, where it has one ([`MaxCpus`]). A mismatch is a
+    /// compile error, at the construction of a `static` or `const`, or when the constructor is
+    /// instantiated (`cargo build`; `cargo check` does not instantiate) otherwise.
+    const N_IS_THE_FALLBACKS_CPU_COUNT: () = assert!(
+        L::MAX_CPUS == usize::MAX || L::MAX_CPUS == N,
+        "RtmLock<L, N>: N differs from the CPU count of the fallback lock L (MaxCpus::MAX_CPUS, \
+         such as ClhLock<N>'s N); give both the same count, as in RtmLock<ClhLock<4>, 4>"
+    );
+
     maybe_const_fn! {
         /// Elision with `engine` over `fallback`, with the default [`RtmPolicy`].
         pub fn with_engine(fallback: L, engine: E) -> Self {
+            #[allow(clippy::let_unit_value)]
+            let () = Self::N_IS_THE_FALLBACKS_CPU_COUNT;
             Self::with_engine_and_policy(fallback, engine, RtmPolicy::DEFAULT)
         }
     }
@@ -250,6 +275,8 @@ impl<L: KernelLock, const N: usize, E: TxEngine, R: Relax> RtmLock<L, N, R, E> {
     maybe_const_fn! {
         /// Elision with `engine` over `fallback`, with `policy`.
         pub fn with_engine_and_policy(fallback: L, engine: E, policy: RtmPolicy) -> Self {
+            #[allow(clippy::let_unit_value)]
+            let () = Self::N_IS_THE_FALLBACKS_CPU_COUNT;
             Self {
                 fallback,
                 engine,
@@ -260,7 +287,9 @@ impl<L: KernelLock, const N: usize, E: TxEngine, R: Relax> RtmLock<L, N, R, E> {
             }
         }
     }
+}
 
+impl<L: KernelLock, const N: usize, E: TxEngine, R: Relax> RtmLock<L, N, R, E> {
     /// The fallback lock. Locking it directly is allowed (it makes eliding CPUs abort and wait).
     pub fn fallback(&self) -> &L {
         &self.fallback
@@ -636,9 +665,14 @@ unsafe impl<L: KernelLock, const N: usize, E: TxEngine, R: Relax> KernelLock
     }
 }
 
+/// The slots' count, `N`.
+impl<L, const N: usize, R, E> MaxCpus for RtmLock<L, N, R, E> {
+    const MAX_CPUS: usize = N;
+}
+
 #[cfg(not(kernel_locks_loom))]
-impl<L: KernelLock + crate::raw::ConstInit, const N: usize, R: Relax> crate::raw::ConstInit
-    for RtmLock<L, N, R, Rtm>
+impl<L: KernelLock + MaxCpus + crate::raw::ConstInit, const N: usize, R: Relax>
+    crate::raw::ConstInit for RtmLock<L, N, R, Rtm>
 {
     const INIT: Self = Self::new(L::INIT);
 }

@@ -267,6 +267,11 @@ unsafe impl<P: ModelRef> TxEngine for ModelEngine<P> {
     }
 }
 
+/// One lock word, no per-CPU state: no bound.
+impl<P: ModelRef> crate::raw::MaxCpus for ModelFallback<P> {
+    const MAX_CPUS: usize = usize::MAX;
+}
+
 // SAFETY: the lock is acquired by a CAS from 0 to HELD (Acquire), so at most one holder; released
 // by clearing HELD with a Release RMW. `is_locked` is a load.
 unsafe impl<P: ModelRef> KernelLock for ModelFallback<P> {

@@ -774,7 +774,10 @@ fn single_case(lock: Lock, cross_as: bool) -> (Box<dyn Case>, (f64, f64)) {
             )
         }
         Lock::Rtm => {
-            let s = || Rtm::<_, kernel_locks::Rtm, Spin>::new(ClhLock::<1, Spin>::new());
+            // The kernel's `Rtm` has a slot per possible core, and its fallback the same count (a
+            // compile-time check); one core in use.
+            let s =
+                || Rtm::<_, kernel_locks::Rtm, Spin>::new(ClhLock::<MAX_CPUS, Spin>::with_cpus(1));
             (
                 Box::new(PingPong::new(s(), cross_as)),
                 locks_per_round_trip(s(), cross_as),
@@ -1052,7 +1055,7 @@ pub(crate) fn with_strategy<F: StrategyFn>(
     Some(match lock {
         Lock::None => f.call(none?),
         Lock::Clh => f.call(BigLock::new(ClhLock::<MAX_CPUS, HostRelax>::new())),
-        Lock::Ticket => f.call(BigLock::new(TicketLock::<HostRelax>::with_max_cpus(
+        Lock::Ticket => f.call(BigLock::new(TicketLock::<HostRelax>::with_relax_and_cpus(
             MAX_CPUS,
         ))),
         Lock::Mcs => f.call(BigLock::new(McsLock::<MAX_CPUS, HostRelax>::new())),
