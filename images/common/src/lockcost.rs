@@ -185,25 +185,23 @@ impl<M: CostArch> WithLock for Measure<'_, M> {
             ..
         } = self;
         let empty = (0..WARMUP_BATCHES + runs)
-            .map(|_| batch::<M>(|| ()))
+            .map(|_| batch::<M, _>(&Empty))
             .min()
             .unwrap_or(0);
-        let plain = || {
-            lock.lock(cpu);
-            // SAFETY: `cpu` took the lock just above.
-            unsafe { lock.unlock(cpu) };
-        };
-        let irqsave = || {
-            let saved = lock.lock_irqsave::<M::Irq>(cpu);
-            // SAFETY: `cpu` took the lock just above, with this token, the last state saved.
-            unsafe { lock.unlock_irqrestore(cpu, saved) };
+        let plain = Plain { lock, cpu };
+        let irqsave = IrqSave::<L, M::Irq> {
+            lock,
+            cpu,
+            irq: PhantomData,
         };
         let mut samples = [[0u64; MAX_RUNS]; record::PAIR_MODES];
         without_interrupts::<M::Irq, _>(|| {
-            batches::<M>(&mut samples[record::PAIR_PLAIN][..runs], plain);
-            batches::<M>(&mut samples[record::PAIR_IRQSAVE_MASKED][..runs], irqsave);
+            batches::<M, _>(&mut samples[record::PAIR_PLAIN][..runs], &plain);
+            batches::<M, _>(&mut samples[record::PAIR_IRQSAVE_MASKED][..runs], &irqsave);
         });
-        M::with_interrupts_on(|| batches::<M>(&mut samples[record::PAIR_IRQSAVE][..runs], irqsave));
+        M::with_interrupts_on(|| {
+            batches::<M, _>(&mut samples[record::PAIR_IRQSAVE][..runs], &irqsave)
+        });
         for (mode, times) in samples.iter().enumerate() {
             let rec = record::lock_pair(which, mode);
             // The collector takes the parameters and samples of the records it knows.
@@ -215,31 +213,78 @@ impl<M: CostArch> WithLock for Measure<'_, M> {
     }
 }
 
+/// What one iteration of a timed loop does. `run` is always inlined, so that each loop is
+/// [`batch`]'s loop around the body itself, never around a call.
+trait Pair {
+    /// One iteration's work.
+    fn run(&self);
+}
+
+/// Nothing: the loop alone, the baseline.
+struct Empty;
+
+impl Pair for Empty {
+    #[inline(always)]
+    fn run(&self) {}
+}
+
+/// `lock` + `unlock`.
+struct Plain<'a, L> {
+    lock: &'a L,
+    cpu: CpuId,
+}
+
+impl<L: KernelLock> Pair for Plain<'_, L> {
+    #[inline(always)]
+    fn run(&self) {
+        self.lock.lock(self.cpu);
+        // SAFETY: `cpu` took the lock just above.
+        unsafe { self.lock.unlock(self.cpu) };
+    }
+}
+
+/// `lock_irqsave` + `unlock_irqrestore` with mask `I`.
+struct IrqSave<'a, L, I> {
+    lock: &'a L,
+    cpu: CpuId,
+    irq: PhantomData<fn() -> I>,
+}
+
+impl<L: KernelLock, I: Interrupts> Pair for IrqSave<'_, L, I> {
+    #[inline(always)]
+    fn run(&self) {
+        let saved = self.lock.lock_irqsave::<I>(self.cpu);
+        // SAFETY: `cpu` took the lock just above, with this token, the last state saved.
+        unsafe { self.lock.unlock_irqrestore(self.cpu, saved) };
+    }
+}
+
 /// Fills `times` with batches of `pair`, after [`WARMUP_BATCHES`] not recorded.
-fn batches<M: CostArch>(times: &mut [u64], pair: impl Fn()) {
+fn batches<M: CostArch, P: Pair>(times: &mut [u64], pair: &P) {
     for _ in 0..WARMUP_BATCHES {
-        batch::<M>(&pair);
+        batch::<M, P>(pair);
     }
     for t in times {
-        *t = batch::<M>(&pair);
+        *t = batch::<M, P>(pair);
     }
 }
 
 /// The counter ticks of [`LOCK_BATCH`] runs of `pair`, between two counter reads (modulo the
-/// word size). In line, so that every loop is this loop around its own body.
+/// word size). In line, as [`Pair::run`] is, so that every loop is this loop around its own
+/// body.
 ///
 /// The loop's count passes through an empty `asm!` block every iteration, so the compiler
 /// knows neither the count nor when it ends: it cannot unroll the loop, nor delete it when
 /// `pair` does nothing, and the empty loop (the baseline subtracted from every batch) and the
-/// locks' loops count alike (x86_64: `dec; test; jne`, ARMv7: `subs; cmp; bne` or the like).
-/// The compiler fences keep the body's memory accesses between the counter reads.
+/// locks' loops count alike (x86_64: `dec; test; jne`, ARMv7: `sub; cmp; bne`). The compiler
+/// fences keep the body's memory accesses between the counter reads.
 #[inline(always)]
-fn batch<M: CostArch>(pair: impl Fn()) -> u64 {
+fn batch<M: CostArch, P: Pair>(pair: &P) -> u64 {
     let t0 = M::read_counter();
     compiler_fence(Ordering::SeqCst);
     let mut left = LOCK_BATCH;
     loop {
-        pair();
+        pair.run();
         left -= 1;
         // SAFETY: an empty block (no instruction) that claims to change `left`; it touches no
         // memory, stack or flags.
