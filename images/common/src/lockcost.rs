@@ -446,17 +446,5 @@ mod tests {
             assert_eq!((records.len(), bad), (complete, missing), "{lock}");
             assert!(records.iter().all(|r| r.head.variant == "ticket"));
         }
-        // Every strategy with one lock lends it.
-        // SAFETY: nothing runs under this strategy.
-        let none = unsafe { NoLockStrategy::new() };
-        struct Name<'a>(&'a Cell<&'static str>);
-        impl WithLock for Name<'_> {
-            fn with<L: KernelLock>(self, lock: &L) {
-                self.0.set(lock.name());
-            }
-        }
-        let name = Cell::new("");
-        assert!(none.with_kernel_lock(Name(&name)) && name.get() == "none");
-        assert!(!fine.with_kernel_lock(Name(&name)));
     }
 }
