@@ -13,7 +13,9 @@
 //!
 //! The interrupt-safe pair is `kernel_locks::irq::KernelLockIrq`'s, with the CPU's own mask
 //! (`kernel_locks::irq::Native`: RFLAGS.IF on x86_64, CPSR.I on ARMv7). The lock is uncontended
-//! (one core), so what the `-irqsave` records add to `lock-pair` is the guard alone.
+//! (one core), so what the `-irqsave` records add to `lock-pair` is the guard as the compiler
+//! builds it around that lock: the masking, and what keeping the saved state costs the code
+//! around it (`docs/locks.md` reads the figures).
 //!
 //! Two locks, the record's `variant`: a ticket lock of this module's own (`ticket`, the same in
 //! every boot), and the kernel's own lock as booted, the very instance its entries take
@@ -134,9 +136,9 @@ impl<R: Relax> KernelLockOf for FineGrained<R> {
 }
 
 /// Measures the ticket lock and, where [`bench::measures_kernel_lock`] says so for the boot's
-/// `lock` (its `lock=` name), `strategy`'s own lock, on `cpu` with interrupts masked at the
-/// call, `runs` samples of each record into `c`. Before the root task runs (see the module
-/// documentation).
+/// `lock` (its `lock=` name), `strategy`'s own lock, on `cpu`: `runs` samples of each record
+/// into `c`. On the boot core before the root task runs (see the module documentation); the
+/// interrupt state is restored on return.
 pub fn run<M: CostArch, S: Strategy + KernelLockOf>(
     strategy: &S,
     lock: &str,
