@@ -424,8 +424,13 @@ pub mod bench {
     /// Round trips per `ipc-roundtrip` sample, and `Null` calls per `null-syscall` sample (the
     /// sample is their mean).
     pub const BATCH: usize = 100;
-    /// Batches run before the `ipc-roundtrip` and `null-syscall` samples (not recorded).
+    /// Batches run before the `ipc-roundtrip` and `null-syscall` samples (not recorded), and
+    /// before the `lock-pair` ones.
     pub const WARMUP_BATCHES: usize = 2;
+    /// Lock and unlock pairs per `lock-pair` sample (the sample is their mean): enough that
+    /// the coarsest counter (sabrelite's 100 MHz global timer, one tick per 10 instructions
+    /// under `-icount shift=0`) resolves a hundredth of an instruction per pair.
+    pub const LOCK_BATCH: usize = 1000;
     /// Back-to-back counter reads whose minimum is the counter-read overhead.
     pub const OVERHEAD_TRIES: usize = 64;
     /// Sampling intervals a throughput client runs before its samples (not recorded).
@@ -462,12 +467,37 @@ pub mod bench {
         /// of [`BATCH`](super::BATCH), reported by the cross-address-space IPC client (the last
         /// program of `bench=ipc` to run) after its IPC records.
         pub const NULL_SYSCALL: usize = 12;
+        /// The first of the lock-cost records, which the image measures itself at boot in
+        /// kernel mode (`bench=ipc`; no program reports them): record
+        /// [`lock_pair`]`(lock, mode)` for lock [`LOCK_TICKET`] or [`LOCK_KERNEL`] and mode
+        /// [`PAIR_PLAIN`], [`PAIR_IRQSAVE`] or [`PAIR_IRQSAVE_MASKED`].
+        pub const LOCK_PAIR: usize = 13;
+        /// [`lock_pair`]'s lock: a ticket lock of the image's own (variant `ticket`).
+        pub const LOCK_TICKET: usize = 0;
+        /// [`lock_pair`]'s lock: the kernel's own lock as booted (variant: its `lock=` name).
+        pub const LOCK_KERNEL: usize = 1;
+        /// [`lock_pair`]'s mode: `lock` + `unlock` (`lock-pair`).
+        pub const PAIR_PLAIN: usize = 0;
+        /// [`lock_pair`]'s mode: `lock_irqsave` + `unlock_irqrestore` entered with interrupts
+        /// enabled (`lock-pair-irqsave`).
+        pub const PAIR_IRQSAVE: usize = 1;
+        /// [`lock_pair`]'s mode: `lock_irqsave` + `unlock_irqrestore` entered with interrupts
+        /// masked, as in an interrupt handler (`lock-pair-irqsave-masked`).
+        pub const PAIR_IRQSAVE_MASKED: usize = 2;
+        /// Modes per lock.
+        pub const PAIR_MODES: usize = 3;
         /// Records in all.
-        pub const COUNT: usize = 13;
+        pub const COUNT: usize = LOCK_PAIR + 2 * PAIR_MODES;
 
         /// The IPC record `base` (one of the three above) of IPC variant `variant`.
         pub const fn ipc(base: usize, variant: u64) -> usize {
             base + 3 * variant as usize
+        }
+
+        /// The lock-cost record of `lock` ([`LOCK_TICKET`], [`LOCK_KERNEL`]) in `mode`
+        /// ([`PAIR_PLAIN`], [`PAIR_IRQSAVE`], [`PAIR_IRQSAVE_MASKED`]).
+        pub const fn lock_pair(lock: usize, mode: usize) -> usize {
+            LOCK_PAIR + PAIR_MODES * lock + mode
         }
     }
 

@@ -54,6 +54,18 @@ impl ArchFacts for Armv7 {
             hz: hal_armv7::timer::cycles_hz(),
         }
     }
+
+    /// PMCCNTR where [`counter`](ArchFacts::counter) is `pmccntr` (the HAL enabled it, so PL1
+    /// reads it without a trap), else the kernel's counter (the A9 global timer, CNTVCT), the
+    /// low word.
+    #[inline(always)]
+    fn read_counter() -> usize {
+        if hal_armv7::pmu::user_counter() {
+            hal_armv7::pmu::cycles() as usize
+        } else {
+            hal_armv7::timer::cycles() as usize
+        }
+    }
 }
 
 /// Prints one test line and counts it.

@@ -17,8 +17,8 @@ use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use kernel::{Error, Regs};
 use protocol::record::{RecordHead, RecordLine};
 use servers::image::bench::{
-    param, record, BATCH, DEFAULT_RUNS, MAX_RUNS, OVERHEAD_TRIES, WARMUP, WARMUP_BATCHES,
-    WARMUP_INTERVALS,
+    param, record, BATCH, DEFAULT_RUNS, LOCK_BATCH, MAX_RUNS, OVERHEAD_TRIES, WARMUP,
+    WARMUP_BATCHES, WARMUP_INTERVALS,
 };
 use servers::image::memory::{self, Spec};
 
@@ -397,14 +397,44 @@ pub struct Incomplete {
 /// whether its `extra` values are the collector's [`param::EXTRA`] counters (in order).
 type Planned = (usize, Record, u32, bool);
 
-/// The most records one benchmark kind prints (`ipc`: three per variant and `null-syscall`).
-const MAX_PLANNED: usize = 7;
+/// The most records one benchmark kind prints (`ipc`: three per variant, `null-syscall`, and
+/// the three lock-cost records of each of two locks).
+const MAX_PLANNED: usize = 7 + 2 * record::PAIR_MODES;
+
+/// The lock-cost records' names, by mode ([`record::PAIR_PLAIN`], ...; see
+/// [`crate::lockcost`]).
+pub const LOCK_PAIR_BENCHES: [&str; record::PAIR_MODES] = {
+    let mut names = [""; record::PAIR_MODES];
+    names[record::PAIR_PLAIN] = "lock-pair";
+    names[record::PAIR_IRQSAVE] = "lock-pair-irqsave";
+    names[record::PAIR_IRQSAVE_MASKED] = "lock-pair-irqsave-masked";
+    names
+};
+
+/// Whether a boot with `lock` (its `lock=` name) measures the kernel's own lock
+/// ([`crate::lockcost`], variant `lock`): every strategy with one kernel lock but the ticket
+/// lock, which the `ticket` variant measures already; not the fine-grained strategy, which has
+/// no one lock.
+pub fn measures_kernel_lock(lock: &str) -> bool {
+    use lock_registry::{Kind, Lock};
+    Lock::parse(lock).is_some_and(|l| l != Lock::Ticket && l.entry().kind != Kind::FineGrained)
+}
 
 /// The extra values of a batch-timed record (`ipc-roundtrip`, `null-syscall`): the batch size,
 /// the warm-up batches, and the counter-read cost subtracted from each batch before dividing
 /// (filled from the collector).
 const BATCH_EXTRA: [Option<(&str, u64)>; 4] = [
     Some(("batch", BATCH as u64)),
+    Some(("warmup_batches", WARMUP_BATCHES as u64)),
+    Some(("overhead_per_batch", 0)),
+    None,
+];
+
+/// The extra values of a lock-cost record (`lock-pair`, ...): the pairs per batch, the warm-up
+/// batches, and the empty loop's time per batch subtracted from each (filled from the
+/// collector).
+const LOCK_PAIR_EXTRA: [Option<(&str, u64)>; 4] = [
+    Some(("batch", LOCK_BATCH as u64)),
     Some(("warmup_batches", WARMUP_BATCHES as u64)),
     Some(("overhead_per_batch", 0)),
     None,
@@ -497,6 +527,33 @@ fn plan(kind: Kind, info: &RunInfo) -> [Option<Planned>; MAX_PLANNED] {
                 1,
                 false,
             ));
+            n += 1;
+            // Batch-timed too; the image reports them itself, once each, at boot.
+            let kernel_lock = measures_kernel_lock(info.lock).then_some(info.lock);
+            for (which, variant) in [
+                (record::LOCK_TICKET, Some("ticket")),
+                (record::LOCK_KERNEL, kernel_lock),
+            ] {
+                let Some(variant) = variant else { continue };
+                for (mode, bench) in LOCK_PAIR_BENCHES.into_iter().enumerate() {
+                    out[n] = Some((
+                        record::lock_pair(which, mode),
+                        Record {
+                            head: RecordHead {
+                                bench,
+                                variant,
+                                ..base.head
+                            },
+                            divisor: LOCK_BATCH as u64,
+                            extra: LOCK_PAIR_EXTRA,
+                            ..base
+                        },
+                        1,
+                        false,
+                    ));
+                    n += 1;
+                }
+            }
         }
         Kind::Multicore => {
             out[0] = Some((
@@ -729,6 +786,22 @@ mod tests {
         (out, bad)
     }
 
+    /// Reports what `crate::lockcost` reports for `locks` locks (the ticket lock, then the
+    /// kernel's): per batch an empty loop of 3000 ticks subtracted, and `9000 + 1000 * mode +
+    /// 100 * lock + sample` ticks left.
+    fn lock_pairs(c: &Collector, runs: usize, locks: usize) {
+        for which in 0..locks {
+            for mode in 0..record::PAIR_MODES {
+                let rec = record::lock_pair(which, mode);
+                c.report(rec, param::OVERHEAD, 3000).unwrap();
+                for i in 0..runs {
+                    let t = 9000 + 1000 * mode + 100 * which + i;
+                    c.report(rec, i, t as u64).unwrap();
+                }
+            }
+        }
+    }
+
     #[test]
     fn memory_records_average_per_page_and_core_and_carry_the_pager_counters() {
         let spec = Spec {
@@ -864,17 +937,18 @@ mod tests {
                 c.report(id, i, 200_001).unwrap();
             }
         }
+        lock_pairs(&c, 16, 2);
         // Without the null calls' samples the run is incomplete.
         let (out, bad) = lines(Kind::Ipc, &info("tsc"), &c);
         assert_eq!(bad, 1);
-        assert!(out[8].contains("record null-syscall  got 0 sample reports of 16"));
+        assert!(out[14].contains("record null-syscall  got 0 sample reports of 16"));
         c.report(record::NULL_SYSCALL, param::OVERHEAD, 60).unwrap();
         for i in 0..16 {
             c.report(record::NULL_SYSCALL, i, 30_050).unwrap();
         }
         let (out, bad) = lines(Kind::Ipc, &info("tsc"), &c);
         assert_eq!(bad, 0);
-        assert_eq!(out.len(), 9);
+        assert_eq!(out.len(), 15);
         assert_eq!(out[0], BEGIN);
         assert_eq!(
             out[7],
@@ -884,7 +958,11 @@ mod tests {
              300.50,300.50,300.50,300.50,300.50,300.50,300.50,300.50,300.50],\"extra\":{\"batch\":\
              100,\"warmup_batches\":2,\"overhead_per_batch\":60}}"
         );
-        assert_eq!(out[8], END);
+        // The lock-cost records follow: the ticket lock's three, then the kernel's (clh).
+        assert!(out[8].starts_with("{\"bench\":\"lock-pair\",\"variant\":\"ticket\","));
+        assert!(out[11].starts_with("{\"bench\":\"lock-pair\",\"variant\":\"clh\","));
+        assert!(out[13].starts_with("{\"bench\":\"lock-pair-irqsave-masked\",\"variant\":\"clh\","));
+        assert_eq!(out[14], END);
         assert_eq!(
             out[1],
             "{\"bench\":\"ipc-call\",\"variant\":\"same-as\",\"lock\":\"clh\",\"cores\":1,\
@@ -903,6 +981,90 @@ mod tests {
     }
 
     #[test]
+    fn lock_pair_records_name_the_lock_and_the_mode_and_average_per_pair() {
+        // A complete IPC run but for the lock-cost records.
+        let ipc = |c: &Collector| {
+            for v in 0..2u64 {
+                for r in [
+                    record::IPC_CALL,
+                    record::IPC_REPLYRECV,
+                    record::IPC_ROUNDTRIP,
+                ] {
+                    for i in 0..2 {
+                        c.report(record::ipc(r, v), i, 1).unwrap();
+                    }
+                }
+            }
+            for i in 0..2 {
+                c.report(record::NULL_SYSCALL, i, 1).unwrap();
+            }
+        };
+        let info = |lock| RunInfo {
+            lock,
+            runs: 2,
+            ..info("tsc")
+        };
+        let c = Collector::new();
+        ipc(&c);
+        lock_pairs(&c, 2, 2);
+        let (out, bad) = lines(Kind::Ipc, &info("clh"), &c);
+        assert_eq!(bad, 0, "{out:?}");
+        let pairs: Vec<&String> = out.iter().filter(|l| l.contains("\"lock-pair")).collect();
+        assert_eq!(pairs.len(), 6);
+        // Ticks per batch of 1000 pairs less the empty loop's 3000: per pair, two decimals.
+        assert_eq!(
+            *pairs[0],
+            "{\"bench\":\"lock-pair\",\"variant\":\"ticket\",\"lock\":\"clh\",\"cores\":1,\
+             \"clients\":0,\"unit\":\"ticks\",\"counter\":\"tsc\",\"counter_hz\":1000000000,\
+             \"overhead\":3,\"samples\":[9.00,9.00],\"extra\":{\"batch\":1000,\
+             \"warmup_batches\":2,\"overhead_per_batch\":3000}}"
+        );
+        for (line, (bench, variant, first)) in pairs.iter().zip([
+            ("lock-pair", "ticket", "9.00"),
+            ("lock-pair-irqsave", "ticket", "10.00"),
+            ("lock-pair-irqsave-masked", "ticket", "11.00"),
+            ("lock-pair", "clh", "9.10"),
+            ("lock-pair-irqsave", "clh", "10.10"),
+            ("lock-pair-irqsave-masked", "clh", "11.10"),
+        ]) {
+            let head = std::format!("{{\"bench\":\"{bench}\",\"variant\":\"{variant}\",");
+            assert!(line.starts_with(&head), "{line}");
+            assert!(
+                line.contains(&std::format!("\"samples\":[{first},")),
+                "{line}"
+            );
+        }
+        // The kernel's own lock is left out where the ticket variant measures it already, or
+        // where the strategy has no one lock; a missing record of a boot that measures it is
+        // an error.
+        for (lock, records) in [
+            ("ticket", 3),
+            ("fine", 3),
+            ("none", 6),
+            ("rtm", 6),
+            ("mcs", 6),
+        ] {
+            let c = Collector::new();
+            ipc(&c);
+            lock_pairs(&c, 2, 1);
+            let (out, bad) = lines(Kind::Ipc, &info(lock), &c);
+            let pairs = out
+                .iter()
+                .filter(|l| l.starts_with("{\"bench\":\"lock-pair"))
+                .count();
+            assert_eq!((pairs, bad), (3, records - 3), "{lock}: {out:?}");
+            if bad > 0 {
+                let missing =
+                    std::format!("record lock-pair-irqsave {lock} got 0 sample reports of 2");
+                assert!(out.iter().any(|l| l.contains(&missing)), "{out:?}");
+            }
+        }
+        assert!(measures_kernel_lock("clh") && measures_kernel_lock("none"));
+        assert!(!measures_kernel_lock("ticket") && !measures_kernel_lock("brlock"));
+        assert!(!measures_kernel_lock("spin"));
+    }
+
+    #[test]
     fn debugcall_counter_has_round_trips_only() {
         let c = Collector::new();
         for v in 0..2u64 {
@@ -914,9 +1076,13 @@ mod tests {
         for i in 0..16 {
             c.report(record::NULL_SYSCALL, i, 2).unwrap();
         }
+        lock_pairs(&c, 16, 2);
         let (out, bad) = lines(Kind::Ipc, &info("debugcall"), &c);
         assert_eq!(bad, 0);
-        assert_eq!(out.len(), 5);
+        assert_eq!(out.len(), 11);
+        // The lock-cost records are batch-timed too: they stay.
+        assert!(out[4].contains("\"bench\":\"lock-pair\",\"variant\":\"ticket\""));
+        assert!(out[9].contains("\"bench\":\"lock-pair-irqsave-masked\",\"variant\":\"clh\""));
         assert!(out[1].contains("\"samples\":[0.05,"));
         assert!(out[2].contains("\"variant\":\"cross-as\""));
         assert!(out[3].contains("\"bench\":\"null-syscall\"") && out[3].contains("[0.02,"));

@@ -17,6 +17,7 @@ use kernel::{Kernel, Strategy};
 
 use crate::cmdline::{Cmdline, Config};
 use crate::debugcalls::{self as calls, DebugArch};
+use crate::lockcost::KernelLockOf;
 use crate::strategy::Boot;
 use crate::Arch;
 
@@ -178,7 +179,7 @@ impl<A: Arch + DebugArch, U: UserArch, const CPUS: usize> Start<A, U, CPUS> {
 }
 
 impl<A: Arch + DebugArch, U: UserArch, const CPUS: usize> Boot for Start<A, U, CPUS> {
-    fn boot<S: Strategy + 'static>(self, strategy: S, cfg: Config) -> ! {
+    fn boot<S: Strategy + KernelLockOf + 'static>(self, strategy: S, cfg: Config) -> ! {
         // SAFETY: `new`'s contract: once, by the boot core before any other core runs kernel
         // code.
         unsafe {
@@ -201,7 +202,7 @@ unsafe fn start<A, S, U, const CPUS: usize>(
 ) -> !
 where
     A: Arch + DebugArch,
-    S: Strategy + 'static,
+    S: Strategy + KernelLockOf + 'static,
     U: UserArch,
 {
     // SAFETY: the caller's contract: once, by the boot core before any other core runs kernel
@@ -224,6 +225,17 @@ where
     };
     let setup = cfg.setup(A::counter().hz, crate::selftest::USER_ERROR_TESTS);
     let (root, plan) = crate::build(&arch, k, setup);
+    if cfg.cmdline.bench == Some(crate::bench::Kind::Ipc) {
+        // The boot core alone runs kernel code until the root task releases the others (which
+        // it never does for this benchmark), and no tick timer runs in benchmark mode.
+        crate::lockcost::run::<crate::lockcost::OnImage<A>, S>(
+            k.strategy(),
+            cfg.cmdline.lock.name(),
+            A::Hal::cpu_id(),
+            cfg.cmdline.runs,
+            calls::DEBUG_CALLS.collector(),
+        );
+    }
 
     calls::init::<A>(cfg.run(kernel_tests), root, plan);
     calls::skip_pager_test_if_left_out::<A>(&cfg);

@@ -106,6 +106,12 @@ pub trait ArchFacts {
     /// timestamps read): its name as the benchmark records know it (`tsc`, or `debugcall` for
     /// the timer the ARMv7 COUNTER debug call reads) and its frequency.
     fn kernel_counter() -> Counter;
+    /// Reads, in kernel mode, the counter [`counter`](Self::counter) names (for the
+    /// `debugcall` counter, the kernel's counter that the COUNTER call reads), truncated to the
+    /// word size: differences taken modulo the word size are exact below 2^32 ticks, as the
+    /// bench programs' (`servers::programs::bench`). For the measurements the image makes
+    /// itself (`crate::lockcost`).
+    fn read_counter() -> usize;
 }
 
 /// An image's facts are its machine's.
@@ -117,6 +123,10 @@ impl<M: crate::Machine + ArchFacts> ArchFacts for crate::System<M> {
     }
     fn kernel_counter() -> Counter {
         M::kernel_counter()
+    }
+    #[inline(always)]
+    fn read_counter() -> usize {
+        M::read_counter()
     }
 }
 
@@ -378,6 +388,12 @@ impl DebugCalls {
         for (slot, t) in self.faulters.iter().zip(threads) {
             slot.store(t.map_or(usize::MAX, |t| t.index()), Ordering::Relaxed);
         }
+    }
+
+    /// The benchmark samples, for the measurements the image makes itself
+    /// ([`crate::lockcost`]).
+    pub fn collector(&self) -> &Collector {
+        &self.collector
     }
 
     /// Records the run and announces the test plan. Before the first user thread runs.
@@ -889,6 +905,9 @@ mod tests {
         }
         fn kernel_counter() -> Counter {
             Self::counter()
+        }
+        fn read_counter() -> usize {
+            Self::cycles() as usize
         }
     }
 

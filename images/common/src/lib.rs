@@ -4,8 +4,9 @@
 //! endpoints, notifications, capabilities, the root task), the debug calls user programs make
 //! and the shutdown once they all reported ([`debugcalls`]), the user ELF parser and loader
 //! ([`elf`]), the in-kernel self-tests every architecture runs ([`selftest`]), the benchmark
-//! records (`mode=bench`) and the memory nodes the memory system is given ([`numa`]), shared
-//! by `image-x86` and `image-armv7`.
+//! records (`mode=bench`), the lock-cost measurement the image makes itself in kernel mode
+//! ([`lockcost`]) and the memory nodes the memory system is given ([`numa`]), shared by
+//! `image-x86` and `image-armv7`.
 //!
 //! What differs between the architectures reaches this crate through the HAL's
 //! `hal_common::ArchHal` and `hal_common::UserPaging` (console, clocks, exit, the other cores,
@@ -20,6 +21,7 @@ pub mod boot;
 pub mod cmdline;
 pub mod debugcalls;
 pub mod elf;
+pub mod lockcost;
 pub mod numa;
 pub mod selftest;
 pub mod strategy;

@@ -8,11 +8,14 @@ use kernel_locks::ticket::TicketLock;
 use kernel_locks::{ClhLock, McsLock};
 
 use crate::cmdline::{Config, LockChoice};
+use crate::lockcost::KernelLockOf;
 
 /// What an image does with the strategy it was given: build the system and run it.
 pub trait Boot {
     /// Builds the initial system on a kernel with `strategy` and starts it; never returns.
-    fn boot<S: Strategy + 'static>(self, strategy: S, cfg: Config) -> !;
+    /// (The kernel's lock of the strategy is what the lock-cost measurement of benchmark mode
+    /// times: [`KernelLockOf`].)
+    fn boot<S: Strategy + KernelLockOf + 'static>(self, strategy: S, cfg: Config) -> !;
 }
 
 /// Boots `image` with the strategy `lock` names, its locks made for the `cfg.cores` cores the
@@ -41,6 +44,61 @@ pub fn boot_with<B: Boot>(lock: LockChoice, cfg: Config, image: B) -> ! {
             // command line refuses the shared client-server benchmark, the memory benchmark and
             // the network server on several cores (`Cmdline::on_cores`).
             image.boot(unsafe { NoLock::new() }, cfg)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use core::cell::Cell;
+
+    use kernel_locks::KernelLock;
+
+    use super::*;
+    use crate::cmdline::Cmdline;
+    use crate::lockcost::WithLock;
+
+    /// An image that, instead of booting, stops with the name of the lock its strategy lends
+    /// the lock-cost measurement (`None`: no one lock).
+    struct Lent;
+
+    struct Name<'a>(&'a Cell<Option<&'static str>>);
+
+    impl WithLock for Name<'_> {
+        fn with<L: KernelLock>(self, lock: &L) {
+            self.0.set(Some(lock.name()));
+        }
+    }
+
+    impl Boot for Lent {
+        fn boot<S: Strategy + KernelLockOf + 'static>(self, strategy: S, _cfg: Config) -> ! {
+            let name = Cell::new(None);
+            strategy.with_kernel_lock(Name(&name));
+            std::panic::panic_any(name.get())
+        }
+    }
+
+    #[test]
+    fn the_lock_cost_records_name_the_lock_each_strategy_lends() {
+        for e in lock_registry::ENTRIES {
+            let cfg = Cmdline::parse(|k| (k == "lock").then_some(e.name))
+                .and_then(|c| c.on_cores(1))
+                .unwrap();
+            let stop = std::panic::catch_unwind(|| boot_with(e.lock, cfg, Lent)).unwrap_err();
+            let lent = *stop.downcast::<Option<&'static str>>().unwrap();
+            // The records of the kernel's lock carry the boot's `lock=` word: planned exactly
+            // where the strategy lends a lock of that name other than the ticket lock (which
+            // the `ticket` records measure).
+            assert_eq!(
+                crate::bench::measures_kernel_lock(e.name),
+                lent.is_some_and(|n| n != "ticket"),
+                "{}: lends {lent:?}",
+                e.name
+            );
+            if crate::bench::measures_kernel_lock(e.name) {
+                assert_eq!(lent, Some(e.name));
+            }
         }
     }
 }

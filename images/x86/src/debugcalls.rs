@@ -28,6 +28,12 @@ impl ArchFacts for X86 {
     fn kernel_counter() -> Counter {
         Self::counter()
     }
+
+    /// `rdtsc`.
+    #[inline(always)]
+    fn read_counter() -> usize {
+        hal_x86::time::cycles() as usize
+    }
 }
 
 /// Prints one test line and counts it.

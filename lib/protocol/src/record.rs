@@ -23,7 +23,7 @@ pub struct Field {
 /// The fields of a raw record, in the order [`RecordLine`] writes them.
 pub const FIELDS: &[Field] = &[
     Field { name: "bench", ty: "string", meaning: "benchmark name, from the table of benchmarks" },
-    Field { name: "variant", ty: "string", meaning: "`same-as` / `cross-as` (IPC), `pairs` (multicore), `shared` / `dedicated` (client-server), `percore` / `global` (`memory-alloc`, `memory-free`), `same-core` / `cross-core` (`memory-ipc`), `\"\"` otherwise" },
+    Field { name: "variant", ty: "string", meaning: "`same-as` / `cross-as` (IPC), `pairs` (multicore), `shared` / `dedicated` (client-server), `percore` / `global` (`memory-alloc`, `memory-free`), `same-core` / `cross-core` (`memory-ipc`), the lock measured (`lock-pair`, ...), `\"\"` otherwise" },
     Field { name: "lock", ty: "string", meaning: "the kernel's lock as booted: `clh`, `ticket`, `fine`, `rtm`, `none`" },
     Field { name: "cores", ty: "int", meaning: "cores taking part" },
     Field { name: "clients", ty: "int", meaning: "client threads (client-server), workers (`memory-alloc`, `memory-free`: one per core), else 0" },
@@ -52,6 +52,9 @@ pub const BENCHES: &[Bench] = &[
     Bench { name: "ipc-replyrecv", sample: "one-way ReplyRecv: server reads just before `ReplyRecv`, client just after its `Call` returns" },
     Bench { name: "ipc-roundtrip", sample: "mean round trip (Call + ReplyRecv) over a batch of round trips" },
     Bench { name: "null-syscall", sample: "mean `Null` system call (trap, kernel entry and exit, no work) over a batch of calls; `bench=ipc`, reported by the cross-address-space client after its IPC samples; variant `\"\"`" },
+    Bench { name: "lock-pair", sample: "mean `lock` + `unlock` of an uncontended lock over a batch of pairs, in kernel mode at boot with interrupts masked, less the empty loop's time; `bench=ipc`, measured by the image itself; variant: the lock (`ticket`, or the kernel's own as booted: `clh`, `mcs`, `rtm`, `none`)" },
+    Bench { name: "lock-pair-irqsave", sample: "the same with `lock_irqsave` + `unlock_irqrestore` (the interrupt-safe guard of `kernel_locks::irq`), entered with interrupts enabled: the restore unmasks them" },
+    Bench { name: "lock-pair-irqsave-masked", sample: "the same entered with interrupts masked, as in an interrupt handler: the restore leaves them masked" },
     Bench { name: "multicore-pingpong", sample: "round trips completed by all pairs (one client/server pair per core, disjoint objects) in one sampling interval after warm-up" },
     Bench { name: "client-server", sample: "round trips completed by `clients` clients calling one shared server (`shared`) or each its own server (`dedicated`) in one interval" },
     Bench { name: "memory-alloc", sample: "one task round of the memory system (one worker per core touching `pages` fresh pages, each a page fault its pager serves): the workers' mean counter ticks per page; `extra`: `faults_same_core`, `faults_cross_core`, `pages_per_task`, `pagers`, ..." },

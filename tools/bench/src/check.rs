@@ -21,8 +21,14 @@ pub struct Outputs {
 }
 
 /// The IPC suite's records that one guest boot makes together: `bench=ipc` times the null
-/// system call after the round trips.
-const IPC_TOGETHER: [(&str, &str); 1] = [("ipc-roundtrip", "null-syscall")];
+/// system call after the round trips, and the image times its lock pairs at boot, plainly and
+/// interrupt-safely.
+const IPC_TOGETHER: [(&str, &str); 4] = [
+    ("ipc-roundtrip", "null-syscall"),
+    ("ipc-roundtrip", "lock-pair"),
+    ("lock-pair", "lock-pair-irqsave"),
+    ("lock-pair", "lock-pair-irqsave-masked"),
+];
 
 /// The report sections every suite writes.
 const SECTIONS: [&str; 3] = [
@@ -220,6 +226,18 @@ mod tests {
         for r in &mut records[2..4] {
             r.variant = String::new();
         }
+        // The image's lock pairs, timed at each boot.
+        for lock in ["none", "clh"] {
+            for (bench, n) in [
+                ("lock-pair", 9.0),
+                ("lock-pair-irqsave", 17.0),
+                ("lock-pair-irqsave-masked", 14.0),
+            ] {
+                let mut r = record(bench, "x86_64", "qemu-icount", lock, 1, &[n; 2]);
+                r.variant = "ticket".into();
+                records.push(r);
+            }
+        }
         let doc = serde_json::json!({ "records": records });
         fs::write(dir.join(super::super::RESULTS_JSON), doc.to_string()).unwrap();
         fs::write(
@@ -239,32 +257,51 @@ mod tests {
             let name = f.file_name().unwrap().to_str().unwrap().to_owned();
             assert!(ipc.files().contains(&name), "{name}");
         }
-        let summary = ipc.check(&dir, 5).unwrap();
+        let summary = ipc.check(&dir, 11).unwrap();
         assert!(summary.contains("the 3 figures"), "{summary}");
-        assert!(ipc.check(&dir, 3).unwrap_err().contains("5 records"));
+        assert!(ipc.check(&dir, 3).unwrap_err().contains("11 records"));
         // The memory suite's figures are not there.
         assert!(Outputs::of(true)
-            .check(&dir, 5)
+            .check(&dir, 11)
             .unwrap_err()
             .contains("memory-cores.svg"));
-        // A guest boot's round trips without its null system call fail the check.
-        let without: Vec<_> = records
-            .iter()
-            .filter(|r| !(r.bench == "null-syscall" && r.lock == "clh"))
-            .cloned()
-            .collect();
-        let doc = serde_json::json!({ "records": without });
-        fs::write(dir.join(super::super::RESULTS_JSON), doc.to_string()).unwrap();
-        let err = ipc.check(&dir, 4).unwrap_err();
-        assert!(
-            err.contains("qemu-icount x86_64 microvm lock clh cores 1 has `ipc-roundtrip` but no `null-syscall`"),
-            "{err}"
-        );
+        // A guest boot's round trips without its null system call, or its lock pairs without
+        // one of their interrupt-safe records, fail the check.
+        for (bench, lock, err_text) in [
+            (
+                "null-syscall",
+                "clh",
+                "qemu-icount x86_64 microvm lock clh cores 1 has `ipc-roundtrip` but no \
+                 `null-syscall`",
+            ),
+            (
+                "lock-pair",
+                "none",
+                "qemu-icount x86_64 microvm lock none cores 1 has `ipc-roundtrip` but no \
+                 `lock-pair`",
+            ),
+            (
+                "lock-pair-irqsave-masked",
+                "clh",
+                "qemu-icount x86_64 microvm lock clh cores 1 has `lock-pair` but no \
+                 `lock-pair-irqsave-masked`",
+            ),
+        ] {
+            let without: Vec<_> = records
+                .iter()
+                .filter(|r| !(r.bench == bench && r.lock == lock))
+                .cloned()
+                .collect();
+            let doc = serde_json::json!({ "records": without });
+            fs::write(dir.join(super::super::RESULTS_JSON), doc.to_string()).unwrap();
+            let err = ipc.check(&dir, without.len()).unwrap_err();
+            assert!(err.contains(err_text), "{err}");
+        }
         let doc = serde_json::json!({ "records": records });
         fs::write(dir.join(super::super::RESULTS_JSON), doc.to_string()).unwrap();
         fs::remove_file(dir.join("clientserver-throughput.png")).unwrap();
         assert!(ipc
-            .check(&dir, 5)
+            .check(&dir, 11)
             .unwrap_err()
             .contains("clientserver-throughput.png"));
         fs::remove_dir_all(&dir).unwrap();

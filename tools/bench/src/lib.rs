@@ -1262,7 +1262,7 @@ fn print_summary(
     println!("\nbench: results (mean ± std dev):");
     for r in &c.records {
         println!(
-            "  {:<11} {:<6} {:<9} {:<18} {:<9} {:<6} cores {} {}{:>10} ± {:<8} {}",
+            "  {:<11} {:<6} {:<9} {:<24} {:<9} {:<6} cores {} {}{:>10} ± {:<8} {}",
             r.platform,
             r.arch,
             r.board,

@@ -262,6 +262,9 @@ pub fn method(raw: &RawRecord, platform: Platform, hz: f64) -> String {
         "ipc-replyrecv" => "one-way ReplyRecv, counter read by the server before ReplyRecv and by the client after Call returns",
         "ipc-roundtrip" => "mean Call + ReplyRecv round trip over a batch",
         "null-syscall" => "mean Null system call (trap, kernel entry and exit, no work) over a batch",
+        "lock-pair" => "mean lock + unlock of an uncontended lock over a batch, timed by the image in kernel mode at boot with interrupts masked, less the empty loop",
+        "lock-pair-irqsave" => "mean lock_irqsave + unlock_irqrestore of an uncontended lock over a batch, entered with interrupts enabled, timed by the image in kernel mode at boot, less the empty loop",
+        "lock-pair-irqsave-masked" => "mean lock_irqsave + unlock_irqrestore of an uncontended lock over a batch, entered with interrupts masked, timed by the image in kernel mode at boot, less the empty loop",
         "multicore-pingpong" => "round trips of all pairs (one client/server pair per core, disjoint objects) per sampling interval",
         "client-server" => "round trips of the clients calling their server(s) per sampling interval",
         "rtm-aborts" => "RTM statistics",
@@ -447,6 +450,55 @@ mod tests {
         v.as_object_mut().unwrap().remove("kernel_trace");
         let back: Record = serde_json::from_value(v).unwrap();
         assert_eq!(back.kernel_trace, "off");
+    }
+
+    #[test]
+    fn lock_pair_records_become_instructions_per_pair_with_their_method() {
+        // What an x86_64 guest prints: ticks per pair (the batch's mean), the empty loop's
+        // share subtracted; sabrelite's debug-call counter ticks once per 10 instructions.
+        let r: RawRecord = serde_json::from_str(
+            r#"{"bench":"lock-pair-irqsave","variant":"ticket","lock":"clh","cores":1,"clients":0,"unit":"ticks","counter":"tsc","counter_hz":1000000000,"overhead":3,"samples":[17.00,17.00],"extra":{"batch":1000,"warmup_batches":2,"overhead_per_batch":3002}}"#,
+        )
+        .unwrap();
+        let c = convert_on(&r, Platform::QemuIcount, "microvm").unwrap();
+        assert_eq!(
+            (c.unit.as_str(), c.mean, c.variant.as_str()),
+            ("instructions", 17.0, "ticket")
+        );
+        assert!(
+            c.method
+                .starts_with("mean lock_irqsave + unlock_irqrestore of an uncontended lock")
+                && c.method.contains("entered with interrupts enabled"),
+            "{}",
+            c.method
+        );
+        assert_eq!(c.extra.as_ref().unwrap()["overhead_per_batch"], 3002);
+        let mut a9 = raw(
+            "lock-pair-irqsave-masked",
+            "none",
+            "ticks",
+            "debugcall",
+            &[1.84],
+        );
+        a9.variant = "none".into();
+        let c = convert_on(&a9, Platform::QemuIcount, "sabrelite").unwrap();
+        assert_eq!((c.samples[0], c.counter_hz), (18.4, 100e6));
+        assert!(
+            c.method.contains("entered with interrupts masked"),
+            "{}",
+            c.method
+        );
+        let plain = convert_on(
+            &raw("lock-pair", "clh", "ticks", "pmccntr", &[30.0]),
+            Platform::QemuIcount,
+            "virt",
+        )
+        .unwrap();
+        assert!(
+            plain.method.starts_with("mean lock + unlock"),
+            "{}",
+            plain.method
+        );
     }
 
     #[test]

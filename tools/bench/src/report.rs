@@ -554,6 +554,62 @@ fn rtm_table(records: &[&Record]) -> String {
     s
 }
 
+/// The lock-cost records of the IPC suite (measured by the image in kernel mode at boot):
+/// `lock` + `unlock`, and `lock_irqsave` + `unlock_irqrestore` entered with interrupts enabled
+/// and masked.
+const LOCK_PAIR: [&str; 3] = ["lock-pair", "lock-pair-irqsave", "lock-pair-irqsave-masked"];
+
+/// What the interrupt-safe guard costs: a row per `lock-pair` record (place, boot lock, lock
+/// measured) with its interrupt-safe records beside it and what each adds. Empty without
+/// `lock-pair` records.
+pub fn irqsave_table(records: &[Record]) -> String {
+    let mut s = String::new();
+    let plain: Vec<&Record> = records
+        .iter()
+        .filter(|r| r.bench == LOCK_PAIR[0] && r.runs > 0)
+        .collect();
+    if plain.is_empty() {
+        return s;
+    }
+    let _ = writeln!(
+        s,
+        "| platform | arch | board | boot lock | lock | lock + unlock | irqsave pair, \
+         interrupts enabled | added | irqsave pair, interrupts masked | added | unit |"
+    );
+    let _ = writeln!(s, "|---|---|---|---|---|---:|---:|---:|---:|---:|---|");
+    for r in plain {
+        let beside = |bench: &str| {
+            records.iter().find(|o| {
+                o.bench == bench
+                    && o.platform == r.platform
+                    && o.arch == r.arch
+                    && o.board == r.board
+                    && o.lock == r.lock
+                    && o.cores == r.cores
+                    && o.variant == r.variant
+            })
+        };
+        let cells = |bench: &str| match beside(bench) {
+            Some(o) => format!("{} | {:+.1}", fmt_num(o.mean), o.mean - r.mean),
+            None => "- | -".to_owned(),
+        };
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            r.platform,
+            r.arch,
+            r.board,
+            r.lock,
+            r.variant,
+            fmt_num(r.mean),
+            cells(LOCK_PAIR[1]),
+            cells(LOCK_PAIR[2]),
+            r.unit
+        );
+    }
+    s
+}
+
 /// What the report says besides the records: the command, notes, machine and method.
 #[derive(Clone, Debug, Default)]
 pub struct Context {
@@ -710,6 +766,17 @@ pub fn render(records: &[Record], ctx: &Context) -> String {
          counter read, like `ipc-roundtrip` (two entries: Call and ReplyRecv). The thesis's \
          measure of what kernel tracing adds to an entry."
     );
+    if records.iter().any(|r| r.bench == LOCK_PAIR[0]) {
+        let _ = writeln!(
+            s,
+            "* `lock-pair`, `lock-pair-irqsave`, `lock-pair-irqsave-masked`: the image times \
+             batches of 1000 `lock` + `unlock` pairs, and of `lock_irqsave` + \
+             `unlock_irqrestore` pairs entered with interrupts enabled and masked, in kernel mode \
+             on the boot core before the root task runs, each batch less the same loop with an \
+             empty body: the instructions of one pair under `qemu-icount`. Variant: the lock \
+             measured (`ticket`, or the kernel's own lock as booted)."
+        );
+    }
     let _ = writeln!(
         s,
         "* `ipc-barriers` comes from `cargo xtask trace exec` (QEMU exec traces of the one-core demo, \
@@ -728,6 +795,19 @@ pub fn render(records: &[Record], ctx: &Context) -> String {
     s.push_str(&notes_section(&ctx.notes));
     s.push_str(&papers_section(&paper_rows(records)));
     s.push_str(&targets_section(&targets(records)));
+
+    let irqsave = irqsave_table(records);
+    if !irqsave.is_empty() {
+        let _ = writeln!(s, "\n## Interrupt-safe locking\n");
+        let _ = writeln!(
+            s,
+            "What `lock_irqsave` + `unlock_irqrestore` (`kernel_locks::irq`) add to `lock` + \
+             `unlock` of an uncontended lock: `lock-pair` records, timed by the image itself in \
+             kernel mode at boot (`bench=ipc`), per pair, the empty loop subtracted. `lock`: the \
+             lock measured, a ticket lock of the image's own or the kernel's lock as booted.\n"
+        );
+        s.push_str(&irqsave);
+    }
 
     let rtm: Vec<&Record> = records.iter().filter(|r| r.bench == "rtm-aborts").collect();
     if !rtm.is_empty() {
@@ -1022,6 +1102,42 @@ mod tests {
             assert!(text.contains(needle), "{needle} missing:\n{text}");
         }
         assert!(render(&[], &ctx).contains("No records"));
+    }
+
+    #[test]
+    fn the_interrupt_safe_guard_is_tabled_beside_the_plain_pair() {
+        let mut records = sample_records();
+        assert!(irqsave_table(&records).is_empty());
+        let ctx = Context::default();
+        let without = render(&records, &ctx);
+        assert!(!without.contains("## Interrupt-safe locking") && !without.contains("`lock-pair`"));
+        for (bench, arch, variant, n) in [
+            ("lock-pair", "x86_64", "ticket", 9.0),
+            ("lock-pair-irqsave", "x86_64", "ticket", 17.0),
+            ("lock-pair-irqsave-masked", "x86_64", "ticket", 14.0),
+            ("lock-pair", "armv7", "clh", 30.0),
+            ("lock-pair-irqsave", "armv7", "clh", 33.0),
+        ] {
+            let mut r = record(bench, arch, "qemu-icount", "clh", 1, &[n, n]);
+            r.variant = variant.into();
+            records.push(r);
+        }
+        let table = irqsave_table(&records);
+        let rows: Vec<&str> = table.lines().skip(2).collect();
+        assert_eq!(
+            rows,
+            [
+                "| qemu-icount | x86_64 | microvm | clh | ticket | 9.0 | 17.0 | +8.0 | 14.0 | \
+                 +5.0 | instructions |",
+                // A record that is missing leaves its cells empty.
+                "| qemu-icount | armv7 | sabrelite | clh | clh | 30.0 | 33.0 | +3.0 | - | - | \
+                 instructions |",
+            ]
+        );
+        let text = render(&records, &ctx);
+        assert!(text.contains("## Interrupt-safe locking"), "{text}");
+        assert!(text.contains(&table));
+        assert!(text.contains("* `lock-pair`, `lock-pair-irqsave`, `lock-pair-irqsave-masked`: "));
     }
 
     #[test]
