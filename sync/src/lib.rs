@@ -8,6 +8,7 @@
 //! |------|-----------|------|---------------|
 //! | [`ClhLock`] | CLH queue lock, as seL4's big kernel lock | FIFO | queue node per CPU |
 //! | [`McsLock`] | MCS queue lock, each waiter spinning on its own node | FIFO | queue node per CPU |
+//! | [`QSpinLock`] | Linux's queued spinlock: one 32-bit word, pending bit, per-CPU MCS nodes for four nesting contexts shared by every lock | FIFO (after the pending waiter) | four queue nodes per CPU, in a [`QNodePool`] shared by all locks |
 //! | [`TicketLock`] | ticket lock, optional proportional back-off | FIFO | none |
 //! | [`BrLock`] | big-reader lock (reader slot per CPU) | writer-preferring | reader slot per CPU |
 //! | [`RtmLock`] | Intel RTM lock elision over any fallback lock | as the fallback | statistics, deferred work |
@@ -96,6 +97,7 @@ pub mod mcs;
 pub mod mutex;
 pub mod nolock;
 pub mod pad;
+pub mod qspin;
 pub mod raw;
 pub mod relax;
 pub mod rtm;
@@ -109,6 +111,7 @@ pub use mcs::McsLock;
 pub use mutex::{Mutex, MutexGuard};
 pub use nolock::NoLock;
 pub use pad::{CacheLine, CachePadded, Erg, Padded};
+pub use qspin::{QNodePool, QSpinLock};
 #[cfg(not(kernel_locks_loom))]
 pub use raw::ConstInit;
 pub use raw::{CpuBound, CpuId, KernelLock, KernelRwLock, MaxCpus};
