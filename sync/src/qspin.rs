@@ -374,7 +374,10 @@ impl<P: QNodePool, R: Relax> QSpinLock<P, R> {
         loop {
             if val & TAIL_MASK == code {
                 // Still the last: take the lock and empty the queue in one step.
-                match self.word.compare_exchange(val, LOCKED, Ordering::Relaxed, Ordering::Relaxed) {
+                match self
+                    .word
+                    .compare_exchange(val, LOCKED, Ordering::Relaxed, Ordering::Relaxed)
+                {
                     Ok(_) => break,
                     Err(now) => val = now,
                 }
@@ -423,7 +426,10 @@ impl<P: QNodePool, R: Relax> Default for QSpinLock<P, R> {
 impl<P: QNodePool, R: Relax> core::fmt::Debug for QSpinLock<P, R> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("QSpinLock")
-            .field("word", &format_args!("{:#010x}", self.word.load(Ordering::Relaxed)))
+            .field(
+                "word",
+                &format_args!("{:#010x}", self.word.load(Ordering::Relaxed)),
+            )
             .finish()
     }
 }

@@ -115,7 +115,8 @@ impl Relax for Nesting {
 /// whether CPU `first + 1` ran to its end.
 fn nesting_run(base: usize, first: usize, levels: usize) -> bool {
     let locks = &NESTED[base..=base + levels];
-    (BASE.store(base, Ordering::Relaxed), LEVELS.store(levels, Ordering::Relaxed));
+    BASE.store(base, Ordering::Relaxed);
+    LEVELS.store(levels, Ordering::Relaxed);
     NESTER.store(first + 1, Ordering::Relaxed);
     for lock in locks {
         lock.lock(first);
@@ -163,17 +164,22 @@ fn misuse_is_caught() {
     let lock = QSpinLock::<Pool, Spin>::new();
     common::assert_each_panics(&[
         ("QSpinLock: CPU id 2 out of range", &|| lock.lock(2)),
-        ("QSpinLock: unlock by CPU 0, which does not hold the lock", &|| {
-            // SAFETY: deliberately wrong: nothing is held.
-            unsafe { lock.unlock(0) }
-        }),
+        (
+            "QSpinLock: unlock by CPU 0, which does not hold the lock",
+            &|| {
+                // SAFETY: deliberately wrong: nothing is held.
+                unsafe { lock.unlock(0) }
+            },
+        ),
     ]);
     assert!(!lock.is_locked(), "a misuse changed the word");
     #[cfg(debug_assertions)]
     {
         lock.lock(1);
         common::assert_each_panics(&[
-            ("QSpinLock: CPU 1 locks a lock it already holds", &|| lock.lock(1)),
+            ("QSpinLock: CPU 1 locks a lock it already holds", &|| {
+                lock.lock(1)
+            }),
             ("QSpinLock: unlock by CPU 0", &|| {
                 // SAFETY: deliberately wrong: CPU 1 holds the lock.
                 unsafe { lock.unlock(0) }
