@@ -31,7 +31,7 @@ fn word<L: std::fmt::Debug>(lock: &L) -> u32 {
 /// The documented word layout: locked byte, pending bit 8, tail (CPU + 1, node index) above.
 const LOCKED: u32 = 1;
 const PENDING: u32 = 1 << 8;
-fn tail(cpu: CpuId, idx: usize) -> u32 {
+const fn tail(cpu: CpuId, idx: usize) -> u32 {
     ((((cpu as u32) + 1) << 2) | idx as u32) << 16
 }
 
