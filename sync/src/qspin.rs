@@ -771,9 +771,20 @@ mod tests {
         assert_eq!(tail_code(MAX_CPUS - 1, CONTEXTS - 1), TAIL_MASK);
     }
 
+    /// Yields the host thread while waiting: three threads on fewer host cores (or under
+    /// QEMU) would otherwise convoy behind a descheduled waiter.
+    #[derive(Default)]
+    struct Yield;
+
+    impl Relax for Yield {
+        fn relax(&mut self, _cpu: CpuId) {
+            std::thread::yield_now();
+        }
+    }
+
     #[test]
     fn nodes_and_counts_are_clean_after_contended_and_uncontended_use() {
-        let lock = QSpinLock::<Pool>::new();
+        let lock = QSpinLock::<Pool, Yield>::new();
         std::thread::scope(|s| {
             for cpu in 0..3 {
                 let lock = &lock;
