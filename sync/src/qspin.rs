@@ -62,12 +62,14 @@
 //! not 0 while anybody waits).
 //!
 //! # Memory orderings (and their x86_64 / ARMv7 / AArch64 form)
-//! Correct in the language's memory model (the loom models in `tests/loom_qspin.rs` check them)
-//! and chosen so that ARMv7 pays as few `dmb` as the algorithm allows. Every modification of
-//! the word is a read-modify-write, so any value read from it is in the release sequence of the
-//! last release before it. On x86_64 every fence below is only a compiler barrier (no
-//! instruction): every read-modify-write is a `lock`-prefixed instruction (a full barrier) and
-//! plain moves are acquire loads and release stores.
+//! Correct in the language's memory model (the loom models in `tests/loom_qspin.rs` fail when
+//! any one of these is weakened, but for the linking fence's release half in the case that
+//! their header names, which is argued below only) and chosen so that ARMv7 pays as few `dmb`
+//! as the algorithm allows. Every modification of the word is a read-modify-write, so any value
+//! read from it is in the release sequence of the last release before it. On x86_64 every
+//! fence below is only a compiler barrier (no instruction): every read-modify-write is a
+//! `lock`-prefixed instruction (a full barrier) and plain moves are acquire loads and release
+//! stores.
 //!
 //! * Fast path and `try_lock`: `compare_exchange(0, LOCKED, Acquire, Relaxed)`. Acquire: the
 //!   zero it read is the last holder's release (or a later read-modify-write), so the previous
@@ -93,7 +95,8 @@
 //!   only; then [`Relax::after_release`], since a queue head may be waiting for it.
 //! * Queue, joining: the node's `next` and `head` are reset with `Relaxed` stores (by its own
 //!   CPU, which alone writes them before it publishes the node); then the tail exchange, a
-//!   `compare_exchange_weak` loop (`Release`, `Relaxed` on failure) on the whole word: its
+//!   `compare_exchange_weak` loop (`Release`, `Relaxed` on failure; its first expected value
+//!   from a `Relaxed` load, a guess that the loop corrects) on the whole word: its
 //!   release half orders the reset of `next` before the successor's link into it (the
 //!   successor's exchange reads ours and its fence below acquires it), so the link is after the
 //!   reset in `next`'s coherence order and never overwritten by it. x86_64 `lock cmpxchg`;
@@ -105,9 +108,12 @@
 //!   predecessor's Release exchange, whose release sequence our exchange read, ordering the
 //!   predecessor's reset of its `next` before our link; its release half orders our `head`
 //!   reset before the link, so the predecessor, which sets our `head` only after reading the
-//!   link (and its acquire fence), never has its hand-off overwritten by our reset. ARMv7 and
-//!   AArch64 one `dmb ish` (where an `AcqRel` exchange and a Release link store would take
-//!   two). Then [`Relax::after_release`]: the predecessor may be waiting for the link.
+//!   link (and its acquire fence), never has its hand-off overwritten by our reset. (Mostly the
+//!   predecessor's claim read our exchange, or a later value, and its fence acquired our
+//!   exchange already; the link is the only path when our exchange comes after its claim: we
+//!   are the CPU whose transient pending bit failed its compare-exchange.) ARMv7 and AArch64
+//!   one `dmb ish` (where an `AcqRel` exchange and a Release link store would take two). Then
+//!   [`Relax::after_release`]: the predecessor may be waiting for the link.
 //! * Queue, waiting to be head: `head.load(Relaxed)` polls, then `fence(Acquire)`, which pairs
 //!   with the predecessor's hand-off fence: its claim of the lock (the `fetch_or`)
 //!   happens-before our polls of the word, which so cannot read a `locked` of 0 from before that
@@ -120,13 +126,17 @@
 //!   the fence before did the acquiring; atomicity only. x86_64 `lock cmpxchg` / `lock or`;
 //!   ARMv7 an `ldrex/strex` loop, no barrier.
 //! * Hand-off: `next.load(Relaxed)` polls until the successor's link, then `fence(AcqRel)`,
-//!   then `succ.head.store(1, Relaxed)`. Its acquire half pairs with the successor's linking
-//!   fence (its `head` reset happens-before our store, which so comes later in `head`'s
-//!   coherence order); its release half orders our claim of the lock before the successor's
-//!   polls of the word (above). ARMv7 and AArch64 one `dmb ish; str` (an Acquire load per poll
-//!   and a Release store would take a barrier per poll and one more); then
-//!   [`Relax::after_release`], since the successor may sleep on its `head`.
-//! * `is_locked`: `load(Relaxed)`, a snapshot that orders nothing (plain `mov`/`ldr`).
+//!   then `succ.head.store(1, Relaxed)`. Its acquire half makes the successor's `head` reset
+//!   happen-before our store, which so comes later in `head`'s coherence order: it acquires the
+//!   successor's Release exchange when our claim (a read-modify-write) read it or a later
+//!   value, and pairs with the successor's linking fence otherwise (see above). Its release
+//!   half orders our claim of the lock before the successor's polls of the word (above). ARMv7
+//!   and AArch64 one `dmb ish; str` (an Acquire load per poll and a Release store would take a
+//!   barrier per poll and one more); then [`Relax::after_release`], since the successor may
+//!   sleep on its `head`.
+//! * `is_locked` and the `Debug` form: `load(Relaxed)`, a snapshot that orders nothing (plain
+//!   `mov`/`ldr`).
+//! * Debug builds' list of held locks: `Relaxed` loads and stores, by its own CPU only.
 //! * The per-CPU nesting count is read and written only by its own CPU and its nested
 //!   contexts (`Relaxed` loads and stores: a CPU observes its own accesses in program order,
 //!   interrupted or not), with a `compiler_fence(SeqCst)` after the increment (an interrupt
