@@ -28,8 +28,9 @@
 //!   yield), [`Backoff`] (exponential), [`Wfe`] (ARM wait-for-event; unlock then signals with SEV),
 //!   or the kernel's own, which can service cross-core requests while spinning, as seL4 does.
 //! * Type parameters come in one order in every lock: what the lock is made of and its size
-//!   (`ClhLock<N, ..>`, `McsLock<N, ..>`, `BrLock<N, ..>`, `RtmLock<L, N, ..>`), then the wait strategy `R`, then
-//!   the lock's own tuning with a default (the alignment `A`, the ticket `BACKOFF`, the RTM
+//!   (`ClhLock<N, ..>`, `McsLock<N, ..>`, `BrLock<N, ..>`, `RtmLock<L, N, ..>`, and
+//!   `QSpinLock<P, ..>`, whose node pool `P` holds the CPU count), then the wait strategy `R`,
+//!   then the lock's own tuning with a default (the alignment `A`, the ticket `BACKOFF`, the RTM
 //!   engine `E`). Choosing a wait strategy never means naming an unrelated parameter.
 //! * A size given twice is checked at compile time: [`MaxCpus`] states each lock type's CPU
 //!   bound (`N`, or none), and `RtmLock<L, N>` does not compile over a fallback `L` whose bound

@@ -17,9 +17,10 @@
 //! can be built in a `const` ([`ConstInit`](crate::ConstInit)). A lock costs 4 bytes.
 //!
 //! # The nodes: one pool per kernel, four nodes per CPU
-//! The queue nodes live in a [`QNodePool`], declared once per kernel with [`qspin_node_pool!`]
-//! and named by every lock's type: each CPU owns four nodes (one per nesting context), padded
-//! to whole cache lines, whichever lock it waits for. A CPU waits for at most one lock per
+//! The queue nodes live in a [`QNodePool`], declared once per kernel with
+//! [`qspin_node_pool!`](crate::qspin_node_pool) and named by every lock's type: each CPU owns
+//! four nodes (one per nesting context), padded to whole cache lines, whichever lock it waits
+//! for. A CPU waits for at most one lock per
 //! context, and its contexts nest: an interrupt that waits for a lock runs to its end before the
 //! code it interrupted resumes, so the waits of one CPU are strictly last-in, first-out and a
 //! per-CPU count says which node is next. Four nodes are therefore enough as long as
@@ -287,7 +288,7 @@ impl core::fmt::Debug for QCpuNodes {
 }
 
 /// The per-CPU queue nodes every [`QSpinLock`] of a kernel shares; declare one with
-/// [`qspin_node_pool!`].
+/// [`qspin_node_pool!`](crate::qspin_node_pool).
 ///
 /// A lock's word names queued nodes by CPU index and node index into this pool, so every lock
 /// that has the pool in its type uses the same nodes, and the CPU ids passed to those locks
@@ -295,11 +296,15 @@ impl core::fmt::Debug for QCpuNodes {
 ///
 /// # Safety
 /// An implementor's `nodes` returns the same slice (the same address and length) on every
-/// call, at most [`MAX_CPUS`] long, whose nodes no other pool's `nodes` returns. The macro's
-/// pools are a `static` each, and so meet this. (Its nodes have no public operations, so
-/// nothing but these locks can touch them.)
+/// call, [`CPUS`](QNodePool::CPUS) long and at most [`MAX_CPUS`], whose nodes no other pool's
+/// `nodes` returns. The macro's pools are a `static` each, and so meet this. (Its nodes have no
+/// public operations, so nothing but these locks can touch them.)
 pub unsafe trait QNodePool: 'static {
-    /// The nodes of CPUs `0..nodes().len()`.
+    /// How many CPUs the pool has nodes for, the length of [`nodes`](QNodePool::nodes): the
+    /// [`MaxCpus`](crate::MaxCpus) bound of every lock over the pool.
+    const CPUS: usize;
+
+    /// The nodes of CPUs `0..CPUS`.
     fn nodes() -> &'static [CachePadded<QCpuNodes>];
 }
 
@@ -328,6 +333,8 @@ macro_rules! qspin_node_pool {
         // SAFETY: one `static` (a per-execution lazy static under loom), returned whole on every
         // call and by this pool only; the assertion keeps it within the tail's range.
         unsafe impl $crate::qspin::QNodePool for $name {
+            const CPUS: usize = $cpus;
+
             fn nodes() -> &'static [$crate::CachePadded<$crate::qspin::QCpuNodes>] {
                 const _: () = assert!(
                     $cpus >= 1 && $cpus <= $crate::qspin::MAX_CPUS,
@@ -339,7 +346,7 @@ macro_rules! qspin_node_pool {
     };
 }
 
-/// The `static` of [`qspin_node_pool!`]: an expression of type `&'static [..; $cpus]`.
+/// The `static` of `qspin_node_pool!`: an expression of type `&'static [..; $cpus]`.
 #[cfg(not(kernel_locks_loom))]
 #[doc(hidden)]
 #[macro_export]
@@ -351,7 +358,7 @@ macro_rules! __qspin_nodes_static {
     }};
 }
 
-/// The `static` of [`qspin_node_pool!`] under loom: a lazy static, fresh in every execution.
+/// The `static` of `qspin_node_pool!` under loom: a lazy static, fresh in every execution.
 #[cfg(kernel_locks_loom)]
 #[doc(hidden)]
 #[macro_export]
@@ -367,7 +374,7 @@ macro_rules! __qspin_nodes_static {
     }};
 }
 
-/// loom, for [`qspin_node_pool!`]'s expansion in the crates that declare pools.
+/// loom, for `qspin_node_pool!`'s expansion in the crates that declare pools.
 #[cfg(kernel_locks_loom)]
 #[doc(hidden)]
 pub use ::loom as __loom;
@@ -674,6 +681,11 @@ impl<P: QNodePool, R: Relax> core::fmt::Debug for QSpinLock<P, R> {
             )
             .finish()
     }
+}
+
+/// The pool's CPU count, [`P::CPUS`](QNodePool::CPUS).
+impl<P: QNodePool, R: Relax> crate::raw::MaxCpus for QSpinLock<P, R> {
+    const MAX_CPUS: usize = P::CPUS;
 }
 
 #[cfg(not(kernel_locks_loom))]

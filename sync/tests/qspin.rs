@@ -14,7 +14,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex as StdMutex;
 
 use kernel_locks::{
-    qspin_node_pool, Backoff, ConstInit, CpuId, KernelLock, QSpinLock, Relax, Spin, Wfe,
+    qspin_node_pool, Backoff, ConstInit, CpuId, KernelLock, MaxCpus, QSpinLock, Relax, RtmLock,
+    Spin, Wfe,
 };
 
 /// The lock's word, read through its `Debug` form (`QSpinLock { word: 0x00000101 }`).
@@ -86,6 +87,22 @@ fn the_lock_is_one_word_and_its_constructors() {
         unsafe { lock.unlock(1) };
     }
     assert!(!FROM_INIT.is_locked() && FROM_INIT.max_cpus() == 4);
+}
+
+#[test]
+fn the_cpu_bound_is_the_pools_and_rtm_elides_over_it() {
+    qspin_node_pool!(Pool, 3);
+    assert_eq!(<QSpinLock<Pool> as MaxCpus>::MAX_CPUS, 3);
+    assert_eq!(<QSpinLock<Pool, Backoff> as MaxCpus>::MAX_CPUS, 3);
+    // `RtmLock<L, N>` compiles only when `N` is the fallback's bound (see tests/ui-rtm).
+    static ELIDED: RtmLock<QSpinLock<Pool>, 3> = RtmLock::new(QSpinLock::new());
+    assert_eq!(ELIDED.max_cpus(), 3);
+    ELIDED.lock(2);
+    assert!(ELIDED.is_locked());
+    // SAFETY: CPU 2 holds the lock.
+    unsafe { ELIDED.unlock(2) };
+    assert!(!ELIDED.is_locked());
+    assert_eq!(ELIDED.stats().total(), 1);
 }
 
 #[test]
