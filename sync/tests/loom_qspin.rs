@@ -39,6 +39,7 @@ use kernel_locks::{qspin_node_pool, CpuId, KernelLock, QSpinLock, Relax};
 use loom::cell::UnsafeCell;
 use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use loom::sync::Notify;
+use loom_model::bounded;
 
 qspin_node_pool!(Pool, 4);
 
@@ -73,17 +74,6 @@ fn qspin_two_cpus_try_lock() {
 #[test]
 fn qspin_lock_against_try_lock() {
     loom_model::lock_against_try_lock(QSpinLock::<Pool>::new);
-}
-
-/// A builder that explores every interleaving with at most `preemptions` preemptions (the
-/// environment's `LOOM_MAX_PREEMPTIONS` overrides it), for the models too large to explore
-/// whole in minutes.
-fn bounded(preemptions: usize) -> loom::model::Builder {
-    let mut builder = loom::model::Builder::new();
-    if builder.preemption_bound.is_none() {
-        builder.preemption_bound = Some(preemptions);
-    }
-    builder
 }
 
 /// Two acquisitions per CPU: the pending bit is set, turned into the lock and set again (and a
