@@ -16,9 +16,10 @@
 //!   uses, so that two transfers never wait for each other in a cycle.
 
 use kernel_locks::pad::Alignment;
+use kernel_locks::qspin::QNodePool;
 use kernel_locks::{
-    BrLock, ClhLock, CpuId, KernelLock, MaxCpus, McsLock, Mutex, MutexGuard, NoLock, Relax, Rtm,
-    RtmLock, TicketLock,
+    BrLock, ClhLock, CpuId, KernelLock, MaxCpus, McsLock, Mutex, MutexGuard, NoLock, QSpinLock,
+    Relax, Rtm, RtmLock, TicketLock,
 };
 
 use crate::balance::Ledger;
@@ -44,6 +45,14 @@ impl<const N: usize, R: Relax + 'static, A: Alignment> PagerLock for ClhLock<N, 
 impl<const N: usize, R: Relax + 'static> PagerLock for McsLock<N, R> {
     unsafe fn make() -> Self {
         McsLock::new()
+    }
+}
+
+/// Every lock over the pool `P` shares its per-CPU nodes: a CPU id names one thread at a time
+/// across all of them (the pagers' ids are their indices).
+impl<P: QNodePool, R: Relax + 'static> PagerLock for QSpinLock<P, R> {
+    unsafe fn make() -> Self {
+        QSpinLock::new()
     }
 }
 

@@ -25,7 +25,8 @@
 //!   each contended run is one round's.
 //! * Parity ([`PARITY`]): each of our locks beside the best peer of its kind, from the same rounds:
 //!   uncontended ticks (median of the per-round medians, and in how many rounds ours was at or
-//!   below the peer) beside the peers of its own algorithm, and contended ops/s per thread count
+//!   below the peer) beside the peers of its own algorithm (the queued spinlock beside the ticket
+//!   locks, ours included), and contended ops/s per thread count
 //!   beside the best FIFO peer at that count. Code and data placement move a lock of
 //!   this size by a tick or two between binaries (documented in docs/bench/host-locks-safety-cost.md),
 //!   so only a comparison inside one run means anything.
@@ -62,6 +63,10 @@ const ROUNDS: usize = 5;
 const QUICK_ROUNDS: usize = 3;
 /// Peer ticket locks.
 const TICKET_PEERS: &[&str] = &["spin-ticket", "hermit-ticket"];
+/// The ticket locks, ours and the peers: the uncontended parity of the queued spinlock, whose
+/// fast path is one atomic read-modify-write each way, as a ticket lock's (Linux's `qspinlock`
+/// replaced its ticket spinlock on these grounds).
+const TICKET_LOCKS: &[&str] = &["ticket", "spin-ticket", "hermit-ticket"];
 /// Every FIFO peer (contended parity of the queue locks: a queue lock must hand over at least as
 /// fast as the best first-come-first-served lock of any design).
 const FIFO_PEERS: &[&str] = &["clhlock", "mcslock", "spin-ticket", "hermit-ticket"];
@@ -77,8 +82,9 @@ struct Parity {
 
 /// Our locks beside the best peer of their kind, compared in the report's parity section:
 /// uncontended, each lock beside the peers of its own algorithm (an MCS lock pays two atomic
-/// read-modify-writes per acquire and release where a CLH lock pays one, whoever wrote it);
-/// contended, each queue lock beside every FIFO peer.
+/// read-modify-writes per acquire and release where a CLH lock pays one, whoever wrote it; the
+/// queued spinlock beside the ticket locks, ours included); contended, each queue lock beside
+/// every FIFO peer.
 const PARITY: &[Parity] = &[
     Parity {
         ours: "clh",
@@ -88,6 +94,11 @@ const PARITY: &[Parity] = &[
     Parity {
         ours: "mcs",
         uncontended: &["mcslock"],
+        contended: FIFO_PEERS,
+    },
+    Parity {
+        ours: "qspin",
+        uncontended: TICKET_LOCKS,
         contended: FIFO_PEERS,
     },
     Parity {
@@ -616,7 +627,7 @@ fn main() {
     if threads.iter().any(|&t| t > cpus) {
         notes.push(format!(
             "thread counts above {cpus} (the CPUs available) oversubscribe the machine: those \
-             runs are not pinned, and spinning FIFO locks (clh, mcs, ticket, mcslock, clhlock, spin-ticket, hermit-ticket) stall \
+             runs are not pinned, and spinning FIFO locks (clh, mcs, qspin, ticket, mcslock, clhlock, spin-ticket, hermit-ticket) stall \
              whenever the next owner in the queue is preempted."
         ));
     }
@@ -656,7 +667,8 @@ fn main() {
             "rounds": rounds,
             "parity": "ours beside the best peer of its kind, from the same rounds: \
                  uncontended, median of the per-round medians beside the best peer of the same \
-                 algorithm (met: ours <= peer); contended, median ops/s beside the best FIFO \
+                 algorithm (qspin: beside the best ticket lock, ours included) (met: ours <= \
+                 peer); contended, median ops/s beside the best FIFO \
                  peer at each thread count (met: ours >= peer at every pinned thread count \
                  above 1); \
                  verdict within-noise: ours worse by less than half the range of either \

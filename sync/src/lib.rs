@@ -8,6 +8,7 @@
 //! |------|-----------|------|---------------|
 //! | [`ClhLock`] | CLH queue lock, as seL4's big kernel lock | FIFO | queue node per CPU |
 //! | [`McsLock`] | MCS queue lock, each waiter spinning on its own node | FIFO | queue node per CPU |
+//! | [`QSpinLock`] | Linux's queued spinlock: one 32-bit word, pending bit, per-CPU MCS nodes for four nesting contexts shared by every lock | FIFO (after the pending waiter) | four queue nodes per CPU, in a [`QNodePool`] shared by all locks |
 //! | [`TicketLock`] | ticket lock, optional proportional back-off | FIFO | none |
 //! | [`BrLock`] | big-reader lock (reader slot per CPU) | writer-preferring | reader slot per CPU |
 //! | [`RtmLock`] | Intel RTM lock elision over any fallback lock | as the fallback | statistics, deferred work |
@@ -27,8 +28,9 @@
 //!   yield), [`Backoff`] (exponential), [`Wfe`] (ARM wait-for-event; unlock then signals with SEV),
 //!   or the kernel's own, which can service cross-core requests while spinning, as seL4 does.
 //! * Type parameters come in one order in every lock: what the lock is made of and its size
-//!   (`ClhLock<N, ..>`, `McsLock<N, ..>`, `BrLock<N, ..>`, `RtmLock<L, N, ..>`), then the wait strategy `R`, then
-//!   the lock's own tuning with a default (the alignment `A`, the ticket `BACKOFF`, the RTM
+//!   (`ClhLock<N, ..>`, `McsLock<N, ..>`, `BrLock<N, ..>`, `RtmLock<L, N, ..>`, and
+//!   `QSpinLock<P, ..>`, whose node pool `P` holds the CPU count), then the wait strategy `R`,
+//!   then the lock's own tuning with a default (the alignment `A`, the ticket `BACKOFF`, the RTM
 //!   engine `E`). Choosing a wait strategy never means naming an unrelated parameter.
 //! * A size given twice is checked at compile time: [`MaxCpus`] states each lock type's CPU
 //!   bound (`N`, or none), and `RtmLock<L, N>` does not compile over a fallback `L` whose bound
@@ -96,6 +98,7 @@ pub mod mcs;
 pub mod mutex;
 pub mod nolock;
 pub mod pad;
+pub mod qspin;
 pub mod raw;
 pub mod relax;
 pub mod rtm;
@@ -109,6 +112,7 @@ pub use mcs::McsLock;
 pub use mutex::{Mutex, MutexGuard};
 pub use nolock::NoLock;
 pub use pad::{CacheLine, CachePadded, Erg, Padded};
+pub use qspin::{QNodePool, QSpinLock};
 #[cfg(not(kernel_locks_loom))]
 pub use raw::ConstInit;
 pub use raw::{CpuBound, CpuId, KernelLock, KernelRwLock, MaxCpus};

@@ -147,7 +147,8 @@ pub unsafe trait KernelRwLock: KernelLock {
 /// [`max_cpus`](KernelLock::max_cpus) is at most `MAX_CPUS`.
 ///
 /// Locks with per-CPU state sized by a parameter have that parameter (`ClhLock<N>`,
-/// `McsLock<N>`, `BrLock<N>`, `RtmLock<_, N>`: `N`); locks without per-CPU state
+/// `McsLock<N>`, `BrLock<N>`, `RtmLock<_, N>`: `N`; `QSpinLock<P>`: its node pool's
+/// `P::CPUS`); locks without per-CPU state
 /// (`TicketLock`, `NoLock`) have no bound, `usize::MAX`, whatever count an instance was built
 /// with at run time.
 ///

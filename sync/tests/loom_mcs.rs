@@ -12,6 +12,7 @@ mod common;
 mod loom_model;
 
 use kernel_locks::McsLock;
+use loom_model::bounded;
 
 #[test]
 fn mcs_two_cpus_lock() {
@@ -23,18 +24,9 @@ fn mcs_two_cpus_try_lock() {
     loom_model::mutual_exclusion(McsLock::<2>::new, 2, true);
 }
 
-/// A builder that explores every interleaving with at most `preemptions` preemptions (the
-/// environment's `LOOM_MAX_PREEMPTIONS` overrides it). Unbounded, the three-CPU and the
-/// node-reuse models run for more than 5 minutes; the three-CPU model with a bound of 3 or more
-/// exceeds loom's branch limit (three CPUs spinning, as for the ticket lock).
-fn bounded(preemptions: usize) -> loom::model::Builder {
-    let mut builder = loom::model::Builder::new();
-    if builder.preemption_bound.is_none() {
-        builder.preemption_bound = Some(preemptions);
-    }
-    builder
-}
-
+/// Bounded, as the node-reuse model below (`loom_model::bounded`): unbounded, each runs for more
+/// than 5 minutes; with a bound of 3 or more this one exceeds loom's branch limit (three CPUs
+/// spinning, as for the ticket lock).
 #[test]
 fn mcs_three_cpus_lock() {
     loom_model::mutual_exclusion_in(bounded(2), McsLock::<3>::new, 3, false);

@@ -9,7 +9,8 @@ use std::panic::{self, AssertUnwindSafe};
 use std::sync::Mutex as StdMutex;
 
 use kernel_locks::{
-    BrLock, ClhLock, KernelLock, KernelRwLock, McsLock, Mutex, NoLock, RtmLock, RwLock, TicketLock,
+    qspin_node_pool, BrLock, ClhLock, KernelLock, KernelRwLock, McsLock, Mutex, NoLock, QSpinLock,
+    RtmLock, RwLock, TicketLock,
 };
 
 /// The file and message of the panic raised by `f`, which must panic.
@@ -77,6 +78,16 @@ fn every_misuse_panic_names_the_callers_line() {
         // SAFETY: deliberately violated (CPU 3 does not exist); the check must catch it.
         unsafe { mcs.unlock(3) }
     });
+    qspin_node_pool!(QSpinNodes, 2);
+    let qspin = QSpinLock::<QSpinNodes>::new();
+    assert_panics_here("QSpinLock: CPU id 2 out of range", || qspin.lock(2));
+    assert_panics_here("QSpinLock: CPU id 5 out of range", || {
+        qspin.try_lock(5);
+    });
+    assert_panics_here("QSpinLock: CPU id 3 out of range", || {
+        // SAFETY: deliberately violated (CPU 3 does not exist); the check must catch it.
+        unsafe { qspin.unlock(3) }
+    });
     let ticket = TicketLock::with_cpus(2);
     assert_panics_here("TicketLock: CPU id 3 out of range", || ticket.lock(3));
     let br = BrLock::<2>::new();
@@ -110,6 +121,11 @@ fn every_misuse_panic_names_the_callers_line() {
         // SAFETY: deliberately violated (nothing is held); the check must catch it.
         unsafe { mcs.unlock(1) }
     });
+    assert_panics_here("QSpinLock: unlock by CPU 1, which does not hold", || {
+        // SAFETY: deliberately violated (nothing is held); the check must catch it.
+        unsafe { qspin.unlock(1) }
+    });
+    assert!(!qspin.is_locked(), "a stray unlock changed the word");
     assert_panics_here("BrLock: read_unlock by CPU 1", || {
         // SAFETY: deliberately violated (no shared hold); the check must catch it.
         unsafe { br.read_unlock(1) }
@@ -302,6 +318,8 @@ fn nolock_checks_nothing_by_design() {
 fn debug_relocking_panics_in_every_lock() {
     let clh = ClhLock::<2>::new();
     let mcs = McsLock::<2>::new();
+    qspin_node_pool!(QSpinNodes, 2);
+    let qspin = QSpinLock::<QSpinNodes>::new();
     let ticket = TicketLock::with_cpus(2);
     let br = BrLock::<2>::new();
     let rtm = RtmLock::<_, 2>::new(ClhLock::<2>::new());
@@ -338,6 +356,25 @@ fn debug_relocking_panics_in_every_lock() {
             Box::new(|| {
                 // SAFETY: CPU 1 holds the lock.
                 unsafe { mcs.unlock(1) }
+            }),
+        ),
+        (
+            "QSpinLock: CPU 1 locks a lock it already holds",
+            Box::new(|| qspin.lock(1)),
+            Box::new(|| {
+                // SAFETY: CPU 1 holds the lock.
+                unsafe { qspin.unlock(1) }
+            }),
+        ),
+        (
+            "QSpinLock: CPU 1 locks a lock it already holds",
+            Box::new(|| {
+                // SAFETY: CPU 1 is in range.
+                unsafe { qspin.lock_unchecked(1) }
+            }),
+            Box::new(|| {
+                // SAFETY: CPU 1 holds the lock.
+                unsafe { qspin.unlock(1) }
             }),
         ),
         (
@@ -462,4 +499,33 @@ fn brlock_write_then_lock_panics_in_every_build() {
     // SAFETY: CPU 1 holds the write side.
     unsafe { br.unlock(1) };
     assert!(!br.is_locked());
+}
+
+/// The queued spinlock's word keeps no owner: debug builds keep a per-CPU list of the locks each
+/// CPU holds and catch an unlock by another CPU at the unlock, before any damage; release builds
+/// do not, and such an unlock releases the holder's lock (the module documentation's table).
+#[test]
+fn qspin_unlock_by_a_non_holder() {
+    qspin_node_pool!(QSpinNodes, 2);
+    let lock = QSpinLock::<QSpinNodes>::new();
+    lock.lock(0);
+    #[cfg(debug_assertions)]
+    {
+        assert_panics_here("QSpinLock: unlock by CPU 1, which does not hold", || {
+            // SAFETY: deliberately wrong: CPU 0 holds the lock.
+            unsafe { lock.unlock(1) }
+        });
+        assert!(
+            lock.is_locked() && !lock.try_lock(1),
+            "the holder lost the lock"
+        );
+        // SAFETY: CPU 0 holds it.
+        unsafe { lock.unlock(0) };
+    }
+    #[cfg(not(debug_assertions))]
+    {
+        // SAFETY: deliberately wrong: CPU 0 holds the lock; release builds cannot tell.
+        unsafe { lock.unlock(1) };
+    }
+    assert!(!lock.is_locked());
 }

@@ -2383,6 +2383,7 @@ mod tests {
             "loom_brlock",
             "loom_clh",
             "loom_mcs",
+            "loom_qspin",
             "loom_rtm",
             "loom_ticket",
         ] {

@@ -1043,6 +1043,7 @@ mod tests {
             ("none", 6),
             ("rtm", 6),
             ("mcs", 6),
+            ("qspin", 6),
         ] {
             let c = Collector::new();
             ipc(&c);

@@ -5,10 +5,22 @@
 use kernel::config::MAX_CPUS;
 use kernel::{BigLock, FineGrained, NoLock, Rtm, Strategy};
 use kernel_locks::ticket::TicketLock;
-use kernel_locks::{ClhLock, McsLock};
+use kernel_locks::{qspin_node_pool, ClhLock, McsLock, QSpinLock};
 
 use crate::cmdline::{Config, LockChoice};
 use crate::lockcost::KernelLockOf;
+
+// The queue nodes of the `qspin` big lock, for the image's one kernel: four per core, one for
+// each nesting context the lock crate provides (task, soft interrupt, interrupt, NMI), of
+// which the kernel needs one. It takes the big lock once per entry, in the entry's own
+// context, whether the entry is a system call, an exception or an interrupt (from user mode or
+// from the idle loop), and its entries never nest: the HALs enter the kernel with the core's
+// interrupts masked and keep them so until the return to user mode or the idle loop
+// (`hal_common::usermode`; the kernel's entry panics on a nested one), so no interrupt arrives
+// while a core waits for the lock or holds it, and every wait uses the core's first node.
+// NMIs, machine checks and double faults are fatal and take no lock, and the images' locks
+// wait with `Spin`, which takes none either.
+qspin_node_pool!(pub KernelQNodes, MAX_CPUS);
 
 /// What an image does with the strategy it was given: build the system and run it.
 pub trait Boot {
@@ -28,6 +40,9 @@ pub fn boot_with<B: Boot>(lock: LockChoice, cfg: Config, image: B) -> ! {
         LockChoice::Clh => image.boot(BigLock::new(ClhLock::<MAX_CPUS>::with_cpus(n)), cfg),
         LockChoice::Ticket => image.boot(BigLock::new(TicketLock::with_cpus(n)), cfg),
         LockChoice::Mcs => image.boot(BigLock::new(McsLock::<MAX_CPUS>::with_cpus(n)), cfg),
+        // The pool's cores, all `MAX_CPUS` (a pool has no run-time count): the kernel refuses
+        // an entry from a core beyond `n` itself.
+        LockChoice::Qspin => image.boot(BigLock::new(QSpinLock::<KernelQNodes>::new()), cfg),
         LockChoice::Fine => image.boot(FineGrained::<kernel_locks::Spin>::with_cpus(n), cfg),
         // Without RTM (AMD, QEMU TCG, ARMv7-A) `kernel_locks::Rtm` detects that at run time and always
         // takes its fallback CLH lock.

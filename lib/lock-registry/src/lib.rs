@@ -20,6 +20,9 @@ pub enum Lock {
     Ticket,
     /// Big kernel lock: MCS queue lock.
     Mcs,
+    /// Big kernel lock: queued spinlock (Linux's `qspinlock`: one word, a pending bit, MCS
+    /// nodes per core in a pool of the kernel's).
+    Qspin,
     /// Fine-grained: big-reader lock (read side for IPC, write side for management) plus
     /// per-object ticket locks. `brlock` names the same strategy.
     Fine,
@@ -110,6 +113,14 @@ pub const ENTRIES: &[Entry] = &[
         rows: Rows::ALL,
     },
     Entry {
+        lock: Lock::Qspin,
+        name: "qspin",
+        aliases: &[],
+        describe: "big kernel lock, queued spinlock (Linux's qspinlock)",
+        kind: Kind::BigLock,
+        rows: Rows::ALL,
+    },
+    Entry {
         lock: Lock::Fine,
         name: "fine",
         aliases: &["brlock"],
@@ -169,7 +180,7 @@ impl Lock {
     pub const ALL: [Lock; COUNT] = ALL;
 
     /// Every accepted command-line word, a strategy's aliases before its name, for messages.
-    pub const NAMES: &'static str = "clh, ticket, mcs, brlock, fine, rtm, none";
+    pub const NAMES: &'static str = "clh, ticket, mcs, qspin, brlock, fine, rtm, none";
 
     /// The registry's entry for this strategy.
     pub const fn entry(self) -> &'static Entry {

@@ -11,8 +11,14 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use parking_lot::lock_api::RawMutex;
 
 use kernel_locks::{
-    BrLock, ClhLock, KernelLock, KernelRwLock, McsLock, NoLock, Rtm, RtmLock, TicketLock, TxEngine,
+    qspin_node_pool, BrLock, ClhLock, KernelLock, KernelRwLock, McsLock, NoLock, QSpinLock, Rtm,
+    RtmLock, TicketLock, TxEngine,
 };
+
+// The queued spinlock's nodes, for every thread count the benchmarks run (the largest of
+// `LOCK_CPUS`): a pool is per kernel, not per lock, and its size does not enter the lock's paths.
+// The benchmarks run one subject at a time, so the threads of one run are its only users.
+qspin_node_pool!(QSpinNodes, 256);
 
 /// Something whose acquire+release is measured.
 pub trait Subject: Sync {
@@ -141,6 +147,14 @@ fn subjects<const N: usize>(v: &mut impl Visitor) {
             true,
         ),
         &|| Exclusive(McsLock::<N>::new()),
+    );
+    v.visit(
+        ours(
+            "qspin",
+            "kernel_locks::QSpinLock (queued spinlock in one word, nodes in a per-kernel pool)",
+            true,
+        ),
+        &|| Exclusive(QSpinLock::<QSpinNodes>::new()),
     );
     v.visit(ours("ticket", "kernel_locks::TicketLock", true), &|| {
         Exclusive(TicketLock::new())

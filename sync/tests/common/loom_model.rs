@@ -91,3 +91,14 @@ fn critical<L: KernelLock>(lock: &L, data: &UnsafeCell<usize>, cpu: usize, use_t
     // SAFETY: `cpu` holds the lock.
     unsafe { lock.unlock(cpu) };
 }
+
+/// A builder that explores every interleaving with at most `preemptions` preemptions (the
+/// environment's `LOOM_MAX_PREEMPTIONS` overrides it), for the models too large to explore
+/// whole in minutes.
+pub fn bounded(preemptions: usize) -> loom::model::Builder {
+    let mut builder = loom::model::Builder::new();
+    if builder.preemption_bound.is_none() {
+        builder.preemption_bound = Some(preemptions);
+    }
+    builder
+}

@@ -84,7 +84,7 @@ use kernel::{
 };
 /// The lock that does not lock (`kernel::NoLock` is the kernel strategy of that name).
 use kernel_locks::NoLock as NoPagerLock;
-use kernel_locks::{BrLock, ClhLock, McsLock, Mutex, RtmLock, RtmStats, TicketLock};
+use kernel_locks::{BrLock, ClhLock, McsLock, Mutex, QSpinLock, RtmLock, RtmStats, TicketLock};
 use pager::protocol::{PagerError, Reply, Request, Stats};
 use pager::{Algorithm, Allocator, FrameAllocator, FrameRange, PagerLock};
 
@@ -136,7 +136,7 @@ const TABLE_FRAMES: usize = 4096;
 /// The lock id of the end checks (pagers use their index).
 const CHECK_ID: usize = MAX_CPUS;
 /// Lock ids: one per pager, and the checks'.
-const LOCK_IDS: usize = MAX_CPUS + 1;
+pub(super) const LOCK_IDS: usize = MAX_CPUS + 1;
 /// A run that takes longer than this is stopped and reported (a kernel or harness bug).
 const DEADLINE: Duration = Duration::from_secs(300);
 
@@ -328,6 +328,8 @@ impl Options {
 type PagerClh = ClhLock<LOCK_IDS, HostRelax>;
 type PagerTicket = TicketLock<HostRelax>;
 type PagerMcs = McsLock<LOCK_IDS, HostRelax>;
+/// Over the pagers' own node pool (the run holds its turn: `with_strategy`).
+type PagerQspin = QSpinLock<super::PagerQNodes, HostRelax>;
 type PagerBr = BrLock<LOCK_IDS, HostRelax>;
 type PagerRtm = RtmLock<PagerClh, LOCK_IDS, HostRelax>;
 
@@ -338,6 +340,7 @@ fn pager_lock_name(lock: Lock) -> &'static str {
         Lock::Clh => "clh",
         Lock::Ticket => "ticket",
         Lock::Mcs => "mcs",
+        Lock::Qspin => "qspin",
         Lock::Fine => "brlock (write side)",
         Lock::Rtm => "rtm (RtmLock over clh)",
     }
@@ -526,6 +529,7 @@ fn run_point_into(lock: Lock, w: Workload, sink: Sink) -> Option<Outcome> {
                 Lock::Clh => measure::<S, PagerClh>(s, self.1, self.2),
                 Lock::Ticket => measure::<S, PagerTicket>(s, self.1, self.2),
                 Lock::Mcs => measure::<S, PagerMcs>(s, self.1, self.2),
+                Lock::Qspin => measure::<S, PagerQspin>(s, self.1, self.2),
                 Lock::Fine => measure::<S, PagerBr>(s, self.1, self.2),
                 Lock::Rtm => measure::<S, PagerRtm>(s, self.1, self.2),
             }

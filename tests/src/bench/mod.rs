@@ -59,7 +59,10 @@ use kernel::{
     NoLock, ObjRef, PageAttrs, PhysAddr, Regs, Rights, Rtm, Strategy, SweepAction, Syscall,
     ThreadId,
 };
-use kernel_locks::{CachePadded, ClhLock, KernelLock, McsLock, Relax, RtmStats, Spin, TicketLock};
+use kernel_locks::{
+    qspin_node_pool, CachePadded, ClhLock, KernelLock, McsLock, QSpinLock, Relax, RtmStats, Spin,
+    TicketLock,
+};
 
 pub use crate::harness::{host_cpus, pin};
 pub use record::{stats, to_json_array, Json, Record};
@@ -283,6 +286,7 @@ pub fn type_name(lock: Lock) -> &'static str {
         Lock::Clh => "BigLock<ClhLock>",
         Lock::Ticket => "BigLock<TicketLock>",
         Lock::Mcs => "BigLock<McsLock>",
+        Lock::Qspin => "BigLock<QSpinLock>",
         Lock::Fine => "FineGrained (BrLock read side + TicketLock per object)",
         Lock::Rtm => "Rtm<ClhLock> (RtmLock elision, CLH fallback)",
     }
@@ -766,6 +770,14 @@ fn single_case(lock: Lock, cross_as: bool) -> (Box<dyn Case>, (f64, f64)) {
                 locks_per_round_trip(s(), cross_as),
             )
         }
+        Lock::Qspin => {
+            // The caller holds the pool's turn (`single_core`).
+            let s = || BigLock::new(QSpinLock::<HostQNodes, Spin>::new());
+            (
+                Box::new(PingPong::new(s(), cross_as)),
+                locks_per_round_trip(s(), cross_as),
+            )
+        }
         Lock::Fine => {
             let s = FineGrained::<Spin>::new;
             (
@@ -810,6 +822,8 @@ fn single_core(opts: &Options, p: Params, m: &Machine, rtm: &mut RtmStats) -> Ve
         call: Vec<f64>,
         rr: Vec<f64>,
     }
+    // Every case lives until the end: the queued spinlock's take the pool's turn for as long.
+    let _pool = opts.locks.contains(&Lock::Qspin).then(qspin_turn);
     let mut cases: Vec<Entry> = Vec::new();
     for &lock in &opts.locks {
         for (variant, cross) in [("same-as", false), ("cross-as", true)] {
@@ -1034,6 +1048,22 @@ impl Idle {
     }
 }
 
+// The queued spinlock's nodes for the hosted kernels (`lock=qspin`), and those of the memory
+// benchmark's pager locks (`memory`): host threads act as cores `0..` (and pagers as lock ids
+// `0..`), and a pool's nodes are per core across every lock over it, so two kernels over one
+// pool at once would be two threads acting as one core. Their runs take turns instead
+// ([`qspin_turn`]).
+qspin_node_pool!(pub(crate) HostQNodes, MAX_CPUS);
+qspin_node_pool!(pub(crate) PagerQNodes, memory::LOCK_IDS);
+
+/// The turn of a run over [`HostQNodes`] and [`PagerQNodes`]: held while its kernel (and its
+/// pager locks) exist, so that runs of the queued spinlock in parallel threads (tests of one
+/// process) wait for each other. Taken outside every timed region.
+fn qspin_turn() -> std::sync::MutexGuard<'static, ()> {
+    static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    TURN.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Work generic over the kernel's strategy, which [`with_strategy`] runs with the strategy a
 /// [`Lock`] names.
 pub(crate) trait StrategyFn {
@@ -1059,6 +1089,10 @@ pub(crate) fn with_strategy<F: StrategyFn>(
             MAX_CPUS,
         ))),
         Lock::Mcs => f.call(BigLock::new(McsLock::<MAX_CPUS, HostRelax>::new())),
+        Lock::Qspin => {
+            let _pool = qspin_turn();
+            f.call(BigLock::new(QSpinLock::<HostQNodes, HostRelax>::new()))
+        }
         Lock::Fine => f.call(FineGrained::<HostRelax>::new()),
         Lock::Rtm => f.call(Rtm::<_, kernel_locks::Rtm, HostRelax>::new(ClhLock::<
             MAX_CPUS,

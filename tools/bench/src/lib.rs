@@ -330,9 +330,9 @@ const DEFAULT_SOAK_TIME: u64 = 600;
 /// the images: `ipc`, `memory`, `redis`).
 #[derive(Debug, Args, Clone)]
 pub struct GuestOpts {
-    /// Kernel locks, comma-separated: clh, ticket, brlock (= fine: the fine-grained strategy,
-    /// built on the big-reader lock), fine, rtm, none, all [default: all]. `none` is always
-    /// measured too: it is the baseline of every overhead.
+    /// Kernel locks, comma-separated: any of the values below, `brlock` (= fine: the
+    /// fine-grained strategy, built on the big-reader lock) or all [default: all]. `none` is
+    /// always measured too: it is the baseline of every overhead.
     #[arg(long, value_enum, value_delimiter = ',', value_name = "LOCK,...")]
     lock: Vec<LockArg>,
 
