@@ -84,7 +84,7 @@ struct Parity {
 /// uncontended, each lock beside the peers of its own algorithm (an MCS lock pays two atomic
 /// read-modify-writes per acquire and release where a CLH lock pays one, whoever wrote it; the
 /// queued spinlock beside the ticket locks, ours included); contended, each queue lock beside
-/// every FIFO peer.
+/// every FIFO peer. The CNA lock, which has no peer here, is compared with our MCS lock.
 const PARITY: &[Parity] = &[
     Parity {
         ours: "clh",
@@ -95,6 +95,18 @@ const PARITY: &[Parity] = &[
         ours: "mcs",
         uncontended: &["mcslock"],
         contended: FIFO_PEERS,
+    },
+    // The compact NUMA-aware lock must cost no more than MCS on a uniform machine, with either
+    // map: the map is read only when a waiter queues.
+    Parity {
+        ours: "cna",
+        uncontended: &["mcs"],
+        contended: &["mcs"],
+    },
+    Parity {
+        ours: "cna-2node",
+        uncontended: &["mcs"],
+        contended: &["mcs"],
     },
     Parity {
         ours: "qspin",

@@ -8,6 +8,7 @@
 //! |------|-----------|------|---------------|
 //! | [`ClhLock`] | CLH queue lock, as seL4's big kernel lock | FIFO | queue node per CPU |
 //! | [`McsLock`] | MCS queue lock, each waiter spinning on its own node | FIFO | queue node per CPU |
+//! | [`CnaLock`] | compact NUMA-aware lock (Dice and Kogan): the qspinlock's word, its queue head hands over to a waiter on its own NUMA node first, within a fairness bound | FIFO within a node; waiters of other nodes wait for at most a bounded number of hand-offs | four queue nodes per CPU, in a [`CnaNodePool`]; the embedder's CPU-to-node [`NumaMap`] |
 //! | [`QSpinLock`] | Linux's queued spinlock: one 32-bit word, pending bit, per-CPU MCS nodes for four nesting contexts shared by every lock | FIFO (after the pending waiter) | four queue nodes per CPU, in a [`QNodePool`] shared by all locks |
 //! | [`TicketLock`] | ticket lock, optional proportional back-off | FIFO | none |
 //! | [`BrLock`] | big-reader lock (reader slot per CPU) | writer-preferring | reader slot per CPU |
@@ -86,6 +87,7 @@ mod guarded;
 
 pub mod brlock;
 pub mod clh;
+pub mod cna;
 pub mod irq;
 #[cfg(all(
     any(feature = "lock_api", feature = "lock_api_05"),
@@ -107,6 +109,7 @@ pub mod ticket;
 
 pub use brlock::BrLock;
 pub use clh::ClhLock;
+pub use cna::{CnaLock, CnaNodePool, NumaMap, NumaTable, Uniform};
 pub use irq::{IrqGuard, IrqGuarded, KernelLockIrq};
 pub use mcs::McsLock;
 pub use mutex::{Mutex, MutexGuard};

@@ -208,15 +208,15 @@ use crate::relax::{Relax, Spin};
 use crate::shim::{fence, wait_hint, AtomicU32, AtomicUsize, Ordering};
 
 /// The locked byte's value while the lock is held.
-const LOCKED: u32 = 1;
+pub(crate) const LOCKED: u32 = 1;
 /// The locked byte.
-const LOCKED_MASK: u32 = 0xff;
+pub(crate) const LOCKED_MASK: u32 = 0xff;
 /// The pending bit.
-const PENDING: u32 = 1 << 8;
+pub(crate) const PENDING: u32 = 1 << 8;
 /// Where the tail starts.
 const TAIL_SHIFT: u32 = 16;
 /// The tail: CPU + 1 and node index.
-const TAIL_MASK: u32 = !0 << TAIL_SHIFT;
+pub(crate) const TAIL_MASK: u32 = !0 << TAIL_SHIFT;
 /// Queue nodes per CPU: one per nesting context (task, soft interrupt, interrupt, NMI).
 pub const CONTEXTS: usize = 4;
 /// Bits of the tail that hold the node index.
@@ -243,10 +243,10 @@ pub struct QCpuNodes {
     /// written by this CPU only, in any of its contexts.
     count: AtomicUsize,
     nodes: [QNode; CONTEXTS],
-    /// Debug builds: the addresses of the locks this CPU holds (0: a free entry), in all its
-    /// contexts together, for the re-lock and non-holder checks; written by this CPU only.
+    /// Debug builds: the locks this CPU holds, in all its contexts together, for the re-lock
+    /// and non-holder checks.
     #[cfg(debug_assertions)]
-    held: [AtomicUsize; HELD],
+    held: HeldLocks,
 }
 
 /// Debug builds: how many held locks per CPU the misuse checks follow.
@@ -267,7 +267,7 @@ impl QCpuNodes {
                     }
                 ),
                 #[cfg(debug_assertions)]
-                held: array_init!(HELD, AtomicUsize::new(0)),
+                held: HeldLocks::new(),
             }
         }
     }
@@ -284,6 +284,59 @@ impl core::fmt::Debug for QCpuNodes {
         f.debug_struct("QCpuNodes")
             .field("in_use", &self.count.load(Ordering::Relaxed))
             .finish()
+    }
+}
+
+/// Debug builds: the addresses of the locks one CPU holds (0: a free entry), in all its contexts
+/// together, for the re-lock and non-holder checks of the locks whose word keeps no owner (this
+/// one and [`CnaLock`](crate::CnaLock)). Written and read by its own CPU only: `Relaxed`, since
+/// a CPU reads its own latest writes, interrupted or not (plain `mov`/`ldr`/`str`).
+#[cfg(debug_assertions)]
+pub(crate) struct HeldLocks([AtomicUsize; HELD]);
+
+#[cfg(debug_assertions)]
+impl HeldLocks {
+    maybe_const_fn! {
+        /// No lock held.
+        pub(crate) fn new() -> Self {
+            Self(array_init!(HELD, AtomicUsize::new(0)))
+        }
+    }
+
+    /// Panics (as the lock type `lock`, for `cpu`) if the lock `key` is in the list.
+    #[inline(always)]
+    #[track_caller]
+    pub(crate) fn check_not_held(&self, key: usize, lock: &'static str, cpu: CpuId) {
+        if self.0.iter().any(|h| h.load(Ordering::Relaxed) == key) {
+            crate::raw::relocked(lock, cpu);
+        }
+    }
+
+    /// Records the lock `key`. More than `HELD` locks held at once by one CPU: the checks skip
+    /// this one.
+    #[inline(always)]
+    pub(crate) fn record(&self, key: usize) {
+        if let Some(entry) = self.0.iter().find(|h| h.load(Ordering::Relaxed) == 0) {
+            entry.store(key, Ordering::Relaxed);
+        }
+    }
+
+    /// Forgets the lock `key`; panics (as `lock`, for `cpu`) if it is not in the list, unless
+    /// the list is full (when `key` may be a lock it did not record).
+    #[inline(always)]
+    #[track_caller]
+    pub(crate) fn forget(&self, key: usize, lock: &'static str, cpu: CpuId) {
+        match self.0.iter().find(|h| h.load(Ordering::Relaxed) == key) {
+            Some(entry) => entry.store(0, Ordering::Relaxed),
+            None if self.0.iter().all(|h| h.load(Ordering::Relaxed) != 0) => {}
+            None => crate::raw::not_holder(lock, cpu, None),
+        }
+    }
+
+    /// Whether no lock is recorded.
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.iter().all(|h| h.load(Ordering::Relaxed) == 0)
     }
 }
 
@@ -346,29 +399,35 @@ macro_rules! qspin_node_pool {
     };
 }
 
-/// The `static` of `qspin_node_pool!`: an expression of type `&'static [..; $cpus]`.
+/// The `static` of `qspin_node_pool!`: an expression of type `&'static [..; $cpus]`; with a
+/// per-CPU node type first, the same for another pool of that type (`cna_node_pool!`).
 #[cfg(not(kernel_locks_loom))]
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __qspin_nodes_static {
-    ($cpus:expr) => {{
-        static NODES: [$crate::CachePadded<$crate::qspin::QCpuNodes>; $cpus] =
-            [const { $crate::CachePadded::new($crate::qspin::QCpuNodes::new()) }; $cpus];
+    ($cpus:expr) => {
+        $crate::__qspin_nodes_static!($crate::qspin::QCpuNodes, $cpus)
+    };
+    ($nodes:ty, $cpus:expr) => {{
+        static NODES: [$crate::CachePadded<$nodes>; $cpus] =
+            [const { $crate::CachePadded::new(<$nodes>::new()) }; $cpus];
         &NODES
     }};
 }
 
-/// The `static` of `qspin_node_pool!` under loom: a lazy static, fresh in every execution.
+/// The `static` of `qspin_node_pool!` under loom: a lazy static, fresh in every execution
+/// (and the same for another node type, as above).
 #[cfg(kernel_locks_loom)]
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __qspin_nodes_static {
-    ($cpus:expr) => {{
+    ($cpus:expr) => {
+        $crate::__qspin_nodes_static!($crate::qspin::QCpuNodes, $cpus)
+    };
+    ($nodes:ty, $cpus:expr) => {{
         $crate::qspin::__loom::lazy_static! {
-            static ref NODES: [$crate::CachePadded<$crate::qspin::QCpuNodes>; $cpus] =
-                ::core::array::from_fn(|_| {
-                    $crate::CachePadded::new($crate::qspin::QCpuNodes::new())
-                });
+            static ref NODES: [$crate::CachePadded<$nodes>; $cpus] =
+                ::core::array::from_fn(|_| $crate::CachePadded::new(<$nodes>::new()));
         }
         &*NODES
     }};
@@ -451,29 +510,15 @@ impl<P: QNodePool, R: Relax> QSpinLock<P, R> {
     #[inline(always)]
     #[track_caller]
     fn check_not_held(&self, _nodes: &QCpuNodes, _cpu: CpuId) {
-        // Relaxed: only `cpu` writes its own list, and a CPU reads its own latest writes.
         #[cfg(debug_assertions)]
-        if _nodes
-            .held
-            .iter()
-            .any(|h| h.load(Ordering::Relaxed) == self.key())
-        {
-            crate::raw::relocked("QSpinLock", _cpu);
-        }
+        _nodes.held.check_not_held(self.key(), "QSpinLock", _cpu);
     }
 
     /// Debug builds: records that the CPU of `_nodes` holds this lock.
     #[inline(always)]
     fn record_held(&self, _nodes: &QCpuNodes) {
         #[cfg(debug_assertions)]
-        {
-            // Relaxed: as in `check_not_held`.
-            let free = _nodes.held.iter().find(|h| h.load(Ordering::Relaxed) == 0);
-            // More than `HELD` locks held at once by one CPU: the checks skip this one.
-            if let Some(entry) = free {
-                entry.store(self.key(), Ordering::Relaxed);
-            }
-        }
+        _nodes.held.record(self.key());
     }
 
     /// Debug builds: forgets that `cpu` holds this lock; panics if it does not (unless its list
@@ -481,17 +526,8 @@ impl<P: QNodePool, R: Relax> QSpinLock<P, R> {
     #[inline(always)]
     #[track_caller]
     fn forget_held(&self, _nodes: &QCpuNodes, _cpu: CpuId) {
-        // Relaxed: as in `check_not_held`.
         #[cfg(debug_assertions)]
-        match _nodes
-            .held
-            .iter()
-            .find(|h| h.load(Ordering::Relaxed) == self.key())
-        {
-            Some(entry) => entry.store(0, Ordering::Relaxed),
-            None if _nodes.held.iter().all(|h| h.load(Ordering::Relaxed) != 0) => {}
-            None => crate::raw::not_holder("QSpinLock", _cpu, None),
-        }
+        _nodes.held.forget(self.key(), "QSpinLock", _cpu);
     }
 
     /// `lock` for `cpu`, whose nodes are `nodes`.
@@ -517,33 +553,9 @@ impl<P: QNodePool, R: Relax> QSpinLock<P, R> {
     #[track_caller]
     fn lock_contended(&self, mine: &'static QCpuNodes, cpu: CpuId) {
         let mut relax = R::default();
-        // Relaxed: which path to try; the fetch_or reads the word again.
-        if self.word.load(Ordering::Relaxed) & !LOCKED_MASK == 0 {
-            // Relaxed: atomicity only; the fence after the polls acquires (module docs).
-            let val = self.word.fetch_or(PENDING, Ordering::Relaxed);
-            if val & !LOCKED_MASK == 0 {
-                // We own the pending bit: wait for the holder to leave.
-                while self.word.load(Ordering::Relaxed) & LOCKED_MASK != 0 {
-                    relax.relax(cpu);
-                    wait_hint();
-                }
-                // Pairs with the last holder's release, whose release sequence the poll read.
-                fence(Ordering::Acquire);
-                // Pending becomes locked in one step; only we clear pending, and nobody else
-                // sets locked while it is set (module docs): atomicity only.
-                self.word
-                    .fetch_add(LOCKED.wrapping_sub(PENDING), Ordering::Relaxed);
-                return;
-            }
-            // Somebody else is pending or queued: undo our bit if we set it, and queue.
-            if val & PENDING == 0 {
-                // Relaxed: atomicity only.
-                self.word.fetch_and(!PENDING, Ordering::Relaxed);
-                // A queue head may be waiting for the bit to clear.
-                R::after_release();
-            }
+        if !pending(&self.word, cpu, &mut relax) {
+            self.queue(mine, cpu, &mut relax);
         }
-        self.queue(mine, cpu, &mut relax);
     }
 
     /// The queue path (module documentation), with the nodes `mine` of `cpu`.
@@ -553,7 +565,7 @@ impl<P: QNodePool, R: Relax> QSpinLock<P, R> {
         // Relaxed: only this CPU, in this or a nested context, touches its count.
         let idx = mine.count.load(Ordering::Relaxed);
         if idx >= CONTEXTS {
-            too_deep(cpu);
+            too_deep("QSpinLock", cpu);
         }
         mine.count.store(idx + 1, Ordering::Relaxed);
         // An interrupt taken from here on uses the next node (the count is in place first).
@@ -636,9 +648,41 @@ impl<P: QNodePool, R: Relax> QSpinLock<P, R> {
     }
 }
 
+/// The pending path (module documentation) of the lock whose word is `word`, shared with
+/// [`CnaLock`](crate::CnaLock): whether `cpu` took the lock through it (else it must queue).
+#[inline(always)]
+pub(crate) fn pending<R: Relax>(word: &AtomicU32, cpu: CpuId, relax: &mut R) -> bool {
+    // Relaxed: which path to try; the fetch_or reads the word again.
+    if word.load(Ordering::Relaxed) & !LOCKED_MASK == 0 {
+        // Relaxed: atomicity only; the fence after the polls acquires (module docs).
+        let val = word.fetch_or(PENDING, Ordering::Relaxed);
+        if val & !LOCKED_MASK == 0 {
+            // We own the pending bit: wait for the holder to leave.
+            while word.load(Ordering::Relaxed) & LOCKED_MASK != 0 {
+                relax.relax(cpu);
+                wait_hint();
+            }
+            // Pairs with the last holder's release, whose release sequence the poll read.
+            fence(Ordering::Acquire);
+            // Pending becomes locked in one step; only we clear pending, and nobody else
+            // sets locked while it is set (module docs): atomicity only.
+            word.fetch_add(LOCKED.wrapping_sub(PENDING), Ordering::Relaxed);
+            return true;
+        }
+        // Somebody else is pending or queued: undo our bit if we set it, and queue.
+        if val & PENDING == 0 {
+            // Relaxed: atomicity only.
+            word.fetch_and(!PENDING, Ordering::Relaxed);
+            // A queue head may be waiting for the bit to clear.
+            R::after_release();
+        }
+    }
+    false
+}
+
 /// The tail code of node `idx` of `cpu` (in its place in the word).
 #[inline(always)]
-fn tail_code(cpu: CpuId, idx: usize) -> u32 {
+pub(crate) fn tail_code(cpu: CpuId, idx: usize) -> u32 {
     // `cpu < MAX_CPUS` (the pool's length, asserted by the pool) and `idx < CONTEXTS`: the code
     // fits the 16 tail bits.
     ((((cpu as u32) + 1) << IDX_BITS) | idx as u32) << TAIL_SHIFT
@@ -648,18 +692,28 @@ fn tail_code(cpu: CpuId, idx: usize) -> u32 {
 /// nonzero tail.
 #[inline(always)]
 fn node_of(nodes: &'static [CachePadded<QCpuNodes>], code: u32) -> &'static QNode {
+    let (cpu, idx) = tail_cpu_idx(code);
+    &nodes[cpu].nodes[idx]
+}
+
+/// The CPU and the node index that a code with a nonzero tail names (shared with
+/// [`CnaLock`](crate::CnaLock), whose pool is indexed the same way).
+#[inline(always)]
+pub(crate) fn tail_cpu_idx(code: u32) -> (CpuId, usize) {
     let code = code >> TAIL_SHIFT;
-    let cpu = (code >> IDX_BITS) as usize - 1;
-    &nodes[cpu].nodes[(code & ((1 << IDX_BITS) - 1)) as usize]
+    (
+        (code >> IDX_BITS) as usize - 1,
+        (code & ((1 << IDX_BITS) - 1)) as usize,
+    )
 }
 
 /// The panic of a fifth nested wait on one CPU, out of line.
 #[cold]
 #[inline(never)]
 #[track_caller]
-fn too_deep(cpu: CpuId) -> ! {
+pub(crate) fn too_deep(lock: &'static str, cpu: CpuId) -> ! {
     panic!(
-        "QSpinLock: CPU {cpu} waits in a fifth nested context (the nodes cover task, soft \
+        "{lock}: CPU {cpu} waits in a fifth nested context (the nodes cover task, soft \
          interrupt, interrupt and NMI)"
     );
 }
@@ -823,7 +877,7 @@ mod tests {
         for cpu in Pool::nodes() {
             assert_eq!(cpu.count.load(Ordering::Relaxed), 0);
             #[cfg(debug_assertions)]
-            assert!(cpu.held.iter().all(|h| h.load(Ordering::Relaxed) == 0));
+            assert!(cpu.held.is_empty());
         }
     }
 }

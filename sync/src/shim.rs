@@ -37,3 +37,59 @@ macro_rules! array_init {
         array
     }};
 }
+
+/// A plain (non-atomic) cell for data that one CPU writes and others read only once a
+/// release/acquire pair orders the read after the write (happens-before): `core`'s
+/// `UnsafeCell` normally, loom's under loom, which reports a read or write that no such pair
+/// orders as a causality violation. The owner of the cell states the ordering at each access
+/// (`# Safety`) and implements `Sync` for the type that holds it.
+pub(crate) struct OrderedCell<T: Copy> {
+    #[cfg(not(kernel_locks_loom))]
+    cell: core::cell::UnsafeCell<T>,
+    #[cfg(kernel_locks_loom)]
+    cell: loom::cell::UnsafeCell<T>,
+}
+
+impl<T: Copy> OrderedCell<T> {
+    maybe_const_fn! {
+        /// A cell holding `value`.
+        pub(crate) fn new(value: T) -> Self {
+            Self {
+                #[cfg(not(kernel_locks_loom))]
+                cell: core::cell::UnsafeCell::new(value),
+                #[cfg(kernel_locks_loom)]
+                cell: loom::cell::UnsafeCell::new(value),
+            }
+        }
+    }
+
+    /// The value.
+    ///
+    /// # Safety
+    /// Every write to the cell happens-before this read, or after it.
+    #[inline(always)]
+    pub(crate) unsafe fn get(&self) -> T {
+        #[cfg(not(kernel_locks_loom))]
+        // SAFETY: no write races with this read (the caller's promise).
+        return unsafe { *self.cell.get() };
+        #[cfg(kernel_locks_loom)]
+        // SAFETY: as above; loom checks the promise.
+        return self.cell.with(|p| unsafe { *p });
+    }
+
+    /// Replaces the value.
+    ///
+    /// # Safety
+    /// Every other access to the cell happens-before this write, or after it.
+    #[inline(always)]
+    pub(crate) unsafe fn set(&self, value: T) {
+        #[cfg(not(kernel_locks_loom))]
+        // SAFETY: no access races with this write (the caller's promise).
+        unsafe {
+            *self.cell.get() = value
+        };
+        #[cfg(kernel_locks_loom)]
+        // SAFETY: as above; loom checks the promise.
+        self.cell.with_mut(|p| unsafe { *p = value });
+    }
+}

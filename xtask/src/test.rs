@@ -2382,6 +2382,7 @@ mod tests {
         for model in [
             "loom_brlock",
             "loom_clh",
+            "loom_cna",
             "loom_mcs",
             "loom_qspin",
             "loom_rtm",

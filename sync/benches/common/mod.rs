@@ -11,14 +11,27 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use parking_lot::lock_api::RawMutex;
 
 use kernel_locks::{
-    qspin_node_pool, BrLock, ClhLock, KernelLock, KernelRwLock, McsLock, NoLock, QSpinLock, Rtm,
-    RtmLock, TicketLock, TxEngine,
+    cna_node_pool, numa_map, qspin_node_pool, BrLock, ClhLock, CnaLock, KernelLock, KernelRwLock,
+    McsLock, NoLock, QSpinLock, Rtm, RtmLock, TicketLock, TxEngine, Uniform,
 };
 
 // The queued spinlock's nodes, for every thread count the benchmarks run (the largest of
 // `LOCK_CPUS`): a pool is per kernel, not per lock, and its size does not enter the lock's paths.
 // The benchmarks run one subject at a time, so the threads of one run are its only users.
 qspin_node_pool!(QSpinNodes, 256);
+
+// The CNA lock's queue nodes, likewise, and the simulated two-node map, which puts CPUs 0 and 1
+// on node 0, 2 and 3 on node 1, and so on.
+cna_node_pool!(CnaNodes, 256);
+numa_map!(TwoNodes, 256);
+
+/// A CNA lock over the simulated two-node map (its table filled, the same on every call).
+fn cna_two_nodes() -> CnaLock<CnaNodes, TwoNodes> {
+    for cpu in 0..256 {
+        TwoNodes::table().set(cpu, (cpu / 2 % 2) as u32);
+    }
+    CnaLock::new()
+}
 
 /// Something whose acquire+release is measured.
 pub trait Subject: Sync {
@@ -155,6 +168,22 @@ fn subjects<const N: usize>(v: &mut impl Visitor) {
             true,
         ),
         &|| Exclusive(QSpinLock::<QSpinNodes>::new()),
+    );
+    v.visit(
+        ours(
+            "cna",
+            "kernel_locks::CnaLock (compact NUMA-aware lock; every CPU on node 0)",
+            true,
+        ),
+        &|| Exclusive(CnaLock::<CnaNodes, Uniform>::new()),
+    );
+    v.visit(
+        ours(
+            "cna-2node",
+            "kernel_locks::CnaLock over a simulated two-node map (CPUs 0-1 node 0, 2-3 node 1, ...)",
+            true,
+        ),
+        &|| Exclusive(cna_two_nodes()),
     );
     v.visit(ours("ticket", "kernel_locks::TicketLock", true), &|| {
         Exclusive(TicketLock::new())

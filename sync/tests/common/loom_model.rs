@@ -53,12 +53,27 @@ pub fn exclusion<L, F>(
     L: KernelLock + Send + 'static,
     F: Fn() -> L + Sync + Send + 'static,
 {
+    exclusion_per_cpu(builder, make, vec![rounds; threads], use_try);
+}
+
+/// [`exclusion`] with CPU `cpu` taking the lock `rounds[cpu]` times (CPU 0 is the model's main
+/// thread, the others are spawned in order).
+pub fn exclusion_per_cpu<L, F>(
+    builder: loom::model::Builder,
+    make: F,
+    rounds: Vec<usize>,
+    use_try: impl Fn(usize) -> bool + Copy + Send + Sync + 'static,
+) where
+    L: KernelLock + Send + 'static,
+    F: Fn() -> L + Sync + Send + 'static,
+{
+    let total: usize = rounds.iter().sum();
     builder.check(move || {
         let lock = Arc::new(make());
         let data = Arc::new(UnsafeCell::new(0usize));
-        let handles: Vec<_> = (1..threads)
+        let handles: Vec<_> = (1..rounds.len())
             .map(|cpu| {
-                let (lock, data) = (lock.clone(), data.clone());
+                let (lock, data, rounds) = (lock.clone(), data.clone(), rounds[cpu]);
                 loom::thread::spawn(move || {
                     for _ in 0..rounds {
                         critical(&*lock, &data, cpu, use_try(cpu));
@@ -66,14 +81,14 @@ pub fn exclusion<L, F>(
                 })
             })
             .collect();
-        for _ in 0..rounds {
+        for _ in 0..rounds[0] {
             critical(&*lock, &data, 0, use_try(0));
         }
         for h in handles {
             h.join().unwrap();
         }
         // SAFETY: every thread has been joined; nobody else touches the cell.
-        assert_eq!(data.with(|v| unsafe { *v }), threads * rounds);
+        assert_eq!(data.with(|v| unsafe { *v }), total);
         assert!(!lock.is_locked());
     });
 }
