@@ -22,6 +22,11 @@ use crate::qemu::{self, Arch, Lock, Machine};
 const X86: &str = "x86_64-unknown-none";
 /// The ARMv7-A bare-metal target.
 const ARM: &str = "armv7a-none-eabi";
+/// The AArch64 bare-metal target: the lock crate (its AArch64 interrupt guards and barriers)
+/// and the crates it stands on; no kernel or image runs on it.
+const AARCH64: &str = "aarch64-unknown-none";
+/// The bare-metal targets, in the order their steps run.
+const BARE_METAL_TARGETS: [&str; 3] = [X86, ARM, AARCH64];
 
 /// The `no_std` crates and the bare-metal targets each must build (and be clippy-clean) for.
 /// A crate whose directory does not exist is left out; a new bare-metal crate or target adds
@@ -29,7 +34,7 @@ const ARM: &str = "armv7a-none-eabi";
 const BARE_METAL: &[(&str, &[&str])] = &[
     // crate        targets
     ("abi", &[X86, ARM]),
-    ("kernel-locks", &[X86, ARM]),
+    ("kernel-locks", &[X86, ARM, AARCH64]),
     ("kernel", &[X86, ARM]),
     ("hal-common", &[X86, ARM]),
     ("hal-x86", &[X86]),
@@ -134,8 +139,8 @@ const GROUPS: &[(&str, &str)] = &[
     ),
     (
         "embed",
-        "the lock crate embedded by an outside crate (sync/embed-check), for both bare-metal \
-         targets, clippy, and its host tests with and without a global `--cfg loom`",
+        "the lock crate embedded by an outside crate (sync/embed-check), for the x86_64, ARMv7 \
+         and AArch64 bare-metal targets, clippy, and its host tests with and without a global `--cfg loom`",
     ),
     (
         "qemu",
@@ -377,7 +382,7 @@ fn steps(root: &Path, quick: bool) -> Vec<Step> {
         .needs(CLIPPY),
     ];
 
-    for target in [X86, ARM] {
+    for target in BARE_METAL_TARGETS {
         let crates: Vec<&str> = BARE_METAL
             .iter()
             .filter(|(krate, targets)| {
@@ -659,8 +664,8 @@ fn msrv_features(manifest: &Path) -> Result<String, String> {
 }
 
 /// The outside-embedding check: `sync/embed-check`, a crate with a `[workspace]`
-/// of its own that depends on the lock crate by path as another kernel would. Built for both
-/// bare-metal targets; its host tests (threads as CPUs, exact totals) run twice, once as they
+/// of its own that depends on the lock crate by path as another kernel would. Built for every
+/// bare-metal target (x86_64, ARMv7, AArch64); its host tests (threads as CPUs, exact totals) run twice, once as they
 /// are and once with the global `--cfg loom` that such a kernel uses for its own loom tests,
 /// which must leave the lock crate unchanged. Target directories under `target/` of their own.
 fn embed_steps(root: &Path) -> Vec<Step> {
@@ -677,7 +682,7 @@ fn embed_steps(root: &Path) -> Vec<Step> {
             .arg(&manifest)
             .env("CARGO_TARGET_DIR", target_dir.join(dir))
     };
-    let mut steps: Vec<Step> = [X86, ARM]
+    let mut steps: Vec<Step> = BARE_METAL_TARGETS
         .into_iter()
         .map(|target| {
             Step::new(
@@ -2352,7 +2357,7 @@ mod tests {
         for (krate, targets) in BARE_METAL {
             assert!(!targets.is_empty(), "{krate} has no target");
             for t in *targets {
-                assert!([X86, ARM].contains(t));
+                assert!(BARE_METAL_TARGETS.contains(t));
             }
         }
     }
