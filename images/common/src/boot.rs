@@ -190,9 +190,11 @@ impl<A: Arch + DebugArch, U: UserArch, const CPUS: usize> Boot for Start<A, U, C
 
 /// `lock=cna`: puts the kernel cores `0..cores` on the NUMA nodes the firmware describes
 /// ([`Arch::numa`], [`CnaNodes`]) in the lock's map ([`KernelNuma`]) and prints the `cna:`
-/// line with the map's answers. On the boot core before the other cores enter the kernel; the map's stores are
-/// `Relaxed` (a hint to the lock, it orders nothing), and the other cores read it after the
-/// root task's release anyway, which the boot core makes after this in program order.
+/// line with the map's answers. On the boot core before the other cores enter the kernel.
+/// The map's stores are `Relaxed` (plain `mov` / `str`: a hint to the lock, ordering nothing);
+/// the other cores read it only after the root task's release (debug call `RELEASE`, a
+/// `Release` store of [`RELEASED`] that their `Acquire` load reads), which the root task makes
+/// on the boot core after this.
 fn place_cna_cores<A: Arch>(arch: &A, cores: usize) {
     let nodes = CnaNodes::of(arch.numa(cores).as_ref(), cores);
     nodes.fill(KernelNuma::table());

@@ -35,9 +35,9 @@ qspin_node_pool!(pub KernelQNodes, MAX_CPUS);
 
 // The queue nodes of the `cna` big lock, four per core for the same reasons as
 // [`KernelQNodes`] (the kernel uses each core's first), and the cores' NUMA nodes, which the
-// boot core fills in (`boot::start`, from [`CnaNodes`]) before the other cores enter the
-// kernel; a core the firmware does not place, and every core where it describes nothing, is
-// on node 0.
+// boot core fills in (`boot::start`, from [`CnaNodes`] of the firmware's description) before
+// the other cores enter the kernel; a core the firmware does not place, and every core where
+// it describes nothing, is on node 0.
 cna_node_pool!(pub KernelCnaNodes, MAX_CPUS);
 numa_map!(pub KernelNuma, MAX_CPUS);
 
@@ -220,7 +220,8 @@ mod tests {
         }
     }
 
-    /// QEMU's `-M pc` with `-numa` nodes 0 (cores 0-1) and 1 (cores 2-3), as the SRAT says.
+    /// An SRAT as QEMU's `-M pc -numa` builds it (memory in domains 0 and 1), its cores on
+    /// `domains`.
     fn srat(domains: &[Option<u32>]) -> Firmware {
         let mut fw = Firmware::new(NumaSource::Srat);
         fw.core_domain[..domains.len()].copy_from_slice(domains);
