@@ -15,11 +15,12 @@
 //!   pagers ([`donate`](crate::balance::donate), [`return_loans`](crate::balance::return_loans))
 //!   uses, so that two transfers never wait for each other in a cycle.
 
+use kernel_locks::cna::{CnaNodePool, NumaMap};
 use kernel_locks::pad::Alignment;
 use kernel_locks::qspin::QNodePool;
 use kernel_locks::{
-    BrLock, ClhLock, CpuId, KernelLock, MaxCpus, McsLock, Mutex, MutexGuard, NoLock, QSpinLock,
-    Relax, Rtm, RtmLock, TicketLock,
+    BrLock, ClhLock, CnaLock, CpuId, KernelLock, MaxCpus, McsLock, Mutex, MutexGuard, NoLock,
+    QSpinLock, Relax, Rtm, RtmLock, TicketLock,
 };
 
 use crate::balance::Ledger;
@@ -53,6 +54,16 @@ impl<const N: usize, R: Relax + 'static> PagerLock for McsLock<N, R> {
 impl<P: QNodePool, R: Relax + 'static> PagerLock for QSpinLock<P, R> {
     unsafe fn make() -> Self {
         QSpinLock::new()
+    }
+}
+
+/// As for the queued spinlock: the locks over `P` share its per-CPU nodes. The map `M` is a
+/// hint (the pagers' ids are their indices, whatever nodes it puts them on).
+impl<P: CnaNodePool, M: NumaMap, R: Relax + 'static, const LOCAL_LIMIT: u32> PagerLock
+    for CnaLock<P, M, R, LOCAL_LIMIT>
+{
+    unsafe fn make() -> Self {
+        CnaLock::new()
     }
 }
 

@@ -1138,7 +1138,8 @@ type Pagers = (&'static str, Option<&'static str>, Option<u32>);
 /// The memory system (`cargo xtask qemu --memory`, `servers::memory`): per-core pagers under
 /// every lock on 4 cores and under `none` on 1 core, the global pager, two memory nodes, and
 /// one and two cores with the CLH lock, on x86_64 (microvm) and ARMv7 (sabrelite; virt with fewer
-/// locks), and two memory nodes the firmware describes (x86_64 `-M pc`, ACPI SRAT), the guest
+/// locks), and two memory nodes the firmware describes (x86_64 `-M pc`, ACPI SRAT; under the
+/// ticket lock and under CNA, which takes the cores' nodes from it), the guest
 /// cores on one host thread (a run takes a few seconds). `qemu` judges each
 /// run: success status, and every check the configuration plans printed `ok` once.
 fn memory_steps() -> Vec<Step> {
@@ -1187,6 +1188,15 @@ fn memory_steps() -> Vec<Step> {
     srat.machine = Some(Machine::Pc);
     srat.numa = Some(2);
     steps.push(qemu_step("memory:x86_64-pc-srat", &srat, Judge::ExitStatus));
+    // The same under the CNA big lock, whose CPU-to-node map the kernel fills from the SRAT;
+    // `qemu` also wants its `cna:` line to put the cores on QEMU's two nodes.
+    let mut srat_cna = srat.clone();
+    srat_cna.lock = Some(Lock::Cna);
+    steps.push(qemu_step(
+        "memory:x86_64-pc-srat-cna",
+        &srat_cna,
+        Judge::ExitStatus,
+    ));
     steps
 }
 

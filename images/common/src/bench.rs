@@ -1044,6 +1044,7 @@ mod tests {
             ("rtm", 6),
             ("mcs", 6),
             ("qspin", 6),
+            ("cna", 6),
         ] {
             let c = Collector::new();
             ipc(&c);

@@ -18,7 +18,7 @@ use kernel::{Kernel, Strategy};
 use crate::cmdline::{Cmdline, Config};
 use crate::debugcalls::{self as calls, DebugArch};
 use crate::lockcost::KernelLockOf;
-use crate::strategy::Boot;
+use crate::strategy::{Boot, CnaNodes, KernelNuma};
 use crate::Arch;
 
 /// Timer interrupts per second on every core (round-robin among equal priorities).
@@ -188,8 +188,23 @@ impl<A: Arch + DebugArch, U: UserArch, const CPUS: usize> Boot for Start<A, U, C
     }
 }
 
+/// `lock=cna`: puts the kernel cores `0..cores` on the NUMA nodes the firmware describes
+/// ([`Arch::numa`], [`CnaNodes`]) in the lock's map ([`KernelNuma`]) and prints the `cna:`
+/// line with the map's answers. On the boot core before the other cores enter the kernel.
+/// The map's stores are `Relaxed` (plain `mov` / `str`: a hint to the lock, ordering nothing);
+/// the other cores read it only after the root task's release (debug call `RELEASE`, a
+/// `Release` store of [`RELEASED`] that their `Acquire` load reads), which the root task makes
+/// on the boot core after this.
+fn place_cna_cores<A: Arch>(arch: &A, cores: usize) {
+    let nodes = CnaNodes::of(arch.numa(cores).as_ref(), cores);
+    nodes.fill(KernelNuma::table());
+    // The line shows what the lock reads: the map's answers.
+    A::Hal::println(format_args!("{}", nodes.as_read_by::<KernelNuma>()));
+}
+
 /// Builds the kernel object with `strategy` and the initial system (the user ELF parsed from
-/// `user_elf`, after the `kernel:` line), then schedules on the boot core through `user`.
+/// `user_elf`, after the `kernel:` line; under `lock=cna` the cores' NUMA nodes first:
+/// [`place_cna_cores`]), then schedules on the boot core through `user`.
 ///
 /// # Safety
 /// Called once, by the boot core, before any other core runs kernel code.
@@ -223,6 +238,9 @@ where
         Ok(elf) => A::from_elf(elf),
         Err(e) => fail::<A::Hal>(format_args!("user ELF: {e:?}")),
     };
+    if cfg.cmdline.lock == crate::cmdline::LockChoice::Cna {
+        place_cna_cores(&arch, cfg.cores);
+    }
     let setup = cfg.setup(A::counter().hz, crate::selftest::USER_ERROR_TESTS);
     let (root, plan) = crate::build(&arch, k, setup);
     if cfg.cmdline.bench == Some(crate::bench::Kind::Ipc) {

@@ -512,7 +512,7 @@ mod tests {
         assert_eq!(
             msg("lock=spin mode=nope"),
             "unknown lock \"spin\" on the kernel command line (lock=...); expected one of clh, \
-             ticket, mcs, qspin, brlock, fine, rtm, none"
+             ticket, mcs, qspin, cna, brlock, fine, rtm, none"
         );
         assert_eq!(
             msg("mode=nope"),

@@ -19,9 +19,9 @@
 //!
 //! Two locks, the record's `variant`: a ticket lock of this module's own (`ticket`, the same in
 //! every boot), and the kernel's own lock as booted, the very instance its entries take
-//! ([`KernelLockOf`]), named by its `lock=` word: `clh`, `mcs`, `qspin`, `rtm` (its elision over
-//! CLH; without RTM every pair is the fallback CLH lock's) and `none` (the no-op lock: its
-//! interrupt-safe pair is the masking alone). The ticket strategy's lock is the ticket lock,
+//! ([`KernelLockOf`]), named by its `lock=` word: `clh`, `mcs`, `qspin`, `cna`, `rtm` (its
+//! elision over CLH; without RTM every pair is the fallback CLH lock's) and `none` (the no-op
+//! lock: its interrupt-safe pair is the masking alone). The ticket strategy's lock is the ticket lock,
 //! measured once, and the fine-grained strategy has no one lock (its object locks are ticket
 //! locks): those boots measure the ticket lock only ([`bench::measures_kernel_lock`]).
 //!

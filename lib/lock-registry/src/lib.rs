@@ -23,6 +23,10 @@ pub enum Lock {
     /// Big kernel lock: queued spinlock (Linux's `qspinlock`: one word, a pending bit, MCS
     /// nodes per core in a pool of the kernel's).
     Qspin,
+    /// Big kernel lock: compact NUMA-aware queue lock (CNA, over the qspinlock's word): the
+    /// queue head hands over to a waiter on its own NUMA node first, within a fairness bound;
+    /// the cores' NUMA nodes come from the firmware (the ACPI SRAT on x86).
+    Cna,
     /// Fine-grained: big-reader lock (read side for IPC, write side for management) plus
     /// per-object ticket locks. `brlock` names the same strategy.
     Fine,
@@ -121,6 +125,14 @@ pub const ENTRIES: &[Entry] = &[
         rows: Rows::ALL,
     },
     Entry {
+        lock: Lock::Cna,
+        name: "cna",
+        aliases: &[],
+        describe: "big kernel lock, NUMA-aware queue lock (CNA), its nodes from the firmware",
+        kind: Kind::BigLock,
+        rows: Rows::ALL,
+    },
+    Entry {
         lock: Lock::Fine,
         name: "fine",
         aliases: &["brlock"],
@@ -180,7 +192,7 @@ impl Lock {
     pub const ALL: [Lock; COUNT] = ALL;
 
     /// Every accepted command-line word, a strategy's aliases before its name, for messages.
-    pub const NAMES: &'static str = "clh, ticket, mcs, qspin, brlock, fine, rtm, none";
+    pub const NAMES: &'static str = "clh, ticket, mcs, qspin, cna, brlock, fine, rtm, none";
 
     /// The registry's entry for this strategy.
     pub const fn entry(self) -> &'static Entry {

@@ -52,7 +52,7 @@ pub const BENCHES: &[Bench] = &[
     Bench { name: "ipc-replyrecv", sample: "one-way ReplyRecv: server reads just before `ReplyRecv`, client just after its `Call` returns" },
     Bench { name: "ipc-roundtrip", sample: "mean round trip (Call + ReplyRecv) over a batch of round trips" },
     Bench { name: "null-syscall", sample: "mean `Null` system call (trap, kernel entry and exit, no work) over a batch of calls; `bench=ipc`, reported by the cross-address-space client after its IPC samples; variant `\"\"`" },
-    Bench { name: "lock-pair", sample: "mean `lock` + `unlock` of an uncontended lock over a batch of pairs, in kernel mode at boot with interrupts masked, less the empty loop's time; `bench=ipc`, measured by the image itself; variant: the lock (`ticket`, or the kernel's own as booted: `clh`, `mcs`, `qspin`, `rtm`, `none`)" },
+    Bench { name: "lock-pair", sample: "mean `lock` + `unlock` of an uncontended lock over a batch of pairs, in kernel mode at boot with interrupts masked, less the empty loop's time; `bench=ipc`, measured by the image itself; variant: the lock (`ticket`, or the kernel's own as booted: `clh`, `mcs`, `qspin`, `cna`, `rtm`, `none`)" },
     Bench { name: "lock-pair-irqsave", sample: "the same with `lock_irqsave` + `unlock_irqrestore` (the interrupt-safe guard of `kernel_locks::irq`), entered with interrupts enabled: the restore unmasks them" },
     Bench { name: "lock-pair-irqsave-masked", sample: "the same entered with interrupts masked, as in an interrupt handler: the restore leaves them masked" },
     Bench { name: "multicore-pingpong", sample: "round trips completed by all pairs (one client/server pair per core, disjoint objects) in one sampling interval after warm-up" },

@@ -84,7 +84,9 @@ use kernel::{
 };
 /// The lock that does not lock (`kernel::NoLock` is the kernel strategy of that name).
 use kernel_locks::NoLock as NoPagerLock;
-use kernel_locks::{BrLock, ClhLock, McsLock, Mutex, QSpinLock, RtmLock, RtmStats, TicketLock};
+use kernel_locks::{
+    BrLock, ClhLock, CnaLock, McsLock, Mutex, QSpinLock, RtmLock, RtmStats, TicketLock, Uniform,
+};
 use pager::protocol::{PagerError, Reply, Request, Stats};
 use pager::{Algorithm, Allocator, FrameAllocator, FrameRange, PagerLock};
 
@@ -330,6 +332,9 @@ type PagerTicket = TicketLock<HostRelax>;
 type PagerMcs = McsLock<LOCK_IDS, HostRelax>;
 /// Over the pagers' own node pool (the run holds its turn: `with_strategy`).
 type PagerQspin = QSpinLock<super::PagerQNodes, HostRelax>;
+/// Over the pagers' own node pool (as `PagerQspin`), every pager on node 0 (as the hosted
+/// kernel's lock: `with_strategy`).
+type PagerCna = CnaLock<super::PagerCnaNodes, Uniform, HostRelax>;
 type PagerBr = BrLock<LOCK_IDS, HostRelax>;
 type PagerRtm = RtmLock<PagerClh, LOCK_IDS, HostRelax>;
 
@@ -341,6 +346,7 @@ fn pager_lock_name(lock: Lock) -> &'static str {
         Lock::Ticket => "ticket",
         Lock::Mcs => "mcs",
         Lock::Qspin => "qspin",
+        Lock::Cna => "cna",
         Lock::Fine => "brlock (write side)",
         Lock::Rtm => "rtm (RtmLock over clh)",
     }
@@ -530,6 +536,7 @@ fn run_point_into(lock: Lock, w: Workload, sink: Sink) -> Option<Outcome> {
                 Lock::Ticket => measure::<S, PagerTicket>(s, self.1, self.2),
                 Lock::Mcs => measure::<S, PagerMcs>(s, self.1, self.2),
                 Lock::Qspin => measure::<S, PagerQspin>(s, self.1, self.2),
+                Lock::Cna => measure::<S, PagerCna>(s, self.1, self.2),
                 Lock::Fine => measure::<S, PagerBr>(s, self.1, self.2),
                 Lock::Rtm => measure::<S, PagerRtm>(s, self.1, self.2),
             }

@@ -60,8 +60,8 @@ use kernel::{
     ThreadId,
 };
 use kernel_locks::{
-    qspin_node_pool, CachePadded, ClhLock, KernelLock, McsLock, QSpinLock, Relax, RtmStats, Spin,
-    TicketLock,
+    cna_node_pool, qspin_node_pool, CachePadded, ClhLock, CnaLock, KernelLock, McsLock, QSpinLock,
+    Relax, RtmStats, Spin, TicketLock, Uniform,
 };
 
 pub use crate::harness::{host_cpus, pin};
@@ -287,6 +287,7 @@ pub fn type_name(lock: Lock) -> &'static str {
         Lock::Ticket => "BigLock<TicketLock>",
         Lock::Mcs => "BigLock<McsLock>",
         Lock::Qspin => "BigLock<QSpinLock>",
+        Lock::Cna => "BigLock<CnaLock> (uniform map)",
         Lock::Fine => "FineGrained (BrLock read side + TicketLock per object)",
         Lock::Rtm => "Rtm<ClhLock> (RtmLock elision, CLH fallback)",
     }
@@ -771,8 +772,16 @@ fn single_case(lock: Lock, cross_as: bool) -> (Box<dyn Case>, (f64, f64)) {
             )
         }
         Lock::Qspin => {
-            // The caller holds the pool's turn (`single_core`).
+            // The caller holds the pools' turn (`single_core`).
             let s = || BigLock::new(QSpinLock::<HostQNodes, Spin>::new());
+            (
+                Box::new(PingPong::new(s(), cross_as)),
+                locks_per_round_trip(s(), cross_as),
+            )
+        }
+        Lock::Cna => {
+            // The caller holds the pools' turn (`single_core`).
+            let s = || BigLock::new(CnaLock::<HostCnaNodes, Uniform, Spin>::new());
             (
                 Box::new(PingPong::new(s(), cross_as)),
                 locks_per_round_trip(s(), cross_as),
@@ -822,8 +831,12 @@ fn single_core(opts: &Options, p: Params, m: &Machine, rtm: &mut RtmStats) -> Ve
         call: Vec<f64>,
         rr: Vec<f64>,
     }
-    // Every case lives until the end: the queued spinlock's take the pool's turn for as long.
-    let _pool = opts.locks.contains(&Lock::Qspin).then(qspin_turn);
+    // Every case lives until the end: those over a node pool take the pools' turn for as long.
+    let _pool = opts
+        .locks
+        .iter()
+        .any(|&l| over_node_pool(l))
+        .then(pool_turn);
     let mut cases: Vec<Entry> = Vec::new();
     for &lock in &opts.locks {
         for (variant, cross) in [("same-as", false), ("cross-as", true)] {
@@ -1048,18 +1061,25 @@ impl Idle {
     }
 }
 
-// The queued spinlock's nodes for the hosted kernels (`lock=qspin`), and those of the memory
-// benchmark's pager locks (`memory`): host threads act as cores `0..` (and pagers as lock ids
-// `0..`), and a pool's nodes are per core across every lock over it, so two kernels over one
-// pool at once would be two threads acting as one core. Their runs take turns instead
-// ([`qspin_turn`]).
+// The queue nodes of the hosted kernels' queued spinlock (`lock=qspin`) and CNA lock
+// (`lock=cna`), and those of the memory benchmark's pager locks (`memory`): host threads act as
+// cores `0..` (and pagers as lock ids `0..`), and a pool's nodes are per core across every lock
+// over it, so two kernels over one pool at once would be two threads acting as one core. Their
+// runs take turns instead ([`pool_turn`]).
 qspin_node_pool!(pub(crate) HostQNodes, MAX_CPUS);
 qspin_node_pool!(pub(crate) PagerQNodes, memory::LOCK_IDS);
+cna_node_pool!(pub(crate) HostCnaNodes, MAX_CPUS);
+cna_node_pool!(pub(crate) PagerCnaNodes, memory::LOCK_IDS);
 
-/// The turn of a run over [`HostQNodes`] and [`PagerQNodes`]: held while its kernel (and its
-/// pager locks) exist, so that runs of the queued spinlock in parallel threads (tests of one
-/// process) wait for each other. Taken outside every timed region.
-fn qspin_turn() -> std::sync::MutexGuard<'static, ()> {
+/// Whether the kernel (and the pager locks) of `lock` queue over the node pools above.
+fn over_node_pool(lock: Lock) -> bool {
+    matches!(lock, Lock::Qspin | Lock::Cna)
+}
+
+/// The turn of a run over the node pools above: held while its kernel (and its pager locks)
+/// exist, so that runs of the queued spinlock and of the CNA lock in parallel threads (tests of
+/// one process) wait for each other. Taken outside every timed region.
+fn pool_turn() -> std::sync::MutexGuard<'static, ()> {
     static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
     TURN.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -1090,8 +1110,17 @@ pub(crate) fn with_strategy<F: StrategyFn>(
         ))),
         Lock::Mcs => f.call(BigLock::new(McsLock::<MAX_CPUS, HostRelax>::new())),
         Lock::Qspin => {
-            let _pool = qspin_turn();
+            let _pool = pool_turn();
             f.call(BigLock::new(QSpinLock::<HostQNodes, HostRelax>::new()))
+        }
+        // Every host thread on node 0, as the kernel's map is where the firmware describes no
+        // NUMA nodes: the host's threads are not placed on its nodes, so the lock hands over in
+        // FIFO order, as the queued spinlock does, and its runs measure CNA's own cost.
+        Lock::Cna => {
+            let _pool = pool_turn();
+            f.call(BigLock::new(
+                CnaLock::<HostCnaNodes, Uniform, HostRelax>::new(),
+            ))
         }
         Lock::Fine => f.call(FineGrained::<HostRelax>::new()),
         Lock::Rtm => f.call(Rtm::<_, kernel_locks::Rtm, HostRelax>::new(ClhLock::<

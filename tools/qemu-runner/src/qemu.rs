@@ -187,7 +187,8 @@ pub struct QemuArgs {
     /// `--memory` on `--machine pc` or `q35`: QEMU describes this many memory nodes (2..=4) in
     /// the ACPI SRAT (`-numa node,...,memdev=...`: the cores and the board's memory split into
     /// that many consecutive nodes), and the run passes only if the loader took its nodes from
-    /// the SRAT (`numa: srat, N nodes`) and the node checks pass. `-M microvm` has no SRAT.
+    /// the SRAT (`numa: srat, N nodes`) and the node checks pass; with `--lock cna` also only
+    /// if the kernel put its cores on those nodes (its `cna:` line). `-M microvm` has no SRAT.
     #[arg(long, value_parser = clap::value_parser!(u8).range(2..=4), requires = "memory",
           conflicts_with = "nodes")]
     pub numa: Option<u8>,
@@ -619,6 +620,58 @@ pub fn expected_numa_line(numa: Option<u8>, nodes: Option<u8>) -> String {
         (Some(n), _) => format!("numa: srat, {n} nodes"),
         (None, Some(n)) if n > 1 => format!("numa: config nodes={n}"),
         _ => "numa: none".to_owned(),
+    }
+}
+
+/// Checks the `cna:` line of a `--lock cna --numa N` run: the kernel's cores `0..cores` must be
+/// on the NUMA nodes QEMU put them on in the SRAT ([`numa_args`]: core `c` on node
+/// `c * nodes / smp`, the node number being its proximity domain), which are `nodes` distinct
+/// nodes when the kernel runs on every core. Returns the line, or what is wrong.
+pub fn check_cna_nodes(
+    lines: &[String],
+    nodes: u8,
+    smp: u32,
+    cores: usize,
+) -> Result<String, String> {
+    let Some(line) = lines
+        .iter()
+        .map(|l| user_text(l))
+        .find(|l| l.starts_with("cna: "))
+    else {
+        return Err("the kernel printed no `cna:` line (its cores' NUMA nodes)".to_owned());
+    };
+    let want: Vec<u32> = (0..cores as u32)
+        .map(|c| c * u32::from(nodes) / smp)
+        .collect();
+    let mut distinct = want.clone();
+    distinct.dedup();
+    let got = line
+        .strip_prefix("cna: cores' NUMA nodes [")
+        .and_then(|rest| rest.trim_end().strip_suffix("] (srat proximity domains)"))
+        .map(|list| {
+            list.split(", ")
+                .map(|n| n.parse::<u32>())
+                .collect::<Result<Vec<u32>, _>>()
+        });
+    match got {
+        Some(Ok(got)) if got == want => Ok(format!(
+            "{cores} cores on {} NUMA nodes from the SRAT: {line}",
+            distinct.len()
+        )),
+        Some(Ok(got)) => {
+            let mut got_distinct = got.clone();
+            got_distinct.sort_unstable();
+            got_distinct.dedup();
+            Err(format!(
+                "the kernel put its cores on {} NUMA nodes {got:?}, QEMU's SRAT on {} {want:?}: \
+                 {line}",
+                got_distinct.len(),
+                distinct.len()
+            ))
+        }
+        _ => Err(format!(
+            "the kernel did not take its cores' NUMA nodes from the SRAT: {line}"
+        )),
     }
 }
 
@@ -1260,6 +1313,15 @@ pub fn run(root: &Path, args: &QemuArgs) -> ExitCode {
                 ok = false;
             }
         }
+        if let Some(n) = args.numa.filter(|_| args.lock == Lock::Cna) {
+            match check_cna_nodes(&out.lines, n, args.smp, cores) {
+                Ok(summary) => eprintln!("qemu: cna: {summary}"),
+                Err(why) => {
+                    eprintln!("qemu: cna: FAILED: {why}");
+                    ok = false;
+                }
+            }
+        }
     }
     ok &= !panicked;
     if ok {
@@ -1606,6 +1668,47 @@ mod tests {
             "numa: srat, 2 nodes"
         );
         assert_eq!(user_text("numa: none"), "numa: none");
+    }
+
+    #[test]
+    fn a_cna_run_on_srat_nodes_wants_the_kernels_cores_on_them() {
+        let good =
+            lines("boot: srat\ncna: cores' NUMA nodes [0, 0, 1, 1] (srat proximity domains)\n");
+        let summary = check_cna_nodes(&good, 2, 4, 4).unwrap();
+        assert!(summary.starts_with("4 cores on 2 NUMA nodes"), "{summary}");
+        // `cpus=2` of 4: both on node 0.
+        let two = lines("cna: cores' NUMA nodes [0, 0] (srat proximity domains)");
+        assert!(check_cna_nodes(&two, 2, 4, 2).is_ok());
+        let four = lines("cna: cores' NUMA nodes [0, 1, 2, 3] (srat proximity domains)");
+        assert!(check_cna_nodes(&four, 4, 4, 4).is_ok());
+
+        for (text, why) in [
+            ("lock: cna", "no `cna:` line"),
+            (
+                "cna: no NUMA description from the firmware, every core on node 0",
+                "did not take",
+            ),
+            (
+                "cna: cores' NUMA nodes [0, 0, 0, 0] (srat proximity domains; 2 of the cores not \
+                 placed by it, on node 0)",
+                "did not take",
+            ),
+            (
+                "cna: cores' NUMA nodes [0, 0, 0, 0] (srat proximity domains)",
+                "on 1 NUMA nodes [0, 0, 0, 0], QEMU's SRAT on 2",
+            ),
+            (
+                "cna: cores' NUMA nodes [0, 1, 0, 1] (srat proximity domains)",
+                "on 2 NUMA nodes",
+            ),
+            (
+                "cna: cores' NUMA nodes [0, x] (srat proximity domains)",
+                "did not take",
+            ),
+        ] {
+            let err = check_cna_nodes(&lines(text), 2, 4, 4).unwrap_err();
+            assert!(err.contains(why), "{text}: {err}");
+        }
         assert_eq!(user_text("[cpu 0] x"), "[cpu 0] x");
     }
 
