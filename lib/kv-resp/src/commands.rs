@@ -10,6 +10,7 @@
 //! 3. write the reply (or reserve its bound), returning early if the output buffer is full;
 //! 4. apply the change, in steps that cannot fail any more.
 
+use crate::collections;
 use crate::output::{fmt_i64, Counter, Overflow, Reply};
 use crate::parser::{parse_int, Command};
 use crate::store::{Budget, Kind, Store, DATABASES, HDR, INFO_SECTION_MAX, NIL};
@@ -46,14 +47,15 @@ pub enum Outcome {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct NeedOutput;
 
-const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
-const NOT_INT: &str = "ERR value is not an integer or out of range";
-const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
-const SYNTAX: &str = "ERR syntax error";
+pub(crate) const WRONGTYPE: &str =
+    "WRONGTYPE Operation against a key holding the wrong kind of value";
+pub(crate) const NOT_INT: &str = "ERR value is not an integer or out of range";
+pub(crate) const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
+pub(crate) const SYNTAX: &str = "ERR syntax error";
 const OVERFLOW: &str = "ERR increment or decrement would overflow";
 const TOO_BIG: &str = "ERR reply exceeds the connection's output buffer";
 
-type Res = Result<(), Overflow>;
+pub(crate) type Res = Result<(), Overflow>;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Cmd {
@@ -130,12 +132,30 @@ const TABLE: &[(&str, i32, Cmd)] = &[
     ("quit", -1, Cmd::Quit),
 ];
 
-fn eq(a: &[u8], b: &str) -> bool {
+/// Whether `a` is `b`, ignoring ASCII case (command names and options).
+pub(crate) fn eq(a: &[u8], b: &str) -> bool {
     a.eq_ignore_ascii_case(b.as_bytes())
 }
 
+/// Whether `argc` arguments (the name included) match `arity` (Redis's convention: `n` means
+/// exactly `n`, `-n` at least `n`).
+fn arity_ok(arity: i32, argc: i32) -> bool {
+    if arity >= 0 {
+        argc == arity
+    } else {
+        argc >= -arity
+    }
+}
+
+/// `-ERR wrong number of arguments for '<name>' command`.
+pub(crate) fn wrong_arity(r: &mut Reply<'_, '_>, name: &str) -> Res {
+    r.raw(b"-ERR wrong number of arguments for '")?;
+    r.raw(name.as_bytes())?;
+    r.raw(b"' command\r\n")
+}
+
 /// Consecutive argument pairs, from `args` on.
-fn pairs<'p>(
+pub(crate) fn pairs<'p>(
     mut args: impl Iterator<Item = &'p [u8]>,
 ) -> impl Iterator<Item = (&'p [u8], &'p [u8])> {
     core::iter::from_fn(move || Some((args.next()?, args.next()?)))
@@ -194,22 +214,28 @@ impl Store<'_> {
         r: &mut Reply<'_, '_>,
     ) -> Result<Outcome, Overflow> {
         let name = c.arg(0).unwrap_or(b"");
+        let argc = c.argc() as i32;
+        // ---- The collection types and TYPE: their own table (crate::collections). ----
+        if let Some(&(cname, arity, cmd)) = collections::TABLE.iter().find(|(n, _, _)| eq(name, n))
+        {
+            if arity_ok(arity, argc) {
+                self.collection(session.db, cmd, c, now, r)?;
+            } else {
+                wrong_arity(r, cname)?;
+            }
+            return Ok(Outcome::Continue);
+        }
+        // ---- End of the collection types. ----
         let Some(&(cname, arity, cmd)) = TABLE.iter().find(|(n, _, _)| eq(name, n)) else {
             self.unknown(c, r)?;
             return Ok(Outcome::Continue);
         };
-        let argc = c.argc() as i32;
-        let bad_arity = if arity >= 0 {
-            argc != arity
-        } else {
-            argc < -arity
-        } || (matches!(cmd, Cmd::MSet) && argc % 2 == 0)
+        let bad_arity = !arity_ok(arity, argc)
+            || (matches!(cmd, Cmd::MSet) && argc % 2 == 0)
             || (matches!(cmd, Cmd::HSet | Cmd::HMSet) && argc % 2 == 1)
             || (matches!(cmd, Cmd::Ping) && argc > 2);
         if bad_arity {
-            r.raw(b"-ERR wrong number of arguments for '")?;
-            r.raw(cname.as_bytes())?;
-            r.raw(b"' command\r\n")?;
+            wrong_arity(r, cname)?;
             return Ok(Outcome::Continue);
         }
         let db = session.db;
@@ -434,16 +460,31 @@ impl Store<'_> {
         r.raw(b"\r\n")
     }
 
-    /// The hash key `key`: `Err` if the key holds a string.
+    /// The hash key `key`: `Err` if the key holds another type.
     fn find_hash(&mut self, db: u8, key: &[u8], now: u64) -> Result<Option<u32>, ()> {
+        self.find_kind(db, key, Kind::Hash, now)
+    }
+
+    /// The key `key` if it is of kind `kind` (`None`: absent), `Err` if it holds another type.
+    pub(crate) fn find_kind(
+        &mut self,
+        db: u8,
+        key: &[u8],
+        kind: Kind,
+        now: u64,
+    ) -> Result<Option<u32>, ()> {
         match self.find_key(db, key, now) {
-            Some(e) if self.slots[e as usize].kind != Kind::Hash => Err(()),
+            Some(e) if self.slots[e as usize].kind != kind => Err(()),
             h => Ok(h),
         }
     }
 
     /// Whether `plan` fits the budget, after reclaiming every expired key if it did not at first.
-    fn fits<T>(&mut self, now: u64, mut plan: impl FnMut(&mut Self) -> (bool, T)) -> (bool, T) {
+    pub(crate) fn fits<T>(
+        &mut self,
+        now: u64,
+        mut plan: impl FnMut(&mut Self) -> (bool, T),
+    ) -> (bool, T) {
         let first = plan(self);
         if first.0 {
             return first;
@@ -559,11 +600,11 @@ impl Store<'_> {
             Some(e) => {
                 self.remove_key(e);
                 if !dead {
-                    self.insert_key(db, key, Some(val), expire);
+                    self.insert_key(db, Kind::Str, key, Some(val), expire);
                 }
             }
             None if !dead => {
-                self.insert_key(db, key, Some(val), expire);
+                self.insert_key(db, Kind::Str, key, Some(val), expire);
             }
             None => {}
         }
@@ -603,7 +644,7 @@ impl Store<'_> {
         match self.find_key(db, key, now) {
             Some(e) => self.replace_value(e, key, text),
             None => {
-                self.insert_key(db, key, Some(text), 0);
+                self.insert_key(db, Kind::Str, key, Some(text), 0);
             }
         }
         Ok(())
@@ -638,10 +679,10 @@ impl Store<'_> {
                 }
                 Some(e) => {
                     self.remove_key(e);
-                    self.insert_key(db, k, Some(v), 0);
+                    self.insert_key(db, Kind::Str, k, Some(v), 0);
                 }
                 None => {
-                    self.insert_key(db, k, Some(v), 0);
+                    self.insert_key(db, Kind::Str, k, Some(v), 0);
                 }
             }
         }
@@ -699,7 +740,7 @@ impl Store<'_> {
         }
         let h = match self.find_key(db, key, now) {
             Some(h) => h,
-            None => match self.insert_key(db, key, None, 0) {
+            None => match self.insert_key(db, Kind::Hash, key, None, 0) {
                 Some(h) => h,
                 None => return Ok(()), // Unreachable: the plan fitted.
             },
@@ -800,9 +841,7 @@ impl Store<'_> {
             }
             let expires = self.slots[..self.nslots]
                 .iter()
-                .filter(|s| {
-                    s.db as usize == db && matches!(s.kind, Kind::Str | Kind::Hash) && s.expire != 0
-                })
+                .filter(|s| s.db as usize == db && s.kind.is_key() && s.expire != 0)
                 .count();
             write!(
                 w,
@@ -822,14 +861,14 @@ impl Store<'_> {
 }
 
 /// A `fmt::Write` into a fixed buffer that fails rather than truncate.
-struct SliceWriter<'b> {
-    buf: &'b mut [u8],
-    len: usize,
+pub(crate) struct SliceWriter<'b> {
+    pub(crate) buf: &'b mut [u8],
+    pub(crate) len: usize,
 }
 
 impl SliceWriter<'_> {
     /// What was written: whole `&str`s, so valid UTF-8.
-    fn text(&self) -> &str {
+    pub(crate) fn text(&self) -> &str {
         core::str::from_utf8(&self.buf[..self.len]).unwrap_or("")
     }
 }

@@ -62,6 +62,7 @@
 #![cfg_attr(not(test), no_std)]
 #![forbid(unsafe_code)]
 
+mod collections;
 pub mod commands;
 pub mod connection;
 pub mod output;

@@ -26,10 +26,34 @@
 //! steps that cannot fail. An acknowledged write is never evicted (there is no eviction policy:
 //! the behaviour of Redis's `maxmemory-policy noeviction`).
 //!
-//! A hash is a key entry (its block holds the key) plus one entry per field, keyed by
-//! (hash's slot, field name) in the same bucket table and linked in insertion order from the
-//! hash's entry, so `HGET`/`HSET` of one field cost O(1) and `HGETALL` answers in insertion
-//! order (as Redis does for small hashes).
+//! # Collections
+//!
+//! A hash, list, set, sorted set or stream is a key entry (its block holds the key, nothing
+//! else) plus one *child* entry (a slot and a block) per field, element, member or stream
+//! entry, doubly linked in order from the key's entry (which also counts them):
+//!
+//! * a **hash field**'s block holds its name and value; fields are also in the bucket table,
+//!   keyed by (hash's slot, field name), so `HGET`/`HSET` of one field cost O(1); they are
+//!   linked in insertion order, the order `HGETALL` answers in (as Redis does for small hashes);
+//! * a **list element**'s block holds the element as its value (no key): pushing and popping at
+//!   either end is O(1), reaching the `i`-th element O(min(i, n - i));
+//! * a **set member**'s block holds the member as its key, and the member is in the bucket
+//!   table (keyed like a hash field), so `SADD`/`SISMEMBER`/`SREM` cost O(1); members are linked
+//!   in insertion order;
+//! * a **sorted-set member** is a set member whose slot also holds its score (the `expire`
+//!   field, which only keys use otherwise, holds the score's bits), linked in (score, member)
+//!   order. The order is a plain linked list, not Redis's skip list: inserting or re-scoring a
+//!   member walks to its place, O(n), and so do `ZRANK` and reaching a rank, while looking a
+//!   member up (`ZSCORE`) and popping the lowest or highest (`ZPOPMIN`/`ZPOPMAX`) are O(1). A
+//!   skip list would need a variable number of links per member, which the fixed-size slots
+//!   cannot hold; the sorted sets of the benchmarks this server runs under are small;
+//! * a **stream entry**'s block holds its ID as the key (16 bytes: milliseconds and sequence
+//!   number, big-endian, so that bytes and IDs compare alike) and its fields as the value (each
+//!   field name and value as a 4-byte little-endian length and the bytes); entries are linked in
+//!   ID order, which is the order they were added in.
+//!
+//! A collection whose last child goes is deleted with it, as Redis deletes an emptied key
+//! (streams cannot be emptied: there is no `XDEL` or `XTRIM`).
 //!
 //! Expiry times are absolute milliseconds of the caller's clock. An expired key is deleted when
 //! a command looks it up, a few slots are swept on every command, and the whole table is swept
@@ -49,7 +73,60 @@ pub(crate) enum Kind {
     Free,
     Str,
     Hash,
+    List,
+    Set,
+    ZSet,
+    Stream,
+    /// A hash's field.
     Field,
+    /// A list's element.
+    Elem,
+    /// A set's member.
+    Member,
+    /// A sorted set's member.
+    ZMember,
+    /// A stream's entry.
+    Entry,
+}
+
+impl Kind {
+    /// Whether the entry is a key (of any type), not a collection's child.
+    pub(crate) fn is_key(self) -> bool {
+        matches!(
+            self,
+            Kind::Str | Kind::Hash | Kind::List | Kind::Set | Kind::ZSet | Kind::Stream
+        )
+    }
+
+    /// Whether the entry is a child that is found by its name through the bucket table.
+    fn is_named_child(self) -> bool {
+        matches!(self, Kind::Field | Kind::Member | Kind::ZMember)
+    }
+
+    /// The kind of a collection's children (`Free` for a string).
+    fn child(self) -> Kind {
+        match self {
+            Kind::Hash => Kind::Field,
+            Kind::List => Kind::Elem,
+            Kind::Set => Kind::Member,
+            Kind::ZSet => Kind::ZMember,
+            Kind::Stream => Kind::Entry,
+            _ => Kind::Free,
+        }
+    }
+
+    /// The name `TYPE` answers for a key of this kind.
+    pub(crate) fn type_name(self) -> &'static str {
+        match self {
+            Kind::Str => "string",
+            Kind::Hash => "hash",
+            Kind::List => "list",
+            Kind::Set => "set",
+            Kind::ZSet => "zset",
+            Kind::Stream => "stream",
+            _ => "none",
+        }
+    }
 }
 
 /// One entry of the slot table (caller-provided storage, see [`Store::new`]); its contents are
@@ -66,15 +143,15 @@ pub struct Slot {
     pub(crate) off: u32,
     pub(crate) klen: u32,
     pub(crate) vlen: u32,
-    /// Absolute expiry time in ms, 0 for none (string and hash keys).
+    /// Keys: absolute expiry time in ms, 0 for none. Sorted-set members: the score's bits.
     pub(crate) expire: u64,
-    /// Hash: first field. Field: next sibling.
+    /// Collection: first child. Child: next sibling.
     pub(crate) next: u32,
-    /// Hash: last field. Field: previous sibling.
+    /// Collection: last child. Child: previous sibling.
     pub(crate) prev: u32,
-    /// Field: the hash's slot.
+    /// Child: the collection's slot.
     pub(crate) parent: u32,
-    /// Hash: number of fields.
+    /// Collection: number of children.
     pub(crate) count: u32,
 }
 
@@ -121,6 +198,8 @@ pub struct Store<'a> {
     cursor: usize,
     /// Writes the server's own `INFO` section (see [`Store::set_info_section`]).
     pub(crate) info_section: Option<InfoSection>,
+    /// State of the generator `SPOP` and `SRANDMEMBER` pick members with (xorshift64*).
+    rng: u64,
 }
 
 /// A function that writes a section of the `INFO` reply that the embedding server knows and the
@@ -150,7 +229,8 @@ fn field_hash(parent: u32, field: &[u8]) -> u32 {
 
 impl<'a> Store<'a> {
     /// A store keeping its bytes in `arena` (its size is `maxmemory`; at most 4 GiB is used) and
-    /// at most `slots.len()` entries (each string key, hash key and hash field takes one).
+    /// at most `slots.len()` entries (each key, and each hash field, list element, set member,
+    /// sorted-set member and stream entry, takes one).
     pub fn new(arena: &'a mut [u8], slots: &'a mut [Slot]) -> Self {
         let cap = arena.len().min(u32::MAX as usize);
         let nslots = slots.len().min(NIL as usize - 1);
@@ -166,6 +246,7 @@ impl<'a> Store<'a> {
             keys: [0; DATABASES],
             cursor: 0,
             info_section: None,
+            rng: 0x9e37_79b9_7f4a_7c15,
         };
         s.clear_all();
         s
@@ -201,7 +282,7 @@ impl<'a> Store<'a> {
         self.cap
     }
 
-    /// Slots in use (string keys, hash keys and hash fields).
+    /// Slots in use (keys, and the fields, elements, members and entries of collections).
     pub fn used_slots(&self) -> usize {
         self.nslots - self.free_slots
     }
@@ -330,14 +411,14 @@ impl<'a> Store<'a> {
         }
     }
 
-    /// The key (or field name) of entry `i`.
+    /// The key (field name, member, stream entry ID) of entry `i`.
     pub(crate) fn key_of(&self, i: u32) -> &[u8] {
         let s = &self.slots[i as usize];
         let at = s.off as usize + HDR;
         self.arena.get(at..at + s.klen as usize).unwrap_or(&[])
     }
 
-    /// The value of string or field entry `i`.
+    /// The value of string, field, list element or stream entry `i`.
     pub(crate) fn val_of(&self, i: u32) -> &[u8] {
         let s = &self.slots[i as usize];
         let at = s.off as usize + HDR + s.klen as usize;
@@ -357,11 +438,7 @@ impl<'a> Store<'a> {
         let mut cur = self.slots[self.bucket(h)].head;
         while cur != NIL {
             let s = self.slots[cur as usize];
-            if s.hash == h
-                && matches!(s.kind, Kind::Str | Kind::Hash)
-                && s.db == db
-                && self.key_of(cur) == key
-            {
+            if s.hash == h && s.kind.is_key() && s.db == db && self.key_of(cur) == key {
                 if Self::expired(&s, now) {
                     self.remove_key(cur);
                     return None;
@@ -373,7 +450,7 @@ impl<'a> Store<'a> {
         None
     }
 
-    /// Field `field` of hash entry `parent`.
+    /// The field or member named `field` of hash, set or sorted set `parent`.
     pub(crate) fn find_field(&self, parent: u32, field: &[u8]) -> Option<u32> {
         if self.nslots == 0 {
             return None;
@@ -383,7 +460,7 @@ impl<'a> Store<'a> {
         while cur != NIL {
             let s = &self.slots[cur as usize];
             if s.hash == h
-                && s.kind == Kind::Field
+                && s.kind.is_named_child()
                 && s.parent == parent
                 && self.key_of(cur) == field
             {
@@ -399,7 +476,7 @@ impl<'a> Store<'a> {
         let s = &self.slots[i as usize];
         let mut bytes = HDR + s.klen as usize + s.vlen as usize;
         let mut slots = 1;
-        let mut f = if s.kind == Kind::Hash { s.next } else { NIL };
+        let mut f = if s.kind == Kind::Str { NIL } else { s.next };
         while f != NIL {
             let fs = &self.slots[f as usize];
             bytes += HDR + fs.klen as usize + fs.vlen as usize;
@@ -409,16 +486,25 @@ impl<'a> Store<'a> {
         (bytes, slots)
     }
 
-    /// Stores a new entry's block and links it; the caller has checked the resources.
-    fn new_entry(&mut self, kind: Kind, hash: u32, key: &[u8], val: &[u8]) -> Option<u32> {
+    /// Stores a new entry's block (not yet in the bucket table); the caller has checked the
+    /// resources.
+    /// Its value has `vlen` bytes, which `fill` writes.
+    fn new_entry(
+        &mut self,
+        kind: Kind,
+        hash: u32,
+        key: &[u8],
+        vlen: usize,
+        fill: impl FnOnce(&mut [u8]),
+    ) -> Option<u32> {
         let i = self.alloc_slot()?;
-        let Some(off) = self.alloc_block(i, HDR + key.len() + val.len()) else {
+        let Some(off) = self.alloc_block(i, HDR + key.len() + vlen) else {
             self.free_slot(i);
             return None;
         };
         let at = off as usize + HDR;
         self.arena[at..at + key.len()].copy_from_slice(key);
-        self.arena[at + key.len()..at + key.len() + val.len()].copy_from_slice(val);
+        fill(&mut self.arena[at + key.len()..at + key.len() + vlen]);
         let head = self.slots[i as usize].head;
         self.slots[i as usize] = Slot {
             head,
@@ -426,24 +512,27 @@ impl<'a> Store<'a> {
             hash,
             off,
             klen: key.len() as u32,
-            vlen: val.len() as u32,
+            vlen: vlen as u32,
             ..Slot::EMPTY
         };
-        self.link(i);
         Some(i)
     }
 
-    /// Inserts a new string (`val = Some`) or empty hash key; the caller has checked that it
-    /// is absent and that the resources suffice.
+    /// Inserts a new string (`val = Some`) or empty collection of kind `kind`; the caller has
+    /// checked that it is absent and that the resources suffice.
     pub(crate) fn insert_key(
         &mut self,
         db: u8,
+        kind: Kind,
         key: &[u8],
         val: Option<&[u8]>,
         expire: u64,
     ) -> Option<u32> {
-        let kind = if val.is_some() { Kind::Str } else { Kind::Hash };
-        let i = self.new_entry(kind, key_hash(db, key), key, val.unwrap_or(&[]))?;
+        let val = val.unwrap_or(&[]);
+        let i = self.new_entry(kind, key_hash(db, key), key, val.len(), |d| {
+            d.copy_from_slice(val)
+        })?;
+        self.link(i);
         let s = &mut self.slots[i as usize];
         s.db = db;
         s.expire = expire;
@@ -453,22 +542,131 @@ impl<'a> Store<'a> {
 
     /// Appends field `field` = `val` to hash `parent`; the caller has checked the resources.
     pub(crate) fn insert_field(&mut self, parent: u32, field: &[u8], val: &[u8]) -> Option<u32> {
-        let i = self.new_entry(Kind::Field, field_hash(parent, field), field, val)?;
-        let last = self.slots[parent as usize].prev;
-        {
-            let s = &mut self.slots[i as usize];
-            s.parent = parent;
-            s.prev = last;
+        self.insert_child(parent, field, val, NIL)
+    }
+
+    /// Inserts a child of collection `parent` (a field, element, member or entry, by the
+    /// collection's kind) with key `key` and value `val`, before child `before` (at the end for
+    /// [`NIL`]); the caller has checked the resources (and, for a named child, that it is new).
+    pub(crate) fn insert_child(
+        &mut self,
+        parent: u32,
+        key: &[u8],
+        val: &[u8],
+        before: u32,
+    ) -> Option<u32> {
+        self.insert_child_with(parent, key, val.len(), |d| d.copy_from_slice(val), before)
+    }
+
+    /// [`Store::insert_child`] with a value of `vlen` bytes that `fill` writes in place.
+    pub(crate) fn insert_child_with(
+        &mut self,
+        parent: u32,
+        key: &[u8],
+        vlen: usize,
+        fill: impl FnOnce(&mut [u8]),
+        before: u32,
+    ) -> Option<u32> {
+        let kind = self.slots[parent as usize].kind.child();
+        let i = self.new_entry(kind, field_hash(parent, key), key, vlen, fill)?;
+        self.slots[i as usize].parent = parent;
+        if kind.is_named_child() {
+            self.link(i);
         }
-        if last == NIL {
-            self.slots[parent as usize].next = i;
-        } else {
-            self.slots[last as usize].next = i;
-        }
-        let p = &mut self.slots[parent as usize];
-        p.prev = i;
-        p.count += 1;
+        self.attach(i, before);
         Some(i)
+    }
+
+    /// Puts child `i` (not in its collection's order) just before its sibling `before` (at the
+    /// end for [`NIL`]).
+    fn attach(&mut self, i: u32, before: u32) {
+        let parent = self.slots[i as usize].parent;
+        let prev = match before {
+            NIL => self.slots[parent as usize].prev,
+            b => self.slots[b as usize].prev,
+        };
+        self.slots[i as usize].prev = prev;
+        self.slots[i as usize].next = before;
+        match prev {
+            NIL => self.slots[parent as usize].next = i,
+            p => self.slots[p as usize].next = i,
+        }
+        match before {
+            NIL => self.slots[parent as usize].prev = i,
+            b => self.slots[b as usize].prev = i,
+        }
+        self.slots[parent as usize].count += 1;
+    }
+
+    /// Moves child `i` of a collection to just before its sibling `before` (to the end for
+    /// [`NIL`]), as a sorted set does with a member whose score changed.
+    pub(crate) fn move_child(&mut self, i: u32, before: u32) {
+        if i == before {
+            return;
+        }
+        self.detach(i);
+        self.attach(i, before);
+    }
+
+    /// Takes child `i` out of its collection's order (and count), keeping its entry.
+    fn detach(&mut self, i: u32) {
+        let s = self.slots[i as usize];
+        let p = s.parent as usize;
+        match s.prev {
+            NIL => self.slots[p].next = s.next,
+            prev => self.slots[prev as usize].next = s.next,
+        }
+        match s.next {
+            NIL => self.slots[p].prev = s.prev,
+            next => self.slots[next as usize].prev = s.prev,
+        }
+        self.slots[p].count -= 1;
+    }
+
+    /// The `n`-th child of collection `parent` (from the end for a negative `n`: -1 is the
+    /// last), walking from the nearer end.
+    pub(crate) fn nth_child(&self, parent: u32, n: i64) -> Option<u32> {
+        let p = &self.slots[parent as usize];
+        let count = i64::from(p.count);
+        let n = if n < 0 { count + n } else { n };
+        if n < 0 || n >= count {
+            return None;
+        }
+        let (mut cur, forward, steps) = if n <= count / 2 {
+            (p.next, true, n)
+        } else {
+            (p.prev, false, count - 1 - n)
+        };
+        for _ in 0..steps {
+            let s = &self.slots[cur as usize];
+            cur = if forward { s.next } else { s.prev };
+        }
+        Some(cur)
+    }
+
+    /// The random generator's state, to replay the same draws with [`Store::set_rng_state`].
+    pub(crate) fn rng_state(&self) -> u64 {
+        self.rng
+    }
+
+    /// Restores a state [`Store::rng_state`] returned.
+    pub(crate) fn set_rng_state(&mut self, state: u64) {
+        self.rng = state;
+    }
+
+    /// A pseudo-random number below `n` (0 for `n = 0`).
+    pub(crate) fn random_below(&mut self, n: usize) -> usize {
+        let mut x = self.rng;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.rng = x;
+        let r = x.wrapping_mul(0x2545_f491_4f6c_dd1d);
+        if n == 0 {
+            0
+        } else {
+            (r % n as u64) as usize
+        }
     }
 
     /// Replaces the value of string or field entry `i` (whose key is `key`); the caller has
@@ -495,37 +693,41 @@ impl<'a> Store<'a> {
         s.vlen = val.len() as u32;
     }
 
-    /// Deletes field entry `i` from its hash (not the hash itself when it becomes empty).
+    /// Deletes child entry `i` from its collection (not the collection itself when it becomes
+    /// empty: see [`Store::remove_child_or_key`]).
     pub(crate) fn remove_field(&mut self, i: u32) {
+        self.detach(i);
+        self.drop_child(i);
+    }
+
+    /// Deletes child entry `i`, and its collection too if that became empty.
+    pub(crate) fn remove_child_or_key(&mut self, i: u32) {
+        let parent = self.slots[i as usize].parent;
+        self.remove_field(i);
+        if self.slots[parent as usize].count == 0 {
+            self.remove_key(parent);
+        }
+    }
+
+    /// Frees child entry `i`'s block and slot (it is out of its collection's order already).
+    fn drop_child(&mut self, i: u32) {
         let s = self.slots[i as usize];
-        let p = s.parent as usize;
-        if s.prev == NIL {
-            self.slots[p].next = s.next;
-        } else {
-            self.slots[s.prev as usize].next = s.next;
-        }
-        if s.next == NIL {
-            self.slots[p].prev = s.prev;
-        } else {
-            self.slots[s.next as usize].prev = s.prev;
-        }
-        self.slots[p].count -= 1;
         self.free_block(s.off);
-        self.unlink(i);
+        if s.kind.is_named_child() {
+            self.unlink(i);
+        }
         self.free_slot(i);
     }
 
-    /// Deletes key entry `i` with all its fields.
+    /// Deletes key entry `i` with all its children.
     pub(crate) fn remove_key(&mut self, i: u32) {
         let s = self.slots[i as usize];
-        if s.kind == Kind::Hash {
+        if s.kind != Kind::Str {
             let mut f = s.next;
             while f != NIL {
-                let fs = self.slots[f as usize];
-                self.free_block(fs.off);
-                self.unlink(f);
-                self.free_slot(f);
-                f = fs.next;
+                let next = self.slots[f as usize].next;
+                self.drop_child(f);
+                f = next;
             }
         }
         self.free_block(s.off);
@@ -551,7 +753,7 @@ impl<'a> Store<'a> {
 
     fn reclaim_if_expired(&mut self, i: u32, now: u64) {
         let s = &self.slots[i as usize];
-        if matches!(s.kind, Kind::Str | Kind::Hash) && Self::expired(s, now) {
+        if s.kind.is_key() && Self::expired(s, now) {
             self.remove_key(i);
         }
     }
@@ -564,7 +766,7 @@ impl<'a> Store<'a> {
         }
         for i in 0..self.nslots {
             let s = &self.slots[i];
-            if s.db == db && matches!(s.kind, Kind::Str | Kind::Hash) {
+            if s.db == db && s.kind.is_key() {
                 self.remove_key(i as u32);
             }
         }
@@ -593,9 +795,35 @@ impl<'a> Store<'a> {
         let keys: u32 = self.keys.iter().sum();
         let key_slots = self.slots[..self.nslots]
             .iter()
-            .filter(|s| matches!(s.kind, Kind::Str | Kind::Hash))
+            .filter(|s| s.kind.is_key())
             .count();
         assert_eq!(keys as usize, key_slots);
+        // Every collection's children: linked both ways, of the collection's kind, counted, and
+        // a collection is never empty.
+        let mut children = 0;
+        for (i, s) in self.slots[..self.nslots].iter().enumerate() {
+            if !s.kind.is_key() || s.kind == Kind::Str {
+                continue;
+            }
+            let (mut n, mut prev, mut cur) = (0, NIL, s.next);
+            while cur != NIL {
+                let c = &self.slots[cur as usize];
+                assert_eq!(c.kind, s.kind.child());
+                assert_eq!(c.parent, i as u32);
+                assert_eq!(c.prev, prev);
+                if c.kind.is_named_child() {
+                    assert_eq!(self.find_field(i as u32, self.key_of(cur)), Some(cur));
+                }
+                n += 1;
+                prev = cur;
+                cur = c.next;
+            }
+            assert_eq!(s.prev, prev);
+            assert_eq!(n, s.count);
+            assert!(n > 0, "an empty collection is deleted");
+            children += n as usize;
+        }
+        assert_eq!(keys as usize + children, live);
     }
 }
 

@@ -3,11 +3,13 @@
 extern crate std;
 
 use std::boxed::Box;
+use std::string::String;
 use std::vec;
 use std::vec::Vec;
 
 use crate::{Connection, OutBuf, Parser, Progress, Session, Slot, Store};
 
+mod collections;
 mod commands;
 mod connection;
 mod props;
@@ -116,4 +118,36 @@ pub(crate) fn drive(
         }
     }
     (out, closed)
+}
+
+/// A store and a session at a fixed time, for one-command-at-a-time tests.
+pub(crate) struct T {
+    pub(crate) st: Store<'static>,
+    pub(crate) s: Session,
+    pub(crate) now: u64,
+}
+
+impl T {
+    /// 64 KiB and 1024 slots.
+    pub(crate) fn new() -> Self {
+        T::sized(1 << 16, 1024)
+    }
+    /// `bytes` of arena and `slots` slots.
+    pub(crate) fn sized(bytes: usize, slots: usize) -> Self {
+        T {
+            st: store(bytes, slots),
+            s: Session::new(),
+            now: 1_000,
+        }
+    }
+    /// One command, its reply as text.
+    pub(crate) fn c(&mut self, args: &[&str]) -> String {
+        cmd_at(&mut self.st, &mut self.s, args, self.now)
+    }
+    /// One inline command line, its reply as text.
+    pub(crate) fn line(&mut self, text: &str) -> String {
+        let mut input = text.as_bytes().to_vec();
+        input.extend_from_slice(b"\r\n");
+        String::from_utf8_lossy(&run(&mut self.st, &mut self.s, &input, self.now)).into_owned()
+    }
 }
