@@ -6,8 +6,8 @@
 //! driven by the caller:
 //!
 //! * a [`Store`] holds 16 databases in a caller-provided byte arena (the memory budget,
-//!   `maxmemory`) and slot table (the bound on keys and hash fields): see [`store`] for the
-//!   memory model and why there is no allocator;
+//!   `maxmemory`) and slot table (the bound on keys and on the collections' elements): see
+//!   [`store`] for the memory model and why there is no allocator;
 //! * a [`Connection`] per client bundles a streaming [`Parser`] over an input buffer, an
 //!   [`OutBuf`] for replies and a [`Session`] (the selected database);
 //! * time is the caller's: every call takes `now_ms`, against which `EX`/`PX` expiry is
@@ -41,24 +41,44 @@
 //!
 //! `PING`, `ECHO`, `QUIT`, `SELECT`, `COMMAND` (an empty array: enough for redis-cli's
 //! `COMMAND DOCS`), `CONFIG GET` (`save`, `appendonly`, `maxmemory`, `maxmemory-policy`,
-//! `databases`; exact names, no glob patterns), `INFO`, `DBSIZE`, `FLUSHALL`, `FLUSHDB`;
+//! `databases`; exact names, no glob patterns), `INFO`, `DBSIZE`, `FLUSHALL`, `FLUSHDB`,
+//! `TYPE`;
 //! strings: `GET`, `SET` (with `EX`, `PX`, `EXAT`, `PXAT`, `KEEPTTL`, `NX`, `XX`, `GET`),
-//! `MGET`, `MSET`, `DEL`, `EXISTS`, `INCR`, `INCRBY`, `DECR`, `DECRBY`; expiry: `EXPIRE`,
-//! `PEXPIRE` (without the Redis 7 `NX`/`XX`/`GT`/`LT` options), `TTL`, `PTTL`, `PERSIST`;
-//! hashes: `HSET`, `HMSET`, `HGET`, `HMGET`, `HGETALL`, `HDEL`, `HEXISTS`, `HLEN`.
-//! Names are case-insensitive; replies and error texts follow Redis 7.
+//! `MGET`, `MSET`, `DEL`, `EXISTS`, `INCR`, `INCRBY`, `DECR`, `DECRBY`; expiry (of a key of any
+//! type): `EXPIRE`, `PEXPIRE` (without the Redis 7 `NX`/`XX`/`GT`/`LT` options), `TTL`, `PTTL`,
+//! `PERSIST`;
+//! hashes: `HSET`, `HMSET`, `HGET`, `HMGET`, `HGETALL`, `HDEL`, `HEXISTS`, `HLEN`;
+//! lists: `LPUSH`, `RPUSH`, `LPUSHX`, `RPUSHX`, `LPOP`, `RPOP` (with a count), `LRANGE`, `LLEN`,
+//! `LINDEX`, `LSET`, `LREM`, `LTRIM`;
+//! sets: `SADD`, `SREM`, `SPOP` (with a count), `SMEMBERS`, `SISMEMBER`, `SMISMEMBER`, `SCARD`,
+//! `SRANDMEMBER` (with a count, negative for repeats);
+//! sorted sets: `ZADD` (`NX`, `XX`, `GT`, `LT`, `CH`, `INCR`), `ZINCRBY`, `ZPOPMIN`, `ZPOPMAX`
+//! (with a count), `ZRANGE` (by rank, `BYSCORE` or `BYLEX`, with `REV`, `LIMIT`, `WITHSCORES`),
+//! `ZRANK`, `ZREVRANK`, `ZSCORE`, `ZCARD`, `ZREM`;
+//! streams: `XADD` (`*`, `<ms>-*` and explicit IDs, `NOMKSTREAM`), `XLEN`, `XRANGE`,
+//! `XREVRANGE` (`-`, `+`, exclusive `(` bounds, `COUNT`).
+//! That is every command of redis-benchmark's default test list (XADD's from 7.2 on). Names are
+//! case-insensitive; replies and error texts follow Redis 7.0 (scores are formatted as its
+//! `%.17g`).
 //!
 //! # Not implemented, and why
 //!
-//! * Lists, sets, sorted sets, streams (`LPUSH`, `SADD`, ...): answered as unknown commands.
-//!   Lists and sets are in redis-benchmark's default test list, and YCSB's stock `redis`
-//!   binding `ZADD`s every inserted key to an index (its load phase needs it); they fit the
-//!   same slot/arena model (one entry per element, linked like hash fields) when needed.
+//! * Blocking commands (`BLPOP`, `BZPOPMIN`, `XREAD BLOCK`), which need a connection to wait
+//!   on another's write, and the commands between two keys (`LMOVE`, `SUNION`, `ZUNIONSTORE`,
+//!   ...): no benchmark this server runs under sends them.
+//! * `LINSERT`, `LPOS`, `SMOVE`, `ZRANGEBYSCORE` and the other pre-6.2 range commands
+//!   (`ZRANGE` with `BYSCORE`, `BYLEX` and `REV` does their work), `ZMSCORE`, `ZCOUNT`: each a
+//!   small addition on the same child lists when a client needs it.
+//! * Stream trimming (`XADD ... MAXLEN`/`MINID`, `XTRIM`, `XDEL`: answered with an error),
+//!   consumer groups and `XREAD`: a stream here only grows, so its last ID is always its last
+//!   entry's (Redis keeps an emptied stream's last ID, which needs a place of its own).
 //! * Persistence, replication, pub/sub, transactions (`MULTI`), scripting, `KEYS`/`SCAN`,
 //!   authentication, RESP3 (`HELLO 3`): outside a benchmark server's needs.
 //! * Quoted arguments in inline commands (`SET k "a b"`): unquoting needs a second buffer.
 //! * Keys are hashed with FNV-1a, unseeded: a client that wants to can make chains long
 //!   (hash flooding). The table still works, only slower.
+//! * Sorted sets are ordered linked lists, not skip lists: inserting at a random rank is O(n)
+//!   (see [`store`]).
 #![cfg_attr(not(test), no_std)]
 #![forbid(unsafe_code)]
 

@@ -8,8 +8,8 @@
 //!
 //! * commands whose reply is known before they change anything (every read, and writes such as
 //!   `SET`, `HSET`, `INCR`) write their reply first, and change the store only once it fitted;
-//! * commands whose reply depends on what they change (`DEL`, `HDEL`) reserve the reply's bound
-//!   (a few bytes) before changing anything.
+//! * commands whose reply depends on what they change (`DEL`, `HDEL`, `SREM`, `LREM`, `ZADD`)
+//!   reserve the reply's bound (a few bytes) before changing anything.
 //!
 //! If the reply does not fit, what was written is rolled back, nothing in the store changed,
 //! and [`crate::Store::execute`] returns [`crate::NeedOutput`]: the caller drains the buffer and

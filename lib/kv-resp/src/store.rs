@@ -4,19 +4,20 @@
 //!
 //! All memory is given by the caller at construction and never grows:
 //!
-//! * an **arena** `&mut [u8]` holds every byte of every key, value, hash field name and field
-//!   value. Each entry owns one *block*: an 8-byte header (block length, owning slot) followed
-//!   by the key (or field name) and the value. Blocks are bump-allocated; a freed block becomes a
-//!   hole, and when the bump pointer reaches the end while the holes together have room, the
-//!   arena is **compacted** (live blocks slide down, their slots' offsets are updated through
-//!   the header's owner field). So there is no fragmentation: a request fits exactly when
-//!   `used + needed <= capacity`, and `used_memory` is an exact, deterministic number. The cost
-//!   is an occasional pass over the arena, amortised over the bytes freed since the last one;
-//!   near a full arena compactions get frequent, the usual price of a compacting heap.
-//! * a **slot table** `&mut [Slot]` bounds the number of entries (string keys, hash keys and
-//!   hash fields each take one slot). Slot `i` also holds the head of hash bucket `i` (separate
-//!   chaining, as many buckets as slots, so the load factor never exceeds 1 and deleting is a
-//!   plain unlink). Free slots form a list.
+//! * an **arena** `&mut [u8]` holds every byte of every key and value, and of the fields,
+//!   elements, members and entries of the collections. Each entry owns one *block*: an 8-byte
+//!   header (block length, owning slot) followed by the key (or field name) and the value.
+//!   Blocks are bump-allocated; a freed block becomes a hole, and when the bump pointer reaches
+//!   the end while the holes together have room, the arena is **compacted** (live blocks slide
+//!   down, their slots' offsets are updated through the header's owner field). So there is no
+//!   fragmentation: a request fits exactly when `used + needed <= capacity`, and `used_memory`
+//!   is an exact, deterministic number. The cost is an occasional pass over the arena, amortised
+//!   over the bytes freed since the last one; near a full arena compactions get frequent, the
+//!   usual price of a compacting heap.
+//! * a **slot table** `&mut [Slot]` bounds the number of entries (every key takes one slot, and
+//!   so does every hash field, list element, set or sorted-set member and stream entry). Slot
+//!   `i` also holds the head of hash bucket `i` (separate chaining, as many buckets as slots, so
+//!   the load factor never exceeds 1 and deleting is a plain unlink). Free slots form a list.
 //!
 //! Why not an allocator: the server runs as a user program on the microkernel, one instance per
 //! core, with a fixed memory grant; a global allocator would add a second, hidden memory budget
@@ -46,7 +47,9 @@
 //!   member walks to its place, O(n), and so do `ZRANK` and reaching a rank, while looking a
 //!   member up (`ZSCORE`) and popping the lowest or highest (`ZPOPMIN`/`ZPOPMAX`) are O(1). A
 //!   skip list would need a variable number of links per member, which the fixed-size slots
-//!   cannot hold; the sorted sets of the benchmarks this server runs under are small;
+//!   cannot hold. The benchmarks this server runs under keep their sorted sets small
+//!   (redis-benchmark's `ZADD` test adds one member over and over; the project's YCSB binding
+//!   keeps no index); a sorted set of `n` members filled at random scores costs O(n²) in all;
 //! * a **stream entry**'s block holds its ID as the key (16 bytes: milliseconds and sequence
 //!   number, big-endian, so that bytes and IDs compare alike) and its fields as the value (each
 //!   field name and value as a 4-byte little-endian length and the bytes); entries are linked in

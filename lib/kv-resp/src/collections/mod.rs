@@ -15,7 +15,7 @@ mod zset;
 #[cfg(test)]
 pub(crate) use zset::fmt_score;
 
-use crate::commands::{Res, NOT_INT};
+use crate::commands::Res;
 use crate::output::Reply;
 use crate::parser::{parse_int, Command};
 use crate::store::{Kind, Store};
@@ -104,14 +104,14 @@ pub(crate) const TABLE: &[(&str, i32, Cmd)] = &[
 pub(crate) const NOT_POSITIVE: &str = "ERR value is out of range, must be positive";
 
 /// The optional count argument of the pop commands (`LPOP key count`, ...): `Ok(None)` when
-/// absent, an error text when not a non-negative integer (Redis's texts).
+/// absent, `Err` when not a non-negative integer (Redis 7.0 answers [`NOT_POSITIVE`] for both
+/// a negative count and one that is no integer).
 fn pop_count(c: &Command<'_>) -> Result<Option<u64>, &'static str> {
     match c.arg(2) {
         None => Ok(None),
         Some(a) => match parse_int(a) {
-            None => Err(NOT_INT),
-            Some(n) if n < 0 => Err(NOT_POSITIVE),
-            Some(n) => Ok(Some(n as u64)),
+            Some(n) if n >= 0 => Ok(Some(n as u64)),
+            _ => Err(NOT_POSITIVE),
         },
     }
 }

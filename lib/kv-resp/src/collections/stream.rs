@@ -117,8 +117,9 @@ fn parse_bound(a: &[u8], missing_seq: u64, start: bool) -> Result<Id, &'static s
         _ => (false, a),
     };
     let id = match a {
-        b"-" => Id { ms: 0, seq: 0 },
-        b"+" => Id::MAX,
+        // `(-` and `(+` are no IDs.
+        b"-" if !exclusive => Id { ms: 0, seq: 0 },
+        b"+" if !exclusive => Id::MAX,
         _ => match parse_id(a, missing_seq, false) {
             Some((ms, Some(seq))) => Id { ms, seq },
             _ => return Err(BAD_ID),

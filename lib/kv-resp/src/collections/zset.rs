@@ -1,5 +1,5 @@
-//! Sorted sets: `ZADD`, `ZINCRBY`, `ZPOPMIN`, `ZPOPMAX`, `ZRANGE` (by rank or `BYSCORE`,
-//! `REV`, `LIMIT`, `WITHSCORES`), `ZRANK`, `ZREVRANK`, `ZSCORE`, `ZCARD`, `ZREM`.
+//! Sorted sets: `ZADD`, `ZINCRBY`, `ZPOPMIN`, `ZPOPMAX`, `ZRANGE` (by rank, `BYSCORE` or
+//! `BYLEX`, `REV`, `LIMIT`, `WITHSCORES`), `ZRANK`, `ZREVRANK`, `ZSCORE`, `ZCARD`, `ZREM`.
 //!
 //! Members are kept in (score, member) order in their set's child list (see [`crate::store`]
 //! for why a list and what it costs). Scores are `f64`s, parsed as Redis parses them (`inf`,
@@ -116,6 +116,18 @@ struct Bound {
     exclusive: bool,
 }
 
+impl Bound {
+    /// Whether `v` is at or above this minimum.
+    fn below(self, v: f64) -> bool {
+        v > self.value || (!self.exclusive && v == self.value)
+    }
+
+    /// Whether `v` is at or below this maximum.
+    fn above(self, v: f64) -> bool {
+        v < self.value || (!self.exclusive && v == self.value)
+    }
+}
+
 fn parse_bound(a: &[u8]) -> Option<Bound> {
     let (exclusive, num) = match a.split_first() {
         Some((b'(', rest)) => (true, rest),
@@ -125,6 +137,47 @@ fn parse_bound(a: &[u8]) -> Option<Bound> {
         value: parse_score(num)?,
         exclusive,
     })
+}
+
+/// A member bound of `ZRANGE ... BYLEX`: `-`, `+`, `[member` or `(member` (exclusive).
+#[derive(Clone, Copy)]
+enum Lex<'a> {
+    Min,
+    Max,
+    Inclusive(&'a [u8]),
+    Exclusive(&'a [u8]),
+}
+
+impl Lex<'_> {
+    /// Whether `m` is at or above this minimum.
+    fn below(self, m: &[u8]) -> bool {
+        match self {
+            Lex::Min => true,
+            Lex::Max => false,
+            Lex::Inclusive(b) => m >= b,
+            Lex::Exclusive(b) => m > b,
+        }
+    }
+
+    /// Whether `m` is at or below this maximum.
+    fn above(self, m: &[u8]) -> bool {
+        match self {
+            Lex::Min => false,
+            Lex::Max => true,
+            Lex::Inclusive(b) => m <= b,
+            Lex::Exclusive(b) => m < b,
+        }
+    }
+}
+
+fn parse_lex(a: &[u8]) -> Option<Lex<'_>> {
+    match a {
+        b"-" => Some(Lex::Min),
+        b"+" => Some(Lex::Max),
+        [b'[', rest @ ..] => Some(Lex::Inclusive(rest)),
+        [b'(', rest @ ..] => Some(Lex::Exclusive(rest)),
+        _ => None,
+    }
 }
 
 /// `ZADD`'s flags (`ZINCRBY` is `ZADD INCR` with one pair).
@@ -142,6 +195,13 @@ impl Store<'_> {
     /// The score of sorted-set member `e`.
     fn score_of(&self, e: u32) -> f64 {
         f64::from_bits(self.slots[e as usize].expire)
+    }
+
+    /// Sets the score of sorted-set member `e`; -0 is stored as 0, as Redis 7.0's small sorted
+    /// sets store it (its `ZINCRBY` still answers the -0 it computed).
+    fn set_score(&mut self, e: u32, v: f64) {
+        let v = if v == 0.0 { 0.0 } else { v };
+        self.slots[e as usize].expire = v.to_bits();
     }
 
     /// How member `e` compares with (`score`, `member`).
@@ -231,7 +291,6 @@ impl Store<'_> {
                 }
                 let count = match pop_count(c) {
                     Err(msg) => return r.error(msg),
-                    Ok(Some(0)) => return r.array(0),
                     Ok(n) => n.unwrap_or(1),
                 };
                 let z = match self.find_kind(db, key, Kind::ZSet, now) {
@@ -389,7 +448,7 @@ impl Store<'_> {
                     }
                     result = Some(new);
                     if new != cur {
-                        self.slots[e as usize].expire = new.to_bits();
+                        self.set_score(e, new);
                         let before = self.zplace(z, new, m, e);
                         self.move_child(e, before);
                         updated += 1;
@@ -401,7 +460,7 @@ impl Store<'_> {
                     }
                     let before = self.zplace(z, score, m, NIL);
                     if let Some(e) = self.insert_child(z, m, b"", before) {
-                        self.slots[e as usize].expire = score.to_bits();
+                        self.set_score(e, score);
                     }
                     result = Some(score);
                     added += 1;
@@ -418,18 +477,21 @@ impl Store<'_> {
         }
     }
 
-    /// `ZRANGE key start stop [BYSCORE] [REV] [LIMIT offset count] [WITHSCORES]`.
+    /// `ZRANGE key start stop [BYSCORE | BYLEX] [REV] [LIMIT offset count] [WITHSCORES]`.
     fn zrange(&mut self, db: u8, c: &Command<'_>, now: u64, r: &mut Reply<'_, '_>) -> Res {
-        let (mut byscore, mut rev, mut withscores) = (false, false, false);
-        let mut limit: Option<(i64, i64)> = None;
+        #[derive(PartialEq)]
+        enum By {
+            Rank,
+            Score,
+            Lex,
+        }
+        let (mut by, mut rev, mut withscores) = (None, None, false);
+        // Redis's default count, -1, also means "no LIMIT".
+        let (mut offset, mut count) = (0, -1);
         let mut j = 4;
         while let Some(a) = c.arg(j) {
             if eq(a, "withscores") {
                 withscores = true;
-            } else if eq(a, "rev") {
-                rev = true;
-            } else if eq(a, "byscore") {
-                byscore = true;
             } else if eq(a, "limit") && c.argc() > j + 2 {
                 let (Some(off), Some(n)) = (
                     parse_int(c.arg(j + 1).unwrap_or(b"")),
@@ -437,82 +499,114 @@ impl Store<'_> {
                 ) else {
                     return r.error(NOT_INT);
                 };
-                limit = Some((off, n));
+                (offset, count) = (off, n);
                 j += 2;
+            } else if rev.is_none() && eq(a, "rev") {
+                rev = Some(true);
+            } else if by.is_none() && eq(a, "bylex") {
+                by = Some(By::Lex);
+            } else if by.is_none() && eq(a, "byscore") {
+                by = Some(By::Score);
             } else {
                 return r.error(SYNTAX);
             }
             j += 1;
         }
-        if limit.is_some() && !byscore {
+        let (by, rev) = (by.unwrap_or(By::Rank), rev.unwrap_or(false));
+        if count != -1 && by == By::Rank {
             return r.error(
                 "ERR syntax error, LIMIT is only supported in combination with either BYSCORE \
                  or BYLEX",
             );
         }
-        let (a2, a3) = (c.arg(2).unwrap_or(b""), c.arg(3).unwrap_or(b""));
-        if byscore {
-            // With REV the first bound is the maximum.
-            let (lo, hi) = if rev { (a3, a2) } else { (a2, a3) };
-            let (Some(min), Some(max)) = (parse_bound(lo), parse_bound(hi)) else {
-                return r.error("ERR min or max is not a float");
-            };
-            let z = match self.find_kind(db, c.arg(1).unwrap_or(b""), Kind::ZSet, now) {
-                Err(()) => return r.error(WRONGTYPE),
-                Ok(None) => return r.array(0),
-                Ok(Some(z)) => z,
-            };
-            let (offset, count) = limit.unwrap_or((0, -1));
-            let mut n = 0;
-            let _ = self.by_score(z, min, max, rev, offset, count, |_| {
-                n += 1;
-                Ok(())
-            });
-            r.array(if withscores { 2 * n } else { n })?;
-            return self.by_score(z, min, max, rev, offset, count, |e| {
-                r.bulk(self.key_of(e))?;
-                if withscores {
-                    Self::reply_score(r, self.score_of(e))?;
-                }
-                Ok(())
-            });
+        if withscores && by == By::Lex {
+            return r.error("ERR syntax error, WITHSCORES not supported in combination with BYLEX");
         }
-        let (Some(start), Some(stop)) = (parse_int(a2), parse_int(a3)) else {
-            return r.error(NOT_INT);
+        let (a2, a3) = (c.arg(2).unwrap_or(b""), c.arg(3).unwrap_or(b""));
+        // By score or member, with REV, the first bound is the maximum.
+        let (lo, hi) = if rev && by != By::Rank {
+            (a3, a2)
+        } else {
+            (a2, a3)
+        };
+        enum Range<'a> {
+            Rank(i64, i64),
+            Score(Bound, Bound),
+            Lex(Lex<'a>, Lex<'a>),
+        }
+        let range = match by {
+            By::Rank => match (parse_int(lo), parse_int(hi)) {
+                (Some(start), Some(stop)) => Range::Rank(start, stop),
+                _ => return r.error(NOT_INT),
+            },
+            By::Score => match (parse_bound(lo), parse_bound(hi)) {
+                (Some(min), Some(max)) => Range::Score(min, max),
+                _ => return r.error("ERR min or max is not a float"),
+            },
+            By::Lex => match (parse_lex(lo), parse_lex(hi)) {
+                (Some(min), Some(max)) => Range::Lex(min, max),
+                _ => return r.error("ERR min or max not valid string range item"),
+            },
         };
         let z = match self.find_kind(db, c.arg(1).unwrap_or(b""), Kind::ZSet, now) {
             Err(()) => return r.error(WRONGTYPE),
             Ok(None) => return r.array(0),
             Ok(Some(z)) => z,
         };
-        let Some((from, to)) = rank_range(start, stop, self.slots[z as usize].count) else {
-            return r.array(0);
-        };
-        let n = (to - from + 1) as usize;
-        r.array(if withscores { 2 * n } else { n })?;
-        let from = i64::from(from);
-        let mut e = self
-            .nth_child(z, if rev { -1 - from } else { from })
-            .unwrap_or(NIL);
-        for _ in 0..n {
-            r.bulk(self.key_of(e))?;
+        let per = if withscores { 2 } else { 1 };
+        let member = |st: &Self, r: &mut Reply<'_, '_>, e: u32| {
+            r.bulk(st.key_of(e))?;
             if withscores {
-                Self::reply_score(r, self.score_of(e))?;
+                Self::reply_score(r, st.score_of(e))?;
             }
-            e = self.step_from(e, !rev);
+            Ok(())
+        };
+        if let Range::Rank(start, stop) = range {
+            let Some((from, to)) = rank_range(start, stop, self.slots[z as usize].count) else {
+                return r.array(0);
+            };
+            let n = (to - from + 1) as usize;
+            r.array(per * n)?;
+            let from = i64::from(from);
+            let mut e = self
+                .nth_child(z, if rev { -1 - from } else { from })
+                .unwrap_or(NIL);
+            for _ in 0..n {
+                member(self, r, e)?;
+                e = self.step_from(e, !rev);
+            }
+            return Ok(());
         }
-        Ok(())
+        let st: &Self = self;
+        // Whether a member is above the minimum, below the maximum.
+        let (above, below): (&dyn Fn(u32) -> bool, &dyn Fn(u32) -> bool) = match range {
+            Range::Score(min, max) => (&move |e| min.below(st.score_of(e)), &move |e| {
+                max.above(st.score_of(e))
+            }),
+            Range::Lex(min, max) => (&move |e| min.below(st.key_of(e)), &move |e| {
+                max.above(st.key_of(e))
+            }),
+            Range::Rank(..) => return Ok(()), // Answered above.
+        };
+        let mut n = 0;
+        let _ = st.in_range(z, above, below, rev, offset, count, |_| {
+            n += 1;
+            Ok(())
+        });
+        r.array(per * n)?;
+        st.in_range(z, above, below, rev, offset, count, |e| member(st, r, e))
     }
 
-    /// Calls `f` on the members of sorted set `z` whose scores lie between `min` and `max`, in
-    /// order (from the highest for `rev`), skipping the first `offset` (none if negative) and
-    /// stopping after `count` (all for a negative count).
+    /// Calls `f` on the members of sorted set `z` that are `above` the minimum and `below` the
+    /// maximum, in order (from the highest for `rev`), skipping the first `offset` (none at all
+    /// if negative) and stopping after `count` (all for a negative count). The members in range
+    /// are consecutive: the walk stops at the first one past the range's far end.
     #[allow(clippy::too_many_arguments)]
-    fn by_score(
+    fn in_range(
         &self,
         z: u32,
-        min: Bound,
-        max: Bound,
+        above: &dyn Fn(u32) -> bool,
+        below: &dyn Fn(u32) -> bool,
         rev: bool,
         offset: i64,
         count: i64,
@@ -521,21 +615,18 @@ impl Store<'_> {
         if offset < 0 {
             return Ok(());
         }
-        let above_min = |v: f64| v > min.value || (!min.exclusive && v == min.value);
-        let below_max = |v: f64| v < max.value || (!max.exclusive && v == max.value);
         let (mut skip, mut left) = (offset, count);
         let mut e = self.end_of(z, !rev);
         while e != NIL && left != 0 {
-            let v = self.score_of(e);
-            let (inside_start, inside_end) = if rev {
-                (below_max(v), above_min(v))
+            let (near, far) = if rev {
+                (below(e), above(e))
             } else {
-                (above_min(v), below_max(v))
+                (above(e), below(e))
             };
-            if !inside_end {
+            if !far {
                 break;
             }
-            if inside_start {
+            if near {
                 if skip > 0 {
                     skip -= 1;
                 } else {

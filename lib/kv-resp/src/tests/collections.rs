@@ -64,7 +64,8 @@ fn push_pop_range() {
     assert_eq!(t.c(&["LPOP", "l", "1"]), NIL_ARRAY);
     assert_eq!(t.c(&["RPOP", "l", "0"]), NIL_ARRAY);
     assert_eq!(t.c(&["LPOP", "l", "-1"]), NOT_POSITIVE);
-    assert_eq!(t.c(&["LPOP", "l", "x"]), NOT_INT);
+    // Redis 7.0 gives a count that is no integer the negative count's error.
+    assert_eq!(t.c(&["LPOP", "l", "x"]), NOT_POSITIVE);
     assert_eq!(t.c(&["LPOP", "l", "1", "2"]), wrong_args("lpop"));
     assert_eq!(t.c(&["LPUSH", "l"]), wrong_args("lpush"));
     assert_eq!(t.st.used_memory(), 0);
@@ -270,7 +271,7 @@ fn spop_and_srandmember() {
     assert_eq!(t.c(&["SRANDMEMBER", "s"]), NIL);
     assert_eq!(t.c(&["SRANDMEMBER", "s", "2"]), EMPTY);
     assert_eq!(t.c(&["SPOP", "s", "-1"]), NOT_POSITIVE);
-    assert_eq!(t.c(&["SPOP", "s", "x"]), NOT_INT);
+    assert_eq!(t.c(&["SPOP", "s", "x"]), NOT_POSITIVE);
     assert_eq!(t.c(&["SRANDMEMBER", "s", "x"]), NOT_INT);
     assert_eq!(t.c(&["SPOP", "s", "1", "2"]), SYNTAX);
     let members: Vec<String> = (0..20).map(|i| format!("m{i}")).collect();
@@ -461,6 +462,10 @@ fn zpop_zrem_byscore() {
     assert_eq!(t.c(&["ZPOPMIN", "z"]), EMPTY);
     assert_eq!(t.c(&["ZPOPMIN", "z", "-1"]), NOT_POSITIVE);
     assert_eq!(t.c(&["ZPOPMAX", "z", "1", "2"]), SYNTAX);
+    assert_eq!(t.c(&["ZPOPMAX", "z", "1.5"]), NOT_POSITIVE);
+    assert_eq!(t.c(&["SET", "s", "v"]), OK);
+    assert_eq!(t.c(&["ZPOPMAX", "s", "0"]), WRONGTYPE);
+    assert_eq!(t.c(&["DEL", "s"]), int(1));
     assert_eq!(
         t.c(&["ZADD", "z", "1", "a", "2", "b", "3", "c", "4", "d", "5", "e"]),
         int(5)
@@ -512,6 +517,13 @@ fn zpop_zrem_byscore() {
         NOT_INT
     );
     assert_eq!(t.c(&["ZRANGE", "z", "0", "1", "FOO"]), SYNTAX);
+    assert_eq!(t.c(&["ZRANGE", "z", "0", "1", "REV", "REV"]), SYNTAX);
+    assert_eq!(t.c(&["ZRANGE", "z", "0", "1", "BYSCORE", "BYLEX"]), SYNTAX);
+    // LIMIT with a count of -1 is no limit, allowed by rank too.
+    assert_eq!(
+        t.c(&["ZRANGE", "z", "0", "0", "LIMIT", "5", "-1"]),
+        arr(&["b"])
+    );
     assert_eq!(t.c(&["ZREM", "z", "b", "nope", "b"]), int(1));
     assert_eq!(t.c(&["ZREM", "nokey", "b"]), int(0));
     assert_eq!(t.c(&["ZREM", "z", "bb", "x", "c"]), int(3));
@@ -521,6 +533,54 @@ fn zpop_zrem_byscore() {
     assert_eq!(t.c(&["EXISTS", "z"]), int(0));
     assert_eq!(t.st.used_memory(), 0);
     assert_eq!(t.st.used_slots(), 0);
+}
+
+#[test]
+fn zrange_bylex() {
+    let mut t = T::new();
+    assert_eq!(
+        t.c(&["ZADD", "z", "0", "a", "0", "b", "0", "c", "0", "dd"]),
+        int(4)
+    );
+    assert_eq!(
+        t.c(&["ZRANGE", "z", "-", "+", "BYLEX"]),
+        arr(&["a", "b", "c", "dd"])
+    );
+    assert_eq!(
+        t.c(&["ZRANGE", "z", "[b", "(dd", "BYLEX"]),
+        arr(&["b", "c"])
+    );
+    assert_eq!(
+        t.c(&["ZRANGE", "z", "(a", "[c", "BYLEX", "LIMIT", "1", "5"]),
+        arr(&["c"])
+    );
+    assert_eq!(
+        t.c(&["ZRANGE", "z", "+", "[b", "BYLEX", "REV"]),
+        arr(&["dd", "c", "b"])
+    );
+    assert_eq!(
+        t.c(&["ZRANGE", "z", "[", "+", "BYLEX"]),
+        arr(&["a", "b", "c", "dd"])
+    );
+    assert_eq!(t.c(&["ZRANGE", "z", "+", "-", "BYLEX"]), EMPTY);
+    assert_eq!(
+        t.c(&["ZRANGE", "z", "a", "+", "BYLEX"]),
+        "-ERR min or max not valid string range item\r\n"
+    );
+    assert_eq!(
+        t.c(&["ZRANGE", "z", "-", "+", "BYLEX", "WITHSCORES"]),
+        "-ERR syntax error, WITHSCORES not supported in combination with BYLEX\r\n"
+    );
+}
+
+#[test]
+fn negative_zero_scores() {
+    // Redis 7.0 stores -0 as 0, and answers ZINCRBY with the -0 it computed.
+    let mut t = T::new();
+    assert_eq!(t.c(&["ZINCRBY", "z", "-0", "a"]), bulk("-0"));
+    assert_eq!(t.c(&["ZSCORE", "z", "a"]), bulk("0"));
+    assert_eq!(t.c(&["ZADD", "z", "-0", "b"]), int(1));
+    assert_eq!(t.c(&["ZPOPMAX", "z"]), arr(&["b", "0"]));
 }
 
 #[test]

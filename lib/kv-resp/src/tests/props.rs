@@ -750,7 +750,6 @@ impl Model {
                 let mut args = vec![(if *min { "ZPOPMIN" } else { "ZPOPMAX" }).into(), k.clone()];
                 args.extend(n.map(|n| n.to_string()));
                 let r = match self.map.get_mut(&k) {
-                    _ if *n == Some(0) => "*0\r\n".into(),
                     None => "*0\r\n".into(),
                     Some(Val::ZSet(z)) => {
                         let take = usize::from(n.unwrap_or(1)).min(z.len());
