@@ -109,14 +109,24 @@ pub const TCP_RX: usize = 8 * 1024;
 pub const TCP_TX: usize = 16 * 1024;
 /// Bytes of a connection's request buffer: the longest request it accepts.
 pub const CONN_IN: usize = 16 * 1024;
-/// Bytes of a connection's reply buffer.
+/// Bytes of a connection's reply buffer: the longest reply it sends. A longer one (`LRANGE` of
+/// a long list, say) is answered `-ERR reply exceeds the connection's output buffer` instead
+/// (`kv_resp`'s output contract), so no connection waits for room that never comes.
+/// redis-benchmark's longest, `LRANGE_600`'s 600 3-byte elements, takes 5,406 bytes.
 pub const CONN_OUT: usize = 16 * 1024;
 /// Bytes of a store's arena (its `maxmemory`) when the RAM allows: enough for YCSB's
 /// workload A at its benchmark's record count (32,000 records of ten 100-byte fields: about 36
-/// MiB with the fields' names and headers).
+/// MiB with the fields' names and headers). The standard load (redis-benchmark's default test
+/// list, twice: `bench/redis-load/standard.sh`) leaves 200,000 list elements of 11 bytes (an
+/// 8-byte header and the 3-byte payload) and 200,000 stream entries of 42 (header, 16-byte ID,
+/// `myfield` and the payload with their 4-byte lengths): about 11 MB.
 pub const ARENA_SIZE: usize = 48 * 1024 * 1024;
-/// Entries of a store's slot table when the RAM allows (keys plus hash fields: YCSB's 32,000
-/// records take 352,000).
+/// Entries of a store's slot table when the RAM allows: each key takes one, and so does each
+/// hash field, list element, set member and stream entry. YCSB's 32,000 records take 352,000.
+/// The standard load takes 400,000 at its peak: in its second run, its LPUSH and RPUSH tests
+/// put 200,000 elements on top of the 100,000 that the first run's LRANGE tests left on
+/// `mylist` (its LPOP and RPOP tests take the 200,000 off again), while `mystream` holds the
+/// first run's 100,000 entries; it ends with 200,000 of each.
 pub const SLOTS: usize = 512 * 1024;
 /// Bytes of a stack's heap besides its store: the sockets' buffers, and 256 KiB for the rest
 /// (the plan, the socket and connection tables, smoltcp's interface).
