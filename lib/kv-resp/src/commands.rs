@@ -10,10 +10,10 @@
 //! 3. write the reply (or reserve its bound), returning early if the output buffer is full;
 //! 4. apply the change, in steps that cannot fail any more.
 
-use crate::collections;
 use crate::output::{fmt_i64, Counter, Overflow, Reply};
 use crate::parser::{parse_int, Command};
 use crate::store::{Budget, Kind, Store, DATABASES, HDR, INFO_SECTION_MAX, NIL};
+use crate::{collections, keyspace, strings};
 
 /// What a connection holds between commands: its selected database.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -147,6 +147,21 @@ fn arity_ok(arity: i32, argc: i32) -> bool {
     }
 }
 
+/// Runs `f` if `argc` matches `arity`, else answers the arity error for command `name`.
+fn checked(
+    r: &mut Reply<'_, '_>,
+    name: &str,
+    arity: i32,
+    argc: i32,
+    f: impl FnOnce(&mut Reply<'_, '_>) -> Res,
+) -> Res {
+    if arity_ok(arity, argc) {
+        f(r)
+    } else {
+        wrong_arity(r, name)
+    }
+}
+
 /// `-ERR wrong number of arguments for '<name>' command`.
 pub(crate) fn wrong_arity(r: &mut Reply<'_, '_>, name: &str) -> Res {
     r.raw(b"-ERR wrong number of arguments for '")?;
@@ -215,17 +230,26 @@ impl Store<'_> {
     ) -> Result<Outcome, Overflow> {
         let name = c.arg(0).unwrap_or(b"");
         let argc = c.argc() as i32;
-        // ---- The collection types and TYPE: their own table (crate::collections). ----
-        if let Some(&(cname, arity, cmd)) = collections::TABLE.iter().find(|(n, _, _)| eq(name, n))
-        {
-            if arity_ok(arity, argc) {
-                self.collection(session.db, cmd, c, now, r)?;
-            } else {
-                wrong_arity(r, cname)?;
-            }
+        // ---- Commands with tables of their own: the collection types, the string commands
+        // beyond GET/SET and the counters, the keyspace commands. ----
+        let db = session.db;
+        if let Some(&(n, arity, cmd)) = collections::TABLE.iter().find(|(n, _, _)| eq(name, n)) {
+            checked(r, n, arity, argc, |r| self.collection(db, cmd, c, now, r))?;
             return Ok(Outcome::Continue);
         }
-        // ---- End of the collection types. ----
+        if let Some(&(n, arity, cmd)) = strings::TABLE.iter().find(|(n, _, _)| eq(name, n)) {
+            checked(r, n, arity, argc, |r| {
+                self.string_command(db, cmd, c, now, r)
+            })?;
+            return Ok(Outcome::Continue);
+        }
+        if let Some(&(n, arity, cmd)) = keyspace::TABLE.iter().find(|(n, _, _)| eq(name, n)) {
+            checked(r, n, arity, argc, |r| {
+                self.keyspace_command(db, cmd, c, now, r)
+            })?;
+            return Ok(Outcome::Continue);
+        }
+        // ---- End of the commands with tables of their own. ----
         let Some(&(cname, arity, cmd)) = TABLE.iter().find(|(n, _, _)| eq(name, n)) else {
             self.unknown(c, r)?;
             return Ok(Outcome::Continue);
@@ -238,7 +262,6 @@ impl Store<'_> {
             wrong_arity(r, cname)?;
             return Ok(Outcome::Continue);
         }
-        let db = session.db;
         let a1 = c.arg(1).unwrap_or(b"");
         match cmd {
             Cmd::Ping => match c.arg(1) {
@@ -292,7 +315,7 @@ impl Store<'_> {
                     }
                 }
             }
-            Cmd::MSet => self.mset(db, c, now, r)?,
+            Cmd::MSet => self.mset(db, c, now, false, r)?,
             Cmd::HSet | Cmd::HMSet => self.hset(db, c, now, cmd == Cmd::HMSet, r)?,
             Cmd::HGet | Cmd::HExists => match self.find_hash(db, a1, now) {
                 Err(()) => r.error(WRONGTYPE)?,
@@ -495,7 +518,7 @@ impl Store<'_> {
 
     /// Whether `key` in `db` fits the budget as one entry of `need` bytes, in place of what the
     /// key holds now (if anything), sweeping expired keys first if it does not fit.
-    fn fits_key(&mut self, db: u8, key: &[u8], need: usize, now: u64) -> bool {
+    pub(crate) fn fits_key(&mut self, db: u8, key: &[u8], need: usize, now: u64) -> bool {
         let (ok, ()) = self.fits(now, |st| {
             let mut b = Budget::new(st);
             let e = st.find_key(db, key, now);
@@ -650,7 +673,15 @@ impl Store<'_> {
         Ok(())
     }
 
-    fn mset(&mut self, db: u8, c: &Command<'_>, now: u64, r: &mut Reply<'_, '_>) -> Res {
+    /// `MSET`, and `MSETNX` (`nx`: the caller found none of the keys) answering `:1`.
+    pub(crate) fn mset(
+        &mut self,
+        db: u8,
+        c: &Command<'_>,
+        now: u64,
+        nx: bool,
+        r: &mut Reply<'_, '_>,
+    ) -> Res {
         let (ok, ()) = self.fits(now, |st| {
             let mut b = Budget::new(st);
             for (i, (k, v)) in pairs(c.args().skip(1)).enumerate() {
@@ -670,7 +701,11 @@ impl Store<'_> {
         if !ok {
             return r.error(OOM);
         }
-        r.ok()?;
+        if nx {
+            r.int(1)?;
+        } else {
+            r.ok()?;
+        }
         for (k, v) in pairs(c.args().skip(1)) {
             match self.find_key(db, k, now) {
                 Some(e) if self.slots[e as usize].kind == Kind::Str => {

@@ -532,9 +532,20 @@ impl<'a> Store<'a> {
         expire: u64,
     ) -> Option<u32> {
         let val = val.unwrap_or(&[]);
-        let i = self.new_entry(kind, key_hash(db, key), key, val.len(), |d| {
-            d.copy_from_slice(val)
-        })?;
+        self.insert_key_with(db, kind, key, val.len(), |d| d.copy_from_slice(val), expire)
+    }
+
+    /// [`Store::insert_key`] with a value of `vlen` bytes that `fill` writes in place.
+    pub(crate) fn insert_key_with(
+        &mut self,
+        db: u8,
+        kind: Kind,
+        key: &[u8],
+        vlen: usize,
+        fill: impl FnOnce(&mut [u8]),
+        expire: u64,
+    ) -> Option<u32> {
+        let i = self.new_entry(kind, key_hash(db, key), key, vlen, fill)?;
         self.link(i);
         let s = &mut self.slots[i as usize];
         s.db = db;
@@ -670,6 +681,80 @@ impl<'a> Store<'a> {
         } else {
             (r % n as u64) as usize
         }
+    }
+
+    /// The value of entry `i`, to write to in place.
+    pub(crate) fn value_mut(&mut self, i: u32) -> &mut [u8] {
+        let s = &self.slots[i as usize];
+        let at = s.off as usize + HDR + s.klen as usize;
+        let len = s.vlen as usize;
+        self.arena.get_mut(at..at + len).unwrap_or(&mut [])
+    }
+
+    /// Moves entry `i` into a new block holding `key` and a value of `vlen` bytes, of which the
+    /// first ones are the old value's (as many as fit) and the rest zeros; returns the value to
+    /// be written to. Both blocks are live at once: the caller has checked that the new one fits
+    /// beside the old one. The key entry's bucket is the caller's to update when the key changes.
+    pub(crate) fn rewrite_block(&mut self, i: u32, key: &[u8], vlen: usize) -> &mut [u8] {
+        let len = HDR + key.len() + vlen;
+        if self.used + len > self.cap {
+            return &mut []; // Unreachable after the caller's check.
+        }
+        // Compacting first, while the old block is live, keeps its bytes (and moves its offset);
+        // then the new block goes at the top without another compaction.
+        if self.top + len > self.cap {
+            self.compact();
+        }
+        let old = self.slots[i as usize];
+        let Some(off) = self.alloc_block(i, len) else {
+            return &mut [];
+        };
+        let (from, to) = (
+            old.off as usize + HDR + old.klen as usize,
+            off as usize + HDR,
+        );
+        self.arena[to..to + key.len()].copy_from_slice(key);
+        let keep = (old.vlen as usize).min(vlen);
+        self.arena.copy_within(from..from + keep, to + key.len());
+        self.arena[to + key.len() + keep..to + key.len() + vlen].fill(0);
+        self.free_block(old.off);
+        let s = &mut self.slots[i as usize];
+        s.off = off;
+        s.klen = key.len() as u32;
+        s.vlen = vlen as u32;
+        &mut self.arena[to + key.len()..to + key.len() + vlen]
+    }
+
+    /// Gives key entry `i` of database `db` the name `key`, keeping its value, children and
+    /// expiry; the caller has checked that the new block fits beside the old one and that no
+    /// other key has the name.
+    pub(crate) fn rename_key(&mut self, i: u32, db: u8, key: &[u8]) {
+        let vlen = self.slots[i as usize].vlen as usize;
+        self.unlink(i);
+        self.rewrite_block(i, key, vlen);
+        self.slots[i as usize].hash = key_hash(db, key);
+        self.link(i);
+    }
+
+    /// A random live key of database `db` (the first at or after a random slot), deleting the
+    /// expired keys met on the way.
+    pub(crate) fn random_key(&mut self, db: u8, now: u64) -> Option<u32> {
+        if self.keys[db as usize] == 0 {
+            return None;
+        }
+        let start = self.random_below(self.nslots);
+        for n in 0..self.nslots {
+            let i = ((start + n) % self.nslots) as u32;
+            let s = &self.slots[i as usize];
+            if s.kind.is_key() && s.db == db {
+                if Self::expired(s, now) {
+                    self.remove_key(i);
+                    continue;
+                }
+                return Some(i);
+            }
+        }
+        None
     }
 
     /// Replaces the value of string or field entry `i` (whose key is `key`); the caller has

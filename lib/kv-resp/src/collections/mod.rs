@@ -1,4 +1,4 @@
-//! The collection types beside hashes: lists, sets, sorted sets and streams, and `TYPE`.
+//! The collection types beside hashes: lists, sets, sorted sets and streams.
 //!
 //! Their commands have a dispatch table of their own ([`TABLE`]), looked at before the string
 //! and hash commands' table in [`crate::commands`], and follow the same discipline (validate,
@@ -18,12 +18,11 @@ pub(crate) use zset::fmt_score;
 use crate::commands::Res;
 use crate::output::Reply;
 use crate::parser::{parse_int, Command};
-use crate::store::{Kind, Store};
+use crate::store::Store;
 
 /// A command of this module's table.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) enum Cmd {
-    Type,
     LPush,
     RPush,
     LPushX,
@@ -63,7 +62,6 @@ pub(crate) enum Cmd {
 /// Name (lower case), arity as in Redis 7.0 (`n`: exactly `n` arguments with the name, `-n`:
 /// at least `n`), command.
 pub(crate) const TABLE: &[(&str, i32, Cmd)] = &[
-    ("type", 2, Cmd::Type),
     ("lpush", -3, Cmd::LPush),
     ("rpush", -3, Cmd::RPush),
     ("lpushx", -3, Cmd::LPushX),
@@ -148,12 +146,6 @@ impl Store<'_> {
         r: &mut Reply<'_, '_>,
     ) -> Res {
         match cmd {
-            Cmd::Type => {
-                let kind = self
-                    .find_key(db, c.arg(1).unwrap_or(b""), now)
-                    .map_or(Kind::Free, |e| self.slots[e as usize].kind);
-                r.simple(kind.type_name().as_bytes())
-            }
             Cmd::LPush
             | Cmd::RPush
             | Cmd::LPushX

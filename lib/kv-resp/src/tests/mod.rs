@@ -13,6 +13,7 @@ mod collections;
 mod commands;
 mod connection;
 mod props;
+mod strings;
 
 /// A store over leaked storage (tests only).
 pub(crate) fn store(bytes: usize, slots: usize) -> Store<'static> {

@@ -40,6 +40,8 @@ enum Op {
     XAdd(u8, Option<(u8, u8)>, Vec<(u8, String)>),
     XRange(u8),
     Type(u8),
+    Append(u8, String),
+    Rename(u8, u8),
 }
 
 /// `ZADD`'s exclusive flags (CH is a separate bool).
@@ -143,7 +145,9 @@ fn op() -> impl Strategy<Value = Op> {
         )
             .prop_map(|(k, id, fs)| Op::XAdd(k, id, fs)),
         1 => k.clone().prop_map(Op::XRange),
-        1 => k.prop_map(Op::Type),
+        1 => k.clone().prop_map(Op::Type),
+        2 => (k.clone(), elem()).prop_map(|(k, v)| Op::Append(k, v)),
+        1 => (k.clone(), k).prop_map(|(a, b)| Op::Rename(a, b)),
     ]
 }
 
@@ -851,6 +855,59 @@ impl Model {
                 let k = key(k);
                 let t = self.map.get(&k).map_or("none", Val::type_name);
                 (vec!["TYPE".into(), k], format!("+{t}\r\n"))
+            }
+            Op::Append(k, v) => {
+                let k = key(k);
+                let args = vec!["APPEND".into(), k.clone(), v.clone()];
+                let r = match self.map.get(&k) {
+                    Some(Val::Str(old)) => {
+                        let new = format!("{old}{v}");
+                        // The longer value is written beside the old one.
+                        if new.len() > old.len()
+                            && !self.fits((0, 0), (HDR + k.len() + new.len(), 0))
+                        {
+                            OOM.into()
+                        } else {
+                            let n = new.len();
+                            self.map.insert(k, Val::Str(new));
+                            format!(":{n}\r\n")
+                        }
+                    }
+                    Some(_) => WRONGTYPE.into(),
+                    None => {
+                        if self.fits((0, 0), (HDR + k.len() + v.len(), 1)) {
+                            self.map.insert(k, Val::Str(v.clone()));
+                            format!(":{}\r\n", v.len())
+                        } else {
+                            OOM.into()
+                        }
+                    }
+                };
+                (args, r)
+            }
+            Op::Rename(a, b) => {
+                let (a, b) = (key(a), key(b));
+                let args = vec!["RENAME".into(), a.clone(), b.clone()];
+                let r = match self.map.get(&a) {
+                    None => "-ERR no such key\r\n".into(),
+                    Some(_) if a == b => "+OK\r\n".into(),
+                    Some(v) => {
+                        let vlen = match v {
+                            Val::Str(s) => s.len(),
+                            _ => 0,
+                        };
+                        let freed = self.map.get(&b).map_or((0, 0), |d| Self::footprint(&b, d));
+                        // The renamed key's new block is written beside its old one.
+                        if self.fits(freed, (HDR + b.len() + vlen, 0)) {
+                            let v = self.map.remove(&a).unwrap_or(Val::Str(String::new()));
+                            self.map.insert(b, v);
+                            "+OK\r\n".into()
+                        } else {
+                            OOM.into()
+                        }
+                    }
+                };
+                (args, r)
             }
             _ => unreachable!("the string and hash commands are apply's"),
         }
