@@ -79,9 +79,11 @@ impl Store<'_> {
                         Ok(())
                     }
                     Some(n) if n < 0 => {
-                        // SRANDMEMBER with a negative count: |n| picks, repeats allowed.
-                        r.array(n.unsigned_abs() as usize)?;
-                        for _ in 0..n.unsigned_abs() {
+                        // SRANDMEMBER with a negative count: |n| picks, repeats allowed (a
+                        // count too large for the output buffer ends in its error).
+                        let picks = usize::try_from(n.unsigned_abs()).unwrap_or(usize::MAX);
+                        r.array(picks)?;
+                        for _ in 0..picks {
                             let i = self.random_below(len as usize);
                             let e = self.nth_child(s, i as i64).unwrap_or(NIL);
                             r.bulk(self.key_of(e))?;

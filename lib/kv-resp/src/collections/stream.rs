@@ -278,9 +278,10 @@ impl Store<'_> {
             Ok(None) if nomkstream => return r.nil(),
             Ok(s) => s,
         };
-        let last = s.map_or(Id { ms: 0, seq: 0 }, |s| {
-            Id::from_bytes(self.key_of(self.slots[s as usize].prev))
-        });
+        let last = match s.map(|s| self.slots[s as usize].prev) {
+            Some(e) if e != NIL => Id::from_bytes(self.key_of(e)),
+            _ => Id { ms: 0, seq: 0 },
+        };
         if last == Id::MAX {
             return r.error(
                 "ERR The stream has exhausted the last possible ID, unable to add more items",

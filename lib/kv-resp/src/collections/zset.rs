@@ -50,7 +50,8 @@ pub(crate) fn fmt_score(v: f64, out: &mut [u8; 32]) -> &[u8] {
     }
     let len = w.len;
     let text = &sci[..len];
-    let Some(e_at) = text.iter().position(|&b| b == b'e') else {
+    // Cannot fail: the digits always sit at 0 and 2..18.
+    let Some(e_at) = text.iter().position(|&b| b == b'e').filter(|&at| at == 18) else {
         return b"0";
     };
     let mut digits = [0u8; 17];
