@@ -1,5 +1,10 @@
 //! Command execution: dispatch, arity checks and one handler per command.
 //!
+//! The string and hash commands, expiry and the server commands are here; the collection types
+//! (lists, sets, sorted sets, streams), the string commands beyond `GET`/`SET` and the
+//! counters, and the commands on keys of any type have modules of their own, each with its own
+//! dispatch table, looked at first.
+//!
 //! Every handler follows the same discipline, which is what makes a command atomic and the
 //! output contract hold (see [`crate::output`]):
 //!

@@ -562,32 +562,16 @@ impl Store<'_> {
             }
             Ok(())
         };
-        if let Range::Rank(start, stop) = range {
-            let Some((from, to)) = rank_range(start, stop, self.slots[z as usize].count) else {
-                return r.array(0);
-            };
-            let n = (to - from + 1) as usize;
-            r.array(per * n)?;
-            let from = i64::from(from);
-            let mut e = self
-                .nth_child(z, if rev { -1 - from } else { from })
-                .unwrap_or(NIL);
-            for _ in 0..n {
-                member(self, r, e)?;
-                e = self.step_from(e, !rev);
-            }
-            return Ok(());
-        }
         let st: &Self = self;
         // Whether a member is above the minimum, below the maximum.
         let (above, below): (&dyn Fn(u32) -> bool, &dyn Fn(u32) -> bool) = match range {
+            Range::Rank(start, stop) => return st.by_rank(z, start, stop, rev, per, member, r),
             Range::Score(min, max) => (&move |e| min.below(st.score_of(e)), &move |e| {
                 max.above(st.score_of(e))
             }),
             Range::Lex(min, max) => (&move |e| min.below(st.key_of(e)), &move |e| {
                 max.above(st.key_of(e))
             }),
-            Range::Rank(..) => return Ok(()), // Answered above.
         };
         let mut n = 0;
         let _ = st.in_range(z, above, below, rev, offset, count, |_| {
@@ -596,6 +580,35 @@ impl Store<'_> {
         });
         r.array(per * n)?;
         st.in_range(z, above, below, rev, offset, count, |e| member(st, r, e))
+    }
+
+    /// `ZRANGE` by rank: members `start` to `stop` (Redis's clamping) from the lowest (from the
+    /// highest for `rev`), each written by `member` as `per` reply elements.
+    #[allow(clippy::too_many_arguments)]
+    fn by_rank(
+        &self,
+        z: u32,
+        start: i64,
+        stop: i64,
+        rev: bool,
+        per: usize,
+        member: impl Fn(&Self, &mut Reply<'_, '_>, u32) -> Res,
+        r: &mut Reply<'_, '_>,
+    ) -> Res {
+        let Some((from, to)) = rank_range(start, stop, self.slots[z as usize].count) else {
+            return r.array(0);
+        };
+        let n = (to - from + 1) as usize;
+        r.array(per * n)?;
+        let from = i64::from(from);
+        let mut e = self
+            .nth_child(z, if rev { -1 - from } else { from })
+            .unwrap_or(NIL);
+        for _ in 0..n {
+            member(self, r, e)?;
+            e = self.step_from(e, !rev);
+        }
+        Ok(())
     }
 
     /// Calls `f` on the members of sorted set `z` that are `above` the minimum and `below` the
