@@ -110,6 +110,9 @@ pub(crate) fn fmt_score(v: f64, out: &mut [u8; 32]) -> &[u8] {
     &out[..n]
 }
 
+/// Whether a member (by its slot) passes a bound.
+type Test<'a> = &'a dyn Fn(u32) -> bool;
+
 /// A score bound of `ZRANGE ... BYSCORE`: `(` before the number makes it exclusive.
 #[derive(Clone, Copy)]
 struct Bound {
@@ -168,6 +171,24 @@ impl Lex<'_> {
             Lex::Inclusive(b) => m <= b,
             Lex::Exclusive(b) => m < b,
         }
+    }
+}
+
+impl Lex<'_> {
+    /// Whether a range from `min` to `max` can hold a member, as Redis decides it (`-` and `+`
+    /// count as exclusive bounds).
+    fn some_between(min: Lex<'_>, max: Lex<'_>) -> bool {
+        use core::cmp::Ordering::{Equal, Greater, Less};
+        let (order, exclusive) = match (min, max) {
+            (Lex::Min, Lex::Min) | (Lex::Max, Lex::Max) => (Equal, true),
+            (Lex::Min, _) | (_, Lex::Max) => (Less, true),
+            (Lex::Max, _) | (_, Lex::Min) => (Greater, true),
+            (Lex::Inclusive(a) | Lex::Exclusive(a), Lex::Inclusive(b) | Lex::Exclusive(b)) => (
+                a.cmp(b),
+                matches!(min, Lex::Exclusive(_)) || matches!(max, Lex::Exclusive(_)),
+            ),
+        };
+        order == Less || (order == Equal && !exclusive)
     }
 }
 
@@ -563,22 +584,35 @@ impl Store<'_> {
             Ok(())
         };
         let st: &Self = self;
-        // Whether a member is above the minimum, below the maximum.
-        let (above, below): (&dyn Fn(u32) -> bool, &dyn Fn(u32) -> bool) = match range {
-            Range::Rank(start, stop) => return st.by_rank(z, start, stop, rev, per, member, r),
-            Range::Score(min, max) => (&move |e| min.below(st.score_of(e)), &move |e| {
-                max.above(st.score_of(e))
-            }),
-            Range::Lex(min, max) => (&move |e| min.below(st.key_of(e)), &move |e| {
-                max.above(st.key_of(e))
-            }),
+        // Whether the range can hold anything; whether a member is above the minimum, below the
+        // maximum.
+        let (some, above, below): (bool, Test<'_>, Test<'_>) = match range {
+            Range::Rank(start, stop) => {
+                return st.by_rank(z, start, stop, rev, per, member, r);
+            }
+            Range::Score(min, max) => (
+                min.value < max.value
+                    || (min.value == max.value && !min.exclusive && !max.exclusive),
+                &move |e| min.below(st.score_of(e)),
+                &move |e| max.above(st.score_of(e)),
+            ),
+            Range::Lex(min, max) => (
+                Lex::some_between(min, max),
+                &move |e| min.below(st.key_of(e)),
+                &move |e| max.above(st.key_of(e)),
+            ),
         };
         let mut n = 0;
-        let _ = st.in_range(z, above, below, rev, offset, count, |_| {
-            n += 1;
-            Ok(())
-        });
+        if some {
+            let _ = st.in_range(z, above, below, rev, offset, count, |_| {
+                n += 1;
+                Ok(())
+            });
+        }
         r.array(per * n)?;
+        if n == 0 {
+            return Ok(());
+        }
         st.in_range(z, above, below, rev, offset, count, |e| member(st, r, e))
     }
 
@@ -613,41 +647,45 @@ impl Store<'_> {
 
     /// Calls `f` on the members of sorted set `z` that are `above` the minimum and `below` the
     /// maximum, in order (from the highest for `rev`), skipping the first `offset` (none at all
-    /// if negative) and stopping after `count` (all for a negative count). The members in range
-    /// are consecutive: the walk stops at the first one past the range's far end.
+    /// if negative) and stopping after `count` (all for a negative count). The walk is Redis's
+    /// (over a small sorted set), which matters for `BYLEX` over members whose scores differ,
+    /// where the members in range need not be consecutive: nothing when the last member is
+    /// below the minimum or the first above the maximum; else from the first member past the
+    /// near bound, if it is within the far one, skipping `offset` members, until the first
+    /// member past the far bound.
     #[allow(clippy::too_many_arguments)]
     fn in_range(
         &self,
         z: u32,
-        above: &dyn Fn(u32) -> bool,
-        below: &dyn Fn(u32) -> bool,
+        above: Test<'_>,
+        below: Test<'_>,
         rev: bool,
         offset: i64,
         count: i64,
         mut f: impl FnMut(u32) -> Res,
     ) -> Res {
-        if offset < 0 {
+        let (first, last) = (self.end_of(z, true), self.end_of(z, false));
+        if offset < 0 || first == NIL || !above(last) || !below(first) {
             return Ok(());
         }
-        let (mut skip, mut left) = (offset, count);
+        let (near, far) = if rev { (below, above) } else { (above, below) };
         let mut e = self.end_of(z, !rev);
-        while e != NIL && left != 0 {
-            let (near, far) = if rev {
-                (below(e), above(e))
-            } else {
-                (above(e), below(e))
-            };
-            if !far {
+        while e != NIL && !near(e) {
+            e = self.step_from(e, !rev);
+        }
+        if e == NIL || !far(e) {
+            return Ok(());
+        }
+        for _ in 0..offset {
+            if e == NIL {
                 break;
             }
-            if near {
-                if skip > 0 {
-                    skip -= 1;
-                } else {
-                    f(e)?;
-                    left -= 1;
-                }
-            }
+            e = self.step_from(e, !rev);
+        }
+        let mut left = count;
+        while e != NIL && left != 0 && far(e) {
+            f(e)?;
+            left -= 1;
             e = self.step_from(e, !rev);
         }
         Ok(())

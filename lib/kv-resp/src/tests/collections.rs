@@ -571,6 +571,16 @@ fn zrange_bylex() {
         t.c(&["ZRANGE", "z", "-", "+", "BYLEX", "WITHSCORES"]),
         "-ERR syntax error, WITHSCORES not supported in combination with BYLEX\r\n"
     );
+    // Members whose scores differ: Redis's walk, which gives up when the last member is below
+    // the minimum ("" after the others, by its score).
+    assert_eq!(t.c(&["ZADD", "m", "0", "a", "0", "b", "5", ""]), int(3));
+    assert_eq!(t.c(&["ZRANGE", "m", "[a", "[b", "BYLEX"]), EMPTY);
+    assert_eq!(
+        t.c(&["ZRANGE", "m", "-", "[b", "BYLEX"]),
+        arr(&["a", "b", ""])
+    );
+    assert_eq!(t.c(&["ZRANGE", "m", "(a", "(a", "BYLEX"]), EMPTY);
+    assert_eq!(t.c(&["ZRANGE", "m", "-", "-", "BYLEX"]), EMPTY);
 }
 
 #[test]
