@@ -219,7 +219,9 @@ pub mod memory {
     pub const MAX_NODES: usize = 4;
     /// The user-level locks the pagers share state under, in the order of [`Spec::lock`]: the
     /// kernel's `lock=` names (the pagers use the same algorithm as the kernel).
-    pub const LOCKS: [&str; 5] = ["clh", "ticket", "fine", "rtm", "none"];
+    pub const LOCKS: [&str; 8] = [
+        "clh", "ticket", "fine", "rtm", "none", "mcs", "qspin", "cna",
+    ];
 
     /// The memory benchmark's configuration: what the command line asked for.
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -94,6 +94,9 @@ pub enum CmdlineError<'a> {
         /// The cores it would run on.
         cores: usize,
     },
+    /// The memory benchmark under a kernel lock its pagers have no lock of the same kind for
+    /// (a strategy missing from `servers::image::memory::LOCKS`).
+    MemoryPagerLock(&'static str),
     /// The memory benchmark on several cores with `lock=none`.
     MemoryWithoutLock {
         /// The cores it would run on.
@@ -156,6 +159,11 @@ impl fmt::Display for CmdlineError<'_> {
                  endpoint between cores, which lock=none forbids (use variant=dedicated or \
                  another lock)"
             ),
+            CmdlineError::MemoryPagerLock(lock) => write!(
+                f,
+                "bench: the memory benchmark's pagers have no lock={lock} \
+                 (servers::image::memory::LOCKS lists the locks they share state under)"
+            ),
             CmdlineError::MemoryWithoutLock { cores } => write!(
                 f,
                 "bench: the memory benchmark on {cores} cores maps pages into one address space \
@@ -190,7 +198,7 @@ impl Cmdline {
                         lock: servers::image::memory::LOCKS
                             .iter()
                             .position(|l| *l == lock.name())
-                            .unwrap_or(0),
+                            .ok_or(CmdlineError::MemoryPagerLock(lock.name()))?,
                         ..spec
                     }),
                     k => k,
@@ -493,6 +501,22 @@ mod tests {
         let e = none.on_cores(2).unwrap_err();
         assert_eq!(e, CmdlineError::MemoryWithoutLock { cores: 2 });
         assert!(e.to_string().contains("use cpus=1 or another lock"));
+    }
+
+    #[test]
+    fn the_memory_benchmarks_pagers_lock_as_the_kernel_does_under_every_lock() {
+        use servers::image::memory::LOCKS;
+        for lock in LockChoice::ALL {
+            let line: &'static str = std::boxed::Box::leak(
+                std::format!("lock={} mode=bench bench=memory", lock.name()).into_boxed_str(),
+            );
+            let c = Cmdline::parse(words(line)).unwrap();
+            let Some(Kind::Memory(spec)) = c.bench else {
+                panic!("{line}: not the memory benchmark")
+            };
+            assert_eq!(LOCKS[spec.lock], lock.name(), "{line}");
+            assert_eq!(Kind::from_word(Kind::to_word(c.bench)), c.bench, "{line}");
+        }
     }
 
     #[test]

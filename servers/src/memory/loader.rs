@@ -513,6 +513,11 @@ fn build<L: PagerLock>(setup: Setup, topology: Topology) -> ! {
         );
     }
 
+    shared::fill_numa(
+        npagers,
+        |p| plan.numa.node_of(setup.pager_of(p)),
+        plan.numa.node_of(0),
+    );
     // SAFETY: `map_own` mapped `AREA_PAGES` writable pages at `SHARED_VA`, used for nothing
     // else, and no other thread of this system exists yet.
     let sh = unsafe { Shared::<L>::init(parts, pools, plan.numa) };

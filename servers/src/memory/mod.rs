@@ -24,8 +24,9 @@
 //! point); balancing ("memory low": borrow from a pager above MEM_HIGH, same node first;
 //! "memory return": give whole free loans back) takes the ledger lock, then the two pagers'
 //! locks in index order, so no two pagers can deadlock. The locks are the kernel's algorithm
-//! (`lock=`): CLH, ticket, the big-reader lock's write side, RTM elision over CLH, or none (one
-//! core only, where nothing is shared). Each pager passes its own index as the lock's CPU id
+//! (`lock=`): CLH, ticket, MCS, the queued spinlock, CNA (each pager on its core's memory node),
+//! the big-reader lock's write side, RTM elision over CLH, or none (one core only, where nothing
+//! is shared). Each pager passes its own index as the lock's CPU id
 //! (one pager per core, so no two threads use one id; the loader uses `MAX_CPUS`), and no
 //! critical section makes a system call (an RTM transaction would abort on it).
 //!

@@ -11,7 +11,10 @@ use core::mem::size_of;
 use core::ptr::addr_of_mut;
 use core::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 
-use kernel_locks::{BrLock, CachePadded, ClhLock, Mutex, RtmLock, TicketLock};
+use kernel_locks::{
+    cna_node_pool, numa_map, qspin_node_pool, BrLock, CachePadded, ClhLock, CnaLock, McsLock,
+    Mutex, QSpinLock, RtmLock, TicketLock,
+};
 use pager::balance::{Ledger, Thresholds};
 use pager::{LockedLedger, Pager, PagerLock};
 
@@ -58,6 +61,34 @@ pub type Ticket = TicketLock;
 pub type Br = BrLock<IDS>;
 /// `lock=rtm`: elision over a CLH lock (the CLH lock itself where RTM is absent).
 pub type Rtm = RtmLock<ClhLock<IDS>, IDS>;
+/// `lock=mcs`.
+pub type Mcs = McsLock<IDS>;
+/// `lock=qspin`: its per-id queue nodes in [`PagerQNodes`].
+pub type Qspin = QSpinLock<PagerQNodes>;
+/// `lock=cna`: its per-id queue nodes in [`PagerCnaNodes`], each id's memory node in
+/// [`PagerNuma`].
+pub type Cna = CnaLock<PagerCnaNodes, PagerNuma>;
+
+// The queue nodes of the pagers' queued spinlocks and CNA locks, one per lock id, shared by
+// every lock of the kind: statics of this program, so one set for all the pagers, which run in
+// the loader's address space (a worker's copy of the program never takes these locks).
+qspin_node_pool!(pub PagerQNodes, IDS);
+cna_node_pool!(pub PagerCnaNodes, IDS);
+// Each lock id's memory node for the CNA locks: the loader fills it from its node plan
+// ([`fill_numa`]) before it creates the pagers.
+numa_map!(pub PagerNuma, IDS);
+
+/// Puts each pager's lock id on the memory node of the core it runs on, and the loader's id on
+/// core 0's, for the pagers' CNA locks ([`PagerNuma`]). The stores are `Relaxed`: the pagers
+/// read the table only after the loader's `CreateThread`/`Resume` system calls, which order
+/// them (the kernel's lock release and acquire), and the lock reads the map only as a hint.
+pub fn fill_numa(pagers: usize, node_of_pager: impl Fn(usize) -> usize, loader_node: usize) {
+    let table = PagerNuma::table();
+    for p in 0..pagers.min(MAX_CORES) {
+        table.set(p, node_of_pager(p) as u32);
+    }
+    table.set(LOADER_ID, loader_node as u32);
+}
 
 /// Calls `$m::$f::<L>(args)` with `L` the pagers' lock for lock index `$lock`
 /// ([`Spec::lock`](crate::image::memory::Spec::lock)).
@@ -68,6 +99,10 @@ macro_rules! dispatch {
             1 => $m::$f::<$crate::memory::shared::Ticket>($($a),*),
             2 => $m::$f::<$crate::memory::shared::Br>($($a),*),
             3 => $m::$f::<$crate::memory::shared::Rtm>($($a),*),
+            5 => $m::$f::<$crate::memory::shared::Mcs>($($a),*),
+            6 => $m::$f::<$crate::memory::shared::Qspin>($($a),*),
+            7 => $m::$f::<$crate::memory::shared::Cna>($($a),*),
+            // 4, `none` (`Spec::from_word` refuses any index beyond `LOCKS`).
             _ => $m::$f::<kernel_locks::NoLock>($($a),*),
         }
     };

@@ -65,6 +65,9 @@ pub fn colour(lock: &str) -> RGBColor {
         "ticket" => RGBColor(23, 190, 207),
         "fine" => RGBColor(255, 127, 14),
         "rtm" => RGBColor(44, 160, 44),
+        "mcs" => RGBColor(148, 103, 189),
+        "qspin" => RGBColor(140, 86, 75),
+        "cna" => RGBColor(227, 119, 194),
         // The memory suite's series (super::memory): per-core pagers blue, the global pager
         // red; allocation dark, free light.
         "percore alloc" => RGBColor(31, 119, 180),
@@ -73,7 +76,7 @@ pub fn colour(lock: &str) -> RGBColor {
         "global free" => RGBColor(245, 140, 130),
         // The redis suite's baseline (super::redis): Linux + Redis, black.
         "linux" => RGBColor(0, 0, 0),
-        _ => RGBColor(148, 103, 189),
+        _ => RGBColor(188, 189, 34),
     }
 }
 
@@ -1043,11 +1046,10 @@ fn draw_overhead_panel<DB: DrawingBackend>(
     let (_, bottom) = chart.backend_coord(&(0.0, chart.y_range().start));
     for (i, g) in panel.groups.iter().enumerate() {
         let (px, _) = chart.backend_coord(&(i as f64 + 0.5, 0.0));
-        let name = match g.lock.as_str() {
-            "clh" => "clh (big lock)".to_owned(),
-            "ticket" => "ticket (big lock)".to_owned(),
-            "fine" => "fine-grained".to_owned(),
-            other => other.to_owned(),
+        let name = match lock_registry::Lock::parse(&g.lock).map(|l| l.entry().kind) {
+            Some(lock_registry::Kind::BigLock) => format!("{} (big lock)", g.lock),
+            Some(lock_registry::Kind::FineGrained) => "fine-grained".to_owned(),
+            _ => g.lock.clone(),
         };
         plot.draw(&Text::new(
             name,
