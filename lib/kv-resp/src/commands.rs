@@ -96,6 +96,7 @@ enum Cmd {
     Info,
     Command,
     Config,
+    Function,
     Quit,
 }
 
@@ -134,6 +135,7 @@ const TABLE: &[(&str, i32, Cmd)] = &[
     ("info", -1, Cmd::Info),
     ("command", -1, Cmd::Command),
     ("config", -2, Cmd::Config),
+    ("function", -2, Cmd::Function),
     ("quit", -1, Cmd::Quit),
 ];
 
@@ -183,7 +185,7 @@ pub(crate) fn pairs<'p>(
 
 /// Writes `bytes` (at most `max` of them) with CR and LF replaced by spaces, as Redis does for
 /// text echoed in error replies.
-fn sanitized(r: &mut Reply<'_, '_>, bytes: &[u8], max: usize) -> Res {
+pub(crate) fn sanitized(r: &mut Reply<'_, '_>, bytes: &[u8], max: usize) -> Res {
     let bytes = &bytes[..bytes.len().min(max)];
     for (i, chunk) in bytes.split(|&b| b == b'\r' || b == b'\n').enumerate() {
         if i > 0 {
@@ -460,6 +462,7 @@ impl Store<'_> {
             }
             Cmd::Command => r.array(0)?,
             Cmd::Config => self.config(c, r)?,
+            Cmd::Function => self.function(c, r)?,
             Cmd::Quit => {
                 r.ok()?;
                 return Ok(Outcome::Close);
@@ -828,37 +831,6 @@ impl Store<'_> {
                 r.int(1)
             }
         }
-    }
-
-    fn config(&self, c: &Command<'_>, r: &mut Reply<'_, '_>) -> Res {
-        let sub = c.arg(1).unwrap_or(b"");
-        if !eq(sub, "get") {
-            r.raw(b"-ERR unknown subcommand '")?;
-            sanitized(r, sub, 128)?;
-            return r.raw(b"'. Try CONFIG HELP.\r\n");
-        }
-        if c.argc() < 3 {
-            return r.error("ERR wrong number of arguments for 'config|get' command");
-        }
-        let mut max = [0u8; 24];
-        let max = fmt_i64(self.cap as i64, &mut max);
-        let known: [(&str, &[u8]); 5] = [
-            ("save", b""),
-            ("appendonly", b"no"),
-            ("maxmemory", max),
-            ("maxmemory-policy", b"noeviction"),
-            ("databases", b"16"),
-        ];
-        let lookup = |p: &[u8]| known.iter().find(|(n, _)| eq(p, n));
-        let n = c.args().skip(2).filter(|p| lookup(p).is_some()).count();
-        r.array(2 * n)?;
-        for p in c.args().skip(2) {
-            if let Some((name, value)) = lookup(p) {
-                r.bulk(name.as_bytes())?;
-                r.bulk(value)?;
-            }
-        }
-        Ok(())
     }
 
     /// The `INFO` text (its sections are always all written), ending with the server's own

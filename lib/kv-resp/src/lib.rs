@@ -40,8 +40,8 @@
 //! # Commands
 //!
 //! `PING`, `ECHO`, `QUIT`, `SELECT`, `COMMAND` (an empty array: enough for redis-cli's
-//! `COMMAND DOCS`), `CONFIG GET` (`save`, `appendonly`, `maxmemory`, `maxmemory-policy`,
-//! `databases`; exact names, no glob patterns), `INFO`, `DBSIZE`, `FLUSHALL`, `FLUSHDB`;
+//! `COMMAND DOCS`), `CONFIG GET` (glob patterns), `CONFIG SET` and `CONFIG RESETSTAT` (the
+//! parameters of [`admin`]'s table), `FUNCTION FLUSH`, `INFO`, `DBSIZE`, `FLUSHALL`, `FLUSHDB`;
 //! keys of any type: `DEL`, `EXISTS`, `TYPE`, `RENAME`, `RENAMENX`, `KEYS` (glob patterns),
 //! `RANDOMKEY`;
 //! strings: `GET`, `SET` (with `EX`, `PX`, `EXAT`, `PXAT`, `KEEPTTL`, `NX`, `XX`, `GET`),
@@ -88,6 +88,7 @@
 #![cfg_attr(not(test), no_std)]
 #![forbid(unsafe_code)]
 
+mod admin;
 mod collections;
 pub mod commands;
 pub mod connection;

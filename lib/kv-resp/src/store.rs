@@ -203,6 +203,8 @@ pub struct Store<'a> {
     pub(crate) info_section: Option<InfoSection>,
     /// State of the generator `SPOP` and `SRANDMEMBER` pick members with (xorshift64*).
     rng: u64,
+    /// The values `CONFIG SET` gave the tunable parameters.
+    pub(crate) config: crate::admin::Config,
 }
 
 /// A function that writes a section of the `INFO` reply that the embedding server knows and the
@@ -250,6 +252,7 @@ impl<'a> Store<'a> {
             cursor: 0,
             info_section: None,
             rng: 0x9e37_79b9_7f4a_7c15,
+            config: crate::admin::Config::new(),
         };
         s.clear_all();
         s

@@ -381,8 +381,8 @@ fn info_command_config() {
         "-ERR wrong number of arguments for 'config|get' command\r\n"
     );
     assert_eq!(
-        t.c(&["CONFIG", "SET", "a", "b"]),
-        "-ERR unknown subcommand 'SET'. Try CONFIG HELP.\r\n"
+        t.c(&["CONFIG", "REWRITE"]),
+        "-ERR unknown subcommand 'REWRITE'. Try CONFIG HELP.\r\n"
     );
     assert_eq!(
         t.c(&["CONFIG"]),

@@ -9,6 +9,7 @@ use std::vec::Vec;
 
 use crate::{Connection, OutBuf, Parser, Progress, Session, Slot, Store};
 
+mod admin;
 mod collections;
 mod commands;
 mod connection;
