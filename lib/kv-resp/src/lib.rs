@@ -41,7 +41,7 @@
 //!
 //! `PING`, `ECHO`, `QUIT`, `SELECT`, `COMMAND` (an empty array: enough for redis-cli's
 //! `COMMAND DOCS`), `CONFIG GET` (glob patterns), `CONFIG SET` and `CONFIG RESETSTAT` (the
-//! parameters of [`admin`]'s table), `FUNCTION FLUSH`, `INFO`, `DBSIZE`, `FLUSHALL`, `FLUSHDB`;
+//! parameters of `src/admin.rs`'s table), `FUNCTION FLUSH`, `INFO`, `DBSIZE`, `FLUSHALL`, `FLUSHDB`;
 //! keys of any type: `DEL`, `EXISTS`, `TYPE`, `RENAME`, `RENAMENX`, `KEYS` (glob patterns),
 //! `RANDOMKEY`;
 //! strings: `GET`, `SET` (with `EX`, `PX`, `EXAT`, `PXAT`, `KEEPTTL`, `NX`, `XX`, `GET`),
