@@ -29,13 +29,20 @@ pub fn build_image(image: &str, hal: &str, target: &str) {
         .nth(2)
         .unwrap_or_else(|| panic!("{image} lives in the workspace's images/ folder"))
         .to_owned();
-    for dep in [
-        "servers/src",
-        "servers/user.ld",
-        "servers/build.rs",
-        "servers/Cargo.toml",
-    ] {
-        println!("cargo:rerun-if-changed={}", root.join(dep).display());
+    println!(
+        "cargo:rerun-if-changed={}",
+        root.join("servers/user.ld").display()
+    );
+    // The user ELF is rebuilt when `servers` or any crate it depends on by path changes
+    // (`kv-resp`, `frame-ring`, `pager`, ...), found by following the `path = "..."`
+    // dependencies of their manifests.
+    for dir in path_dependencies(&root.join("servers")) {
+        for part in ["src", "build.rs", "Cargo.toml"] {
+            let file = dir.join(part);
+            if file.exists() {
+                println!("cargo:rerun-if-changed={}", file.display());
+            }
+        }
     }
     for dep in [
         "kernel/src".to_owned(),
@@ -61,6 +68,33 @@ pub fn build_image(image: &str, hal: &str, target: &str) {
         std::fs::write(&elf, b"").expect("write the empty user ELF placeholder");
     }
     println!("cargo:rustc-env=USER_ELF={}", elf.display());
+}
+
+/// `krate` and every crate it depends on through `path = "..."` entries of its manifest, and
+/// theirs in turn (each directory once).
+fn path_dependencies(krate: &Path) -> Vec<PathBuf> {
+    let mut found = vec![krate.to_owned()];
+    let mut next = 0;
+    while let Some(dir) = found.get(next).cloned() {
+        next += 1;
+        let manifest = std::fs::read_to_string(dir.join("Cargo.toml"))
+            .unwrap_or_else(|e| panic!("read {}/Cargo.toml: {e}", dir.display()));
+        for rest in manifest.split("path = \"").skip(1) {
+            let Some((rel, _)) = rest.split_once('"') else {
+                continue;
+            };
+            let dep = dir.join(rel);
+            // `[[bin]] path = "src/bin/..."` names a file, not a crate.
+            if !dep.join("Cargo.toml").is_file() {
+                continue;
+            }
+            let dep = dep.canonicalize().unwrap_or(dep);
+            if !found.contains(&dep) {
+                found.push(dep);
+            }
+        }
+    }
+    found
 }
 
 fn build_user(root: &Path, out: &Path, elf: &Path, target: &str) {

@@ -952,6 +952,16 @@ fn qemu_steps() -> Vec<Step> {
         qemu_step("net:x86_64-ycsb", &run, Judge::ExitStatus)
             .tools(&[("mvn", "maven"), ("java", "default-jre-headless")]),
     );
+    // Redis's own test units (`bench/redis-suite/run.sh`: protocol, strings, counters,
+    // keyspace, expiry, hashes, lists, sets, sorted sets) in the suite's external-server mode
+    // against core 0's server, apart from the tests its skip lists name with their reasons.
+    // `cargo xtask test` fetches the suite (Debian's Redis 7.0.15 source archive) first.
+    let mut run = net(false, Arch::X86_64, None, 1200);
+    run.client = Some("bench/redis-suite/run.sh");
+    steps.push(
+        qemu_step("net:x86_64-redis-suite", &run, Judge::ExitStatus)
+            .tools(&[("tclsh", "tcl"), ("curl", "curl")]),
+    );
     steps
 }
 
@@ -1535,6 +1545,15 @@ pub fn run(root: &Path, args: &TestArgs) -> ExitCode {
         {
             for tool in host_env::cargo_tools::CARGO_TOOLS {
                 host_env::cargo_tools::ensure("cargo xtask test", root, tool)?;
+            }
+        }
+        // The source archives (Redis's test suite) that the selected steps read.
+        if selected
+            .iter()
+            .any(|s| s.name.ends_with("-redis-suite") || s.name == "doctor")
+        {
+            for archive in host_env::sources::SOURCES {
+                host_env::sources::ensure("cargo xtask test", root, archive)?;
             }
         }
         Ok(())

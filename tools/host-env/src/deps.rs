@@ -114,6 +114,19 @@ pub const REDIS_BENCH: &[Tool] = &[
     },
 ];
 
+/// Redis's own test suite (`bench/redis-suite/run.sh`, steps `net:*-redis-suite`): its
+/// harness is Tcl, and curl fetches the suite's source archive ([`crate::sources`]).
+pub const REDIS_SUITE: &[Tool] = &[
+    Tool {
+        what: "tclsh",
+        package: "tcl",
+    },
+    Tool {
+        what: "curl",
+        package: "curl",
+    },
+];
+
 /// The boot-media tools of `cargo xtask flash` and its `flash:*` test steps: GRUB for BIOS and
 /// UEFI, xorriso and mtools (`grub-mkrescue`), OVMF (UEFI for QEMU), sfdisk, mkimage, and
 /// Debian's U-Boot for QEMU virt (the SD image's boot test).
@@ -195,6 +208,11 @@ pub const NEEDS: &[Need] = &[
         used_by: "the YCSB client: steps net:x86_64-ycsb, bench:redis-tiny; bench redis",
         steps: &["net:x86_64-ycsb", "bench:redis"],
         tools: YCSB,
+    },
+    Need {
+        used_by: "Redis's own test suite: steps net:*-redis-suite",
+        steps: &["net:x86_64-redis-suite", "net:armv7-virt-redis-suite"],
+        tools: REDIS_SUITE,
     },
     Need {
         used_by: "cargo xtask flash; steps flash:*",
@@ -422,6 +440,28 @@ pub fn doctor(install: bool) -> bool {
                     "  MISSING  {} {}: {why} (`cargo xtask doctor --install` installs it; `cargo xtask \
                      book` and `cargo xtask test` do so themselves)",
                     tool.program, tool.version
+                );
+            }
+        }
+    }
+    for archive in crate::sources::SOURCES {
+        println!(
+            "{} (a source archive from Debian's archive):",
+            archive.used_by
+        );
+        let found = if install {
+            crate::sources::ensure("cargo xtask doctor", &workspace, archive)
+        } else {
+            crate::sources::check(&workspace, archive)
+        };
+        match found {
+            Ok(dir) => println!("  ok       {} ({})", archive.what, dir.display()),
+            Err(why) => {
+                ok = false;
+                println!(
+                    "  MISSING  {}: {why} (`cargo xtask doctor --install` fetches it; `cargo \
+                     xtask test` does so itself for the steps that read it)",
+                    archive.what
                 );
             }
         }

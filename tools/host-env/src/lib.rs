@@ -5,6 +5,8 @@
 //! * [`deps`]: the Debian packages the commands need, checked (`cargo xtask doctor`) and
 //!   installed when missing.
 //! * [`toolchain`]: the pinned toolchain's targets and components, installed when missing.
+//! * [`cargo_tools`] and [`sources`]: the tools from crates.io and the source archives from
+//!   Debian's archive that steps use, pinned and installed into the target directory.
 //! * [`exit_code`]: how a command ends, its error printed once in one form.
 //! * The workspace's layout: its root ([`workspace_root`]), cargo's target directory
 //!   ([`target_dir`]) and the folder of each package ([`CRATE_DIRS`], [`crate_dir`]).
@@ -16,6 +18,7 @@ pub mod cargo_tools;
 pub mod deps;
 pub mod proc;
 pub mod progress;
+pub mod sources;
 pub mod toolchain;
 
 use std::path::{Path, PathBuf};
