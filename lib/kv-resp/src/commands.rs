@@ -1,9 +1,8 @@
 //! Command execution: dispatch, arity checks and one handler per command.
 //!
-//! The string and hash commands, expiry and the server commands are here; the collection types
-//! (lists, sets, sorted sets, streams), the string commands beyond `GET`/`SET` and the
-//! counters, and the commands on keys of any type have modules of their own, each with its own
-//! dispatch table, looked at first.
+//! The hash commands and the server commands are here; the collection types (lists, sets,
+//! sorted sets, streams), the string commands, expiry and the commands on keys of any type have
+//! modules of their own, each with its own dispatch table, looked at first.
 //!
 //! Every handler follows the same discipline, which is what makes a command atomic and the
 //! output contract hold (see [`crate::output`]):
@@ -18,7 +17,7 @@
 use crate::output::{fmt_i64, Counter, Overflow, Reply};
 use crate::parser::{parse_int, Command};
 use crate::store::{Budget, Kind, Store, DATABASES, HDR, INFO_SECTION_MAX, NIL};
-use crate::{collections, keyspace, strings};
+use crate::{collections, expire, keyspace, strings};
 
 /// What a connection holds between commands: its selected database.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -57,7 +56,6 @@ pub(crate) const WRONGTYPE: &str =
 pub(crate) const NOT_INT: &str = "ERR value is not an integer or out of range";
 pub(crate) const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
 pub(crate) const SYNTAX: &str = "ERR syntax error";
-const OVERFLOW: &str = "ERR increment or decrement would overflow";
 const TOO_BIG: &str = "ERR reply exceeds the connection's output buffer";
 
 pub(crate) type Res = Result<(), Overflow>;
@@ -66,16 +64,6 @@ pub(crate) type Res = Result<(), Overflow>;
 enum Cmd {
     Ping,
     Echo,
-    Get,
-    Set,
-    Del,
-    Exists,
-    Incr,
-    IncrBy,
-    Decr,
-    DecrBy,
-    MGet,
-    MSet,
     HSet,
     HMSet,
     HGet,
@@ -84,11 +72,6 @@ enum Cmd {
     HDel,
     HExists,
     HLen,
-    Expire,
-    PExpire,
-    Ttl,
-    PTtl,
-    Persist,
     Select,
     FlushAll,
     FlushDb,
@@ -103,18 +86,8 @@ enum Cmd {
 /// Name (lower case, as in error messages), arity as in Redis (n: exactly n arguments with the
 /// name, -n: at least n), command.
 const TABLE: &[(&str, i32, Cmd)] = &[
-    ("get", 2, Cmd::Get),
-    ("set", -3, Cmd::Set),
     ("ping", -1, Cmd::Ping),
     ("echo", 2, Cmd::Echo),
-    ("del", -2, Cmd::Del),
-    ("exists", -2, Cmd::Exists),
-    ("incr", 2, Cmd::Incr),
-    ("incrby", 3, Cmd::IncrBy),
-    ("decr", 2, Cmd::Decr),
-    ("decrby", 3, Cmd::DecrBy),
-    ("mget", -2, Cmd::MGet),
-    ("mset", -3, Cmd::MSet),
     ("hset", -4, Cmd::HSet),
     ("hmset", -4, Cmd::HMSet),
     ("hget", 3, Cmd::HGet),
@@ -123,11 +96,6 @@ const TABLE: &[(&str, i32, Cmd)] = &[
     ("hdel", -3, Cmd::HDel),
     ("hexists", 3, Cmd::HExists),
     ("hlen", 2, Cmd::HLen),
-    ("expire", 3, Cmd::Expire),
-    ("pexpire", 3, Cmd::PExpire),
-    ("ttl", 2, Cmd::Ttl),
-    ("pttl", 2, Cmd::PTtl),
-    ("persist", 2, Cmd::Persist),
     ("select", 2, Cmd::Select),
     ("flushall", -1, Cmd::FlushAll),
     ("flushdb", -1, Cmd::FlushDb),
@@ -246,7 +214,13 @@ impl Store<'_> {
         }
         if let Some(&(n, arity, cmd)) = strings::TABLE.iter().find(|(n, _, _)| eq(name, n)) {
             checked(r, n, arity, argc, |r| {
-                self.string_command(db, cmd, c, now, r)
+                self.string_command(db, (n, cmd), c, now, r)
+            })?;
+            return Ok(Outcome::Continue);
+        }
+        if let Some(&(n, arity, cmd)) = expire::TABLE.iter().find(|(n, _, _)| eq(name, n)) {
+            checked(r, n, arity, argc, |r| {
+                self.expire_command(db, (n, cmd), c, now, r)
             })?;
             return Ok(Outcome::Continue);
         }
@@ -262,7 +236,6 @@ impl Store<'_> {
             return Ok(Outcome::Continue);
         };
         let bad_arity = !arity_ok(arity, argc)
-            || (matches!(cmd, Cmd::MSet) && argc % 2 == 0)
             || (matches!(cmd, Cmd::HSet | Cmd::HMSet) && argc % 2 == 1)
             || (matches!(cmd, Cmd::Ping) && argc > 2);
         if bad_arity {
@@ -276,53 +249,6 @@ impl Store<'_> {
                 None => r.simple(b"PONG")?,
             },
             Cmd::Echo => r.bulk(a1)?,
-            Cmd::Get => match self.find_key(db, a1, now) {
-                None => r.nil()?,
-                Some(e) if self.slots[e as usize].kind != Kind::Str => r.error(WRONGTYPE)?,
-                Some(e) => r.bulk(self.val_of(e))?,
-            },
-            Cmd::Set => self.set(db, c, now, r)?,
-            Cmd::Del => {
-                r.reserve(24)?;
-                let mut n = 0;
-                for k in c.args().skip(1) {
-                    if let Some(e) = self.find_key(db, k, now) {
-                        self.remove_key(e);
-                        n += 1;
-                    }
-                }
-                r.int(n)?;
-            }
-            Cmd::Exists => {
-                let mut n = 0;
-                for k in c.args().skip(1) {
-                    n += i64::from(self.find_key(db, k, now).is_some());
-                }
-                r.int(n)?;
-            }
-            Cmd::Incr => self.incr(db, a1, Ok(1), now, r)?,
-            Cmd::Decr => self.incr(db, a1, Ok(-1), now, r)?,
-            Cmd::IncrBy | Cmd::DecrBy => {
-                let delta = match parse_int(c.arg(2).unwrap_or(b"")) {
-                    None => Err(NOT_INT),
-                    Some(d) if cmd == Cmd::IncrBy => Ok(d),
-                    Some(i64::MIN) => Err("ERR decrement would overflow"),
-                    Some(d) => Ok(-d),
-                };
-                self.incr(db, a1, delta, now, r)?;
-            }
-            Cmd::MGet => {
-                r.array(c.argc() - 1)?;
-                for k in c.args().skip(1) {
-                    match self.find_key(db, k, now) {
-                        Some(e) if self.slots[e as usize].kind == Kind::Str => {
-                            r.bulk(self.val_of(e))?
-                        }
-                        _ => r.nil()?,
-                    }
-                }
-            }
-            Cmd::MSet => self.mset(db, c, now, false, r)?,
             Cmd::HSet | Cmd::HMSet => self.hset(db, c, now, cmd == Cmd::HMSet, r)?,
             Cmd::HGet | Cmd::HExists => match self.find_hash(db, a1, now) {
                 Err(()) => r.error(WRONGTYPE)?,
@@ -380,33 +306,6 @@ impl Store<'_> {
                     r.int(n)?;
                 }
             },
-            Cmd::Expire | Cmd::PExpire => self.expire(db, c, now, cmd == Cmd::Expire, r)?,
-            Cmd::Ttl | Cmd::PTtl => match self.find_key(db, a1, now) {
-                None => r.int(-2)?,
-                Some(e) => match self.slots[e as usize].expire {
-                    0 => r.int(-1)?,
-                    at => {
-                        let ms = at.saturating_sub(now);
-                        let v = if cmd == Cmd::Ttl {
-                            (ms + 500) / 1000
-                        } else {
-                            ms
-                        };
-                        r.int(v.min(i64::MAX as u64) as i64)?
-                    }
-                },
-            },
-            Cmd::Persist => {
-                r.reserve(24)?;
-                let e = self.find_key(db, a1, now);
-                match e {
-                    Some(e) if self.slots[e as usize].expire != 0 => {
-                        self.slots[e as usize].expire = 0;
-                        r.int(1)?
-                    }
-                    _ => r.int(0)?,
-                }
-            }
             Cmd::Select => match parse_int(a1) {
                 None => r.error(NOT_INT)?,
                 Some(n) if n < 0 || n >= DATABASES as i64 => {
@@ -536,202 +435,6 @@ impl Store<'_> {
         ok
     }
 
-    fn set(&mut self, db: u8, c: &Command<'_>, now: u64, r: &mut Reply<'_, '_>) -> Res {
-        let mut args = c.args().skip(1);
-        let key = args.next().unwrap_or(b"");
-        let val = args.next().unwrap_or(b"");
-        let (mut nx, mut xx, mut get, mut keepttl) = (false, false, false, false);
-        // (multiplier to ms, absolute?, argument)
-        let mut expiry: Option<(u64, bool, &[u8])> = None;
-        while let Some(opt) = args.next() {
-            let unit = if eq(opt, "ex") {
-                Some((1000, false))
-            } else if eq(opt, "px") {
-                Some((1, false))
-            } else if eq(opt, "exat") {
-                Some((1000, true))
-            } else if eq(opt, "pxat") {
-                Some((1, true))
-            } else {
-                None
-            };
-            if eq(opt, "nx") && !xx {
-                nx = true;
-            } else if eq(opt, "xx") && !nx {
-                xx = true;
-            } else if eq(opt, "get") {
-                get = true;
-            } else if eq(opt, "keepttl") && expiry.is_none() {
-                keepttl = true;
-            } else if let (Some((mul, abs)), false, None) = (unit, keepttl, expiry) {
-                match args.next() {
-                    Some(v) => expiry = Some((mul, abs, v)),
-                    None => return r.error(SYNTAX),
-                }
-            } else {
-                return r.error(SYNTAX);
-            }
-        }
-        let mut at = None;
-        if let Some((mul, abs, v)) = expiry {
-            let Some(n) = parse_int(v) else {
-                return r.error(NOT_INT);
-            };
-            let t = if n <= 0 {
-                None
-            } else {
-                let ms = (n as u64).checked_mul(mul);
-                if abs {
-                    ms
-                } else {
-                    ms.and_then(|ms| ms.checked_add(now))
-                }
-            };
-            match t {
-                Some(t) if t <= i64::MAX as u64 => at = Some(t),
-                _ => return r.error("ERR invalid expire time in 'set' command"),
-            }
-        }
-        let existing = self.find_key(db, key, now);
-        let is_str = existing.map(|e| self.slots[e as usize].kind == Kind::Str);
-        if get && is_str == Some(false) {
-            return r.error(WRONGTYPE);
-        }
-        if (nx && existing.is_some()) || (xx && existing.is_none()) {
-            return if get {
-                r.opt_bulk(existing.map(|e| self.val_of(e)))
-            } else {
-                r.nil()
-            };
-        }
-        // EXAT/PXAT in the past: the key is deleted, as Redis does.
-        let dead = at.is_some_and(|t| t <= now);
-        if !dead {
-            let need = HDR + key.len() + val.len();
-            if !self.fits_key(db, key, need, now) {
-                return r.error(OOM);
-            }
-        }
-        let existing = self.find_key(db, key, now);
-        if get {
-            r.opt_bulk(existing.map(|e| self.val_of(e)))?;
-        } else {
-            r.ok()?;
-        }
-        let expire = match (at, existing) {
-            (Some(t), _) => t,
-            (None, Some(e)) if keepttl => self.slots[e as usize].expire,
-            _ => 0,
-        };
-        match existing {
-            Some(e) if !dead && self.slots[e as usize].kind == Kind::Str => {
-                self.replace_value(e, key, val);
-                self.slots[e as usize].expire = expire;
-            }
-            Some(e) => {
-                self.remove_key(e);
-                if !dead {
-                    self.insert_key(db, Kind::Str, key, Some(val), expire);
-                }
-            }
-            None if !dead => {
-                self.insert_key(db, Kind::Str, key, Some(val), expire);
-            }
-            None => {}
-        }
-        Ok(())
-    }
-
-    fn incr(
-        &mut self,
-        db: u8,
-        key: &[u8],
-        delta: Result<i64, &'static str>,
-        now: u64,
-        r: &mut Reply<'_, '_>,
-    ) -> Res {
-        let delta = match delta {
-            Ok(d) => d,
-            Err(msg) => return r.error(msg),
-        };
-        let old = match self.find_key(db, key, now) {
-            None => 0,
-            Some(e) if self.slots[e as usize].kind != Kind::Str => return r.error(WRONGTYPE),
-            Some(e) => match parse_int(self.val_of(e)) {
-                Some(v) => v,
-                None => return r.error(NOT_INT),
-            },
-        };
-        let Some(new) = old.checked_add(delta) else {
-            return r.error(OVERFLOW);
-        };
-        let mut digits = [0u8; 24];
-        let text = fmt_i64(new, &mut digits);
-        let need = HDR + key.len() + text.len();
-        if !self.fits_key(db, key, need, now) {
-            return r.error(OOM);
-        }
-        r.int(new)?;
-        match self.find_key(db, key, now) {
-            Some(e) => self.replace_value(e, key, text),
-            None => {
-                self.insert_key(db, Kind::Str, key, Some(text), 0);
-            }
-        }
-        Ok(())
-    }
-
-    /// `MSET`, and `MSETNX` (`nx`: the caller found none of the keys) answering `:1`.
-    pub(crate) fn mset(
-        &mut self,
-        db: u8,
-        c: &Command<'_>,
-        now: u64,
-        nx: bool,
-        r: &mut Reply<'_, '_>,
-    ) -> Res {
-        let (ok, ()) = self.fits(now, |st| {
-            let mut b = Budget::new(st);
-            for (i, (k, v)) in pairs(c.args().skip(1)).enumerate() {
-                // A key set earlier by this same command is replaced again.
-                let earlier = pairs(c.args().skip(1))
-                    .take(i)
-                    .filter(|(pk, _)| *pk == k)
-                    .last();
-                let freed = match earlier {
-                    Some((_, pv)) => (HDR + k.len() + pv.len(), 1),
-                    None => st.find_key(db, k, now).map_or((0, 0), |e| st.footprint(e)),
-                };
-                b.step(freed, (HDR + k.len() + v.len(), 1));
-            }
-            (b.ok(), ())
-        });
-        if !ok {
-            return r.error(OOM);
-        }
-        if nx {
-            r.int(1)?;
-        } else {
-            r.ok()?;
-        }
-        for (k, v) in pairs(c.args().skip(1)) {
-            match self.find_key(db, k, now) {
-                Some(e) if self.slots[e as usize].kind == Kind::Str => {
-                    self.replace_value(e, k, v);
-                    self.slots[e as usize].expire = 0;
-                }
-                Some(e) => {
-                    self.remove_key(e);
-                    self.insert_key(db, Kind::Str, k, Some(v), 0);
-                }
-                None => {
-                    self.insert_key(db, Kind::Str, k, Some(v), 0);
-                }
-            }
-        }
-        Ok(())
-    }
-
     fn hset(
         &mut self,
         db: u8,
@@ -797,40 +500,6 @@ impl Store<'_> {
             }
         }
         Ok(())
-    }
-
-    fn expire(
-        &mut self,
-        db: u8,
-        c: &Command<'_>,
-        now: u64,
-        secs: bool,
-        r: &mut Reply<'_, '_>,
-    ) -> Res {
-        let Some(n) = parse_int(c.arg(2).unwrap_or(b"")) else {
-            return r.error(NOT_INT);
-        };
-        let ms = if secs { n.checked_mul(1000) } else { Some(n) };
-        let at = ms.and_then(|ms| (now.min(i64::MAX as u64) as i64).checked_add(ms));
-        let Some(at) = at else {
-            return r.error(if secs {
-                "ERR invalid expire time in 'expire' command"
-            } else {
-                "ERR invalid expire time in 'pexpire' command"
-            });
-        };
-        r.reserve(24)?;
-        match self.find_key(db, c.arg(1).unwrap_or(b""), now) {
-            None => r.int(0),
-            Some(e) => {
-                if at <= now as i64 {
-                    self.remove_key(e);
-                } else {
-                    self.slots[e as usize].expire = at as u64;
-                }
-                r.int(1)
-            }
-        }
     }
 
     /// The `INFO` text (its sections are always all written), ending with the server's own

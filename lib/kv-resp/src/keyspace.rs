@@ -1,18 +1,39 @@
-//! Commands on keys of any type: `TYPE`, `RENAME`, `RENAMENX`, `KEYS`, `RANDOMKEY`.
+//! Commands on keys of any type: `DEL`, `UNLINK`, `EXISTS`, `TOUCH`, `TYPE`, `RENAME`,
+//! `RENAMENX`, `COPY`, `MOVE`, `SWAPDB`, `KEYS`, `SCAN`, `RANDOMKEY`.
+//!
+//! `SCAN`'s cursor is a slot index: a call walks the slot table from it, answers the keys of
+//! the database it passes (filtered by `MATCH` and `TYPE`) and the index to go on from, 0 at
+//! the end. A key keeps its slot for as long as it exists (renaming, moving to another
+//! database, compaction of the arena and growing or shrinking a collection never change it), so
+//! a full scan returns every key that exists for all of it exactly once, Redis's guarantee (a
+//! key added or deleted meanwhile may or may not be returned). `COUNT` is, as in Redis, a hint:
+//! a call stops after passing `COUNT` keys of the database, after `10 × COUNT` slots (at least
+//! 1024), or when its reply would take a quarter of the output buffer.
 //!
 //! `KEYS` walks the whole slot table (after reclaiming expired keys), twice: once to count the
 //! matches for the reply's header, once to write them; it answers in slot order, which is as
 //! arbitrary as Redis's. `RANDOMKEY` takes the first key of the database at or after a random
 //! slot, so keys after long runs of other databases' or free slots come up more often.
 
-use crate::commands::{Res, OOM};
-use crate::output::Reply;
-use crate::parser::Command;
-use crate::store::{Budget, Kind, Store, HDR};
+use crate::commands::{eq, Res, NOT_INT, OOM, SYNTAX};
+use crate::output::{fmt_i64, Reply};
+use crate::parser::{parse_int, Command};
+use crate::store::{Budget, Kind, Store, DATABASES, HDR};
+
+const SAME: &str = "ERR source and destination objects are the same";
+const DB_RANGE: &str = "ERR DB index is out of range";
 
 /// A command of this module's table.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) enum Cmd {
+    /// `DEL` and `UNLINK`.
+    Del,
+    /// `EXISTS` and `TOUCH`.
+    Exists,
+    Copy,
+    Move,
+    SwapDb,
+    Scan,
     Type,
     Rename,
     RenameNx,
@@ -22,6 +43,14 @@ pub(crate) enum Cmd {
 
 /// Name (lower case), arity as in Redis 7.0, command.
 pub(crate) const TABLE: &[(&str, i32, Cmd)] = &[
+    ("del", -2, Cmd::Del),
+    ("unlink", -2, Cmd::Del),
+    ("exists", -2, Cmd::Exists),
+    ("touch", -2, Cmd::Exists),
+    ("copy", -3, Cmd::Copy),
+    ("move", 3, Cmd::Move),
+    ("swapdb", 3, Cmd::SwapDb),
+    ("scan", -2, Cmd::Scan),
     ("type", 2, Cmd::Type),
     ("rename", 3, Cmd::Rename),
     ("renamenx", 3, Cmd::RenameNx),
@@ -112,6 +141,66 @@ impl Store<'_> {
     ) -> Res {
         let key = c.arg(1).unwrap_or(b"");
         match cmd {
+            Cmd::Del => {
+                r.reserve(24)?;
+                let mut n = 0;
+                for k in c.args().skip(1) {
+                    if let Some(e) = self.find_key(db, k, now) {
+                        self.remove_key(e);
+                        n += 1;
+                    }
+                }
+                r.int(n)
+            }
+            Cmd::Exists => {
+                let mut n = 0;
+                for k in c.args().skip(1) {
+                    n += i64::from(self.find_key(db, k, now).is_some());
+                }
+                r.int(n)
+            }
+            Cmd::Copy => self.copy(db, c, now, r),
+            Cmd::Move => {
+                let to = match parse_int(c.arg(2).unwrap_or(b"")) {
+                    Some(n) if i32::try_from(n).is_err() => return r.error(NOT_INT),
+                    None => return r.error(NOT_INT),
+                    Some(n) if !(0..DATABASES as i64).contains(&n) => return r.error(DB_RANGE),
+                    Some(n) => n as u8,
+                };
+                if to == db {
+                    return r.error(SAME);
+                }
+                r.reserve(24)?;
+                let Some(e) = self.find_key(db, key, now) else {
+                    return r.int(0);
+                };
+                if self.find_key(to, key, now).is_some() {
+                    return r.int(0);
+                }
+                self.move_key(e, to);
+                r.int(1)
+            }
+            Cmd::SwapDb => {
+                let index = |a: Option<&[u8]>, msg| match parse_int(a.unwrap_or(b"")) {
+                    Some(n) if i32::try_from(n).is_ok() => Ok(n),
+                    _ => Err(msg),
+                };
+                let ids = index(c.arg(1), "ERR invalid first DB index")
+                    .and_then(|a| Ok((a, index(c.arg(2), "ERR invalid second DB index")?)));
+                match ids {
+                    Err(msg) => r.error(msg),
+                    Ok((a, b)) => {
+                        let range = 0..DATABASES as i64;
+                        if !range.contains(&a) || !range.contains(&b) {
+                            return r.error(DB_RANGE);
+                        }
+                        r.ok()?;
+                        self.swap_dbs(a as u8, b as u8);
+                        Ok(())
+                    }
+                }
+            }
+            Cmd::Scan => self.scan(db, c, now, r),
             Cmd::Type => {
                 let kind = self
                     .find_key(db, key, now)
@@ -173,5 +262,128 @@ impl Store<'_> {
                 Some(e) => r.bulk(self.key_of(e)),
             },
         }
+    }
+
+    /// `COPY source destination [DB db] [REPLACE]`.
+    fn copy(&mut self, db: u8, c: &Command<'_>, now: u64, r: &mut Reply<'_, '_>) -> Res {
+        let (key, to) = (c.arg(1).unwrap_or(b""), c.arg(2).unwrap_or(b""));
+        let (mut dst_db, mut replace) = (db, false);
+        let mut j = 3;
+        while let Some(opt) = c.arg(j) {
+            if eq(opt, "replace") {
+                replace = true;
+            } else if let (true, Some(v)) = (eq(opt, "db"), c.arg(j + 1)) {
+                match parse_int(v) {
+                    None => return r.error(NOT_INT),
+                    Some(n) if !(0..DATABASES as i64).contains(&n) => return r.error(DB_RANGE),
+                    Some(n) => dst_db = n as u8,
+                }
+                j += 1;
+            } else {
+                return r.error(SYNTAX);
+            }
+            j += 1;
+        }
+        if dst_db == db && key == to {
+            return r.error(SAME);
+        }
+        let Some(e) = self.find_key(db, key, now) else {
+            return r.int(0);
+        };
+        if self.find_key(dst_db, to, now).is_some() && !replace {
+            return r.int(0);
+        }
+        let (ok, ()) = self.fits(now, |st| {
+            let mut b = Budget::new(st);
+            let freed = st
+                .find_key(dst_db, to, now)
+                .map_or((0, 0), |d| st.footprint(d));
+            b.step(freed, st.copy_footprint(e, to));
+            (b.ok(), ())
+        });
+        if !ok {
+            return r.error(OOM);
+        }
+        r.int(1)?;
+        if let Some(d) = self.find_key(dst_db, to, now) {
+            self.remove_key(d);
+        }
+        let expire = self.slots[e as usize].expire;
+        self.copy_key(e, dst_db, to, expire);
+        Ok(())
+    }
+
+    /// `SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]` (see the module's docs).
+    fn scan(&mut self, db: u8, c: &Command<'_>, now: u64, r: &mut Reply<'_, '_>) -> Res {
+        let cursor = c.arg(1).unwrap_or(b"");
+        let Some(cursor) = core::str::from_utf8(cursor)
+            .ok()
+            .filter(|t| !t.starts_with('+'))
+            .and_then(|t| t.parse::<u64>().ok())
+        else {
+            return r.error("ERR invalid cursor");
+        };
+        let (mut pattern, mut count, mut kind) = (None, 10i64, None);
+        let mut j = 2;
+        while let Some(opt) = c.arg(j) {
+            let Some(v) = c.arg(j + 1) else {
+                return r.error(SYNTAX);
+            };
+            if eq(opt, "count") {
+                match parse_int(v) {
+                    None => return r.error(NOT_INT),
+                    Some(n) if n < 1 => return r.error(SYNTAX),
+                    Some(n) => count = n,
+                }
+            } else if eq(opt, "match") {
+                pattern = (v != b"*").then_some(v);
+            } else if eq(opt, "type") {
+                kind = Some(v);
+            } else {
+                return r.error(SYNTAX);
+            }
+            j += 2;
+        }
+        let wanted = |st: &Self, i: usize| {
+            let s = &st.slots[i];
+            s.kind.is_key()
+                && s.db == db
+                && pattern.is_none_or(|p| glob(p, st.key_of(i as u32)))
+                && kind.is_none_or(|t| eq(t, s.kind.type_name()))
+        };
+        // The slots this call passes: up to `end`, which is where the next call starts.
+        let start = cursor.min(self.nslots as u64) as usize;
+        let max_slots = (count.saturating_mul(10).max(1024) as usize).min(self.nslots);
+        let budget = r.capacity() / 4;
+        let (mut end, mut seen, mut bytes, mut n) = (start, 0, 0, 0);
+        while end < self.nslots && end - start < max_slots && seen < count {
+            let s = self.slots[end];
+            if s.kind.is_key() && s.db == db {
+                if Store::expired(&s, now) {
+                    self.remove_key(end as u32);
+                } else {
+                    let cost = 16 + s.klen as usize;
+                    if n > 0 && bytes + cost > budget {
+                        break;
+                    }
+                    seen += 1;
+                    if wanted(self, end) {
+                        bytes += cost;
+                        n += 1;
+                    }
+                }
+            }
+            end += 1;
+        }
+        let next = if end >= self.nslots { 0 } else { end as i64 };
+        r.array(2)?;
+        r.bulk(fmt_i64(next, &mut [0; 24]))?;
+        r.array(n)?;
+        for i in start..end {
+            if wanted(self, i) {
+                r.bulk(self.key_of(i as u32))?;
+            }
+        }
+        Ok(())
     }
 }

@@ -42,13 +42,18 @@
 //! `PING`, `ECHO`, `QUIT`, `SELECT`, `COMMAND` (an empty array: enough for redis-cli's
 //! `COMMAND DOCS`), `CONFIG GET` (glob patterns), `CONFIG SET` and `CONFIG RESETSTAT` (the
 //! parameters of `src/admin.rs`'s table), `FUNCTION FLUSH`, `INFO`, `DBSIZE`, `FLUSHALL`, `FLUSHDB`;
-//! keys of any type: `DEL`, `EXISTS`, `TYPE`, `RENAME`, `RENAMENX`, `KEYS` (glob patterns),
+//! keys of any type: `DEL`, `UNLINK`, `EXISTS`, `TOUCH`, `TYPE`, `RENAME`, `RENAMENX`, `COPY`
+//! (`DB`, `REPLACE`), `MOVE`, `SWAPDB`, `KEYS` (glob patterns), `SCAN` (`MATCH`, `COUNT`,
+//! `TYPE`; every key present for a whole scan is returned, see `src/keyspace.rs`),
 //! `RANDOMKEY`;
 //! strings: `GET`, `SET` (with `EX`, `PX`, `EXAT`, `PXAT`, `KEEPTTL`, `NX`, `XX`, `GET`),
-//! `SETNX`, `GETDEL`, `GETEX`, `MGET`, `MSET`, `MSETNX`, `APPEND`, `STRLEN`, `GETRANGE`,
-//! `SETRANGE`, `INCR`, `INCRBY`, `DECR`, `DECRBY`;
-//! expiry (of a key of any type): `EXPIRE`, `PEXPIRE` (without the Redis 7 `NX`/`XX`/`GT`/`LT`
-//! options), `TTL`, `PTTL`, `PERSIST`;
+//! `SETNX`, `SETEX`, `PSETEX`, `GETSET`, `GETDEL`, `GETEX`, `MGET`, `MSET`, `MSETNX`,
+//! `APPEND`, `STRLEN`, `GETRANGE`, `SUBSTR`, `SETRANGE`, `SETBIT`, `GETBIT`, `LCS` (`LEN`,
+//! `IDX`, `MINMATCHLEN`, `WITHMATCHLEN`), `INCR`, `INCRBY`, `DECR`, `DECRBY`, `INCRBYFLOAT`
+//! (in software `long double` arithmetic, so that its replies are Redis's on x86_64 to the
+//! digit);
+//! expiry (of a key of any type): `EXPIRE`, `PEXPIRE`, `EXPIREAT`, `PEXPIREAT` (with `NX`,
+//! `XX`, `GT`, `LT`), `TTL`, `PTTL`, `EXPIRETIME`, `PEXPIRETIME`, `PERSIST`, and `TIME`;
 //! hashes: `HSET`, `HMSET`, `HGET`, `HMGET`, `HGETALL`, `HDEL`, `HEXISTS`, `HLEN`;
 //! lists: `LPUSH`, `RPUSH`, `LPUSHX`, `RPUSHX`, `LPOP`, `RPOP` (with a count), `LRANGE`, `LLEN`,
 //! `LINDEX`, `LSET`, `LREM`, `LTRIM`;
@@ -74,10 +79,9 @@
 //! * Stream trimming (`XADD ... MAXLEN`/`MINID`, `XTRIM`, `XDEL`: answered with an error),
 //!   consumer groups and `XREAD`: a stream here only grows, so its last ID is always its last
 //!   entry's (Redis keeps an emptied stream's last ID, which needs a place of its own).
-//! * `INCRBYFLOAT`: Redis computes in C's `long double` and prints 17 decimals, which `f64`
-//!   cannot reproduce (`0.1 + 0.2` is `0.3` there).
-//! * `SCAN` and its kin: a cursor over the slot table would be simple, but its guarantees under
-//!   compaction and slot reuse need care; `KEYS` lists a database.
+//! * `OBJECT` (encodings, reference counts, idle times), `DEBUG` and `MEMORY USAGE`: Redis's
+//!   internals; here every type has one representation.
+//! * The bit commands beyond `SETBIT`/`GETBIT` (`BITCOUNT`, `BITOP`, `BITPOS`, `BITFIELD`).
 //! * Persistence, replication, pub/sub, transactions (`MULTI`), scripting, authentication,
 //!   RESP3 (`HELLO 3`): outside a benchmark server's needs.
 //! * Quoted arguments in inline commands (`SET k "a b"`): unquoting needs a second buffer.
@@ -92,7 +96,9 @@ mod admin;
 mod collections;
 pub mod commands;
 pub mod connection;
+mod expire;
 mod keyspace;
+mod longdouble;
 pub mod output;
 pub mod parser;
 pub mod store;

@@ -119,6 +119,11 @@ impl<'o, 'b> Reply<'o, 'b> {
         self.out.tail - self.out.head == self.written
     }
 
+    /// The output buffer's size: the most one reply can take.
+    pub(crate) fn capacity(&self) -> usize {
+        self.out.capacity()
+    }
+
     /// Guarantees that `n` more bytes can be written, without writing them.
     pub(crate) fn reserve(&mut self, n: usize) -> Result<(), Overflow> {
         if self.out.free() >= n {

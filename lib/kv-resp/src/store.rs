@@ -62,6 +62,17 @@
 //! a command looks it up, a few slots are swept on every command, and the whole table is swept
 //! before a write is refused for lack of memory and before `DBSIZE`/`INFO` count keys.
 
+/// Where bytes lie in the arena: (offset, length).
+pub(crate) type Span = (usize, usize);
+
+/// What [`Store::scratch`] lends: the live blocks, the free bytes asked for, and where the
+/// values asked about lie among the live blocks.
+pub(crate) struct Scratch<'s, const N: usize> {
+    pub(crate) live: &'s [u8],
+    pub(crate) free: &'s mut [u8],
+    pub(crate) spans: [Option<Span>; N],
+}
+
 /// Number of databases (`SELECT 0` to `SELECT 15`).
 pub const DATABASES: usize = 16;
 
@@ -345,6 +356,35 @@ impl<'a> Store<'a> {
         }
     }
 
+    /// Transient working memory for a command that writes nothing (`LCS`'s table): `need` bytes
+    /// of the arena's free space (compacting first if the holes are needed), beside the live
+    /// blocks, which stay readable; with where the values of `entries` lie among them (offset
+    /// and length). `None` when the free space is smaller.
+    pub(crate) fn scratch<const N: usize>(
+        &mut self,
+        need: usize,
+        entries: [Option<u32>; N],
+    ) -> Option<Scratch<'_, N>> {
+        if self.used.checked_add(need)? > self.cap {
+            return None;
+        }
+        if self.top + need > self.cap {
+            self.compact();
+        }
+        let spans = entries.map(|e| {
+            e.map(|i| {
+                let s = &self.slots[i as usize];
+                (s.off as usize + HDR + s.klen as usize, s.vlen as usize)
+            })
+        });
+        let (live, free) = self.arena.split_at_mut(self.top);
+        Some(Scratch {
+            live,
+            free: &mut free[..need],
+            spans,
+        })
+    }
+
     /// Slides every live block down over the holes.
     fn compact(&mut self) {
         let (mut read, mut write) = (0, 0);
@@ -431,7 +471,8 @@ impl<'a> Store<'a> {
         self.arena.get(at..at + s.vlen as usize).unwrap_or(&[])
     }
 
-    fn expired(s: &Slot, now: u64) -> bool {
+    /// Whether key slot `s` expired at time `now`.
+    pub(crate) fn expired(s: &Slot, now: u64) -> bool {
         s.expire != 0 && now > s.expire
     }
 
@@ -739,25 +780,122 @@ impl<'a> Store<'a> {
         self.link(i);
     }
 
-    /// A random live key of database `db` (the first at or after a random slot), deleting the
-    /// expired keys met on the way.
+    /// A live key of database `db` drawn uniformly, deleting the expired keys met on the way:
+    /// a few random slots are tried first (enough when keys fill much of the table), then the
+    /// database's keys are counted and one of them is taken at a random rank.
     pub(crate) fn random_key(&mut self, db: u8, now: u64) -> Option<u32> {
-        if self.keys[db as usize] == 0 {
-            return None;
-        }
-        let start = self.random_below(self.nslots);
-        for n in 0..self.nslots {
-            let i = ((start + n) % self.nslots) as u32;
+        const TRIES: usize = 32;
+        let is_ours = |s: &Slot| s.kind.is_key() && s.db == db;
+        for _ in 0..TRIES {
+            if self.keys[db as usize] == 0 {
+                return None;
+            }
+            let i = self.random_below(self.nslots) as u32;
             let s = &self.slots[i as usize];
-            if s.kind.is_key() && s.db == db {
-                if Self::expired(s, now) {
-                    self.remove_key(i);
-                    continue;
+            if is_ours(s) {
+                if !Self::expired(s, now) {
+                    return Some(i);
                 }
-                return Some(i);
+                self.remove_key(i);
             }
         }
-        None
+        for i in 0..self.nslots as u32 {
+            let s = &self.slots[i as usize];
+            if is_ours(s) && Self::expired(s, now) {
+                self.remove_key(i);
+            }
+        }
+        let n = self.keys[db as usize] as usize;
+        if n == 0 {
+            return None;
+        }
+        let rank = self.random_below(n);
+        (0..self.nslots as u32)
+            .filter(|&i| is_ours(&self.slots[i as usize]))
+            .nth(rank)
+    }
+
+    /// Moves key entry `i` (with its children and expiry) to database `db`; the caller has
+    /// checked that `db` has no key of its name.
+    pub(crate) fn move_key(&mut self, i: u32, db: u8) {
+        self.unlink(i);
+        let old = self.slots[i as usize].db;
+        self.keys[old as usize] -= 1;
+        self.slots[i as usize].db = db;
+        self.slots[i as usize].hash = key_hash(db, self.key_of(i));
+        self.keys[db as usize] += 1;
+        self.link(i);
+    }
+
+    /// Exchanges the keys of databases `a` and `b` (`SWAPDB`).
+    pub(crate) fn swap_dbs(&mut self, a: u8, b: u8) {
+        if a == b {
+            return;
+        }
+        for i in 0..self.nslots as u32 {
+            let s = &self.slots[i as usize];
+            if s.kind.is_key() && (s.db == a || s.db == b) {
+                let to = if s.db == a { b } else { a };
+                self.move_key(i, to);
+            }
+        }
+    }
+
+    /// Bytes and slots a copy of key `i` named `key` takes ([`Store::copy_key`]).
+    pub(crate) fn copy_footprint(&self, i: u32, key: &[u8]) -> (usize, usize) {
+        let (bytes, slots) = self.footprint(i);
+        (
+            bytes - self.slots[i as usize].klen as usize + key.len(),
+            slots,
+        )
+    }
+
+    /// Copies key entry `i` with its value and children (in order, with their scores) as key
+    /// `key` of database `db`, expiring at `expire`; the caller has checked that the name is
+    /// free there and that [`Store::copy_footprint`] fits.
+    pub(crate) fn copy_key(&mut self, i: u32, db: u8, key: &[u8], expire: u64) -> Option<u32> {
+        let src = self.slots[i as usize];
+        let dst =
+            self.insert_key_with(db, src.kind, key, src.vlen as usize, |d| d.fill(0), expire)?;
+        // Blocks may have moved in a compaction: offsets are read after each allocation.
+        let copy_value = |st: &mut Self, from: u32, to: u32, with_key: bool| {
+            let (f, t) = (&st.slots[from as usize], &st.slots[to as usize]);
+            let skip = if with_key { 0 } else { f.klen as usize };
+            let start = f.off as usize + HDR + skip;
+            let len = f.klen as usize + f.vlen as usize - skip;
+            let at = t.off as usize + HDR + (t.klen as usize - (f.klen as usize - skip));
+            st.arena.copy_within(start..start + len, at);
+        };
+        copy_value(self, i, dst, false);
+        let mut c = if src.kind == Kind::Str { NIL } else { src.next };
+        while c != NIL {
+            let cs = self.slots[c as usize];
+            let hash = field_hash(dst, self.key_of(c));
+            let n = self.alloc_slot()?;
+            let Some(off) = self.alloc_block(n, HDR + cs.klen as usize + cs.vlen as usize) else {
+                self.free_slot(n);
+                return None;
+            };
+            let head = self.slots[n as usize].head;
+            self.slots[n as usize] = Slot {
+                head,
+                kind: cs.kind,
+                hash,
+                off,
+                klen: cs.klen,
+                vlen: cs.vlen,
+                expire: cs.expire,
+                parent: dst,
+                ..Slot::EMPTY
+            };
+            copy_value(self, c, n, true);
+            if cs.kind.is_named_child() {
+                self.link(n);
+            }
+            self.attach(n, NIL);
+            c = cs.next;
+        }
+        Some(dst)
     }
 
     /// Replaces the value of string or field entry `i` (whose key is `key`); the caller has

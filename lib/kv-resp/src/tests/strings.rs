@@ -279,3 +279,334 @@ fn glob_matches_as_redis() {
         assert_eq!(glob(p.as_bytes(), s.as_bytes()), want, "{p:?} {s:?}");
     }
 }
+
+#[test]
+fn setex_getset_and_set_options() {
+    let mut t = T::new();
+    assert_eq!(t.c(&["SETEX", "k", "10", "v"]), OK);
+    assert_eq!(t.c(&["PTTL", "k"]), int(10_000));
+    assert_eq!(t.c(&["PSETEX", "k", "1500", "w"]), OK);
+    assert_eq!(t.c(&["PTTL", "k"]), int(1500));
+    assert_eq!(
+        t.c(&["SETEX", "k", "0", "v"]),
+        "-ERR invalid expire time in 'setex' command\r\n"
+    );
+    assert_eq!(
+        t.c(&["PSETEX", "k", "-1", "v"]),
+        "-ERR invalid expire time in 'psetex' command\r\n"
+    );
+    assert_eq!(t.c(&["SETEX", "k", "x", "v"]), NOT_INT);
+    // GETSET answers the old value and drops the expiry.
+    assert_eq!(t.c(&["GETSET", "k", "x"]), bulk("w"));
+    assert_eq!(t.c(&["TTL", "k"]), int(-1));
+    assert_eq!(t.c(&["GETSET", "new", "y"]), NIL);
+    assert_eq!(t.c(&["RPUSH", "l", "a"]), int(1));
+    assert_eq!(t.c(&["GETSET", "l", "y"]), WRONGTYPE);
+    // SET: an expiry given twice under the same name counts once, the last one.
+    assert_eq!(t.c(&["SET", "k", "v", "EX", "5", "EX", "7"]), OK);
+    assert_eq!(t.c(&["TTL", "k"]), int(7));
+    assert_eq!(t.c(&["SET", "k", "v", "EX", "5", "PX", "7"]), SYNTAX);
+    assert_eq!(t.c(&["SET", "k", "v", "KEEPTTL", "EX", "5"]), SYNTAX);
+    assert_eq!(t.c(&["SET", "k", "v", "NX", "XX"]), SYNTAX);
+    assert_eq!(t.c(&["SET", "k", "v", "PERSIST"]), SYNTAX);
+    assert_eq!(t.c(&["GETEX", "k", "KEEPTTL"]), SYNTAX);
+    assert_eq!(t.c(&["SUBSTR", "k", "0", "0"]), bulk("v"));
+}
+
+#[test]
+fn setbit_getbit() {
+    let mut t = T::new();
+    assert_eq!(t.c(&["SETBIT", "k", "1", "1"]), int(0));
+    assert_eq!(t.c(&["GET", "k"]), bulk("@"));
+    assert_eq!(t.c(&["SETBIT", "k", "1", "0"]), int(1));
+    assert_eq!(t.c(&["GETBIT", "k", "1"]), int(0));
+    assert_eq!(t.c(&["SETBIT", "k", "23", "1"]), int(0));
+    assert_eq!(t.c(&["STRLEN", "k"]), int(3));
+    assert_eq!(t.c(&["GETBIT", "k", "23"]), int(1));
+    assert_eq!(t.c(&["GETBIT", "k", "100"]), int(0));
+    assert_eq!(t.c(&["GETBIT", "nokey", "0"]), int(0));
+    let bad_offset = "-ERR bit offset is not an integer or out of range\r\n";
+    assert_eq!(t.c(&["SETBIT", "k", "-1", "1"]), bad_offset);
+    assert_eq!(t.c(&["SETBIT", "k", "4294967296", "1"]), bad_offset);
+    assert_eq!(t.c(&["GETBIT", "k", "x"]), bad_offset);
+    let bad_bit = "-ERR bit is not an integer or out of range\r\n";
+    assert_eq!(t.c(&["SETBIT", "k", "0", "2"]), bad_bit);
+    assert_eq!(t.c(&["SETBIT", "k", "0", "-1"]), bad_bit);
+    assert_eq!(t.c(&["RPUSH", "l", "a"]), int(1));
+    assert_eq!(t.c(&["SETBIT", "l", "0", "1"]), WRONGTYPE);
+    assert_eq!(t.c(&["GETBIT", "l", "0"]), WRONGTYPE);
+}
+
+#[test]
+fn lcs() {
+    let mut t = T::new();
+    assert_eq!(t.c(&["MSET", "a", "ohmytext", "b", "mynewtext"]), OK);
+    assert_eq!(t.c(&["LCS", "a", "b"]), bulk("mytext"));
+    assert_eq!(t.c(&["LCS", "a", "b", "LEN"]), int(6));
+    assert_eq!(
+        t.c(&["LCS", "a", "b", "IDX"]),
+        "*4\r\n$7\r\nmatches\r\n*2\r\n*2\r\n*2\r\n:4\r\n:7\r\n*2\r\n:5\r\n:8\r\n\
+         *2\r\n*2\r\n:2\r\n:3\r\n*2\r\n:0\r\n:1\r\n$3\r\nlen\r\n:6\r\n"
+    );
+    assert_eq!(
+        t.c(&["LCS", "a", "b", "IDX", "MINMATCHLEN", "4", "WITHMATCHLEN"]),
+        "*4\r\n$7\r\nmatches\r\n*1\r\n*3\r\n*2\r\n:4\r\n:7\r\n*2\r\n:5\r\n:8\r\n:4\r\n\
+         $3\r\nlen\r\n:6\r\n"
+    );
+    assert_eq!(t.c(&["LCS", "a", "nokey"]), bulk(""));
+    assert_eq!(
+        t.c(&["LCS", "a", "b", "LEN", "IDX"]),
+        "-ERR If you want both the length and indexes, please just use IDX.\r\n"
+    );
+    assert_eq!(t.c(&["LCS", "a", "b", "FOO"]), SYNTAX);
+    assert_eq!(t.c(&["RPUSH", "l", "a"]), int(1));
+    assert_eq!(
+        t.c(&["LCS", "a", "l"]),
+        "-ERR The specified keys must contain string values\r\n"
+    );
+    // The table lives in the arena's free space: it must fit there, and nothing changes.
+    let mut t = T::sized(2048, 64);
+    let long = "x".repeat(100);
+    assert_eq!(t.c(&["MSET", "a", &long, "b", &long]), OK);
+    let used = t.st.used_memory();
+    assert_eq!(t.c(&["LCS", "a", "b", "LEN"]), OOM);
+    assert_eq!(t.st.used_memory(), used);
+}
+
+#[test]
+fn incrbyfloat() {
+    let mut t = T::new();
+    assert_eq!(t.c(&["INCRBYFLOAT", "k", "0.1"]), bulk("0.1"));
+    assert_eq!(t.c(&["INCRBYFLOAT", "k", "0.2"]), bulk("0.3"));
+    assert_eq!(t.c(&["INCRBYFLOAT", "k", "-0.3"]), bulk("0"));
+    assert_eq!(t.c(&["SET", "k", "10.5", "EX", "100"]), OK);
+    assert_eq!(t.c(&["INCRBYFLOAT", "k", "5.0e3"]), bulk("5010.5"));
+    assert_eq!(t.c(&["TTL", "k"]), int(100), "the expiry stays");
+    assert_eq!(
+        t.c(&["INCRBYFLOAT", "k", "1 "]),
+        "-ERR value is not a valid float\r\n"
+    );
+    assert_eq!(
+        t.c(&["INCRBYFLOAT", "k", "nan"]),
+        "-ERR value is not a valid float\r\n"
+    );
+    assert_eq!(
+        t.c(&["INCRBYFLOAT", "k", "+inf"]),
+        "-ERR increment would produce NaN or Infinity\r\n"
+    );
+    assert_eq!(t.c(&["GET", "k"]), bulk("5010.5"));
+    assert_eq!(t.c(&["SET", "s", "abc"]), OK);
+    assert_eq!(
+        t.c(&["INCRBYFLOAT", "s", "1"]),
+        "-ERR value is not a valid float\r\n"
+    );
+    assert_eq!(t.c(&["RPUSH", "l", "a"]), int(1));
+    assert_eq!(t.c(&["INCRBYFLOAT", "l", "1"]), WRONGTYPE);
+    // A result that does not fit is refused, and nothing changes.
+    let mut t = T::sized(30, 4);
+    assert_eq!(
+        t.c(&["INCRBYFLOAT", "abcdefghijklmnop", "0.123456789"]),
+        OOM
+    );
+    assert_eq!(t.st.used_memory(), 0);
+}
+
+#[test]
+fn expire_family() {
+    let mut t = T::new();
+    assert_eq!(t.c(&["SET", "k", "v"]), OK);
+    assert_eq!(t.c(&["EXPIRE", "k", "100", "XX"]), int(0));
+    assert_eq!(t.c(&["EXPIRE", "k", "100", "GT"]), int(0));
+    assert_eq!(t.c(&["EXPIRE", "k", "100", "NX"]), int(1));
+    assert_eq!(t.c(&["EXPIRE", "k", "200", "NX"]), int(0));
+    assert_eq!(t.c(&["EXPIRE", "k", "50", "GT"]), int(0));
+    assert_eq!(t.c(&["EXPIRE", "k", "200", "gt"]), int(1));
+    assert_eq!(t.c(&["EXPIRE", "k", "300", "LT"]), int(0));
+    assert_eq!(t.c(&["PEXPIRE", "k", "1500", "LT", "XX"]), int(1));
+    assert_eq!(t.c(&["PTTL", "k"]), int(1500));
+    assert_eq!(t.c(&["TTL", "k"]), int(2));
+    assert_eq!(t.c(&["PEXPIRETIME", "k"]), int(2500));
+    assert_eq!(t.c(&["EXPIRETIME", "k"]), int(3));
+    assert_eq!(t.c(&["EXPIREAT", "k", "100"]), int(1));
+    assert_eq!(t.c(&["EXPIRETIME", "k"]), int(100));
+    assert_eq!(t.c(&["PEXPIREAT", "k", "5000"]), int(1));
+    assert_eq!(t.c(&["PTTL", "k"]), int(4000));
+    assert_eq!(t.c(&["PERSIST", "k"]), int(1));
+    assert_eq!(t.c(&["EXPIRETIME", "k"]), int(-1));
+    assert_eq!(t.c(&["EXPIRETIME", "nokey"]), int(-2));
+    // LT on a key without expiry sets one; a time in the past deletes the key.
+    assert_eq!(t.c(&["EXPIRE", "k", "10", "LT"]), int(1));
+    assert_eq!(t.c(&["PEXPIREAT", "k", "1000"]), int(1));
+    assert_eq!(t.c(&["EXISTS", "k"]), int(0));
+    assert_eq!(t.c(&["EXPIRE", "nokey", "10"]), int(0));
+    assert_eq!(
+        t.c(&["EXPIRE", "k", "10", "NX", "XX"]),
+        "-ERR NX and XX, GT or LT options at the same time are not compatible\r\n"
+    );
+    assert_eq!(
+        t.c(&["EXPIRE", "k", "10", "GT", "LT"]),
+        "-ERR GT and LT options at the same time are not compatible\r\n"
+    );
+    assert_eq!(
+        t.c(&["EXPIRE", "k", "10", "AB"]),
+        "-ERR Unsupported option AB\r\n"
+    );
+    assert_eq!(t.c(&["EXPIRE", "k", "x"]), NOT_INT);
+    let bad = "-ERR invalid expire time in 'expire' command\r\n";
+    assert_eq!(t.c(&["EXPIRE", "k", "9223372036854775807"]), bad);
+    assert_eq!(t.c(&["EXPIRE", "k", "-9223372036854775807"]), bad);
+    let bad = "-ERR invalid expire time in 'pexpire' command\r\n";
+    assert_eq!(t.c(&["PEXPIRE", "k", "9223372036854775807"]), bad);
+    assert_eq!(t.c(&["SET", "k", "v"]), OK);
+    assert_eq!(t.c(&["PEXPIREAT", "k", "9223372036854770000"]), int(1));
+    assert_eq!(t.c(&["PEXPIRETIME", "k"]), int(9223372036854770000));
+    assert_eq!(t.c(&["PEXPIREAT", "k", "-9223372036854770000"]), int(1));
+    assert_eq!(t.c(&["EXISTS", "k"]), int(0));
+    assert_eq!(t.c(&["TIME"]), "*2\r\n$1\r\n1\r\n$1\r\n0\r\n");
+}
+
+#[test]
+fn copy_move_swapdb() {
+    let mut t = T::new();
+    assert_eq!(t.c(&["SET", "s", "v", "EX", "100"]), OK);
+    assert_eq!(t.c(&["COPY", "s", "s2"]), int(1));
+    assert_eq!(t.c(&["GET", "s2"]), bulk("v"));
+    assert_eq!(t.c(&["TTL", "s2"]), int(100));
+    assert_eq!(t.c(&["COPY", "s", "s2"]), int(0));
+    assert_eq!(
+        t.c(&["COPY", "s", "s"]),
+        "-ERR source and destination objects are the same\r\n"
+    );
+    assert_eq!(t.c(&["COPY", "nokey", "x"]), int(0));
+    assert_eq!(t.c(&["ZADD", "z", "1", "a", "2.5", "b"]), int(2));
+    assert_eq!(t.c(&["HSET", "h", "f", "1", "g", "2"]), int(2));
+    assert_eq!(t.c(&["RPUSH", "l", "a", "b", "c"]), int(3));
+    assert_eq!(t.c(&["SADD", "set", "x", "y"]), int(2));
+    assert_eq!(t.c(&["XADD", "x", "1-1", "f", "v"]), bulk("1-1"));
+    for k in ["z", "h", "l", "set", "x"] {
+        assert_eq!(t.c(&["COPY", k, "s2", "REPLACE"]), int(1));
+        assert_eq!(t.c(&["TTL", "s2"]), int(-1));
+        assert_eq!(t.c(&["COPY", k, k, "DB", "3"]), int(1));
+    }
+    assert_eq!(t.c(&["DEL", "z", "h", "l", "set", "x"]), int(5));
+    assert_eq!(t.c(&["SELECT", "3"]), OK);
+    assert_eq!(
+        t.c(&["ZRANGE", "z", "0", "-1", "WITHSCORES"]),
+        "*4\r\n$1\r\na\r\n$1\r\n1\r\n$1\r\nb\r\n$3\r\n2.5\r\n"
+    );
+    assert_eq!(t.c(&["HGET", "h", "g"]), bulk("2"));
+    assert_eq!(t.c(&["LRANGE", "l", "1", "1"]), "*1\r\n$1\r\nb\r\n");
+    assert_eq!(t.c(&["SISMEMBER", "set", "y"]), int(1));
+    assert_eq!(t.c(&["XLEN", "x"]), int(1));
+    assert_eq!(
+        t.c(&["COPY", "h", "h", "DB", "16"]),
+        "-ERR DB index is out of range\r\n"
+    );
+    assert_eq!(t.c(&["COPY", "h", "h", "DB", "x"]), NOT_INT);
+    assert_eq!(t.c(&["COPY", "h", "h", "FOO"]), SYNTAX);
+    // MOVE keeps the expiry, refuses an existing name and the same database.
+    assert_eq!(t.c(&["SET", "m", "v", "EX", "50"]), OK);
+    assert_eq!(t.c(&["MOVE", "m", "4"]), int(1));
+    assert_eq!(t.c(&["EXISTS", "m"]), int(0));
+    assert_eq!(t.c(&["SET", "m", "w"]), OK);
+    assert_eq!(t.c(&["MOVE", "m", "4"]), int(0));
+    assert_eq!(
+        t.c(&["MOVE", "m", "3"]),
+        "-ERR source and destination objects are the same\r\n"
+    );
+    assert_eq!(t.c(&["MOVE", "m", "x"]), NOT_INT);
+    assert_eq!(
+        t.c(&["MOVE", "m", "99"]),
+        "-ERR DB index is out of range\r\n"
+    );
+    assert_eq!(t.c(&["SELECT", "4"]), OK);
+    assert_eq!(t.c(&["TTL", "m"]), int(50));
+    // SWAPDB exchanges the databases' contents under the same sessions.
+    assert_eq!(t.c(&["SWAPDB", "4", "3"]), OK);
+    assert_eq!(t.c(&["GET", "m"]), bulk("w"));
+    assert_eq!(t.c(&["DBSIZE"]), int(6));
+    assert_eq!(
+        t.c(&["SWAPDB", "x", "3"]),
+        "-ERR invalid first DB index\r\n"
+    );
+    assert_eq!(
+        t.c(&["SWAPDB", "3", "x"]),
+        "-ERR invalid second DB index\r\n"
+    );
+    assert_eq!(
+        t.c(&["SWAPDB", "3", "16"]),
+        "-ERR DB index is out of range\r\n"
+    );
+    assert_eq!(t.c(&["UNLINK", "m", "nokey"]), int(1));
+    assert_eq!(t.c(&["TOUCH", "h", "l", "nokey"]), int(2));
+    // A copy that does not fit is refused whole.
+    let mut t = T::sized(400, 64);
+    assert_eq!(
+        t.c(&["RPUSH", "l", &"a".repeat(100), &"b".repeat(100)]),
+        int(2)
+    );
+    let used = t.st.used_memory();
+    assert_eq!(t.c(&["COPY", "l", "l2"]), OOM);
+    assert_eq!(t.st.used_memory(), used);
+}
+
+#[test]
+fn scan_returns_every_key_once() {
+    let mut t = T::new();
+    for i in 0..300 {
+        assert_eq!(t.c(&["SET", &format!("k{i}"), "v"]), OK);
+    }
+    assert_eq!(t.c(&["SADD", "set", "a"]), int(1));
+    let mut seen = std::collections::BTreeSet::new();
+    let mut cursor = String::from("0");
+    let mut calls = 0;
+    loop {
+        let reply = t.c(&["SCAN", &cursor, "COUNT", "7"]);
+        let lines: Vec<&str> = reply.split("\r\n").collect();
+        cursor = lines[2].to_string();
+        for k in lines[4..].iter().skip(1).step_by(2) {
+            assert!(seen.insert(k.to_string()), "{k} twice");
+        }
+        // Keys deleted and added meanwhile do not disturb the others.
+        t.c(&["SET", &format!("new{calls}"), "v"]);
+        calls += 1;
+        if cursor == "0" {
+            break;
+        }
+    }
+    for i in 0..300 {
+        assert!(seen.contains(&format!("k{i}")));
+    }
+    assert!(calls > 10);
+    let one = |t: &mut T, args: &[&str]| {
+        let reply = t.c(args);
+        assert!(reply.starts_with("*2\r\n$1\r\n0\r\n"), "{reply}");
+        reply
+    };
+    assert_eq!(
+        one(&mut t, &["SCAN", "0", "COUNT", "10000", "TYPE", "set"]),
+        "*2\r\n$1\r\n0\r\n*1\r\n$3\r\nset\r\n"
+    );
+    assert_eq!(
+        one(&mut t, &["SCAN", "0", "MATCH", "k29?", "COUNT", "10000"])
+            .matches("k29")
+            .count(),
+        10
+    );
+    assert_eq!(t.c(&["SCAN", "x"]), "-ERR invalid cursor\r\n");
+    assert_eq!(t.c(&["SCAN", "0", "COUNT", "0"]), SYNTAX);
+    assert_eq!(t.c(&["SCAN", "0", "COUNT"]), SYNTAX);
+    assert_eq!(t.c(&["SCAN", "0", "FOO", "1"]), SYNTAX);
+    assert_eq!(t.c(&["SCAN", "99999999999"]), "*2\r\n$1\r\n0\r\n*0\r\n");
+}
+
+#[test]
+fn randomkey_is_uniform_enough() {
+    let mut t = T::sized(1 << 16, 4096);
+    assert_eq!(t.c(&["SET", "foo", "x"]), OK);
+    assert_eq!(t.c(&["SET", "bar", "y"]), OK);
+    let foo = (0..200)
+        .filter(|_| t.c(&["RANDOMKEY"]) == bulk("foo"))
+        .count();
+    assert!((50..150).contains(&foo), "{foo} of 200");
+}
