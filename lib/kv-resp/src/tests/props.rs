@@ -42,6 +42,10 @@ enum Op {
     Type(u8),
     Append(u8, String),
     Rename(u8, u8),
+    /// `COPY a b`, with `REPLACE` or not.
+    Copy(u8, u8, bool),
+    /// `SETBIT key bit value`.
+    SetBit(u8, u8, bool),
 }
 
 /// `ZADD`'s exclusive flags (CH is a separate bool).
@@ -147,7 +151,11 @@ fn op() -> impl Strategy<Value = Op> {
         1 => k.clone().prop_map(Op::XRange),
         1 => k.clone().prop_map(Op::Type),
         2 => (k.clone(), elem()).prop_map(|(k, v)| Op::Append(k, v)),
-        1 => (k.clone(), k).prop_map(|(a, b)| Op::Rename(a, b)),
+        1 => (k.clone(), k.clone()).prop_map(|(a, b)| Op::Rename(a, b)),
+        1 => (k.clone(), k.clone(), any::<bool>()).prop_map(|(a, b, r)| Op::Copy(a, b, r)),
+        // Never a byte's top bit, so that values stay ASCII text.
+        1 => (k, 0u8..5, 1u8..8, any::<bool>())
+            .prop_map(|(k, byte, b, v)| Op::SetBit(k, byte * 8 + b, v)),
     ]
 }
 
@@ -909,7 +917,7 @@ impl Model {
                 };
                 (args, r)
             }
-            _ => unreachable!("the string and hash commands are apply's"),
+            _ => self.apply_keyspace(op),
         }
     }
 
@@ -928,6 +936,78 @@ impl Model {
             Some(_) => prop_assert_eq!(got, WRONGTYPE),
         }
         Ok(())
+    }
+}
+
+impl Model {
+    /// `COPY` and `SETBIT` (`apply_collection`'s fallback).
+    fn apply_keyspace(&mut self, op: &Op) -> (Vec<String>, String) {
+        let key = |k: &u8| format!("k{k}");
+        match op {
+            Op::Copy(a, b, replace) => {
+                let (a, b) = (key(a), key(b));
+                let mut args = vec!["COPY".into(), a.clone(), b.clone()];
+                if *replace {
+                    args.push("REPLACE".into());
+                }
+                let r = match self.map.get(&a) {
+                    _ if a == b => "-ERR source and destination objects are the same\r\n".into(),
+                    None => ":0\r\n".into(),
+                    Some(_) if self.map.contains_key(&b) && !replace => ":0\r\n".into(),
+                    Some(v) => {
+                        let freed = self.map.get(&b).map_or((0, 0), |d| Self::footprint(&b, d));
+                        if self.fits(freed, Self::footprint(&b, v)) {
+                            let v = v.clone();
+                            self.map.insert(b, v);
+                            ":1\r\n".into()
+                        } else {
+                            OOM.into()
+                        }
+                    }
+                };
+                (args, r)
+            }
+            Op::SetBit(k, bit, on) => {
+                let k = key(k);
+                let args = vec![
+                    "SETBIT".into(),
+                    k.clone(),
+                    bit.to_string(),
+                    u8::from(*on).to_string(),
+                ];
+                let (byte, mask) = (usize::from(*bit / 8), 0x80u8 >> (bit % 8));
+                let r = match self.map.get(&k) {
+                    None | Some(Val::Str(_)) => {
+                        let old = match self.map.get(&k) {
+                            Some(Val::Str(v)) => Some(v.clone().into_bytes()),
+                            _ => None,
+                        };
+                        let mut bytes = old.clone().unwrap_or_default();
+                        let was = bytes.get(byte).is_some_and(|b| b & mask != 0);
+                        // A string that grows is written beside the old one.
+                        let grows = old.is_none() || byte >= bytes.len();
+                        bytes.resize(bytes.len().max(byte + 1), 0);
+                        let slot = usize::from(old.is_none());
+                        if grows && !self.fits((0, 0), (HDR + k.len() + bytes.len(), slot)) {
+                            OOM.into()
+                        } else {
+                            bytes[byte] = if *on {
+                                bytes[byte] | mask
+                            } else {
+                                bytes[byte] & !mask
+                            };
+                            // The ops never touch a byte's top bit: the value stays ASCII.
+                            let text = String::from_utf8(bytes).unwrap_or_default();
+                            self.map.insert(k, Val::Str(text));
+                            format!(":{}\r\n", u8::from(was))
+                        }
+                    }
+                    Some(_) => WRONGTYPE.into(),
+                };
+                (args, r)
+            }
+            _ => unreachable!("the other commands are apply's and apply_collection's"),
+        }
     }
 }
 
