@@ -6,7 +6,11 @@
 //! the end. A key keeps its slot for as long as it exists (renaming, moving to another
 //! database, compaction of the arena and growing or shrinking a collection never change it), so
 //! a full scan returns every key that exists for all of it exactly once, Redis's guarantee (a
-//! key added or deleted meanwhile may or may not be returned). `COUNT` is, as in Redis, a hint:
+//! key added or deleted meanwhile may or may not be returned). A key overwritten by a value of
+//! another type (`SET` over a list, `COPY ... REPLACE`) keeps its slot too: the old key's slot
+//! is the first free one when the new key takes one. One case differs from Redis: the target
+//! of a `RENAME` that existed before takes the renamed key's slot, so a scan running meanwhile
+//! may miss that name (Redis, whose cursor follows the name's hash, returns it). `COUNT` is, as in Redis, a hint:
 //! a call stops after passing `COUNT` keys of the database, after `10 × COUNT` slots (at least
 //! 1024), or when its reply would take a quarter of the output buffer.
 //!

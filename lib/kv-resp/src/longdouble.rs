@@ -14,7 +14,8 @@
 //!   the number, at most 5119 bytes; NaN, an overflow and an underflow to zero are refused.
 //!   A decimal is converted exactly with big integers (`digits × 10^exp` as a quotient of
 //!   integers, its 66 leading bits and whether anything remains), whose limbs live on the stack
-//!   (two of [`LIMBS`] 32-bit limbs: 6 KiB, the bound the input length sets);
+//!   (two of [`LIMBS`] 32-bit limbs: 6 KiB, the bound the input length sets; the text buffer
+//!   of the result, 5 KiB, is never on the stack at the same time);
 //! * [`LongDouble::add`]: an exact sum on 128 bits plus a sticky bit, then rounded;
 //! * [`LongDouble::format`]: `%.17Lf`, exact (a fraction on 128 bits; an integer of up to
 //!   4933 digits through base-10^9 limbs), then trimmed as Redis trims.
@@ -520,7 +521,9 @@ fn scaled(neg: bool, v: u128, e: i64, sticky: bool) -> LongDouble {
     }
 }
 
-/// A decimal float: digits with an optional point, then an optional exponent `e[+-]N`.
+/// A decimal float: digits with an optional point, then an optional exponent `e[+-]N`. Not
+/// inlined: its big integers are on the stack only while it runs.
+#[inline(never)]
 fn parse_decimal(neg: bool, s: &[u8]) -> Option<LongDouble> {
     let (int, frac, rest) = split_digits(s, |b| b.is_ascii_digit())?;
     let exp = parse_exponent(rest, b'e')?;

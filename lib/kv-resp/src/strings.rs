@@ -559,9 +559,23 @@ impl Store<'_> {
         let (Some(old), Some(incr)) = (old, longdouble::parse(incr)) else {
             return r.error(NOT_FLOAT);
         };
-        let Some(new) = old.add(incr).finite() else {
-            return r.error("ERR increment would produce NaN or Infinity");
-        };
+        match old.add(incr).finite() {
+            None => r.error("ERR increment would produce NaN or Infinity"),
+            Some(new) => self.store_float(db, key, new, now, r),
+        }
+    }
+
+    /// Stores and answers `INCRBYFLOAT`'s result. A function of its own, so that its text
+    /// buffer and the parse's big integers are never on the stack together.
+    #[inline(never)]
+    fn store_float(
+        &mut self,
+        db: u8,
+        key: &[u8],
+        new: LongDouble,
+        now: u64,
+        r: &mut Reply<'_, '_>,
+    ) -> Res {
         let mut text = [0u8; longdouble::MAX_TEXT];
         let text = new.format(&mut text);
         self.store_counter(db, key, text, now, |r| r.bulk(text), r)

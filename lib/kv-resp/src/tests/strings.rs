@@ -557,6 +557,8 @@ fn scan_returns_every_key_once() {
         assert_eq!(t.c(&["SET", &format!("k{i}"), "v"]), OK);
     }
     assert_eq!(t.c(&["SADD", "set", "a"]), int(1));
+    assert_eq!(t.c(&["RPUSH", "list", "a"]), int(1));
+    assert_eq!(t.c(&["RPUSH", "flip", "a"]), int(1));
     let mut seen = std::collections::BTreeSet::new();
     let mut cursor = String::from("0");
     let mut calls = 0;
@@ -567,8 +569,14 @@ fn scan_returns_every_key_once() {
         for k in lines[4..].iter().skip(1).step_by(2) {
             assert!(seen.insert(k.to_string()), "{k} twice");
         }
-        // Keys deleted and added meanwhile do not disturb the others.
+        // Keys added meanwhile do not disturb the others, and a key overwritten by a value of
+        // another type is still the same key.
         t.c(&["SET", &format!("new{calls}"), "v"]);
+        if calls % 2 == 0 {
+            assert_eq!(t.c(&["SET", "flip", "v"]), OK);
+        } else {
+            assert_eq!(t.c(&["COPY", "list", "flip", "REPLACE"]), int(1));
+        }
         calls += 1;
         if cursor == "0" {
             break;
@@ -577,6 +585,7 @@ fn scan_returns_every_key_once() {
     for i in 0..300 {
         assert!(seen.contains(&format!("k{i}")));
     }
+    assert!(seen.contains("flip"));
     assert!(calls > 10);
     let one = |t: &mut T, args: &[&str]| {
         let reply = t.c(args);
