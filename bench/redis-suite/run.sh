@@ -2,6 +2,7 @@
 # Redis's own test units against one key-value server, in the suite's external-server mode.
 #
 #   REDIS_TEST_PORT=PORT [REDIS_TEST_HOST=127.0.0.1] [REDIS_SUITE_DIR=DIR] \
+#   [REDIS_SUITE_RESULTS=FILE REDIS_SUITE_SERVER='what the server is'] \
 #   bench/redis-suite/run.sh [UNIT ...]
 #
 # DIR is Redis 7.0.15's source tree (Debian's orig tarball, which `cargo xtask test` and
@@ -25,6 +26,10 @@
 # The tests in bench/redis-suite/failing/UNIT.txt are ones this server does not pass yet (a
 # command or an option not written yet, its reason beside it): they run, and their failures
 # are expected. A listed test that passes is reported, so the list only shrinks.
+#
+# With REDIS_SUITE_RESULTS it also writes the counts as JSON to FILE, with the date, the
+# server's description (REDIS_SUITE_SERVER) and the host (docs/bench/redis-suite/results.json
+# is such a file, and the book's table of the suite's results is generated from it).
 #
 # It prints each unit's counts and a total, and fails when a test outside the failing lists
 # failed, a unit stopped (`[exception]`), a listed test passed, or a skip list names a test
@@ -57,6 +62,7 @@ trap 'rm -rf "$work"' EXIT
 # The names of a list file: its lines that are neither comments nor blank.
 names() { [ -f "$1" ] && { grep -v '^#' "$1" | grep -v '^[[:space:]]*$' || true; }; }
 
+rows=()
 total_ok=0 total_err=0 total_known=0 total_skip=0 total_ignore=0 bad=0
 printf '%-20s %5s %5s %6s %5s %7s  %s\n' unit ok err known skip ignored result
 for unit in "${UNITS[@]}"; do
@@ -80,11 +86,16 @@ for unit in "${UNITS[@]}"; do
         grep -qxF "$name" "$work/failed.txt" && continue
         grep -qxF "[ok]: $name" <(sed 's/ ([0-9]* ms)$//' "$log") && echo "$name"
     done <"$known")
+    # An entry is a test's name, or a regular expression after a `/` (the harness's rule).
     stale=$(while IFS= read -r name; do
-        grep -qxF "[skip]: $name" "$log" || echo "$name"
+        case $name in
+        /*) grep -qE "^\[skip\]: .*${name#/}" "$log" || echo "$name" ;;
+        *) grep -qxF "[skip]: $name" "$log" || echo "$name" ;;
+        esac
     done <"$skipfile")
     err=$(grep -c . <<<"$unexpected" || true)
     knownn=$(grep -cxF -f "$known" "$work/failed.txt" || true)
+    knownn=${knownn:-0} # grep prints nothing for an empty pattern file
     result=ok
     if [ -n "$unexpected" ] || [ "$exc" -gt 0 ] || [ -n "$passing" ] || [ -n "$stale" ]; then
         result=FAILED
@@ -97,18 +108,37 @@ for unit in "${UNITS[@]}"; do
         "$ignore" "$result"
     if [ "$result" = FAILED ]; then
         while IFS= read -r name; do
-            [ -n "$name" ] && grep -m1 -A1 -F "[err]: $name in " "$log" | sed "s/^/    | /"
+            [ -n "$name" ] && { grep -m1 -A1 -F "[err]: $name in " "$log" | sed "s/^/    | /" || true; }
         done <<<"$unexpected"
-        grep -A3 '^\[exception\]: ' "$log" | sed 's/^/    | /' | head -8
+        { grep -A3 '^\[exception\]: ' "$log" | sed 's/^/    | /' | head -8; } || true
         [ -n "$passing" ] && printf '    passes, but failing/%s.txt lists it: %s\n' "$unit" "$passing"
         [ -n "$stale" ] && printf '    not run, but skips/%s.txt lists it: %s\n' "$unit" "$stale"
-        [ -z "$unexpected$passing$stale" ] && [ "$exc" = 0 ] && tail -20 "$log" | sed 's/^/    | /'
+        if [ -z "$unexpected$passing$stale" ] && [ "$exc" = 0 ]; then
+            tail -20 "$log" | sed 's/^/    | /'
+        fi
     fi
+    rows+=("$(printf '{"unit": "%s", "passed": %s, "failed": %s, "failed_as_listed": %s, "skipped": %s, "ignored": %s}' \
+        "$unit" "$ok" "$((err + exc))" "$knownn" "$skip" "$ignore")")
     total_ok=$((total_ok + ok)) total_err=$((total_err + err + exc))
     total_known=$((total_known + knownn))
     total_skip=$((total_skip + skip)) total_ignore=$((total_ignore + ignore))
 done
 printf '%-20s %5s %5s %6s %5s %7s\n' total "$total_ok" "$total_err" "$total_known" \
     "$total_skip" "$total_ignore"
+if [ -n "${REDIS_SUITE_RESULTS:-}" ]; then
+    {
+        printf '{\n  "suite": "Redis 7.0.15 tests/ (Debian redis_7.0.15.orig.tar.gz), external-server mode",\n'
+        printf '  "utc": "%s",\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+        printf '  "server": "%s",\n' "${REDIS_SUITE_SERVER:-unnamed}"
+        printf '  "host": "%s, %s CPUs",\n' \
+            "$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)" "$(nproc)"
+        printf '  "denied_tags": ["%s"],\n' "$(printf '%s", "' "${DENIED_TAGS[@]}" | sed 's/", "$//')"
+        printf '  "units": [\n'
+        for i in "${!rows[@]}"; do
+            printf '    %s%s\n' "${rows[$i]}" "$([ "$i" -lt $((${#rows[@]} - 1)) ] && echo ,)"
+        done
+        printf '  ]\n}\n'
+    } >"$REDIS_SUITE_RESULTS"
+fi
 [ "$bad" = 0 ] || fail "see the units marked FAILED above"
 echo "redis suite: ok: $total_ok tests passed, $total_known failed as listed, $total_skip skipped by list, $total_ignore left out by tag"

@@ -954,14 +954,22 @@ fn qemu_steps() -> Vec<Step> {
     );
     // Redis's own test units (`bench/redis-suite/run.sh`: protocol, strings, counters,
     // keyspace, expiry, hashes, lists, sets, sorted sets) in the suite's external-server mode
-    // against core 0's server, apart from the tests its skip lists name with their reasons.
+    // against core 0's server, apart from the tests its lists name with their reasons.
     // `cargo xtask test` fetches the suite (Debian's Redis 7.0.15 source archive) first.
-    let mut run = net(false, Arch::X86_64, None, 1200);
-    run.client = Some("bench/redis-suite/run.sh");
-    steps.push(
-        qemu_step("net:x86_64-redis-suite", &run, Judge::ExitStatus)
-            .tools(&[("tclsh", "tcl"), ("curl", "curl")]),
-    );
+    for (name, arch, machine) in [
+        ("net:x86_64-redis-suite", Arch::X86_64, None),
+        (
+            "net:armv7-virt-redis-suite",
+            Arch::Armv7,
+            Some(Machine::Virt),
+        ),
+    ] {
+        let mut run = net(false, arch, machine, 1200);
+        run.client = Some("bench/redis-suite/run.sh");
+        steps.push(
+            qemu_step(name, &run, Judge::ExitStatus).tools(&[("tclsh", "tcl"), ("curl", "curl")]),
+        );
+    }
     steps
 }
 
