@@ -166,7 +166,12 @@ impl Store<'_> {
             Cmd::Copy => self.copy(db, c, now, r),
             Cmd::Move => {
                 let to = match parse_int(c.arg(2).unwrap_or(b"")) {
-                    Some(n) if i32::try_from(n).is_err() => return r.error(NOT_INT),
+                    Some(n) if i32::try_from(n).is_err() => {
+                        return r.error(
+                            "ERR value is out of range, value must between -2147483648 and \
+                             2147483647",
+                        )
+                    }
                     None => return r.error(NOT_INT),
                     Some(n) if !(0..DATABASES as i64).contains(&n) => return r.error(DB_RANGE),
                     Some(n) => n as u8,
@@ -319,12 +324,20 @@ impl Store<'_> {
 
     /// `SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]` (see the module's docs).
     fn scan(&mut self, db: u8, c: &Command<'_>, now: u64, r: &mut Reply<'_, '_>) -> Res {
-        let cursor = c.arg(1).unwrap_or(b"");
-        let Some(cursor) = core::str::from_utf8(cursor)
+        // Redis reads the cursor with `strtoul`: an optional sign (a negative one wraps), then
+        // decimal digits that fit 64 bits.
+        let text = c.arg(1).unwrap_or(b"");
+        let (neg, digits) = match text.split_first() {
+            Some((b'-', d)) => (true, d),
+            Some((b'+', d)) => (false, d),
+            _ => (false, text),
+        };
+        let cursor = core::str::from_utf8(digits)
             .ok()
-            .filter(|t| !t.starts_with('+'))
-            .and_then(|t| t.parse::<u64>().ok())
-        else {
+            .filter(|d| d.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|d| d.parse::<u64>().ok())
+            .map(|n| if neg { n.wrapping_neg() } else { n });
+        let Some(cursor) = cursor else {
             return r.error("ERR invalid cursor");
         };
         let (mut pattern, mut count, mut kind) = (None, 10i64, None);

@@ -603,6 +603,12 @@ fn scan_returns_every_key_once() {
         10
     );
     assert_eq!(t.c(&["SCAN", "x"]), "-ERR invalid cursor\r\n");
+    assert_eq!(
+        t.c(&["SCAN", "18446744073709551616"]),
+        "-ERR invalid cursor\r\n"
+    );
+    assert_eq!(t.c(&["SCAN", " 1"]), "-ERR invalid cursor\r\n");
+    assert_eq!(t.c(&["SCAN", "-1"]), "*2\r\n$1\r\n0\r\n*0\r\n");
     assert_eq!(t.c(&["SCAN", "0", "COUNT", "0"]), SYNTAX);
     assert_eq!(t.c(&["SCAN", "0", "COUNT"]), SYNTAX);
     assert_eq!(t.c(&["SCAN", "0", "FOO", "1"]), SYNTAX);
