@@ -8,9 +8,8 @@
 //! a full scan returns every key that exists for all of it exactly once, Redis's guarantee (a
 //! key added or deleted meanwhile may or may not be returned). A key overwritten by a value of
 //! another type (`SET` over a list, `COPY ... REPLACE`) keeps its slot too: the old key's slot
-//! is the first free one when the new key takes one. One case differs from Redis: the target
-//! of a `RENAME` that existed before takes the renamed key's slot, so a scan running meanwhile
-//! may miss that name (Redis, whose cursor follows the name's hash, returns it). `COUNT` is, as in Redis, a hint:
+//! is the first free one when the new key takes one; and a `RENAME` onto an existing key moves
+//! the renamed key into the overwritten key's slot. `COUNT` is, as in Redis, a hint:
 //! a call stops after passing `COUNT` keys of the database, after `10 × COUNT` slots (at least
 //! 1024), or when its reply would take a quarter of the output buffer.
 //!
@@ -245,10 +244,10 @@ impl Store<'_> {
                 } else {
                     r.ok()?;
                 }
-                if let Some(d) = self.find_key(db, to, now) {
-                    self.remove_key(d);
+                match self.find_key(db, to, now) {
+                    Some(d) => self.rename_over(e, d, db, to),
+                    None => self.rename_key(e, db, to),
                 }
-                self.rename_key(e, db, to);
                 Ok(())
             }
             Cmd::Keys => {

@@ -780,6 +780,39 @@ impl<'a> Store<'a> {
         self.link(i);
     }
 
+    /// [`Store::rename_key`] onto the existing key `dst`, which is deleted: the renamed key takes
+    /// `dst`'s slot, so that the name keeps its slot (which a `SCAN` cursor relies on). Costs
+    /// O(children of `i`), whose links to their collection change.
+    pub(crate) fn rename_over(&mut self, i: u32, dst: u32, db: u8, key: &[u8]) {
+        self.remove_key(dst);
+        self.rename_key(i, db, key);
+        // `dst`'s slot is the free list's head now.
+        let Some(x) = self.alloc_slot() else {
+            return; // Unreachable: a slot was just freed.
+        };
+        self.unlink(i);
+        let head = self.slots[x as usize].head;
+        self.slots[x as usize] = Slot {
+            head,
+            ..self.slots[i as usize]
+        };
+        let off = self.slots[x as usize].off as usize;
+        self.wr32(off + 4, x);
+        let s = self.slots[x as usize];
+        let mut c = if s.kind == Kind::Str { NIL } else { s.next };
+        while c != NIL {
+            self.slots[c as usize].parent = x;
+            if self.slots[c as usize].kind.is_named_child() {
+                self.unlink(c);
+                self.slots[c as usize].hash = field_hash(x, self.key_of(c));
+                self.link(c);
+            }
+            c = self.slots[c as usize].next;
+        }
+        self.link(x);
+        self.free_slot(i);
+    }
+
     /// A live key of database `db` drawn uniformly, deleting the expired keys met on the way:
     /// a few random slots are tried first (enough when keys fill much of the table), then the
     /// database's keys are counted and one of them is taken at a random rank.

@@ -572,10 +572,14 @@ fn scan_returns_every_key_once() {
         // Keys added meanwhile do not disturb the others, and a key overwritten by a value of
         // another type is still the same key.
         t.c(&["SET", &format!("new{calls}"), "v"]);
-        if calls % 2 == 0 {
-            assert_eq!(t.c(&["SET", "flip", "v"]), OK);
-        } else {
-            assert_eq!(t.c(&["COPY", "list", "flip", "REPLACE"]), int(1));
+        match calls % 3 {
+            0 => assert_eq!(t.c(&["SET", "flip", "v"]), OK),
+            1 => assert_eq!(t.c(&["COPY", "list", "flip", "REPLACE"]), int(1)),
+            _ => {
+                assert_eq!(t.c(&["SADD", &format!("src{calls}"), "a", "b"]), int(2));
+                assert_eq!(t.c(&["RENAME", &format!("src{calls}"), "flip"]), OK);
+                assert_eq!(t.c(&["SCARD", "flip"]), int(2));
+            }
         }
         calls += 1;
         if cursor == "0" {
@@ -587,6 +591,7 @@ fn scan_returns_every_key_once() {
     }
     assert!(seen.contains("flip"));
     assert!(calls > 10);
+    assert_eq!(t.c(&["DEL", "flip"]), int(1));
     let one = |t: &mut T, args: &[&str]| {
         let reply = t.c(args);
         assert!(reply.starts_with("*2\r\n$1\r\n0\r\n"), "{reply}");
@@ -624,4 +629,23 @@ fn randomkey_is_uniform_enough() {
         .filter(|_| t.c(&["RANDOMKEY"]) == bulk("foo"))
         .count();
     assert!((50..150).contains(&foo), "{foo} of 200");
+}
+
+#[test]
+fn an_overwritten_name_keeps_its_slot() {
+    let mut t = T::new();
+    let slot = |t: &mut T, k: &str| t.st.find_key(0, k.as_bytes(), t.now);
+    assert_eq!(t.c(&["RPUSH", "dst", "a"]), int(1));
+    let at = slot(&mut t, "dst");
+    assert_eq!(t.c(&["HSET", "src", "f", "1", "g", "2"]), int(2));
+    assert_eq!(t.c(&["RENAME", "src", "dst"]), OK);
+    assert_eq!(slot(&mut t, "dst"), at);
+    assert_eq!(t.c(&["HGET", "dst", "g"]), bulk("2"));
+    assert_eq!(t.c(&["SET", "dst", "v"]), OK);
+    assert_eq!(slot(&mut t, "dst"), at);
+    assert_eq!(t.c(&["SADD", "s", "m"]), int(1));
+    assert_eq!(t.c(&["COPY", "s", "dst", "REPLACE"]), int(1));
+    assert_eq!(slot(&mut t, "dst"), at);
+    assert_eq!(t.c(&["MSET", "dst", "w"]), OK);
+    assert_eq!(slot(&mut t, "dst"), at);
 }
