@@ -93,9 +93,19 @@ fn u64_at(d: &[u8], o: usize) -> Result<u64, ElfError> {
     Ok(u64::from_le_bytes(a))
 }
 
-impl Elf {
-    /// Parses and checks `data` as an executable for `target`.
-    pub fn parse(data: &'static [u8], target: &ElfTarget) -> Result<Elf, ElfError> {
+/// The entry point and loadable segments of an ELF file, read and checked against a target:
+/// what [`Elf::parse`] reads, from any byte slice and without keeping it (the `elf` fuzz target
+/// runs it on arbitrary bytes).
+#[derive(Clone, Copy, Debug)]
+pub struct Headers {
+    /// Entry point.
+    pub entry: u64,
+    segments: [Option<Segment>; 8],
+}
+
+impl Headers {
+    /// Reads and checks `data`'s file and program headers as an executable for `target`.
+    pub fn parse(data: &[u8], target: &ElfTarget) -> Result<Headers, ElfError> {
         let wide = target.class64;
         if data.get(0..4) != Some(b"\x7FELF".as_slice())
             || data.get(4) != Some(if wide { &2 } else { &1 })
@@ -166,6 +176,19 @@ impl Elf {
         if n == 0 || entry >= target.user_top {
             return Err(ElfError::BadSegment);
         }
+        Ok(Headers { entry, segments })
+    }
+
+    /// The loadable segments.
+    pub fn segments(&self) -> impl Iterator<Item = &Segment> {
+        self.segments.iter().flatten()
+    }
+}
+
+impl Elf {
+    /// Parses and checks `data` as an executable for `target` (see [`Headers::parse`]).
+    pub fn parse(data: &'static [u8], target: &ElfTarget) -> Result<Elf, ElfError> {
+        let Headers { entry, segments } = Headers::parse(data, target)?;
         Ok(Elf {
             data,
             entry,
