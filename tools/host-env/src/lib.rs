@@ -5,6 +5,8 @@
 //! * [`deps`]: the Debian packages the commands need, checked (`cargo xtask doctor`) and
 //!   installed when missing.
 //! * [`toolchain`]: the pinned toolchain's targets and components, installed when missing.
+//! * [`nightly`]: the pinned nightly toolchain that builds the fuzz targets.
+//! * [`cargo_tools`]: host tools built from crates.io (mdBook, cargo-fuzz), pinned.
 //! * [`exit_code`]: how a command ends, its error printed once in one form.
 //! * The workspace's layout: its root ([`workspace_root`]), cargo's target directory
 //!   ([`target_dir`]) and the folder of each package ([`CRATE_DIRS`], [`crate_dir`]).
@@ -14,6 +16,7 @@
 
 pub mod cargo_tools;
 pub mod deps;
+pub mod nightly;
 pub mod proc;
 pub mod progress;
 pub mod toolchain;
@@ -76,6 +79,7 @@ pub const CRATE_DIRS: &[(&str, &str)] = &[
     ("trace-tools", "tools/trace-tools"),
     ("boot-media", "tools/boot-media"),
     ("book", "tools/book"),
+    ("fuzz-runner", "tools/fuzz-runner"),
     ("image-common", "images/common"),
     ("image-x86", "images/x86"),
     ("image-armv7", "images/armv7"),
@@ -175,6 +179,7 @@ pub const LAYOUT: &[(&str, &[&str])] = &[
         &["host-env", "qemu-runner", "protocol", "lock-registry"],
     ),
     ("book", &["host-env"]),
+    ("fuzz-runner", &["host-env"]),
     (
         "trace-tools",
         &[
@@ -196,6 +201,7 @@ pub const LAYOUT: &[(&str, &[&str])] = &[
             "trace-tools",
             "boot-media",
             "book",
+            "fuzz-runner",
             "lock-registry",
         ],
     ),
