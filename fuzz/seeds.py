@@ -126,6 +126,31 @@ def acpi():
     write("acpi", "madt-only", b"\x00" + struct.pack("<H", len(tables[0])) + tables[0])
 
 
+def bootargs():
+    # A tree with /chosen/bootargs, as U-Boot's `bootm` passes it (the first byte: the buffer
+    # size the target copies into).
+    def node(name):
+        return struct.pack(">I", 1) + name + b"\0" * (4 - len(name) % 4)
+
+    def tree(args, extra=b""):
+        value = args + b"\0"
+        prop = struct.pack(">III", 3, len(value), 0) + value + b"\0" * (-len(value) % 4)
+        model = b"QEMU virt\0"
+        prop2 = struct.pack(">III", 3, len(model), 9) + model + b"\0" * (-len(model) % 4)
+        st = node(b"") + prop2 + node(b"chosen") + prop + struct.pack(">I", 2) + extra
+        st += struct.pack(">II", 2, 9)
+        strings = b"bootargs\0model\0"
+        structs = 40 + 16
+        total = structs + len(st) + len(strings)
+        header = struct.pack(">10I", 0xD00DFEED, total, structs, structs + len(st), 40, 17, 16, 0,
+                             len(strings), len(st))
+        return header + bytes(16) + st + strings
+
+    write("bootargs", "chosen", b"\xff" + tree(b"lock=clh cpus=4 mode=bench"))
+    write("bootargs", "short-buffer", b"\x05" + tree("lock=ticket \u00e9".encode()))
+    write("bootargs", "memory-node", b"\x40" + tree(b"", node(b"memory@40000000") + struct.pack(">I", 2)))
+
+
 def elf():
     code = b"\xf4" * 16
     # ELF64, EM_X86_64, one PT_LOAD at 0x400000.
@@ -165,5 +190,5 @@ def frame_ring():
 
 
 if __name__ == "__main__":
-    for f in [kv_resp, abi_syscall, multiboot2, acpi, elf, trace, frame_ring]:
+    for f in [kv_resp, abi_syscall, multiboot2, acpi, bootargs, elf, trace, frame_ring]:
         f()

@@ -60,6 +60,11 @@ pub const TARGETS: &[Target] = &[
                  panic, counts within the fixed arrays",
     },
     Target {
+        name: "bootargs",
+        checks: "the ARMv7 device-tree command-line reader (hal-armv7, through the fdt \
+                 crate): no panic, the copy fits and is a prefix cut at a character boundary",
+    },
+    Target {
         name: "elf",
         checks: "the user-ELF reader of the images (image-common): no panic, accepted \
                  segments aligned, in the user half and inside the file",
@@ -135,39 +140,36 @@ fn selected(target: Option<&str>) -> Result<Vec<&'static Target>, String> {
     }
 }
 
-/// The tools a run needs: the nightly's rustup name and cargo-fuzz's folder.
+/// The tools a run needs: the nightly's rustup name and the pinned cargo-fuzz.
 struct Tools {
     nightly: String,
-    bin_dir: PathBuf,
+    cargo_fuzz: PathBuf,
 }
 
 impl Tools {
     fn ensure(root: &Path) -> Result<Tools, String> {
         let nightly = host_env::nightly::ensure("cargo xtask fuzz")?;
         let cargo_fuzz = cargo_tools::ensure("cargo xtask fuzz", root, &CARGO_FUZZ)?;
-        let bin_dir = cargo_fuzz
-            .parent()
-            .map(Path::to_path_buf)
-            .ok_or("cargo-fuzz has no folder")?;
-        Ok(Tools { nightly, bin_dir })
+        Ok(Tools {
+            nightly,
+            cargo_fuzz,
+        })
     }
 
-    /// `rustup run <nightly> cargo fuzz <args>`, with the pinned cargo-fuzz first on `PATH`
-    /// (cargo finds its subcommands there).
+    /// `rustup run <nightly> <cargo-fuzz> fuzz <args>`: the pinned cargo-fuzz, called as cargo
+    /// calls a subcommand, with the nightly's cargo and rustc first on `PATH` (rustup puts them
+    /// there), which cargo-fuzz builds with.
     fn cargo_fuzz<I, S>(&self, args: I) -> Cmd
     where
         I: IntoIterator<Item = S>,
         S: AsRef<std::ffi::OsStr>,
     {
-        let mut path = OsString::from(&self.bin_dir);
-        if let Some(old) = std::env::var_os("PATH") {
-            path.push(":");
-            path.push(old);
-        }
         Cmd::new("rustup")
-            .args(["run", &self.nightly, "cargo", "fuzz"])
+            .arg("run")
+            .arg(&self.nightly)
+            .arg(&self.cargo_fuzz)
+            .arg("fuzz")
             .args(args)
-            .env("PATH", path)
     }
 }
 
@@ -366,12 +368,17 @@ fn shown(line: &str) -> bool {
 /// A failure says what the output said and how to replay a crash.
 fn libfuzzer(root: &Path, cmd: &Cmd, limit: Duration) -> Result<Stats, String> {
     let mut last = Stats::default();
+    // From a panic's first line to its backtrace or libFuzzer's report: its message.
+    let mut in_panic = false;
     let out = cmd
         .run_streamed(root, limit, &mut |line| {
             if let Some(s) = parse_status(line) {
                 last = s;
             }
-            if shown(line) {
+            in_panic = (in_panic || line.contains("panicked"))
+                && !line.starts_with("stack backtrace")
+                && !line.contains("ERROR: libFuzzer");
+            if in_panic || shown(line) {
                 println!("  {line}");
             }
         })
