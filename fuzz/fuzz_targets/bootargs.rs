@@ -21,7 +21,10 @@ fuzz_target!(|data: &[u8]| {
     match (&whole, cut) {
         (Some(whole), Some(cut)) => {
             assert!(cut.len() <= usize::from(size));
-            assert!(whole.starts_with(cut), "{cut:?} is not a prefix of {whole:?}");
+            assert!(
+                whole.starts_with(cut),
+                "{cut:?} is not a prefix of {whole:?}"
+            );
             assert!(cut.len() == whole.len() || cut.len() + 4 > usize::from(size));
         }
         (None, None) => {}
