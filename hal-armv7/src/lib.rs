@@ -41,7 +41,7 @@
 //! 0 = success, 1 = failure (see [`exit`]).
 //!
 //! # Host builds
-//! Only the pure parts ([`machine`], [`fault`]) build for the host, so that
+//! Only the pure parts ([`machine`], [`fault`], the device-tree reading of [`bootargs`]) build for the host, so that
 //! `cargo test -p hal-armv7 --lib` runs their unit tests; everything else needs
 //! `--target armv7a-none-eabi` (it is gated on `target_arch = "arm"` and `target_os = "none"`).
 #![no_std]
@@ -51,13 +51,12 @@
     allow(rustdoc::broken_intra_doc_links)
 )]
 
+pub mod bootargs;
 pub mod fault;
 pub mod machine;
 
 #[cfg(all(target_arch = "arm", target_os = "none"))]
 pub mod boot;
-#[cfg(all(target_arch = "arm", target_os = "none"))]
-pub mod bootargs;
 #[cfg(all(target_arch = "arm", target_os = "none"))]
 pub mod cache;
 #[cfg(all(target_arch = "arm", target_os = "none"))]

@@ -11,6 +11,8 @@
 //!   streaming the console; QEMU's exit status decides success (see [`qemu`]).
 //! * `cargo xtask book`: the documentation book checked (pages, links, the README's figures
 //!   against the committed runs) and built with mdBook.
+//! * `cargo xtask fuzz`: the libFuzzer targets under fuzz/ (cargo-fuzz, the pinned nightly),
+//!   each replaying its committed corpus and then fuzzing for a bounded time.
 //!
 //! The commands only drive `cargo`, `rustc` and `rustup`; nothing is downloaded by hand.
 //!
@@ -21,7 +23,7 @@
 //! `host-env` (processes, progress lines, Debian packages, the toolchain, the workspace
 //! layout), `qemu-runner` (images, guests, consoles, the network server, executed-instruction
 //! traces), `bench` (the benchmarks), `trace-tools` (`trace` and `sim`) and `boot-media`
-//! (`flash`), `book` (the documentation book's checks and build). Each command's clap options (`QemuArgs`, `BenchArgs`, `TraceArgs`, `SimArgs`,
+//! (`flash`), `book` (the documentation book's checks and build), `fuzz-runner` (`fuzz`). Each command's clap options (`QemuArgs`, `BenchArgs`, `TraceArgs`, `SimArgs`,
 //! `FlashArgs`) stay beside the code they configure in those crates, so that an option and
 //! its use change together and other commands can reuse them (the benchmarks boot guests with
 //! `QemuArgs`); this crate flattens them into its subcommands, so `--help` shows their docs.
@@ -159,6 +161,19 @@ enum Command {
     /// (`--update` rewrites it). Then `mdbook build docs`; a warning fails it. External links
     /// are counted, not fetched.
     Book(book::command::BookArgs),
+
+    /// Run the libFuzzer targets under fuzz/ (cargo-fuzz with the pinned nightly).
+    ///
+    /// For each target (every one in turn, or `--target T`), replays its committed corpus
+    /// fuzz/corpus/T/ (a crash there fails at once), then fuzzes for `--time` seconds (default
+    /// 60) with `--jobs` processes, printing libFuzzer's status lines (`cov:` edges, `ft:`
+    /// features) and a summary per target. New inputs go to target/fuzz/corpus/T/; a crash's
+    /// input to fuzz/artifacts/T/, with the command that replays it. `--cmin` merges the found
+    /// inputs and the seeds of fuzz/seeds.py into the committed corpus, minimised with
+    /// `cargo fuzz cmin`. `--list` names the targets and what each checks. The nightly
+    /// toolchain (rustup) and cargo-fuzz (into target/tools) are installed when missing. Example:
+    /// `cargo xtask fuzz --target kv_resp --time 300 --jobs 2`. See docs/fuzzing.md.
+    Fuzz(fuzz_runner::FuzzArgs),
 }
 
 /// The command line, with the long help of `test` filled in when it is asked for: it comes from
@@ -193,7 +208,8 @@ fn main() -> ExitCode {
         | Command::Bench(_)
         | Command::Sim(_)
         | Command::Doctor { .. }
-        | Command::Book(_) => None,
+        | Command::Book(_)
+        | Command::Fuzz(_) => None,
     };
     if let Some(who) = who {
         if let Err(why) = toolchain::ensure(who, &root) {
@@ -213,6 +229,7 @@ fn main() -> ExitCode {
         Command::Sim(args) => sim::run(&root, &args),
         Command::Flash(args) => flash::run(&root, &args),
         Command::Book(args) => book::command::run(&root, &args),
+        Command::Fuzz(args) => fuzz_runner::run(&root, &args),
         Command::Doctor { install } => {
             if deps::doctor(install) {
                 ExitCode::SUCCESS

@@ -128,6 +128,11 @@ const GROUPS: &[(&str, &str)] = &[
          resolved, the README's headline table equal to the committed runs, then built",
     ),
     (
+        "libfuzzer",
+        "each libFuzzer target under fuzz/ (`cargo xtask fuzz`): its committed corpus replayed, \
+         then a few seconds of fuzzing, built with the pinned nightly and cargo-fuzz",
+    ),
+    (
         "loom",
         "the loom models (<crate>/tests/loom_*.rs) under each crate's own loom cfg in release \
          mode, built in target/loom so the main build is kept; --quick leaves them out",
@@ -467,6 +472,7 @@ fn steps(root: &Path, quick: bool) -> Vec<Step> {
         )
         .fix("`cargo xtask book` lists each dead link and page; `--update` rewrites the README's headline table"),
     );
+    steps.extend(libfuzzer_steps());
 
     if !quick {
         steps.extend(LOOM_CRATES.map(|c| loom_step(root, c)));
@@ -516,6 +522,30 @@ fn steps(root: &Path, quick: bool) -> Vec<Step> {
         steps.push(Step::from_result(name, cmd, Judge::ExitStatus));
     }
     steps
+}
+
+/// Seconds each `libfuzzer:*` step fuzzes after its corpus replays: enough to catch a target
+/// that no longer builds or crashes at once, short enough that the group (with the nightly
+/// build of the targets) stays within a few minutes on two cores.
+const LIBFUZZER_STEP_SECS: &str = "5";
+
+/// One step per libFuzzer target: `cargo xtask fuzz --target T --time 5` (the corpus replay,
+/// then a short run).
+fn libfuzzer_steps() -> Vec<Step> {
+    fuzz_runner::TARGETS
+        .iter()
+        .map(|t| {
+            let cmd = std::env::current_exe()
+                .map(|exe| {
+                    Cmd::new(exe).args(["fuzz", "--target", t.name, "--time", LIBFUZZER_STEP_SECS])
+                })
+                .map_err(|e| format!("cannot find the xtask binary: {e}"));
+            Step::from_result(format!("libfuzzer:{}", t.name), cmd, Judge::ExitStatus).fix(
+                "a crash names its input under fuzz/artifacts/; replay it with the command \
+                 printed, fix the crate, add a regression test (docs/fuzzing.md)",
+            )
+        })
+        .collect()
 }
 
 /// The hosted suites that run the kernel's fine-grained strategy on host threads with the most

@@ -77,25 +77,41 @@ pub struct Elf {
 }
 
 fn u16_at(d: &[u8], o: usize) -> Result<u16, ElfError> {
-    let b = d.get(o..o + 2).ok_or(ElfError::Truncated)?;
+    let b = d
+        .get(o..o.checked_add(2).ok_or(ElfError::Truncated)?)
+        .ok_or(ElfError::Truncated)?;
     Ok(u16::from_le_bytes([b[0], b[1]]))
 }
 
 fn u32_at(d: &[u8], o: usize) -> Result<u32, ElfError> {
-    let b = d.get(o..o + 4).ok_or(ElfError::Truncated)?;
+    let b = d
+        .get(o..o.checked_add(4).ok_or(ElfError::Truncated)?)
+        .ok_or(ElfError::Truncated)?;
     Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
 }
 
 fn u64_at(d: &[u8], o: usize) -> Result<u64, ElfError> {
-    let b = d.get(o..o + 8).ok_or(ElfError::Truncated)?;
+    let b = d
+        .get(o..o.checked_add(8).ok_or(ElfError::Truncated)?)
+        .ok_or(ElfError::Truncated)?;
     let mut a = [0u8; 8];
     a.copy_from_slice(b);
     Ok(u64::from_le_bytes(a))
 }
 
-impl Elf {
-    /// Parses and checks `data` as an executable for `target`.
-    pub fn parse(data: &'static [u8], target: &ElfTarget) -> Result<Elf, ElfError> {
+/// The entry point and loadable segments of an ELF file, read and checked against a target:
+/// what [`Elf::parse`] reads, from any byte slice and without keeping it (the `elf` fuzz target
+/// runs it on arbitrary bytes).
+#[derive(Clone, Copy, Debug)]
+pub struct Headers {
+    /// Entry point.
+    pub entry: u64,
+    segments: [Option<Segment>; 8],
+}
+
+impl Headers {
+    /// Reads and checks `data`'s file and program headers as an executable for `target`.
+    pub fn parse(data: &[u8], target: &ElfTarget) -> Result<Headers, ElfError> {
         let wide = target.class64;
         if data.get(0..4) != Some(b"\x7FELF".as_slice())
             || data.get(4) != Some(if wide { &2 } else { &1 })
@@ -123,7 +139,11 @@ impl Elf {
         let mut segments = [None; 8];
         let mut n = 0;
         for i in 0..phnum {
-            let ph = phoff + i * phentsize;
+            // Offsets come from the file: a sum past the address space is a header outside it.
+            let ph = i
+                .checked_mul(phentsize)
+                .and_then(|o| o.checked_add(phoff))
+                .ok_or(ElfError::Truncated)?;
             if u32_at(data, ph)? != PT_LOAD {
                 continue;
             }
@@ -154,7 +174,8 @@ impl Elf {
             {
                 return Err(ElfError::BadSegment);
             }
-            if (seg.offset + seg.filesz) as usize > data.len() {
+            let file_end = seg.offset.checked_add(seg.filesz);
+            if file_end.is_none_or(|e| e > data.len() as u64) {
                 return Err(ElfError::Truncated);
             }
             if n == segments.len() {
@@ -166,6 +187,19 @@ impl Elf {
         if n == 0 || entry >= target.user_top {
             return Err(ElfError::BadSegment);
         }
+        Ok(Headers { entry, segments })
+    }
+
+    /// The loadable segments.
+    pub fn segments(&self) -> impl Iterator<Item = &Segment> {
+        self.segments.iter().flatten()
+    }
+}
+
+impl Elf {
+    /// Parses and checks `data` as an executable for `target` (see [`Headers::parse`]).
+    pub fn parse(data: &'static [u8], target: &ElfTarget) -> Result<Elf, ElfError> {
+        let Headers { entry, segments } = Headers::parse(data, target)?;
         Ok(Elf {
             data,
             entry,
@@ -228,5 +262,79 @@ fn map_error(e: MapUserError) -> ElfError {
     match e {
         MapUserError::Map => ElfError::OutOfMemory,
         MapUserError::Protect => ElfError::BadSegment,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use std::vec::Vec;
+
+    use super::*;
+
+    const X86_64: ElfTarget = ElfTarget {
+        class64: true,
+        machine: 62,
+        user_top: 0x0000_8000_0000_0000,
+        page_size: 4096,
+    };
+
+    /// An ELF64 executable header with its program headers at `phoff`, then `phdrs`.
+    fn elf64(phoff: u64, phnum: u16, phdrs: &[[u64; 7]]) -> Vec<u8> {
+        let mut f = Vec::new();
+        f.extend_from_slice(b"\x7FELF\x02\x01\x01");
+        f.resize(16, 0);
+        f.extend_from_slice(&2u16.to_le_bytes()); // ET_EXEC
+        f.extend_from_slice(&62u16.to_le_bytes());
+        f.extend_from_slice(&1u32.to_le_bytes());
+        f.extend_from_slice(&0x40_0000u64.to_le_bytes()); // entry
+        f.extend_from_slice(&phoff.to_le_bytes());
+        f.extend_from_slice(&0u64.to_le_bytes());
+        f.extend_from_slice(&[0; 4]);
+        for h in [64u16, 56, phnum, 64, 0, 0] {
+            f.extend_from_slice(&h.to_le_bytes());
+        }
+        for p in phdrs {
+            // p_type PT_LOAD, p_flags R+X, then offset, vaddr, paddr, filesz, memsz, align.
+            f.extend_from_slice(&PT_LOAD.to_le_bytes());
+            f.extend_from_slice(&5u32.to_le_bytes());
+            for w in &p[..6] {
+                f.extend_from_slice(&w.to_le_bytes());
+            }
+        }
+        f
+    }
+
+    #[test]
+    fn a_well_formed_executable_is_read() {
+        let f = elf64(64, 1, &[[0, 0x40_0000, 0x40_0000, 120, 0x2000, 0x1000, 0]]);
+        let h = Headers::parse(&f, &X86_64).unwrap();
+        assert_eq!(h.entry, 0x40_0000);
+        assert_eq!(h.segments().count(), 1);
+    }
+
+    /// Found by the `elf` fuzz target: a program-header offset near the top of the address
+    /// space overflowed `offset + size` when reading a header field.
+    #[test]
+    fn a_program_header_offset_at_the_top_of_the_address_space_is_truncated() {
+        let f = elf64(u64::MAX - 1, 1, &[]);
+        assert_eq!(
+            Headers::parse(&f, &X86_64).unwrap_err(),
+            ElfError::Truncated
+        );
+    }
+
+    /// Found by the `elf` fuzz target: a segment's file offset plus its file size overflowed.
+    #[test]
+    fn a_segment_whose_file_range_overflows_is_truncated() {
+        let f = elf64(
+            64,
+            1,
+            &[[u64::MAX, 0x40_0000, 0x40_0000, 16, 0x1000, 0x1000, 0]],
+        );
+        assert_eq!(
+            Headers::parse(&f, &X86_64).unwrap_err(),
+            ElfError::Truncated
+        );
     }
 }

@@ -121,8 +121,9 @@ impl<const N: usize, const SIZE: usize> FrameRing<N, SIZE> {
         }
     }
 
-    /// Frames published and not yet taken, as seen now by any thread (the producer and the
-    /// consumer see exact counts through their handles).
+    /// Frames published and not yet taken, as seen now by any thread (the producer's
+    /// [`Producer::free`] and the consumer's [`Consumer::len`] are lower bounds from cached
+    /// counters; this loads both).
     pub fn len(&self) -> usize {
         let tail = self.tail.0.load(Ordering::Acquire);
         let head = self.head.0.load(Ordering::Acquire);
@@ -179,7 +180,10 @@ pub struct Producer<'a, const N: usize, const SIZE: usize> {
 }
 
 impl<const N: usize, const SIZE: usize> Producer<'_, N, SIZE> {
-    /// Free slots (exact for us: the consumer only adds to it).
+    /// Free slots: at least this many. The consumer only adds to them, and the producer
+    /// reloads the consumer's count only when its cached one says the ring is full, so a pop
+    /// shows here once the ring looked full ([`push`](Self::push) and
+    /// [`is_full`](Self::is_full) are exact: they reload then).
     pub fn free(&mut self) -> usize {
         if self.head.wrapping_sub(self.tail) as usize == N {
             self.tail = self.ring.tail.0.load(Ordering::Acquire);
@@ -222,7 +226,9 @@ pub struct Consumer<'a, const N: usize, const SIZE: usize> {
 }
 
 impl<const N: usize, const SIZE: usize> Consumer<'_, N, SIZE> {
-    /// Frames waiting (at least this many: the producer only adds).
+    /// Frames waiting: at least this many. The producer only adds to them, and the consumer
+    /// reloads the producer's count only when its cached one says the ring is empty
+    /// ([`pop`](Self::pop) and [`is_empty`](Self::is_empty) are exact: they reload then).
     pub fn len(&mut self) -> usize {
         if self.head == self.tail {
             self.head = self.ring.head.0.load(Ordering::Acquire);
@@ -354,6 +360,25 @@ mod tests {
             assert_eq!(f, &[i as u8; 3][..i % 3 + 1]);
         }
         assert!(ring.is_empty());
+    }
+
+    /// Found by the `frame_ring` fuzz target: the docs called the producer's free count
+    /// exact, but a pop shows in it only once the ring looked full.
+    #[test]
+    fn free_and_len_are_lower_bounds_until_full_or_empty() {
+        let ring = FrameRing::<2, 8>::new();
+        // SAFETY: the only handles of this ring.
+        let (mut p, mut c) = unsafe { (ring.producer(), ring.consumer()) };
+        assert_eq!(p.push(|_| (1, ())), Some(()));
+        assert_eq!(c.pop(|b| b.len()), Some(1));
+        // The consumer took the frame; the producer's cached count has not seen it.
+        assert_eq!(p.free(), 1);
+        assert_eq!(ring.len(), 0);
+        assert_eq!(p.push(|_| (1, ())), Some(()));
+        // Full by the cache: `free` reloads and sees the slot the pop gave back.
+        assert_eq!(p.free(), 1);
+        assert!(!p.is_full());
+        assert_eq!(c.len(), 1);
     }
 
     #[test]

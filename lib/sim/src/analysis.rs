@@ -177,9 +177,11 @@ pub fn analyse(trace: &Trace) -> Report {
             stats(rows.iter(), span, hz)
         })
         .collect();
+    // Core time: the trace's span on every core. Timestamps are 64-bit cycle counts, so a
+    // trace whose span is most of that range saturates here rather than overflows.
     let total = stats(
         trace.records.iter(),
-        (trace.end() - trace.start()) * u64::from(trace.cores),
+        (trace.end() - trace.start()).saturating_mul(u64::from(trace.cores)),
         hz,
     );
     // The total rate is per second of wall time, not of core time.
@@ -247,6 +249,24 @@ mod tests {
             flags: if contended { FLAG_CONTENDED } else { 0 },
             ..Record::EMPTY
         }
+    }
+
+    /// Found by the `trace` fuzz target: a trace whose span times its core count exceeds
+    /// 64 bits overflowed the total core time.
+    #[test]
+    fn a_span_times_the_cores_past_64_bits_saturates() {
+        let t = Trace {
+            cores: 4,
+            strategy: Strategy::BigLock,
+            frequency_hz: 1_000_000,
+            records: vec![
+                rec(0, 0, EntryKind::Syscall, 1, false),
+                rec(1, u64::MAX / 2, EntryKind::Syscall, 1, false),
+            ],
+        };
+        let r = analyse(&t);
+        assert_eq!(r.total.span_cycles, u64::MAX);
+        assert_eq!(r.total.entries, 2);
     }
 
     #[test]

@@ -638,6 +638,9 @@ impl<'a> Reader<'a> {
         let needed = usize::try_from(header.records)
             .ok()
             .and_then(|n| n.checked_mul(RECORD_SIZE))
+            // The whole file's size, header included, must be a `usize` too: the error below
+            // reports it.
+            .filter(|n| n.checked_add(HEADER_SIZE).is_some())
             .ok_or(TraceError::BadHeader("record count too large"))?;
         if body.len() < needed {
             return Err(TraceError::Truncated {
@@ -942,6 +945,23 @@ mod tests {
             assert!(by_bytes.is_err(), "byte {at}");
             assert_eq!(Record::from_words(&words, 3), by_bytes, "byte {at}");
         }
+    }
+
+    /// Found by the `trace` fuzz target: a record count whose records fit in a `usize` but
+    /// not together with the header overflowed the size reported as missing.
+    #[test]
+    fn a_record_count_too_large_with_the_header_is_refused() {
+        let records = (usize::MAX / RECORD_SIZE) as u64;
+        let header = Header {
+            cores: 1,
+            strategy: Strategy::BigLock,
+            frequency_hz: 1,
+            records,
+        };
+        assert_eq!(
+            Trace::from_bytes(&header.encode()),
+            Err(TraceError::BadHeader("record count too large"))
+        );
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! Host tools that Debian does not package, installed from crates.io with `cargo install`.
 //!
-//! One so far: mdBook, which builds the documentation book (`cargo xtask book` and the `book`
-//! step of `cargo xtask test`). Each tool is pinned to one version and installed into
+//! mdBook, which builds the documentation book (`cargo xtask book` and the `book` step of
+//! `cargo xtask test`), and cargo-fuzz, which builds and runs the libFuzzer targets under
+//! fuzz/ (`cargo xtask fuzz` and the `libfuzzer:*` steps). Each tool is pinned to one version and installed into
 //! `<target>/tools` ([`path`]), so the checkout's build does not depend on what `~/.cargo/bin`
 //! holds, `cargo clean` removes it with the rest, and a fresh machine gets exactly the version
 //! the project was checked with. [`ensure`] installs a missing or other-version tool (a few
@@ -35,8 +36,18 @@ pub const MDBOOK: CargoTool = CargoTool {
     used_by: "cargo xtask book; step book",
 };
 
+/// cargo-fuzz: the libFuzzer targets under fuzz/ (built with the pinned nightly,
+/// [`crate::nightly`]).
+pub const CARGO_FUZZ: CargoTool = CargoTool {
+    program: "cargo-fuzz",
+    krate: "cargo-fuzz",
+    version: "0.13.2",
+    version_line: "cargo-fuzz 0.13.2",
+    used_by: "cargo xtask fuzz; steps libfuzzer:*",
+};
+
 /// Every cargo-installed tool, for `cargo xtask doctor`.
-pub const CARGO_TOOLS: &[CargoTool] = &[MDBOOK];
+pub const CARGO_TOOLS: &[CargoTool] = &[MDBOOK, CARGO_FUZZ];
 
 /// Where the tools are installed (`cargo install --root`).
 pub fn root_dir(workspace: &Path) -> PathBuf {

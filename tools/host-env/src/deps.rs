@@ -466,6 +466,31 @@ pub fn doctor(install: bool) -> bool {
             }
         }
     }
+    println!(
+        "{} (rustup toolchain):",
+        crate::cargo_tools::CARGO_FUZZ.used_by
+    );
+    let nightly = if install {
+        crate::nightly::ensure("cargo xtask doctor")
+    } else {
+        crate::nightly::find()
+    };
+    match nightly {
+        Ok(name) => println!(
+            "  ok       {} ({}, as `{name}`)",
+            crate::nightly::CHANNEL,
+            crate::nightly::VERSION_LINE
+        ),
+        Err(why) => {
+            ok = false;
+            println!(
+                "  MISSING  {}: {why} (`{}`; `cargo xtask doctor --install` and `cargo xtask fuzz` \
+                 install it)",
+                crate::nightly::CHANNEL,
+                crate::nightly::install_command()
+            );
+        }
+    }
     if !missing.is_empty() {
         println!("to install what is missing: {}", install_command(&missing));
         println!(

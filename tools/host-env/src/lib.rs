@@ -5,8 +5,10 @@
 //! * [`deps`]: the Debian packages the commands need, checked (`cargo xtask doctor`) and
 //!   installed when missing.
 //! * [`toolchain`]: the pinned toolchain's targets and components, installed when missing.
-//! * [`cargo_tools`] and [`sources`]: the tools from crates.io and the source archives from
-//!   Debian's archive that steps use, pinned and installed into the target directory.
+//! * [`nightly`]: the pinned nightly toolchain that builds the fuzz targets.
+//! * [`cargo_tools`] and [`sources`]: the tools from crates.io (mdBook, cargo-fuzz) and the
+//!   source archives from Debian's archive (Redis's test suite) that steps use, pinned and
+//!   installed into the target directory.
 //! * [`exit_code`]: how a command ends, its error printed once in one form.
 //! * The workspace's layout: its root ([`workspace_root`]), cargo's target directory
 //!   ([`target_dir`]) and the folder of each package ([`CRATE_DIRS`], [`crate_dir`]).
@@ -16,6 +18,7 @@
 
 pub mod cargo_tools;
 pub mod deps;
+pub mod nightly;
 pub mod proc;
 pub mod progress;
 pub mod sources;
@@ -79,6 +82,7 @@ pub const CRATE_DIRS: &[(&str, &str)] = &[
     ("trace-tools", "tools/trace-tools"),
     ("boot-media", "tools/boot-media"),
     ("book", "tools/book"),
+    ("fuzz-runner", "tools/fuzz-runner"),
     ("image-common", "images/common"),
     ("image-x86", "images/x86"),
     ("image-armv7", "images/armv7"),
@@ -178,6 +182,7 @@ pub const LAYOUT: &[(&str, &[&str])] = &[
         &["host-env", "qemu-runner", "protocol", "lock-registry"],
     ),
     ("book", &["host-env"]),
+    ("fuzz-runner", &["host-env"]),
     (
         "trace-tools",
         &[
@@ -199,6 +204,7 @@ pub const LAYOUT: &[(&str, &[&str])] = &[
             "trace-tools",
             "boot-media",
             "book",
+            "fuzz-runner",
             "lock-registry",
         ],
     ),
