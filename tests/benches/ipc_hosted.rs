@@ -4,13 +4,14 @@
 //! ```text
 //! cargo bench -p tests --bench ipc_hosted -- [--records PATH] [--json PATH]
 //!     [--locks none,clh,ticket,fine,rtm] [--cores 1,2,...] [--clients 1,2,4,8] [--runs N]
-//!     [--only ipc,multicore,client-server] [--quick]
+//!     [--delays 0,500,32000] [--only ipc,multicore,smp,client-server] [--quick]
 //! ```
 //!
 //! * `--records PATH`: the raw records of `docs/bench-protocol.md` (a JSON array, one record per
 //!   line): `ipc-roundtrip`, `ipc-call`, `ipc-replyrecv` (same-as and cross-as, per strategy),
 //!   `multicore-pingpong` (per core count and strategy), `client-server` (shared and dedicated,
-//!   per client count and strategy except `none`) and, if `rtm` ran, `rtm-aborts`.
+//!   per client count and strategy except `none`), `smp-pingpong` (sel4bench's `smp`: per
+//!   delay of `--delays`, in TSC cycles, core count and strategy; only with `--only smp`) and, if `rtm` ran, `rtm-aborts`.
 //! * `--json PATH`: the single-core round-trip summary (`ipc-pingpong-1core`, same-as, with
 //!   min/median/mean/stddev), the format of `docs/bench/ipc-hosted.json`.
 //! * `--cores`: core counts of `multicore-pingpong` (default 1..=the CPUs this process may use,
@@ -24,10 +25,10 @@ use tests::bench::{run, stats, Lock, Options, Record};
 
 const USAGE: &str = "[--records PATH] [--json PATH] [--locks none,clh,ticket,fine,rtm] \
                      [--cores 1,2,..] [--clients 1,2,4,8] [--runs N] \
-                     [--only ipc,multicore,client-server] [--quick]";
+                     [--delays 0,500,32000] [--only ipc,multicore,smp,client-server] [--quick]";
 
 /// The benchmark groups of `--only`.
-const GROUPS: [&str; 3] = ["ipc", "multicore", "client-server"];
+const GROUPS: [&str; 4] = ["ipc", "multicore", "smp", "client-server"];
 
 fn main() {
     let mut args = Args::from_env("ipc_hosted", USAGE);
@@ -41,10 +42,12 @@ fn main() {
             "--cores" => opts.cores = args.numbers(&flag),
             "--clients" => opts.clients = args.numbers(&flag),
             "--runs" => opts.runs = args.positive(&flag),
+            "--delays" => opts.delays = args.delays(&flag),
             "--only" => {
                 let set = args.items(&flag, |g| GROUPS.iter().find(|x| **x == g).copied());
                 opts.ipc = set.contains(&"ipc");
                 opts.multicore = set.contains(&"multicore");
+                opts.smp = set.contains(&"smp");
                 opts.client_server = set.contains(&"client-server");
             }
             "--quick" => {}

@@ -7,6 +7,10 @@
 
 use super::Lock;
 
+/// The longest busy delay `--delays` takes, in cycles (a million: a few hundred microseconds,
+/// far past sel4bench's 32,000).
+pub const MAX_DELAY: u64 = 1_000_000;
+
 /// The arguments of a benchmark binary, read flag by flag.
 pub struct Args {
     name: &'static str,
@@ -76,6 +80,12 @@ impl Args {
             .collect()
     }
 
+    /// The busy delays of `flag` in cycles (`0,500,32000`): whole numbers up to
+    /// [`MAX_DELAY`].
+    pub fn delays(&mut self, flag: &str) -> Vec<u64> {
+        self.items(flag, |x| x.parse().ok().filter(|d| *d <= MAX_DELAY))
+    }
+
     /// The kernel strategies of `flag` (`none,clh,ticket,fine,rtm`).
     pub fn locks(&mut self, flag: &str) -> Vec<Lock> {
         self.items(flag, Lock::parse)
@@ -117,5 +127,8 @@ mod tests {
         assert_eq!(a.flag().as_deref(), Some("--runs"));
         assert_eq!(a.positive("--runs"), 3);
         assert_eq!(a.flag(), None);
+        let mut d = args(&["--delays", "0,500,32000"]);
+        assert_eq!(d.flag().as_deref(), Some("--delays"));
+        assert_eq!(d.delays("--delays"), vec![0, 500, 32_000]);
     }
 }

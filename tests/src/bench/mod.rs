@@ -29,6 +29,13 @@
 //!   driven by a host thread pinned to its own CPU. After a warm-up, the sample is the total
 //!   round trips per second of all pairs during one sampling interval, the interval timed with
 //!   the TSC (`interval_ticks`).
+//! * **`smp-pingpong`** (variants `delay-0`, `delay-500`, `delay-32000`: sel4bench's `smp`
+//!   benchmark): the pairs of `multicore-pingpong`, but each client spins a busy delay of that
+//!   many TSC cycles in "user space" (its host thread, outside the kernel) before every Call,
+//!   as sel4bench's ping thread does between its IPCs. The delay is a calibrated loop, not a
+//!   counter read ([`SpinDelay`]): its iterations per cycle are measured once per run and
+//!   written to `extra` (`spin_iterations`, `spin_iterations_per_cycle`). A sample is the
+//!   round trips per second of all pairs together, as for `multicore-pingpong`.
 //! * **`client-server`** (variants `shared`: every client Calls one server; `dedicated`: each
 //!   client Calls its own server, on its own endpoint): the server thread(s) run on kernel core
 //!   0, the clients on cores 1.. (round-robin if there are more clients than the kernel's other
@@ -410,6 +417,11 @@ pub struct Options {
     pub ipc: bool,
     /// Run `multicore-pingpong`.
     pub multicore: bool,
+    /// Run `smp-pingpong` (sel4bench's `smp`) at each of [`Options::delays`] (off unless
+    /// asked for: `--only smp`).
+    pub smp: bool,
+    /// Busy delays of `smp-pingpong`, in TSC cycles (default 0, 500 and 32,000: sel4bench's).
+    pub delays: Vec<u64>,
     /// Run `client-server`.
     pub client_server: bool,
 }
@@ -425,6 +437,8 @@ impl Options {
             quick,
             ipc: true,
             multicore: true,
+            smp: false,
+            delays: SMP_DELAYS.to_vec(),
             client_server: true,
         }
     }
@@ -910,6 +924,53 @@ fn single_core(opts: &Options, p: Params, m: &Machine, rtm: &mut RtmStats) -> Ve
 // Throughput on several cores.
 // -------------------------------------------------------------------------------------------
 
+/// sel4bench's `smp` delays between a ping thread's IPCs, in cycles.
+pub const SMP_DELAYS: [u64; 3] = [0, 500, 32_000];
+
+/// A calibrated busy loop: a delay of a given number of TSC cycles spent in plain loop
+/// iterations (no counter read inside the delay), as sel4bench's `smp` benchmark delays its
+/// ping thread in user space.
+#[derive(Clone, Copy, Debug)]
+pub struct SpinDelay {
+    /// Loop iterations per TSC cycle, measured by [`SpinDelay::calibrate`].
+    pub per_cycle: f64,
+}
+
+impl SpinDelay {
+    /// Iterations of the calibration run.
+    const CALIBRATION: u64 = 4_000_000;
+
+    /// Measures the loop's iterations per TSC cycle: the fastest of five timed runs of
+    /// [`Self::CALIBRATION`] iterations.
+    pub fn calibrate() -> Self {
+        let best = (0..5)
+            .map(|_| {
+                let t = cycles();
+                spin(Self::CALIBRATION);
+                (cycles() - t).max(1)
+            })
+            .min()
+            .unwrap_or(1);
+        SpinDelay {
+            per_cycle: Self::CALIBRATION as f64 / best as f64,
+        }
+    }
+
+    /// The loop iterations of a delay of `cycles` TSC cycles.
+    pub fn iterations(&self, cycles: u64) -> u64 {
+        (cycles as f64 * self.per_cycle).round() as u64
+    }
+}
+
+/// `n` iterations of an empty loop the compiler cannot remove.
+#[inline(never)]
+pub fn spin(n: u64) {
+    let mut i = 0u64;
+    while std::hint::black_box(i) < n {
+        i += 1;
+    }
+}
+
 /// Samples a throughput counter: after `warmup`, `runs` intervals of `interval`, each giving the
 /// increase of `total()` per second (TSC-timed). Returns the samples and the mean interval in
 /// ticks.
@@ -935,8 +996,16 @@ fn counters(n: usize) -> Vec<CachePadded<AtomicU64>> {
         .collect()
 }
 
-/// `multicore-pingpong`: one private client/server pair per core.
-fn pairs<S: BenchStrategy>(s: S, cores: usize, p: Params, runs: usize, hz: u64) -> Run {
+/// `multicore-pingpong` (`spin` 0) and `smp-pingpong`: one private client/server pair per
+/// core, the client spinning `spin` loop iterations ([`SpinDelay`]) before every Call.
+fn pairs<S: BenchStrategy>(
+    s: S,
+    cores: usize,
+    spin_n: u64,
+    p: Params,
+    runs: usize,
+    hz: u64,
+) -> Run {
     let mut k = Box::new(Kernel::new(s, BenchHal::new(cores), cores));
     let clients: Vec<ThreadId> = (0..cores).map(|c| make_pair(&mut k, c, false).0).collect();
     for (c, &t) in clients.iter().enumerate() {
@@ -949,6 +1018,9 @@ fn pairs<S: BenchStrategy>(s: S, cores: usize, p: Params, runs: usize, hz: u64) 
         let mut n = 0;
         while !stop.load(Relaxed) {
             for _ in 0..64 {
+                if spin_n > 0 {
+                    spin(spin_n);
+                }
                 round_trip(k, cpu, call, rr, client);
             }
             n += 64;
@@ -1229,10 +1301,12 @@ fn client_server<S: BenchStrategy>(
 /// A throughput workload.
 #[derive(Clone, Copy, Debug)]
 enum Load {
-    /// `multicore-pingpong`: one private client/server pair per core.
+    /// `multicore-pingpong` and `smp-pingpong`: one private client/server pair per core.
     Pairs {
         /// Cores.
         cores: usize,
+        /// Busy-loop iterations before every Call ([`SpinDelay`]; 0: none).
+        spin: u64,
     },
     /// `client-server`: `clients` clients calling one shared server or each its own.
     ClientServer {
@@ -1246,7 +1320,7 @@ enum Load {
 /// Runs `load` on the kernel with strategy `s`.
 fn run_load<S: BenchStrategy>(s: S, load: Load, p: Params, runs: usize, hz: u64) -> Run {
     match load {
-        Load::Pairs { cores } => pairs(s, cores, p, runs, hz),
+        Load::Pairs { cores, spin } => pairs(s, cores, spin, p, runs, hz),
         Load::ClientServer { clients, dedicated } => {
             client_server(s, clients, dedicated, p, runs, hz)
         }
@@ -1305,6 +1379,49 @@ fn throughput_record(
     r
 }
 
+/// `smp-pingpong`: every delay, core count and lock of `opts` (sel4bench's `smp`).
+fn smp_pingpong(
+    opts: &Options,
+    p: Params,
+    m: &Machine,
+    rtm: &mut RtmStats,
+    rtm_runs: &mut Vec<String>,
+    log: &mut dyn FnMut(&str),
+) -> Vec<Record> {
+    let delay = SpinDelay::calibrate();
+    log(&format!(
+        "smp-pingpong: busy loop calibrated at {:.3} iterations per TSC cycle",
+        delay.per_cycle
+    ));
+    let mut out = Vec::new();
+    for &cycles in &opts.delays {
+        let spin = delay.iterations(cycles);
+        for &asked in &opts.cores {
+            let cores = asked.clamp(1, MAX_CPUS);
+            for &lock in &opts.locks {
+                let run = run_load_for(lock, Load::Pairs { cores, spin }, p, opts.runs, m.hz)
+                    .expect("every lock runs pairs");
+                if let Some(s) = &run.rtm {
+                    add_rtm_stats(rtm, s);
+                    rtm_runs.push(format!("smp-pingpong {cores} cores delay {cycles}"));
+                }
+                let variant = format!("delay-{cycles}");
+                let mut r = throughput_record("smp-pingpong", &variant, lock, cores, m, &run);
+                r.extra("delay_cycles", cycles)
+                    .extra("spin_iterations", spin)
+                    .extra("spin_iterations_per_cycle", delay.per_cycle);
+                let (_, med, ..) = stats(&r.samples);
+                log(&format!(
+                    "smp-pingpong {variant} {} {cores} cores: median {med:.0} round trips/s",
+                    lock.name()
+                ));
+                out.push(r);
+            }
+        }
+    }
+    out
+}
+
 /// Runs the selected benchmarks; `log` receives one progress line per finished point.
 pub fn run(opts: &Options, log: &mut dyn FnMut(&str)) -> Vec<Record> {
     let p = opts.params();
@@ -1336,8 +1453,9 @@ pub fn run(opts: &Options, log: &mut dyn FnMut(&str)) -> Vec<Record> {
                 ));
             }
             for &lock in &opts.locks {
-                let run = run_load_for(lock, Load::Pairs { cores }, p, opts.runs, m.hz)
-                    .expect("every lock runs pairs");
+                let load = Load::Pairs { cores, spin: 0 };
+                let run =
+                    run_load_for(lock, load, p, opts.runs, m.hz).expect("every lock runs pairs");
                 if let Some(s) = &run.rtm {
                     add_rtm_stats(&mut rtm, s);
                     rtm_runs.push(format!("multicore-pingpong {cores} cores"));
@@ -1351,6 +1469,9 @@ pub fn run(opts: &Options, log: &mut dyn FnMut(&str)) -> Vec<Record> {
                 out.push(r);
             }
         }
+    }
+    if opts.smp {
+        out.extend(smp_pingpong(opts, p, &m, &mut rtm, &mut rtm_runs, log));
     }
     if opts.client_server {
         for dedicated in [false, true] {
@@ -1457,8 +1578,15 @@ mod tests {
             dedicated: false,
         };
         for (lock, load) in [
-            (Lock::None, Load::Pairs { cores: 2 }),
-            (Lock::Clh, Load::Pairs { cores: 1 }),
+            (Lock::None, Load::Pairs { cores: 2, spin: 0 }),
+            (Lock::Clh, Load::Pairs { cores: 1, spin: 0 }),
+            (
+                Lock::Mcs,
+                Load::Pairs {
+                    cores: 2,
+                    spin: 500,
+                },
+            ),
             (Lock::Fine, shared),
             (
                 Lock::Ticket,
@@ -1480,5 +1608,24 @@ mod tests {
         }
         // No lock cannot share a server.
         assert!(run_load_for(Lock::None, shared, params(), 1, hz).is_none());
+    }
+
+    #[test]
+    fn the_busy_delay_is_calibrated_and_slows_the_pairs() {
+        let d = SpinDelay::calibrate();
+        assert!(d.per_cycle > 0.0 && d.per_cycle.is_finite(), "{d:?}");
+        assert_eq!(d.iterations(0), 0);
+        assert!(d.iterations(32_000) > d.iterations(500));
+        // A delay far longer than a round trip bounds the rate: at most one round trip per
+        // delay per core.
+        let hz = tsc_hz(Duration::from_millis(20));
+        let spin = d.iterations(1_000_000);
+        let run = run_load_for(Lock::Clh, Load::Pairs { cores: 1, spin }, params(), 2, hz).unwrap();
+        let bound = hz as f64 / 1_000_000.0 * 1.5;
+        assert!(
+            run.samples.iter().all(|&s| s > 0.0 && s < bound),
+            "{:?} (bound {bound})",
+            run.samples
+        );
     }
 }
