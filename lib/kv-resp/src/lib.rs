@@ -39,7 +39,8 @@
 //!
 //! # Commands
 //!
-//! `PING`, `ECHO`, `QUIT`, `SELECT`, `COMMAND` (an empty array: enough for redis-cli's
+//! `PING`, `ECHO`, `QUIT`, `SELECT`, `HELLO` (RESP2 only: `HELLO` and `HELLO 2` answer the
+//! server's description, any other version `-NOPROTO`), `RESET`, `COMMAND` (an empty array: enough for redis-cli's
 //! `COMMAND DOCS`), `CONFIG GET` (glob patterns), `CONFIG SET` and `CONFIG RESETSTAT` (the
 //! parameters of `src/admin.rs`'s table), `FUNCTION FLUSH`, `INFO`, `DBSIZE`, `FLUSHALL`, `FLUSHDB`;
 //! keys of any type: `DEL`, `UNLINK`, `EXISTS`, `TOUCH`, `TYPE`, `RENAME`, `RENAMENX`, `COPY`
@@ -83,8 +84,8 @@
 //!   internals; here every type has one representation.
 //! * The bit commands beyond `SETBIT`/`GETBIT` (`BITCOUNT`, `BITOP`, `BITPOS`, `BITFIELD`).
 //! * Persistence, replication, pub/sub, transactions (`MULTI`), scripting, authentication,
-//!   RESP3 (`HELLO 3`): outside a benchmark server's needs.
-//! * Quoted arguments in inline commands (`SET k "a b"`): unquoting needs a second buffer.
+//!   RESP3 (`HELLO 3` is answered `-NOPROTO unsupported protocol version`): outside a
+//!   benchmark server's needs.
 //! * Keys are hashed with FNV-1a, unseeded: a client that wants to can make chains long
 //!   (hash flooding). The table still works, only slower.
 //! * Sorted sets are ordered linked lists, not skip lists: inserting at a random rank is O(n)
