@@ -190,7 +190,8 @@ impl Store<'_> {
     /// nothing changed: drain `out` and call again with the same command. A reply that would not
     /// fit even into the empty buffer is replaced by an error reply instead (the command then
     /// changes nothing), so an empty buffer of at least [`crate::MIN_OUTPUT`] bytes always makes
-    /// progress.
+    /// progress; unless `out` can be given a larger buffer ([`crate::OutBuf::set_lendable`]),
+    /// which `out` then asks for ([`crate::OutBuf::wants_larger`]).
     pub fn execute(
         &mut self,
         session: &mut Session,
@@ -204,7 +205,9 @@ impl Store<'_> {
             Ok(outcome) => Ok(outcome),
             Err(Overflow) => {
                 r.rollback();
-                if r.started_empty() && r.error(TOO_BIG).is_ok() {
+                if r.started_empty() && r.ask_larger() {
+                    Err(NeedOutput)
+                } else if r.started_empty() && r.error(TOO_BIG).is_ok() {
                     Ok(Outcome::Continue)
                 } else {
                     r.rollback();

@@ -33,9 +33,15 @@
 //!   an acknowledged write is never lost or evicted (Redis's `noeviction` policy).
 //! * **No lost replies.** See [`output`]: a command runs only when its reply fits; otherwise
 //!   the caller drains the output and retries, and the command has not run.
-//! * **Bounded input.** A request longer than the input buffer, a bad length header or any other
-//!   malformed input is answered `-ERR Protocol error: ...` and the connection is to be closed
+//! * **Bounded input.** A request longer than the input buffer (or than the larger buffer the
+//!   caller can lend, [`Connection::set_lendable`]), a bad length header or any other malformed
+//!   input is answered `-ERR Protocol error: ...` and the connection is to be closed
 //!   ([`Progress::Close`]), as Redis does. No input makes the crate panic.
+//! * **Large requests and replies in lent buffers.** A caller with a larger buffer to lend
+//!   (one per core, lent to one connection at a time) is asked for it when a request or a
+//!   reply exceeds a connection's own buffers, and gets it back once that request was answered
+//!   or that reply drained; while it waits, the request stays buffered and the command has not
+//!   run (see [`Connection`]).
 //!
 //! # Commands
 //!

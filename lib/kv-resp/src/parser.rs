@@ -175,11 +175,17 @@ pub struct Parser<'a> {
     /// The inline request at `start`, already split by `split_inline`: its length and number
     /// of words.
     inline_ready: Option<(usize, usize)>,
+    /// The largest request accepted: the buffer's size, or a larger buffer's the caller can
+    /// lend ([`Parser::set_lendable`]).
+    limit: usize,
+    /// The buffer is full with an incomplete request that needs at least this many bytes.
+    wants: Option<usize>,
 }
 
 /// What `scan` found at the start of the unconsumed bytes.
 enum Scan {
-    Incomplete,
+    /// More bytes are needed; the request has at least this many.
+    Incomplete(usize),
     Frame {
         len: usize,
         argc: usize,
@@ -195,7 +201,43 @@ impl<'a> Parser<'a> {
             start: 0,
             end: 0,
             inline_ready: None,
+            limit: 0,
+            wants: None,
         }
+    }
+
+    /// Tells the parser that its owner can lend it a buffer of `n` bytes: requests up to that
+    /// size are accepted (their lengths are checked against it), and a request that fills the
+    /// buffer without being complete makes [`Parser::wants`] ask for the larger one instead of
+    /// being an error.
+    pub fn set_lendable(&mut self, n: usize) {
+        self.limit = n;
+    }
+
+    /// When [`Parser::next_command`] needs more bytes than the buffer holds: how many the
+    /// request needs at least (at most the lendable size). Swap in a buffer that large
+    /// ([`Parser::swap`]) and go on receiving.
+    pub fn wants(&self) -> Option<usize> {
+        self.wants
+    }
+
+    /// Replaces the buffer with `buf`, moving the unconsumed bytes over, and returns the old
+    /// one; `Err(buf)` (nothing changed) when `buf` cannot hold the unconsumed bytes.
+    pub fn swap(&mut self, buf: &'a mut [u8]) -> Result<&'a mut [u8], &'a mut [u8]> {
+        let n = self.end - self.start;
+        if buf.len() < n {
+            return Err(buf);
+        }
+        buf[..n].copy_from_slice(&self.buf[self.start..self.end]);
+        self.start = 0;
+        self.end = n;
+        self.wants = None;
+        Ok(core::mem::replace(&mut self.buf, buf))
+    }
+
+    /// The buffer's size in bytes.
+    pub fn capacity(&self) -> usize {
+        self.buf.len()
     }
 
     /// Appends as many of `data`'s bytes as fit, returning how many were taken; the caller keeps
@@ -222,6 +264,7 @@ impl<'a> Parser<'a> {
     /// requests (`*0`, any negative count, blank inline lines) are skipped: Redis 7.0 does not
     /// answer them.
     pub fn next_command(&mut self) -> Result<Option<Command<'_>>, ProtocolError> {
+        self.wants = None;
         let (len, argc, inline) = loop {
             if let Some((len, argc)) = self.inline_ready {
                 if argc > 0 {
@@ -231,9 +274,14 @@ impl<'a> Parser<'a> {
                 continue;
             }
             let cap = self.buf.len();
+            let limit = self.limit.max(cap);
             let pending = &self.buf[self.start..self.end];
-            match scan(pending, cap)? {
-                Scan::Incomplete => {
+            match scan(pending, limit)? {
+                Scan::Incomplete(need) => {
+                    if pending.len() >= cap && cap < limit && need > 0 {
+                        self.wants = Some(need.max(cap + 1).min(limit));
+                        return Ok(None);
+                    }
                     if pending.len() >= cap {
                         return Err(if pending.first() == Some(&b'*') {
                             ProtocolError::RequestTooLarge
@@ -447,11 +495,12 @@ fn header(
 /// Finds the first request in `buf` (the unconsumed bytes of a buffer of `cap` bytes).
 fn scan(buf: &[u8], cap: usize) -> Result<Scan, ProtocolError> {
     let Some(&first) = buf.first() else {
-        return Ok(Scan::Incomplete);
+        return Ok(Scan::Incomplete(1));
     };
     if first != b'*' {
         let Some(nl) = buf.iter().position(|&b| b == b'\n') else {
-            return Ok(Scan::Incomplete);
+            // An inline request never gets more than the connection's own buffer.
+            return Ok(Scan::Incomplete(0));
         };
         let argc = count_words(&buf[..nl]);
         return Ok(Scan::Frame {
@@ -461,7 +510,7 @@ fn scan(buf: &[u8], cap: usize) -> Result<Scan, ProtocolError> {
         });
     }
     let Some((count, mut pos)) = header(buf, 0, ProtocolError::InvalidMultibulkLength)? else {
-        return Ok(Scan::Incomplete);
+        return Ok(Scan::Incomplete(buf.len() + 1));
     };
     if count > i64::from(i32::MAX) || count > (cap / 6) as i64 {
         // Redis's bound, and the buffer's: each element takes at least `$0\r\n\r\n`.
@@ -470,7 +519,7 @@ fn scan(buf: &[u8], cap: usize) -> Result<Scan, ProtocolError> {
     let count = count.max(0) as usize;
     for _ in 0..count {
         let Some(&tag) = buf.get(pos) else {
-            return Ok(Scan::Incomplete);
+            return Ok(Scan::Incomplete(pos + 1));
         };
         if tag != b'$' {
             let shown = if tag.is_ascii_graphic() || tag == b' ' {
@@ -481,7 +530,7 @@ fn scan(buf: &[u8], cap: usize) -> Result<Scan, ProtocolError> {
             return Err(ProtocolError::ExpectedDollar(shown));
         }
         let Some((len, next)) = header(buf, pos, ProtocolError::InvalidBulkLength)? else {
-            return Ok(Scan::Incomplete);
+            return Ok(Scan::Incomplete(buf.len() + 1));
         };
         if len < 0 || len as u64 > cap as u64 {
             return Err(ProtocolError::InvalidBulkLength);
@@ -492,7 +541,7 @@ fn scan(buf: &[u8], cap: usize) -> Result<Scan, ProtocolError> {
             if buf.len() > data_end && buf[data_end] != b'\r' {
                 return Err(ProtocolError::MissingCrlf);
             }
-            return Ok(Scan::Incomplete);
+            return Ok(Scan::Incomplete(data_end + 2));
         }
         if &buf[data_end..data_end + 2] != b"\r\n" {
             return Err(ProtocolError::MissingCrlf);

@@ -128,3 +128,65 @@ fn hello_answers_for_resp2() {
         b"-ERR Protocol version is not an integer or out of range\r\n"
     );
 }
+
+#[test]
+fn lent_buffers_carry_a_large_value_both_ways() {
+    let mut st = store(1 << 16, 64);
+    let value = vec![b'v'; 5000];
+    let (mut big_in, mut big_out) = (vec![0u8; 8192], vec![0u8; 8192]);
+    let (mut spare_in, mut spare_out) = (Some(&mut big_in[..]), Some(&mut big_out[..]));
+    let (mut i, mut o) = (vec![0u8; 256], vec![0u8; 512]);
+    let mut c = Connection::new(&mut i, &mut o).unwrap();
+    c.set_lendable(8192);
+    let mut input = encode(&[b"SET", b"k", &value]);
+    input.extend_from_slice(&encode(&[b"GET", b"k"]));
+    input.extend_from_slice(b"PING\r\n");
+    let mut fed = 0;
+    let mut out = Vec::new();
+    let mut lends = 0;
+    for _ in 0..1000 {
+        fed += c.receive(&input[fed..]);
+        let p = c.process(&mut st, 0);
+        out.extend_from_slice(c.output());
+        let n = c.output().len();
+        c.consume_output(n);
+        let (li, lo) = c.take_lent();
+        spare_in = spare_in.or(li);
+        spare_out = spare_out.or(lo);
+        if c.wants_input().is_some() {
+            lends += 1;
+            spare_in = c.lend_input(spare_in.take().unwrap()).err();
+        }
+        if c.wants_output() {
+            lends += 1;
+            spare_out = c.lend_output(spare_out.take().unwrap()).err();
+        }
+        if p == Progress::NeedInput && fed == input.len() && c.wants_input().is_none() {
+            break;
+        }
+    }
+    let mut want = b"+OK\r\n$5000\r\n".to_vec();
+    want.extend_from_slice(&value);
+    want.extend_from_slice(b"\r\n+PONG\r\n");
+    assert_eq!(out, want);
+    assert_eq!(lends, 2);
+    // Both buffers came back.
+    assert!(spare_in.is_some() && spare_out.is_some());
+}
+
+#[test]
+fn lent_input_is_asked_for_up_to_the_lendable_size() {
+    let mut st = store(1 << 16, 64);
+    let (mut i, mut o) = (vec![0u8; 256], vec![0u8; 512]);
+    let mut c = Connection::new(&mut i, &mut o).unwrap();
+    c.set_lendable(1024);
+    c.receive(&encode(&[b"SET", b"k", &[b'v'; 800]]));
+    assert_eq!(c.process(&mut st, 0), Progress::NeedInput);
+    assert_eq!(c.wants_input(), Some(828));
+    let (mut i2, mut o2) = (vec![0u8; 256], vec![0u8; 512]);
+    let mut c2 = Connection::new(&mut i2, &mut o2).unwrap();
+    c2.set_lendable(1024);
+    c2.receive(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$2000\r\n");
+    assert_eq!(c2.process(&mut st, 0), Progress::Close);
+    assert_eq!(c2.output(), b"-ERR Protocol error: invalid bulk length\r\n");
+}
