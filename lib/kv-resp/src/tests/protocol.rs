@@ -190,3 +190,29 @@ fn lent_input_is_asked_for_up_to_the_lendable_size() {
     assert_eq!(c2.process(&mut st, 0), Progress::Close);
     assert_eq!(c2.output(), b"-ERR Protocol error: invalid bulk length\r\n");
 }
+
+#[test]
+fn proto_max_bulk_len_is_the_arena_size() {
+    let mut st = store(4096, 64);
+    let mut s = Session::new();
+    assert_eq!(
+        cmd_at(&mut st, &mut s, &["CONFIG", "GET", "proto-max-bulk-len"], 0),
+        "*2\r\n$18\r\nproto-max-bulk-len\r\n$4\r\n4096\r\n"
+    );
+    assert_eq!(
+        cmd_at(
+            &mut st,
+            &mut s,
+            &["CONFIG", "SET", "proto-max-bulk-len", "4096"],
+            0
+        ),
+        "+OK\r\n"
+    );
+    assert!(cmd_at(
+        &mut st,
+        &mut s,
+        &["CONFIG", "SET", "proto-max-bulk-len", "10000000000"],
+        0
+    )
+    .starts_with("-ERR"));
+}
