@@ -6,7 +6,10 @@
 //!
 //! It listens on 127.0.0.1:PORT (default 6390) with an arena of ARENA_MIB MiB (48) and SLOTS
 //! slots (524288), the guest's per-core sizes. One thread per connection; the store is behind a
-//! mutex, taken for each batch of requests. Time is the host's clock.
+//! mutex, taken for each batch of requests. Time is the host's clock. A request or reply larger
+//! than a connection's 16 KiB buffers gets a larger one lent to it, as large as the arena (the
+//! largest value the store can hold): allocated zeroed, so its pages cost memory only once a
+//! large request or reply touches them.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -46,17 +49,21 @@ fn main() {
     println!("tcp_server: listening on 127.0.0.1:{port}, {mib} MiB, {slots} slots");
     for stream in listener.incoming().flatten() {
         let store = Arc::clone(&store);
-        std::thread::spawn(move || serve(stream, &store));
+        std::thread::spawn(move || serve(stream, &store, mib << 20));
     }
 }
 
-/// Serves one client until it closes, `QUIT`s or breaks the protocol.
-fn serve(mut stream: TcpStream, store: &Mutex<Store<'static>>) {
+/// Serves one client until it closes, `QUIT`s or breaks the protocol; requests and replies of
+/// up to `lend` bytes get a buffer that large.
+fn serve(mut stream: TcpStream, store: &Mutex<Store<'static>>, lend: usize) {
     let _ = stream.set_nodelay(true);
+    let (mut big_in, mut big_out) = (vec![0u8; lend], vec![0u8; lend]);
+    let (mut spare_in, mut spare_out) = (Some(&mut big_in[..]), Some(&mut big_out[..]));
     let (mut input, mut output) = (vec![0u8; BUF], vec![0u8; BUF]);
     let Some(mut conn) = Connection::new(&mut input, &mut output) else {
         return;
     };
+    conn.set_lendable(lend);
     let mut read = vec![0u8; BUF];
     // Received bytes the connection's buffer had no room for yet.
     let mut pending: Vec<u8> = Vec::new();
@@ -80,10 +87,25 @@ fn serve(mut stream: TcpStream, store: &Mutex<Store<'static>>) {
             }
             let sent = conn.output().len();
             conn.consume_output(sent);
+            let (lent_in, lent_out) = conn.take_lent();
+            spare_in = spare_in.or(lent_in);
+            spare_out = spare_out.or(lent_out);
+            let mut lent = false;
+            if conn.wants_input().is_some() {
+                if let Some(buf) = spare_in.take() {
+                    lent = true;
+                    spare_in = conn.lend_input(buf).err();
+                }
+            }
+            if conn.wants_output() {
+                if let Some(buf) = spare_out.take() {
+                    spare_out = conn.lend_output(buf).err();
+                }
+            }
             match progress {
                 Progress::Close => return,
                 Progress::NeedOutput => {}
-                Progress::NeedInput if taken > 0 && !pending.is_empty() => {}
+                Progress::NeedInput if lent || (taken > 0 && !pending.is_empty()) => {}
                 Progress::NeedInput => break,
             }
         }

@@ -88,6 +88,13 @@ pub(crate) const PARAMS: &[Param] = &[
         value: Value::ArenaSize,
     },
     fixed("maxmemory-policy", "noeviction"),
+    // The largest bulk string a request may carry: what the arena can hold. The caller's lent
+    // buffer bounds it too (`Connection::set_lendable`).
+    Param {
+        name: "proto-max-bulk-len",
+        alias: None,
+        value: Value::ArenaSize,
+    },
     fixed("databases", "16"),
     tunable(
         "list-max-listpack-size",

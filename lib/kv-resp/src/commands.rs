@@ -19,16 +19,28 @@ use crate::parser::{parse_int, Command};
 use crate::store::{Budget, Kind, Store, DATABASES, HDR, INFO_SECTION_MAX, NIL};
 use crate::{collections, expire, keyspace, strings};
 
-/// What a connection holds between commands: its selected database.
+/// What a connection holds between commands: its selected database and its client ID.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Session {
     db: u8,
+    /// The ID `HELLO` reports, taken from the store's counter on first use (0: none yet).
+    id: u64,
 }
 
 impl Session {
     /// A session on database 0.
     pub fn new() -> Self {
-        Session { db: 0 }
+        Session { db: 0, id: 0 }
+    }
+
+    /// The session's client ID, taken from `store`'s counter (1, 2, ...) the first time it is
+    /// asked for.
+    fn id(&mut self, store: &mut Store<'_>) -> u64 {
+        if self.id == 0 {
+            store.clients += 1;
+            self.id = store.clients;
+        }
+        self.id
     }
 
     /// The selected database (0 to 15).
@@ -56,6 +68,8 @@ pub(crate) const WRONGTYPE: &str =
 pub(crate) const NOT_INT: &str = "ERR value is not an integer or out of range";
 pub(crate) const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
 pub(crate) const SYNTAX: &str = "ERR syntax error";
+/// The Redis version this server answers as (`INFO`'s `redis_version`, `HELLO`'s `version`).
+const VERSION: &str = "7.0.0";
 const TOO_BIG: &str = "ERR reply exceeds the connection's output buffer";
 
 pub(crate) type Res = Result<(), Overflow>;
@@ -81,6 +95,8 @@ enum Cmd {
     Config,
     Function,
     Quit,
+    Hello,
+    Reset,
 }
 
 /// Name (lower case, as in error messages), arity as in Redis (n: exactly n arguments with the
@@ -105,6 +121,8 @@ const TABLE: &[(&str, i32, Cmd)] = &[
     ("config", -2, Cmd::Config),
     ("function", -2, Cmd::Function),
     ("quit", -1, Cmd::Quit),
+    ("hello", -1, Cmd::Hello),
+    ("reset", 1, Cmd::Reset),
 ];
 
 /// Whether `a` is `b`, ignoring ASCII case (command names and options).
@@ -172,7 +190,8 @@ impl Store<'_> {
     /// nothing changed: drain `out` and call again with the same command. A reply that would not
     /// fit even into the empty buffer is replaced by an error reply instead (the command then
     /// changes nothing), so an empty buffer of at least [`crate::MIN_OUTPUT`] bytes always makes
-    /// progress.
+    /// progress; unless `out` can be given a larger buffer ([`crate::OutBuf::set_lendable`]),
+    /// which `out` then asks for ([`crate::OutBuf::wants_larger`]).
     pub fn execute(
         &mut self,
         session: &mut Session,
@@ -186,7 +205,9 @@ impl Store<'_> {
             Ok(outcome) => Ok(outcome),
             Err(Overflow) => {
                 r.rollback();
-                if r.started_empty() && r.error(TOO_BIG).is_ok() {
+                if r.started_empty() && r.ask_larger() {
+                    Err(NeedOutput)
+                } else if r.started_empty() && r.error(TOO_BIG).is_ok() {
                     Ok(Outcome::Continue)
                 } else {
                     r.rollback();
@@ -366,6 +387,11 @@ impl Store<'_> {
                 r.ok()?;
                 return Ok(Outcome::Close);
             }
+            Cmd::Hello => self.hello(session, c, r)?,
+            Cmd::Reset => {
+                r.simple(b"RESET")?;
+                session.db = 0;
+            }
         }
         Ok(Outcome::Continue)
     }
@@ -504,10 +530,63 @@ impl Store<'_> {
 
     /// The `INFO` text (its sections are always all written), ending with the server's own
     /// section `extra` (`Err`: it did not fit its buffer).
+    /// `HELLO [protover [AUTH username password] [SETNAME name]]`: the server's description as
+    /// Redis 7.0 gives it to a RESP2 session (a map, sent as a flat array). This server speaks
+    /// RESP2 only, so `HELLO 3` is refused as an unsupported version, as any version but 2.
+    /// `AUTH` succeeds for the user `default` (there are no passwords); `SETNAME` is accepted
+    /// and has no effect (there is no `CLIENT GETNAME`).
+    fn hello(
+        &mut self,
+        session: &mut Session,
+        c: &Command<'_>,
+        r: &mut Reply<'_, '_>,
+    ) -> Result<(), Overflow> {
+        if let Some(v) = c.arg(1) {
+            match parse_int(v) {
+                None => return r.error("ERR Protocol version is not an integer or out of range"),
+                Some(2) => {}
+                Some(_) => return r.error("NOPROTO unsupported protocol version"),
+            }
+        }
+        let mut j = 2;
+        while let Some(opt) = c.arg(j) {
+            let more = c.argc() - 1 - j;
+            if eq(opt, "auth") && more >= 2 {
+                if !eq(c.arg(j + 1).unwrap_or(b""), "default") {
+                    return r
+                        .error("WRONGPASS invalid username-password pair or user is disabled.");
+                }
+                j += 3;
+            } else if eq(opt, "setname") && more >= 1 {
+                j += 2;
+            } else {
+                r.raw(b"-ERR Syntax error in HELLO option '")?;
+                sanitized(r, opt, 128)?;
+                return r.raw(b"'\r\n");
+            }
+        }
+        let id = session.id(self) as i64;
+        r.array(14)?;
+        for (name, value) in [("server", "redis"), ("version", VERSION)] {
+            r.bulk(name.as_bytes())?;
+            r.bulk(value.as_bytes())?;
+        }
+        r.bulk(b"proto")?;
+        r.int(2)?;
+        r.bulk(b"id")?;
+        r.int(id)?;
+        for (name, value) in [("mode", "standalone"), ("role", "master")] {
+            r.bulk(name.as_bytes())?;
+            r.bulk(value.as_bytes())?;
+        }
+        r.bulk(b"modules")?;
+        r.array(0)
+    }
+
     fn info(&self, w: &mut impl core::fmt::Write, extra: Result<&str, ()>) -> core::fmt::Result {
         write!(
             w,
-            "# Server\r\nredis_version:7.0.0\r\nredis_mode:standalone\r\n\
+            "# Server\r\nredis_version:{VERSION}\r\nredis_mode:standalone\r\n\
              kv_resp_version:{}\r\n\r\n# Memory\r\nused_memory:{}\r\nmaxmemory:{}\r\n\
              maxmemory_policy:noeviction\r\nused_slots:{}\r\nmax_slots:{}\r\n\r\n# Keyspace\r\n",
             env!("CARGO_PKG_VERSION"),

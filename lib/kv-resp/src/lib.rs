@@ -33,13 +33,20 @@
 //!   an acknowledged write is never lost or evicted (Redis's `noeviction` policy).
 //! * **No lost replies.** See [`output`]: a command runs only when its reply fits; otherwise
 //!   the caller drains the output and retries, and the command has not run.
-//! * **Bounded input.** A request longer than the input buffer, a bad length header or any other
-//!   malformed input is answered `-ERR Protocol error: ...` and the connection is to be closed
+//! * **Bounded input.** A request longer than the input buffer (or than the larger buffer the
+//!   caller can lend, [`Connection::set_lendable`]), a bad length header or any other malformed
+//!   input is answered `-ERR Protocol error: ...` and the connection is to be closed
 //!   ([`Progress::Close`]), as Redis does. No input makes the crate panic.
+//! * **Large requests and replies in lent buffers.** A caller with a larger buffer to lend
+//!   (one per core, lent to one connection at a time) is asked for it when a request or a
+//!   reply exceeds a connection's own buffers, and gets it back once that request was answered
+//!   or that reply drained; while it waits, the request stays buffered and the command has not
+//!   run (see [`Connection`]).
 //!
 //! # Commands
 //!
-//! `PING`, `ECHO`, `QUIT`, `SELECT`, `COMMAND` (an empty array: enough for redis-cli's
+//! `PING`, `ECHO`, `QUIT`, `SELECT`, `HELLO` (RESP2 only: `HELLO` and `HELLO 2` answer the
+//! server's description, any other version `-NOPROTO`), `RESET`, `COMMAND` (an empty array: enough for redis-cli's
 //! `COMMAND DOCS`), `CONFIG GET` (glob patterns), `CONFIG SET` and `CONFIG RESETSTAT` (the
 //! parameters of `src/admin.rs`'s table), `FUNCTION FLUSH`, `INFO`, `DBSIZE`, `FLUSHALL`, `FLUSHDB`;
 //! keys of any type: `DEL`, `UNLINK`, `EXISTS`, `TOUCH`, `TYPE`, `RENAME`, `RENAMENX`, `COPY`
@@ -83,8 +90,8 @@
 //!   internals; here every type has one representation.
 //! * The bit commands beyond `SETBIT`/`GETBIT` (`BITCOUNT`, `BITOP`, `BITPOS`, `BITFIELD`).
 //! * Persistence, replication, pub/sub, transactions (`MULTI`), scripting, authentication,
-//!   RESP3 (`HELLO 3`): outside a benchmark server's needs.
-//! * Quoted arguments in inline commands (`SET k "a b"`): unquoting needs a second buffer.
+//!   RESP3 (`HELLO 3` is answered `-NOPROTO unsupported protocol version`): outside a
+//!   benchmark server's needs.
 //! * Keys are hashed with FNV-1a, unseeded: a client that wants to can make chains long
 //!   (hash flooding). The table still works, only slower.
 //! * Sorted sets are ordered linked lists, not skip lists: inserting at a random rank is O(n)

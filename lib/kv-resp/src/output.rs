@@ -30,6 +30,10 @@ pub struct OutBuf<'b> {
     buf: &'b mut [u8],
     head: usize,
     tail: usize,
+    /// The size of the larger buffer the caller can lend (see [`OutBuf::set_lendable`]).
+    lendable: usize,
+    /// A reply did not fit into this empty buffer and would get a chance in a larger one.
+    wants_larger: bool,
 }
 
 impl<'b> OutBuf<'b> {
@@ -40,7 +44,46 @@ impl<'b> OutBuf<'b> {
             buf,
             head: 0,
             tail: 0,
+            lendable: 0,
+            wants_larger: false,
         }
+    }
+
+    /// Tells the buffer that its owner can lend it a buffer of `n` bytes: a reply that does not
+    /// fit into the empty buffer is then not refused at once, the owner is asked for the larger
+    /// one instead ([`OutBuf::wants_larger`]), and the reply is refused only if it does not fit
+    /// there either.
+    pub fn set_lendable(&mut self, n: usize) {
+        self.lendable = n;
+    }
+
+    /// Whether the last command's reply did not fit into the empty buffer but may fit into the
+    /// lendable one: swap that in ([`OutBuf::swap`]) and execute the command again.
+    pub fn wants_larger(&self) -> bool {
+        self.wants_larger
+    }
+
+    /// Replaces the storage with `buf`, moving the pending bytes over, and returns the old
+    /// storage; `Err(buf)` (nothing changed) when `buf` cannot hold the pending bytes.
+    pub fn swap(&mut self, buf: &'b mut [u8]) -> Result<&'b mut [u8], &'b mut [u8]> {
+        let n = self.tail - self.head;
+        if buf.len() < n {
+            return Err(buf);
+        }
+        buf[..n].copy_from_slice(&self.buf[self.head..self.tail]);
+        self.head = 0;
+        self.tail = n;
+        self.wants_larger = false;
+        Ok(core::mem::replace(&mut self.buf, buf))
+    }
+
+    /// Whether a reply that overflows the empty buffer gets a larger one (and marks that it
+    /// wants it), rather than being refused.
+    pub(crate) fn ask_larger(&mut self) -> bool {
+        if self.buf.len() < self.lendable {
+            self.wants_larger = true;
+        }
+        self.wants_larger
     }
 
     /// The reply bytes written and not yet consumed, oldest first.
@@ -101,6 +144,7 @@ pub(crate) struct Reply<'o, 'b> {
 
 impl<'o, 'b> Reply<'o, 'b> {
     pub(crate) fn new(out: &'o mut OutBuf<'b>) -> Self {
+        out.wants_larger = false;
         Reply { out, written: 0 }
     }
 
@@ -117,6 +161,11 @@ impl<'o, 'b> Reply<'o, 'b> {
     /// Whether nothing was pending in the buffer before this reply.
     pub(crate) fn started_empty(&self) -> bool {
         self.out.tail - self.out.head == self.written
+    }
+
+    /// See [`OutBuf::ask_larger`].
+    pub(crate) fn ask_larger(&mut self) -> bool {
+        self.out.ask_larger()
     }
 
     /// The output buffer's size: the most one reply can take.

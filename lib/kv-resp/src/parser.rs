@@ -9,9 +9,20 @@
 //!
 //! * arrays of bulk strings, `*<n>\r\n` then `n` times `$<len>\r\n<len bytes>\r\n` (what
 //!   redis-cli, redis-benchmark and client libraries send);
-//! * inline commands, a line of words separated by white space ending in `\n` (optionally
-//!   `\r\n`), as typed over telnet. Quotes are not interpreted (Redis would unquote
-//!   `"a b"`; that would need a second buffer to unescape into).
+//! * inline commands, a line ending in `\n` (optionally `\r\n`), as typed over telnet, split
+//!   into words as Redis's `sdssplitargs` splits them: words are separated by white space; a
+//!   word may hold one quoted part, which ends it: in double quotes `\n`, `\r`, `\t`, `\b`,
+//!   `\a`, `\xHH` and `\<any byte>` are unescaped, in single quotes only `\'`. A closing quote
+//!   must be followed by white space or the end of the line, and a quote must be closed, or
+//!   the request is malformed ([`ProtocolError::UnbalancedQuotes`]). A NUL byte ends the line's
+//!   words, as it ends the C string Redis splits.
+//!
+//! An unquoted word is returned as it lies in the buffer. A quoted word is unescaped in place
+//! (unescaping only shortens it), and its bytes are moved three bytes right, behind a NUL
+//! marker and their length (16 bits, little-endian): the two quotes and the white space or line
+//! end that follows the closing quote make the room. No unquoted word holds a NUL, so the
+//! argument iterator tells the two apart by the first byte. An inline line is rewritten once;
+//! the parser remembers it until the request is consumed.
 //!
 //! Every length is checked against the buffer's size as soon as its header is complete, so a
 //! request that could never fit is reported at once, and a request that fills the whole buffer
@@ -33,8 +44,8 @@ const MAX_HEADER: usize = 32;
 /// `-ERR Protocol error: <Display>`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ProtocolError {
-    /// `*<n>` is not an integer, is below -1, or announces more arguments than the buffer can
-    /// hold.
+    /// `*<n>` is not an integer, or announces more arguments than Redis's bound (`i32::MAX`)
+    /// or the buffer can hold. (A count of zero or below is an empty request, skipped.)
     InvalidMultibulkLength,
     /// `$<len>` is not an integer, is negative, or is larger than the buffer.
     InvalidBulkLength,
@@ -46,6 +57,9 @@ pub enum ProtocolError {
     RequestTooLarge,
     /// An inline request line does not fit into the connection's input buffer.
     InlineTooLarge,
+    /// An inline request has a quote that is not closed, or a closing quote that is not
+    /// followed by white space.
+    UnbalancedQuotes,
 }
 
 impl fmt::Display for ProtocolError {
@@ -59,6 +73,7 @@ impl fmt::Display for ProtocolError {
                 f.write_str("request larger than the connection's input buffer")
             }
             ProtocolError::InlineTooLarge => f.write_str("too big inline request"),
+            ProtocolError::UnbalancedQuotes => f.write_str("unbalanced quotes in request"),
         }
     }
 }
@@ -125,12 +140,19 @@ impl<'p> Iterator for Args<'p> {
         let rest = self.frame.get(self.pos..)?;
         if self.inline {
             let start = rest.iter().position(|&b| !is_space(b))?;
-            let len = rest[start..]
+            let word = &rest[start..];
+            if word[0] == 0 {
+                // A quoted word, rewritten by `split_inline`: NUL, length, bytes.
+                let len = usize::from(u16::from_le_bytes([*word.get(1)?, *word.get(2)?]));
+                self.pos += start + 3 + len;
+                return word.get(3..3 + len);
+            }
+            let len = word
                 .iter()
-                .position(|&b| is_space(b))
-                .unwrap_or(rest.len() - start);
+                .position(|&b| ends_word(b))
+                .unwrap_or(word.len());
             self.pos += start + len;
-            return rest.get(start..start + len);
+            return word.get(..len);
         }
         // `$<len>\r\n<payload>\r\n`, validated by `scan`.
         let eol = find_crlf(rest, 1)?;
@@ -150,11 +172,20 @@ pub struct Parser<'a> {
     buf: &'a mut [u8],
     start: usize,
     end: usize,
+    /// The inline request at `start`, already split by `split_inline`: its length and number
+    /// of words.
+    inline_ready: Option<(usize, usize)>,
+    /// The largest request accepted: the buffer's size, or a larger buffer's the caller can
+    /// lend ([`Parser::set_lendable`]).
+    limit: usize,
+    /// The buffer is full with an incomplete request that needs at least this many bytes.
+    wants: Option<usize>,
 }
 
 /// What `scan` found at the start of the unconsumed bytes.
 enum Scan {
-    Incomplete,
+    /// More bytes are needed; the request has at least this many.
+    Incomplete(usize),
     Frame {
         len: usize,
         argc: usize,
@@ -169,7 +200,44 @@ impl<'a> Parser<'a> {
             buf,
             start: 0,
             end: 0,
+            inline_ready: None,
+            limit: 0,
+            wants: None,
         }
+    }
+
+    /// Tells the parser that its owner can lend it a buffer of `n` bytes: requests up to that
+    /// size are accepted (their lengths are checked against it), and a request that fills the
+    /// buffer without being complete makes [`Parser::wants`] ask for the larger one instead of
+    /// being an error.
+    pub fn set_lendable(&mut self, n: usize) {
+        self.limit = n;
+    }
+
+    /// When [`Parser::next_command`] needs more bytes than the buffer holds: how many the
+    /// request needs at least (at most the lendable size). Swap in a buffer that large
+    /// ([`Parser::swap`]) and go on receiving.
+    pub fn wants(&self) -> Option<usize> {
+        self.wants
+    }
+
+    /// Replaces the buffer with `buf`, moving the unconsumed bytes over, and returns the old
+    /// one; `Err(buf)` (nothing changed) when `buf` cannot hold the unconsumed bytes.
+    pub fn swap(&mut self, buf: &'a mut [u8]) -> Result<&'a mut [u8], &'a mut [u8]> {
+        let n = self.end - self.start;
+        if buf.len() < n {
+            return Err(buf);
+        }
+        buf[..n].copy_from_slice(&self.buf[self.start..self.end]);
+        self.start = 0;
+        self.end = n;
+        self.wants = None;
+        Ok(core::mem::replace(&mut self.buf, buf))
+    }
+
+    /// The buffer's size in bytes.
+    pub fn capacity(&self) -> usize {
+        self.buf.len()
     }
 
     /// Appends as many of `data`'s bytes as fit, returning how many were taken; the caller keeps
@@ -193,13 +261,27 @@ impl<'a> Parser<'a> {
 
     /// The oldest complete request, `Ok(None)` if more bytes are needed, or the protocol error
     /// that makes the stream unreadable (the same error again on every later call). Empty
-    /// requests (`*0`, `*-1`, blank inline lines) are skipped: Redis does not answer them.
+    /// requests (`*0`, any negative count, blank inline lines) are skipped: Redis 7.0 does not
+    /// answer them.
     pub fn next_command(&mut self) -> Result<Option<Command<'_>>, ProtocolError> {
+        self.wants = None;
         let (len, argc, inline) = loop {
+            if let Some((len, argc)) = self.inline_ready {
+                if argc > 0 {
+                    break (len, argc, true);
+                }
+                self.consume(len);
+                continue;
+            }
             let cap = self.buf.len();
+            let limit = self.limit.max(cap);
             let pending = &self.buf[self.start..self.end];
-            match scan(pending, cap)? {
-                Scan::Incomplete => {
+            match scan(pending, limit)? {
+                Scan::Incomplete(need) => {
+                    if pending.len() >= cap && cap < limit && need > 0 {
+                        self.wants = Some(need.max(cap + 1).min(limit));
+                        return Ok(None);
+                    }
                     if pending.len() >= cap {
                         return Err(if pending.first() == Some(&b'*') {
                             ProtocolError::RequestTooLarge
@@ -208,6 +290,12 @@ impl<'a> Parser<'a> {
                         });
                     }
                     return Ok(None);
+                }
+                Scan::Frame {
+                    len, inline: true, ..
+                } => {
+                    let line = &mut self.buf[self.start..self.start + len];
+                    self.inline_ready = Some((len, split_inline(line)?));
                 }
                 Scan::Frame { len, argc: 0, .. } => self.consume(len),
                 Scan::Frame { len, argc, inline } => break (len, argc, inline),
@@ -223,6 +311,7 @@ impl<'a> Parser<'a> {
     /// Drops the first `n` buffered bytes: a command's [`Command::frame_len`] once it was
     /// answered. `n` is clamped to what is buffered.
     pub fn consume(&mut self, n: usize) {
+        self.inline_ready = None;
         self.start += n.min(self.end - self.start);
         if self.start == self.end {
             self.start = 0;
@@ -231,8 +320,116 @@ impl<'a> Parser<'a> {
     }
 }
 
+/// White space between words: C's `isspace`.
 fn is_space(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\r' | b'\n' | 0x0b | 0x0c)
+}
+
+/// The bytes that end an unquoted word in `sdssplitargs` (vertical tab and form feed do not).
+fn ends_word(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\r' | b'\n' | 0)
+}
+
+fn hex_digit(b: u8) -> Option<u8> {
+    match b {
+        b'0'..=b'9' => Some(b - b'0'),
+        b'a'..=b'f' => Some(b - b'a' + 10),
+        b'A'..=b'F' => Some(b - b'A' + 10),
+        _ => None,
+    }
+}
+
+/// Splits an inline request line (its `\n` included) into words in place, as the module docs
+/// describe, and returns how many there are.
+fn split_inline(line: &mut [u8]) -> Result<usize, ProtocolError> {
+    // The words end where the line does: before its `\n`, or a `\r\n`.
+    let mut end = line.len().saturating_sub(1);
+    if end > 0 && line[end - 1] == b'\r' {
+        end -= 1;
+    }
+    // A NUL ends the C string that Redis splits.
+    if let Some(nul) = line[..end].iter().position(|&b| b == 0) {
+        end = nul;
+    }
+    let mut argc = 0;
+    let mut r = 0;
+    loop {
+        while r < end && is_space(line[r]) {
+            r += 1;
+        }
+        if r >= end {
+            return Ok(argc);
+        }
+        argc += 1;
+        let start = r;
+        while r < end && !ends_word(line[r]) && line[r] != b'"' && line[r] != b'\'' {
+            r += 1;
+        }
+        if r >= end || ends_word(line[r]) {
+            continue; // an unquoted word, left as it is
+        }
+        // The word's quoted part: unescape it right behind the unquoted part.
+        let quote = line[r];
+        let mut w = r;
+        r += 1;
+        loop {
+            if r >= end {
+                return Err(ProtocolError::UnbalancedQuotes);
+            }
+            let b = line[r];
+            if b == quote {
+                if r + 1 < end && !is_space(line[r + 1]) {
+                    return Err(ProtocolError::UnbalancedQuotes);
+                }
+                r += 1;
+                break;
+            }
+            let (byte, used) = match (quote, b, line.get(r + 1).filter(|_| r + 1 < end)) {
+                (b'"', b'\\', Some(&b'x')) => {
+                    match (
+                        line.get(r + 2)
+                            .filter(|_| r + 2 < end)
+                            .and_then(|&h| hex_digit(h)),
+                        line.get(r + 3)
+                            .filter(|_| r + 3 < end)
+                            .and_then(|&l| hex_digit(l)),
+                    ) {
+                        (Some(h), Some(l)) => (h << 4 | l, 4),
+                        _ => (b'x', 2),
+                    }
+                }
+                (b'"', b'\\', Some(&c)) => {
+                    let byte = match c {
+                        b'n' => b'\n',
+                        b'r' => b'\r',
+                        b't' => b'\t',
+                        b'b' => 0x08,
+                        b'a' => 0x07,
+                        c => c,
+                    };
+                    (byte, 2)
+                }
+                (b'\'', b'\\', Some(&b'\'')) => (b'\'', 2),
+                _ => (b, 1),
+            };
+            line[w] = byte;
+            w += 1;
+            r += used;
+        }
+        // `r` is past the closing quote, at white space or the line's end, which `line` holds
+        // (its `\n` at least): the word's room runs to `r + 1`.
+        let len = w - start;
+        let Ok(len16) = u16::try_from(len) else {
+            return Err(ProtocolError::InlineTooLarge);
+        };
+        line.copy_within(start..w, start + 3);
+        line[start] = 0;
+        line[start + 1..start + 3].copy_from_slice(&len16.to_le_bytes());
+        for b in &mut line[start + 3 + len..=r] {
+            *b = b' ';
+        }
+        r += 1;
+    }
 }
 
 /// Index of the first `\r\n` in `buf` at or after `from`.
@@ -298,11 +495,12 @@ fn header(
 /// Finds the first request in `buf` (the unconsumed bytes of a buffer of `cap` bytes).
 fn scan(buf: &[u8], cap: usize) -> Result<Scan, ProtocolError> {
     let Some(&first) = buf.first() else {
-        return Ok(Scan::Incomplete);
+        return Ok(Scan::Incomplete(1));
     };
     if first != b'*' {
         let Some(nl) = buf.iter().position(|&b| b == b'\n') else {
-            return Ok(Scan::Incomplete);
+            // An inline request never gets more than the connection's own buffer.
+            return Ok(Scan::Incomplete(0));
         };
         let argc = count_words(&buf[..nl]);
         return Ok(Scan::Frame {
@@ -312,16 +510,16 @@ fn scan(buf: &[u8], cap: usize) -> Result<Scan, ProtocolError> {
         });
     }
     let Some((count, mut pos)) = header(buf, 0, ProtocolError::InvalidMultibulkLength)? else {
-        return Ok(Scan::Incomplete);
+        return Ok(Scan::Incomplete(buf.len() + 1));
     };
-    if count < -1 || count > (cap / 6) as i64 {
-        // Each element takes at least `$0\r\n\r\n`.
+    if count > i64::from(i32::MAX) || count > (cap / 6) as i64 {
+        // Redis's bound, and the buffer's: each element takes at least `$0\r\n\r\n`.
         return Err(ProtocolError::InvalidMultibulkLength);
     }
     let count = count.max(0) as usize;
     for _ in 0..count {
         let Some(&tag) = buf.get(pos) else {
-            return Ok(Scan::Incomplete);
+            return Ok(Scan::Incomplete(pos + 1));
         };
         if tag != b'$' {
             let shown = if tag.is_ascii_graphic() || tag == b' ' {
@@ -332,7 +530,7 @@ fn scan(buf: &[u8], cap: usize) -> Result<Scan, ProtocolError> {
             return Err(ProtocolError::ExpectedDollar(shown));
         }
         let Some((len, next)) = header(buf, pos, ProtocolError::InvalidBulkLength)? else {
-            return Ok(Scan::Incomplete);
+            return Ok(Scan::Incomplete(buf.len() + 1));
         };
         if len < 0 || len as u64 > cap as u64 {
             return Err(ProtocolError::InvalidBulkLength);
@@ -343,7 +541,7 @@ fn scan(buf: &[u8], cap: usize) -> Result<Scan, ProtocolError> {
             if buf.len() > data_end && buf[data_end] != b'\r' {
                 return Err(ProtocolError::MissingCrlf);
             }
-            return Ok(Scan::Incomplete);
+            return Ok(Scan::Incomplete(data_end + 2));
         }
         if &buf[data_end..data_end + 2] != b"\r\n" {
             return Err(ProtocolError::MissingCrlf);
@@ -407,7 +605,13 @@ mod tests {
 
     #[test]
     fn empty_requests_are_skipped() {
-        let cmds = parse_all(b"*0\r\n*-1\r\n\r\n   \n*1\r\n$4\r\nPING\r\n", 64).unwrap();
+        let cmds = parse_all(
+            b"*0\r\n*-1\r\n*-10\r\n\r\n   \n\"\"\n*1\r\n$4\r\nPING\r\n",
+            64,
+        )
+        .unwrap();
+        assert_eq!(cmds[0], [b"".to_vec()]);
+        let cmds = &cmds[1..];
         assert_eq!(cmds, [[b"PING".to_vec()]]);
     }
 
@@ -424,7 +628,6 @@ mod tests {
         use ProtocolError::*;
         let cases: &[(&[u8], ProtocolError)] = &[
             (b"*x\r\n", InvalidMultibulkLength),
-            (b"*-2\r\n", InvalidMultibulkLength),
             (b"*\r\n", InvalidMultibulkLength),
             (b"*+1\r\n", InvalidMultibulkLength),
             (b"*01\r\n", InvalidMultibulkLength),

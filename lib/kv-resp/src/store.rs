@@ -216,6 +216,8 @@ pub struct Store<'a> {
     rng: u64,
     /// The values `CONFIG SET` gave the tunable parameters.
     pub(crate) config: crate::admin::Config,
+    /// Client IDs handed out so far (`HELLO`'s `id`; see [`crate::Session`]).
+    pub(crate) clients: u64,
 }
 
 /// A function that writes a section of the `INFO` reply that the embedding server knows and the
@@ -264,6 +266,7 @@ impl<'a> Store<'a> {
             info_section: None,
             rng: 0x9e37_79b9_7f4a_7c15,
             config: crate::admin::Config::new(),
+            clients: 0,
         };
         s.clear_all();
         s

@@ -15,6 +15,7 @@ mod commands;
 mod connection;
 mod longdouble;
 mod props;
+mod protocol;
 mod strings;
 
 /// A store over leaked storage (tests only).
