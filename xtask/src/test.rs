@@ -995,7 +995,7 @@ fn qemu_steps() -> Vec<Step> {
         ),
     ] {
         let mut run = net(false, arch, machine, 1200);
-        run.client = Some("bench/redis-suite/run.sh");
+        run.client = Some("REDIS_SUITE_GUEST=1 bench/redis-suite/run.sh");
         steps.push(
             qemu_step(name, &run, Judge::ExitStatus).tools(&[("tclsh", "tcl"), ("curl", "curl")]),
         );

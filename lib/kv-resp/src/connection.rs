@@ -134,6 +134,21 @@ impl<'a> Connection<'a> {
         (input, output)
     }
 
+    /// Ends the connection (its socket closed), giving back the buffers lent to it, as
+    /// `(input, output)`, whatever they still held: a caller that lends one buffer to its
+    /// connections in turn gets it back from a client that vanished mid-request.
+    pub fn into_lent(mut self) -> (Option<&'a mut [u8]>, Option<&'a mut [u8]>) {
+        let input = self.own_input.take().and_then(|own| {
+            self.parser.clear();
+            self.parser.swap(own).ok()
+        });
+        let output = self.own_output.take().and_then(|own| {
+            self.out.clear();
+            self.out.swap(own).ok()
+        });
+        (input, output)
+    }
+
     /// Buffers as much of `data` as fits, returning how many bytes were taken; once the
     /// connection is closing, all of `data` is taken and discarded.
     pub fn receive(&mut self, data: &[u8]) -> usize {

@@ -63,6 +63,13 @@ impl<'b> OutBuf<'b> {
         self.wants_larger
     }
 
+    /// Drops every pending byte (the connection is ending).
+    pub(crate) fn clear(&mut self) {
+        self.head = 0;
+        self.tail = 0;
+        self.wants_larger = false;
+    }
+
     /// Replaces the storage with `buf`, moving the pending bytes over, and returns the old
     /// storage; `Err(buf)` (nothing changed) when `buf` cannot hold the pending bytes.
     pub fn swap(&mut self, buf: &'b mut [u8]) -> Result<&'b mut [u8], &'b mut [u8]> {

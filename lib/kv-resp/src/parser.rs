@@ -221,6 +221,13 @@ impl<'a> Parser<'a> {
         self.wants
     }
 
+    /// Drops every buffered byte (the connection is ending).
+    pub(crate) fn clear(&mut self) {
+        self.start = 0;
+        self.end = 0;
+        self.wants = None;
+    }
+
     /// Replaces the buffer with `buf`, moving the unconsumed bytes over, and returns the old
     /// one; `Err(buf)` (nothing changed) when `buf` cannot hold the unconsumed bytes.
     pub fn swap(&mut self, buf: &'a mut [u8]) -> Result<&'a mut [u8], &'a mut [u8]> {

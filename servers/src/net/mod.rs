@@ -107,13 +107,22 @@ pub const SOCKETS: usize = 128;
 pub const TCP_RX: usize = 8 * 1024;
 /// Bytes of each socket's transmit buffer.
 pub const TCP_TX: usize = 16 * 1024;
-/// Bytes of a connection's request buffer: the longest request it accepts.
+/// Bytes of a connection's own request buffer: the longest request it takes without the
+/// stack's lent buffer ([`LENT`]).
 pub const CONN_IN: usize = 16 * 1024;
-/// Bytes of a connection's reply buffer: the longest reply it sends. A longer one (`LRANGE` of
-/// a long list, say) is answered `-ERR reply exceeds the connection's output buffer` instead
-/// (`kv_resp`'s output contract), so no connection waits for room that never comes.
-/// redis-benchmark's longest, `LRANGE_600`'s 600 3-byte elements, takes 5,406 bytes.
+/// Bytes of a connection's own reply buffer: the longest reply it sends without the stack's
+/// lent buffer. redis-benchmark's longest, `LRANGE_600`'s 600 3-byte elements, takes 5,406
+/// bytes.
 pub const CONN_OUT: usize = 16 * 1024;
+/// Bytes of each of a stack's two lent buffers, one for requests and one for replies: a
+/// request or reply longer than a connection's own buffer is served in the stack's lent one,
+/// which one connection at a time holds (`kv_resp`'s lending contract: the others wait,
+/// reading nothing more, until it comes back). It bounds the longest request and reply, and
+/// with it the longest value a client can write or read: Redis's own test suite writes and
+/// reads values of 4,000,000 bytes. A longer request is refused as a protocol error and a
+/// longer reply answered `-ERR reply exceeds the connection's output buffer`, so no
+/// connection waits for room that never comes.
+pub const LENT: usize = 5 * 1024 * 1024;
 /// Bytes of a store's arena (its `maxmemory`) when the RAM allows: enough for YCSB's
 /// workload A at its benchmark's record count (32,000 records of ten 100-byte fields: about 36
 /// MiB with the fields' names and headers). The standard load (redis-benchmark's default test
@@ -128,9 +137,9 @@ pub const ARENA_SIZE: usize = 48 * 1024 * 1024;
 /// `mylist` (its LPOP and RPOP tests take the 200,000 off again), while `mystream` holds the
 /// first run's 100,000 entries; it ends with 200,000 of each.
 pub const SLOTS: usize = 512 * 1024;
-/// Bytes of a stack's heap besides its store: the sockets' buffers, and 256 KiB for the rest
-/// (the plan, the socket and connection tables, smoltcp's interface).
-const HEAP_FIXED: usize = SOCKETS * (TCP_RX + TCP_TX + CONN_IN + CONN_OUT) + 256 * 1024;
+/// Bytes of a stack's heap besides its store: the sockets' buffers, the two lent buffers, and
+/// 256 KiB for the rest (the plan, the socket and connection tables, smoltcp's interface).
+const HEAP_FIXED: usize = SOCKETS * (TCP_RX + TCP_TX + CONN_IN + CONN_OUT) + 2 * LENT + 256 * 1024;
 /// Pages of a stack's heap when the RAM allows.
 pub const HEAP_PAGES: usize =
     (HEAP_FIXED + ARENA_SIZE + SLOTS * core::mem::size_of::<Slot>()).div_ceil(PAGE);

@@ -13,8 +13,8 @@ use smoltcp::time::{Duration, Instant};
 use smoltcp::wire::{EthernetAddress, HardwareAddress, IpCidr, Ipv4Address};
 
 use super::{
-    links, Bump, Link, StackPlan, ADDRESS, CONN_IN, CONN_OUT, DRIVER_BELL, GATEWAY, MAX_FRAME,
-    PORT, PREFIX, RING_SLOTS, SOCKETS, TCP_RX, TCP_TX, TICK,
+    links, Bump, Link, StackPlan, ADDRESS, CONN_IN, CONN_OUT, DRIVER_BELL, GATEWAY, LENT,
+    MAX_FRAME, PORT, PREFIX, RING_SLOTS, SOCKETS, TCP_RX, TCP_TX, TICK,
 };
 use crate::debug;
 use crate::image::info;
@@ -131,6 +131,10 @@ pub struct Stack {
     /// One per socket (all `Some` once set up), in the heap: a table of [`SOCKETS`] clients
     /// would crowd the thread's stack.
     clients: &'static mut [Option<Client>],
+    /// The buffers lent to one connection at a time for a request or a reply longer than its
+    /// own buffers ([`LENT`] bytes each); `None` while lent.
+    lent_in: Option<&'static mut [u8]>,
+    lent_out: Option<&'static mut [u8]>,
     store: Store<'static>,
     clock: Clock,
 }
@@ -190,6 +194,8 @@ impl Stack {
                 conn: None,
             });
         }
+        let lent_in = Some(heap.bytes(LENT)?);
+        let lent_out = Some(heap.bytes(LENT)?);
         let mut store = Store::new(
             heap.bytes(plan.arena)?,
             heap.array(plan.slots, || Slot::EMPTY)?,
@@ -203,6 +209,8 @@ impl Stack {
             iface,
             sockets,
             clients,
+            lent_in,
+            lent_out,
             store,
             clock,
         })
@@ -311,8 +319,13 @@ impl Stack {
                 S::Closed => {}
             }
             if !sock.is_open() {
-                // Closed (by either side, or reset): forget the client, listen again.
-                c.conn = None;
+                // Closed (by either side, or reset): forget the client, taking back what was
+                // lent to it, and listen again.
+                if let Some(conn) = c.conn.take() {
+                    let (input, output) = conn.into_lent();
+                    self.lent_in = self.lent_in.take().or(input);
+                    self.lent_out = self.lent_out.take().or(output);
+                }
                 listen(sock, self.port);
                 any = true;
                 continue;
@@ -326,7 +339,10 @@ impl Stack {
                 // the run) and the connection that used them before, if any, was dropped
                 // (`c.conn = None`) before this one is made.
                 let (input, output) = unsafe { (&mut *c.input, &mut *c.output) };
-                Connection::new(input, output).expect("the buffers are above the minimum")
+                let mut conn =
+                    Connection::new(input, output).expect("the buffers are above the minimum");
+                conn.set_lendable(LENT);
+                conn
             });
             loop {
                 let mut moved = false;
@@ -344,6 +360,28 @@ impl Stack {
                     let sent = sock.send_slice(conn.output()).unwrap_or(0);
                     conn.consume_output(sent);
                     moved |= sent > 0;
+                }
+                // A request or reply longer than the connection's own buffers: lend it the
+                // stack's while they are free, take them back once it is done. A connection
+                // that finds them lent waits (its request stays buffered, nothing is lost).
+                let (input, output) = conn.take_lent();
+                self.lent_in = self.lent_in.take().or(input);
+                self.lent_out = self.lent_out.take().or(output);
+                if conn.wants_input().is_some() {
+                    if let Some(buf) = self.lent_in.take() {
+                        match conn.lend_input(buf) {
+                            Ok(()) => moved = true,
+                            Err(buf) => self.lent_in = Some(buf),
+                        }
+                    }
+                }
+                if conn.wants_output() {
+                    if let Some(buf) = self.lent_out.take() {
+                        match conn.lend_output(buf) {
+                            Ok(()) => moved = true,
+                            Err(buf) => self.lent_out = Some(buf),
+                        }
+                    }
                 }
                 let drained = conn.output().is_empty();
                 if drained && (progress == Progress::Close || !sock.may_recv()) {

@@ -216,3 +216,31 @@ fn proto_max_bulk_len_is_the_arena_size() {
     )
     .starts_with("-ERR"));
 }
+
+#[test]
+fn a_connection_that_ends_mid_request_gives_its_lent_buffers_back() {
+    let mut st = store(1 << 16, 64);
+    let mut big_in = vec![0u8; 4096];
+    let (mut i, mut o) = (vec![0u8; 256], vec![0u8; 512]);
+    let mut c = Connection::new(&mut i, &mut o).unwrap();
+    c.set_lendable(4096);
+    // Half of a 2,000-byte SET: the connection needs the larger input buffer.
+    let request = encode(&[b"SET", b"k", &[b'v'; 2000]]);
+    c.receive(&request[..256]);
+    assert_eq!(c.process(&mut st, 0), Progress::NeedInput);
+    assert!(c.wants_input().is_some());
+    assert!(c.lend_input(&mut big_in).is_ok());
+    c.receive(&request[256..1000]);
+    assert_eq!(c.process(&mut st, 0), Progress::NeedInput);
+    // Still mid-request: `take_lent` keeps the buffer, ending the connection returns it.
+    assert!(c.take_lent().0.is_none());
+    let (input, output) = c.into_lent();
+    assert_eq!(input.map(|b| b.len()), Some(4096));
+    assert!(output.is_none());
+    // Nothing was stored: the SET never completed.
+    assert_eq!(st.used_slots(), 0);
+    // A connection that was never lent anything gives nothing back.
+    let (mut i2, mut o2) = (vec![0u8; 256], vec![0u8; 512]);
+    let c2 = Connection::new(&mut i2, &mut o2).unwrap();
+    assert_eq!(c2.into_lent(), (None, None));
+}
