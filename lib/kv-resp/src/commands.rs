@@ -130,6 +130,12 @@ pub(crate) fn eq(a: &[u8], b: &str) -> bool {
     a.eq_ignore_ascii_case(b.as_bytes())
 }
 
+/// The entry of command `name` (any case) in one of the command tables: its name, arity and
+/// command.
+fn entry<C: Copy>(table: &[(&'static str, i32, C)], name: &[u8]) -> Option<(&'static str, i32, C)> {
+    table.iter().copied().find(|(n, _, _)| eq(name, n))
+}
+
 /// Whether `argc` arguments (the name included) match `arity` (Redis's convention: `n` means
 /// exactly `n`, `-n` at least `n`).
 fn arity_ok(arity: i32, argc: i32) -> bool {
@@ -229,30 +235,30 @@ impl Store<'_> {
         // ---- Commands with tables of their own: the collection types, the string commands
         // beyond GET/SET and the counters, the keyspace commands. ----
         let db = session.db;
-        if let Some(&(n, arity, cmd)) = collections::TABLE.iter().find(|(n, _, _)| eq(name, n)) {
+        if let Some((n, arity, cmd)) = entry(collections::TABLE, name) {
             checked(r, n, arity, argc, |r| self.collection(db, cmd, c, now, r))?;
             return Ok(Outcome::Continue);
         }
-        if let Some(&(n, arity, cmd)) = strings::TABLE.iter().find(|(n, _, _)| eq(name, n)) {
+        if let Some((n, arity, cmd)) = entry(strings::TABLE, name) {
             checked(r, n, arity, argc, |r| {
                 self.string_command(db, (n, cmd), c, now, r)
             })?;
             return Ok(Outcome::Continue);
         }
-        if let Some(&(n, arity, cmd)) = expire::TABLE.iter().find(|(n, _, _)| eq(name, n)) {
+        if let Some((n, arity, cmd)) = entry(expire::TABLE, name) {
             checked(r, n, arity, argc, |r| {
                 self.expire_command(db, (n, cmd), c, now, r)
             })?;
             return Ok(Outcome::Continue);
         }
-        if let Some(&(n, arity, cmd)) = keyspace::TABLE.iter().find(|(n, _, _)| eq(name, n)) {
+        if let Some((n, arity, cmd)) = entry(keyspace::TABLE, name) {
             checked(r, n, arity, argc, |r| {
                 self.keyspace_command(db, cmd, c, now, r)
             })?;
             return Ok(Outcome::Continue);
         }
         // ---- End of the commands with tables of their own. ----
-        let Some(&(cname, arity, cmd)) = TABLE.iter().find(|(n, _, _)| eq(name, n)) else {
+        let Some((cname, arity, cmd)) = entry(TABLE, name) else {
             self.unknown(c, r)?;
             return Ok(Outcome::Continue);
         };
