@@ -108,6 +108,7 @@ mod keyspace;
 mod longdouble;
 pub mod output;
 pub mod parser;
+mod repeats;
 pub mod store;
 mod strings;
 

@@ -30,9 +30,12 @@
 //! are [`ProtocolError`]s; after one the connection has to be closed, as Redis does (the stream
 //! cannot be resynchronised).
 //!
-//! Parsing is re-started from the request's first byte whenever more bytes arrive; it skips
-//! over bulk payloads by their length, so a large value arriving in many fragments costs one
-//! pass over the headers per fragment, not over the payload.
+//! An incomplete request is not read again from its first byte when more bytes arrive: the
+//! parser remembers how far it got (the array's element count and the end of its last
+//! complete element, or how much of an inline line holds no line end) and goes on from
+//! there. A request of many small arguments arriving in many fragments (an `MSET` of 20,000
+//! arguments, say) is read once, not once per fragment; bulk payloads are skipped by their
+//! length.
 
 use core::fmt;
 
@@ -180,6 +183,21 @@ pub struct Parser<'a> {
     limit: usize,
     /// The buffer is full with an incomplete request that needs at least this many bytes.
     wants: Option<usize>,
+    /// How far `scan` read into the incomplete request at `start` (positions from `start`,
+    /// so moving the buffered bytes keeps it right); reset when the request is consumed.
+    progress: Progress,
+}
+
+/// What `scan` already knows of the incomplete request at the start of the unconsumed bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Progress {
+    /// An array's element count, once its header was read.
+    count: Option<usize>,
+    /// Elements read completely (for an array).
+    elements: usize,
+    /// For an array: where the first element not yet read starts (after the header, once it
+    /// was read). For an inline request: how many bytes hold no line end.
+    pos: usize,
 }
 
 /// What `scan` found at the start of the unconsumed bytes.
@@ -203,6 +221,7 @@ impl<'a> Parser<'a> {
             inline_ready: None,
             limit: 0,
             wants: None,
+            progress: Progress::default(),
         }
     }
 
@@ -212,6 +231,8 @@ impl<'a> Parser<'a> {
     /// being an error.
     pub fn set_lendable(&mut self, n: usize) {
         self.limit = n;
+        // The lengths read so far were checked against the old bound.
+        self.progress = Progress::default();
     }
 
     /// When [`Parser::next_command`] needs more bytes than the buffer holds: how many the
@@ -226,6 +247,8 @@ impl<'a> Parser<'a> {
         self.start = 0;
         self.end = 0;
         self.wants = None;
+        self.inline_ready = None;
+        self.progress = Progress::default();
     }
 
     /// Replaces the buffer with `buf`, moving the unconsumed bytes over, and returns the old
@@ -283,7 +306,7 @@ impl<'a> Parser<'a> {
             let cap = self.buf.len();
             let limit = self.limit.max(cap);
             let pending = &self.buf[self.start..self.end];
-            match scan(pending, limit)? {
+            match scan(pending, limit, &mut self.progress)? {
                 Scan::Incomplete(need) => {
                     if pending.len() >= cap && cap < limit && need > 0 {
                         self.wants = Some(need.max(cap + 1).min(limit));
@@ -319,6 +342,7 @@ impl<'a> Parser<'a> {
     /// answered. `n` is clamped to what is buffered.
     pub fn consume(&mut self, n: usize) {
         self.inline_ready = None;
+        self.progress = Progress::default();
         self.start += n.min(self.end - self.start);
         if self.start == self.end {
             self.start = 0;
@@ -499,13 +523,21 @@ fn header(
     }
 }
 
-/// Finds the first request in `buf` (the unconsumed bytes of a buffer of `cap` bytes).
-fn scan(buf: &[u8], cap: usize) -> Result<Scan, ProtocolError> {
+/// Finds the first request in `buf` (the unconsumed bytes of a buffer of `cap` bytes),
+/// going on from what an earlier call for the same request found (`progress`, which it
+/// updates; a complete request leaves it as it was, to be reset by its consumer).
+fn scan(buf: &[u8], cap: usize, progress: &mut Progress) -> Result<Scan, ProtocolError> {
     let Some(&first) = buf.first() else {
         return Ok(Scan::Incomplete(1));
     };
     if first != b'*' {
-        let Some(nl) = buf.iter().position(|&b| b == b'\n') else {
+        let from = progress.pos.min(buf.len());
+        let Some(nl) = buf[from..]
+            .iter()
+            .position(|&b| b == b'\n')
+            .map(|i| from + i)
+        else {
+            progress.pos = buf.len();
             // An inline request never gets more than the connection's own buffer.
             return Ok(Scan::Incomplete(0));
         };
@@ -516,15 +548,27 @@ fn scan(buf: &[u8], cap: usize) -> Result<Scan, ProtocolError> {
             inline: true,
         });
     }
-    let Some((count, mut pos)) = header(buf, 0, ProtocolError::InvalidMultibulkLength)? else {
-        return Ok(Scan::Incomplete(buf.len() + 1));
+    let count = match progress.count {
+        Some(count) => count,
+        None => {
+            let Some((count, pos)) = header(buf, 0, ProtocolError::InvalidMultibulkLength)? else {
+                return Ok(Scan::Incomplete(buf.len() + 1));
+            };
+            if count > i64::from(i32::MAX) || count > (cap / 6) as i64 {
+                // Redis's bound, and the buffer's: each element takes at least `$0\r\n\r\n`.
+                return Err(ProtocolError::InvalidMultibulkLength);
+            }
+            let count = count.max(0) as usize;
+            *progress = Progress {
+                count: Some(count),
+                elements: 0,
+                pos,
+            };
+            count
+        }
     };
-    if count > i64::from(i32::MAX) || count > (cap / 6) as i64 {
-        // Redis's bound, and the buffer's: each element takes at least `$0\r\n\r\n`.
-        return Err(ProtocolError::InvalidMultibulkLength);
-    }
-    let count = count.max(0) as usize;
-    for _ in 0..count {
+    let mut pos = progress.pos;
+    for _ in progress.elements..count {
         let Some(&tag) = buf.get(pos) else {
             return Ok(Scan::Incomplete(pos + 1));
         };
@@ -554,6 +598,8 @@ fn scan(buf: &[u8], cap: usize) -> Result<Scan, ProtocolError> {
             return Err(ProtocolError::MissingCrlf);
         }
         pos = data_end + 2;
+        progress.elements += 1;
+        progress.pos = pos;
     }
     Ok(Scan::Frame {
         len: pos,
@@ -684,6 +730,123 @@ mod tests {
         p.consume(n);
         assert_eq!(p.receive(b"\r\nECHO"), 6);
         assert_eq!(p.buffered(), 16);
+    }
+
+    /// An `MSET` of `pairs` key/value pairs with keys and values of one to three bytes.
+    fn many_args(pairs: usize) -> Vec<u8> {
+        let mut req = std::format!("*{}\r\n$4\r\nMSET\r\n", 2 * pairs + 1).into_bytes();
+        for i in 0..2 * pairs {
+            let arg = std::format!("{}", i % 1000);
+            req.extend_from_slice(std::format!("${}\r\n{arg}\r\n", arg.len()).as_bytes());
+        }
+        req
+    }
+
+    #[test]
+    fn fragments_resume_where_the_last_scan_stopped() {
+        let req = many_args(500);
+        // A command before it, consumed once answered, so that the request starts past the
+        // buffer's first byte and is moved to the front by a later `receive`.
+        let mut input = b"PING\r\n".to_vec();
+        input.extend_from_slice(&req);
+        input.extend_from_slice(b"*1\r\n$4\r\nPING\r\n");
+        for step in [1usize, 2, 3, 7, 64, 1000] {
+            let mut buf = std::vec![0u8; input.len() + 8];
+            let mut p = Parser::new(&mut buf);
+            let mut cmds: Vec<Vec<Vec<u8>>> = Vec::new();
+            let mut fed = 0;
+            let mut last_elements = 0;
+            while fed < input.len() {
+                let end = (fed + step).min(input.len());
+                fed += p.receive(&input[fed..end]);
+                while let Some(c) = p.next_command().unwrap() {
+                    cmds.push(c.args().map(|a| a.to_vec()).collect());
+                    let n = c.frame_len();
+                    p.consume(n);
+                    last_elements = 0;
+                }
+                // What was read is remembered, and only grows while the request is incomplete.
+                assert!(p.progress.elements >= last_elements, "step {step}");
+                last_elements = p.progress.elements;
+            }
+            assert_eq!(cmds.len(), 3, "step {step}");
+            assert_eq!(cmds[1].len(), 1001, "step {step}");
+            assert_eq!(cmds[1][0], b"MSET");
+            assert_eq!(cmds[1][1000], b"999");
+            assert_eq!(cmds[2], [b"PING".to_vec()]);
+        }
+    }
+
+    #[test]
+    fn a_partly_read_request_is_not_read_again() {
+        let req = many_args(500);
+        let mut buf = std::vec![0u8; req.len()];
+        let mut p = Parser::new(&mut buf);
+        p.receive(&req[..req.len() / 2]);
+        assert!(p.next_command().unwrap().is_none());
+        let read = p.progress;
+        assert!(read.elements > 400 && read.count == Some(1001), "{read:?}");
+        // Corrupting bytes already read is not noticed: they are not looked at again.
+        let first = 17;
+        assert_eq!(&p.buf[first..first + 2], b"$1");
+        p.buf[first] = b'!';
+        p.receive(&req[req.len() / 2..]);
+        let c = p.next_command().unwrap().unwrap();
+        assert_eq!(c.argc(), 1001);
+    }
+
+    #[test]
+    fn progress_survives_a_larger_buffer() {
+        let req = many_args(300);
+        let mut small = std::vec![0u8; 1024];
+        let mut large = std::vec![0u8; 8192];
+        let mut p = Parser::new(&mut small);
+        p.set_lendable(large.len());
+        let taken = p.receive(&req);
+        assert_eq!(taken, 1024);
+        assert!(p.next_command().unwrap().is_none());
+        assert!(p.wants().is_some());
+        let before = p.progress;
+        assert!(p.swap(&mut large).is_ok());
+        assert_eq!(p.progress, before);
+        p.receive(&req[taken..]);
+        let c = p.next_command().unwrap().unwrap();
+        assert_eq!(c.argc(), 601);
+        assert_eq!(c.frame_len(), req.len());
+    }
+
+    #[test]
+    fn a_malformed_element_after_fragments_is_the_same_error_every_time() {
+        let mut buf = [0u8; 256];
+        let mut p = Parser::new(&mut buf);
+        p.receive(b"*3\r\n$3\r\nSET\r\n$1\r\nk");
+        assert!(p.next_command().unwrap().is_none());
+        p.receive(b"\r\n:1\r\n");
+        assert_eq!(
+            p.next_command().err(),
+            Some(ProtocolError::ExpectedDollar(b':'))
+        );
+        assert_eq!(
+            p.next_command().err(),
+            Some(ProtocolError::ExpectedDollar(b':'))
+        );
+    }
+
+    #[test]
+    fn an_inline_line_in_fragments_is_searched_once() {
+        let mut buf = [0u8; 64];
+        let mut p = Parser::new(&mut buf);
+        for b in b"SET key value" {
+            p.receive(&[*b]);
+            assert!(p.next_command().unwrap().is_none());
+        }
+        assert_eq!(p.progress.pos, 13);
+        p.receive(b"\r\n");
+        let c = p.next_command().unwrap().unwrap();
+        assert_eq!(
+            c.args().collect::<Vec<_>>(),
+            [&b"SET"[..], b"key", b"value"]
+        );
     }
 
     #[test]

@@ -229,7 +229,8 @@ pub type InfoSection = fn(&mut dyn core::fmt::Write) -> core::fmt::Result;
 /// The most bytes an [`InfoSection`] may write.
 pub const INFO_SECTION_MAX: usize = 1024;
 
-fn fnv(mut h: u32, bytes: &[u8]) -> u32 {
+/// FNV-1a over `bytes`, from `h`.
+pub(crate) fn fnv(mut h: u32, bytes: &[u8]) -> u32 {
     for &b in bytes {
         h ^= u32::from(b);
         h = h.wrapping_mul(0x0100_0193);

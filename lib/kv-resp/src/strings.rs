@@ -18,6 +18,7 @@ use crate::expire::invalid_expire;
 use crate::longdouble::{self, LongDouble};
 use crate::output::{fmt_i64, Reply};
 use crate::parser::{parse_int, Command};
+use crate::repeats::{Repeats, Seen};
 use crate::store::{Budget, Kind, Scratch, Store, HDR};
 
 /// The longest string `APPEND`, `SETRANGE` and `SETBIT` make (Redis's `proto-max-bulk-len`
@@ -732,15 +733,14 @@ impl Store<'_> {
     ) -> Res {
         let (ok, ()) = self.fits(now, |st| {
             let mut b = Budget::new(st);
-            for (i, (k, v)) in pairs(c.args().skip(1)).enumerate() {
-                // A key set earlier by this same command is replaced again.
-                let earlier = pairs(c.args().skip(1))
-                    .take(i)
-                    .filter(|(pk, _)| *pk == k)
-                    .last();
-                let freed = match earlier {
-                    Some((_, pv)) => (HDR + k.len() + pv.len(), 1),
-                    None => st.find_key(db, k, now).map_or((0, 0), |e| st.footprint(e)),
+            let mut repeats = Repeats::new();
+            for (k, v) in pairs(c.args().skip(1)) {
+                // A key set earlier by this same command is replaced again; one that may have
+                // been is planned as freeing nothing.
+                let freed = match repeats.note(k, v.len()) {
+                    Seen::Again(pv) => (HDR + k.len() + pv, 1),
+                    Seen::First => st.find_key(db, k, now).map_or((0, 0), |e| st.footprint(e)),
+                    Seen::Unknown => (0, 0),
                 };
                 b.step(freed, (HDR + k.len() + v.len(), 1));
             }

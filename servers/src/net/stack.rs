@@ -330,6 +330,18 @@ impl Stack {
                 any = true;
                 continue;
             }
+            // Closed on our side (a protocol error or QUIT: FIN sent) while the client goes on
+            // sending: what it sends is never read. Once the last reply is acknowledged the
+            // connection is reset, as a Redis server's close() with unread input resets it, so
+            // that the client's next write fails instead of filling the window for ever.
+            if matches!(sock.state(), S::FinWait1 | S::FinWait2 | S::Closing)
+                && sock.recv_queue() > 0
+                && sock.send_queue() == 0
+            {
+                sock.abort();
+                any = true;
+                continue;
+            }
             // Not connected yet, or closing on our side (FIN sent): nothing to serve.
             if !sock.is_active() || sock.state() == tcp::State::SynReceived || !sock.may_send() {
                 continue;

@@ -192,6 +192,46 @@ fn incr_family() {
 }
 
 #[test]
+fn mset_plans_a_repeated_key_as_replaced() {
+    // 200 bytes: one 1-byte key with a 50-byte value takes 59; four would not fit, four
+    // writes of one key do.
+    let mut t = T::sized(200, 100);
+    let v = "v".repeat(50);
+    assert_eq!(t.c(&["MSET", "a", &v, "a", &v, "a", &v, "a", "w"]), OK);
+    assert_eq!(t.c(&["GET", "a"]), "$1\r\nw\r\n");
+    // A larger value after a small one is planned against the small one it replaces.
+    let big = "b".repeat(130);
+    assert_eq!(t.c(&["MSET", "a", "1", "a", &big]), OK);
+    assert_eq!(t.c(&["MSET", "a", "1", "a", &"b".repeat(192)]), OOM);
+    assert_eq!(t.c(&["GET", "a"]), format!("$130\r\n{big}\r\n"));
+}
+
+#[test]
+fn mset_of_many_arguments() {
+    // Redis's "test large number of args": 10,000 writes of one key, then another key.
+    let mut t = T::new();
+    let mut args = vec!["MSET"];
+    for _ in 0..10_000 {
+        args.extend(["k", "v"]);
+    }
+    args.extend(["{k}2", "v2"]);
+    assert_eq!(t.c(&args), OK);
+    assert_eq!(t.c(&["GET", "{k}2"]), "$2\r\nv2\r\n");
+    assert_eq!(t.c(&["DBSIZE"]), ":2\r\n");
+    // More distinct keys than the plan's table holds exactly, each written twice.
+    let names: Vec<String> = (0..2 * crate::repeats::EXACT_KEYS)
+        .map(|i| format!("n{i}"))
+        .collect();
+    let mut args = vec!["MSET"];
+    for n in names.iter().chain(&names) {
+        args.extend([n.as_str(), n.as_str()]);
+    }
+    assert_eq!(t.c(&args), OK);
+    assert_eq!(t.c(&["DBSIZE"]), format!(":{}\r\n", 2 + names.len()));
+    assert_eq!(t.c(&["GET", "n300"]), "$4\r\nn300\r\n");
+}
+
+#[test]
 fn mget_mset() {
     let mut t = T::new();
     assert_eq!(t.c(&["MSET", "a", "1", "b", "2", "a", "3"]), OK);
