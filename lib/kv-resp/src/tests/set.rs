@@ -360,3 +360,85 @@ fn srandmember_count_range() {
     );
     assert_eq!(t.c(&["SRANDMEMBER", "s", "-3"]), arr(&["a", "a", "a"]));
 }
+
+/// The members of set `key` as the store holds them.
+fn members(t: &mut T, key: &str) -> BTreeSet<String> {
+    let reply = t.c(&["SMEMBERS", key]);
+    let mut lines = reply.split("\r\n").skip(1);
+    let mut out = BTreeSet::new();
+    while let (Some(_), Some(m)) = (lines.next(), lines.next()) {
+        out.insert(m.to_string());
+    }
+    out
+}
+
+#[test]
+fn operations_match_a_model_in_a_tight_arena() {
+    // A small arena, so that blocks are compacted while results are built, and some writes
+    // do not fit; the store's invariants are checked after every command.
+    let mut t = T::sized(400, 120);
+    let keys = ["k0", "k1", "k2", "k3"];
+    let mut model: Vec<BTreeSet<String>> = vec![BTreeSet::new(); keys.len()];
+    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut next = |n: u64| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        (x % n) as usize
+    };
+    let (mut stored, mut refused) = (0, 0);
+    for _ in 0..600 {
+        let k = next(keys.len() as u64);
+        match next(8) {
+            0..=3 => {
+                let m = format!("m{}", next(24));
+                if t.c(&["SADD", keys[k], &m]) != OOM {
+                    model[k].insert(m);
+                }
+            }
+            4 => {
+                let m = format!("m{}", next(24));
+                t.c(&["SREM", keys[k], &m]);
+                model[k].remove(&m);
+            }
+            _ => {
+                let (a, b) = (next(keys.len() as u64), next(keys.len() as u64));
+                let (sa, sb) = (&model[a], &model[b]);
+                let (cmd, want): (&str, BTreeSet<String>) = match next(3) {
+                    0 => ("SINTERSTORE", sa.intersection(sb).cloned().collect()),
+                    1 => ("SUNIONSTORE", sa.union(sb).cloned().collect()),
+                    _ => ("SDIFFSTORE", sa.difference(sb).cloned().collect()),
+                };
+                let read = cmd.replace("STORE", "");
+                let mut sorted: Vec<String> = members_of_reply(&t.c(&[&read, keys[a], keys[b]]));
+                sorted.sort();
+                assert_eq!(sorted, want.iter().cloned().collect::<Vec<_>>(), "{read}");
+                let reply = t.c(&[cmd, keys[k], keys[a], keys[b]]);
+                if reply == OOM {
+                    refused += 1;
+                } else {
+                    assert_eq!(reply, int(want.len() as i64), "{cmd}");
+                    model[k] = want;
+                    stored += 1;
+                }
+            }
+        }
+        for (key, set) in keys.iter().zip(&model) {
+            assert_eq!(&members(&mut t, key), set, "{key}");
+        }
+    }
+    assert!(
+        stored > 50 && refused > 0,
+        "{stored} stored, {refused} refused"
+    );
+}
+
+/// The bulk strings of an array reply.
+fn members_of_reply(reply: &str) -> Vec<String> {
+    let mut lines = reply.split("\r\n").skip(1);
+    let mut out = Vec::new();
+    while let (Some(_), Some(m)) = (lines.next(), lines.next()) {
+        out.push(m.to_string());
+    }
+    out
+}
