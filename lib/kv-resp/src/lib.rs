@@ -65,7 +65,9 @@
 //! lists: `LPUSH`, `RPUSH`, `LPUSHX`, `RPUSHX`, `LPOP`, `RPOP` (with a count), `LRANGE`, `LLEN`,
 //! `LINDEX`, `LSET`, `LREM`, `LTRIM`;
 //! sets: `SADD`, `SREM`, `SPOP` (with a count), `SMEMBERS`, `SISMEMBER`, `SMISMEMBER`, `SCARD`,
-//! `SRANDMEMBER` (with a count, negative for repeats);
+//! `SRANDMEMBER` (with a count, negative for repeats), `SMOVE`, `SINTER`, `SINTERCARD`
+//! (`LIMIT`), `SUNION`, `SDIFF`, `SINTERSTORE`, `SUNIONSTORE`, `SDIFFSTORE`, `SSCAN` (`MATCH`,
+//! `COUNT`);
 //! sorted sets: `ZADD` (`NX`, `XX`, `GT`, `LT`, `CH`, `INCR`), `ZINCRBY`, `ZPOPMIN`, `ZPOPMAX`
 //! (with a count), `ZRANGE` (by rank, `BYSCORE` or `BYLEX`, with `REV`, `LIMIT`, `WITHSCORES`),
 //! `ZRANK`, `ZREVRANK`, `ZSCORE`, `ZCARD`, `ZREM`;
@@ -78,9 +80,9 @@
 //! # Not implemented, and why
 //!
 //! * Blocking commands (`BLPOP`, `BZPOPMIN`, `XREAD BLOCK`), which need a connection to wait
-//!   on another's write, and the commands between two keys (`LMOVE`, `SUNION`, `ZUNIONSTORE`,
+//!   on another's write, and the commands between two keys (`LMOVE`, `ZUNIONSTORE`,
 //!   ...): no benchmark this server runs under sends them.
-//! * `LINSERT`, `LPOS`, `SMOVE`, `ZRANGEBYSCORE` and the other pre-6.2 range commands
+//! * `LINSERT`, `LPOS`, `ZRANGEBYSCORE` and the other pre-6.2 range commands
 //!   (`ZRANGE` with `BYSCORE`, `BYLEX` and `REV` does their work), `ZMSCORE`, `ZCOUNT`: each a
 //!   small addition on the same child lists when a client needs it.
 //! * Stream trimming (`XADD ... MAXLEN`/`MINID`, `XTRIM`, `XDEL`: answered with an error),

@@ -791,10 +791,17 @@ impl<'a> Store<'a> {
         self.remove_key(dst);
         self.rename_key(i, db, key);
         // `dst`'s slot is the free list's head now.
-        let Some(x) = self.alloc_slot() else {
-            return; // Unreachable: a slot was just freed.
-        };
         self.unlink(i);
+        self.take_freed_slot(i);
+    }
+
+    /// Moves key entry `i`, which is out of the bucket table, with its children into the slot
+    /// freed last (the head of the free list), and links it there. Costs O(children of `i`),
+    /// whose links to their collection change.
+    fn take_freed_slot(&mut self, i: u32) {
+        let Some(x) = self.alloc_slot() else {
+            return; // Unreachable: the callers have just freed a slot.
+        };
         let head = self.slots[x as usize].head;
         self.slots[x as usize] = Slot {
             head,
@@ -894,45 +901,77 @@ impl<'a> Store<'a> {
         let src = self.slots[i as usize];
         let dst =
             self.insert_key_with(db, src.kind, key, src.vlen as usize, |d| d.fill(0), expire)?;
-        // Blocks may have moved in a compaction: offsets are read after each allocation.
-        let copy_value = |st: &mut Self, from: u32, to: u32, with_key: bool| {
-            let (f, t) = (&st.slots[from as usize], &st.slots[to as usize]);
-            let skip = if with_key { 0 } else { f.klen as usize };
-            let start = f.off as usize + HDR + skip;
-            let len = f.klen as usize + f.vlen as usize - skip;
-            let at = t.off as usize + HDR + (t.klen as usize - (f.klen as usize - skip));
-            st.arena.copy_within(start..start + len, at);
-        };
-        copy_value(self, i, dst, false);
+        // Blocks may have moved in a compaction: offsets are read after the allocation.
+        let (f, t) = (&self.slots[i as usize], &self.slots[dst as usize]);
+        let start = f.off as usize + HDR + f.klen as usize;
+        let at = t.off as usize + HDR + t.klen as usize;
+        self.arena.copy_within(start..start + f.vlen as usize, at);
         let mut c = if src.kind == Kind::Str { NIL } else { src.next };
         while c != NIL {
-            let cs = self.slots[c as usize];
-            let hash = field_hash(dst, self.key_of(c));
-            let n = self.alloc_slot()?;
-            let Some(off) = self.alloc_block(n, HDR + cs.klen as usize + cs.vlen as usize) else {
-                self.free_slot(n);
-                return None;
-            };
-            let head = self.slots[n as usize].head;
-            self.slots[n as usize] = Slot {
-                head,
-                kind: cs.kind,
-                hash,
-                off,
-                klen: cs.klen,
-                vlen: cs.vlen,
-                expire: cs.expire,
-                parent: dst,
-                ..Slot::EMPTY
-            };
-            copy_value(self, c, n, true);
-            if cs.kind.is_named_child() {
-                self.link(n);
-            }
-            self.attach(n, NIL);
-            c = cs.next;
+            self.copy_child(c, dst)?;
+            c = self.slots[c as usize].next;
         }
         Some(dst)
+    }
+
+    /// Appends a copy of child entry `c` (its key, value and score) to collection `dst`, of
+    /// `c`'s collection's kind; the caller has checked the resources (and, for a named child,
+    /// that `dst` has none of its name).
+    pub(crate) fn copy_child(&mut self, c: u32, dst: u32) -> Option<u32> {
+        let cs = self.slots[c as usize];
+        let hash = field_hash(dst, self.key_of(c));
+        let len = cs.klen as usize + cs.vlen as usize;
+        let n = self.alloc_slot()?;
+        let Some(off) = self.alloc_block(n, HDR + len) else {
+            self.free_slot(n);
+            return None;
+        };
+        let head = self.slots[n as usize].head;
+        self.slots[n as usize] = Slot {
+            head,
+            kind: cs.kind,
+            hash,
+            off,
+            klen: cs.klen,
+            vlen: cs.vlen,
+            expire: cs.expire,
+            parent: dst,
+            ..Slot::EMPTY
+        };
+        // `c`'s block may have moved in a compaction: its offset is read after the allocation.
+        let from = self.slots[c as usize].off as usize + HDR;
+        self.arena.copy_within(from..from + len, off as usize + HDR);
+        if cs.kind.is_named_child() {
+            self.link(n);
+        }
+        self.attach(n, NIL);
+        Some(n)
+    }
+
+    // ---- sets: the results of SINTERSTORE, SUNIONSTORE and SDIFFSTORE ----
+
+    /// Creates an empty set named `key` of database `db` that no lookup finds (it is out of
+    /// the bucket table and the key count) until [`Store::publish_set`] puts it in the key
+    /// space: a result being built while a key of its name may still be read. The caller has
+    /// checked the resources.
+    pub(crate) fn insert_unpublished_set(&mut self, db: u8, key: &[u8]) -> Option<u32> {
+        let i = self.new_entry(Kind::Set, key_hash(db, key), key, 0, |_| ())?;
+        self.slots[i as usize].db = db;
+        Some(i)
+    }
+
+    /// Puts set `i` of [`Store::insert_unpublished_set`] in the key space, deleting `old`, the
+    /// key of its name (if any), whose slot it takes, so that the name keeps its slot.
+    pub(crate) fn publish_set(&mut self, i: u32, old: Option<u32>) {
+        let db = self.slots[i as usize].db;
+        self.keys[db as usize] += 1;
+        match old {
+            Some(old) => {
+                self.remove_key(old);
+                self.take_freed_slot(i);
+            }
+            None => self.link(i),
+        }
     }
 
     /// Replaces the value of string or field entry `i` (whose key is `key`); the caller has

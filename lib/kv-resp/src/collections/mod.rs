@@ -43,6 +43,15 @@ pub(crate) enum Cmd {
     SMIsMember,
     SCard,
     SRandMember,
+    SMove,
+    SInter,
+    SInterStore,
+    SInterCard,
+    SUnion,
+    SUnionStore,
+    SDiff,
+    SDiffStore,
+    SScan,
     ZAdd,
     ZIncrBy,
     ZPopMin,
@@ -82,6 +91,15 @@ pub(crate) const TABLE: &[(&str, i32, Cmd)] = &[
     ("smismember", -3, Cmd::SMIsMember),
     ("scard", 2, Cmd::SCard),
     ("srandmember", -2, Cmd::SRandMember),
+    ("smove", 4, Cmd::SMove),
+    ("sinter", -2, Cmd::SInter),
+    ("sinterstore", -3, Cmd::SInterStore),
+    ("sintercard", -3, Cmd::SInterCard),
+    ("sunion", -2, Cmd::SUnion),
+    ("sunionstore", -3, Cmd::SUnionStore),
+    ("sdiff", -2, Cmd::SDiff),
+    ("sdiffstore", -3, Cmd::SDiffStore),
+    ("sscan", -3, Cmd::SScan),
     ("zadd", -4, Cmd::ZAdd),
     ("zincrby", 4, Cmd::ZIncrBy),
     ("zpopmin", -2, Cmd::ZPopMin),
@@ -165,7 +183,16 @@ impl Store<'_> {
             | Cmd::SIsMember
             | Cmd::SMIsMember
             | Cmd::SCard
-            | Cmd::SRandMember => self.set_command(db, cmd, c, now, r),
+            | Cmd::SRandMember
+            | Cmd::SMove
+            | Cmd::SInter
+            | Cmd::SInterStore
+            | Cmd::SInterCard
+            | Cmd::SUnion
+            | Cmd::SUnionStore
+            | Cmd::SDiff
+            | Cmd::SDiffStore
+            | Cmd::SScan => self.set_command(db, cmd, c, now, r),
             Cmd::ZAdd
             | Cmd::ZIncrBy
             | Cmd::ZPopMin

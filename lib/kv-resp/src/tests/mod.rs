@@ -16,6 +16,7 @@ mod connection;
 mod longdouble;
 mod props;
 mod protocol;
+mod set;
 mod strings;
 
 /// A store over leaked storage (tests only).
