@@ -67,8 +67,13 @@
 //! sets: `SADD`, `SREM`, `SPOP` (with a count), `SMEMBERS`, `SISMEMBER`, `SMISMEMBER`, `SCARD`,
 //! `SRANDMEMBER` (with a count, negative for repeats);
 //! sorted sets: `ZADD` (`NX`, `XX`, `GT`, `LT`, `CH`, `INCR`), `ZINCRBY`, `ZPOPMIN`, `ZPOPMAX`
-//! (with a count), `ZRANGE` (by rank, `BYSCORE` or `BYLEX`, with `REV`, `LIMIT`, `WITHSCORES`),
-//! `ZRANK`, `ZREVRANK`, `ZSCORE`, `ZCARD`, `ZREM`;
+//! (with a count), `ZMPOP`, `ZRANGE` (by rank, `BYSCORE` or `BYLEX`, with `REV`, `LIMIT`,
+//! `WITHSCORES`), `ZRANGESTORE`, `ZREVRANGE`, `ZRANGEBYSCORE`, `ZREVRANGEBYSCORE`,
+//! `ZRANGEBYLEX`, `ZREVRANGEBYLEX`, `ZCOUNT`, `ZLEXCOUNT`, `ZREMRANGEBYRANK`,
+//! `ZREMRANGEBYSCORE`, `ZREMRANGEBYLEX`, `ZRANK`, `ZREVRANK`, `ZSCORE`, `ZMSCORE`, `ZCARD`,
+//! `ZREM`, `ZRANDMEMBER` (with a count, negative for repeats, `WITHSCORES`), `ZUNION`,
+//! `ZINTER`, `ZDIFF` and their `STORE` forms (`WEIGHTS`, `AGGREGATE`; sets count as sorted sets
+//! of score 1), `ZINTERCARD` (`LIMIT`);
 //! streams: `XADD` (`*`, `<ms>-*` and explicit IDs, `NOMKSTREAM`), `XLEN`, `XRANGE`,
 //! `XREVRANGE` (`-`, `+`, exclusive `(` bounds, `COUNT`).
 //! That is every command of redis-benchmark's default test list (XADD's from 7.2 on). Names are
@@ -78,11 +83,10 @@
 //! # Not implemented, and why
 //!
 //! * Blocking commands (`BLPOP`, `BZPOPMIN`, `XREAD BLOCK`), which need a connection to wait
-//!   on another's write, and the commands between two keys (`LMOVE`, `SUNION`, `ZUNIONSTORE`,
-//!   ...): no benchmark this server runs under sends them.
-//! * `LINSERT`, `LPOS`, `SMOVE`, `ZRANGEBYSCORE` and the other pre-6.2 range commands
-//!   (`ZRANGE` with `BYSCORE`, `BYLEX` and `REV` does their work), `ZMSCORE`, `ZCOUNT`: each a
-//!   small addition on the same child lists when a client needs it.
+//!   on another's write, and the commands between two keys (`LMOVE`, `SUNION`, ...): no
+//!   benchmark this server runs under sends them.
+//! * `LINSERT`, `LPOS`, `SMOVE`, `ZSCAN`: each a small addition on the same child lists when a
+//!   client needs it.
 //! * Stream trimming (`XADD ... MAXLEN`/`MINID`, `XTRIM`, `XDEL`: answered with an error),
 //!   consumer groups and `XREAD`: a stream here only grows, so its last ID is always its last
 //!   entry's (Redis keeps an emptied stream's last ID, which needs a place of its own).

@@ -17,6 +17,7 @@ mod longdouble;
 mod props;
 mod protocol;
 mod strings;
+mod zset;
 
 /// A store over leaked storage (tests only).
 pub(crate) fn store(bytes: usize, slots: usize) -> Store<'static> {
