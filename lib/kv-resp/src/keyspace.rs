@@ -61,6 +61,24 @@ pub(crate) const TABLE: &[(&str, i32, Cmd)] = &[
     ("randomkey", 1, Cmd::RandomKey),
 ];
 
+/// `-ERR invalid cursor`.
+pub(crate) const INVALID_CURSOR: &str = "ERR invalid cursor";
+
+/// A `SCAN`-family cursor, read as Redis reads it with `strtoul`: an optional sign (a negative
+/// one wraps), then decimal digits that fit 64 bits.
+pub(crate) fn scan_cursor(text: &[u8]) -> Option<u64> {
+    let (neg, digits) = match text.split_first() {
+        Some((b'-', d)) => (true, d),
+        Some((b'+', d)) => (false, d),
+        _ => (false, text),
+    };
+    core::str::from_utf8(digits)
+        .ok()
+        .filter(|d| d.bytes().all(|b| b.is_ascii_digit()))
+        .and_then(|d| d.parse::<u64>().ok())
+        .map(|n| if neg { n.wrapping_neg() } else { n })
+}
+
 /// Whether `s` matches the glob-style `pattern` as Redis's `KEYS` matches: `*` any run, `?` any
 /// byte, `[abc]`, `[^abc]` and `[a-z]` classes, `\x` the byte `x`.
 pub(crate) fn glob(pattern: &[u8], s: &[u8]) -> bool {
@@ -323,21 +341,8 @@ impl Store<'_> {
 
     /// `SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]` (see the module's docs).
     fn scan(&mut self, db: u8, c: &Command<'_>, now: u64, r: &mut Reply<'_, '_>) -> Res {
-        // Redis reads the cursor with `strtoul`: an optional sign (a negative one wraps), then
-        // decimal digits that fit 64 bits.
-        let text = c.arg(1).unwrap_or(b"");
-        let (neg, digits) = match text.split_first() {
-            Some((b'-', d)) => (true, d),
-            Some((b'+', d)) => (false, d),
-            _ => (false, text),
-        };
-        let cursor = core::str::from_utf8(digits)
-            .ok()
-            .filter(|d| d.bytes().all(|b| b.is_ascii_digit()))
-            .and_then(|d| d.parse::<u64>().ok())
-            .map(|n| if neg { n.wrapping_neg() } else { n });
-        let Some(cursor) = cursor else {
-            return r.error("ERR invalid cursor");
+        let Some(cursor) = scan_cursor(c.arg(1).unwrap_or(b"")) else {
+            return r.error(INVALID_CURSOR);
         };
         let (mut pattern, mut count, mut kind) = (None, 10i64, None);
         let mut j = 2;

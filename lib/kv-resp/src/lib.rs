@@ -73,7 +73,7 @@
 //! `ZREMRANGEBYSCORE`, `ZREMRANGEBYLEX`, `ZRANK`, `ZREVRANK`, `ZSCORE`, `ZMSCORE`, `ZCARD`,
 //! `ZREM`, `ZRANDMEMBER` (with a count, negative for repeats, `WITHSCORES`), `ZUNION`,
 //! `ZINTER`, `ZDIFF` and their `STORE` forms (`WEIGHTS`, `AGGREGATE`; sets count as sorted sets
-//! of score 1), `ZINTERCARD` (`LIMIT`);
+//! of score 1), `ZINTERCARD` (`LIMIT`), `ZSCAN` (`MATCH`, `COUNT`);
 //! streams: `XADD` (`*`, `<ms>-*` and explicit IDs, `NOMKSTREAM`), `XLEN`, `XRANGE`,
 //! `XREVRANGE` (`-`, `+`, exclusive `(` bounds, `COUNT`).
 //! That is every command of redis-benchmark's default test list (XADD's from 7.2 on). Names are
@@ -85,7 +85,7 @@
 //! * Blocking commands (`BLPOP`, `BZPOPMIN`, `XREAD BLOCK`), which need a connection to wait
 //!   on another's write, and the commands between two keys (`LMOVE`, `SUNION`, ...): no
 //!   benchmark this server runs under sends them.
-//! * `LINSERT`, `LPOS`, `SMOVE`, `ZSCAN`: each a small addition on the same child lists when a
+//! * `LINSERT`, `LPOS`, `SMOVE`: each a small addition on the same child lists when a
 //!   client needs it.
 //! * Stream trimming (`XADD ... MAXLEN`/`MINID`, `XTRIM`, `XDEL`: answered with an error),
 //!   consumer groups and `XREAD`: a stream here only grows, so its last ID is always its last

@@ -74,6 +74,7 @@ pub(crate) enum Cmd {
     ZInterCard,
     ZMPop,
     ZRandMember,
+    ZScan,
     XAdd,
     XLen,
     XRange,
@@ -134,6 +135,7 @@ pub(crate) const TABLE: &[(&str, i32, Cmd)] = &[
     ("zintercard", -3, Cmd::ZInterCard),
     ("zmpop", -4, Cmd::ZMPop),
     ("zrandmember", -2, Cmd::ZRandMember),
+    ("zscan", -3, Cmd::ZScan),
     ("xadd", -5, Cmd::XAdd),
     ("xlen", 2, Cmd::XLen),
     ("xrange", -4, Cmd::XRange),
@@ -238,7 +240,8 @@ impl Store<'_> {
             | Cmd::ZDiffStore
             | Cmd::ZInterCard
             | Cmd::ZMPop
-            | Cmd::ZRandMember => self.zset_command(db, cmd, c, now, r),
+            | Cmd::ZRandMember
+            | Cmd::ZScan => self.zset_command(db, cmd, c, now, r),
             Cmd::XAdd | Cmd::XLen | Cmd::XRange | Cmd::XRevRange => {
                 self.stream_command(db, cmd, c, now, r)
             }

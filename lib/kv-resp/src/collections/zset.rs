@@ -3,7 +3,7 @@
 //! `ZRANGEBYSCORE`, `ZREVRANGEBYSCORE`, `ZRANGEBYLEX`, `ZREVRANGEBYLEX`), `ZRANGESTORE`,
 //! `ZCOUNT`, `ZLEXCOUNT`, `ZREMRANGEBYRANK`, `ZREMRANGEBYSCORE`, `ZREMRANGEBYLEX`, `ZRANK`,
 //! `ZREVRANK`, `ZSCORE`, `ZMSCORE`, `ZCARD`, `ZREM`, `ZRANDMEMBER`, `ZUNION`, `ZINTER`, `ZDIFF`
-//! (and their `STORE` forms), `ZINTERCARD`.
+//! (and their `STORE` forms), `ZINTERCARD`, `ZSCAN`.
 //!
 //! A command whose result is a sorted set of its own (`ZRANGESTORE`, `ZUNION`, ...) builds it
 //! as a key that no lookup by name finds (see [`Store::insert_unlisted_key`]), beside its
@@ -21,6 +21,8 @@ use core::fmt::Write as _;
 
 use super::{pop_count, rank_range, Cmd};
 use crate::commands::{eq, pairs, Res, SliceWriter, NOT_INT, OOM, SYNTAX, WRONGTYPE};
+use crate::keyspace::{glob, scan_cursor, INVALID_CURSOR};
+use crate::output::fmt_i64;
 use crate::output::Reply;
 use crate::parser::{parse_int, Command};
 use crate::store::{Budget, Kind, Store, HDR, NIL};
@@ -408,6 +410,7 @@ impl Store<'_> {
             | Cmd::ZInterCard => self.zset_op(db, cmd, c, now, r),
             Cmd::ZMPop => self.zmpop(db, c, now, r),
             Cmd::ZRandMember => self.zrandmember(db, c, now, r),
+            Cmd::ZScan => self.zscan(db, c, now, r),
             Cmd::ZRank | Cmd::ZRevRank | Cmd::ZScore => {
                 let z = match self.find_kind(db, key, Kind::ZSet, now) {
                     Err(()) => return r.error(WRONGTYPE),
@@ -1272,6 +1275,93 @@ impl Store<'_> {
                 Ok(())
             }
         }
+    }
+
+    /// `ZSCAN key cursor [MATCH pattern] [COUNT count]`. The cursor is a slot index, as
+    /// `SCAN`'s (see `src/keyspace.rs`): a member keeps its slot for as long as it exists, so a
+    /// full scan returns every member present for all of it exactly once. A call answers the
+    /// members (those `MATCH` lets through, with their scores, in the set's order) of the next
+    /// `COUNT` slots holding one from the cursor on (fewer when their reply would take a
+    /// quarter of the output buffer), and the slot to go on from, 0 at the end; finding them
+    /// costs a walk over the set per member.
+    fn zscan(&mut self, db: u8, c: &Command<'_>, now: u64, r: &mut Reply<'_, '_>) -> Res {
+        let Some(cursor) = scan_cursor(c.arg(2).unwrap_or(b"")) else {
+            return r.error(INVALID_CURSOR);
+        };
+        let z = match self.find_kind(db, c.arg(1).unwrap_or(b""), Kind::ZSet, now) {
+            Err(()) => return r.error(WRONGTYPE),
+            Ok(None) => return r.raw(b"*2\r\n$1\r\n0\r\n*0\r\n"),
+            Ok(Some(z)) => z,
+        };
+        let (mut pattern, mut count) = (None, 10i64);
+        let mut j = 3;
+        while let Some(opt) = c.arg(j) {
+            let Some(v) = c.arg(j + 1) else {
+                return r.error(SYNTAX);
+            };
+            if eq(opt, "count") {
+                match parse_int(v) {
+                    None => return r.error(NOT_INT),
+                    Some(n) if n < 1 => return r.error(SYNTAX),
+                    Some(n) => count = n,
+                }
+            } else if eq(opt, "match") {
+                pattern = (v != b"*").then_some(v);
+            } else {
+                return r.error(SYNTAX);
+            }
+            j += 2;
+        }
+        // The first slot at or after `from` that holds a member.
+        let next_slot = |from: u64| {
+            let mut e = self.slots[z as usize].next;
+            let mut best = None;
+            while e != NIL {
+                if u64::from(e) >= from && best.is_none_or(|b| e < b) {
+                    best = Some(e);
+                }
+                e = self.slots[e as usize].next;
+            }
+            best
+        };
+        // This call's slots: from the cursor up to `end` (`None`: to the end of the table).
+        let budget = r.capacity() / 4;
+        let (mut end, mut taken, mut bytes) = (Some(cursor), 0, 0);
+        while let Some(from) = end {
+            let Some(e) = next_slot(from) else {
+                end = None;
+                break;
+            };
+            let cost = 48 + self.slots[e as usize].klen as usize;
+            if taken == count || (taken > 0 && bytes + cost > budget) {
+                end = Some(u64::from(e));
+                break;
+            }
+            (taken, bytes, end) = (taken + 1, bytes + cost, Some(u64::from(e) + 1));
+        }
+        let wanted = |e: u32| {
+            let e64 = u64::from(e);
+            e64 >= cursor
+                && end.is_none_or(|end| e64 < end)
+                && pattern.is_none_or(|p| glob(p, self.key_of(e)))
+        };
+        let mut n = 0;
+        let mut e = self.slots[z as usize].next;
+        while e != NIL {
+            n += usize::from(wanted(e));
+            e = self.slots[e as usize].next;
+        }
+        r.array(2)?;
+        r.bulk(fmt_i64(end.map_or(0, |end| end as i64), &mut [0; 24]))?;
+        r.array(2 * n)?;
+        let mut e = self.slots[z as usize].next;
+        while e != NIL {
+            if wanted(e) {
+                self.zreply_member(r, e, true)?;
+            }
+            e = self.slots[e as usize].next;
+        }
+        Ok(())
     }
 }
 

@@ -3,7 +3,8 @@
 
 use super::*;
 use std::format;
-use std::string::String;
+use std::string::{String, ToString};
+use std::vec::Vec;
 
 const NIL: &str = "$-1\r\n";
 const NIL_ARRAY: &str = "*-1\r\n";
@@ -448,4 +449,59 @@ fn zrandmember() {
              9223372036854775807"
         )
     );
+}
+
+/// The members and the cursor of a `ZSCAN` reply.
+fn zscan(t: &mut T, args: &[&str]) -> (String, Vec<String>) {
+    let r = t.c(args);
+    let lines: Vec<&str> = r.split("\r\n").collect();
+    assert_eq!(lines[0], "*2", "{r}");
+    let items = lines[4..]
+        .chunks(2)
+        .filter(|c| c.len() == 2)
+        .map(|c| c[1].to_string());
+    (lines[2].to_string(), items.collect())
+}
+
+#[test]
+fn zscan_returns_every_member_once() {
+    let mut t = T::new();
+    for i in 0..50 {
+        let m = format!("m{i}");
+        assert_eq!(t.c(&["ZADD", "z", &format!("{i}"), &m]), int(1));
+    }
+    let (mut cursor, mut seen) = (String::from("0"), Vec::new());
+    let mut calls = 0;
+    loop {
+        let (next, items) = zscan(&mut t, &["ZSCAN", "z", &cursor, "COUNT", "7"]);
+        assert!(items.len() <= 14);
+        for pair in items.chunks(2) {
+            assert_eq!(format!("m{}", pair[1]), pair[0], "a member and its score");
+            seen.push(pair[0].clone());
+        }
+        calls += 1;
+        cursor = next;
+        if cursor == "0" {
+            break;
+        }
+    }
+    assert!(calls > 1);
+    seen.sort();
+    seen.dedup();
+    assert_eq!(seen.len(), 50);
+    let (cursor, items) = zscan(&mut t, &["ZSCAN", "z", "0", "MATCH", "m4*", "COUNT", "100"]);
+    assert_eq!(cursor, "0");
+    let members: Vec<&String> = items.iter().step_by(2).collect();
+    assert_eq!(
+        members,
+        ["m4", "m40", "m41", "m42", "m43", "m44", "m45", "m46", "m47", "m48", "m49"]
+    );
+    assert_eq!(t.c(&["ZSCAN", "nokey", "0"]), "*2\r\n$1\r\n0\r\n*0\r\n");
+    assert_eq!(t.c(&["ZSCAN", "z", "x"]), err("ERR invalid cursor"));
+    assert_eq!(t.c(&["ZSCAN", "z", "0", "COUNT", "0"]), SYNTAX);
+    assert_eq!(t.c(&["ZSCAN", "z", "0", "COUNT", "x"]), NOT_INT);
+    assert_eq!(t.c(&["ZSCAN", "z", "0", "TYPE", "zset"]), SYNTAX);
+    assert_eq!(t.c(&["ZSCAN", "z", "0", "MATCH"]), SYNTAX);
+    assert_eq!(t.c(&["SET", "s", "x"]), "+OK\r\n");
+    assert_eq!(t.c(&["ZSCAN", "s", "0"]), WRONGTYPE);
 }
