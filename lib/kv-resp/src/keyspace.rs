@@ -61,6 +61,24 @@ pub(crate) const TABLE: &[(&str, i32, Cmd)] = &[
     ("randomkey", 1, Cmd::RandomKey),
 ];
 
+/// `-ERR invalid cursor`.
+pub(crate) const INVALID_CURSOR: &str = "ERR invalid cursor";
+
+/// A `SCAN`-family cursor, read as Redis reads it with `strtoul`: an optional sign (a negative
+/// one wraps), then decimal digits that fit 64 bits.
+pub(crate) fn scan_cursor(text: &[u8]) -> Option<u64> {
+    let (neg, digits) = match text.split_first() {
+        Some((b'-', d)) => (true, d),
+        Some((b'+', d)) => (false, d),
+        _ => (false, text),
+    };
+    core::str::from_utf8(digits)
+        .ok()
+        .filter(|d| d.bytes().all(|b| b.is_ascii_digit()))
+        .and_then(|d| d.parse::<u64>().ok())
+        .map(|n| if neg { n.wrapping_neg() } else { n })
+}
+
 /// Whether `s` matches the glob-style `pattern` as Redis's `KEYS` matches: `*` any run, `?` any
 /// byte, `[abc]`, `[^abc]` and `[a-z]` classes, `\x` the byte `x`.
 pub(crate) fn glob(pattern: &[u8], s: &[u8]) -> bool {
@@ -130,24 +148,6 @@ fn one(pattern: &[u8], c: u8) -> Option<usize> {
         }
         b => (b == c).then_some(1),
     }
-}
-
-/// `-ERR invalid cursor`.
-pub(crate) const INVALID_CURSOR: &str = "ERR invalid cursor";
-
-/// A `SCAN`-family cursor as Redis reads it, with `strtoul`: an optional sign (a negative one
-/// wraps), then decimal digits that fit 64 bits.
-pub(crate) fn scan_cursor(text: &[u8]) -> Option<u64> {
-    let (neg, digits) = match text.split_first() {
-        Some((b'-', d)) => (true, d),
-        Some((b'+', d)) => (false, d),
-        _ => (false, text),
-    };
-    core::str::from_utf8(digits)
-        .ok()
-        .filter(|d| d.bytes().all(|b| b.is_ascii_digit()))
-        .and_then(|d| d.parse::<u64>().ok())
-        .map(|n| if neg { n.wrapping_neg() } else { n })
 }
 
 impl Store<'_> {

@@ -69,8 +69,13 @@
 //! (`LIMIT`), `SUNION`, `SDIFF`, `SINTERSTORE`, `SUNIONSTORE`, `SDIFFSTORE`, `SSCAN` (`MATCH`,
 //! `COUNT`);
 //! sorted sets: `ZADD` (`NX`, `XX`, `GT`, `LT`, `CH`, `INCR`), `ZINCRBY`, `ZPOPMIN`, `ZPOPMAX`
-//! (with a count), `ZRANGE` (by rank, `BYSCORE` or `BYLEX`, with `REV`, `LIMIT`, `WITHSCORES`),
-//! `ZRANK`, `ZREVRANK`, `ZSCORE`, `ZCARD`, `ZREM`;
+//! (with a count), `ZMPOP`, `ZRANGE` (by rank, `BYSCORE` or `BYLEX`, with `REV`, `LIMIT`,
+//! `WITHSCORES`), `ZRANGESTORE`, `ZREVRANGE`, `ZRANGEBYSCORE`, `ZREVRANGEBYSCORE`,
+//! `ZRANGEBYLEX`, `ZREVRANGEBYLEX`, `ZCOUNT`, `ZLEXCOUNT`, `ZREMRANGEBYRANK`,
+//! `ZREMRANGEBYSCORE`, `ZREMRANGEBYLEX`, `ZRANK`, `ZREVRANK`, `ZSCORE`, `ZMSCORE`, `ZCARD`,
+//! `ZREM`, `ZRANDMEMBER` (with a count, negative for repeats, `WITHSCORES`), `ZUNION`,
+//! `ZINTER`, `ZDIFF` and their `STORE` forms (`WEIGHTS`, `AGGREGATE`; sets count as sorted sets
+//! of score 1), `ZINTERCARD` (`LIMIT`), `ZSCAN` (`MATCH`, `COUNT`);
 //! streams: `XADD` (`*`, `<ms>-*` and explicit IDs, `NOMKSTREAM`), `XLEN`, `XRANGE`,
 //! `XREVRANGE` (`-`, `+`, exclusive `(` bounds, `COUNT`).
 //! That is every command of redis-benchmark's default test list (XADD's from 7.2 on). Names are
@@ -80,11 +85,7 @@
 //! # Not implemented, and why
 //!
 //! * Blocking commands (`BLPOP`, `BZPOPMIN`, `XREAD BLOCK`), which need a connection to wait
-//!   on another's write, and the commands between two keys (`LMOVE`, `ZUNIONSTORE`,
-//!   ...): no benchmark this server runs under sends them.
-//! * `LINSERT`, `LPOS`, `ZRANGEBYSCORE` and the other pre-6.2 range commands
-//!   (`ZRANGE` with `BYSCORE`, `BYLEX` and `REV` does their work), `ZMSCORE`, `ZCOUNT`: each a
-//!   small addition on the same child lists when a client needs it.
+//!   on another's write.
 //! * Stream trimming (`XADD ... MAXLEN`/`MINID`, `XTRIM`, `XDEL`: answered with an error),
 //!   consumer groups and `XREAD`: a stream here only grows, so its last ID is always its last
 //!   entry's (Redis keeps an emptied stream's last ID, which needs a place of its own).

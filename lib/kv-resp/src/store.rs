@@ -706,6 +706,59 @@ impl<'a> Store<'a> {
         Some(cur)
     }
 
+    // ---- sorted sets: results built aside ----
+
+    /// Inserts an empty collection of kind `kind` named `key` in database `db` that no lookup
+    /// by name finds (a command's result being built, beside a key of the same name) until
+    /// [`Store::list_key`] makes it a key like any other; `None` when the arena or the slot
+    /// table is full. [`Store::remove_key`] deletes it either way.
+    pub(crate) fn insert_unlisted_key(&mut self, db: u8, kind: Kind, key: &[u8]) -> Option<u32> {
+        let i = self.insert_key(db, kind, key, None, 0)?;
+        self.unlink(i);
+        Some(i)
+    }
+
+    /// Makes key `i` of [`Store::insert_unlisted_key`] found by its name; the caller has
+    /// deleted any other key of that name.
+    pub(crate) fn list_key(&mut self, i: u32) {
+        self.link(i);
+    }
+
+    /// Appends to collection `parent` a child named as entry `from` (a child of another
+    /// collection), with an empty value; `None` (nothing changed) when the arena or the slot
+    /// table is full. The caller has checked that the name is new in `parent`.
+    pub(crate) fn append_child_named_as(&mut self, parent: u32, from: u32) -> Option<u32> {
+        let klen = self.slots[from as usize].klen as usize;
+        let i = self.alloc_slot()?;
+        let Some(off) = self.alloc_block(i, HDR + klen) else {
+            self.free_slot(i);
+            return None;
+        };
+        // The allocation may have compacted the arena: `from`'s offset is read after it.
+        let (src, at) = (
+            self.slots[from as usize].off as usize + HDR,
+            off as usize + HDR,
+        );
+        self.arena.copy_within(src..src + klen, at);
+        let hash = field_hash(parent, &self.arena[at..at + klen]);
+        let kind = self.slots[parent as usize].kind.child();
+        let head = self.slots[i as usize].head;
+        self.slots[i as usize] = Slot {
+            head,
+            kind,
+            hash,
+            off,
+            klen: klen as u32,
+            parent,
+            ..Slot::EMPTY
+        };
+        if kind.is_named_child() {
+            self.link(i);
+        }
+        self.attach(i, NIL);
+        Some(i)
+    }
+
     /// The random generator's state, to replay the same draws with [`Store::set_rng_state`].
     pub(crate) fn rng_state(&self) -> u64 {
         self.rng

@@ -62,6 +62,28 @@ pub(crate) enum Cmd {
     ZScore,
     ZCard,
     ZRem,
+    ZRevRange,
+    ZRangeByScore,
+    ZRevRangeByScore,
+    ZRangeByLex,
+    ZRevRangeByLex,
+    ZRangeStore,
+    ZCount,
+    ZLexCount,
+    ZRemRangeByRank,
+    ZRemRangeByScore,
+    ZRemRangeByLex,
+    ZMScore,
+    ZUnion,
+    ZInter,
+    ZDiff,
+    ZUnionStore,
+    ZInterStore,
+    ZDiffStore,
+    ZInterCard,
+    ZMPop,
+    ZRandMember,
+    ZScan,
     XAdd,
     XLen,
     XRange,
@@ -110,6 +132,28 @@ pub(crate) const TABLE: &[(&str, i32, Cmd)] = &[
     ("zscore", 3, Cmd::ZScore),
     ("zcard", 2, Cmd::ZCard),
     ("zrem", -3, Cmd::ZRem),
+    ("zrevrange", -4, Cmd::ZRevRange),
+    ("zrangebyscore", -4, Cmd::ZRangeByScore),
+    ("zrevrangebyscore", -4, Cmd::ZRevRangeByScore),
+    ("zrangebylex", -4, Cmd::ZRangeByLex),
+    ("zrevrangebylex", -4, Cmd::ZRevRangeByLex),
+    ("zrangestore", -5, Cmd::ZRangeStore),
+    ("zcount", 4, Cmd::ZCount),
+    ("zlexcount", 4, Cmd::ZLexCount),
+    ("zremrangebyrank", 4, Cmd::ZRemRangeByRank),
+    ("zremrangebyscore", 4, Cmd::ZRemRangeByScore),
+    ("zremrangebylex", 4, Cmd::ZRemRangeByLex),
+    ("zmscore", -3, Cmd::ZMScore),
+    ("zunion", -3, Cmd::ZUnion),
+    ("zinter", -3, Cmd::ZInter),
+    ("zdiff", -3, Cmd::ZDiff),
+    ("zunionstore", -4, Cmd::ZUnionStore),
+    ("zinterstore", -4, Cmd::ZInterStore),
+    ("zdiffstore", -4, Cmd::ZDiffStore),
+    ("zintercard", -3, Cmd::ZInterCard),
+    ("zmpop", -4, Cmd::ZMPop),
+    ("zrandmember", -2, Cmd::ZRandMember),
+    ("zscan", -3, Cmd::ZScan),
     ("xadd", -5, Cmd::XAdd),
     ("xlen", 2, Cmd::XLen),
     ("xrange", -4, Cmd::XRange),
@@ -202,7 +246,29 @@ impl Store<'_> {
             | Cmd::ZRevRank
             | Cmd::ZScore
             | Cmd::ZCard
-            | Cmd::ZRem => self.zset_command(db, cmd, c, now, r),
+            | Cmd::ZRem
+            | Cmd::ZRevRange
+            | Cmd::ZRangeByScore
+            | Cmd::ZRevRangeByScore
+            | Cmd::ZRangeByLex
+            | Cmd::ZRevRangeByLex
+            | Cmd::ZRangeStore
+            | Cmd::ZCount
+            | Cmd::ZLexCount
+            | Cmd::ZRemRangeByRank
+            | Cmd::ZRemRangeByScore
+            | Cmd::ZRemRangeByLex
+            | Cmd::ZMScore
+            | Cmd::ZUnion
+            | Cmd::ZInter
+            | Cmd::ZDiff
+            | Cmd::ZUnionStore
+            | Cmd::ZInterStore
+            | Cmd::ZDiffStore
+            | Cmd::ZInterCard
+            | Cmd::ZMPop
+            | Cmd::ZRandMember
+            | Cmd::ZScan => self.zset_command(db, cmd, c, now, r),
             Cmd::XAdd | Cmd::XLen | Cmd::XRange | Cmd::XRevRange => {
                 self.stream_command(db, cmd, c, now, r)
             }

@@ -1,5 +1,15 @@
-//! Sorted sets: `ZADD`, `ZINCRBY`, `ZPOPMIN`, `ZPOPMAX`, `ZRANGE` (by rank, `BYSCORE` or
-//! `BYLEX`, `REV`, `LIMIT`, `WITHSCORES`), `ZRANK`, `ZREVRANK`, `ZSCORE`, `ZCARD`, `ZREM`.
+//! Sorted sets: `ZADD`, `ZINCRBY`, `ZPOPMIN`, `ZPOPMAX`, `ZMPOP`, `ZRANGE` (by rank,
+//! `BYSCORE` or `BYLEX`, `REV`, `LIMIT`, `WITHSCORES`) and its older forms (`ZREVRANGE`,
+//! `ZRANGEBYSCORE`, `ZREVRANGEBYSCORE`, `ZRANGEBYLEX`, `ZREVRANGEBYLEX`), `ZRANGESTORE`,
+//! `ZCOUNT`, `ZLEXCOUNT`, `ZREMRANGEBYRANK`, `ZREMRANGEBYSCORE`, `ZREMRANGEBYLEX`, `ZRANK`,
+//! `ZREVRANK`, `ZSCORE`, `ZMSCORE`, `ZCARD`, `ZREM`, `ZRANDMEMBER`, `ZUNION`, `ZINTER`, `ZDIFF`
+//! (and their `STORE` forms), `ZINTERCARD`, `ZSCAN`.
+//!
+//! A command whose result is a sorted set of its own (`ZRANGESTORE`, `ZUNION`, ...) builds it
+//! as a key that no lookup by name finds (see [`Store::insert_unlisted_key`]), beside its
+//! sources and the destination's old value, so that it needs room for all of them at once; a
+//! result that does not fit is deleted again and the command answers `-OOM`, having changed
+//! nothing. The members are added in any order, then sorted (a merge sort of the list).
 //!
 //! Members are kept in (score, member) order in their set's child list (see [`crate::store`]
 //! for why a list and what it costs). Scores are `f64`s, parsed as Redis parses them (`inf`,
@@ -11,6 +21,8 @@ use core::fmt::Write as _;
 
 use super::{pop_count, rank_range, Cmd};
 use crate::commands::{eq, pairs, Res, SliceWriter, NOT_INT, OOM, SYNTAX, WRONGTYPE};
+use crate::keyspace::{glob, scan_cursor, INVALID_CURSOR};
+use crate::output::fmt_i64;
 use crate::output::Reply;
 use crate::parser::{parse_int, Command};
 use crate::store::{Budget, Kind, Store, HDR, NIL};
@@ -202,6 +214,42 @@ fn parse_lex(a: &[u8]) -> Option<Lex<'_>> {
     }
 }
 
+/// What a range command's bounds are: ranks, scores or members.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum By {
+    Rank,
+    Score,
+    Lex,
+}
+
+/// The bounds of a range command.
+#[derive(Clone, Copy)]
+enum Range<'a> {
+    Rank(i64, i64),
+    Score(Bound, Bound),
+    Lex(Lex<'a>, Lex<'a>),
+}
+
+impl<'a> Range<'a> {
+    /// The range from `min` to `max` by `by`, or Redis's error for bounds that are none.
+    fn parse(by: By, min: &'a [u8], max: &'a [u8]) -> Result<Self, &'static str> {
+        match by {
+            By::Rank => match (parse_int(min), parse_int(max)) {
+                (Some(start), Some(stop)) => Ok(Range::Rank(start, stop)),
+                _ => Err(NOT_INT),
+            },
+            By::Score => match (parse_bound(min), parse_bound(max)) {
+                (Some(min), Some(max)) => Ok(Range::Score(min, max)),
+                _ => Err("ERR min or max is not a float"),
+            },
+            By::Lex => match (parse_lex(min), parse_lex(max)) {
+                (Some(min), Some(max)) => Ok(Range::Lex(min, max)),
+                _ => Err("ERR min or max not valid string range item"),
+            },
+        }
+    }
+}
+
 /// `ZADD`'s flags (`ZINCRBY` is `ZADD INCR` with one pair).
 #[derive(Clone, Copy, Default)]
 struct Flags {
@@ -321,21 +369,48 @@ impl Store<'_> {
                     Ok(Some(z)) => z,
                 };
                 let n = count.min(u64::from(self.slots[z as usize].count)) as u32;
-                let min = cmd == Cmd::ZPopMin;
-                r.array(2 * n as usize)?;
-                let mut e = self.end_of(z, min);
-                for _ in 0..n {
-                    r.bulk(self.key_of(e))?;
-                    Self::reply_score(r, self.score_of(e))?;
-                    e = self.step_from(e, min);
-                }
-                for _ in 0..n {
-                    let e = self.end_of(z, min);
-                    self.remove_child_or_key(e);
+                self.zpop(z, n, cmd == Cmd::ZPopMin, false, r)
+            }
+            Cmd::ZRange => self.zrange(db, c, 1, false, None, None, now, r),
+            Cmd::ZRevRange => self.zrange(db, c, 1, false, Some(By::Rank), Some(true), now, r),
+            Cmd::ZRangeByScore => {
+                self.zrange(db, c, 1, false, Some(By::Score), Some(false), now, r)
+            }
+            Cmd::ZRevRangeByScore => {
+                self.zrange(db, c, 1, false, Some(By::Score), Some(true), now, r)
+            }
+            Cmd::ZRangeByLex => self.zrange(db, c, 1, false, Some(By::Lex), Some(false), now, r),
+            Cmd::ZRevRangeByLex => self.zrange(db, c, 1, false, Some(By::Lex), Some(true), now, r),
+            Cmd::ZRangeStore => self.zrange(db, c, 2, true, None, None, now, r),
+            Cmd::ZCount => self.zcount_range(db, c, By::Score, false, now, r),
+            Cmd::ZLexCount => self.zcount_range(db, c, By::Lex, false, now, r),
+            Cmd::ZRemRangeByRank => self.zcount_range(db, c, By::Rank, true, now, r),
+            Cmd::ZRemRangeByScore => self.zcount_range(db, c, By::Score, true, now, r),
+            Cmd::ZRemRangeByLex => self.zcount_range(db, c, By::Lex, true, now, r),
+            Cmd::ZMScore => {
+                let z = match self.find_kind(db, key, Kind::ZSet, now) {
+                    Err(()) => return r.error(WRONGTYPE),
+                    Ok(z) => z,
+                };
+                r.array(c.argc() - 2)?;
+                for m in c.args().skip(2) {
+                    match z.and_then(|z| self.find_field(z, m)) {
+                        Some(e) => Self::reply_score(r, self.score_of(e))?,
+                        None => r.nil()?,
+                    }
                 }
                 Ok(())
             }
-            Cmd::ZRange => self.zrange(db, c, now, r),
+            Cmd::ZUnion
+            | Cmd::ZInter
+            | Cmd::ZDiff
+            | Cmd::ZUnionStore
+            | Cmd::ZInterStore
+            | Cmd::ZDiffStore
+            | Cmd::ZInterCard => self.zset_op(db, cmd, c, now, r),
+            Cmd::ZMPop => self.zmpop(db, c, now, r),
+            Cmd::ZRandMember => self.zrandmember(db, c, now, r),
+            Cmd::ZScan => self.zscan(db, c, now, r),
             Cmd::ZRank | Cmd::ZRevRank | Cmd::ZScore => {
                 let z = match self.find_kind(db, key, Kind::ZSet, now) {
                     Err(()) => return r.error(WRONGTYPE),
@@ -499,20 +574,28 @@ impl Store<'_> {
         }
     }
 
-    /// `ZRANGE key start stop [BYSCORE | BYLEX] [REV] [LIMIT offset count] [WITHSCORES]`.
-    fn zrange(&mut self, db: u8, c: &Command<'_>, now: u64, r: &mut Reply<'_, '_>) -> Res {
-        #[derive(PartialEq)]
-        enum By {
-            Rank,
-            Score,
-            Lex,
-        }
-        let (mut by, mut rev, mut withscores) = (None, None, false);
+    /// `ZRANGE key start stop [BYSCORE | BYLEX] [REV] [LIMIT offset count] [WITHSCORES]`, the
+    /// older range commands (`ZREVRANGE`, `ZRANGEBYSCORE`, ...: `by` and `rev` given, which
+    /// their options then cannot change) and `ZRANGESTORE dst src ...` (`store`, without
+    /// `WITHSCORES`); the source key is argument `src`.
+    #[allow(clippy::too_many_arguments)]
+    fn zrange(
+        &mut self,
+        db: u8,
+        c: &Command<'_>,
+        src: usize,
+        store: bool,
+        mut by: Option<By>,
+        mut rev: Option<bool>,
+        now: u64,
+        r: &mut Reply<'_, '_>,
+    ) -> Res {
+        let mut withscores = false;
         // Redis's default count, -1, also means "no LIMIT".
         let (mut offset, mut count) = (0, -1);
-        let mut j = 4;
+        let mut j = src + 3;
         while let Some(a) = c.arg(j) {
-            if eq(a, "withscores") {
+            if !store && eq(a, "withscores") {
                 withscores = true;
             } else if eq(a, "limit") && c.argc() > j + 2 {
                 let (Some(off), Some(n)) = (
@@ -544,115 +627,96 @@ impl Store<'_> {
         if withscores && by == By::Lex {
             return r.error("ERR syntax error, WITHSCORES not supported in combination with BYLEX");
         }
-        let (a2, a3) = (c.arg(2).unwrap_or(b""), c.arg(3).unwrap_or(b""));
+        let (a1, a2) = (c.arg(src + 1).unwrap_or(b""), c.arg(src + 2).unwrap_or(b""));
         // By score or member, with REV, the first bound is the maximum.
         let (lo, hi) = if rev && by != By::Rank {
-            (a3, a2)
+            (a2, a1)
         } else {
-            (a2, a3)
+            (a1, a2)
         };
-        enum Range<'a> {
-            Rank(i64, i64),
-            Score(Bound, Bound),
-            Lex(Lex<'a>, Lex<'a>),
-        }
-        let range = match by {
-            By::Rank => match (parse_int(lo), parse_int(hi)) {
-                (Some(start), Some(stop)) => Range::Rank(start, stop),
-                _ => return r.error(NOT_INT),
-            },
-            By::Score => match (parse_bound(lo), parse_bound(hi)) {
-                (Some(min), Some(max)) => Range::Score(min, max),
-                _ => return r.error("ERR min or max is not a float"),
-            },
-            By::Lex => match (parse_lex(lo), parse_lex(hi)) {
-                (Some(min), Some(max)) => Range::Lex(min, max),
-                _ => return r.error("ERR min or max not valid string range item"),
-            },
+        let range = match Range::parse(by, lo, hi) {
+            Ok(range) => range,
+            Err(msg) => return r.error(msg),
         };
-        let z = match self.find_kind(db, c.arg(1).unwrap_or(b""), Kind::ZSet, now) {
+        let dst = c.arg(1).unwrap_or(b"");
+        let z = match self.find_kind(db, c.arg(src).unwrap_or(b""), Kind::ZSet, now) {
             Err(()) => return r.error(WRONGTYPE),
+            Ok(None) if store => return self.zstore_built(db, dst, now, r, |_, _| true),
             Ok(None) => return r.array(0),
             Ok(Some(z)) => z,
         };
-        let per = if withscores { 2 } else { 1 };
-        let member = |st: &Self, r: &mut Reply<'_, '_>, e: u32| {
-            r.bulk(st.key_of(e))?;
-            if withscores {
-                Self::reply_score(r, st.score_of(e))?;
-            }
-            Ok(())
-        };
-        let st: &Self = self;
-        // Whether the range can hold anything; whether a member is above the minimum, below the
-        // maximum.
-        let (some, above, below): (bool, Test<'_>, Test<'_>) = match range {
-            Range::Rank(start, stop) => {
-                return st.by_rank(z, start, stop, rev, per, member, r);
-            }
-            Range::Score(min, max) => (
-                min.value < max.value
-                    || (min.value == max.value && !min.exclusive && !max.exclusive),
-                &move |e| min.below(st.score_of(e)),
-                &move |e| max.above(st.score_of(e)),
-            ),
-            Range::Lex(min, max) => (
-                Lex::some_between(min, max),
-                &move |e| min.below(st.key_of(e)),
-                &move |e| max.above(st.key_of(e)),
-            ),
-        };
-        let mut n = 0;
-        if some {
-            let _ = st.in_range(z, above, below, rev, offset, count, |_| {
-                n += 1;
-                Ok(())
+        let (first, n) = self.zspan(z, range, rev, offset, count);
+        if store {
+            return self.zstore_built(db, dst, now, r, |st, h| {
+                let mut e = first;
+                for _ in 0..n {
+                    if st.zappend_member(h, e, st.score_of(e)).is_none() {
+                        return false;
+                    }
+                    e = st.step_from(e, !rev);
+                }
+                true
             });
         }
-        r.array(per * n)?;
-        if n == 0 {
-            return Ok(());
-        }
-        st.in_range(z, above, below, rev, offset, count, |e| member(st, r, e))
-    }
-
-    /// `ZRANGE` by rank: members `start` to `stop` (Redis's clamping) from the lowest (from the
-    /// highest for `rev`), each written by `member` as `per` reply elements.
-    #[allow(clippy::too_many_arguments)]
-    fn by_rank(
-        &self,
-        z: u32,
-        start: i64,
-        stop: i64,
-        rev: bool,
-        per: usize,
-        member: impl Fn(&Self, &mut Reply<'_, '_>, u32) -> Res,
-        r: &mut Reply<'_, '_>,
-    ) -> Res {
-        let Some((from, to)) = rank_range(start, stop, self.slots[z as usize].count) else {
-            return r.array(0);
-        };
-        let n = (to - from + 1) as usize;
-        r.array(per * n)?;
-        let from = i64::from(from);
-        let mut e = self
-            .nth_child(z, if rev { -1 - from } else { from })
-            .unwrap_or(NIL);
+        r.array(if withscores { 2 } else { 1 } * n as usize)?;
+        let mut e = first;
         for _ in 0..n {
-            member(self, r, e)?;
+            self.zreply_member(r, e, withscores)?;
             e = self.step_from(e, !rev);
         }
         Ok(())
     }
 
-    /// Calls `f` on the members of sorted set `z` that are `above` the minimum and `below` the
-    /// maximum, in order (from the highest for `rev`), skipping the first `offset` (none at all
-    /// if negative) and stopping after `count` (all for a negative count). The walk is Redis's
-    /// (over a small sorted set), which matters for `BYLEX` over members whose scores differ,
-    /// where the members in range need not be consecutive: nothing when the last member is
-    /// below the minimum or the first above the maximum; else from the first member past the
-    /// near bound, if it is within the far one, skipping `offset` members, until the first
-    /// member past the far bound.
+    /// Writes member `e`, and its score if `withscores`.
+    fn zreply_member(&self, r: &mut Reply<'_, '_>, e: u32, withscores: bool) -> Res {
+        r.bulk(self.key_of(e))?;
+        if withscores {
+            Self::reply_score(r, self.score_of(e))?;
+        }
+        Ok(())
+    }
+
+    /// The members of sorted set `z` in `range`, from the lowest (from the highest for `rev`),
+    /// skipping the first `offset` and taking at most `count` (all for a negative count): the
+    /// first of them and how many, consecutive in that direction.
+    fn zspan(&self, z: u32, range: Range<'_>, rev: bool, offset: i64, count: i64) -> (u32, u32) {
+        // Whether the range can hold anything; whether a member is above the minimum, below the
+        // maximum.
+        let (some, above, below): (bool, Test<'_>, Test<'_>) = match range {
+            Range::Rank(start, stop) => {
+                let Some((from, to)) = rank_range(start, stop, self.slots[z as usize].count) else {
+                    return (NIL, 0);
+                };
+                let at = i64::from(from);
+                let first = self.nth_child(z, if rev { -1 - at } else { at });
+                return (first.unwrap_or(NIL), to - from + 1);
+            }
+            Range::Score(min, max) => (
+                min.value < max.value
+                    || (min.value == max.value && !min.exclusive && !max.exclusive),
+                &move |e| min.below(self.score_of(e)),
+                &move |e| max.above(self.score_of(e)),
+            ),
+            Range::Lex(min, max) => (
+                Lex::some_between(min, max),
+                &move |e| min.below(self.key_of(e)),
+                &move |e| max.above(self.key_of(e)),
+            ),
+        };
+        if !some {
+            return (NIL, 0);
+        }
+        self.in_range(z, above, below, rev, offset, count)
+    }
+
+    /// The members of sorted set `z` that are `above` the minimum and `below` the maximum, in
+    /// order (from the highest for `rev`), skipping the first `offset` (none at all if
+    /// negative) and stopping after `count` (all for a negative count): the first and how
+    /// many. The walk is Redis's (over a small sorted set), which matters for `BYLEX` over
+    /// members whose scores differ, where the members in range need not be consecutive:
+    /// nothing when the last member is below the minimum or the first above the maximum; else
+    /// from the first member past the near bound, if it is within the far one, skipping
+    /// `offset` members, until the first member past the far bound.
     #[allow(clippy::too_many_arguments)]
     fn in_range(
         &self,
@@ -662,11 +726,10 @@ impl Store<'_> {
         rev: bool,
         offset: i64,
         count: i64,
-        mut f: impl FnMut(u32) -> Res,
-    ) -> Res {
+    ) -> (u32, u32) {
         let (first, last) = (self.end_of(z, true), self.end_of(z, false));
         if offset < 0 || first == NIL || !above(last) || !below(first) {
-            return Ok(());
+            return (NIL, 0);
         }
         let (near, far) = if rev { (below, above) } else { (above, below) };
         let mut e = self.end_of(z, !rev);
@@ -674,7 +737,7 @@ impl Store<'_> {
             e = self.step_from(e, !rev);
         }
         if e == NIL || !far(e) {
-            return Ok(());
+            return (NIL, 0);
         }
         for _ in 0..offset {
             if e == NIL {
@@ -682,12 +745,670 @@ impl Store<'_> {
             }
             e = self.step_from(e, !rev);
         }
-        let mut left = count;
+        let (start, mut n, mut left) = (e, 0, count);
         while e != NIL && left != 0 && far(e) {
-            f(e)?;
+            n += 1;
             left -= 1;
             e = self.step_from(e, !rev);
         }
+        (start, n)
+    }
+
+    /// `ZCOUNT`, `ZLEXCOUNT` (`remove`: false) and `ZREMRANGEBYRANK`, `ZREMRANGEBYSCORE`,
+    /// `ZREMRANGEBYLEX`: the members of `key` in the range of arguments 2 and 3.
+    fn zcount_range(
+        &mut self,
+        db: u8,
+        c: &Command<'_>,
+        by: By,
+        remove: bool,
+        now: u64,
+        r: &mut Reply<'_, '_>,
+    ) -> Res {
+        let (lo, hi) = (c.arg(2).unwrap_or(b""), c.arg(3).unwrap_or(b""));
+        let range = match Range::parse(by, lo, hi) {
+            Ok(range) => range,
+            Err(msg) => return r.error(msg),
+        };
+        let z = match self.find_kind(db, c.arg(1).unwrap_or(b""), Kind::ZSet, now) {
+            Err(()) => return r.error(WRONGTYPE),
+            Ok(None) => return r.int(0),
+            Ok(Some(z)) => z,
+        };
+        let (mut e, n) = self.zspan(z, range, false, 0, -1);
+        r.int(i64::from(n))?;
+        if remove {
+            for _ in 0..n {
+                let next = self.slots[e as usize].next;
+                self.remove_child_or_key(e);
+                e = next;
+            }
+        }
         Ok(())
+    }
+
+    /// Appends member `from` (of any collection) to sorted set `z` with score `score`, out of
+    /// order (see [`Store::zsort`]); `None` when the arena or the slot table is full.
+    fn zappend_member(&mut self, z: u32, from: u32, score: f64) -> Option<u32> {
+        let e = self.append_child_named_as(z, from)?;
+        self.set_score(e, score);
+        Some(e)
+    }
+
+    /// Sorts the members of sorted set `z` in (score, member) order: a bottom-up merge sort
+    /// of its list, O(n log n).
+    fn zsort(&mut self, z: u32) {
+        let n = self.slots[z as usize].count as usize;
+        let mut head = self.slots[z as usize].next;
+        let mut width = 1;
+        while width < n {
+            let (mut merged, mut tail, mut rest) = (NIL, NIL, head);
+            while rest != NIL {
+                let a = rest;
+                let b = self.zcut_after(a, width);
+                rest = self.zcut_after(b, width);
+                let (h, t) = self.zmerge(a, b);
+                match tail {
+                    NIL => merged = h,
+                    t => self.slots[t as usize].next = h,
+                }
+                tail = t;
+            }
+            head = merged;
+            width *= 2;
+        }
+        let (mut prev, mut e) = (NIL, head);
+        while e != NIL {
+            self.slots[e as usize].prev = prev;
+            prev = e;
+            e = self.slots[e as usize].next;
+        }
+        self.slots[z as usize].next = head;
+        self.slots[z as usize].prev = prev;
+    }
+
+    /// Cuts the chain of members from `e` after `n` of them; returns the rest of it (`NIL`:
+    /// none).
+    fn zcut_after(&mut self, e: u32, n: usize) -> u32 {
+        if e == NIL {
+            return NIL;
+        }
+        let mut cur = e;
+        for _ in 1..n {
+            match self.slots[cur as usize].next {
+                NIL => return NIL,
+                next => cur = next,
+            }
+        }
+        let rest = self.slots[cur as usize].next;
+        self.slots[cur as usize].next = NIL;
+        rest
+    }
+
+    /// Merges two ordered chains of members into one: its first and last member.
+    fn zmerge(&mut self, mut a: u32, mut b: u32) -> (u32, u32) {
+        let (mut head, mut tail) = (NIL, NIL);
+        while a != NIL || b != NIL {
+            let take_a =
+                b == NIL || (a != NIL && self.zcmp(a, self.score_of(b), self.key_of(b)).is_le());
+            let e = if take_a { a } else { b };
+            if take_a {
+                a = self.slots[a as usize].next;
+            } else {
+                b = self.slots[b as usize].next;
+            }
+            match tail {
+                NIL => head = e,
+                t => self.slots[t as usize].next = e,
+            }
+            tail = e;
+        }
+        if tail != NIL {
+            self.slots[tail as usize].next = NIL;
+        }
+        (head, tail)
+    }
+
+    /// Builds a sorted set with `fill`, in an unlisted key named `name` (see
+    /// [`Store::insert_unlisted_key`]): `fill` adds its members in any order and answers false
+    /// when the arena or the slot table ran out; the set is then sorted. Out of resources, the
+    /// expired keys are reclaimed and `fill` runs again on a new set; `None` when that fails
+    /// too (nothing changed then, expired keys aside).
+    fn zbuild(
+        &mut self,
+        db: u8,
+        name: &[u8],
+        now: u64,
+        mut fill: impl FnMut(&mut Self, u32) -> bool,
+    ) -> Option<u32> {
+        for attempt in 0..2 {
+            if attempt == 1 {
+                self.sweep_all(now);
+            }
+            let Some(h) = self.insert_unlisted_key(db, Kind::ZSet, name) else {
+                continue;
+            };
+            if fill(self, h) {
+                self.zsort(h);
+                return Some(h);
+            }
+            self.remove_key(h);
+        }
+        None
+    }
+
+    /// Builds a sorted set with `fill` (see [`Store::zbuild`]) and stores it as `dst`, in place
+    /// of what `dst` held (an empty result deletes `dst`); answers its size, or -OOM.
+    fn zstore_built(
+        &mut self,
+        db: u8,
+        dst: &[u8],
+        now: u64,
+        r: &mut Reply<'_, '_>,
+        fill: impl FnMut(&mut Self, u32) -> bool,
+    ) -> Res {
+        r.reserve(OOM.len() + 3)?;
+        let Some(h) = self.zbuild(db, dst, now, fill) else {
+            return r.error(OOM);
+        };
+        if let Some(old) = self.find_key(db, dst, now) {
+            self.remove_key(old);
+        }
+        let n = self.slots[h as usize].count;
+        if n == 0 {
+            self.remove_key(h);
+        } else {
+            self.list_key(h);
+        }
+        r.int(i64::from(n))
+    }
+
+    /// The sorted set or set `key` (`Err`: another type), a source of `ZUNION` and its kin.
+    fn zsource(&mut self, db: u8, key: &[u8], now: u64) -> Result<Option<u32>, ()> {
+        match self.find_key(db, key, now) {
+            Some(s) if !matches!(self.slots[s as usize].kind, Kind::ZSet | Kind::Set) => Err(()),
+            s => Ok(s),
+        }
+    }
+
+    /// The score of member `e` of a sorted set, or 1 for a set's member.
+    fn zmember_score(&self, e: u32) -> f64 {
+        if self.slots[e as usize].kind == Kind::ZMember {
+            self.score_of(e)
+        } else {
+            1.0
+        }
+    }
+
+    /// `ZUNION`, `ZINTER`, `ZDIFF`, their `STORE` forms and `ZINTERCARD`, with Redis's
+    /// checks in Redis's order (the number of keys, the keys' types, then the options).
+    fn zset_op(
+        &mut self,
+        db: u8,
+        cmd: Cmd,
+        c: &Command<'_>,
+        now: u64,
+        r: &mut Reply<'_, '_>,
+    ) -> Res {
+        let (op, store, name) = match cmd {
+            Cmd::ZUnion => (Op::Union, false, "zunion"),
+            Cmd::ZInter => (Op::Inter, false, "zinter"),
+            Cmd::ZDiff => (Op::Diff, false, "zdiff"),
+            Cmd::ZUnionStore => (Op::Union, true, "zunionstore"),
+            Cmd::ZInterStore => (Op::Inter, true, "zinterstore"),
+            Cmd::ZDiffStore => (Op::Diff, true, "zdiffstore"),
+            _ => (Op::Card, false, "zintercard"),
+        };
+        let at = if store { 2 } else { 1 };
+        let Some(n) = parse_int(c.arg(at).unwrap_or(b"")) else {
+            return r.error(NOT_INT);
+        };
+        if n < 1 {
+            r.raw(b"-ERR at least 1 input key is needed for '")?;
+            r.raw(name.as_bytes())?;
+            return r.raw(b"' command\r\n");
+        }
+        let first = at + 1;
+        if n as u64 > (c.argc() - first) as u64 {
+            return r.error(SYNTAX);
+        }
+        let n = n as usize;
+        let key = |i: usize| c.arg(first + i).unwrap_or(b"");
+        for i in 0..n {
+            if self.zsource(db, key(i), now).is_err() {
+                return r.error(WRONGTYPE);
+            }
+        }
+        let (mut weights, mut agg, mut withscores, mut limit) = (None, Agg::Sum, false, 0);
+        let mut j = first + n;
+        let full = op != Op::Diff && op != Op::Card;
+        while let Some(a) = c.arg(j) {
+            let remaining = c.argc() - j;
+            if full && remaining > n && eq(a, "weights") {
+                if (0..n).any(|i| parse_score(c.arg(j + 1 + i).unwrap_or(b"")).is_none()) {
+                    return r.error("ERR weight value is not a float");
+                }
+                weights = Some(j + 1);
+                j += n + 1;
+            } else if full && remaining >= 2 && eq(a, "aggregate") {
+                let b = c.arg(j + 1).unwrap_or(b"");
+                agg = match b {
+                    _ if eq(b, "sum") => Agg::Sum,
+                    _ if eq(b, "min") => Agg::Min,
+                    _ if eq(b, "max") => Agg::Max,
+                    _ => return r.error(SYNTAX),
+                };
+                j += 2;
+            } else if !store && op != Op::Card && eq(a, "withscores") {
+                withscores = true;
+                j += 1;
+            } else if op == Op::Card && remaining >= 2 && eq(a, "limit") {
+                match parse_int(c.arg(j + 1).unwrap_or(b"")) {
+                    Some(l) if l >= 0 => limit = l,
+                    _ => return r.error("ERR LIMIT can't be negative"),
+                }
+                j += 2;
+            } else {
+                return r.error(SYNTAX);
+            }
+        }
+        let weight = |i: usize| {
+            weights.map_or(1.0, |w| {
+                parse_score(c.arg(w + i).unwrap_or(b"")).unwrap_or(1.0)
+            })
+        };
+        if op == Op::Card {
+            let mut found = 0;
+            self.zmembers_of_all(db, n, &key, now, |_, _| {
+                found += 1;
+                limit == 0 || found < limit
+            });
+            return r.int(found);
+        }
+        let dst = if store { c.arg(1).unwrap_or(b"") } else { b"" };
+        let fill = |st: &mut Self, h: u32| match op {
+            Op::Union => {
+                for i in 0..n {
+                    let Ok(Some(s)) = st.zsource(db, key(i), now) else {
+                        continue;
+                    };
+                    let w = weight(i);
+                    let mut e = st.slots[s as usize].next;
+                    while e != NIL {
+                        let v = w * st.zmember_score(e);
+                        let v = if v.is_nan() { 0.0 } else { v };
+                        match st.find_field(h, st.key_of(e)) {
+                            Some(x) => st.set_score(x, agg.apply(st.score_of(x), v)),
+                            None => {
+                                if st.zappend_member(h, e, v).is_none() {
+                                    return false;
+                                }
+                            }
+                        }
+                        e = st.slots[e as usize].next;
+                    }
+                }
+                true
+            }
+            Op::Inter => {
+                let mut ok = true;
+                st.zmembers_of_all(db, n, &key, now, |st, e| {
+                    let v = weight(0) * st.zmember_score(e);
+                    let mut score = if v.is_nan() { 0.0 } else { v };
+                    for i in 1..n {
+                        let Ok(Some(s)) = st.zsource(db, key(i), now) else {
+                            continue;
+                        };
+                        let x = st.find_field(s, st.key_of(e)).unwrap_or(e);
+                        score = agg.apply(score, st.zmember_score(x) * weight(i));
+                    }
+                    ok = st.zappend_member(h, e, score).is_some();
+                    ok
+                });
+                ok
+            }
+            _ => {
+                let Ok(Some(s0)) = st.zsource(db, key(0), now) else {
+                    return true;
+                };
+                let mut e = st.slots[s0 as usize].next;
+                while e != NIL {
+                    let elsewhere = (1..n).any(|i| match st.zsource(db, key(i), now) {
+                        Ok(Some(s)) => st.find_field(s, st.key_of(e)).is_some(),
+                        _ => false,
+                    });
+                    if !elsewhere && st.zappend_member(h, e, st.zmember_score(e)).is_none() {
+                        return false;
+                    }
+                    e = st.slots[e as usize].next;
+                }
+                true
+            }
+        };
+        if store {
+            return self.zstore_built(db, dst, now, r, fill);
+        }
+        let Some(h) = self.zbuild(db, dst, now, fill) else {
+            return r.error(OOM);
+        };
+        let res = self.zreply_all(h, withscores, r);
+        self.remove_key(h);
+        res
+    }
+
+    /// Calls `f` on each member of the first of the `n` keys `key(0)`, ... that is in every
+    /// other (all of them present), until `f` answers false.
+    fn zmembers_of_all<'k>(
+        &mut self,
+        db: u8,
+        n: usize,
+        key: &dyn Fn(usize) -> &'k [u8],
+        now: u64,
+        mut f: impl FnMut(&mut Self, u32) -> bool,
+    ) {
+        for i in 0..n {
+            if !matches!(self.zsource(db, key(i), now), Ok(Some(_))) {
+                return;
+            }
+        }
+        let Ok(Some(s0)) = self.zsource(db, key(0), now) else {
+            return;
+        };
+        let mut e = self.slots[s0 as usize].next;
+        while e != NIL {
+            let everywhere = (1..n).all(|i| match self.zsource(db, key(i), now) {
+                Ok(Some(s)) => self.find_field(s, self.key_of(e)).is_some(),
+                _ => false,
+            });
+            let next = self.slots[e as usize].next;
+            if everywhere && !f(self, e) {
+                return;
+            }
+            e = next;
+        }
+    }
+
+    /// Writes every member of sorted set `z`, with their scores if `withscores`.
+    fn zreply_all(&self, z: u32, withscores: bool, r: &mut Reply<'_, '_>) -> Res {
+        let n = self.slots[z as usize].count as usize;
+        r.array(if withscores { 2 * n } else { n })?;
+        let mut e = self.slots[z as usize].next;
+        while e != NIL {
+            self.zreply_member(r, e, withscores)?;
+            e = self.slots[e as usize].next;
+        }
+        Ok(())
+    }
+
+    /// Pops `n` members of sorted set `z` from its lowest (`min`) or its highest, answering them
+    /// with their scores: one flat array, or (`nested`) an array of member-score pairs.
+    fn zpop(&mut self, z: u32, n: u32, min: bool, nested: bool, r: &mut Reply<'_, '_>) -> Res {
+        r.array(if nested { n } else { 2 * n } as usize)?;
+        let mut e = self.end_of(z, min);
+        for _ in 0..n {
+            if nested {
+                r.array(2)?;
+            }
+            self.zreply_member(r, e, true)?;
+            e = self.step_from(e, min);
+        }
+        for _ in 0..n {
+            let e = self.end_of(z, min);
+            self.remove_child_or_key(e);
+        }
+        Ok(())
+    }
+
+    /// `ZMPOP numkeys key [key ...] MIN|MAX [COUNT count]`.
+    fn zmpop(&mut self, db: u8, c: &Command<'_>, now: u64, r: &mut Reply<'_, '_>) -> Res {
+        let numkeys = match parse_int(c.arg(1).unwrap_or(b"")) {
+            Some(n) if n >= 1 => n as u64,
+            _ => return r.error("ERR numkeys should be greater than 0"),
+        };
+        if numkeys + 2 > c.argc() as u64 - 1 {
+            return r.error(SYNTAX);
+        }
+        let at = numkeys as usize + 2;
+        let w = c.arg(at).unwrap_or(b"");
+        let min = match w {
+            _ if eq(w, "min") => true,
+            _ if eq(w, "max") => false,
+            _ => return r.error(SYNTAX),
+        };
+        let (mut count, mut j) = (None, at + 1);
+        while let Some(a) = c.arg(j) {
+            if count.is_none() && eq(a, "count") && c.argc() > j + 1 {
+                match parse_int(c.arg(j + 1).unwrap_or(b"")) {
+                    Some(n) if n >= 1 => count = Some(n as u64),
+                    _ => return r.error("ERR count should be greater than 0"),
+                }
+                j += 2;
+            } else {
+                return r.error(SYNTAX);
+            }
+        }
+        for key in c.args().skip(2).take(numkeys as usize) {
+            match self.find_kind(db, key, Kind::ZSet, now) {
+                Err(()) => return r.error(WRONGTYPE),
+                Ok(None) => continue,
+                Ok(Some(z)) => {
+                    let n = count
+                        .unwrap_or(1)
+                        .min(u64::from(self.slots[z as usize].count));
+                    r.array(2)?;
+                    r.bulk(key)?;
+                    return self.zpop(z, n as u32, min, true, r);
+                }
+            }
+        }
+        r.raw(b"*-1\r\n")
+    }
+
+    /// `ZRANDMEMBER key [count [WITHSCORES]]`.
+    fn zrandmember(&mut self, db: u8, c: &Command<'_>, now: u64, r: &mut Reply<'_, '_>) -> Res {
+        let mut withscores = false;
+        let count = match c.arg(2) {
+            None => None,
+            Some(a) => {
+                let Some(n) = parse_int(a) else {
+                    return r.error(NOT_INT);
+                };
+                if n == i64::MIN {
+                    return r.error(
+                        "ERR value is out of range, value must between -9223372036854775807 and \
+                         9223372036854775807",
+                    );
+                }
+                match c.arg(3) {
+                    Some(w) if c.argc() == 4 && eq(w, "withscores") => {
+                        if !(-i64::MAX / 2..=i64::MAX / 2).contains(&n) {
+                            return r.error("ERR value is out of range");
+                        }
+                        withscores = true;
+                    }
+                    Some(_) => return r.error(SYNTAX),
+                    None => {}
+                }
+                Some(n)
+            }
+        };
+        let z = match self.find_kind(db, c.arg(1).unwrap_or(b""), Kind::ZSet, now) {
+            Err(()) => return r.error(WRONGTYPE),
+            Ok(None) if count.is_some() => return r.array(0),
+            Ok(None) => return r.nil(),
+            Ok(Some(z)) => z,
+        };
+        let len = self.slots[z as usize].count as usize;
+        let per = if withscores { 2 } else { 1 };
+        match count {
+            None => {
+                let i = self.random_below(len);
+                let e = self.nth_child(z, i as i64).unwrap_or(NIL);
+                r.bulk(self.key_of(e))
+            }
+            Some(n) if n < 0 => {
+                // |n| picks, repeats allowed (a count too large for the output buffer ends in
+                // its error).
+                let picks = usize::try_from(n.unsigned_abs()).unwrap_or(usize::MAX);
+                r.array(picks.saturating_mul(per))?;
+                for _ in 0..picks {
+                    let i = self.random_below(len);
+                    let e = self.nth_child(z, i as i64).unwrap_or(NIL);
+                    self.zreply_member(r, e, withscores)?;
+                }
+                Ok(())
+            }
+            Some(n) => {
+                // Distinct members, each kept with the chance that leaves the right number for
+                // the rest (selection sampling), in the set's order.
+                let mut want = (n as u64).min(len as u64) as usize;
+                r.array(want * per)?;
+                let (mut e, mut left) = (self.slots[z as usize].next, len);
+                while want > 0 && e != NIL {
+                    if self.random_below(left) < want {
+                        self.zreply_member(r, e, withscores)?;
+                        want -= 1;
+                    }
+                    left -= 1;
+                    e = self.slots[e as usize].next;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// `ZSCAN key cursor [MATCH pattern] [COUNT count]`. The cursor is a slot index, as
+    /// `SCAN`'s (see `src/keyspace.rs`): a member keeps its slot for as long as it exists, so a
+    /// full scan returns every member present for all of it exactly once. A call answers the
+    /// members (those `MATCH` lets through, with their scores, in the set's order) of the next
+    /// `COUNT` slots holding one from the cursor on (fewer when their reply would take a
+    /// quarter of the output buffer), and the slot to go on from, 0 at the end; finding them
+    /// costs a walk over the set per member.
+    fn zscan(&mut self, db: u8, c: &Command<'_>, now: u64, r: &mut Reply<'_, '_>) -> Res {
+        let Some(cursor) = scan_cursor(c.arg(2).unwrap_or(b"")) else {
+            return r.error(INVALID_CURSOR);
+        };
+        let z = match self.find_kind(db, c.arg(1).unwrap_or(b""), Kind::ZSet, now) {
+            Err(()) => return r.error(WRONGTYPE),
+            Ok(None) => return r.raw(b"*2\r\n$1\r\n0\r\n*0\r\n"),
+            Ok(Some(z)) => z,
+        };
+        let (mut pattern, mut count) = (None, 10i64);
+        let mut j = 3;
+        while let Some(opt) = c.arg(j) {
+            let Some(v) = c.arg(j + 1) else {
+                return r.error(SYNTAX);
+            };
+            if eq(opt, "count") {
+                match parse_int(v) {
+                    None => return r.error(NOT_INT),
+                    Some(n) if n < 1 => return r.error(SYNTAX),
+                    Some(n) => count = n,
+                }
+            } else if eq(opt, "match") {
+                pattern = (v != b"*").then_some(v);
+            } else {
+                return r.error(SYNTAX);
+            }
+            j += 2;
+        }
+        // The first slot at or after `from` that holds a member.
+        let next_slot = |from: u64| {
+            let mut e = self.slots[z as usize].next;
+            let mut best = None;
+            while e != NIL {
+                if u64::from(e) >= from && best.is_none_or(|b| e < b) {
+                    best = Some(e);
+                }
+                e = self.slots[e as usize].next;
+            }
+            best
+        };
+        // This call's slots: from the cursor up to `end` (`None`: to the end of the table).
+        let budget = r.capacity() / 4;
+        let (mut end, mut taken, mut bytes) = (Some(cursor), 0, 0);
+        while let Some(from) = end {
+            let Some(e) = next_slot(from) else {
+                end = None;
+                break;
+            };
+            let cost = 48 + self.slots[e as usize].klen as usize;
+            if taken == count || (taken > 0 && bytes + cost > budget) {
+                end = Some(u64::from(e));
+                break;
+            }
+            (taken, bytes, end) = (taken + 1, bytes + cost, Some(u64::from(e) + 1));
+        }
+        let wanted = |e: u32| {
+            let e64 = u64::from(e);
+            e64 >= cursor
+                && end.is_none_or(|end| e64 < end)
+                && pattern.is_none_or(|p| glob(p, self.key_of(e)))
+        };
+        let mut n = 0;
+        let mut e = self.slots[z as usize].next;
+        while e != NIL {
+            n += usize::from(wanted(e));
+            e = self.slots[e as usize].next;
+        }
+        r.array(2)?;
+        r.bulk(fmt_i64(end.map_or(0, |end| end as i64), &mut [0; 24]))?;
+        r.array(2 * n)?;
+        let mut e = self.slots[z as usize].next;
+        while e != NIL {
+            if wanted(e) {
+                self.zreply_member(r, e, true)?;
+            }
+            e = self.slots[e as usize].next;
+        }
+        Ok(())
+    }
+}
+
+/// The set operation of `ZUNION`, `ZINTER`, `ZDIFF` (and their `STORE` forms) or
+/// `ZINTERCARD`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Op {
+    Union,
+    Inter,
+    Diff,
+    Card,
+}
+
+/// How `ZUNION` and `ZINTER` combine a member's scores (`AGGREGATE`).
+#[derive(Clone, Copy)]
+enum Agg {
+    Sum,
+    Min,
+    Max,
+}
+
+impl Agg {
+    /// `acc` combined with `v`, as Redis does it (a sum of opposite infinities is 0).
+    fn apply(self, acc: f64, v: f64) -> f64 {
+        match self {
+            Agg::Sum => {
+                let s = acc + v;
+                if s.is_nan() {
+                    0.0
+                } else {
+                    s
+                }
+            }
+            Agg::Min => {
+                if v < acc {
+                    v
+                } else {
+                    acc
+                }
+            }
+            Agg::Max => {
+                if v > acc {
+                    v
+                } else {
+                    acc
+                }
+            }
+        }
     }
 }

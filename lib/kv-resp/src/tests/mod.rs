@@ -18,6 +18,7 @@ mod props;
 mod protocol;
 mod set;
 mod strings;
+mod zset;
 
 /// A store over leaked storage (tests only).
 pub(crate) fn store(bytes: usize, slots: usize) -> Store<'static> {
