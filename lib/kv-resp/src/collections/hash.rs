@@ -8,10 +8,11 @@
 //! repeats one walk each.
 //!
 //! `HSCAN` answers a hash of at most 128 fields (Redis's `hash-max-listpack-entries` default)
-//! whole, with the cursor 0, when the scan starts and the reply takes at most a quarter of the
+//! whole, with the cursor 0, whatever the cursor, when the reply takes at most a quarter of the
 //! output buffer, as Redis answers a listpack-encoded hash. Otherwise its cursor is a slot
 //! index, as `SCAN`'s (see [`crate::keyspace`]): a field keeps its slot while it exists, so a
-//! full scan returns every field that exists for all of it once.
+//! full scan returns every field that exists for all of it once (and a hash that shrank to a
+//! small one meanwhile is answered whole).
 
 use super::Cmd;
 use crate::commands::{pairs, wrong_arity, Res, NOT_INT, OOM, SYNTAX, WRONGTYPE};
@@ -21,7 +22,7 @@ use crate::output::{fmt_i64, Reply};
 use crate::parser::{parse_int, Command};
 use crate::store::{Budget, Kind, Store, HDR, NIL};
 
-/// The most fields of a hash `HSCAN` answers in one reply from cursor 0.
+/// The most fields of a hash `HSCAN` answers whole, in one reply.
 const SCAN_WHOLE: u32 = 128;
 
 impl Store<'_> {
@@ -395,7 +396,7 @@ impl Store<'_> {
         };
         let budget = r.capacity() / 4;
         let hs = self.slots[h as usize];
-        if cursor == 0 && hs.count <= SCAN_WHOLE {
+        if hs.count <= SCAN_WHOLE {
             let (mut n, mut bytes, mut f) = (0, 0, hs.next);
             while f != NIL {
                 if wanted(self, f) {

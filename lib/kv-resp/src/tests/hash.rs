@@ -294,13 +294,19 @@ fn hscan() {
         t.c(&["HSCAN", "h", "0", "MATCH", "a*", "COUNT", "1"]),
         "*2\r\n$1\r\n0\r\n*4\r\n$1\r\na\r\n$1\r\n1\r\n$2\r\nab\r\n$1\r\n3\r\n"
     );
+    assert_eq!(
+        t.c(&["HSCAN", "h", "7", "MATCH", "b"]),
+        "*2\r\n$1\r\n0\r\n*2\r\n$1\r\nb\r\n$1\r\n2\r\n",
+        "a small hash is answered whole whatever the cursor"
+    );
     assert_eq!(t.c(&["HSCAN", "h", "0", "COUNT", "0"]), SYNTAX);
     assert_eq!(t.c(&["HSCAN", "h", "0", "COUNT", "x"]), NOT_INT);
     assert_eq!(t.c(&["HSCAN", "h", "0", "TYPE", "hash"]), SYNTAX);
     assert_eq!(t.c(&["HSCAN", "h", "0", "MATCH"]), SYNTAX);
     t.c(&["SET", "s", "x"]);
     assert_eq!(t.c(&["HSCAN", "s", "0"]), WRONGTYPE);
-    // A large hash is walked by slot index; every field comes once.
+    // A large hash is walked by slot index; every field comes once, also while the hash
+    // changes: f900.. are deleted and g.. added during the scan.
     let n = 1000;
     for i in 0..n {
         t.c(&["HSET", "big", &format!("f{i}"), &format!("v{i}")]);
@@ -319,12 +325,16 @@ fn hscan() {
             );
         }
         calls += 1;
+        t.c(&["HDEL", "big", &format!("f{}", 900 + calls)]);
+        t.c(&["HSET", "big", &format!("g{calls}"), &format!("v{calls}")]);
         if cursor == "0" {
             break;
         }
     }
     assert!(calls > 1);
-    assert_eq!(got.len(), n);
+    for i in 0..900 {
+        assert_eq!(got.get(&format!("f{i}")), Some(&format!("v{i}")));
+    }
     for (f, v) in &got {
         assert_eq!(f[1..], v[1..]);
     }
