@@ -328,7 +328,7 @@ impl Store<'_> {
 }
 
 /// `-ERR unknown subcommand '<sub>'. Try <CMD> HELP.`
-fn unknown_subcommand(r: &mut Reply<'_, '_>, sub: &[u8], cmd: &str) -> Res {
+pub(crate) fn unknown_subcommand(r: &mut Reply<'_, '_>, sub: &[u8], cmd: &str) -> Res {
     r.raw(b"-ERR unknown subcommand '")?;
     crate::commands::sanitized(r, sub, 128)?;
     r.raw(b"'. Try ")?;

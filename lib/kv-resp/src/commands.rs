@@ -1,8 +1,8 @@
 //! Command execution: dispatch, arity checks and one handler per command.
 //!
-//! The hash commands and the server commands are here; the collection types (lists, sets,
-//! sorted sets, streams), the string commands, expiry and the commands on keys of any type have
-//! modules of their own, each with its own dispatch table, looked at first.
+//! The server commands are here; the collection types (lists, sets, sorted sets, streams,
+//! hashes), the string commands, expiry and the commands on keys of any type have modules of
+//! their own, each with its own dispatch table, looked at first.
 //!
 //! Every handler follows the same discipline, which is what makes a command atomic and the
 //! output contract hold (see [`crate::output`]):
@@ -16,7 +16,7 @@
 
 use crate::output::{fmt_i64, Counter, Overflow, Reply};
 use crate::parser::{parse_int, Command};
-use crate::store::{Budget, Kind, Store, DATABASES, HDR, INFO_SECTION_MAX, NIL};
+use crate::store::{Budget, Kind, Store, DATABASES, INFO_SECTION_MAX};
 use crate::{collections, expire, keyspace, strings};
 
 /// What a connection holds between commands: its selected database and its client ID.
@@ -78,14 +78,6 @@ pub(crate) type Res = Result<(), Overflow>;
 enum Cmd {
     Ping,
     Echo,
-    HSet,
-    HMSet,
-    HGet,
-    HMGet,
-    HGetAll,
-    HDel,
-    HExists,
-    HLen,
     Select,
     FlushAll,
     FlushDb,
@@ -104,14 +96,6 @@ enum Cmd {
 const TABLE: &[(&str, i32, Cmd)] = &[
     ("ping", -1, Cmd::Ping),
     ("echo", 2, Cmd::Echo),
-    ("hset", -4, Cmd::HSet),
-    ("hmset", -4, Cmd::HMSet),
-    ("hget", 3, Cmd::HGet),
-    ("hmget", -3, Cmd::HMGet),
-    ("hgetall", 2, Cmd::HGetAll),
-    ("hdel", -3, Cmd::HDel),
-    ("hexists", 3, Cmd::HExists),
-    ("hlen", 2, Cmd::HLen),
     ("select", 2, Cmd::Select),
     ("flushall", -1, Cmd::FlushAll),
     ("flushdb", -1, Cmd::FlushDb),
@@ -262,9 +246,7 @@ impl Store<'_> {
             self.unknown(c, r)?;
             return Ok(Outcome::Continue);
         };
-        let bad_arity = !arity_ok(arity, argc)
-            || (matches!(cmd, Cmd::HSet | Cmd::HMSet) && argc % 2 == 1)
-            || (matches!(cmd, Cmd::Ping) && argc > 2);
+        let bad_arity = !arity_ok(arity, argc) || (matches!(cmd, Cmd::Ping) && argc > 2);
         if bad_arity {
             wrong_arity(r, cname)?;
             return Ok(Outcome::Continue);
@@ -276,63 +258,6 @@ impl Store<'_> {
                 None => r.simple(b"PONG")?,
             },
             Cmd::Echo => r.bulk(a1)?,
-            Cmd::HSet | Cmd::HMSet => self.hset(db, c, now, cmd == Cmd::HMSet, r)?,
-            Cmd::HGet | Cmd::HExists => match self.find_hash(db, a1, now) {
-                Err(()) => r.error(WRONGTYPE)?,
-                Ok(h) => {
-                    let f = h.and_then(|h| self.find_field(h, c.arg(2).unwrap_or(b"")));
-                    if cmd == Cmd::HGet {
-                        r.opt_bulk(f.map(|f| self.val_of(f)))?
-                    } else {
-                        r.int(i64::from(f.is_some()))?
-                    }
-                }
-            },
-            Cmd::HMGet => match self.find_hash(db, a1, now) {
-                Err(()) => r.error(WRONGTYPE)?,
-                Ok(h) => {
-                    r.array(c.argc() - 2)?;
-                    for f in c.args().skip(2) {
-                        let f = h.and_then(|h| self.find_field(h, f));
-                        r.opt_bulk(f.map(|f| self.val_of(f)))?;
-                    }
-                }
-            },
-            Cmd::HGetAll => match self.find_hash(db, a1, now) {
-                Err(()) => r.error(WRONGTYPE)?,
-                Ok(None) => r.array(0)?,
-                Ok(Some(h)) => {
-                    r.array(2 * self.slots[h as usize].count as usize)?;
-                    let mut f = self.slots[h as usize].next;
-                    while f != NIL {
-                        r.bulk(self.key_of(f))?;
-                        r.bulk(self.val_of(f))?;
-                        f = self.slots[f as usize].next;
-                    }
-                }
-            },
-            Cmd::HLen => match self.find_hash(db, a1, now) {
-                Err(()) => r.error(WRONGTYPE)?,
-                Ok(h) => r.int(h.map_or(0, |h| i64::from(self.slots[h as usize].count)))?,
-            },
-            Cmd::HDel => match self.find_hash(db, a1, now) {
-                Err(()) => r.error(WRONGTYPE)?,
-                Ok(None) => r.int(0)?,
-                Ok(Some(h)) => {
-                    r.reserve(24)?;
-                    let mut n = 0;
-                    for f in c.args().skip(2) {
-                        if let Some(f) = self.find_field(h, f) {
-                            self.remove_field(f);
-                            n += 1;
-                        }
-                    }
-                    if self.slots[h as usize].count == 0 {
-                        self.remove_key(h);
-                    }
-                    r.int(n)?;
-                }
-            },
             Cmd::Select => match parse_int(a1) {
                 None => r.error(NOT_INT)?,
                 Some(n) if n < 0 || n >= DATABASES as i64 => {
@@ -422,11 +347,6 @@ impl Store<'_> {
         r.raw(b"\r\n")
     }
 
-    /// The hash key `key`: `Err` if the key holds another type.
-    fn find_hash(&mut self, db: u8, key: &[u8], now: u64) -> Result<Option<u32>, ()> {
-        self.find_kind(db, key, Kind::Hash, now)
-    }
-
     /// The key `key` if it is of kind `kind` (`None`: absent), `Err` if it holds another type.
     pub(crate) fn find_kind(
         &mut self,
@@ -465,73 +385,6 @@ impl Store<'_> {
             (b.ok(), ())
         });
         ok
-    }
-
-    fn hset(
-        &mut self,
-        db: u8,
-        c: &Command<'_>,
-        now: u64,
-        hmset: bool,
-        r: &mut Reply<'_, '_>,
-    ) -> Res {
-        let key = c.arg(1).unwrap_or(b"");
-        if self.find_hash(db, key, now).is_err() {
-            return r.error(WRONGTYPE);
-        }
-        let (ok, added) = self.fits(now, |st| {
-            let mut b = Budget::new(st);
-            let h = st.find_key(db, key, now);
-            if h.is_none() {
-                b.step((0, 0), (HDR + key.len(), 1));
-            }
-            let mut added = 0;
-            for (i, (f, v)) in pairs(c.args().skip(2)).enumerate() {
-                let earlier = pairs(c.args().skip(2))
-                    .take(i)
-                    .filter(|(pf, _)| *pf == f)
-                    .last();
-                let old = match earlier {
-                    Some((_, pv)) => Some(HDR + f.len() + pv.len()),
-                    None => h.and_then(|h| st.find_field(h, f)).map(|fi| {
-                        let s = &st.slots[fi as usize];
-                        HDR + s.klen as usize + s.vlen as usize
-                    }),
-                };
-                match old {
-                    Some(old) => b.step((old, 0), (HDR + f.len() + v.len(), 0)),
-                    None => {
-                        added += 1;
-                        b.step((0, 0), (HDR + f.len() + v.len(), 1));
-                    }
-                }
-            }
-            (b.ok(), added)
-        });
-        if !ok {
-            return r.error(OOM);
-        }
-        if hmset {
-            r.ok()?;
-        } else {
-            r.int(added)?;
-        }
-        let h = match self.find_key(db, key, now) {
-            Some(h) => h,
-            None => match self.insert_key(db, Kind::Hash, key, None, 0) {
-                Some(h) => h,
-                None => return Ok(()), // Unreachable: the plan fitted.
-            },
-        };
-        for (f, v) in pairs(c.args().skip(2)) {
-            match self.find_field(h, f) {
-                Some(fi) => self.replace_value(fi, f, v),
-                None => {
-                    self.insert_field(h, f, v);
-                }
-            }
-        }
-        Ok(())
     }
 
     /// The `INFO` text (its sections are always all written), ending with the server's own

@@ -1,5 +1,5 @@
 //! Commands on keys of any type: `DEL`, `UNLINK`, `EXISTS`, `TOUCH`, `TYPE`, `RENAME`,
-//! `RENAMENX`, `COPY`, `MOVE`, `SWAPDB`, `KEYS`, `SCAN`, `RANDOMKEY`.
+//! `RENAMENX`, `COPY`, `MOVE`, `SWAPDB`, `KEYS`, `SCAN`, `RANDOMKEY`, `MEMORY USAGE`.
 //!
 //! `SCAN`'s cursor is a slot index: a call walks the slot table from it, answers the keys of
 //! the database it passes (filtered by `MATCH` and `TYPE`) and the index to go on from, 0 at
@@ -42,6 +42,8 @@ pub(crate) enum Cmd {
     RenameNx,
     Keys,
     RandomKey,
+    /// `MEMORY USAGE`.
+    Memory,
 }
 
 /// Name (lower case), arity as in Redis 7.0, command.
@@ -59,13 +61,14 @@ pub(crate) const TABLE: &[(&str, i32, Cmd)] = &[
     ("renamenx", 3, Cmd::RenameNx),
     ("keys", 2, Cmd::Keys),
     ("randomkey", 1, Cmd::RandomKey),
+    ("memory", -2, Cmd::Memory),
 ];
 
 /// `-ERR invalid cursor`.
 pub(crate) const INVALID_CURSOR: &str = "ERR invalid cursor";
 
-/// A `SCAN`-family cursor, read as Redis reads it with `strtoul`: an optional sign (a negative
-/// one wraps), then decimal digits that fit 64 bits.
+/// A `SCAN`-family cursor as Redis reads it with `strtoul`: an optional sign (a negative one
+/// wraps), then decimal digits that fit 64 bits.
 pub(crate) fn scan_cursor(text: &[u8]) -> Option<u64> {
     let (neg, digits) = match text.split_first() {
         Some((b'-', d)) => (true, d),
@@ -77,6 +80,51 @@ pub(crate) fn scan_cursor(text: &[u8]) -> Option<u64> {
         .filter(|d| d.bytes().all(|b| b.is_ascii_digit()))
         .and_then(|d| d.parse::<u64>().ok())
         .map(|n| if neg { n.wrapping_neg() } else { n })
+}
+
+/// The options of a `SCAN`-family command.
+pub(crate) struct ScanOptions<'c> {
+    /// The `MATCH` pattern (`None` for none or `*`).
+    pub(crate) pattern: Option<&'c [u8]>,
+    /// The `COUNT` hint (10 by default).
+    pub(crate) count: i64,
+    /// The `TYPE` (`SCAN` only).
+    pub(crate) kind: Option<&'c [u8]>,
+}
+
+/// The options of a `SCAN`-family command from argument `from` on, in Redis's order of checks,
+/// `TYPE` allowed where `with_type` (`SCAN` only); `Err` holds the error to answer.
+pub(crate) fn scan_options<'c>(
+    c: &Command<'c>,
+    from: usize,
+    with_type: bool,
+) -> Result<ScanOptions<'c>, &'static str> {
+    let (mut pattern, mut count, mut kind) = (None, 10i64, None);
+    let mut j = from;
+    while let Some(opt) = c.arg(j) {
+        let Some(v) = c.arg(j + 1) else {
+            return Err(SYNTAX);
+        };
+        if eq(opt, "count") {
+            match parse_int(v) {
+                None => return Err(NOT_INT),
+                Some(n) if n < 1 => return Err(SYNTAX),
+                Some(n) => count = n,
+            }
+        } else if eq(opt, "match") {
+            pattern = (v != b"*").then_some(v);
+        } else if with_type && eq(opt, "type") {
+            kind = Some(v);
+        } else {
+            return Err(SYNTAX);
+        }
+        j += 2;
+    }
+    Ok(ScanOptions {
+        pattern,
+        count,
+        kind,
+    })
 }
 
 /// Whether `s` matches the glob-style `pattern` as Redis's `KEYS` matches: `*` any run, `?` any
@@ -287,6 +335,32 @@ impl Store<'_> {
                 None => r.nil(),
                 Some(e) => r.bulk(self.key_of(e)),
             },
+            Cmd::Memory => self.memory(db, c, now, r),
+        }
+    }
+
+    /// `MEMORY USAGE key [SAMPLES count]`: the arena bytes the key takes with its children
+    /// (headers included: what deleting it gives back), nil for an absent key. `SAMPLES` is
+    /// checked and has no effect: the size is always exact.
+    fn memory(&mut self, db: u8, c: &Command<'_>, now: u64, r: &mut Reply<'_, '_>) -> Res {
+        let sub = c.arg(1).unwrap_or(b"");
+        if !eq(sub, "usage") {
+            return crate::admin::unknown_subcommand(r, sub, "MEMORY");
+        }
+        let Some(key) = c.arg(2) else {
+            return r.error("ERR wrong number of arguments for 'memory|usage' command");
+        };
+        let mut j = 3;
+        while let Some(opt) = c.arg(j) {
+            match (eq(opt, "samples"), c.arg(j + 1).map(parse_int)) {
+                (true, Some(None)) => return r.error(NOT_INT),
+                (true, Some(Some(n))) if n >= 0 => j += 2,
+                _ => return r.error(SYNTAX),
+            }
+        }
+        match self.find_key(db, key, now) {
+            None => r.nil(),
+            Some(e) => r.int(self.footprint(e).0 as i64),
         }
     }
 
@@ -339,32 +413,60 @@ impl Store<'_> {
         Ok(())
     }
 
+    /// The slots one call of a `SCAN`-family command passes, from slot `cursor` on (see the
+    /// module's docs): it stops after `count` entries, after `10 × count` slots (at least
+    /// 1024), or before its wanted entries' replies would take more than `budget` bytes (but
+    /// after one at least). `entry` tells, for slot `i`, whether it holds an entry of the scan
+    /// (`None`: not), and then whether it is wanted (matches the pattern) and the bytes its
+    /// reply takes; it may reclaim an expired key. Answers the window `start..end` and the
+    /// number of wanted entries in it.
+    pub(crate) fn scan_window(
+        &mut self,
+        cursor: u64,
+        count: i64,
+        budget: usize,
+        mut entry: impl FnMut(&mut Self, usize) -> Option<(bool, usize)>,
+    ) -> (usize, usize, usize) {
+        let start = cursor.min(self.nslots as u64) as usize;
+        let max_slots = (count.saturating_mul(10).max(1024) as usize).min(self.nslots);
+        let (mut end, mut seen, mut bytes, mut n) = (start, 0, 0, 0);
+        while end < self.nslots && end - start < max_slots && seen < count {
+            if let Some((wanted, cost)) = entry(self, end) {
+                if n > 0 && bytes + cost > budget {
+                    break;
+                }
+                seen += 1;
+                if wanted {
+                    bytes += cost;
+                    n += 1;
+                }
+            }
+            end += 1;
+        }
+        (start, end, n)
+    }
+
+    /// Writes the start of a `SCAN`-family reply for a window ending at slot `end`: a pair of
+    /// the next cursor (0 at the table's end) and, for the caller to follow, the entries.
+    pub(crate) fn scan_header(&self, end: usize, r: &mut Reply<'_, '_>) -> Res {
+        let next = if end >= self.nslots { 0 } else { end as i64 };
+        r.array(2)?;
+        r.bulk(fmt_i64(next, &mut [0; 24]))
+    }
+
     /// `SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]` (see the module's docs).
     fn scan(&mut self, db: u8, c: &Command<'_>, now: u64, r: &mut Reply<'_, '_>) -> Res {
         let Some(cursor) = scan_cursor(c.arg(1).unwrap_or(b"")) else {
             return r.error(INVALID_CURSOR);
         };
-        let (mut pattern, mut count, mut kind) = (None, 10i64, None);
-        let mut j = 2;
-        while let Some(opt) = c.arg(j) {
-            let Some(v) = c.arg(j + 1) else {
-                return r.error(SYNTAX);
-            };
-            if eq(opt, "count") {
-                match parse_int(v) {
-                    None => return r.error(NOT_INT),
-                    Some(n) if n < 1 => return r.error(SYNTAX),
-                    Some(n) => count = n,
-                }
-            } else if eq(opt, "match") {
-                pattern = (v != b"*").then_some(v);
-            } else if eq(opt, "type") {
-                kind = Some(v);
-            } else {
-                return r.error(SYNTAX);
-            }
-            j += 2;
-        }
+        let ScanOptions {
+            pattern,
+            count,
+            kind,
+        } = match scan_options(c, 2, true) {
+            Ok(o) => o,
+            Err(msg) => return r.error(msg),
+        };
         let wanted = |st: &Self, i: usize| {
             let s = &st.slots[i];
             s.kind.is_key()
@@ -372,33 +474,19 @@ impl Store<'_> {
                 && pattern.is_none_or(|p| glob(p, st.key_of(i as u32)))
                 && kind.is_none_or(|t| eq(t, s.kind.type_name()))
         };
-        // The slots this call passes: up to `end`, which is where the next call starts.
-        let start = cursor.min(self.nslots as u64) as usize;
-        let max_slots = (count.saturating_mul(10).max(1024) as usize).min(self.nslots);
         let budget = r.capacity() / 4;
-        let (mut end, mut seen, mut bytes, mut n) = (start, 0, 0, 0);
-        while end < self.nslots && end - start < max_slots && seen < count {
-            let s = self.slots[end];
-            if s.kind.is_key() && s.db == db {
-                if Store::expired(&s, now) {
-                    self.remove_key(end as u32);
-                } else {
-                    let cost = 16 + s.klen as usize;
-                    if n > 0 && bytes + cost > budget {
-                        break;
-                    }
-                    seen += 1;
-                    if wanted(self, end) {
-                        bytes += cost;
-                        n += 1;
-                    }
-                }
+        let (start, end, n) = self.scan_window(cursor, count, budget, |st, i| {
+            let s = st.slots[i];
+            if !(s.kind.is_key() && s.db == db) {
+                return None;
             }
-            end += 1;
-        }
-        let next = if end >= self.nslots { 0 } else { end as i64 };
-        r.array(2)?;
-        r.bulk(fmt_i64(next, &mut [0; 24]))?;
+            if Store::expired(&s, now) {
+                st.remove_key(i as u32);
+                return None;
+            }
+            Some((wanted(st, i), 16 + s.klen as usize))
+        });
+        self.scan_header(end, r)?;
         r.array(n)?;
         for i in start..end {
             if wanted(self, i) {

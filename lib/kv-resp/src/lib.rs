@@ -52,7 +52,7 @@
 //! keys of any type: `DEL`, `UNLINK`, `EXISTS`, `TOUCH`, `TYPE`, `RENAME`, `RENAMENX`, `COPY`
 //! (`DB`, `REPLACE`), `MOVE`, `SWAPDB`, `KEYS` (glob patterns), `SCAN` (`MATCH`, `COUNT`,
 //! `TYPE`; every key present for a whole scan is returned, see `src/keyspace.rs`),
-//! `RANDOMKEY`;
+//! `RANDOMKEY`, `MEMORY USAGE` (the bytes the key takes in the arena, headers included);
 //! strings: `GET`, `SET` (with `EX`, `PX`, `EXAT`, `PXAT`, `KEEPTTL`, `NX`, `XX`, `GET`),
 //! `SETNX`, `SETEX`, `PSETEX`, `GETSET`, `GETDEL`, `GETEX`, `MGET`, `MSET`, `MSETNX`,
 //! `APPEND`, `STRLEN`, `GETRANGE`, `SUBSTR`, `SETRANGE`, `SETBIT`, `GETBIT`, `LCS` (`LEN`,
@@ -61,7 +61,10 @@
 //! digit);
 //! expiry (of a key of any type): `EXPIRE`, `PEXPIRE`, `EXPIREAT`, `PEXPIREAT` (with `NX`,
 //! `XX`, `GT`, `LT`), `TTL`, `PTTL`, `EXPIRETIME`, `PEXPIRETIME`, `PERSIST`, and `TIME`;
-//! hashes: `HSET`, `HMSET`, `HGET`, `HMGET`, `HGETALL`, `HDEL`, `HEXISTS`, `HLEN`;
+//! hashes: `HSET`, `HMSET`, `HSETNX`, `HGET`, `HMGET`, `HGETALL`, `HKEYS`, `HVALS`, `HDEL`,
+//! `HEXISTS`, `HLEN`, `HSTRLEN`, `HINCRBY`, `HINCRBYFLOAT` (in the same `long double`
+//! arithmetic as `INCRBYFLOAT`), `HRANDFIELD` (with a count, negative for repeats, and
+//! `WITHVALUES`), `HSCAN` (`MATCH`, `COUNT`);
 //! lists: `LPUSH`, `RPUSH`, `LPUSHX`, `RPUSHX`, `LPOP`, `RPOP` (with a count), `LRANGE`, `LLEN`,
 //! `LINDEX`, `LSET`, `LREM`, `LTRIM`;
 //! sets: `SADD`, `SREM`, `SPOP` (with a count), `SMEMBERS`, `SISMEMBER`, `SMISMEMBER`, `SCARD`,
@@ -89,8 +92,8 @@
 //! * Stream trimming (`XADD ... MAXLEN`/`MINID`, `XTRIM`, `XDEL`: answered with an error),
 //!   consumer groups and `XREAD`: a stream here only grows, so its last ID is always its last
 //!   entry's (Redis keeps an emptied stream's last ID, which needs a place of its own).
-//! * `OBJECT` (encodings, reference counts, idle times), `DEBUG` and `MEMORY USAGE`: Redis's
-//!   internals; here every type has one representation.
+//! * `OBJECT` (encodings, reference counts, idle times), `DEBUG` and the other `MEMORY`
+//!   subcommands: Redis's internals; here every type has one representation.
 //! * The bit commands beyond `SETBIT`/`GETBIT` (`BITCOUNT`, `BITOP`, `BITPOS`, `BITFIELD`).
 //! * Persistence, replication, pub/sub, transactions (`MULTI`), scripting, authentication,
 //!   RESP3 (`HELLO 3` is answered `-NOPROTO unsupported protocol version`): outside a

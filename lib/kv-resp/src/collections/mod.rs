@@ -1,12 +1,12 @@
-//! The collection types beside hashes: lists, sets, sorted sets and streams.
+//! The collection types: lists, sets, sorted sets, streams and hashes.
 //!
-//! Their commands have a dispatch table of their own ([`TABLE`]), looked at before the string
-//! and hash commands' table in [`crate::commands`], and follow the same discipline (validate,
-//! plan the resources against the budget, write or reserve the reply, then apply steps that
-//! cannot fail). How each type is stored, and what that costs, is described in
+//! Their commands have a dispatch table of their own ([`TABLE`]), looked at before the other
+//! tables in [`crate::commands`], and follow the same discipline (validate, plan the resources
+//! against the budget, write or reserve the reply, then apply steps that cannot fail). How each type is stored, and what that costs, is described in
 //! [`crate::store`]. Redis 7.0's argument checks are made in Redis's order, so that a command
 //! wrong in several ways gets Redis's error.
 
+mod hash;
 mod list;
 mod set;
 mod stream;
@@ -88,6 +88,22 @@ pub(crate) enum Cmd {
     XLen,
     XRange,
     XRevRange,
+    HSet,
+    HMSet,
+    HSetNx,
+    HGet,
+    HMGet,
+    HGetAll,
+    HKeys,
+    HVals,
+    HDel,
+    HExists,
+    HLen,
+    HStrLen,
+    HIncrBy,
+    HIncrByFloat,
+    HRandField,
+    HScan,
 }
 
 /// Name (lower case), arity as in Redis 7.0 (`n`: exactly `n` arguments with the name, `-n`:
@@ -158,6 +174,22 @@ pub(crate) const TABLE: &[(&str, i32, Cmd)] = &[
     ("xlen", 2, Cmd::XLen),
     ("xrange", -4, Cmd::XRange),
     ("xrevrange", -4, Cmd::XRevRange),
+    ("hset", -4, Cmd::HSet),
+    ("hmset", -4, Cmd::HMSet),
+    ("hsetnx", 4, Cmd::HSetNx),
+    ("hget", 3, Cmd::HGet),
+    ("hmget", -3, Cmd::HMGet),
+    ("hgetall", 2, Cmd::HGetAll),
+    ("hkeys", 2, Cmd::HKeys),
+    ("hvals", 2, Cmd::HVals),
+    ("hdel", -3, Cmd::HDel),
+    ("hexists", 3, Cmd::HExists),
+    ("hlen", 2, Cmd::HLen),
+    ("hstrlen", 3, Cmd::HStrLen),
+    ("hincrby", 4, Cmd::HIncrBy),
+    ("hincrbyfloat", 4, Cmd::HIncrByFloat),
+    ("hrandfield", -2, Cmd::HRandField),
+    ("hscan", -3, Cmd::HScan),
 ];
 
 /// `-ERR value is out of range, must be positive` (a negative count).
@@ -272,6 +304,22 @@ impl Store<'_> {
             Cmd::XAdd | Cmd::XLen | Cmd::XRange | Cmd::XRevRange => {
                 self.stream_command(db, cmd, c, now, r)
             }
+            Cmd::HSet
+            | Cmd::HMSet
+            | Cmd::HSetNx
+            | Cmd::HGet
+            | Cmd::HMGet
+            | Cmd::HGetAll
+            | Cmd::HKeys
+            | Cmd::HVals
+            | Cmd::HDel
+            | Cmd::HExists
+            | Cmd::HLen
+            | Cmd::HStrLen
+            | Cmd::HIncrBy
+            | Cmd::HIncrByFloat
+            | Cmd::HRandField
+            | Cmd::HScan => self.hash_command(db, cmd, c, now, r),
         }
     }
 }

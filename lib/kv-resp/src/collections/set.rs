@@ -220,7 +220,7 @@ impl Store<'_> {
 
     /// Calls `f` on `n` distinct members of set `s` chosen at random (`n` at most the set's
     /// size), in the set's order; `f` may remove the member it is given.
-    fn sample<E>(
+    pub(super) fn sample<E>(
         &mut self,
         s: u32,
         n: i64,

@@ -256,64 +256,6 @@ fn mget_mset() {
 }
 
 #[test]
-fn hashes() {
-    let mut t = T::new();
-    assert_eq!(t.c(&["HSET", "h", "a", "1", "b", "2", "a", "3"]), ":2\r\n");
-    assert_eq!(t.c(&["HSET", "h", "a", "4", "c", "5"]), ":1\r\n");
-    assert_eq!(t.c(&["HGET", "h", "a"]), "$1\r\n4\r\n");
-    assert_eq!(t.c(&["HGET", "h", "zz"]), NIL);
-    assert_eq!(t.c(&["HGET", "nokey", "a"]), NIL);
-    assert_eq!(
-        t.c(&["HGETALL", "h"]),
-        "*6\r\n$1\r\na\r\n$1\r\n4\r\n$1\r\nb\r\n$1\r\n2\r\n$1\r\nc\r\n$1\r\n5\r\n"
-    );
-    assert_eq!(t.c(&["HGETALL", "nokey"]), "*0\r\n");
-    assert_eq!(
-        t.c(&["HMGET", "h", "a", "x", "c"]),
-        "*3\r\n$1\r\n4\r\n$-1\r\n$1\r\n5\r\n"
-    );
-    assert_eq!(t.c(&["HMGET", "nokey", "a"]), "*1\r\n$-1\r\n");
-    assert_eq!(t.c(&["HLEN", "h"]), ":3\r\n");
-    assert_eq!(t.c(&["HEXISTS", "h", "b"]), ":1\r\n");
-    assert_eq!(t.c(&["HMSET", "h", "d", "6"]), OK);
-    assert_eq!(t.c(&["HDEL", "h", "a", "a", "zz", "b"]), ":2\r\n");
-    assert_eq!(t.c(&["HDEL", "nokey", "a"]), ":0\r\n");
-    assert_eq!(
-        t.c(&["HGETALL", "h"]),
-        "*4\r\n$1\r\nc\r\n$1\r\n5\r\n$1\r\nd\r\n$1\r\n6\r\n"
-    );
-    assert_eq!(t.c(&["HDEL", "h", "c", "d"]), ":2\r\n");
-    assert_eq!(
-        t.c(&["EXISTS", "h"]),
-        ":0\r\n",
-        "an emptied hash is deleted"
-    );
-    assert_eq!(t.st.used_memory(), 0);
-    let arity = "-ERR wrong number of arguments for 'hset' command\r\n";
-    assert_eq!(t.c(&["HSET", "h", "a"]), arity);
-    assert_eq!(t.c(&["HSET", "h", "a", "1", "b"]), arity);
-    assert_eq!(
-        t.c(&["HMSET", "h", "a", "1", "b"]),
-        "-ERR wrong number of arguments for 'hmset' command\r\n"
-    );
-    t.c(&["SET", "s", "v"]);
-    for c in [
-        &["HSET", "s", "a", "1"][..],
-        &["HGET", "s", "a"],
-        &["HMGET", "s", "a"],
-        &["HGETALL", "s"],
-        &["HDEL", "s", "a"],
-        &["HLEN", "s"],
-        &["HMSET", "s", "a", "1"],
-    ] {
-        assert_eq!(t.c(c), WRONGTYPE, "{c:?}");
-    }
-    assert_eq!(t.c(&["GET", "s"]), "$1\r\nv\r\n");
-    t.c(&["HSET", "h", "f", "v"]);
-    assert_eq!(t.c(&["GET", "h"]), WRONGTYPE);
-}
-
-#[test]
 fn select_and_flush() {
     let mut t = T::new();
     t.c(&["SET", "k", "0"]);
