@@ -23,8 +23,10 @@
 #     depends on it;
 #   * the tests the harness itself tags as needing what an external server does not offer
 #     (`external:skip`), or needing `DEBUG` (`needs:debug`: Redis's introspection and fault
-#     injection), replication (`needs:repl`), persistence (`needs:save`) or the server's local
-#     process (`needs:local-process`): denied with --tags, the harness prints them `[ignore]`.
+#     injection), replication (`needs:repl`), persistence (`needs:save`), the server's local
+#     process (`needs:local-process`) or RESP3 (`resp3`: this server speaks RESP2, and the
+#     list and sorted-set units switch a whole block to RESP3 with `HELLO 3` unless the tag is
+#     denied): denied with --tags, the harness prints them `[ignore]`.
 #
 # The tests in bench/redis-suite/failing/UNIT.txt are ones this server does not pass yet (a
 # command or an option not written yet, its reason beside it): they run, and their failures
@@ -46,7 +48,7 @@ UNITS=(
     unit/protocol unit/type/string unit/type/incr unit/keyspace unit/expire
     unit/type/hash unit/type/list unit/type/set unit/type/zset
 )
-DENIED_TAGS=(needs:debug needs:repl needs:save needs:local-process)
+DENIED_TAGS=(needs:debug needs:repl needs:save needs:local-process resp3)
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)

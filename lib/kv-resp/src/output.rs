@@ -138,6 +138,10 @@ impl<'b> OutBuf<'b> {
     }
 }
 
+/// The most bytes an integer reply takes (`:-9223372036854775808\r\n`): what a command that
+/// counts while it applies reserves before it changes anything.
+pub(crate) const INT_REPLY_MAX: usize = 23;
+
 /// The reply did not fit into the output buffer (what was written has to be rolled back).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Overflow;

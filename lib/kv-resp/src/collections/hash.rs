@@ -18,8 +18,9 @@ use super::Cmd;
 use crate::commands::{pairs, wrong_arity, Res, NOT_INT, OOM, SYNTAX, WRONGTYPE};
 use crate::keyspace::{glob, scan_cursor, scan_options, ScanOptions, INVALID_CURSOR};
 use crate::longdouble::{self, LongDouble};
-use crate::output::{fmt_i64, Reply};
+use crate::output::{fmt_i64, Reply, INT_REPLY_MAX};
 use crate::parser::{parse_int, Command};
+use crate::repeats::{Repeats, Seen};
 use crate::store::{Budget, Kind, Store, HDR, NIL};
 
 /// The most fields of a hash `HSCAN` answers whole, in one reply.
@@ -144,50 +145,48 @@ impl Store<'_> {
         r: &mut Reply<'_, '_>,
     ) -> Res {
         let key = c.arg(1).unwrap_or(b"");
-        let (ok, added) = self.fits(now, |st| {
+        let (ok, ()) = self.fits(now, |st| {
             let mut b = Budget::new(st);
             let h = st.find_key(db, key, now);
             if h.is_none() {
                 b.step((0, 0), (HDR + key.len(), 1));
             }
-            let mut added = 0;
-            for (i, (f, v)) in pairs(c.args().skip(2)).enumerate() {
-                let earlier = pairs(c.args().skip(2))
-                    .take(i)
-                    .filter(|(pf, _)| *pf == f)
-                    .last();
-                let old = match earlier {
-                    Some((_, pv)) => Some(HDR + f.len() + pv.len()),
-                    None => h.and_then(|h| st.find_field(h, f)).map(|fi| {
+            // A field set earlier by this same command is replaced again; one that may have
+            // been (`Seen::Unknown`) is planned as a new field, freeing nothing.
+            let mut repeats = Repeats::new();
+            for (f, v) in pairs(c.args().skip(2)) {
+                let old = match repeats.note(f, v.len()) {
+                    Seen::Again(pv) => Some(HDR + f.len() + pv),
+                    Seen::First => h.and_then(|h| st.find_field(h, f)).map(|fi| {
                         let s = &st.slots[fi as usize];
                         HDR + s.klen as usize + s.vlen as usize
                     }),
+                    Seen::Unknown => None,
                 };
                 match old {
                     Some(old) => b.step((old, 0), (HDR + f.len() + v.len(), 0)),
-                    None => {
-                        added += 1;
-                        b.step((0, 0), (HDR + f.len() + v.len(), 1));
-                    }
+                    None => b.step((0, 0), (HDR + f.len() + v.len(), 1)),
                 }
             }
-            (b.ok(), added)
+            (b.ok(), ())
         });
         if !ok {
             return r.error(OOM);
         }
-        if hmset {
-            r.ok()?;
-        } else {
-            r.int(added)?;
-        }
+        // HSET's count is taken while the fields are set, its reply's room reserved first.
+        r.reserve(INT_REPLY_MAX)?;
         let Some(h) = self.hash_or_new(db, key, now) else {
             return Ok(()); // Unreachable: the plan fitted.
         };
+        let mut added = 0;
         for (f, v) in pairs(c.args().skip(2)) {
-            self.set_field(h, f, v);
+            added += i64::from(self.set_field(h, f, v));
         }
-        Ok(())
+        if hmset {
+            r.ok()
+        } else {
+            r.int(added)
+        }
     }
 
     /// Hash `key`, created empty if absent; the caller has checked the resources.
@@ -198,12 +197,17 @@ impl Store<'_> {
         }
     }
 
-    /// Sets field `f` of hash `h` to `v`; the caller has checked the resources.
-    fn set_field(&mut self, h: u32, f: &[u8], v: &[u8]) {
+    /// Sets field `f` of hash `h` to `v`, answering whether the field is new; the caller has
+    /// checked the resources.
+    fn set_field(&mut self, h: u32, f: &[u8], v: &[u8]) -> bool {
         match self.find_field(h, f) {
-            Some(fi) => self.replace_value(fi, f, v),
+            Some(fi) => {
+                self.replace_value(fi, f, v);
+                false
+            }
             None => {
                 self.insert_field(h, f, v);
+                true
             }
         }
     }

@@ -27,8 +27,9 @@
 use super::{pop_count, Cmd};
 use crate::commands::{eq, Res, NOT_INT, OOM, SYNTAX, WRONGTYPE};
 use crate::keyspace::{glob, scan_cursor, INVALID_CURSOR};
-use crate::output::{fmt_i64, Reply};
+use crate::output::{fmt_i64, Reply, INT_REPLY_MAX};
 use crate::parser::{parse_int, Command};
+use crate::repeats::{Repeats, Seen};
 use crate::store::{Budget, Kind, Store, HDR, NIL};
 
 /// The largest set a scan from cursor 0 answers in one reply.
@@ -251,26 +252,32 @@ impl Store<'_> {
         r: &mut Reply<'_, '_>,
     ) -> Res {
         let key = c.arg(1).unwrap_or(b"");
-        let (ok, added) = self.fits(now, |st| {
+        let (ok, ()) = self.fits(now, |st| {
             let mut b = Budget::new(st);
             let s = st.find_key(db, key, now);
             if s.is_none() {
                 b.step((0, 0), (HDR + key.len(), 1));
             }
-            let mut added = 0;
-            for (i, m) in c.args().skip(2).enumerate() {
-                let earlier = c.args().skip(2).take(i).any(|p| p == m);
-                if !earlier && s.and_then(|s| st.find_field(s, m)).is_none() {
-                    added += 1;
+            // A member named twice is added once; one that may have been named before
+            // (`Seen::Unknown`) is planned as new.
+            let mut repeats = Repeats::new();
+            for m in c.args().skip(2) {
+                let new = match repeats.note(m, 0) {
+                    Seen::Again(_) => false,
+                    Seen::First => s.and_then(|s| st.find_field(s, m)).is_none(),
+                    Seen::Unknown => true,
+                };
+                if new {
                     b.step((0, 0), (HDR + m.len(), 1));
                 }
             }
-            (b.ok(), added)
+            (b.ok(), ())
         });
         if !ok {
             return r.error(OOM);
         }
-        r.int(added)?;
+        // The count is taken while the members are added, its reply's room reserved first.
+        r.reserve(INT_REPLY_MAX)?;
         let s = match s {
             Some(s) => s,
             None => match self.insert_key(db, Kind::Set, key, None, 0) {
@@ -278,12 +285,14 @@ impl Store<'_> {
                 None => return Ok(()), // Unreachable: the plan fitted.
             },
         };
+        let mut added = 0;
         for m in c.args().skip(2) {
             if self.find_field(s, m).is_none() {
                 self.insert_child(s, m, b"", NIL);
+                added += 1;
             }
         }
-        Ok(())
+        r.int(added)
     }
 
     /// `SMOVE source destination member`.

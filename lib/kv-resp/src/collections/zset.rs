@@ -25,6 +25,7 @@ use crate::keyspace::{glob, scan_cursor, INVALID_CURSOR};
 use crate::output::fmt_i64;
 use crate::output::Reply;
 use crate::parser::{parse_int, Command};
+use crate::repeats::{Repeats, Seen};
 use crate::store::{Budget, Kind, Store, HDR, NIL};
 
 const NOT_FLOAT: &str = "ERR value is not a valid float";
@@ -508,9 +509,16 @@ impl Store<'_> {
                 b.step((0, 0), (HDR + key.len(), 1));
             }
             if !f.xx {
-                for (i, (_, m)) in elements().enumerate() {
-                    let earlier = elements().take(i).any(|(_, p)| p == m);
-                    if !earlier && z.and_then(|z| st.find_field(z, m)).is_none() {
+                // A member named twice is added once; one that may have been named before
+                // (`Seen::Unknown`) is planned as new.
+                let mut repeats = Repeats::new();
+                for (_, m) in elements() {
+                    let new = match repeats.note(m, 0) {
+                        Seen::Again(_) => false,
+                        Seen::First => z.and_then(|z| st.find_field(z, m)).is_none(),
+                        Seen::Unknown => true,
+                    };
+                    if new {
                         b.step((0, 0), (HDR + m.len(), 1));
                     }
                 }

@@ -381,3 +381,33 @@ fn memory_usage() {
     assert_eq!(OK, t.c(&["SET", "s", "xy"]));
     assert_eq!(t.c(&["MEMORY", "USAGE", "s"]), ":11\r\n");
 }
+
+#[test]
+fn hset_counts_repeated_and_many_fields_exactly() {
+    let mut t = T::new();
+    let mut args = vec!["HSET", "h"];
+    for _ in 0..5000 {
+        args.extend(["f", "v"]);
+    }
+    args.extend(["f", "last"]);
+    assert_eq!(t.c(&args), ":1\r\n");
+    assert_eq!(t.c(&["HGET", "h", "f"]), "$4\r\nlast\r\n");
+    let names: Vec<String> = (0..2 * crate::repeats::EXACT_KEYS).map(|i| format!("n{i}")).collect();
+    assert_eq!(t.c(&["HSET", "h", "n0", "x"]), ":1\r\n");
+    let mut args = vec!["HSET", "h"];
+    for n in names.iter().chain(&names) {
+        args.extend([n.as_str(), n.as_str()]);
+    }
+    assert_eq!(t.c(&args), format!(":{}\r\n", names.len() - 1));
+    assert_eq!(t.c(&["HLEN", "h"]), format!(":{}\r\n", names.len() + 1));
+    assert_eq!(t.c(&["HGET", "h", "n0"]), "$2\r\nn0\r\n");
+}
+
+#[test]
+fn hset_plans_a_repeated_field_as_replaced() {
+    // 300 bytes: four writes of one 50-byte field fit only planned as one.
+    let mut t = T::sized(300, 100);
+    let v = "v".repeat(50);
+    assert_eq!(t.c(&["HSET", "h", "f", &v, "f", &v, "f", &v, "f", &v]), ":1\r\n");
+    assert_eq!(t.c(&["HSTRLEN", "h", "f"]), ":50\r\n");
+}

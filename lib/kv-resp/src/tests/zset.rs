@@ -505,3 +505,20 @@ fn zscan_returns_every_member_once() {
     assert_eq!(t.c(&["SET", "s", "x"]), "+OK\r\n");
     assert_eq!(t.c(&["ZSCAN", "s", "0"]), WRONGTYPE);
 }
+
+#[test]
+fn zadd_counts_repeated_and_many_members_exactly() {
+    let mut t = T::new();
+    let mut args = vec!["ZADD", "z"];
+    for _ in 0..5000 {
+        args.extend(["1", "m"]);
+    }
+    assert_eq!(t.c(&args), int(1));
+    let names: Vec<String> = (0..2 * crate::repeats::EXACT_KEYS).map(|i| format!("n{i}")).collect();
+    let mut args = vec!["ZADD", "z"];
+    for n in names.iter().chain(&names) {
+        args.extend(["2", n.as_str()]);
+    }
+    assert_eq!(t.c(&args), int(names.len() as i64));
+    assert_eq!(t.c(&["ZCARD", "z"]), int(names.len() as i64 + 1));
+}
