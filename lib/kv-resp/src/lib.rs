@@ -62,8 +62,9 @@
 //! expiry (of a key of any type): `EXPIRE`, `PEXPIRE`, `EXPIREAT`, `PEXPIREAT` (with `NX`,
 //! `XX`, `GT`, `LT`), `TTL`, `PTTL`, `EXPIRETIME`, `PEXPIRETIME`, `PERSIST`, and `TIME`;
 //! hashes: `HSET`, `HMSET`, `HGET`, `HMGET`, `HGETALL`, `HDEL`, `HEXISTS`, `HLEN`;
-//! lists: `LPUSH`, `RPUSH`, `LPUSHX`, `RPUSHX`, `LPOP`, `RPOP` (with a count), `LRANGE`, `LLEN`,
-//! `LINDEX`, `LSET`, `LREM`, `LTRIM`;
+//! lists: `LPUSH`, `RPUSH`, `LPUSHX`, `RPUSHX`, `LPOP`, `RPOP` (with a count), `LMPOP`
+//! (`COUNT`), `LRANGE`, `LLEN`, `LINDEX`, `LPOS` (`RANK`, `COUNT`, `MAXLEN`), `LSET`, `LINSERT`,
+//! `LREM`, `LTRIM`, `LMOVE`, `RPOPLPUSH`;
 //! sets: `SADD`, `SREM`, `SPOP` (with a count), `SMEMBERS`, `SISMEMBER`, `SMISMEMBER`, `SCARD`,
 //! `SRANDMEMBER` (with a count, negative for repeats);
 //! sorted sets: `ZADD` (`NX`, `XX`, `GT`, `LT`, `CH`, `INCR`), `ZINCRBY`, `ZPOPMIN`, `ZPOPMAX`
@@ -78,9 +79,9 @@
 //! # Not implemented, and why
 //!
 //! * Blocking commands (`BLPOP`, `BZPOPMIN`, `XREAD BLOCK`), which need a connection to wait
-//!   on another's write, and the commands between two keys (`LMOVE`, `SUNION`, `ZUNIONSTORE`,
-//!   ...): no benchmark this server runs under sends them.
-//! * `LINSERT`, `LPOS`, `SMOVE`, `ZRANGEBYSCORE` and the other pre-6.2 range commands
+//!   on another's write, and the commands between two keys (`SUNION`, `ZUNIONSTORE`, ...): no
+//!   benchmark this server runs under sends them.
+//! * `SMOVE`, `ZRANGEBYSCORE` and the other pre-6.2 range commands
 //!   (`ZRANGE` with `BYSCORE`, `BYLEX` and `REV` does their work), `ZMSCORE`, `ZCOUNT`: each a
 //!   small addition on the same child lists when a client needs it.
 //! * Stream trimming (`XADD ... MAXLEN`/`MINID`, `XTRIM`, `XDEL`: answered with an error),

@@ -13,6 +13,7 @@ mod admin;
 mod collections;
 mod commands;
 mod connection;
+mod list;
 mod longdouble;
 mod props;
 mod protocol;
