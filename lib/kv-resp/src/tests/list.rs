@@ -1,8 +1,10 @@
 //! Lists: `LINSERT`, `LPOS`, `LMOVE`, `RPOPLPUSH` and `LMPOP`, against Redis 7.0's replies.
 
 use super::*;
+use proptest::prelude::*;
+use std::collections::VecDeque;
 use std::format;
-use std::string::String;
+use std::string::{String, ToString};
 
 const NIL: &str = "$-1\r\n";
 const NIL_ARRAY: &str = "*-1\r\n";
@@ -409,5 +411,275 @@ fn pops_and_moves_wait_for_room_in_the_output() {
             "{args:?}"
         );
         assert_eq!(cmd_at(&mut st, &mut s, &["EXISTS", "m"], 0), int(0));
+    }
+}
+
+/// A list command of the property test: keys `l0` to `l2` hold lists, `s` a string.
+#[derive(Debug, Clone)]
+enum Op {
+    /// `LPUSH` (true) or `RPUSH`.
+    Push(bool, u8, Vec<u8>),
+    /// `LMOVE` from and to the head (true) or the tail.
+    Move(u8, u8, bool, bool),
+    /// `RPOPLPUSH`.
+    RPopLPush(u8, u8),
+    /// `LINSERT BEFORE` (true) or `AFTER`.
+    Insert(u8, bool, u8, u8),
+    /// `LMPOP` of two keys, `LEFT` (true) or `RIGHT`, `COUNT`.
+    MPop(u8, u8, bool, u8),
+    /// `LPOS` with `RANK`, `COUNT` and `MAXLEN`.
+    Pos(u8, u8, i8, Option<u8>, u8),
+}
+
+/// Key `k`'s name: `s` for 3, `l<k>` otherwise.
+fn key(k: u8) -> String {
+    if k == 3 {
+        "s".into()
+    } else {
+        format!("l{k}")
+    }
+}
+
+/// Element `e`'s bytes: its digit, repeated for the larger ones.
+fn elem(e: u8) -> String {
+    e.to_string().repeat(1 + usize::from(e / 3))
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    let k = 0u8..4;
+    let e = 0u8..6;
+    prop_oneof![
+        (
+            any::<bool>(),
+            k.clone(),
+            proptest::collection::vec(e.clone(), 1..4)
+        )
+            .prop_map(|(l, k, es)| Op::Push(l, k, es)),
+        (k.clone(), k.clone(), any::<bool>(), any::<bool>())
+            .prop_map(|(a, b, f, t)| Op::Move(a, b, f, t)),
+        (k.clone(), k.clone()).prop_map(|(a, b)| Op::RPopLPush(a, b)),
+        (k.clone(), any::<bool>(), e.clone(), e.clone())
+            .prop_map(|(k, b, p, v)| Op::Insert(k, b, p, v)),
+        (k.clone(), k.clone(), any::<bool>(), 1u8..4).prop_map(|(a, b, l, n)| Op::MPop(a, b, l, n)),
+        (k, e, -3i8..4, proptest::option::of(0u8..3), 0u8..4)
+            .prop_map(|(k, e, r, c, m)| Op::Pos(k, e, r, c, m)),
+    ]
+}
+
+/// The lists (and the string `s`, which takes 8 + 1 + 1 bytes and a slot), with the budget.
+struct Model {
+    lists: [VecDeque<String>; 3],
+    cap: usize,
+    slots: usize,
+}
+
+impl Model {
+    /// Bytes and slots in use.
+    fn used(&self) -> (usize, usize) {
+        let (mut bytes, mut slots) = (8 + 1 + 1, 1);
+        for (k, l) in self.lists.iter().enumerate() {
+            if !l.is_empty() {
+                bytes += 8 + key(k as u8).len();
+                slots += 1;
+                for e in l {
+                    bytes += 8 + e.len();
+                    slots += 1;
+                }
+            }
+        }
+        (bytes, slots)
+    }
+
+    /// Whether taking `bytes` and `slots` more fits.
+    fn fits(&self, bytes: usize, slots: usize) -> bool {
+        let (b, s) = self.used();
+        b + bytes <= self.cap && s + slots <= self.slots
+    }
+
+    /// The command's arguments and its expected reply, applied to the model.
+    fn apply(&mut self, op: &Op) -> (Vec<String>, String) {
+        let list = |k: u8| (k < 3).then_some(usize::from(k));
+        match op {
+            Op::Push(left, k, es) => {
+                let name = if *left { "LPUSH" } else { "RPUSH" };
+                let mut args = vec![name.into(), key(*k)];
+                args.extend(es.iter().map(|&e| elem(e)));
+                let Some(i) = list(*k) else {
+                    return (args, WRONGTYPE.into());
+                };
+                let new_key = usize::from(self.lists[i].is_empty());
+                let bytes: usize = args[2..].iter().map(|e| 8 + e.len()).sum();
+                if !self.fits(bytes + new_key * (8 + args[1].len()), es.len() + new_key) {
+                    return (args, OOM.into());
+                }
+                for e in &args[2..] {
+                    if *left {
+                        self.lists[i].push_front(e.clone());
+                    } else {
+                        self.lists[i].push_back(e.clone());
+                    }
+                }
+                (args, int(self.lists[i].len() as i64))
+            }
+            Op::Move(a, b, from, to) => {
+                let side = |l: bool| String::from(if l { "LEFT" } else { "RIGHT" });
+                let args = vec!["LMOVE".into(), key(*a), key(*b), side(*from), side(*to)];
+                (args, self.lmove(*a, *b, *from, *to))
+            }
+            Op::RPopLPush(a, b) => (
+                vec!["RPOPLPUSH".into(), key(*a), key(*b)],
+                self.lmove(*a, *b, false, true),
+            ),
+            Op::Insert(k, before, pivot, e) => {
+                let place = if *before { "BEFORE" } else { "AFTER" };
+                let args = vec![
+                    "LINSERT".into(),
+                    key(*k),
+                    place.into(),
+                    elem(*pivot),
+                    elem(*e),
+                ];
+                let Some(i) = list(*k) else {
+                    return (args, WRONGTYPE.into());
+                };
+                if self.lists[i].is_empty() {
+                    return (args, int(0));
+                }
+                let Some(at) = self.lists[i].iter().position(|x| *x == args[3]) else {
+                    return (args, int(-1));
+                };
+                if !self.fits(8 + args[4].len(), 1) {
+                    return (args, OOM.into());
+                }
+                let at = if *before { at } else { at + 1 };
+                self.lists[i].insert(at, args[4].clone());
+                (args, int(self.lists[i].len() as i64))
+            }
+            Op::MPop(a, b, left, n) => {
+                let side = if *left { "LEFT" } else { "RIGHT" };
+                let args = vec![
+                    "LMPOP".into(),
+                    "2".into(),
+                    key(*a),
+                    key(*b),
+                    side.into(),
+                    "COUNT".into(),
+                    n.to_string(),
+                ];
+                for k in [*a, *b] {
+                    let Some(i) = list(k) else {
+                        return (args, WRONGTYPE.into());
+                    };
+                    if self.lists[i].is_empty() {
+                        continue;
+                    }
+                    let mut got = Vec::new();
+                    while got.len() < usize::from(*n) {
+                        let e = if *left {
+                            self.lists[i].pop_front()
+                        } else {
+                            self.lists[i].pop_back()
+                        };
+                        match e {
+                            Some(e) => got.push(e),
+                            None => break,
+                        }
+                    }
+                    let got: Vec<&str> = got.iter().map(String::as_str).collect();
+                    return (args, popped(&key(k), &got));
+                }
+                (args, NIL_ARRAY.into())
+            }
+            Op::Pos(k, e, rank, count, maxlen) => {
+                let rank = if *rank == 0 { 1 } else { i64::from(*rank) };
+                let mut args = vec!["LPOS".into(), key(*k), elem(*e)];
+                args.extend(["RANK".into(), rank.to_string()]);
+                if let Some(c) = count {
+                    args.extend(["COUNT".into(), c.to_string()]);
+                }
+                args.extend(["MAXLEN".into(), maxlen.to_string()]);
+                let Some(i) = list(*k) else {
+                    return (args, WRONGTYPE.into());
+                };
+                let l = &self.lists[i];
+                // The indices of the matches, in the order of the scan the rank says.
+                let scan: Vec<i64> = (0..l.len())
+                    .map(|j| if rank < 0 { l.len() - 1 - j } else { j })
+                    .take(if *maxlen == 0 {
+                        l.len()
+                    } else {
+                        usize::from(*maxlen)
+                    })
+                    .filter(|&j| l[j] == args[2])
+                    .map(|j| j as i64)
+                    .collect();
+                let found = scan.iter().skip(rank.unsigned_abs() as usize - 1);
+                let want = match count {
+                    None => found.take(1).next().map_or(NIL.into(), |&j| int(j)),
+                    Some(0) => ints(&found.copied().collect::<Vec<_>>()),
+                    Some(c) => ints(&found.take(usize::from(*c)).copied().collect::<Vec<_>>()),
+                };
+                (args, want)
+            }
+        }
+    }
+
+    /// `LMOVE a b` from the head (`from`) or tail, to the head (`to`) or tail.
+    fn lmove(&mut self, a: u8, b: u8, from: bool, to: bool) -> String {
+        if a == 3 {
+            return WRONGTYPE.into();
+        }
+        let (a, b) = (usize::from(a), usize::from(b));
+        if self.lists[a].is_empty() {
+            return NIL.into();
+        }
+        if b == 3 {
+            return WRONGTYPE.into();
+        }
+        // The destination's key is taken before the source's is freed.
+        if self.lists[b].is_empty() && !self.fits(8 + key(b as u8).len(), 1) {
+            return OOM.into();
+        }
+        let e = if from {
+            self.lists[a].pop_front()
+        } else {
+            self.lists[a].pop_back()
+        };
+        let e = e.unwrap_or_default();
+        if to {
+            self.lists[b].push_front(e.clone());
+        } else {
+            self.lists[b].push_back(e.clone());
+        }
+        bulk(&e)
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// Against a model of three lists, with budgets from tight to plenty: the replies, the
+    /// bytes and slots in use after every command (a refused command changes nothing), and
+    /// the lists at the end.
+    #[test]
+    fn lists_match_a_model(
+        ops in proptest::collection::vec(op(), 1..150),
+        cap in 10usize..300,
+        slots in 1usize..20,
+    ) {
+        let mut t = T::sized(cap, slots);
+        prop_assert_eq!(t.c(&["SET", "s", "v"]), "+OK\r\n");
+        let mut model = Model { lists: Default::default(), cap, slots };
+        for op in &ops {
+            let (args, want) = model.apply(op);
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            prop_assert_eq!(t.c(&args), want, "{:?}", op);
+            prop_assert_eq!(t.st.used_memory(), model.used().0, "memory after {:?}", op);
+            prop_assert_eq!(t.st.used_slots(), model.used().1, "slots after {:?}", op);
+        }
+        for (k, l) in model.lists.iter().enumerate() {
+            let l: Vec<&str> = l.iter().map(String::as_str).collect();
+            prop_assert_eq!(all(&mut t, &key(k as u8)), arr(&l));
+        }
     }
 }
