@@ -65,8 +65,9 @@
 //! `HEXISTS`, `HLEN`, `HSTRLEN`, `HINCRBY`, `HINCRBYFLOAT` (in the same `long double`
 //! arithmetic as `INCRBYFLOAT`), `HRANDFIELD` (with a count, negative for repeats, and
 //! `WITHVALUES`), `HSCAN` (`MATCH`, `COUNT`);
-//! lists: `LPUSH`, `RPUSH`, `LPUSHX`, `RPUSHX`, `LPOP`, `RPOP` (with a count), `LRANGE`, `LLEN`,
-//! `LINDEX`, `LSET`, `LREM`, `LTRIM`;
+//! lists: `LPUSH`, `RPUSH`, `LPUSHX`, `RPUSHX`, `LPOP`, `RPOP` (with a count), `LMPOP`
+//! (`COUNT`), `LRANGE`, `LLEN`, `LINDEX`, `LPOS` (`RANK`, `COUNT`, `MAXLEN`), `LSET`, `LINSERT`,
+//! `LREM`, `LTRIM`, `LMOVE`, `RPOPLPUSH`;
 //! sets: `SADD`, `SREM`, `SPOP` (with a count), `SMEMBERS`, `SISMEMBER`, `SMISMEMBER`, `SCARD`,
 //! `SRANDMEMBER` (with a count, negative for repeats), `SMOVE`, `SINTER`, `SINTERCARD`
 //! (`LIMIT`), `SUNION`, `SDIFF`, `SINTERSTORE`, `SUNIONSTORE`, `SDIFFSTORE`, `SSCAN` (`MATCH`,

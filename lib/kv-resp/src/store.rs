@@ -37,7 +37,8 @@
 //!   keyed by (hash's slot, field name), so `HGET`/`HSET` of one field cost O(1); they are
 //!   linked in insertion order, the order `HGETALL` answers in (as Redis does for small hashes);
 //! * a **list element**'s block holds the element as its value (no key): pushing and popping at
-//!   either end is O(1), reaching the `i`-th element O(min(i, n - i));
+//!   either end is O(1), reaching the `i`-th element O(min(i, n - i)); moving an element to
+//!   another list (`LMOVE`) relinks its entry, O(1), without copying it;
 //! * a **set member**'s block holds the member as its key, and the member is in the bucket
 //!   table (keyed like a hash field), so `SADD`/`SISMEMBER`/`SREM` cost O(1); members are linked
 //!   in insertion order;
@@ -667,6 +668,25 @@ impl<'a> Store<'a> {
             return;
         }
         self.detach(i);
+        self.attach(i, before);
+    }
+
+    /// Moves child `i` into collection `parent` (of the kind of `i`'s collection), just before
+    /// `parent`'s child `before` (at the end for [`NIL`]), keeping its entry and block, as
+    /// `LMOVE` does with an element: no resources are taken. The collection `i` leaves stays
+    /// even when it becomes empty (the caller deletes it, see [`Store::remove_child_or_key`]);
+    /// for a named child, the caller has checked that `parent` has none of its name.
+    pub(crate) fn move_child_to(&mut self, i: u32, parent: u32, before: u32) {
+        self.detach(i);
+        let named = self.slots[i as usize].kind.is_named_child();
+        if named {
+            self.unlink(i);
+        }
+        self.slots[i as usize].parent = parent;
+        self.slots[i as usize].hash = field_hash(parent, self.key_of(i));
+        if named {
+            self.link(i);
+        }
         self.attach(i, before);
     }
 

@@ -1,8 +1,11 @@
-//! Lists: `LPUSH`, `RPUSH`, `LPUSHX`, `RPUSHX`, `LPOP`, `RPOP`, `LRANGE`, `LLEN`, `LINDEX`,
-//! `LSET`, `LREM`, `LTRIM`.
+//! Lists: `LPUSH`, `RPUSH`, `LPUSHX`, `RPUSHX`, `LPOP`, `RPOP`, `LMPOP`, `LRANGE`, `LLEN`,
+//! `LINDEX`, `LPOS`, `LSET`, `LINSERT`, `LREM`, `LTRIM`, `LMOVE`, `RPOPLPUSH`.
+//!
+//! `LMOVE` and `RPOPLPUSH` move the element's entry from one list to the other, so that they
+//! take no memory but the destination's key when it is new.
 
 use super::{pop_count, rank_range, Cmd};
-use crate::commands::{Res, NOT_INT, OOM, WRONGTYPE};
+use crate::commands::{eq, Res, NOT_INT, OOM, SYNTAX, WRONGTYPE};
 use crate::output::Reply;
 use crate::parser::{parse_int, Command};
 use crate::store::{Budget, Kind, Store, HDR, NIL};
@@ -35,23 +38,12 @@ impl Store<'_> {
                     Ok(None) => return r.nil(),
                     Ok(Some(l)) => l,
                 };
-                let len = self.slots[l as usize].count;
-                let n = count.map_or(1, |n| n.min(u64::from(len)) as u32);
-                let left = cmd == Cmd::LPop;
-                if count.is_some() {
-                    r.array(n as usize)?;
-                }
-                let mut e = self.end_of(l, left);
-                for _ in 0..n {
-                    r.bulk(self.val_of(e))?;
-                    e = self.step_from(e, left);
-                }
-                for _ in 0..n {
-                    let e = self.end_of(l, left);
-                    self.remove_child_or_key(e);
-                }
-                Ok(())
+                self.pop_reply(l, count, cmd == Cmd::LPop, r)
             }
+            Cmd::LMPop => self.lmpop(db, c, now, r),
+            Cmd::LInsert => self.linsert(db, c, now, r),
+            Cmd::LPos => self.lpos(db, c, now, r),
+            Cmd::LMove | Cmd::RPopLPush => self.lmove(db, cmd, c, now, r),
             Cmd::LRange => {
                 let (Some(start), Some(stop)) = (
                     parse_int(c.arg(2).unwrap_or(b"")),
@@ -239,5 +231,263 @@ impl Store<'_> {
             self.insert_child(l, b"", e, before);
         }
         Ok(())
+    }
+
+    /// Pops `count` elements (one, answered as a bulk string, for `None`; as many as there
+    /// are at most, answered as an array, for `Some`) from the head (`left`) or the tail of
+    /// list `l`, deleting the list when it empties.
+    fn pop_reply(&mut self, l: u32, count: Option<u64>, left: bool, r: &mut Reply<'_, '_>) -> Res {
+        let len = self.slots[l as usize].count;
+        let n = count.map_or(1, |n| n.min(u64::from(len)) as u32);
+        if count.is_some() {
+            r.array(n as usize)?;
+        }
+        let mut e = self.end_of(l, left);
+        for _ in 0..n {
+            r.bulk(self.val_of(e))?;
+            e = self.step_from(e, left);
+        }
+        for _ in 0..n {
+            let e = self.end_of(l, left);
+            self.remove_child_or_key(e);
+        }
+        Ok(())
+    }
+
+    /// `LMPOP numkeys key [key ...] LEFT|RIGHT [COUNT count]`: pops from the first of the keys
+    /// that holds a list.
+    fn lmpop(&mut self, db: u8, c: &Command<'_>, now: u64, r: &mut Reply<'_, '_>) -> Res {
+        let Some(numkeys) = parse_int(c.arg(1).unwrap_or(b"")).filter(|&n| n >= 1) else {
+            return r.error("ERR numkeys should be greater than 0");
+        };
+        let Some(where_at) = (numkeys as u64)
+            .checked_add(2)
+            .filter(|&i| i < c.argc() as u64)
+        else {
+            return r.error(SYNTAX);
+        };
+        let where_at = where_at as usize;
+        let Some(left) = side(c.arg(where_at).unwrap_or(b"")) else {
+            return r.error(SYNTAX);
+        };
+        let mut count = None;
+        let mut j = where_at + 1;
+        while let Some(opt) = c.arg(j) {
+            match c.arg(j + 1) {
+                Some(n) if count.is_none() && eq(opt, "count") => {
+                    let Some(n) = parse_int(n).filter(|&n| n >= 1) else {
+                        return r.error("ERR count should be greater than 0");
+                    };
+                    count = Some(n as u64);
+                }
+                _ => return r.error(SYNTAX),
+            }
+            j += 2;
+        }
+        for key in c.args().skip(2).take(numkeys as usize) {
+            match self.find_kind(db, key, Kind::List, now) {
+                Err(()) => return r.error(WRONGTYPE),
+                Ok(None) => {}
+                Ok(Some(l)) => {
+                    r.array(2)?;
+                    r.bulk(key)?;
+                    return self.pop_reply(l, Some(count.unwrap_or(1)), left, r);
+                }
+            }
+        }
+        r.raw(b"*-1\r\n")
+    }
+
+    /// `LINSERT key BEFORE|AFTER pivot element`: inserts next to the first element equal to
+    /// the pivot.
+    fn linsert(&mut self, db: u8, c: &Command<'_>, now: u64, r: &mut Reply<'_, '_>) -> Res {
+        let place = c.arg(2).unwrap_or(b"");
+        let before = if eq(place, "before") {
+            true
+        } else if eq(place, "after") {
+            false
+        } else {
+            return r.error(SYNTAX);
+        };
+        let l = match self.find_kind(db, c.arg(1).unwrap_or(b""), Kind::List, now) {
+            Err(()) => return r.error(WRONGTYPE),
+            Ok(None) => return r.int(0),
+            Ok(Some(l)) => l,
+        };
+        let pivot = c.arg(3).unwrap_or(b"");
+        let mut e = self.end_of(l, true);
+        while e != NIL && self.val_of(e) != pivot {
+            e = self.step_from(e, true);
+        }
+        if e == NIL {
+            return r.int(-1);
+        }
+        let val = c.arg(4).unwrap_or(b"");
+        let (ok, ()) = self.fits(now, |st| {
+            let mut b = Budget::new(st);
+            b.step((0, 0), (HDR + val.len(), 1));
+            (b.ok(), ())
+        });
+        if !ok {
+            return r.error(OOM);
+        }
+        r.int(i64::from(self.slots[l as usize].count) + 1)?;
+        let at = if before { e } else { self.step_from(e, true) };
+        self.insert_child(l, b"", val, at);
+        Ok(())
+    }
+
+    /// `LPOS key element [RANK rank] [COUNT count] [MAXLEN len]`.
+    fn lpos(&mut self, db: u8, c: &Command<'_>, now: u64, r: &mut Reply<'_, '_>) -> Res {
+        // Redis's `long` arithmetic, wrapping as it does on x86_64 (a rank of i64::MIN stays
+        // negative once negated).
+        let (mut rank, mut count, mut maxlen) = (1i64, None, 0i64);
+        let mut j = 3;
+        while let Some(opt) = c.arg(j) {
+            let Some(v) = c.arg(j + 1) else {
+                return r.error(SYNTAX);
+            };
+            if eq(opt, "rank") {
+                match parse_int(v) {
+                    None => return r.error(NOT_INT),
+                    Some(0) => return r.error(RANK_ZERO),
+                    Some(n) => rank = n,
+                }
+            } else if eq(opt, "count") {
+                match parse_int(v).filter(|&n| n >= 0) {
+                    None => return r.error("ERR COUNT can't be negative"),
+                    n => count = n,
+                }
+            } else if eq(opt, "maxlen") {
+                match parse_int(v).filter(|&n| n >= 0) {
+                    None => return r.error("ERR MAXLEN can't be negative"),
+                    Some(n) => maxlen = n,
+                }
+            } else {
+                return r.error(SYNTAX);
+            }
+            j += 2;
+        }
+        let from_tail = rank < 0;
+        if from_tail {
+            rank = rank.wrapping_neg();
+        }
+        let l = match self.find_kind(db, c.arg(1).unwrap_or(b""), Kind::List, now) {
+            Err(()) => return r.error(WRONGTYPE),
+            Ok(None) if count.is_some() => return r.array(0),
+            Ok(None) => return r.nil(),
+            Ok(Some(l)) => l,
+        };
+        let ele = c.arg(2).unwrap_or(b"");
+        let len = i64::from(self.slots[l as usize].count);
+        // Calls `each` with the index of every match answered, in the order answered.
+        let scan = |st: &Self, each: &mut dyn FnMut(i64) -> Res| -> Res {
+            let (mut e, mut index, mut matches) = (st.end_of(l, !from_tail), 0i64, 0i64);
+            while e != NIL && (maxlen == 0 || index < maxlen) {
+                if st.val_of(e) == ele {
+                    matches += 1;
+                    if matches >= rank {
+                        each(if from_tail { len - index - 1 } else { index })?;
+                        match count {
+                            None => break,
+                            Some(n)
+                                if n != 0 && matches.wrapping_sub(rank).wrapping_add(1) >= n =>
+                            {
+                                break
+                            }
+                            Some(_) => {}
+                        }
+                    }
+                }
+                index += 1;
+                e = st.step_from(e, !from_tail);
+            }
+            Ok(())
+        };
+        if count.is_none() {
+            let mut found = None;
+            scan(self, &mut |i| {
+                found = Some(i);
+                Ok(())
+            })?;
+            return match found {
+                Some(i) => r.int(i),
+                None => r.nil(),
+            };
+        }
+        let mut n = 0;
+        scan(self, &mut |_| {
+            n += 1;
+            Ok(())
+        })?;
+        r.array(n)?;
+        scan(self, &mut |i| r.int(i))
+    }
+
+    /// `LMOVE source destination LEFT|RIGHT LEFT|RIGHT` and `RPOPLPUSH source destination`
+    /// (`RIGHT LEFT`).
+    fn lmove(&mut self, db: u8, cmd: Cmd, c: &Command<'_>, now: u64, r: &mut Reply<'_, '_>) -> Res {
+        let (from_left, to_left) = if cmd == Cmd::RPopLPush {
+            (false, true)
+        } else {
+            match (side(c.arg(3).unwrap_or(b"")), side(c.arg(4).unwrap_or(b""))) {
+                (Some(from), Some(to)) => (from, to),
+                _ => return r.error(SYNTAX),
+            }
+        };
+        let (src, dst) = (c.arg(1).unwrap_or(b""), c.arg(2).unwrap_or(b""));
+        let s = match self.find_kind(db, src, Kind::List, now) {
+            Err(()) => return r.error(WRONGTYPE),
+            Ok(None) => return r.nil(),
+            Ok(Some(s)) => s,
+        };
+        let Ok(d) = self.find_kind(db, dst, Kind::List, now) else {
+            return r.error(WRONGTYPE);
+        };
+        if d.is_none() {
+            // The destination's key is made before the source's goes.
+            let (ok, ()) = self.fits(now, |st| {
+                let mut b = Budget::new(st);
+                b.step((0, 0), (HDR + dst.len(), 1));
+                (b.ok(), ())
+            });
+            if !ok {
+                return r.error(OOM);
+            }
+        }
+        let e = self.end_of(s, from_left);
+        r.bulk(self.val_of(e))?;
+        let d = match d {
+            Some(d) => d,
+            None => match self.insert_key(db, Kind::List, dst, None, 0) {
+                Some(d) => d,
+                None => return Ok(()), // Unreachable: the plan fitted.
+            },
+        };
+        let before = if to_left { self.end_of(d, true) } else { NIL };
+        if d == s {
+            self.move_child(e, before);
+        } else {
+            self.move_child_to(e, d, before);
+            if self.slots[s as usize].count == 0 {
+                self.remove_key(s);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `-ERR` for `LPOS ... RANK 0`.
+const RANK_ZERO: &str = "ERR RANK can't be zero: use 1 to start from the first match, 2 from the \
+                         second ... or use negative to start from the end of the list";
+
+/// `LEFT` (true) or `RIGHT` (false), in any case.
+fn side(arg: &[u8]) -> Option<bool> {
+    if eq(arg, "left") {
+        Some(true)
+    } else if eq(arg, "right") {
+        Some(false)
+    } else {
+        None
     }
 }

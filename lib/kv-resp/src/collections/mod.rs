@@ -35,6 +35,11 @@ pub(crate) enum Cmd {
     LSet,
     LRem,
     LTrim,
+    LInsert,
+    LPos,
+    LMove,
+    RPopLPush,
+    LMPop,
     SAdd,
     SRem,
     SPop,
@@ -121,6 +126,11 @@ pub(crate) const TABLE: &[(&str, i32, Cmd)] = &[
     ("lset", 4, Cmd::LSet),
     ("lrem", 4, Cmd::LRem),
     ("ltrim", 4, Cmd::LTrim),
+    ("linsert", 5, Cmd::LInsert),
+    ("lpos", -3, Cmd::LPos),
+    ("lmove", 5, Cmd::LMove),
+    ("rpoplpush", 3, Cmd::RPopLPush),
+    ("lmpop", -4, Cmd::LMPop),
     ("sadd", -3, Cmd::SAdd),
     ("srem", -3, Cmd::SRem),
     ("spop", -2, Cmd::SPop),
@@ -251,7 +261,12 @@ impl Store<'_> {
             | Cmd::LIndex
             | Cmd::LSet
             | Cmd::LRem
-            | Cmd::LTrim => self.list_command(db, cmd, c, now, r),
+            | Cmd::LTrim
+            | Cmd::LInsert
+            | Cmd::LPos
+            | Cmd::LMove
+            | Cmd::RPopLPush
+            | Cmd::LMPop => self.list_command(db, cmd, c, now, r),
             Cmd::SAdd
             | Cmd::SRem
             | Cmd::SPop

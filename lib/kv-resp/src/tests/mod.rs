@@ -14,6 +14,7 @@ mod collections;
 mod commands;
 mod connection;
 mod hash;
+mod list;
 mod longdouble;
 mod props;
 mod protocol;
