@@ -392,7 +392,9 @@ fn hset_counts_repeated_and_many_fields_exactly() {
     args.extend(["f", "last"]);
     assert_eq!(t.c(&args), ":1\r\n");
     assert_eq!(t.c(&["HGET", "h", "f"]), "$4\r\nlast\r\n");
-    let names: Vec<String> = (0..2 * crate::repeats::EXACT_KEYS).map(|i| format!("n{i}")).collect();
+    let names: Vec<String> = (0..2 * crate::repeats::EXACT_KEYS)
+        .map(|i| format!("n{i}"))
+        .collect();
     assert_eq!(t.c(&["HSET", "h", "n0", "x"]), ":1\r\n");
     let mut args = vec!["HSET", "h"];
     for n in names.iter().chain(&names) {
@@ -408,6 +410,9 @@ fn hset_plans_a_repeated_field_as_replaced() {
     // 300 bytes: four writes of one 50-byte field fit only planned as one.
     let mut t = T::sized(300, 100);
     let v = "v".repeat(50);
-    assert_eq!(t.c(&["HSET", "h", "f", &v, "f", &v, "f", &v, "f", &v]), ":1\r\n");
+    assert_eq!(
+        t.c(&["HSET", "h", "f", &v, "f", &v, "f", &v, "f", &v]),
+        ":1\r\n"
+    );
     assert_eq!(t.c(&["HSTRLEN", "h", "f"]), ":50\r\n");
 }

@@ -451,7 +451,9 @@ fn sadd_counts_repeated_and_many_members_exactly() {
     assert_eq!(t.c(&args), int(1));
     // More distinct members than the plan's table holds exactly, each named twice, some
     // there already.
-    let names: Vec<String> = (0..2 * crate::repeats::EXACT_KEYS).map(|i| format!("n{i}")).collect();
+    let names: Vec<String> = (0..2 * crate::repeats::EXACT_KEYS)
+        .map(|i| format!("n{i}"))
+        .collect();
     assert_eq!(t.c(&["SADD", "s", "n0", "n1"]), int(2));
     let mut args = vec!["SADD", "s"];
     args.extend(names.iter().chain(&names).map(String::as_str));

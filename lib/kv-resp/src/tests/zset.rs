@@ -514,7 +514,9 @@ fn zadd_counts_repeated_and_many_members_exactly() {
         args.extend(["1", "m"]);
     }
     assert_eq!(t.c(&args), int(1));
-    let names: Vec<String> = (0..2 * crate::repeats::EXACT_KEYS).map(|i| format!("n{i}")).collect();
+    let names: Vec<String> = (0..2 * crate::repeats::EXACT_KEYS)
+        .map(|i| format!("n{i}"))
+        .collect();
     let mut args = vec!["ZADD", "z"];
     for n in names.iter().chain(&names) {
         args.extend(["2", n.as_str()]);
